@@ -1,0 +1,95 @@
+//! The `elevator` binary as a user runs it: output on stdout, errors on stderr, exit codes.
+
+use std::process::{Command, Output};
+
+fn elevator(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_elevator")).args(args).output().expect("run elevator")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+// Proves `list schedulers` prints the sysfs-style line with the default in brackets and every
+// tunable with value, unit, default, range and help.
+#[test]
+fn list_schedulers_prints_the_sysfs_line_and_tunables() {
+    let output = elevator(&["list", "schedulers"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert_eq!(text.lines().next(), Some("noop [deadline]"));
+    let read_expire = text.lines().find(|line| line.contains("read_expire")).unwrap();
+    for field in ["500", "ms", "0..=2147483647", "deadline of a read"] {
+        assert!(read_expire.contains(field), "{read_expire:?} lacks {field}");
+    }
+    assert!(text.contains("noop — Linux 2.6.18"));
+    assert!(text.contains("no tunables"));
+    assert!(stderr(&output).is_empty());
+}
+
+// Proves the JSON form carries the same tables.
+#[test]
+fn list_schedulers_as_json() {
+    let output = elevator(&["list", "schedulers", "--format", "json"]);
+    assert!(output.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["scheduler_line"], "noop [deadline]");
+    let deadline = json["schedulers"].as_array().unwrap().iter().find(|s| s["name"] == "deadline");
+    let deadline = deadline.unwrap();
+    assert_eq!(deadline["default"], true);
+    let fifo_batch =
+        deadline["tunables"].as_array().unwrap().iter().find(|t| t["name"] == "fifo_batch");
+    let fifo_batch = fifo_batch.unwrap();
+    assert_eq!(fifo_batch["default"], 16);
+    assert_eq!(fifo_batch["unit"], "requests");
+    assert_eq!(fifo_batch["max"], 2_147_483_647);
+}
+
+// Proves a spec resolves: the set tunable shows its value, the others their defaults.
+#[test]
+fn a_spec_lists_resolved() {
+    let output = elevator(&["list", "schedulers", "deadline:fifo_batch=8,read_expire=1s"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("deadline:fifo_batch=8,read_expire=1000"));
+    let fifo_batch = text.lines().find(|line| line.trim_start().starts_with("fifo_batch")).unwrap();
+    assert!(fifo_batch.split_whitespace().nth(1) == Some("8"), "{fifo_batch}");
+}
+
+// Proves bad input exits 2 with one line naming the bad token and what is accepted.
+#[test]
+fn bad_specs_exit_2_naming_the_token() {
+    for (spec, expected) in [
+        ("cfqq", "unknown scheduler `cfqq` (accepted: noop, deadline)"),
+        ("deadline:read_expiry=1", "deadline has no tunable `read_expiry` (accepted: read_expire"),
+        ("deadline:fifo_batch=-1", "fifo_batch: -1 is out of range (accepted: 0..=2147483647"),
+        ("deadline:read_expire=5fortnights", "`5fortnights` is not a time"),
+        ("deadline:fifo_batch", "`fifo_batch` has no `=value`"),
+    ] {
+        let output = elevator(&["list", "schedulers", spec]);
+        assert_eq!(output.status.code(), Some(2), "{spec}");
+        let message = stderr(&output);
+        assert_eq!(message.lines().count(), 1, "{message}");
+        assert!(message.contains(expected), "{spec}: {message}");
+        assert!(output.stdout.is_empty());
+    }
+}
+
+// Proves usage errors (unknown subcommand or list target) exit 2, and --version / --help work.
+#[test]
+fn usage_errors_and_meta_flags() {
+    let output = elevator(&["list", "frobs"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("possible values: schedulers"));
+    assert_eq!(elevator(&["frob"]).status.code(), Some(2));
+    let version = elevator(&["--version"]);
+    assert!(version.status.success());
+    assert_eq!(stdout(&version).trim(), format!("elevator {}", env!("CARGO_PKG_VERSION")));
+    let help = elevator(&["--help"]);
+    assert!(help.status.success());
+    assert!(stdout(&help).contains("list"));
+}

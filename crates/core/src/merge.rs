@@ -1,0 +1,273 @@
+//! The merge index: which queued request a new bio can join.
+//!
+//! The queue keeps every request that sits in the scheduler and may still grow in two indexes:
+//! by end sector (a bio that starts there is a **back merge**, the generic hash of 2.6.19+) and
+//! by start sector (a bio that ends there is a **front merge**, what deadline, anticipatory and
+//! cfq looked up in their sector trees). A one-entry cache, `last_merge`, is tried first, as in
+//! every kernel since 2.6. Which lookups a scheduler gets is its own choice
+//! ([`MergeLookups`](crate::MergeLookups)): 2.6.18 noop has neither index and merges only
+//! through the cache; deadline's `front_merges=0` turns off the front index.
+//!
+//! Keys are (sector, direction). Requests sharing a key form a chain, newest first, and a
+//! lookup offers only the newest, as the kernel's hash buckets did.
+
+use rustc_hash::FxBuildHasher;
+
+use crate::request::{Bio, Direction, Op, Request, RequestFlags, RequestState};
+use crate::table::{RequestId, SideTable};
+
+/// Whether a bio may join a request, or two requests may fuse.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum MergeCheck {
+    /// Contiguity aside, the merge is allowed.
+    Allowed,
+    /// Different operation, sync-ness, a flush or FUA, or a request no longer in the scheduler.
+    Incompatible,
+    /// The result would exceed `max_sectors_kb`; the kernel then marks the request no-merge.
+    TooBig,
+}
+
+/// The rules of the generic block layer for adding `sector_count` more sectors of a request or
+/// bio shaped like (`op`, `flags`) to `target`.
+fn check(
+    target: &Request,
+    op: Op,
+    flags: RequestFlags,
+    sector_count: u32,
+    max_sectors: u32,
+) -> MergeCheck {
+    let unmergeable =
+        |op: Op, flags: RequestFlags| op == Op::Flush || flags.contains(RequestFlags::FUA);
+    if target.state != RequestState::Queued
+        || target.no_merge
+        || target.op != op
+        || target.flags.is_sync() != flags.is_sync()
+        || unmergeable(op, flags)
+        || unmergeable(target.op, target.flags)
+    {
+        return MergeCheck::Incompatible;
+    }
+    if u64::from(target.sector_count) + u64::from(sector_count) > u64::from(max_sectors) {
+        return MergeCheck::TooBig;
+    }
+    MergeCheck::Allowed
+}
+
+/// May `bio` join `target` (contiguity is the caller's business)?
+pub(crate) fn check_bio(target: &Request, bio: &Bio, max_sectors: u32) -> MergeCheck {
+    check(target, bio.op, bio.flags, bio.sector_count, max_sectors)
+}
+
+/// May `absorbed` fuse into `kept`?
+pub(crate) fn check_requests(kept: &Request, absorbed: &Request, max_sectors: u32) -> MergeCheck {
+    if absorbed.state != RequestState::Queued || absorbed.no_merge {
+        return MergeCheck::Incompatible;
+    }
+    check(kept, absorbed.op, absorbed.flags, absorbed.sector_count, max_sectors)
+}
+
+fn key(sector: u64, direction: Direction) -> u64 {
+    (sector << 1) | direction.index() as u64
+}
+
+/// Heads of the key chains. Lookup only, never iterated, so hash order cannot leak into a run.
+#[allow(clippy::disallowed_types)]
+type ChainHeads = std::collections::HashMap<u64, RequestId, FxBuildHasher>;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct ChainLink {
+    key: u64,
+    newer: Option<RequestId>,
+    older: Option<RequestId>,
+    linked: bool,
+}
+
+/// Requests by key, each key's requests chained newest first.
+#[derive(Clone, Debug)]
+struct KeyedChains {
+    heads: ChainHeads,
+    links: SideTable<ChainLink>,
+}
+
+impl KeyedChains {
+    fn new(capacity: usize) -> KeyedChains {
+        KeyedChains {
+            heads: ChainHeads::with_capacity_and_hasher(capacity, FxBuildHasher),
+            links: SideTable::new(capacity),
+        }
+    }
+
+    fn add(&mut self, id: RequestId, key: u64) {
+        debug_assert!(!self.links[id].linked, "{id:?} indexed twice");
+        let older = self.heads.insert(key, id);
+        if let Some(older) = older {
+            self.links[older].newer = Some(id);
+        }
+        self.links[id] = ChainLink { key, newer: None, older, linked: true };
+    }
+
+    fn remove(&mut self, id: RequestId) {
+        let link = self.links[id];
+        if !link.linked {
+            return;
+        }
+        match link.newer {
+            Some(newer) => self.links[newer].older = link.older,
+            None => match link.older {
+                Some(older) => {
+                    self.heads.insert(link.key, older);
+                }
+                None => {
+                    self.heads.remove(&link.key);
+                }
+            },
+        }
+        if let Some(older) = link.older {
+            self.links[older].newer = link.newer;
+        }
+        self.links[id] = ChainLink::default();
+    }
+
+    fn find(&self, key: u64) -> Option<RequestId> {
+        self.heads.get(&key).copied()
+    }
+
+    fn is_indexed(&self, id: RequestId) -> bool {
+        self.links[id].linked
+    }
+}
+
+/// Back and front merge indexes plus the one-hit `last_merge` cache.
+#[derive(Clone, Debug)]
+pub(crate) struct MergeIndex {
+    by_end: KeyedChains,
+    by_start: KeyedChains,
+    pub(crate) last_merge: Option<RequestId>,
+}
+
+impl MergeIndex {
+    pub(crate) fn new(capacity: usize) -> MergeIndex {
+        MergeIndex {
+            by_end: KeyedChains::new(capacity),
+            by_start: KeyedChains::new(capacity),
+            last_merge: None,
+        }
+    }
+
+    /// Whether a request of this shape can ever take a merge: flushes and FUA writes cannot,
+    /// so they are never indexed.
+    pub(crate) fn indexable(request: &Request) -> bool {
+        request.op != Op::Flush && !request.flags.contains(RequestFlags::FUA)
+    }
+
+    /// Makes room for a request table grown to `capacity`.
+    pub(crate) fn grow(&mut self, capacity: usize) {
+        self.by_end.links.ensure_capacity(capacity);
+        self.by_start.links.ensure_capacity(capacity);
+    }
+
+    /// Indexes a request that has just entered the scheduler.
+    pub(crate) fn add(&mut self, id: RequestId, request: &Request) {
+        if !Self::indexable(request) {
+            return;
+        }
+        let direction = request.direction();
+        self.by_end.add(id, key(request.end().0, direction));
+        self.by_start.add(id, key(request.start.0, direction));
+        if self.last_merge.is_none() {
+            self.last_merge = Some(id);
+        }
+    }
+
+    /// Forgets a request that left the scheduler (dispatched, fused away or drained).
+    pub(crate) fn remove(&mut self, id: RequestId) {
+        self.by_end.remove(id);
+        self.by_start.remove(id);
+        if self.last_merge == Some(id) {
+            self.last_merge = None;
+        }
+    }
+
+    /// Re-indexes a request whose sectors changed through a merge.
+    pub(crate) fn rekey(&mut self, id: RequestId, request: &Request) {
+        if !self.by_end.is_indexed(id) {
+            return;
+        }
+        let last_merge = self.last_merge;
+        self.remove(id);
+        self.add(id, request);
+        self.last_merge = last_merge;
+    }
+
+    /// The newest queued request in `direction` ending where `bio` starts.
+    pub(crate) fn find_back(&self, bio: &Bio) -> Option<RequestId> {
+        self.by_end.find(key(bio.start.0, bio.op.direction()))
+    }
+
+    /// The newest queued request in `direction` starting where `bio` ends.
+    pub(crate) fn find_front(&self, bio: &Bio) -> Option<RequestId> {
+        self.by_start.find(key(bio.end().0, bio.op.direction()))
+    }
+
+    /// Whether `id` is indexed (for the invariant checker).
+    pub(crate) fn is_indexed(&self, id: RequestId) -> bool {
+        self.by_end.is_indexed(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::{BioTag, ProcessId, Sector};
+    use crate::table::RequestTable;
+    use crate::time::Instant;
+
+    fn queued(table: &mut RequestTable, bio: Bio) -> RequestId {
+        table.insert(Request::from_bio(&bio, Instant::ZERO)).unwrap()
+    }
+
+    // Proves that two requests sharing an end sector are both findable in turn: the newest
+    // first, the older once the newest is gone.
+    #[test]
+    fn chains_offer_the_newest_and_keep_the_rest() {
+        let mut table = RequestTable::with_capacity(4);
+        let mut index = MergeIndex::new(4);
+        let older = queued(&mut table, Bio::read(ProcessId(1), Sector(0), 16, BioTag(0)));
+        let newer = queued(&mut table, Bio::read(ProcessId(2), Sector(8), 8, BioTag(1)));
+        index.add(older, &table[older]);
+        index.add(newer, &table[newer]);
+        let probe = Bio::read(ProcessId(3), Sector(16), 8, BioTag(2));
+        assert_eq!(index.find_back(&probe), Some(newer));
+        index.remove(newer);
+        assert_eq!(index.find_back(&probe), Some(older));
+        index.remove(older);
+        assert_eq!(index.find_back(&probe), None);
+    }
+
+    // Proves a lookup never crosses directions.
+    #[test]
+    fn reads_and_writes_do_not_meet() {
+        let mut table = RequestTable::with_capacity(2);
+        let mut index = MergeIndex::new(2);
+        let read = queued(&mut table, Bio::read(ProcessId(1), Sector(0), 8, BioTag(0)));
+        index.add(read, &table[read]);
+        let write = Bio::write(ProcessId(1), Sector(8), 8, BioTag(1));
+        assert_eq!(index.find_back(&write), None);
+    }
+
+    // Proves the merge rules: same op and sync-ness, never flush or FUA, bounded size.
+    #[test]
+    fn merge_rules() {
+        let request =
+            Request::from_bio(&Bio::write(ProcessId(1), Sector(0), 8, BioTag(0)), Instant::ZERO);
+        let bio = Bio::write(ProcessId(1), Sector(8), 8, BioTag(1));
+        assert_eq!(check_bio(&request, &bio, 16), MergeCheck::Allowed);
+        assert_eq!(check_bio(&request, &bio, 15), MergeCheck::TooBig);
+        let sync = bio.with_flags(RequestFlags::SYNC);
+        assert_eq!(check_bio(&request, &sync, 16), MergeCheck::Incompatible);
+        let fua = bio.with_flags(RequestFlags::FUA);
+        assert_eq!(check_bio(&request, &fua, 16), MergeCheck::Incompatible);
+        let discard = Bio { op: Op::Discard, ..bio };
+        assert_eq!(check_bio(&request, &discard, 16), MergeCheck::Incompatible);
+    }
+}

@@ -1,0 +1,288 @@
+//! The request pool: `nr_requests`, the full-queue rules, congestion and batching of 2.6.18.
+//!
+//! Each pending request (in the scheduler, on the dispatch list or at the device, until it
+//! completes) counts against its class: data direction in 2.6.18, sync/async from 2.6.30 on
+//! ([`PoolSplit`]). Allocation follows `get_request`:
+//!
+//! * from `congestion_on = n − n/8 + 1` (113 for 128) the class is marked congested, and it stays
+//!   so until the count drops below `congestion_off = n − n/8 − n/16 − 1` (103);
+//! * at `n` the class is *full*: the first process to hit that becomes a **batcher** and marks
+//!   the queue full; after that only batchers, and processes the scheduler votes
+//!   [`MayQueue::Must`] for, may allocate;
+//! * never more than `3n/2` (192) in a class;
+//! * a batcher may allocate up to 32 requests (`nr_batching`) within 20 ms (`HZ/50`) of becoming
+//!   one.
+//!
+//! A process that cannot allocate waits in its class's FIFO; each freed request that brings the
+//! count back to at most `n − 1` wakes one waiter, who becomes a batcher, and clears the full
+//! mark (`__freed_request`).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::request::{Direction, Op, ProcessId, RequestFlags};
+use crate::scheduler::MayQueue;
+use crate::time::{Duration, HZ, Instant};
+
+/// How many requests a batcher may allocate past a full pool (`BLK_BATCH_REQ`).
+pub const BATCH_REQUESTS: u32 = 32;
+/// How long a process stays a batcher (`BLK_BATCH_TIME` = HZ/50).
+pub const BATCH_TIME: Duration = Duration::from_jiffies(HZ / 50);
+/// The smallest `nr_requests` the kernel accepts (`BLKDEV_MIN_RQ`).
+pub const MIN_NR_REQUESTS: u32 = 4;
+
+/// What the request pool counts separately.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum PoolSplit {
+    /// Reads and writes (2.6.18 to 2.6.29).
+    #[default]
+    ByDirection,
+    /// Sync and async requests (2.6.30 on).
+    BySync,
+}
+
+impl PoolSplit {
+    /// The pool class (0 or 1) of a request of this shape.
+    pub fn class(self, op: Op, flags: RequestFlags) -> usize {
+        match self {
+            PoolSplit::ByDirection => op.direction().index(),
+            PoolSplit::BySync => {
+                let sync = op == Op::Read || flags.is_sync();
+                usize::from(!sync)
+            }
+        }
+    }
+
+    /// The name of pool class `class` for messages.
+    pub fn class_name(self, class: usize) -> &'static str {
+        match (self, class) {
+            (PoolSplit::ByDirection, 0) => Direction::Read.name(),
+            (PoolSplit::ByDirection, _) => Direction::Write.name(),
+            (PoolSplit::BySync, 0) => "sync",
+            (PoolSplit::BySync, _) => "async",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Batcher {
+    remaining: u32,
+    since: Instant,
+}
+
+/// Allocation counts and the waiters of one queue.
+#[derive(Clone, Debug)]
+pub(crate) struct RequestPool {
+    nr_requests: u32,
+    pub(crate) split: PoolSplit,
+    pub(crate) count: [u32; 2],
+    full: [bool; 2],
+    congested: [bool; 2],
+    waiters: [VecDeque<ProcessId>; 2],
+    batchers: BTreeMap<ProcessId, Batcher>,
+}
+
+impl RequestPool {
+    pub(crate) fn new(nr_requests: u32, split: PoolSplit) -> RequestPool {
+        RequestPool {
+            nr_requests,
+            split,
+            count: [0; 2],
+            full: [false; 2],
+            congested: [false; 2],
+            waiters: [VecDeque::new(), VecDeque::new()],
+            batchers: BTreeMap::new(),
+        }
+    }
+
+    pub(crate) fn set_nr_requests(&mut self, nr_requests: u32) {
+        self.nr_requests = nr_requests;
+        // The kernel re-evaluates the marks against the new thresholds at once.
+        for class in 0..2 {
+            self.congested[class] = self.count[class] >= self.congestion_on();
+            self.full[class] = self.count[class] >= nr_requests;
+        }
+    }
+
+    /// The hard cap per class: 3/2 of `nr_requests`.
+    pub(crate) fn hard_cap(nr_requests: u32) -> u32 {
+        3 * nr_requests / 2
+    }
+
+    pub(crate) fn congestion_on(&self) -> u32 {
+        let n = self.nr_requests;
+        (n - n / 8 + 1).min(n)
+    }
+
+    pub(crate) fn congestion_off(&self) -> u32 {
+        let n = self.nr_requests;
+        (n - n / 8 - n / 16).saturating_sub(1).max(1)
+    }
+
+    pub(crate) fn is_congested(&self, class: usize) -> bool {
+        self.congested[class]
+    }
+
+    fn is_batching(&self, process: ProcessId, now: Instant) -> bool {
+        self.batchers.get(&process).is_some_and(|batcher| {
+            batcher.remaining == BATCH_REQUESTS
+                || (batcher.remaining > 0 && now < batcher.since + BATCH_TIME)
+        })
+    }
+
+    fn make_batcher(&mut self, process: ProcessId, now: Instant) {
+        self.batchers.insert(process, Batcher { remaining: BATCH_REQUESTS, since: now });
+    }
+
+    /// Tries to allocate one request of `class` for `process`.
+    pub(crate) fn try_alloc(
+        &mut self,
+        class: usize,
+        process: ProcessId,
+        vote: MayQueue,
+        now: Instant,
+    ) -> bool {
+        if vote == MayQueue::No {
+            return false;
+        }
+        let count = self.count[class];
+        if count + 1 >= self.congestion_on() {
+            if count + 1 >= self.nr_requests {
+                if !self.full[class] {
+                    self.make_batcher(process, now);
+                    self.full[class] = true;
+                } else if vote != MayQueue::Must && !self.is_batching(process, now) {
+                    return false;
+                }
+            }
+            self.congested[class] = true;
+        }
+        if count >= Self::hard_cap(self.nr_requests) {
+            return false;
+        }
+        self.count[class] += 1;
+        if self.is_batching(process, now)
+            && let Some(batcher) = self.batchers.get_mut(&process)
+        {
+            batcher.remaining -= 1;
+        }
+        true
+    }
+
+    /// Records that `process` waits for a request of `class`.
+    pub(crate) fn wait(&mut self, class: usize, process: ProcessId) {
+        if !self.waiters[class].contains(&process) {
+            self.waiters[class].push_back(process);
+        }
+    }
+
+    /// Whether anyone waits.
+    pub(crate) fn waiter_count(&self) -> usize {
+        self.waiters[0].len() + self.waiters[1].len()
+    }
+
+    /// Returns one request of `class`; says which waiter (if any) may now try again.
+    pub(crate) fn free(&mut self, class: usize, now: Instant) -> Option<ProcessId> {
+        self.count[class] = self.count[class].checked_sub(1).expect("pool count underflow");
+        if self.count[class] < self.congestion_off() {
+            self.congested[class] = false;
+        }
+        // The kernel's test is `count + 1 <= nr_requests`: room for one more.
+        if self.count[class] < self.nr_requests {
+            self.full[class] = false;
+            let woken = self.waiters[class].pop_front()?;
+            self.make_batcher(woken, now);
+            return Some(woken);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P1: ProcessId = ProcessId(1);
+    const P2: ProcessId = ProcessId(2);
+
+    // Proves the thresholds the spec gives for nr_requests = 128.
+    #[test]
+    fn thresholds_for_128() {
+        let pool = RequestPool::new(128, PoolSplit::ByDirection);
+        assert_eq!(pool.congestion_on(), 113);
+        assert_eq!(pool.congestion_off(), 103);
+        assert_eq!(RequestPool::hard_cap(128), 192);
+    }
+
+    // Proves the full-queue rule: the first process to fill the pool becomes a batcher and may
+    // go on (up to 32 more within 20 ms); a second process is refused; the hard cap holds.
+    #[test]
+    fn the_first_to_fill_the_pool_batches_and_others_wait() {
+        let mut pool = RequestPool::new(128, PoolSplit::ByDirection);
+        let now = Instant::ZERO;
+        for _ in 0..127 {
+            assert!(pool.try_alloc(0, P1, MayQueue::May, now));
+        }
+        assert!(pool.is_congested(0));
+        // The 128th allocation finds the pool full: P1 becomes a batcher.
+        assert!(pool.try_alloc(0, P1, MayQueue::May, now));
+        assert!(!pool.try_alloc(0, P2, MayQueue::May, now), "a non-batcher is refused");
+        assert!(pool.try_alloc(0, P2, MayQueue::Must, now), "the scheduler's MUST overrides");
+        // P1 used one of its 32 on the 128th; 31 remain, and its window is 20 ms.
+        let mut granted = 0;
+        while pool.try_alloc(0, P1, MayQueue::May, now) {
+            granted += 1;
+        }
+        assert_eq!(granted, 31);
+        assert!(!pool.try_alloc(0, P1, MayQueue::Must, now) || pool.count[0] <= 192);
+        // The other direction is untouched.
+        assert!(pool.try_alloc(1, P2, MayQueue::May, now));
+    }
+
+    // Proves the hard cap of 3/2 nr_requests holds even for MUST votes.
+    #[test]
+    fn the_hard_cap_holds() {
+        let mut pool = RequestPool::new(8, PoolSplit::ByDirection);
+        let mut granted = 0;
+        while pool.try_alloc(0, P1, MayQueue::Must, Instant::ZERO) {
+            granted += 1;
+        }
+        assert_eq!(granted, 12);
+    }
+
+    // Proves a freed request wakes one waiter, in FIFO order, and clears the marks.
+    #[test]
+    fn freeing_wakes_one_waiter_in_order() {
+        let mut pool = RequestPool::new(4, PoolSplit::ByDirection);
+        let now = Instant::ZERO;
+        for _ in 0..4 {
+            assert!(pool.try_alloc(0, P1, MayQueue::May, now));
+        }
+        pool.wait(0, P2);
+        pool.wait(0, ProcessId(3));
+        assert_eq!(pool.free(0, now), Some(P2));
+        assert_eq!(pool.free(0, now), Some(ProcessId(3)));
+        assert_eq!(pool.free(0, now), None);
+        assert_eq!(pool.waiter_count(), 0);
+    }
+
+    // Proves the batching window closes after 20 ms once a request has been used.
+    #[test]
+    fn batching_expires_after_20ms() {
+        let mut pool = RequestPool::new(4, PoolSplit::ByDirection);
+        let start = Instant::ZERO;
+        for _ in 0..4 {
+            assert!(pool.try_alloc(0, P1, MayQueue::May, start));
+        }
+        let later = start + Duration::from_millis(21);
+        assert!(!pool.try_alloc(0, P1, MayQueue::May, later));
+    }
+
+    #[test]
+    fn sync_split_files_sync_writes_with_reads() {
+        let split = PoolSplit::BySync;
+        assert_eq!(split.class(Op::Read, RequestFlags::SYNC), 0);
+        assert_eq!(split.class(Op::Write, RequestFlags::SYNC), 0);
+        assert_eq!(split.class(Op::Write, RequestFlags::NONE), 1);
+        assert_eq!(PoolSplit::ByDirection.class(Op::Write, RequestFlags::SYNC), 1);
+    }
+}

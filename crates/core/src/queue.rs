@@ -1,0 +1,1006 @@
+//! `BlockQueue`: the one block layer between issuers, a scheduler and a device.
+//!
+//! The simulator and the live engine both drive a `BlockQueue`; they differ only in what the
+//! device and the clock are. A driver loop looks like this:
+//!
+//! ```text
+//! on a bio from an issuer:   queue.submit(now, bio)      -> Merged | Queued | Blocked
+//! whenever anything changed: loop { match queue.next_request(now) {
+//!                                Pull::Issue(id)          => start id on the device,
+//!                                Pull::Idle { until }     => wake me at until (or earlier),
+//!                                Pull::Plugged { until }  => wake me at until (or earlier),
+//!                                Pull::Busy | Pull::Empty => wait for a completion or a bio } }
+//! on a device completion:    queue.complete(now, id, &mut bios) -> hand the bios back,
+//!                            then let every queue.pop_woken() issuer retry its blocked bio
+//! ```
+//!
+//! What happens inside, in the order of the 2.6 block layer (`__make_request` and
+//! `elv_next_request`):
+//!
+//! 1. **Merge** before allocating: a bio joins a queued request through the `last_merge` cache,
+//!    the back index and the front index ([`crate::MergeLookups`]), bounded by
+//!    `max_sectors_kb`; the grown request may then fuse with its neighbour.
+//! 2. **Allocate** from the request pool (`nr_requests`, congestion, batching; see
+//!    [`PoolSplit`]). A process that finds the pool full is told [`Submitted::Blocked`] and is
+//!    named by [`BlockQueue::pop_woken`] when it may try again.
+//! 3. **Order overlaps**: a request overlapping an earlier outstanding one, where either writes,
+//!    is held back until that one completes, so no scheduler can reorder conflicting I/O.
+//! 4. **Insert** into the scheduler; optionally **plug** (off by default).
+//! 5. **Dispatch**: while the device has room, the dispatch list's head goes to the device; only
+//!    when the list is empty is the scheduler asked for one more request.
+//! 6. **Flush** is an ordering point: the scheduler is drained onto the dispatch list ahead of
+//!    it, it is issued once nothing earlier is outstanding, and nothing later is issued until it
+//!    completes (2.6.18's `DRAIN_FLUSH` barrier sequence).
+//! 7. **Switch** schedulers at run time: the old one is drained into the new one; requests
+//!    already dispatched finish normally and are never shown to the new scheduler's hooks.
+
+use std::collections::VecDeque;
+
+use crate::bios::BioTable;
+use crate::dispatch_list::DispatchList;
+use crate::hazard::Hazards;
+use crate::merge::{self, MergeCheck, MergeIndex};
+use crate::pool::{MIN_NR_REQUESTS, PoolSplit, RequestPool};
+use crate::request::{Bio, BioTag, Direction, Op, Request, RequestFlags, RequestState, Sector};
+use crate::scheduler::{Completion, Ctx, Dispatch, MergeKind, Scheduler};
+use crate::table::{RequestId, RequestTable};
+use crate::time::{Duration, Instant};
+
+/// How long a plugged queue waits before it unplugs by itself (`unplug_delay`, 3 ms).
+pub const UNPLUG_DELAY: Duration = Duration::from_millis(3);
+/// How many pending requests unplug a plugged queue (`unplug_thresh`).
+pub const UNPLUG_THRESHOLD: u32 = 4;
+
+/// The knobs of a queue, with the 2.6 kernel's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// Requests per pool class before the class counts as full (`nr_requests`, default 128,
+    /// at least 4).
+    pub nr_requests: u32,
+    /// How many requests the device takes at once (the hardware queue depth; default 1, an
+    /// IDE or SATA disk without command queuing).
+    pub depth: u32,
+    /// Largest request in KiB (`max_sectors_kb`, default 512).
+    pub max_sectors_kb: u32,
+    /// Plug an empty queue for up to 3 ms so that bios can merge first (default off).
+    pub plugging: bool,
+    /// What the pool counts separately (default: data direction, as 2.6.18).
+    pub pool_split: PoolSplit,
+    /// Bound on bios outstanding at once; hitting it is an error, not a silent stall.
+    pub max_bios: usize,
+}
+
+impl Default for QueueConfig {
+    fn default() -> QueueConfig {
+        QueueConfig {
+            nr_requests: 128,
+            depth: 1,
+            max_sectors_kb: 512,
+            plugging: false,
+            pool_split: PoolSplit::ByDirection,
+            max_bios: 1 << 20,
+        }
+    }
+}
+
+/// The largest `max_sectors_kb` accepted: 32 MiB, far beyond any 2.6-era controller.
+pub const MAX_SECTORS_KB_LIMIT: u32 = 32 * 1024;
+/// The largest device depth accepted.
+pub const DEPTH_LIMIT: u32 = 65_536;
+/// The largest `nr_requests` accepted.
+pub const NR_REQUESTS_LIMIT: u32 = 1 << 20;
+
+/// A queue configuration that cannot work.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum QueueConfigError {
+    /// `nr_requests` out of range.
+    #[error("nr_requests {0} is out of range (accepted: {MIN_NR_REQUESTS}..={NR_REQUESTS_LIMIT})")]
+    NrRequests(u32),
+    /// Device depth out of range.
+    #[error("queue depth {0} is out of range (accepted: 1..={DEPTH_LIMIT})")]
+    Depth(u32),
+    /// `max_sectors_kb` out of range.
+    #[error("max_sectors_kb {0} is out of range (accepted: 4..={MAX_SECTORS_KB_LIMIT})")]
+    MaxSectorsKb(u32),
+    /// No room for bios.
+    #[error("max_bios must be at least 1")]
+    MaxBios,
+}
+
+impl QueueConfig {
+    /// Checks every knob against its accepted range.
+    pub fn validate(&self) -> Result<(), QueueConfigError> {
+        if !(MIN_NR_REQUESTS..=NR_REQUESTS_LIMIT).contains(&self.nr_requests) {
+            return Err(QueueConfigError::NrRequests(self.nr_requests));
+        }
+        if !(1..=DEPTH_LIMIT).contains(&self.depth) {
+            return Err(QueueConfigError::Depth(self.depth));
+        }
+        if !(4..=MAX_SECTORS_KB_LIMIT).contains(&self.max_sectors_kb) {
+            return Err(QueueConfigError::MaxSectorsKb(self.max_sectors_kb));
+        }
+        if self.max_bios == 0 {
+            return Err(QueueConfigError::MaxBios);
+        }
+        Ok(())
+    }
+
+    /// `max_sectors_kb` in sectors.
+    pub const fn max_sectors(&self) -> u32 {
+        self.max_sectors_kb * 2
+    }
+}
+
+/// A bio the queue cannot take. None of these can succeed on retry.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    /// A read, write or discard of zero sectors.
+    #[error("{op} bio at sector {start} has no sectors")]
+    Empty {
+        /// The operation.
+        op: &'static str,
+        /// Its start.
+        start: Sector,
+    },
+    /// A flush that carries sectors.
+    #[error("flush bio carries {sector_count} sectors (a flush carries none)")]
+    FlushWithData {
+        /// The sectors it carried.
+        sector_count: u32,
+    },
+    /// Larger than one request may be.
+    #[error(
+        "bio of {sector_count} sectors exceeds max_sectors_kb ({max_sectors} sectors); split it"
+    )]
+    TooLarge {
+        /// Its size.
+        sector_count: u32,
+        /// The limit.
+        max_sectors: u32,
+    },
+    /// Past the end of the sector space.
+    #[error("bio at sector {start} + {sector_count} overflows the sector space")]
+    Overflow {
+        /// Its start.
+        start: Sector,
+        /// Its size.
+        sector_count: u32,
+    },
+    /// Too many bios outstanding.
+    #[error("more than {limit} bios outstanding (the queue's max_bios bound)")]
+    TooManyBios {
+        /// The bound.
+        limit: usize,
+    },
+}
+
+/// What became of a submitted bio.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Submitted {
+    /// It joined a queued request; it completes with that request.
+    Merged {
+        /// The request it joined.
+        into: RequestId,
+    },
+    /// A new request carries it (queued in the scheduler, on the dispatch list for a flush, or
+    /// held behind an overlapping earlier request).
+    Queued {
+        /// The new request.
+        request: RequestId,
+    },
+    /// The request pool is full for this process: the bio was not taken. Submit it again once
+    /// [`BlockQueue::pop_woken`] names the process.
+    Blocked,
+}
+
+/// What the device should do next.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Pull {
+    /// Start this request on the device now; it is in flight.
+    Issue(RequestId),
+    /// The scheduler idles on purpose: ask again at `until`, or when a bio arrives or a request
+    /// completes.
+    Idle {
+        /// When to ask again at the latest.
+        until: Instant,
+    },
+    /// The queue is plugged: ask again at `until`, or when a bio arrives.
+    Plugged {
+        /// When the plug times out.
+        until: Instant,
+    },
+    /// Nothing can go to the device until a request completes (the device is full, or a flush
+    /// is draining or in flight).
+    Busy,
+    /// Nothing is waiting.
+    Empty,
+}
+
+/// A request the device finished, as the queue reports it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct CompletedRequest {
+    /// What it did.
+    pub op: Op,
+    /// Where.
+    pub start: Sector,
+    /// How many sectors.
+    pub sector_count: u32,
+    /// How many bios it carried.
+    pub bio_count: u32,
+    /// Time at the device.
+    pub device_time: Duration,
+    /// Time since the request was created.
+    pub total_time: Duration,
+}
+
+/// Counters of one queue since it was created.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct QueueStats {
+    /// Bios accepted (merged or queued; blocked attempts do not count).
+    pub bios: u64,
+    /// Bios appended to a queued request.
+    pub back_merges: u64,
+    /// Bios prepended to a queued request.
+    pub front_merges: u64,
+    /// Requests fused into a neighbour after a bio merge.
+    pub requests_fused: u64,
+    /// Requests allocated.
+    pub requests_allocated: u64,
+    /// Insertions into a scheduler (new requests, released held requests and requests moved
+    /// over by a switch).
+    pub inserted: u64,
+    /// Requests a scheduler handed out (dispatched, or drained ahead of a flush).
+    pub dispatched: u64,
+    /// Requests drained out of a scheduler by a switch (and inserted into the next one).
+    pub switched: u64,
+    /// Requests started on the device (requeued ones count again).
+    pub issued: u64,
+    /// Requests the device finished.
+    pub completed: u64,
+    /// Requests the device gave back.
+    pub requeued: u64,
+    /// Submissions refused because the pool was full.
+    pub blocked: u64,
+    /// Requests held back behind an overlapping earlier request.
+    pub held: u64,
+    /// Times the queue was plugged.
+    pub plugs: u64,
+    /// Scheduler switches.
+    pub switches: u64,
+    /// Time the device sat idle with requests queued because the scheduler chose to wait.
+    pub idle_ns: u64,
+    /// Sum over issued requests of the distance from the previous request's end to its start,
+    /// in sectors: the head movement the queue asked of the device.
+    pub seek_distance_sectors: u64,
+}
+
+/// Builds the context of a scheduler call from the queue's fields, without borrowing the
+/// scheduler.
+macro_rules! cx {
+    ($queue:expr, $now:expr) => {
+        Ctx {
+            now: $now,
+            requests: &$queue.table,
+            in_flight: $queue.in_flight,
+            depth: $queue.config.depth,
+        }
+    };
+}
+
+/// The block layer of one device: request pool, merging, overlap ordering, the scheduler, the
+/// dispatch list and the device's queue depth.
+#[derive(Debug)]
+pub struct BlockQueue {
+    config: QueueConfig,
+    pub(crate) table: RequestTable,
+    pub(crate) bios: BioTable,
+    pub(crate) merge: MergeIndex,
+    pub(crate) hazards: Hazards,
+    pub(crate) pool: RequestPool,
+    pub(crate) scheduler: Box<dyn Scheduler>,
+    /// Bumped on every switch; requests carry the epoch of the scheduler that holds them.
+    epoch: u32,
+    pub(crate) dispatch: DispatchList,
+    /// Requests waiting for an overlapping earlier request, in allocation order.
+    pub(crate) held: VecDeque<RequestId>,
+    pub(crate) in_flight: u32,
+    /// Requests in flight beyond the depth after `set_depth` lowered it; they finish normally.
+    pub(crate) depth_slack: u32,
+    /// The flush at the device, if any: nothing else is issued until it completes.
+    flush_in_flight: Option<RequestId>,
+    /// Plugged until this instant.
+    plugged_until: Option<Instant>,
+    woken: VecDeque<ProcessId>,
+    idle_since: Option<Instant>,
+    /// End of the last request issued, for seek accounting.
+    head_position: Sector,
+    next_sequence: u64,
+    pub(crate) stats: QueueStats,
+    scratch: Vec<RequestId>,
+}
+
+use crate::request::ProcessId;
+
+impl BlockQueue {
+    /// A queue in front of a device, with `scheduler` attached.
+    pub fn new(
+        config: QueueConfig,
+        scheduler: Box<dyn Scheduler>,
+    ) -> Result<BlockQueue, QueueConfigError> {
+        config.validate()?;
+        let capacity = Self::table_capacity(config.nr_requests);
+        Ok(BlockQueue {
+            table: RequestTable::with_capacity(capacity),
+            bios: BioTable::new(config.max_bios),
+            merge: MergeIndex::new(capacity),
+            hazards: Hazards::default(),
+            pool: RequestPool::new(config.nr_requests, config.pool_split),
+            scheduler,
+            epoch: 0,
+            dispatch: DispatchList::new(),
+            held: VecDeque::new(),
+            in_flight: 0,
+            depth_slack: 0,
+            flush_in_flight: None,
+            plugged_until: None,
+            woken: VecDeque::new(),
+            idle_since: None,
+            head_position: Sector(0),
+            next_sequence: 0,
+            stats: QueueStats::default(),
+            scratch: Vec::new(),
+            config,
+        })
+    }
+
+    /// Room for both pool classes at their hard caps: nothing the pool grants can fail to fit.
+    fn table_capacity(nr_requests: u32) -> usize {
+        2 * RequestPool::hard_cap(nr_requests) as usize
+    }
+
+    /// Offers a bio to the queue.
+    pub fn submit(&mut self, now: Instant, bio: Bio) -> Result<Submitted, SubmitError> {
+        let bio = self.validate(bio)?;
+        if bio.op == Op::Flush {
+            return Ok(self.submit_flush(now, bio));
+        }
+        let sequence = self.next_sequence;
+        let overlaps = self.hazards.conflicts(bio.op, bio.start.0, bio.end().0, sequence);
+        // A bio that overlaps earlier I/O must not merge: that would carry it ahead of the
+        // request it has to wait for.
+        if !overlaps
+            && self.scheduler.queued() > 0
+            && let Some(into) = self.try_merge(now, &bio)
+        {
+            self.stats.bios += 1;
+            if bio.flags.is_sync() {
+                self.unplug();
+            }
+            return Ok(Submitted::Merged { into });
+        }
+        let Some(id) = self.allocate(now, &bio) else {
+            return Ok(Submitted::Blocked);
+        };
+        self.stats.bios += 1;
+        let was_empty = self.scheduler.queued() == 0 && self.dispatch.is_empty();
+        if overlaps {
+            self.table[id].state = RequestState::Held;
+            self.held.push_back(id);
+            self.stats.held += 1;
+        } else {
+            self.insert_into_scheduler(now, id);
+        }
+        self.plug_after_insert(now, was_empty && !overlaps, bio.flags.is_sync());
+        Ok(Submitted::Queued { request: id })
+    }
+
+    /// Picks what the device should do next. Call it until it returns something other than
+    /// [`Pull::Issue`].
+    pub fn next_request(&mut self, now: Instant) -> Pull {
+        loop {
+            if self.in_flight >= self.config.depth {
+                return Pull::Busy;
+            }
+            if let Some(head) = self.dispatch.front() {
+                if self.flush_in_flight.is_some() {
+                    return Pull::Busy;
+                }
+                if self.table[head].op == Op::Flush
+                    && (self.in_flight > 0 || self.held_before(self.table[head].sequence))
+                {
+                    return Pull::Busy;
+                }
+                self.dispatch.pop_front(&self.table);
+                self.issue(now, head);
+                return Pull::Issue(head);
+            }
+            if self.flush_in_flight.is_some() {
+                return Pull::Busy;
+            }
+            if let Some(until) = self.plugged_until {
+                if now < until && self.scheduler.queued() > 0 {
+                    return Pull::Plugged { until };
+                }
+                self.plugged_until = None;
+            }
+            let decision = self.scheduler.dispatch(&cx!(self, now));
+            match decision {
+                Dispatch::Issue(id) => {
+                    self.take_from_scheduler(id, "dispatch");
+                    let mode = self.scheduler.dispatch_insert();
+                    self.dispatch.add(&self.table, id, mode);
+                }
+                Dispatch::Idle { until } => {
+                    assert!(
+                        until > now,
+                        "{}: Idle until {until:?} is not after now {now:?}",
+                        self.scheduler.name()
+                    );
+                    if self.in_flight == 0 && self.idle_since.is_none() {
+                        self.idle_since = Some(now);
+                    }
+                    return Pull::Idle { until };
+                }
+                Dispatch::Empty => {
+                    assert!(
+                        self.scheduler.queued() == 0,
+                        "{}: dispatch said Empty with {} requests queued",
+                        self.scheduler.name(),
+                        self.scheduler.queued()
+                    );
+                    self.end_idle(now);
+                    return Pull::Empty;
+                }
+            }
+        }
+    }
+
+    /// The device finished `id`. Hands the tags of the bios it carried to `bios`.
+    pub fn complete(
+        &mut self,
+        now: Instant,
+        id: RequestId,
+        bios: &mut Vec<BioTag>,
+    ) -> CompletedRequest {
+        let request = self.table.get(id).unwrap_or_else(|| panic!("completing stale {id:?}"));
+        assert!(
+            request.state == RequestState::InFlight,
+            "completing {id:?} which is {:?}, not in flight",
+            request.state
+        );
+        let done = Completion {
+            id,
+            issued_at: request.issued_at,
+            device_time: now.saturating_since(request.issued_at),
+            total_time: now.saturating_since(request.created),
+        };
+        let owned_by_current = request.epoch == self.epoch;
+        self.in_flight -= 1;
+        self.depth_slack = self.depth_slack.min(self.in_flight.saturating_sub(self.config.depth));
+        if owned_by_current {
+            self.scheduler.complete(&cx!(self, now), &done);
+        }
+        if self.flush_in_flight == Some(id) {
+            self.flush_in_flight = None;
+        }
+        let request = self.table.remove(id);
+        self.bios.release(request.bios, bios);
+        self.hazards.remove(request.start.0, request.sequence, request.sector_count);
+        self.free_pool_slot(now, &request);
+        self.stats.completed += 1;
+        self.release_held(now);
+        CompletedRequest {
+            op: request.op,
+            start: request.start,
+            sector_count: request.sector_count,
+            bio_count: request.bios.count,
+            device_time: done.device_time,
+            total_time: done.total_time,
+        }
+    }
+
+    /// The device gave `id` back unfinished (its queue was full after all): it goes back to the
+    /// front of the dispatch list and will be the next request issued.
+    pub fn requeue(&mut self, now: Instant, id: RequestId) {
+        let request = &mut self.table[id];
+        assert!(request.state == RequestState::InFlight, "requeue of {id:?} not in flight");
+        request.state = RequestState::Dispatched;
+        let owned_by_current = request.epoch == self.epoch;
+        self.in_flight -= 1;
+        if self.flush_in_flight == Some(id) {
+            self.flush_in_flight = None;
+        }
+        self.dispatch.push_front(id);
+        self.stats.requeued += 1;
+        if owned_by_current {
+            self.scheduler.deactivate(&cx!(self, now), id);
+        }
+    }
+
+    /// Replaces the scheduler at run time and returns the old one. Everything the old scheduler
+    /// holds moves to the new one; requests already dispatched finish normally.
+    pub fn switch_scheduler(
+        &mut self,
+        now: Instant,
+        scheduler: Box<dyn Scheduler>,
+    ) -> Box<dyn Scheduler> {
+        let mut moved = std::mem::take(&mut self.scratch);
+        moved.clear();
+        let queued = self.scheduler.queued();
+        self.scheduler.drain(&cx!(self, now), &mut moved);
+        self.check_drained(&moved, queued, "switch");
+        self.epoch = self.epoch.wrapping_add(1);
+        let old = std::mem::replace(&mut self.scheduler, scheduler);
+        self.stats.switched += moved.len() as u64;
+        self.stats.switches += 1;
+        for &id in &moved {
+            self.table[id].epoch = self.epoch;
+            self.scheduler.insert(&cx!(self, now), id);
+            self.stats.inserted += 1;
+        }
+        self.scratch = moved;
+        self.end_idle(now);
+        old
+    }
+
+    /// Unplugs now: an issuer is about to wait for its I/O.
+    pub fn unplug(&mut self) {
+        self.plugged_until = None;
+    }
+
+    /// The next process allowed to retry a blocked submission, if any.
+    pub fn pop_woken(&mut self) -> Option<ProcessId> {
+        self.woken.pop_front()
+    }
+
+    /// Changes `nr_requests` (at least 4); the pool's marks are re-evaluated at once.
+    pub fn set_nr_requests(&mut self, nr_requests: u32) -> Result<(), QueueConfigError> {
+        let config = QueueConfig { nr_requests, ..self.config.clone() };
+        config.validate()?;
+        let capacity = Self::table_capacity(nr_requests);
+        if capacity > self.table.capacity() {
+            self.table.grow(capacity);
+            self.merge.grow(capacity);
+        }
+        self.config = config;
+        self.pool.set_nr_requests(nr_requests);
+        Ok(())
+    }
+
+    /// Changes the device queue depth. Requests already in flight beyond it finish normally.
+    pub fn set_depth(&mut self, depth: u32) -> Result<(), QueueConfigError> {
+        let config = QueueConfig { depth, ..self.config.clone() };
+        config.validate()?;
+        self.depth_slack = self.in_flight.saturating_sub(depth);
+        self.config = config;
+        Ok(())
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    /// The request, while it lives.
+    pub fn request(&self, id: RequestId) -> Option<&Request> {
+        self.table.get(id)
+    }
+
+    /// Every live request.
+    pub fn requests(&self) -> &RequestTable {
+        &self.table
+    }
+
+    /// The attached scheduler.
+    pub fn scheduler(&self) -> &dyn Scheduler {
+        self.scheduler.as_ref()
+    }
+
+    /// The attached scheduler, to change its tunables.
+    pub fn scheduler_mut(&mut self) -> &mut dyn Scheduler {
+        self.scheduler.as_mut()
+    }
+
+    /// Requests at the device.
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+
+    /// Requests in the scheduler.
+    pub fn queued(&self) -> usize {
+        self.scheduler.queued()
+    }
+
+    /// Requests held behind an overlapping earlier request.
+    pub fn held_count(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Requests on the dispatch list.
+    pub fn dispatch_count(&self) -> usize {
+        self.dispatch.count()
+    }
+
+    /// Requests allocated and not yet completed.
+    pub fn outstanding(&self) -> usize {
+        self.table.live_count()
+    }
+
+    /// Whether nothing is outstanding and nobody waits for a request.
+    pub fn is_quiet(&self) -> bool {
+        self.table.live_count() == 0 && self.pool.waiter_count() == 0
+    }
+
+    /// Whether the pool class of (`op`, `flags`) is congested (from 113 of 128 until below 103).
+    pub fn is_congested(&self, op: Op, flags: RequestFlags) -> bool {
+        self.pool.is_congested(self.pool.split.class(op, flags))
+    }
+
+    /// Whether reads (or writes) are congested under the 2.6.18 direction split.
+    pub fn is_direction_congested(&self, direction: Direction) -> bool {
+        let op = if direction == Direction::Read { Op::Read } else { Op::Write };
+        self.is_congested(op, RequestFlags::NONE)
+    }
+
+    /// Whether the queue is plugged at `now`.
+    pub fn is_plugged(&self, now: Instant) -> bool {
+        self.plugged_until.is_some_and(|until| now < until)
+    }
+
+    /// Counters since creation, with idle time counted up to `now`.
+    pub fn stats(&self, now: Instant) -> QueueStats {
+        let mut stats = self.stats;
+        if let Some(since) = self.idle_since {
+            stats.idle_ns += now.saturating_since(since).as_nanos();
+        }
+        stats
+    }
+
+    // ---- helpers of submit ----
+
+    fn validate(&self, mut bio: Bio) -> Result<Bio, SubmitError> {
+        if bio.op == Op::Flush {
+            if bio.sector_count != 0 {
+                return Err(SubmitError::FlushWithData { sector_count: bio.sector_count });
+            }
+        } else {
+            if bio.sector_count == 0 {
+                return Err(SubmitError::Empty { op: bio.op.name(), start: bio.start });
+            }
+            if bio.sector_count > self.config.max_sectors() {
+                return Err(SubmitError::TooLarge {
+                    sector_count: bio.sector_count,
+                    max_sectors: self.config.max_sectors(),
+                });
+            }
+            if bio.start.0.checked_add(u64::from(bio.sector_count)).is_none_or(|end| end >= 1 << 62)
+            {
+                return Err(SubmitError::Overflow {
+                    start: bio.start,
+                    sector_count: bio.sector_count,
+                });
+            }
+        }
+        if !self.bios.has_room() {
+            return Err(SubmitError::TooManyBios { limit: self.config.max_bios });
+        }
+        if bio.op == Op::Read {
+            bio.flags = bio.flags | RequestFlags::SYNC;
+        }
+        Ok(bio)
+    }
+
+    /// Allocates a request for `bio` from the pool, or records the process as waiting.
+    fn allocate(&mut self, now: Instant, bio: &Bio) -> Option<RequestId> {
+        let class = self.pool.split.class(bio.op, bio.flags);
+        let vote = self.scheduler.may_queue(&cx!(self, now), bio.process, bio.op);
+        if !self.pool.try_alloc(class, bio.process, vote, now) {
+            self.pool.wait(class, bio.process);
+            self.stats.blocked += 1;
+            // A process about to sleep for a request unplugs the queue first.
+            self.unplug();
+            return None;
+        }
+        let mut request = Request::from_bio(bio, now);
+        request.sequence = self.next_sequence;
+        self.next_sequence += 1;
+        request.bios = self.bios.single(bio.tag);
+        let id = self.table.insert(request).unwrap_or_else(|_| {
+            unreachable!("the table holds both pool classes at their hard caps")
+        });
+        self.hazards.add(id, &self.table[id]);
+        self.stats.requests_allocated += 1;
+        Some(id)
+    }
+
+    fn insert_into_scheduler(&mut self, now: Instant, id: RequestId) {
+        let request = &mut self.table[id];
+        request.state = RequestState::Queued;
+        request.epoch = self.epoch;
+        self.merge.add(id, &self.table[id]);
+        self.scheduler.insert(&cx!(self, now), id);
+        self.stats.inserted += 1;
+    }
+
+    fn plug_after_insert(&mut self, now: Instant, queue_was_empty: bool, sync: bool) {
+        if !self.config.plugging {
+            return;
+        }
+        if queue_was_empty && self.plugged_until.is_none() {
+            self.plugged_until = Some(now + UNPLUG_DELAY);
+            self.stats.plugs += 1;
+        }
+        let pending = self.table.live_count() as u32 - self.in_flight;
+        if sync || pending >= UNPLUG_THRESHOLD {
+            self.unplug();
+        }
+    }
+
+    /// Finds the request `bio` may join and merges it, in the kernel's lookup order: the
+    /// `last_merge` cache (back, then front), the back index, the front index. The first
+    /// compatible, contiguous candidate is the only one tried; if the merge would be too large
+    /// the request is marked no-merge and the bio gets a request of its own.
+    fn try_merge(&mut self, now: Instant, bio: &Bio) -> Option<RequestId> {
+        let (target, kind) = self.find_merge_candidate(now, bio)?;
+        let max_sectors = self.config.max_sectors();
+        if merge::check_bio(&self.table[target], bio, max_sectors) == MergeCheck::TooBig {
+            self.table[target].no_merge = true;
+            if self.merge.last_merge == Some(target) {
+                self.merge.last_merge = None;
+            }
+            return None;
+        }
+        self.merge_bio(now, target, kind, bio);
+        Some(target)
+    }
+
+    fn find_merge_candidate(&self, now: Instant, bio: &Bio) -> Option<(RequestId, MergeKind)> {
+        let cx = cx!(self, now);
+        let compatible = |target: RequestId| {
+            merge::check_bio(&self.table[target], bio, u32::MAX) == MergeCheck::Allowed
+                && self.scheduler.allow_merge(&cx, target, bio)
+        };
+        let front = |target: RequestId| MergeKind::Front { old_start: self.table[target].start };
+        if let Some(cached) = self.merge.last_merge
+            && compatible(cached)
+        {
+            let request = &self.table[cached];
+            if request.end() == bio.start {
+                return Some((cached, MergeKind::Back));
+            }
+            if request.start == bio.end() {
+                return Some((cached, front(cached)));
+            }
+        }
+        let lookups = self.scheduler.merge_lookups();
+        if lookups.back
+            && let Some(target) = self.merge.find_back(bio)
+            && compatible(target)
+        {
+            return Some((target, MergeKind::Back));
+        }
+        if lookups.front
+            && let Some(target) = self.merge.find_front(bio)
+            && compatible(target)
+        {
+            return Some((target, front(target)));
+        }
+        None
+    }
+
+    fn merge_bio(&mut self, now: Instant, target: RequestId, kind: MergeKind, bio: &Bio) {
+        let request = &mut self.table[target];
+        let old_start = request.start;
+        match kind {
+            MergeKind::Back => {
+                self.bios.push_back(&mut request.bios, bio.tag);
+                self.stats.back_merges += 1;
+            }
+            MergeKind::Front { .. } => {
+                request.start = bio.start;
+                self.bios.push_front(&mut request.bios, bio.tag);
+                self.stats.front_merges += 1;
+            }
+        }
+        request.sector_count += bio.sector_count;
+        request.priority = request.priority.better(bio.priority);
+        request.flags = request.flags | (bio.flags.intersection(RequestFlags::META));
+        let (sequence, sector_count) = (request.sequence, request.sector_count - bio.sector_count);
+        self.hazards.remove(old_start.0, sequence, sector_count);
+        self.hazards.add(target, &self.table[target]);
+        self.merge.rekey(target, &self.table[target]);
+        self.merge.last_merge = Some(target);
+        self.scheduler.merged(&cx!(self, now), target, kind);
+        self.try_fuse(now, target, kind);
+    }
+
+    /// After a bio merge, the grown request may now touch its neighbour: fuse the two.
+    fn try_fuse(&mut self, now: Instant, grown: RequestId, kind: MergeKind) {
+        let Some(neighbour) = self.scheduler.merge_neighbour(&cx!(self, now), grown, kind) else {
+            return;
+        };
+        let (kept, absorbed) = match kind {
+            MergeKind::Back => (grown, neighbour),
+            MergeKind::Front { .. } => (neighbour, grown),
+        };
+        if kept == absorbed || self.table[kept].end() != self.table[absorbed].start {
+            return;
+        }
+        if merge::check_requests(
+            &self.table[kept],
+            &self.table[absorbed],
+            self.config.max_sectors(),
+        ) != MergeCheck::Allowed
+        {
+            return;
+        }
+        // The kept request grows first, as in the kernel's attempt_merge, so the scheduler sees
+        // its final size and can still look the absorbed one up.
+        let gone = self.table[absorbed].clone();
+        let request = &mut self.table[kept];
+        self.hazards.remove(request.start.0, request.sequence, request.sector_count);
+        request.sector_count += gone.sector_count;
+        request.created = request.created.min(gone.created);
+        request.priority = request.priority.better(gone.priority);
+        request.flags = request.flags | gone.flags.intersection(RequestFlags::META);
+        request.sequence = request.sequence.min(gone.sequence);
+        self.bios.append(&mut request.bios, gone.bios);
+        self.scheduler.requests_merged(&cx!(self, now), kept, absorbed);
+        self.merge.remove(absorbed);
+        self.table.remove(absorbed);
+        self.hazards.remove(gone.start.0, gone.sequence, gone.sector_count);
+        self.hazards.add(kept, &self.table[kept]);
+        self.merge.rekey(kept, &self.table[kept]);
+        self.merge.last_merge = Some(kept);
+        self.stats.requests_fused += 1;
+        self.free_pool_slot(now, &gone);
+    }
+
+    /// A flush drains the scheduler onto the dispatch list and queues behind it.
+    fn submit_flush(&mut self, now: Instant, bio: Bio) -> Submitted {
+        let Some(id) = self.allocate(now, &bio) else {
+            return Submitted::Blocked;
+        };
+        self.stats.bios += 1;
+        let mut drained = std::mem::take(&mut self.scratch);
+        drained.clear();
+        let queued = self.scheduler.queued();
+        self.scheduler.drain(&cx!(self, now), &mut drained);
+        self.check_drained(&drained, queued, "flush");
+        let mode = self.scheduler.dispatch_insert();
+        for &id in &drained {
+            self.merge.remove(id);
+            self.table[id].state = RequestState::Dispatched;
+            self.dispatch.add(&self.table, id, mode);
+            self.stats.dispatched += 1;
+        }
+        self.scratch = drained;
+        self.table[id].state = RequestState::Dispatched;
+        self.dispatch.add(&self.table, id, crate::scheduler::DispatchInsert::Tail);
+        self.unplug();
+        Submitted::Queued { request: id }
+    }
+
+    // ---- helpers of next_request ----
+
+    /// Checks and records that the scheduler gave up `id`.
+    fn take_from_scheduler(&mut self, id: RequestId, call: &str) {
+        let name = self.scheduler.name();
+        let Some(request) = self.table.get_mut(id) else {
+            panic!("{name}: {call} returned stale {id:?}");
+        };
+        assert!(
+            request.state == RequestState::Queued && request.epoch == self.epoch,
+            "{name}: {call} returned {id:?} which it does not hold (state {:?})",
+            request.state
+        );
+        request.state = RequestState::Dispatched;
+        self.merge.remove(id);
+        self.stats.dispatched += 1;
+    }
+
+    fn issue(&mut self, now: Instant, id: RequestId) {
+        let request = &mut self.table[id];
+        request.state = RequestState::InFlight;
+        request.started = true;
+        request.issued_at = now;
+        self.stats.seek_distance_sectors += self.head_position.distance(request.start);
+        self.head_position = request.end();
+        let owned_by_current = request.epoch == self.epoch;
+        if request.op == Op::Flush {
+            self.flush_in_flight = Some(id);
+        }
+        self.in_flight += 1;
+        self.stats.issued += 1;
+        self.end_idle(now);
+        if owned_by_current {
+            self.scheduler.activate(&cx!(self, now), id);
+        }
+    }
+
+    /// Whether a held request older than `sequence` exists (a flush must wait for it).
+    fn held_before(&self, sequence: u64) -> bool {
+        self.held.iter().any(|&id| self.table[id].sequence < sequence)
+    }
+
+    fn end_idle(&mut self, now: Instant) {
+        if let Some(since) = self.idle_since.take() {
+            self.stats.idle_ns += now.saturating_since(since).as_nanos();
+        }
+    }
+
+    // ---- helpers of complete ----
+
+    fn free_pool_slot(&mut self, now: Instant, request: &Request) {
+        let class = self.pool.split.class(request.op, request.flags);
+        if let Some(process) = self.pool.free(class, now) {
+            self.woken.push_back(process);
+        }
+    }
+
+    /// Releases held requests whose earlier overlapping requests have all completed, in
+    /// allocation order. One released ahead of a pending flush goes straight onto the dispatch
+    /// list in front of it: it was submitted before the flush.
+    fn release_held(&mut self, now: Instant) {
+        if self.held.is_empty() {
+            return;
+        }
+        let mut index = 0;
+        while index < self.held.len() {
+            let id = self.held[index];
+            let request = &self.table[id];
+            if self.hazards.conflicts(
+                request.op,
+                request.start.0,
+                request.end().0,
+                request.sequence,
+            ) {
+                index += 1;
+                continue;
+            }
+            self.held.remove(index);
+            let sequence = request.sequence;
+            let flush_ahead = self.dispatch.iter().position(|queued| {
+                let queued = &self.table[queued];
+                queued.op == Op::Flush && queued.sequence > sequence
+            });
+            match flush_ahead {
+                Some(position) => {
+                    self.table[id].state = RequestState::Dispatched;
+                    self.dispatch.insert_at(position, id);
+                }
+                None => self.insert_into_scheduler(now, id),
+            }
+        }
+    }
+
+    // ---- shared ----
+
+    /// Checks a drain: the scheduler is empty and gave back each of the `queued` requests it
+    /// held exactly once.
+    fn check_drained(&self, drained: &[RequestId], queued: usize, call: &str) {
+        let name = self.scheduler.name();
+        assert!(
+            self.scheduler.queued() == 0,
+            "{name}: drain for a {call} left {} requests queued",
+            self.scheduler.queued()
+        );
+        assert!(
+            drained.len() == queued,
+            "{name}: drain for a {call} gave back {} requests, it held {queued}",
+            drained.len()
+        );
+        for &id in drained {
+            let request =
+                self.table.get(id).unwrap_or_else(|| panic!("{name}: drained stale {id:?}"));
+            assert!(
+                request.state == RequestState::Queued && request.epoch == self.epoch,
+                "{name}: drain for a {call} returned {id:?} which it does not hold"
+            );
+        }
+        let mut sorted = drained.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert!(sorted.len() == drained.len(), "{name}: drain for a {call} repeated a request");
+    }
+}

@@ -1,0 +1,215 @@
+//! The contract between the block layer and an I/O scheduler.
+//!
+//! The shape follows the kernel's elevator operations: the queue inserts requests, asks for one
+//! request at a time, reports merges and completions, and drains the scheduler when it switches
+//! to another or must empty it for a flush. Two things differ on purpose:
+//!
+//! * **Time is injected.** A scheduler never reads a clock; [`Ctx::now`] is the time of the
+//!   call. The simulator passes simulated time, the live engine the one real clock.
+//! * **Idling is a value.** Where the kernel's anticipatory, cfq and bfq schedulers arm a timer
+//!   and return nothing, a scheduler here returns [`Dispatch::Idle`] with the instant it wants to
+//!   be asked again. The simulator turns that into an event, the live engine into an io_uring
+//!   timeout; either may ask earlier, when a request arrives or completes, and the scheduler
+//!   then does what its timer would have done if `until` has passed.
+//!
+//! Requests live in the queue's [`RequestTable`]; a scheduler holds [`RequestId`]s and reads the
+//! requests through [`Ctx::requests`]. The queue checks every answer: an id returned by
+//! `dispatch` must be one the scheduler holds, `Idle.until` must lie in the future, and
+//! `drain` must leave the scheduler empty.
+
+use std::fmt;
+
+use crate::request::{Bio, Op, ProcessId, Sector};
+use crate::table::{RequestId, RequestTable};
+use crate::time::{Duration, Instant};
+use crate::tunable::{TunableError, TunableSpec};
+
+/// Everything a scheduler may look at during a call.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx<'a> {
+    /// The time of the call.
+    pub now: Instant,
+    /// Every request of the queue.
+    pub requests: &'a RequestTable,
+    /// Requests at the device now (the kernel's `rq_in_driver`).
+    pub in_flight: u32,
+    /// How many requests the device accepts at once (the hardware queue depth).
+    pub depth: u32,
+}
+
+/// What the queue should do next, as the scheduler sees it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Dispatch {
+    /// Hand this request to the device now. The scheduler has forgotten it.
+    Issue(RequestId),
+    /// Requests are queued, but the scheduler is idling on purpose (anticipation, `slice_idle`).
+    /// Ask again at `until` (which is later than now), or earlier if a request arrives or
+    /// completes.
+    Idle {
+        /// When to ask again at the latest.
+        until: Instant,
+    },
+    /// Nothing is queued.
+    Empty,
+}
+
+/// How the queue puts a dispatched request on its dispatch list (see
+/// [`DispatchList`](crate::DispatchList)).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DispatchInsert {
+    /// Sorted into the one-way sweep from the head position (noop, anticipatory, cfq).
+    Sort,
+    /// Appended in dispatch order (deadline).
+    Tail,
+}
+
+/// Which merge lookups a scheduler offers for new bios, beyond the one-hit `last_merge` cache
+/// that every scheduler gets.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct MergeLookups {
+    /// Look up a queued request ending where the bio starts.
+    pub back: bool,
+    /// Look up a queued request starting where the bio ends.
+    pub front: bool,
+}
+
+impl MergeLookups {
+    /// Both lookups.
+    pub const ALL: MergeLookups = MergeLookups { back: true, front: true };
+    /// Only the `last_merge` cache.
+    pub const CACHE_ONLY: MergeLookups = MergeLookups { back: false, front: false };
+}
+
+/// Which end of a request a bio joined.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum MergeKind {
+    /// The bio was appended: the request's end moved.
+    Back,
+    /// The bio was prepended: the request's start moved from `old_start`.
+    Front {
+        /// Where the request started before the merge (its old sort key).
+        old_start: Sector,
+    },
+}
+
+/// The scheduler's vote on allocating a request for a process (the kernel's `may_queue`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum MayQueue {
+    /// Refuse: the process waits as if the pool were full.
+    No,
+    /// Allocate under the normal pool rules.
+    May,
+    /// Allocate even past a full pool (up to the hard cap): the scheduler is waiting for this
+    /// process's next request.
+    Must,
+}
+
+/// A request the device finished, as the scheduler's `complete` hook sees it. The request is
+/// still in the table during the call.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Completion {
+    /// The request.
+    pub id: RequestId,
+    /// When the device took it.
+    pub issued_at: Instant,
+    /// Time at the device: issue to completion (what kyber measures as device latency).
+    pub device_time: Duration,
+    /// Time since the request was created (what kyber measures as total latency).
+    pub total_time: Duration,
+}
+
+/// A named counter a scheduler reports (anticipation waits, slices expired, ...).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Counter {
+    /// A snake_case name.
+    pub name: &'static str,
+    /// Its value.
+    pub value: u64,
+}
+
+/// An I/O scheduler.
+///
+/// Calls come from one thread at a time, in time order. Hooks with a default are optional;
+/// the defaults are what the kernel's block layer does for an elevator that leaves the hook
+/// unset.
+pub trait Scheduler: fmt::Debug + Send {
+    /// The kernel's name: `deadline`, `mq-deadline`, ...
+    fn name(&self) -> &'static str;
+
+    /// Takes a new request (in state queued).
+    fn insert(&mut self, cx: &Ctx<'_>, id: RequestId);
+
+    /// Picks the next request for the device, or says why not. Called only when the device can
+    /// take a request.
+    fn dispatch(&mut self, cx: &Ctx<'_>) -> Dispatch;
+
+    /// Gives back every queued request, ignoring idling and batching (a scheduler switch, or a
+    /// flush that must see everything before it on the device). Leaves the scheduler empty.
+    fn drain(&mut self, cx: &Ctx<'_>, out: &mut Vec<RequestId>);
+
+    /// How many requests it holds.
+    fn queued(&self) -> usize;
+
+    /// How the queue files the requests it dispatches.
+    fn dispatch_insert(&self) -> DispatchInsert {
+        DispatchInsert::Sort
+    }
+
+    /// Which merge lookups new bios get.
+    fn merge_lookups(&self) -> MergeLookups {
+        MergeLookups::ALL
+    }
+
+    /// Whether `bio` may join the queued request `target` (the block layer's own rules have
+    /// already passed).
+    fn allow_merge(&self, _cx: &Ctx<'_>, _target: RequestId, _bio: &Bio) -> bool {
+        true
+    }
+
+    /// A bio joined `target`; its sectors (and for a front merge its start) changed.
+    fn merged(&mut self, _cx: &Ctx<'_>, _target: RequestId, _kind: MergeKind) {}
+
+    /// The queued request that `id` could fuse with after a bio merge of `kind`: for a back
+    /// merge its successor, for a front merge its predecessor, in the scheduler's own order
+    /// (sector order for deadline, FIFO order for noop). `None` to never fuse.
+    fn merge_neighbour(
+        &self,
+        _cx: &Ctx<'_>,
+        _id: RequestId,
+        _kind: MergeKind,
+    ) -> Option<RequestId> {
+        None
+    }
+
+    /// `absorbed` was fused into `kept` and leaves the scheduler; forget it. `kept` keeps the
+    /// earlier creation time and the better priority.
+    fn requests_merged(&mut self, _cx: &Ctx<'_>, _kept: RequestId, _absorbed: RequestId) {}
+
+    /// Votes on allocating a request for `process` doing `op`.
+    fn may_queue(&self, _cx: &Ctx<'_>, _process: ProcessId, _op: Op) -> MayQueue {
+        MayQueue::May
+    }
+
+    /// The device took `id` from the dispatch list (the kernel's `activate_request`).
+    fn activate(&mut self, _cx: &Ctx<'_>, _id: RequestId) {}
+
+    /// The device gave `id` back unfinished; it returns to the front of the dispatch list.
+    fn deactivate(&mut self, _cx: &Ctx<'_>, _id: RequestId) {}
+
+    /// The device finished a request this scheduler dispatched.
+    fn complete(&mut self, _cx: &Ctx<'_>, _done: &Completion) {}
+
+    /// Its tunables, in the order sysfs lists them.
+    fn tunables(&self) -> &'static [TunableSpec];
+
+    /// The current value of a tunable, in its unit.
+    fn tunable(&self, name: &str) -> Result<i64, TunableError>;
+
+    /// Sets a tunable; the value is range-checked against the table.
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError>;
+
+    /// Counters for reports.
+    fn counters(&self) -> Vec<Counter> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,107 @@
+//! Cost per request of each scheduler: insert + dispatch + complete of one request in steady
+//! state with 128 others queued (random sectors, so nothing merges).
+//!
+//! Two measurements per scheduler:
+//! * `scheduler/NAME` — the scheduler alone, driven through a bare `RequestTable` (what the
+//!   issue's targets refer to: noop <= 50 ns, deadline <= 150 ns);
+//! * `queue/NAME` — the whole block layer: `BlockQueue::submit`, `next_request`, `complete`
+//!   (merge lookups, pool, overlap index, dispatch list), the cost the simulator and the live
+//!   engine pay.
+//!
+//! Run with `cargo bench -p elevator-sched --bench per_request`.
+
+use std::hint::black_box;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use elevator_core::{
+    Bio, BioTag, BlockQueue, Completion, Ctx, Dispatch, Duration, Instant, Prng, ProcessId, Pull,
+    QueueConfig, Request, RequestTable, Sector,
+};
+use elevator_sched::SchedulerKind;
+
+const QUEUED: usize = 128;
+const SPAN_SECTORS: u64 = 1 << 30;
+
+fn random_bio(prng: &mut Prng, tag: u64) -> Bio {
+    let start = prng.below(SPAN_SECTORS / 8) * 8;
+    let process = ProcessId(1 + prng.below(4) as u32);
+    if prng.below(4) == 0 {
+        Bio::write(process, Sector(start), 8, BioTag(tag))
+    } else {
+        Bio::read(process, Sector(start), 8, BioTag(tag))
+    }
+}
+
+fn scheduler_only(c: &mut Criterion, kind: SchedulerKind) {
+    c.bench_function(&format!("scheduler/{kind}"), |b| {
+        let mut table = RequestTable::with_capacity(QUEUED + 1);
+        let mut scheduler = kind.build();
+        let mut prng = Prng::new(1);
+        let mut now = Instant::ZERO;
+        for tag in 0..QUEUED as u64 {
+            let id = table.insert(Request::from_bio(&random_bio(&mut prng, tag), now)).unwrap();
+            scheduler.insert(&Ctx { now, requests: &table, in_flight: 0, depth: 1 }, id);
+        }
+        let mut tag = QUEUED as u64;
+        b.iter(|| {
+            now += Duration::from_micros(10);
+            let bio = random_bio(&mut prng, tag);
+            tag += 1;
+            let id = table.insert(Request::from_bio(&bio, now)).unwrap();
+            scheduler.insert(&Ctx { now, requests: &table, in_flight: 0, depth: 1 }, id);
+            let cx = Ctx { now, requests: &table, in_flight: 0, depth: 1 };
+            let Dispatch::Issue(done) = scheduler.dispatch(&cx) else { unreachable!() };
+            let completion = Completion {
+                id: done,
+                issued_at: now,
+                device_time: Duration::ZERO,
+                total_time: Duration::ZERO,
+            };
+            scheduler.complete(&Ctx { now, requests: &table, in_flight: 0, depth: 1 }, &completion);
+            black_box(table.remove(done));
+        });
+    });
+}
+
+fn whole_queue(c: &mut Criterion, kind: SchedulerKind) {
+    c.bench_function(&format!("queue/{kind}"), |b| {
+        b.iter_batched_ref(
+            || {
+                let mut queue = BlockQueue::new(QueueConfig::default(), kind.build()).unwrap();
+                let mut prng = Prng::new(1);
+                let now = Instant::ZERO;
+                for tag in 0..QUEUED as u64 {
+                    queue.submit(now, random_bio(&mut prng, tag)).unwrap();
+                }
+                // One is in flight now; complete it so each iteration starts with 128 queued.
+                let Pull::Issue(id) = queue.next_request(now) else { unreachable!() };
+                queue.complete(now, id, &mut Vec::new());
+                queue.submit(now, random_bio(&mut prng, QUEUED as u64)).unwrap();
+                (queue, prng, now, Vec::with_capacity(4), QUEUED as u64 + 1)
+            },
+            |(queue, prng, now, bios, tag)| {
+                for _ in 0..1_000 {
+                    *now += Duration::from_micros(10);
+                    queue.submit(*now, random_bio(prng, *tag)).unwrap();
+                    *tag += 1;
+                    let Pull::Issue(id) = queue.next_request(*now) else { unreachable!() };
+                    bios.clear();
+                    black_box(queue.complete(*now, id, bios));
+                }
+            },
+            BatchSize::LargeInput,
+        );
+    });
+}
+
+fn per_request(c: &mut Criterion) {
+    for &kind in SchedulerKind::ALL {
+        scheduler_only(c, kind);
+    }
+    for &kind in SchedulerKind::ALL {
+        whole_queue(c, kind);
+    }
+}
+
+criterion_group!(benches, per_request);
+criterion_main!(benches);

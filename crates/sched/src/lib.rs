@@ -1,0 +1,288 @@
+//! Faithful re-implementations of the Linux I/O schedulers, and the registry that names them.
+//!
+//! Every scheduler is a module of the same shape (DESIGN §8): a `//!` header saying what it
+//! does, which kernel version and file it follows, its tunables and its "Deviations from
+//! Linux"; the tunables table; the state; `impl Scheduler`; helpers named after their caller;
+//! tests. The kernel version each module follows is part of its contract: a behaviour that
+//! changed between versions is reproduced as that version had it.
+//!
+//! [`SchedulerKind`] is the registry: the kernel names (and aliases), the tunable tables, and
+//! `build`. [`SchedulerSpec`] parses the command line's `NAME[:key=value,...]` form.
+//!
+//! ```
+//! use elevator_sched::{SchedulerKind, SchedulerSpec};
+//!
+//! let spec = SchedulerSpec::parse("deadline:fifo_batch=8,read_expire=250ms").unwrap();
+//! assert_eq!(spec.kind(), SchedulerKind::Deadline);
+//! let scheduler = spec.build();
+//! assert_eq!(scheduler.tunable("read_expire"), Ok(250));
+//! assert_eq!(scheduler.tunable("fifo_batch"), Ok(8));
+//! assert!(SchedulerSpec::parse("deadline:fifo_batch=-1").is_err());
+//! ```
+
+#![deny(missing_docs)]
+#![warn(missing_debug_implementations, unreachable_pub)]
+
+use std::fmt;
+
+use elevator_core::{ComponentSpec, Scheduler, SpecError, TunableError, TunableSpec, tunable};
+
+pub mod deadline;
+pub mod noop;
+pub mod testkit;
+
+/// Every scheduler elevator implements.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum SchedulerKind {
+    /// 2.6.18 noop: arrival order, merging through the one-hit cache only.
+    Noop,
+    /// 2.6.18 deadline: sector-sorted batches with read and write FIFO deadlines.
+    Deadline,
+}
+
+impl SchedulerKind {
+    /// Every registered scheduler, in the order `elevator list` prints them.
+    pub const ALL: &'static [SchedulerKind] = &[SchedulerKind::Noop, SchedulerKind::Deadline];
+
+    /// What `sim`, `run` and `compare` use when no `-s` is given.
+    pub const DEFAULT: SchedulerKind = SchedulerKind::Deadline;
+
+    /// The kernel's name, as `/sys/block/DEV/queue/scheduler` prints it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SchedulerKind::Noop => noop::NAME,
+            SchedulerKind::Deadline => deadline::NAME,
+        }
+    }
+
+    /// Other names the kernel accepted for it (boot parameter or sysfs).
+    pub const fn aliases(self) -> &'static [&'static str] {
+        match self {
+            SchedulerKind::Noop | SchedulerKind::Deadline => &[],
+        }
+    }
+
+    /// The kernel version whose behaviour the module reproduces.
+    pub const fn kernel_version(self) -> &'static str {
+        match self {
+            SchedulerKind::Noop | SchedulerKind::Deadline => "2.6.18",
+        }
+    }
+
+    /// One line on what it does.
+    pub const fn summary(self) -> &'static str {
+        match self {
+            SchedulerKind::Noop => noop::SUMMARY,
+            SchedulerKind::Deadline => deadline::SUMMARY,
+        }
+    }
+
+    /// Its tunables, in sysfs order.
+    pub const fn tunables(self) -> &'static [TunableSpec] {
+        match self {
+            SchedulerKind::Noop => noop::TUNABLES,
+            SchedulerKind::Deadline => deadline::TUNABLES,
+        }
+    }
+
+    /// A new instance with the kernel's defaults.
+    pub fn build(self) -> Box<dyn Scheduler> {
+        match self {
+            SchedulerKind::Noop => Box::new(noop::Noop::new()),
+            SchedulerKind::Deadline => Box::new(deadline::Deadline::new()),
+        }
+    }
+
+    /// The scheduler called `name` (kernel name or alias).
+    pub fn from_name(name: &str) -> Option<SchedulerKind> {
+        SchedulerKind::ALL
+            .iter()
+            .copied()
+            .find(|kind| kind.name() == name || kind.aliases().contains(&name))
+    }
+
+    /// Every accepted name, for messages.
+    pub fn accepted_names() -> Vec<&'static str> {
+        SchedulerKind::ALL
+            .iter()
+            .flat_map(|kind| std::iter::once(kind.name()).chain(kind.aliases().iter().copied()))
+            .collect()
+    }
+}
+
+impl fmt::Display for SchedulerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The sysfs `scheduler` line: every registered scheduler, `current` in brackets.
+pub fn sysfs_line(current: SchedulerKind) -> String {
+    SchedulerKind::ALL
+        .iter()
+        .map(|&kind| if kind == current { format!("[{kind}]") } else { kind.to_string() })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A scheduler with tunables, as written on the command line: `cfq:slice_idle=0,quantum=8`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerSpec {
+    kind: SchedulerKind,
+    /// Tunables that differ from the defaults, in the order given, in each tunable's unit.
+    settings: Vec<(&'static str, i64)>,
+}
+
+/// A scheduler spec that names no scheduler, or sets a tunable it does not have or to a value
+/// it does not accept.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SchedSpecError {
+    /// The text is not `NAME[:key=value,...]`.
+    #[error(transparent)]
+    Shape(#[from] SpecError),
+    /// No scheduler of that name.
+    #[error("unknown scheduler `{name}` (accepted: {})", accepted.join(", "))]
+    UnknownScheduler {
+        /// The name as given.
+        name: String,
+        /// Every accepted name.
+        accepted: Vec<&'static str>,
+    },
+    /// A tunable the scheduler lacks, or a value it does not accept.
+    #[error("scheduler spec `{text}`: {problem}")]
+    Tunable {
+        /// The whole spec as given.
+        text: String,
+        /// What was wrong. (Not a `source`: the message already includes it.)
+        problem: TunableError,
+    },
+}
+
+impl SchedulerSpec {
+    /// The scheduler with its defaults.
+    pub fn new(kind: SchedulerKind) -> SchedulerSpec {
+        SchedulerSpec { kind, settings: Vec::new() }
+    }
+
+    /// Parses `NAME[:key=value,...]`.
+    pub fn parse(text: &str) -> Result<SchedulerSpec, SchedSpecError> {
+        let spec = ComponentSpec::parse("scheduler", text)?;
+        let kind = SchedulerKind::from_name(&spec.name).ok_or_else(|| {
+            SchedSpecError::UnknownScheduler {
+                name: spec.name.clone(),
+                accepted: SchedulerKind::accepted_names(),
+            }
+        })?;
+        let mut settings = Vec::with_capacity(spec.params.len());
+        for param in &spec.params {
+            let tunable = tunable::find(kind.tunables(), kind.name(), &param.key)
+                .and_then(|tunable| Ok((tunable.name, tunable.parse(&param.value)?)))
+                .map_err(|problem| SchedSpecError::Tunable { text: text.to_owned(), problem })?;
+            settings.push(tunable);
+        }
+        Ok(SchedulerSpec { kind, settings })
+    }
+
+    /// Which scheduler.
+    pub fn kind(&self) -> SchedulerKind {
+        self.kind
+    }
+
+    /// The tunables set away from their defaults, in each tunable's unit.
+    pub fn settings(&self) -> &[(&'static str, i64)] {
+        &self.settings
+    }
+
+    /// Every tunable with its resolved value (defaults filled in), in sysfs order.
+    pub fn resolved(&self) -> Vec<(&'static str, i64)> {
+        self.kind
+            .tunables()
+            .iter()
+            .map(|tunable| {
+                let value = self
+                    .settings
+                    .iter()
+                    .rev()
+                    .find(|(name, _)| *name == tunable.name)
+                    .map_or(tunable.default, |&(_, value)| value);
+                (tunable.name, value)
+            })
+            .collect()
+    }
+
+    /// A new scheduler instance configured as specified.
+    pub fn build(&self) -> Box<dyn Scheduler> {
+        let mut scheduler = self.kind.build();
+        for &(name, value) in &self.settings {
+            // Names and ranges were checked by `parse` against the same table.
+            scheduler
+                .set_tunable(name, value)
+                .unwrap_or_else(|error| panic!("checked tunable rejected: {error}"));
+        }
+        scheduler
+    }
+}
+
+impl fmt::Display for SchedulerSpec {
+    /// The canonical form, `name:key=value,...` with values in each tunable's unit.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kind.name())?;
+        for (index, (name, value)) in self.settings.iter().enumerate() {
+            let separator = if index == 0 { ':' } else { ',' };
+            write!(f, "{separator}{name}={value}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Looks `name` up in `specs` and checks `value` against it: the first half of every
+/// scheduler's `set_tunable`.
+pub(crate) fn checked<'a>(
+    specs: &'a [TunableSpec],
+    owner: &str,
+    name: &str,
+    value: i64,
+) -> Result<&'a TunableSpec, TunableError> {
+    let spec = tunable::find(specs, owner, name)?;
+    spec.check(value)?;
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves unknown names, keys and values produce errors that list what is accepted.
+    #[test]
+    fn bad_specs_say_what_is_accepted() {
+        let message = |text| SchedulerSpec::parse(text).unwrap_err().to_string();
+        assert_eq!(message("cfqq"), "unknown scheduler `cfqq` (accepted: noop, deadline)");
+        assert_eq!(
+            message("deadline:read_expiry=5"),
+            "scheduler spec `deadline:read_expiry=5`: deadline has no tunable `read_expiry` \
+             (accepted: read_expire, write_expire, writes_starved, fifo_batch, front_merges)"
+        );
+        assert_eq!(
+            message("deadline:front_merges=2"),
+            "scheduler spec `deadline:front_merges=2`: front_merges: `2` is not 0 or 1 \
+             (expected 0 or 1 (or true/false, on/off))"
+        );
+        assert!(message("deadline:fifo_batch=3000000000").contains("accepted: 0..=2147483647"));
+        assert!(message("noop:x=1").ends_with("noop has no tunable `x` (it has no tunables)"));
+    }
+
+    #[test]
+    fn specs_print_canonically_and_resolve_defaults() {
+        let spec = SchedulerSpec::parse("deadline:read_expire=2s, fifo_batch=8").unwrap();
+        assert_eq!(spec.to_string(), "deadline:read_expire=2000,fifo_batch=8");
+        let resolved = spec.resolved();
+        assert_eq!(resolved[0], ("read_expire", 2000));
+        assert_eq!(resolved[1], ("write_expire", 5000));
+        assert_eq!(SchedulerSpec::parse(&spec.to_string()).unwrap(), spec);
+    }
+
+    #[test]
+    fn the_sysfs_line_brackets_the_current_scheduler() {
+        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop [deadline]");
+    }
+}

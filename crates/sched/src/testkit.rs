@@ -1,0 +1,483 @@
+//! A scripted world for scheduler tests: a clock, a device and issuers, driven through the real
+//! [`BlockQueue`].
+//!
+//! [`Harness`] owns a queue with a scheduler attached, a simulated clock that only moves to the
+//! next scripted event, and a device that takes up to `depth` requests and finishes each after a
+//! service time you choose (fixed, or computed from the head position). Bios can be submitted
+//! now or at a scripted time, and a closure can react to each completion by scheduling more
+//! bios — a dependent reader with think time, a writer that keeps the queue full. Bios refused
+//! because the request pool is full wait, as their process would, until the queue wakes it.
+//!
+//! After every step the harness audits the queue with
+//! [`check_queue`](elevator_core::check::check_queue) and, at the end of a run, that every bio
+//! completed exactly once. It records what the device was asked to do, so a test can state
+//! what it proves in terms of issue order, seek distances and completion times.
+//!
+//! This is test support, public so that integration tests and benchmarks share it.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use elevator_core::check::check_queue;
+use elevator_core::{
+    Bio, BioTag, BlockQueue, Duration, Instant, IoPriority, Op, ProcessId, Pull, QueueConfig,
+    Request, RequestFlags, RequestId, Scheduler, Sector, Submitted,
+};
+
+/// How long the scripted device takes for a request, given where its head was.
+pub type ServiceTime = Box<dyn FnMut(&Request, Sector) -> Duration>;
+
+/// A reaction to a completed bio: more bios to submit, each at an absolute time.
+pub type Follower = Box<dyn FnMut(&Done) -> Vec<(Instant, Bio)>>;
+
+/// A read of `sector_count` sectors at `start` by process `process`, default priority.
+pub fn read(process: u32, start: u64, sector_count: u32) -> Bio {
+    Bio::read(ProcessId(process), Sector(start), sector_count, BioTag(0))
+}
+
+/// An asynchronous write of `sector_count` sectors at `start` by process `process`.
+pub fn write(process: u32, start: u64, sector_count: u32) -> Bio {
+    Bio::write(ProcessId(process), Sector(start), sector_count, BioTag(0))
+}
+
+/// A synchronous (O_DIRECT-style) write.
+pub fn sync_write(process: u32, start: u64, sector_count: u32) -> Bio {
+    write(process, start, sector_count).with_flags(RequestFlags::SYNC)
+}
+
+/// `bio` at `priority`.
+pub fn with_priority(bio: Bio, priority: IoPriority) -> Bio {
+    bio.with_priority(priority)
+}
+
+/// A device that takes `fixed` for every request.
+pub fn fixed_service(fixed: Duration) -> ServiceTime {
+    Box::new(move |_, _| fixed)
+}
+
+/// A crude disk: `base` per request plus `per_1k_sectors` for every 1024 sectors of head
+/// movement, so that a scheduler's sorting shows in completion times.
+pub fn seeking_service(base: Duration, per_1k_sectors: Duration) -> ServiceTime {
+    Box::new(move |request, head| {
+        let distance = head.distance(request.start);
+        base + Duration::from_nanos(per_1k_sectors.as_nanos() * distance / 1024)
+    })
+}
+
+/// A request the device was asked to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Issued {
+    /// The request.
+    pub id: RequestId,
+    /// When the device took it.
+    pub at: Instant,
+    /// When it will finish.
+    pub done_at: Instant,
+    /// What it does.
+    pub op: Op,
+    /// First sector.
+    pub start: u64,
+    /// Sectors.
+    pub sector_count: u32,
+    /// The process whose bio created it.
+    pub process: ProcessId,
+    /// Whether it is synchronous.
+    pub sync: bool,
+}
+
+/// A bio that completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Done {
+    /// The tag the harness gave it.
+    pub tag: BioTag,
+    /// Its process.
+    pub process: ProcessId,
+    /// What it did.
+    pub op: Op,
+    /// Its first sector.
+    pub start: u64,
+    /// Its sectors.
+    pub sector_count: u32,
+    /// When it was submitted (first attempt, even if the pool blocked it).
+    pub submitted: Instant,
+    /// When it completed.
+    pub completed: Instant,
+}
+
+impl Done {
+    /// Submission to completion.
+    pub fn latency(&self) -> Duration {
+        self.completed - self.submitted
+    }
+}
+
+/// The most events one run may take; hitting it is a test failure, not a silent stop.
+pub const STEP_LIMIT: u64 = 20_000_000;
+
+/// A queue, a scripted device and scripted issuers.
+pub struct Harness {
+    queue: BlockQueue,
+    now: Instant,
+    service: ServiceTime,
+    followers: Vec<Follower>,
+    /// Scripted submissions by (time, order).
+    arrivals: BTreeMap<(Instant, u64), Bio>,
+    /// Requests at the device by (completion time, order).
+    device: BTreeMap<(Instant, u64), RequestId>,
+    /// Bios refused by a full pool, per process, in submission order.
+    blocked: BTreeMap<ProcessId, VecDeque<Bio>>,
+    /// Bios submitted and not yet completed: tag -> (bio, first submission time).
+    pending: BTreeMap<BioTag, (Bio, Instant)>,
+    wake: Option<Instant>,
+    device_held: bool,
+    head: Sector,
+    order: u64,
+    next_tag: u64,
+    steps: u64,
+    issued: Vec<Issued>,
+    done: Vec<Done>,
+    idle_answers: Vec<(Instant, Instant)>,
+    checking: bool,
+    bios_scratch: Vec<BioTag>,
+}
+
+impl std::fmt::Debug for Harness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Harness")
+            .field("now", &self.now)
+            .field("scheduler", &self.queue.scheduler().name())
+            .field("issued", &self.issued.len())
+            .field("done", &self.done.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Harness {
+    /// A harness around `scheduler` with a device that takes 1 ms per request.
+    pub fn new(scheduler: Box<dyn Scheduler>, config: QueueConfig) -> Harness {
+        let queue = BlockQueue::new(config, scheduler).expect("valid queue config in a test");
+        Harness {
+            queue,
+            now: Instant::ZERO,
+            service: fixed_service(Duration::from_millis(1)),
+            followers: Vec::new(),
+            arrivals: BTreeMap::new(),
+            device: BTreeMap::new(),
+            blocked: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            wake: None,
+            device_held: false,
+            head: Sector(0),
+            order: 0,
+            next_tag: 1,
+            steps: 0,
+            issued: Vec::new(),
+            done: Vec::new(),
+            idle_answers: Vec::new(),
+            checking: true,
+            bios_scratch: Vec::new(),
+        }
+    }
+
+    /// Replaces the device's service time.
+    pub fn with_service(mut self, service: ServiceTime) -> Harness {
+        self.service = service;
+        self
+    }
+
+    /// Adds a reaction to completed bios.
+    pub fn on_complete(&mut self, follower: impl FnMut(&Done) -> Vec<(Instant, Bio)> + 'static) {
+        self.followers.push(Box::new(follower));
+    }
+
+    /// Turns the full invariant audit after every step off (for long benchmarks-like runs).
+    pub fn set_checking(&mut self, checking: bool) {
+        self.checking = checking;
+    }
+
+    /// Submits `bio` now (with a fresh tag). A bio refused by a full pool waits for its
+    /// process to be woken and is then submitted again.
+    pub fn submit(&mut self, mut bio: Bio) -> Submitted {
+        bio.tag = BioTag(self.next_tag);
+        self.next_tag += 1;
+        self.pending.insert(bio.tag, (bio, self.now));
+        let outcome = self.offer(bio);
+        self.pump();
+        outcome
+    }
+
+    /// Schedules `bio` for submission at `at` (not before now).
+    pub fn submit_at(&mut self, at: Instant, bio: Bio) {
+        assert!(at >= self.now, "cannot submit in the past");
+        self.arrivals.insert((at, self.order), bio);
+        self.order += 1;
+    }
+
+    /// Stops the device from taking requests (they pile up in the scheduler).
+    pub fn hold_device(&mut self) {
+        self.device_held = true;
+    }
+
+    /// Lets the device take requests again.
+    pub fn release_device(&mut self) {
+        self.device_held = false;
+        self.pump();
+    }
+
+    /// Runs until nothing is left to do, then checks that every bio completed.
+    pub fn run(&mut self) {
+        self.run_until(Instant::MAX);
+        assert!(
+            self.pending.is_empty(),
+            "{} bios never completed (first: {:?}); queue: {} queued, {} held, {} in flight",
+            self.pending.len(),
+            self.pending.values().next(),
+            self.queue.queued(),
+            self.queue.held_count(),
+            self.queue.in_flight()
+        );
+    }
+
+    /// Runs every event up to and including `limit`; the clock ends at the last event run.
+    pub fn run_until(&mut self, limit: Instant) {
+        self.pump();
+        while let Some(next) = self.next_event_time() {
+            if next > limit {
+                break;
+            }
+            self.step_to(next);
+        }
+    }
+
+    /// Moves the clock to `at` (not backwards) running every event on the way.
+    pub fn advance_to(&mut self, at: Instant) {
+        self.run_until(at);
+        if self.now < at {
+            self.now = at;
+            self.pump();
+        }
+    }
+
+    fn next_event_time(&self) -> Option<Instant> {
+        let arrival = self.arrivals.keys().next().map(|&(at, _)| at);
+        let completion = self.device.keys().next().map(|&(at, _)| at);
+        [arrival, completion, self.wake].into_iter().flatten().min()
+    }
+
+    fn step_to(&mut self, at: Instant) {
+        self.steps += 1;
+        assert!(self.steps < STEP_LIMIT, "harness ran {STEP_LIMIT} steps without finishing");
+        assert!(at >= self.now, "time went backwards");
+        self.now = at;
+        if self.wake.is_some_and(|wake| wake <= at) {
+            self.wake = None;
+        }
+        while let Some((&(done_at, order), &id)) = self.device.iter().next() {
+            if done_at > at {
+                break;
+            }
+            self.device.remove(&(done_at, order));
+            self.complete(id);
+        }
+        while let Some((&(arrive_at, order), &bio)) = self.arrivals.iter().next() {
+            if arrive_at > at {
+                break;
+            }
+            self.arrivals.remove(&(arrive_at, order));
+            let mut bio = bio;
+            bio.tag = BioTag(self.next_tag);
+            self.next_tag += 1;
+            self.pending.insert(bio.tag, (bio, self.now));
+            self.offer(bio);
+        }
+        self.pump();
+    }
+
+    /// Submits a bio that already has its tag, parking it if the pool is full.
+    fn offer(&mut self, bio: Bio) -> Submitted {
+        // A process with bios already parked keeps its order: the new one queues behind them.
+        if let Some(parked) = self.blocked.get_mut(&bio.process)
+            && !parked.is_empty()
+        {
+            parked.push_back(bio);
+            return Submitted::Blocked;
+        }
+        let outcome = self.queue.submit(self.now, bio).expect("harness bios are valid");
+        if outcome == Submitted::Blocked {
+            self.blocked.entry(bio.process).or_default().push_back(bio);
+        }
+        self.audit();
+        outcome
+    }
+
+    fn complete(&mut self, id: RequestId) {
+        let mut tags = std::mem::take(&mut self.bios_scratch);
+        tags.clear();
+        self.queue.complete(self.now, id, &mut tags);
+        self.audit();
+        for &tag in &tags {
+            let (bio, submitted) =
+                self.pending.remove(&tag).unwrap_or_else(|| panic!("{tag:?} completed twice"));
+            let done = Done {
+                tag,
+                process: bio.process,
+                op: bio.op,
+                start: bio.start.0,
+                sector_count: bio.sector_count,
+                submitted,
+                completed: self.now,
+            };
+            self.done.push(done);
+            for follower in &mut self.followers {
+                for (at, bio) in follower(&done) {
+                    assert!(at >= self.now, "a follower scheduled a bio in the past");
+                    self.arrivals.insert((at, self.order), bio);
+                    self.order += 1;
+                }
+            }
+        }
+        self.bios_scratch = tags;
+        while let Some(process) = self.queue.pop_woken() {
+            self.retry_blocked(process);
+        }
+    }
+
+    /// A woken process submits its parked bios until one blocks again.
+    fn retry_blocked(&mut self, process: ProcessId) {
+        while let Some(bio) = self.blocked.get_mut(&process).and_then(VecDeque::pop_front) {
+            let outcome = self.queue.submit(self.now, bio).expect("harness bios are valid");
+            self.audit();
+            if outcome == Submitted::Blocked {
+                self.blocked.entry(process).or_default().push_front(bio);
+                break;
+            }
+        }
+    }
+
+    /// Lets the device take whatever the queue gives it now.
+    fn pump(&mut self) {
+        if self.device_held {
+            return;
+        }
+        self.wake = None;
+        loop {
+            match self.queue.next_request(self.now) {
+                Pull::Issue(id) => {
+                    let request = self.queue.request(id).expect("issued request lives");
+                    let service = (self.service)(request, self.head);
+                    let done_at = self.now + service;
+                    self.issued.push(Issued {
+                        id,
+                        at: self.now,
+                        done_at,
+                        op: request.op,
+                        start: request.start.0,
+                        sector_count: request.sector_count,
+                        process: request.process,
+                        sync: request.is_sync(),
+                    });
+                    self.head = request.end();
+                    self.device.insert((done_at, self.order), id);
+                    self.order += 1;
+                }
+                Pull::Idle { until } => {
+                    self.idle_answers.push((self.now, until));
+                    self.wake = Some(until);
+                    break;
+                }
+                Pull::Plugged { until } => {
+                    self.wake = Some(until);
+                    break;
+                }
+                Pull::Busy | Pull::Empty => break,
+            }
+        }
+        self.audit();
+    }
+
+    fn audit(&self) {
+        if self.checking
+            && let Err(violation) = check_queue(&self.queue)
+        {
+            panic!("at {:?} under {}: {violation}", self.now, self.queue.scheduler().name());
+        }
+    }
+
+    /// The current time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The queue, for its counters and state.
+    pub fn queue(&self) -> &BlockQueue {
+        &self.queue
+    }
+
+    /// The queue, to switch schedulers or change tunables mid-run.
+    pub fn queue_mut(&mut self) -> &mut BlockQueue {
+        &mut self.queue
+    }
+
+    /// Switches the scheduler now and lets the device go on.
+    pub fn switch_scheduler(&mut self, scheduler: Box<dyn Scheduler>) {
+        self.queue.switch_scheduler(self.now, scheduler);
+        self.audit();
+        self.pump();
+    }
+
+    /// Every request the device took, in order.
+    pub fn issued(&self) -> &[Issued] {
+        &self.issued
+    }
+
+    /// Start sectors of the requests the device took, in order.
+    pub fn issued_starts(&self) -> Vec<u64> {
+        self.issued.iter().map(|issued| issued.start).collect()
+    }
+
+    /// (start, sectors) of the requests the device took, in order.
+    pub fn issued_extents(&self) -> Vec<(u64, u32)> {
+        self.issued.iter().map(|issued| (issued.start, issued.sector_count)).collect()
+    }
+
+    /// Every completed bio, in completion order.
+    pub fn done(&self) -> &[Done] {
+        &self.done
+    }
+
+    /// How many bios completed.
+    pub fn completed_bios(&self) -> usize {
+        self.done.len()
+    }
+
+    /// Bios submitted and not completed.
+    pub fn pending_bios(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Every `Idle` answer: (when it was given, until).
+    pub fn idle_answers(&self) -> &[(Instant, Instant)] {
+        &self.idle_answers
+    }
+
+    /// Head movements between consecutive issued requests longer than `threshold` sectors.
+    pub fn long_seeks(&self, threshold: u64) -> usize {
+        self.issued
+            .windows(2)
+            .filter(|pair| {
+                let end = pair[0].start + u64::from(pair[0].sector_count);
+                end.abs_diff(pair[1].start) > threshold
+            })
+            .count()
+    }
+
+    /// Sectors the head moved over all issued requests (from sector 0).
+    pub fn seek_distance_sectors(&self) -> u64 {
+        let mut head = 0u64;
+        let mut total = 0;
+        for issued in &self.issued {
+            total += head.abs_diff(issued.start);
+            head = issued.start + u64::from(issued.sector_count);
+        }
+        total
+    }
+}

@@ -1,0 +1,217 @@
+//! The conformance suite: properties every registered scheduler must have. A scheduler joins by
+//! being added to `SchedulerKind::ALL`; nothing here names one.
+
+use elevator_core::{Bio, Duration, Instant, Op, Prng, QueueConfig, RequestFlags, TunableSpec};
+use elevator_sched::testkit::{Harness, read, seeking_service, write};
+use elevator_sched::{SchedulerKind, SchedulerSpec};
+
+/// The kernel's defaults, written out independently of the modules' tables, from the 2.6.18
+/// sources at HZ=1000 as legacy-schedulers.md §2–§3 gives them.
+const KERNEL_DEFAULTS: &[(&str, &str, i64)] = &[
+    ("deadline", "read_expire", 500),
+    ("deadline", "write_expire", 5000),
+    ("deadline", "writes_starved", 2),
+    ("deadline", "fifo_batch", 16),
+    ("deadline", "front_merges", 1),
+];
+
+/// A random mixed workload: reads, async and sync writes from four processes over a small
+/// region (so that merges, overlaps and aliases happen), arriving over ~200 ms.
+fn random_workload(seed: u64, count: usize) -> Vec<(Instant, Bio)> {
+    let mut prng = Prng::new(seed).fork("conformance");
+    let mut at = Instant::ZERO;
+    (0..count)
+        .map(|_| {
+            at += Duration::from_micros(prng.below(400));
+            let process = 1 + prng.below(4) as u32;
+            let start = prng.below(512) * 8;
+            let sector_count = 8 * (1 + prng.below(8) as u32);
+            let bio = match prng.below(4) {
+                0 | 1 => read(process, start, sector_count),
+                2 => write(process, start, sector_count),
+                _ => write(process, start, sector_count).with_flags(RequestFlags::SYNC),
+            };
+            (at, bio)
+        })
+        .collect()
+}
+
+fn harness(kind: SchedulerKind, depth: u32) -> Harness {
+    let config = QueueConfig { depth, nr_requests: 16, ..QueueConfig::default() };
+    Harness::new(kind.build(), config)
+        .with_service(seeking_service(Duration::from_micros(500), Duration::from_micros(50)))
+}
+
+// Proves nothing is lost or duplicated: every bio of a random workload completes exactly once
+// (the harness panics on a second completion and on leftovers), every issued request id is
+// distinct, and the queue's full audit holds after every step, at depths 1 and 8.
+#[test]
+fn nothing_is_lost_or_duplicated() {
+    for &kind in SchedulerKind::ALL {
+        for depth in [1, 8] {
+            for seed in 0..4 {
+                let mut h = harness(kind, depth);
+                for (at, bio) in random_workload(seed, 400) {
+                    h.submit_at(at, bio);
+                }
+                h.run();
+                assert_eq!(h.completed_bios(), 400, "{kind} depth {depth} seed {seed}");
+                let mut ids: Vec<_> = h.issued().iter().map(|issued| issued.id).collect();
+                ids.sort();
+                ids.dedup();
+                assert_eq!(ids.len(), h.issued().len(), "{kind}: an id was issued twice");
+            }
+        }
+    }
+}
+
+// Proves drain empties every scheduler and hands every request to the next one, for every
+// pair of registered schedulers.
+#[test]
+fn drain_empties_into_the_next_scheduler() {
+    for &from in SchedulerKind::ALL {
+        for &to in SchedulerKind::ALL {
+            let mut h = harness(from, 1);
+            h.hold_device();
+            for (_, bio) in random_workload(7, 100) {
+                h.submit(bio);
+            }
+            let queued = h.queue().queued();
+            let held = h.queue().held_count();
+            h.switch_scheduler(to.build());
+            assert_eq!(h.queue().queued(), queued, "{from} -> {to}");
+            assert_eq!(h.queue().held_count(), held);
+            h.release_device();
+            h.run();
+        }
+    }
+}
+
+// Proves every Idle answer lies in the future (the queue asserts it too; this catches a
+// scheduler that idles without ever letting time pass).
+#[test]
+fn idle_until_is_after_now() {
+    for &kind in SchedulerKind::ALL {
+        let mut h = harness(kind, 1);
+        for (at, bio) in random_workload(3, 300) {
+            h.submit_at(at, bio);
+        }
+        h.run();
+        for &(at, until) in h.idle_answers() {
+            assert!(until > at, "{kind}: idle at {at:?} until {until:?}");
+        }
+    }
+}
+
+// Proves defaults equal the kernel's: the table, a fresh instance and the independent list
+// above agree for every tunable of every scheduler.
+#[test]
+fn defaults_equal_the_kernels() {
+    for &kind in SchedulerKind::ALL {
+        let scheduler = kind.build();
+        for tunable in kind.tunables() {
+            let kernel = KERNEL_DEFAULTS
+                .iter()
+                .find(|(name, key, _)| *name == kind.name() && *key == tunable.name)
+                .unwrap_or_else(|| panic!("{kind}: no kernel default listed for {}", tunable.name));
+            assert_eq!(tunable.default, kernel.2, "{kind}.{} table default", tunable.name);
+            assert_eq!(scheduler.tunable(tunable.name), Ok(kernel.2), "{kind}.{}", tunable.name);
+        }
+    }
+    for (name, key, _) in KERNEL_DEFAULTS {
+        let kind = SchedulerKind::from_name(name).unwrap();
+        assert!(kind.tunables().iter().any(|t| t.name == *key), "{name} lacks {key}");
+    }
+}
+
+fn out_of_range(tunable: &TunableSpec) -> Vec<i64> {
+    [tunable.min.checked_sub(1), tunable.max.checked_add(1)].into_iter().flatten().collect()
+}
+
+// Proves out-of-range values are rejected, by the scheduler and by the spec parser, and the
+// bounds themselves are accepted and read back.
+#[test]
+fn out_of_range_tunables_are_rejected() {
+    for &kind in SchedulerKind::ALL {
+        for tunable in kind.tunables() {
+            let mut scheduler = kind.build();
+            for value in out_of_range(tunable) {
+                assert!(
+                    scheduler.set_tunable(tunable.name, value).is_err(),
+                    "{kind}.{}",
+                    tunable.name
+                );
+                let text = format!("{}:{}={value}", kind.name(), tunable.name);
+                assert!(SchedulerSpec::parse(&text).is_err(), "{text}");
+            }
+            assert_eq!(scheduler.tunable(tunable.name), Ok(tunable.default), "unchanged");
+            for value in [tunable.min, tunable.max] {
+                scheduler.set_tunable(tunable.name, value).unwrap();
+                assert_eq!(scheduler.tunable(tunable.name), Ok(value));
+            }
+        }
+        let mut scheduler = kind.build();
+        assert!(scheduler.set_tunable("no_such_tunable", 1).is_err());
+        assert!(scheduler.tunable("no_such_tunable").is_err());
+    }
+}
+
+// Proves overlapping I/O keeps its submission order under every scheduler: the second write of
+// a region is not issued before the first has completed, and a read of the region sees the
+// last write (it is issued after that write completes), while unrelated traffic competes.
+#[test]
+fn overlapping_writes_keep_their_submission_order() {
+    for &kind in SchedulerKind::ALL {
+        for depth in [1, 4] {
+            let mut h = harness(kind, depth);
+            h.hold_device();
+            for (_, bio) in random_workload(11, 60).into_iter().filter(|(_, b)| b.start.0 > 8192) {
+                h.submit(bio);
+            }
+            // Later writes sit at lower sectors, where a sorting scheduler would take them first.
+            let first = h.submit(write(1, 4200, 64));
+            let second = h.submit(write(2, 4100, 128));
+            let third = h.submit(write(3, 4000, 256).with_flags(RequestFlags::SYNC));
+            let reader = h.submit(read(4, 4000, 256));
+            assert!(
+                [first, second, third, reader]
+                    .iter()
+                    .all(|outcome| matches!(outcome, elevator_core::Submitted::Queued { .. }))
+            );
+            h.release_device();
+            h.run();
+            let find = |process: u32, start: u64| {
+                *h.issued()
+                    .iter()
+                    .find(|i| i.process.0 == process && i.start == start)
+                    .unwrap_or_else(|| panic!("{kind}: request of {process} at {start}"))
+            };
+            let (first, second, third) = (find(1, 4200), find(2, 4100), find(3, 4000));
+            let reader = find(4, 4000);
+            assert!(second.at >= first.done_at, "{kind} depth {depth}: write order");
+            assert!(third.at >= second.done_at, "{kind} depth {depth}: write order");
+            assert!(reader.at >= third.done_at, "{kind} depth {depth}: read after write");
+            assert_eq!(reader.op, Op::Read);
+        }
+    }
+}
+
+// Proves tunables round-trip through the spec's canonical form for every scheduler.
+#[test]
+fn specs_round_trip() {
+    for &kind in SchedulerKind::ALL {
+        let settings: Vec<String> =
+            kind.tunables().iter().map(|t| format!("{}={}", t.name, t.max)).collect();
+        let text = if settings.is_empty() {
+            kind.name().to_owned()
+        } else {
+            format!("{}:{}", kind.name(), settings.join(","))
+        };
+        let spec = SchedulerSpec::parse(&text).unwrap();
+        assert_eq!(SchedulerSpec::parse(&spec.to_string()).unwrap(), spec);
+        let built = spec.build();
+        for tunable in kind.tunables() {
+            assert_eq!(built.tunable(tunable.name), Ok(tunable.max));
+        }
+    }
+}
