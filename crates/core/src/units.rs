@@ -120,19 +120,41 @@ fn parse_time_scaled(
     target_unit_nanos: u64,
     unit: &'static str,
 ) -> Result<u64, QuantityError> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err(QuantityError::Empty { expected: TIME_EXPECTED });
+    let scale = Scale { expected: TIME_EXPECTED, suffix: time_suffix_nanos };
+    scale.parse(text, bare_unit_nanos, target_unit_nanos, unit)
+}
+
+/// A family of suffixed quantities: what the messages say it accepts, and the size of the base
+/// unit (nanoseconds, bytes) each suffix stands for.
+struct Scale {
+    expected: &'static str,
+    suffix: fn(&str) -> Option<u128>,
+}
+
+impl Scale {
+    /// Parses `text` into whole `target` units; a bare number counts `bare` base units each.
+    fn parse(
+        &self,
+        text: &str,
+        bare: u64,
+        target: u64,
+        unit: &'static str,
+    ) -> Result<u64, QuantityError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(QuantityError::Empty { expected: self.expected });
+        }
+        let malformed =
+            || QuantityError::Malformed { text: text.to_owned(), expected: self.expected };
+        let (number, suffix) = split_suffix(text);
+        let decimal = split_decimal(number).ok_or_else(malformed)?;
+        let per_unit = if suffix.is_empty() {
+            u128::from(bare)
+        } else {
+            (self.suffix)(&suffix).ok_or_else(malformed)?
+        };
+        scale_exact(text, decimal, per_unit, u128::from(target), unit)
     }
-    let malformed = || QuantityError::Malformed { text: text.to_owned(), expected: TIME_EXPECTED };
-    let (number, suffix) = split_suffix(text);
-    let decimal = split_decimal(number).ok_or_else(malformed)?;
-    let suffix_nanos = if suffix.is_empty() {
-        u128::from(bare_unit_nanos)
-    } else {
-        time_suffix_nanos(&suffix).ok_or_else(malformed)?
-    };
-    scale_exact(text, decimal, suffix_nanos, u128::from(target_unit_nanos), unit)
 }
 
 /// Bytes per unit for a size suffix (binary multiples).
@@ -154,19 +176,8 @@ pub fn parse_size_in(
     unit_bytes: u64,
     unit: &'static str,
 ) -> Result<u64, QuantityError> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err(QuantityError::Empty { expected: SIZE_EXPECTED });
-    }
-    let malformed = || QuantityError::Malformed { text: text.to_owned(), expected: SIZE_EXPECTED };
-    let (number, suffix) = split_suffix(text);
-    let decimal = split_decimal(number).ok_or_else(malformed)?;
-    let suffix_bytes = if suffix.is_empty() {
-        u128::from(unit_bytes)
-    } else {
-        size_suffix_bytes(&suffix).ok_or_else(malformed)?
-    };
-    scale_exact(text, decimal, suffix_bytes, u128::from(unit_bytes), unit)
+    let scale = Scale { expected: SIZE_EXPECTED, suffix: size_suffix_bytes };
+    scale.parse(text, unit_bytes, unit_bytes, unit)
 }
 
 /// Parses a size in bytes; a bare number is bytes.
