@@ -543,6 +543,11 @@ impl BlockQueue {
         old
     }
 
+    /// `process` exited; the scheduler may stop waiting for it.
+    pub fn process_exited(&mut self, now: Instant, process: ProcessId) {
+        self.scheduler.process_exited(&cx!(self, now), process);
+    }
+
     /// Unplugs now: an issuer is about to wait for its I/O.
     pub fn unplug(&mut self) {
         self.plugged_until = None;

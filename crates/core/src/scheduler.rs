@@ -199,6 +199,10 @@ pub trait Scheduler: fmt::Debug + Send {
     /// The device finished a request this scheduler dispatched.
     fn complete(&mut self, _cx: &Ctx<'_>, _done: &Completion) {}
 
+    /// `process` exited (its I/O context went away): anticipatory stops waiting for it and
+    /// counts it in its exit statistics; cfq turns its idle window off.
+    fn process_exited(&mut self, _cx: &Ctx<'_>, _process: ProcessId) {}
+
     /// Its tunables, in the order sysfs lists them.
     fn tunables(&self) -> &'static [TunableSpec];
 

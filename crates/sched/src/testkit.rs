@@ -212,6 +212,12 @@ impl Harness {
         self.order += 1;
     }
 
+    /// `process` exits now (the scheduler is told; its later bios are still served).
+    pub fn exit_process(&mut self, process: u32) {
+        self.queue.process_exited(self.now, ProcessId(process));
+        self.pump();
+    }
+
     /// Stops the device from taking requests (they pile up in the scheduler).
     pub fn hold_device(&mut self) {
         self.device_held = true;
@@ -468,6 +474,24 @@ impl Harness {
                 end.abs_diff(pair[1].start) > threshold
             })
             .count()
+    }
+
+    /// Device time spent on requests created by `process` (issue to completion, summed).
+    /// Meaningful as a share of the device at depth 1.
+    pub fn device_time(&self, process: u32) -> Duration {
+        self.issued
+            .iter()
+            .filter(|issued| issued.process.0 == process)
+            .fold(Duration::ZERO, |total, issued| total + (issued.done_at - issued.at))
+    }
+
+    /// Bytes completed for `process`.
+    pub fn completed_bytes(&self, process: u32) -> u64 {
+        self.done
+            .iter()
+            .filter(|done| done.process.0 == process)
+            .map(|done| u64::from(done.sector_count) * elevator_core::SECTOR_SIZE_BYTES)
+            .sum()
     }
 
     /// Sectors the head moved over all issued requests (from sector 0).
