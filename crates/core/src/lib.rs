@@ -107,7 +107,9 @@ pub use scheduler::{
     Completion, Counter, Ctx, Dispatch, DispatchInsert, MayQueue, MergeKind, MergeLookups,
     Scheduler,
 };
-pub use spec::{ComponentSpec, Param, SpecError, SpecProblem};
+pub use spec::{
+    ComponentSpec, KeyKind, KeySpec, Param, ParamError, Params, SpecError, SpecProblem, format_size,
+};
 pub use table::{RequestId, RequestTable, SideTable};
 pub use time::{Duration, HZ, Instant};
 pub use tunable::{TunableError, TunableSpec, Unit};

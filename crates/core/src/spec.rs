@@ -161,3 +161,408 @@ mod tests {
         );
     }
 }
+
+/// The keys a component accepts, with their kinds, defaults and help: the same table drives
+/// parsing, validation, `elevator list` and the report's echo of the resolved configuration.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KeySpec {
+    /// The key as written in a spec.
+    pub key: &'static str,
+    /// What values it takes.
+    pub kind: KeyKind,
+    /// The default, as a user would write it; empty when the key has no default (unset).
+    pub default: &'static str,
+    /// One line of help.
+    pub help: &'static str,
+}
+
+/// What values a key takes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KeyKind {
+    /// A size in bytes, written with binary suffixes (`512k`, `24g`).
+    Size {
+        /// Smallest accepted, in bytes.
+        min_bytes: u64,
+        /// Largest accepted, in bytes.
+        max_bytes: u64,
+    },
+    /// A time, written with a unit (`6ms`, `500us`, `2s`); a bare number is in `bare_unit`.
+    Time {
+        /// Smallest accepted.
+        min: crate::Duration,
+        /// Largest accepted.
+        max: crate::Duration,
+        /// The unit of a bare number (`"ms"`, `"us"`, `"s"`, `"ns"`).
+        bare_unit: &'static str,
+    },
+    /// A whole number.
+    Integer {
+        /// Smallest accepted.
+        min: i64,
+        /// Largest accepted.
+        max: i64,
+    },
+    /// A real number in `unit`.
+    Float {
+        /// Smallest accepted.
+        min: f64,
+        /// Largest accepted.
+        max: f64,
+        /// What it measures, for messages and listings.
+        unit: &'static str,
+    },
+    /// 0 or 1 (also true/false, on/off, yes/no).
+    Flag,
+    /// One of a fixed set of words.
+    Choice(&'static [&'static str]),
+    /// Free text (a path, a list in a key's own syntax).
+    Text,
+}
+
+impl KeyKind {
+    /// What the kind accepts, for messages and listings.
+    pub fn describe(&self) -> String {
+        match *self {
+            KeyKind::Size { min_bytes, max_bytes } => {
+                format!("a size {}..={}", format_size(min_bytes), format_size(max_bytes))
+            }
+            KeyKind::Time { min, max, bare_unit } => {
+                format!("a time {min}..={max} (bare numbers in {bare_unit})")
+            }
+            KeyKind::Integer { min, max } => format!("an integer {min}..={max}"),
+            KeyKind::Float { min, max, unit } => format!("a number {min}..={max} {unit}"),
+            KeyKind::Flag => "0 or 1".to_owned(),
+            KeyKind::Choice(choices) => format!("one of {}", choices.join(", ")),
+            KeyKind::Text => "text".to_owned(),
+        }
+    }
+}
+
+/// `bytes` with the largest binary suffix that keeps it exact: `512k`, `24g`, `4097`.
+pub fn format_size(bytes: u64) -> String {
+    for (suffix, per) in [("t", 1u64 << 40), ("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)] {
+        if bytes >= per && bytes % per == 0 {
+            return format!("{}{suffix}", bytes / per);
+        }
+    }
+    bytes.to_string()
+}
+
+fn bare_unit_nanos(unit: &str) -> u64 {
+    match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        _ => 1_000_000_000,
+    }
+}
+
+/// A component's key that is unknown, malformed or impossible.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    /// The spec's shape is wrong.
+    #[error(transparent)]
+    Shape(#[from] SpecError),
+    /// No component of that name.
+    #[error("unknown {kind} `{name}` (accepted: {})", accepted.join(", "))]
+    UnknownName {
+        /// `device`, `workload`, ...
+        kind: &'static str,
+        /// The name given.
+        name: String,
+        /// Every accepted name.
+        accepted: Vec<&'static str>,
+    },
+    /// The component has no such key.
+    #[error("{component} has no key `{key}` (accepted: {})", accepted.join(", "))]
+    UnknownKey {
+        /// The component.
+        component: String,
+        /// The key given.
+        key: String,
+        /// Every key it has.
+        accepted: Vec<&'static str>,
+    },
+    /// A value that does not parse or is out of range.
+    #[error("{component}: {key}={value} is not valid (expected {expected})")]
+    BadValue {
+        /// The component.
+        component: String,
+        /// The key.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        expected: String,
+    },
+    /// Values that are valid alone but impossible together (a block size over the device).
+    #[error("{component}: {key}: {problem}")]
+    Impossible {
+        /// The component.
+        component: String,
+        /// The key to change.
+        key: &'static str,
+        /// Why.
+        problem: String,
+    },
+}
+
+/// A spec's values checked against a component's keys; defaults filled in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    component: String,
+    keys: &'static [KeySpec],
+    /// Per key (same order as `keys`): the text in force and whether the user gave it.
+    values: Vec<(String, bool)>,
+}
+
+impl Params {
+    /// Checks `spec`'s parameters against `keys`, filling in the defaults (`presets` first:
+    /// `(key, value)` pairs that replace a key's default, as a named preset does).
+    pub fn resolve(
+        spec: &ComponentSpec,
+        keys: &'static [KeySpec],
+        presets: &[(&str, &str)],
+    ) -> Result<Params, ParamError> {
+        let component = spec.name.clone();
+        let mut values: Vec<(String, bool)> = keys
+            .iter()
+            .map(|key| {
+                let preset = presets.iter().find(|(name, _)| *name == key.key);
+                (preset.map_or(key.default, |(_, value)| value).to_owned(), false)
+            })
+            .collect();
+        for param in &spec.params {
+            let Some(index) = keys.iter().position(|key| key.key == param.key) else {
+                return Err(ParamError::UnknownKey {
+                    component,
+                    key: param.key.clone(),
+                    accepted: keys.iter().map(|key| key.key).collect(),
+                });
+            };
+            values[index] = (param.value.clone(), true);
+        }
+        let params = Params { component, keys, values };
+        for (index, key) in keys.iter().enumerate() {
+            let (value, _) = &params.values[index];
+            if !value.is_empty() {
+                params.check(key, value)?;
+            }
+        }
+        Ok(params)
+    }
+
+    /// The component's name.
+    pub fn component(&self) -> &str {
+        &self.component
+    }
+
+    fn check(&self, key: &'static KeySpec, value: &str) -> Result<(), ParamError> {
+        let bad = || ParamError::BadValue {
+            component: self.component.clone(),
+            key: key.key,
+            value: value.to_owned(),
+            expected: key.kind.describe(),
+        };
+        match key.kind {
+            KeyKind::Size { min_bytes, max_bytes } => {
+                let bytes = crate::units::parse_size_bytes(value).map_err(|_| bad())?;
+                if !(min_bytes..=max_bytes).contains(&bytes) {
+                    return Err(bad());
+                }
+            }
+            KeyKind::Time { min, max, bare_unit } => {
+                let time = crate::units::parse_duration(value, bare_unit_nanos(bare_unit))
+                    .map_err(|_| bad())?;
+                if !(min..=max).contains(&time) {
+                    return Err(bad());
+                }
+            }
+            KeyKind::Integer { min, max } => {
+                let number = crate::units::parse_integer(value, "an integer").map_err(|_| bad())?;
+                if !(min..=max).contains(&number) {
+                    return Err(bad());
+                }
+            }
+            KeyKind::Float { min, max, .. } => {
+                let number: f64 = value.trim().parse().map_err(|_| bad())?;
+                if !number.is_finite() || !(min..=max).contains(&number) {
+                    return Err(bad());
+                }
+            }
+            KeyKind::Flag => {
+                parse_flag(value).ok_or_else(bad)?;
+            }
+            KeyKind::Choice(choices) => {
+                if !choices.contains(&value.trim()) {
+                    return Err(bad());
+                }
+            }
+            KeyKind::Text => {}
+        }
+        Ok(())
+    }
+
+    fn entry(&self, key: &str) -> (&'static KeySpec, &str) {
+        let index =
+            self.keys.iter().position(|spec| spec.key == key).unwrap_or_else(|| {
+                panic!("{}: key `{key}` is not in its own table", self.component)
+            });
+        (&self.keys[index], self.values[index].0.trim())
+    }
+
+    /// Whether the user set `key` (as opposed to a default or preset).
+    pub fn is_set(&self, key: &str) -> bool {
+        let index = self.keys.iter().position(|spec| spec.key == key);
+        index.is_some_and(|index| self.values[index].1)
+    }
+
+    /// Whether `key` has a value (given, preset or default).
+    pub fn has(&self, key: &str) -> bool {
+        !self.entry(key).1.is_empty()
+    }
+
+    /// A size key in bytes. Panics if `key` is not a size key with a value (a table bug).
+    pub fn size(&self, key: &str) -> u64 {
+        let (_, value) = self.entry(key);
+        crate::units::parse_size_bytes(value).unwrap_or_else(|e| panic!("{key}: {e}"))
+    }
+
+    /// A time key.
+    pub fn time(&self, key: &str) -> crate::Duration {
+        let (spec, value) = self.entry(key);
+        let KeyKind::Time { bare_unit, .. } = spec.kind else { panic!("{key} is not a time") };
+        crate::units::parse_duration(value, bare_unit_nanos(bare_unit))
+            .unwrap_or_else(|e| panic!("{key}: {e}"))
+    }
+
+    /// An integer key.
+    pub fn integer(&self, key: &str) -> i64 {
+        let (_, value) = self.entry(key);
+        crate::units::parse_integer(value, "an integer").unwrap_or_else(|e| panic!("{key}: {e}"))
+    }
+
+    /// A real-number key.
+    pub fn float(&self, key: &str) -> f64 {
+        let (_, value) = self.entry(key);
+        value.parse().unwrap_or_else(|e| panic!("{key}: {e}"))
+    }
+
+    /// A flag key.
+    pub fn flag(&self, key: &str) -> bool {
+        let (_, value) = self.entry(key);
+        parse_flag(value).unwrap_or_else(|| panic!("{key}: not a flag"))
+    }
+
+    /// A choice or text key (empty if unset).
+    pub fn text(&self, key: &str) -> &str {
+        self.entry(key).1
+    }
+
+    /// An error about `key` for values that are impossible together.
+    pub fn impossible(&self, key: &'static str, problem: impl Into<String>) -> ParamError {
+        ParamError::Impossible { component: self.component.clone(), key, problem: problem.into() }
+    }
+
+    /// Every key with the value in force, in table order (for reports).
+    pub fn resolved(&self) -> Vec<(&'static str, String)> {
+        self.keys
+            .iter()
+            .zip(&self.values)
+            .filter(|(_, (value, _))| !value.is_empty())
+            .map(|(key, (value, _))| (key.key, value.trim().to_owned()))
+            .collect()
+    }
+}
+
+fn parse_flag(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "on" | "yes" => Some(true),
+        "0" | "false" | "off" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+    use crate::Duration;
+
+    const KEYS: &[KeySpec] = &[
+        KeySpec {
+            key: "rpm",
+            kind: KeyKind::Integer { min: 1, max: 30_000 },
+            default: "7200",
+            help: "",
+        },
+        KeySpec {
+            key: "cache",
+            kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 30 },
+            default: "8m",
+            help: "",
+        },
+        KeySpec {
+            key: "overhead",
+            kind: KeyKind::Time {
+                min: Duration::ZERO,
+                max: Duration::from_secs(1),
+                bare_unit: "ms",
+            },
+            default: "0.3",
+            help: "",
+        },
+        KeySpec { key: "seek", kind: KeyKind::Choice(&["hpl", "table"]), default: "hpl", help: "" },
+        KeySpec { key: "wce", kind: KeyKind::Flag, default: "1", help: "" },
+        KeySpec {
+            key: "skew",
+            kind: KeyKind::Float { min: 0.0, max: 1.0, unit: "rev" },
+            default: "",
+            help: "",
+        },
+    ];
+
+    fn resolve(text: &str) -> Result<Params, ParamError> {
+        Params::resolve(&ComponentSpec::parse("device", text).unwrap(), KEYS, &[("rpm", "5400")])
+    }
+
+    // Proves defaults, presets and given values resolve in that order of precedence, with
+    // units.
+    #[test]
+    fn values_resolve_with_presets_and_units() {
+        let params = resolve("hdd:cache=16m,overhead=500us").unwrap();
+        assert_eq!(params.integer("rpm"), 5400, "preset beats default");
+        assert_eq!(params.size("cache"), 16 << 20);
+        assert_eq!(params.time("overhead"), Duration::from_micros(500));
+        assert!(params.flag("wce"));
+        assert_eq!(params.text("seek"), "hpl");
+        assert!(!params.has("skew"));
+        assert!(params.is_set("cache") && !params.is_set("rpm"));
+        let resolved = params.resolved();
+        assert_eq!(resolved[0], ("rpm", "5400".to_owned()));
+        assert_eq!(resolve("hdd").unwrap().time("overhead"), Duration::from_micros(300));
+    }
+
+    // Proves unknown keys and bad values are named with what is accepted.
+    #[test]
+    fn bad_keys_and_values_say_what_is_accepted() {
+        let message = |text| resolve(text).unwrap_err().to_string();
+        assert_eq!(
+            message("hdd:rpms=1"),
+            "hdd has no key `rpms` (accepted: rpm, cache, overhead, seek, wce, skew)"
+        );
+        assert_eq!(message("hdd:rpm=0"), "hdd: rpm=0 is not valid (expected an integer 1..=30000)");
+        assert!(message("hdd:seek=curve").contains("expected one of hpl, table"));
+        assert!(message("hdd:cache=2g").contains("a size 0..=1g"));
+        assert!(message("hdd:overhead=2s").contains("a time 0s..=1s"));
+        assert!(message("hdd:skew=nan").contains("a number 0..=1 rev"));
+        assert!(message("hdd:wce=2").contains("0 or 1"));
+    }
+
+    #[test]
+    fn sizes_format_with_the_largest_exact_suffix() {
+        assert_eq!(format_size(512 << 10), "512k");
+        assert_eq!(format_size(24 << 30), "24g");
+        assert_eq!(format_size(4097), "4097");
+        assert_eq!(format_size(0), "0");
+    }
+}

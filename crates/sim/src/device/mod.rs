@@ -1,0 +1,362 @@
+//! Device models: what happens to a command once the block queue has issued it.
+//!
+//! A model is an event-driven state machine ([`DeviceModel`]): the engine hands it commands
+//! ([`DeviceModel::submit`]), asks when it next needs attention ([`DeviceModel::next_event`]),
+//! and lets it run up to that instant ([`DeviceModel::advance`]), collecting the commands that
+//! finished. Everything a model does is a function of the commands it was given and the times
+//! it was given them — no clock, no randomness it was not handed — so a simulation is
+//! reproducible from its seed.
+//!
+//! Models are built from specs (`hdd:rpm=15000`, `ssd`, `sas-15k-2008`) through the registry
+//! in this module: each kind has a table of keys ([`KeySpec`]) and named presets that set some
+//! of them; [`DeviceSpec::parse`] checks a spec against both.
+
+pub mod ram;
+
+use std::fmt;
+
+use elevator_core::{ComponentSpec, Instant, KeySpec, Op, ParamError, Params, Sector};
+
+/// The engine's handle for a command at a device.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct CommandId(pub u64);
+
+/// One command as a device sees it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Command {
+    /// Handed back when it finishes.
+    pub id: CommandId,
+    /// Read, write, flush (of the volatile cache) or discard.
+    pub op: Op,
+    /// First sector.
+    pub start: Sector,
+    /// Sectors (0 for a flush).
+    pub sector_count: u32,
+    /// Force unit access: a write that must reach the media before it finishes.
+    pub fua: bool,
+}
+
+impl Command {
+    /// The sector past the last one.
+    pub fn end(&self) -> Sector {
+        self.start.offset(self.sector_count)
+    }
+
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        u64::from(self.sector_count) * elevator_core::SECTOR_SIZE_BYTES
+    }
+}
+
+/// What a device did, for reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    /// Commands finished.
+    pub commands: u64,
+    /// Time with at least one command inside the device.
+    pub busy_ns: u64,
+    /// Head movement in sectors (mechanical devices; 0 otherwise).
+    pub seek_distance_sectors: u64,
+    /// Sectors read.
+    pub sectors_read: u64,
+    /// Sectors written.
+    pub sectors_written: u64,
+    /// Model-specific counters (cache hits, destages, GC copies...), in a fixed order.
+    pub extra: Vec<(&'static str, u64)>,
+}
+
+/// A simulated block device.
+pub trait DeviceModel: fmt::Debug + Send {
+    /// One line describing the configuration, for reports.
+    fn describe(&self) -> String;
+
+    /// Size in sectors.
+    fn capacity_sectors(&self) -> u64;
+
+    /// How many commands it accepts at once (NCQ/TCQ tags; 1 without command queuing). The
+    /// block queue's hardware depth.
+    fn queue_depth(&self) -> u32;
+
+    /// Whether it has moving parts (the kernel's `rotational` flag).
+    fn rotational(&self) -> bool;
+
+    /// Accepts `command` at `now`. The engine never has more than `queue_depth` commands
+    /// inside, and never calls this with a `now` earlier than a previous call or `advance`.
+    fn submit(&mut self, now: Instant, command: Command);
+
+    /// When the device next needs [`advance`](DeviceModel::advance): its next completion or
+    /// internal step. `None` when it has nothing to do.
+    fn next_event(&self) -> Option<Instant>;
+
+    /// Runs the device up to `now` (no later than `next_event`), appending the commands that
+    /// finished at or before `now` to `finished`, in the order they finished.
+    fn advance(&mut self, now: Instant, finished: &mut Vec<CommandId>);
+
+    /// Counters since the device was built.
+    fn stats(&self) -> DeviceStats;
+}
+
+/// A named set of values for some of a kind's keys (a real drive, a class of drive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Preset {
+    /// The name users write (`sas-15k-2008`).
+    pub name: &'static str,
+    /// Why the values are what they are: the drive or datasheet they come from.
+    pub help: &'static str,
+    /// `(key, value)` pairs, as a user would write them.
+    pub values: &'static [(&'static str, &'static str)],
+}
+
+/// A kind of device model.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DeviceKind {
+    /// A RAM disk: fixed latency plus bandwidth.
+    Ram,
+}
+
+impl DeviceKind {
+    /// Every kind, in listing order.
+    pub const ALL: &'static [DeviceKind] = &[DeviceKind::Ram];
+
+    /// The name users write.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Ram => "ram",
+        }
+    }
+
+    /// One line on what it models.
+    pub const fn summary(self) -> &'static str {
+        match self {
+            DeviceKind::Ram => ram::SUMMARY,
+        }
+    }
+
+    /// Its keys.
+    pub const fn keys(self) -> &'static [KeySpec] {
+        match self {
+            DeviceKind::Ram => ram::KEYS,
+        }
+    }
+
+    /// Its presets; the first is what the bare kind name means.
+    pub const fn presets(self) -> &'static [Preset] {
+        match self {
+            DeviceKind::Ram => ram::PRESETS,
+        }
+    }
+
+    fn build(self, params: &Params) -> Result<Box<dyn DeviceModel>, ParamError> {
+        Ok(match self {
+            DeviceKind::Ram => Box::new(ram::Ram::from_params(params)?),
+        })
+    }
+}
+
+/// A device as written on the command line, checked: a kind, the preset it starts from, and
+/// the resolved values of every key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceSpec {
+    kind: DeviceKind,
+    preset: &'static Preset,
+    params: Params,
+}
+
+impl DeviceSpec {
+    /// Parses `kind[:key=value,...]` or `preset[:key=value,...]`.
+    pub fn parse(text: &str) -> Result<DeviceSpec, ParamError> {
+        let spec = ComponentSpec::parse("device", text)?;
+        let found = DeviceKind::ALL.iter().find_map(|&kind| {
+            if kind.name() == spec.name {
+                return Some((kind, &kind.presets()[0]));
+            }
+            kind.presets().iter().find(|preset| preset.name == spec.name).map(|p| (kind, p))
+        });
+        let Some((kind, preset)) = found else {
+            return Err(ParamError::UnknownName {
+                kind: "device",
+                name: spec.name,
+                accepted: accepted_names(),
+            });
+        };
+        let params = Params::resolve(&spec, kind.keys(), preset.values)?;
+        let device = DeviceSpec { kind, preset, params };
+        // Building checks the values that are impossible together.
+        device.build()?;
+        Ok(device)
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> DeviceKind {
+        self.kind
+    }
+
+    /// The preset it started from.
+    pub fn preset(&self) -> &'static Preset {
+        self.preset
+    }
+
+    /// Every key with its value in force.
+    pub fn resolved(&self) -> Vec<(&'static str, String)> {
+        self.params.resolved()
+    }
+
+    /// A new model instance.
+    pub fn build(&self) -> Result<Box<dyn DeviceModel>, ParamError> {
+        self.kind.build(&self.params)
+    }
+}
+
+impl fmt::Display for DeviceSpec {
+    /// `preset` plus the keys the user changed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.preset.name)?;
+        let mut separator = ':';
+        for (key, value) in self.params.resolved() {
+            if self.params.is_set(key) {
+                write!(f, "{separator}{key}={value}")?;
+                separator = ',';
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every kind and preset name.
+pub fn accepted_names() -> Vec<&'static str> {
+    DeviceKind::ALL
+        .iter()
+        .flat_map(|kind| {
+            std::iter::once(kind.name()).chain(kind.presets().iter().map(|preset| preset.name))
+        })
+        .filter({
+            let mut seen = Vec::new();
+            move |name| {
+                let fresh = !seen.contains(name);
+                seen.push(*name);
+                fresh
+            }
+        })
+        .collect()
+}
+
+/// Drives one device model alone, without a block queue: for calibration tests and tools.
+#[derive(Debug)]
+pub struct Probe {
+    device: Box<dyn DeviceModel>,
+    now: Instant,
+    next_id: u64,
+    finished: Vec<CommandId>,
+}
+
+/// A command the probe ran: when it went in and when it came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timed {
+    /// The command.
+    pub command: Command,
+    /// When it was submitted.
+    pub submitted: Instant,
+    /// When it finished.
+    pub finished: Instant,
+}
+
+/// The most events a probe run may take.
+const PROBE_EVENT_LIMIT: u64 = 100_000_000;
+
+impl Probe {
+    /// A probe around `device`, at time zero.
+    pub fn new(device: Box<dyn DeviceModel>) -> Probe {
+        Probe { device, now: Instant::ZERO, next_id: 0, finished: Vec::new() }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &dyn DeviceModel {
+        self.device.as_ref()
+    }
+
+    /// The probe's clock.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Runs `commands` (ids are assigned here) keeping up to `depth` inside the device: a
+    /// closed loop, each finished command replaced by the next at once. Returns every command
+    /// with its times, in submission order.
+    pub fn closed_loop(
+        &mut self,
+        commands: impl IntoIterator<Item = (Op, Sector, u32)>,
+        depth: u32,
+    ) -> Vec<Timed> {
+        assert!(depth >= 1 && depth <= self.device.queue_depth(), "depth {depth} out of range");
+        let mut pending = commands.into_iter();
+        let mut inside: Vec<Timed> = Vec::new();
+        let mut done: Vec<Timed> = Vec::new();
+        let mut events = 0u64;
+        loop {
+            while inside.len() < depth as usize {
+                let Some((op, start, sector_count)) = pending.next() else { break };
+                let command =
+                    Command { id: CommandId(self.next_id), op, start, sector_count, fua: false };
+                self.next_id += 1;
+                self.device.submit(self.now, command);
+                inside.push(Timed { command, submitted: self.now, finished: Instant::MAX });
+            }
+            if inside.is_empty() {
+                break;
+            }
+            let Some(at) = self.device.next_event() else {
+                panic!(
+                    "{} holds {} commands but has no next event",
+                    self.device.describe(),
+                    inside.len()
+                )
+            };
+            assert!(at >= self.now, "device event in the past");
+            self.now = at;
+            self.finished.clear();
+            self.device.advance(at, &mut self.finished);
+            for id in self.finished.drain(..) {
+                let index = inside
+                    .iter()
+                    .position(|timed| timed.command.id == id)
+                    .unwrap_or_else(|| panic!("device finished unknown or repeated {id:?}"));
+                let mut timed = inside.swap_remove(index);
+                timed.finished = at;
+                done.push(timed);
+            }
+            events += 1;
+            assert!(events < PROBE_EVENT_LIMIT, "probe ran {PROBE_EVENT_LIMIT} events");
+        }
+        done.sort_by_key(|timed| timed.command.id);
+        done
+    }
+
+    /// Lets the device finish any internal work (write-back, destaging) and returns when it
+    /// became idle.
+    pub fn settle(&mut self) -> Instant {
+        let mut events = 0u64;
+        while let Some(at) = self.device.next_event() {
+            self.now = self.now.max(at);
+            self.device.advance(self.now, &mut self.finished);
+            events += 1;
+            assert!(events < PROBE_EVENT_LIMIT, "device never settles");
+        }
+        self.now
+    }
+}
+
+/// Throughput of a probe run in bytes per second: all bytes over the span from the first
+/// submission to the last completion.
+pub fn throughput_bytes_per_s(run: &[Timed]) -> f64 {
+    let bytes: u64 = run.iter().map(|timed| timed.command.size_bytes()).sum();
+    let start = run.iter().map(|timed| timed.submitted).min().unwrap_or(Instant::ZERO);
+    let end = run.iter().map(|timed| timed.finished).max().unwrap_or(Instant::ZERO);
+    bytes as f64 / (end - start).as_secs_f64()
+}
+
+/// Operations per second of a probe run.
+pub fn iops(run: &[Timed]) -> f64 {
+    let start = run.iter().map(|timed| timed.submitted).min().unwrap_or(Instant::ZERO);
+    let end = run.iter().map(|timed| timed.finished).max().unwrap_or(Instant::ZERO);
+    run.len() as f64 / (end - start).as_secs_f64()
+}

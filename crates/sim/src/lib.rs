@@ -1,0 +1,13 @@
+//! elevator's deterministic discrete-event simulator: device models, the event engine and the
+//! runner that drives a workload through a [`BlockQueue`](elevator_core::BlockQueue) and a
+//! scheduler into a simulated device.
+//!
+//! Time is integer nanoseconds; events are ordered by (time, sequence) and ties run first in,
+//! first out; one seed plus the resolved configuration is the whole input, so the same inputs
+//! give byte-identical reports. Every run is bounded (events, simulated time, queue sizes), and
+//! hitting a bound is an error, never a silent stop.
+
+#![deny(missing_docs)]
+#![warn(missing_debug_implementations, unreachable_pub)]
+
+pub mod device;
