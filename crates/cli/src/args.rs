@@ -1,14 +1,15 @@
 //! The command line as the user types it (clap's "low" arguments). Validation into built
 //! objects happens in the command modules.
 
+use std::path::PathBuf;
+
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Run, measure and compare Linux I/O schedulers.
 ///
-/// elevator re-implements the kernel's I/O schedulers (noop, deadline; anticipatory, cfq and
-/// the blk-mq set are coming) with their tunables, sysfs names and defaults, and runs them in a
-/// deterministic simulator, live in front of a real device, or side by side with the kernel's
-/// own.
+/// elevator re-implements the kernel's I/O schedulers with their tunables, sysfs names and
+/// defaults, and runs them in a deterministic simulator, live in front of a real device, or
+/// side by side with the kernel's own.
 #[derive(Debug, Parser)]
 #[command(name = "elevator", version, about, long_about, propagate_version = true)]
 pub(crate) struct Args {
@@ -18,39 +19,104 @@ pub(crate) struct Args {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// List schedulers with their tunables (units, defaults, ranges).
+    /// List schedulers, devices and workloads with their keys, units and defaults.
     ///
     /// `elevator list schedulers deadline:fifo_batch=8` shows the tunables a spec resolves to,
     /// which is also a way to check a spec before using it.
     List(ListArgs),
+    /// Simulate a workload on a device under one or more schedulers, side by side.
+    ///
+    /// With no arguments: 4 KiB random reads from two processes on a 2005 desktop disk under
+    /// every scheduler.
+    Sim(SimArgs),
 }
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ListArgs {
-    /// What to list.
-    #[arg(value_enum, default_value_t = ListWhat::Schedulers)]
-    pub(crate) what: ListWhat,
+    /// What to list (default: everything).
+    #[arg(value_enum)]
+    pub(crate) what: Option<ListWhat>,
 
-    /// Scheduler specs (NAME[:key=value,...]) to show resolved instead of every scheduler's
-    /// defaults.
+    /// Specs to show resolved instead of every default (schedulers, devices or workloads).
     #[arg(value_name = "SPEC")]
     pub(crate) specs: Vec<String>,
 
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub(crate) format: Format,
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub(crate) format: ListFormat,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum ListWhat {
     /// I/O schedulers.
     Schedulers,
+    /// Simulated device models and their presets.
+    Devices,
+    /// Workloads.
+    Workloads,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
+pub(crate) enum ListFormat {
     /// Human-readable tables.
     Table,
-    /// JSON on one document.
+    /// One JSON document.
     Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct SimArgs {
+    /// The device: a kind or preset with keys, e.g. `hdd`, `sas-15k-2008:depth=1`, `ssd`.
+    #[arg(short, long, default_value = crate::sim::DEFAULT_DEVICE)]
+    pub(crate) device: String,
+
+    /// The workload, e.g. `job:rw=randread,bs=4k,iodepth=32,numjobs=2,size=1g`.
+    #[arg(short, long, default_value = crate::sim::DEFAULT_WORKLOAD)]
+    pub(crate) workload: String,
+
+    /// A scheduler spec; repeat to compare (default: every registered scheduler).
+    #[arg(short, long = "scheduler", value_name = "SCHED")]
+    pub(crate) schedulers: Vec<String>,
+
+    /// The seed; the same seed and arguments give byte-identical JSON.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+
+    /// Output format (default: from the -o file's extension, else table).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<ReportFormat>,
+
+    /// Write the report here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+
+    /// Requests per pool class (`nr_requests`).
+    #[arg(long, default_value_t = 128)]
+    pub(crate) nr_requests: u32,
+
+    /// Largest request in KiB (`max_sectors_kb`).
+    #[arg(long, default_value_t = 512)]
+    pub(crate) max_sectors_kb: u32,
+
+    /// Commands at the device at once (default: the device's own queue depth).
+    #[arg(long)]
+    pub(crate) depth: Option<u32>,
+
+    /// Plug an empty queue for up to 3 ms so that bios merge first.
+    #[arg(long)]
+    pub(crate) plugging: bool,
+
+    /// Audit the block queue after every event (slow; for debugging).
+    #[arg(long)]
+    pub(crate) check: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ReportFormat {
+    /// Aligned tables, a row per scheduler.
+    Table,
+    /// The full report (schema elevator.report/1).
+    Json,
+    /// A row per run and phase.
+    Csv,
 }

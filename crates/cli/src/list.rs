@@ -1,21 +1,28 @@
-//! `elevator list`: every scheduler with its tunables, from the same tables the spec parser,
-//! the reports and the kernel driver read.
+//! `elevator list`: schedulers, devices and workloads with their keys, from the same tables the
+//! parsers, the reports and the kernel driver read.
 
 use std::io::Write;
 
 use anyhow::Result;
 use comfy_table::{Table, presets};
-use elevator_core::TunableSpec;
+use elevator_core::{KeySpec, TunableSpec};
 use elevator_sched::{SchedulerKind, SchedulerSpec, sysfs_line};
+use elevator_sim::{DeviceKind, DeviceSpec};
+use elevator_workload::{WorkloadKind, WorkloadSpec};
 use serde::Serialize;
 
-use crate::args::{Format, ListArgs, ListWhat};
+use crate::args::{ListArgs, ListFormat, ListWhat};
 
-#[derive(Serialize)]
-struct SchedulerList {
-    /// The sysfs-style line, the default scheduler in brackets.
-    scheduler_line: String,
+#[derive(Serialize, Default)]
+struct Listing {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scheduler_line: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     schedulers: Vec<SchedulerEntry>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    devices: Vec<ComponentEntry>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    workloads: Vec<ComponentEntry>,
 }
 
 #[derive(Serialize)]
@@ -38,87 +45,250 @@ struct TunableEntry {
     value: i64,
 }
 
-pub(crate) fn run(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
-    match args.what {
-        ListWhat::Schedulers => list_schedulers(args, out),
-    }
+#[derive(Serialize)]
+struct ComponentEntry {
+    name: String,
+    summary: &'static str,
+    keys: Vec<KeyEntry>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    presets: Vec<PresetEntry>,
 }
 
-fn list_schedulers(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
-    let specs: Vec<SchedulerSpec> = if args.specs.is_empty() {
-        SchedulerKind::ALL.iter().map(|&kind| SchedulerSpec::new(kind)).collect()
-    } else {
-        args.specs.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?
-    };
-    let list = SchedulerList {
-        scheduler_line: sysfs_line(SchedulerKind::DEFAULT),
-        schedulers: specs.iter().map(entry).collect(),
-    };
+#[derive(Serialize)]
+struct KeyEntry {
+    key: &'static str,
+    accepts: String,
+    default: &'static str,
+    /// The value in force for the listed spec.
+    value: String,
+    help: &'static str,
+}
+
+#[derive(Serialize)]
+struct PresetEntry {
+    name: &'static str,
+    help: &'static str,
+    values: Vec<(String, String)>,
+}
+
+pub(crate) fn run(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
+    let mut listing = Listing::default();
+    let all = args.what.is_none();
+    if !args.specs.is_empty() && all {
+        anyhow::bail!(
+            "name what the specs are: `elevator list schedulers|devices|workloads SPEC...`"
+        );
+    }
+    if all || args.what == Some(ListWhat::Schedulers) {
+        listing.scheduler_line = Some(sysfs_line(SchedulerKind::DEFAULT));
+        listing.schedulers = schedulers(&args.specs)?;
+    }
+    if all || args.what == Some(ListWhat::Devices) {
+        listing.devices = devices(&args.specs)?;
+    }
+    if all || args.what == Some(ListWhat::Workloads) {
+        listing.workloads = workloads(&args.specs)?;
+    }
     match args.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &list)?;
+        ListFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, &listing)?;
             writeln!(out)?;
         }
-        Format::Table => render_table(&list, out)?,
+        ListFormat::Table => render_table(&listing, out)?,
     }
     Ok(())
 }
 
-fn entry(spec: &SchedulerSpec) -> SchedulerEntry {
-    let kind = spec.kind();
-    let tunables = kind
-        .tunables()
+fn schedulers(specs: &[String]) -> Result<Vec<SchedulerEntry>> {
+    let specs: Vec<SchedulerSpec> = if specs.is_empty() {
+        SchedulerKind::ALL.iter().map(|&kind| SchedulerSpec::new(kind)).collect()
+    } else {
+        specs.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?
+    };
+    Ok(specs
         .iter()
-        .zip(spec.resolved())
-        .map(|(&tunable, (_, value))| TunableEntry { spec: tunable, value })
-        .collect();
-    SchedulerEntry {
-        name: kind.name(),
-        spec: spec.to_string(),
-        default: kind == SchedulerKind::DEFAULT,
-        aliases: kind.aliases(),
-        kernel_version: kind.kernel_version(),
-        summary: kind.summary(),
-        tunables,
-    }
+        .map(|spec| {
+            let kind = spec.kind();
+            let tunables = kind
+                .tunables()
+                .iter()
+                .zip(spec.resolved())
+                .map(|(&tunable, (_, value))| TunableEntry { spec: tunable, value })
+                .collect();
+            SchedulerEntry {
+                name: kind.name(),
+                spec: spec.to_string(),
+                default: kind == SchedulerKind::DEFAULT,
+                aliases: kind.aliases(),
+                kernel_version: kind.kernel_version(),
+                summary: kind.summary(),
+                tunables,
+            }
+        })
+        .collect())
 }
 
-fn render_table(list: &SchedulerList, out: &mut dyn Write) -> Result<()> {
-    writeln!(out, "{}", list.scheduler_line)?;
-    for scheduler in &list.schedulers {
-        writeln!(out)?;
-        let aliases = if scheduler.aliases.is_empty() {
-            String::new()
-        } else {
-            format!(" (alias {})", scheduler.aliases.join(", "))
-        };
-        writeln!(
-            out,
-            "{}{aliases} — Linux {}: {}",
-            scheduler.spec, scheduler.kernel_version, scheduler.summary
-        )?;
-        if scheduler.tunables.is_empty() {
-            writeln!(out, "  no tunables")?;
+fn key_entries(keys: &'static [KeySpec], resolved: &[(&'static str, String)]) -> Vec<KeyEntry> {
+    keys.iter()
+        .map(|key| KeyEntry {
+            key: key.key,
+            accepts: key.kind.describe(),
+            default: key.default,
+            value: resolved
+                .iter()
+                .find(|(name, _)| *name == key.key)
+                .map(|(_, value)| value.clone())
+                .unwrap_or_default(),
+            help: key.help,
+        })
+        .collect()
+}
+
+fn devices(specs: &[String]) -> Result<Vec<ComponentEntry>> {
+    let specs: Vec<DeviceSpec> = if specs.is_empty() {
+        DeviceKind::ALL
+            .iter()
+            .map(|kind| DeviceSpec::parse(kind.name()))
+            .collect::<Result<_, _>>()?
+    } else {
+        specs.iter().map(|text| DeviceSpec::parse(text)).collect::<Result<_, _>>()?
+    };
+    Ok(specs
+        .iter()
+        .map(|spec| {
+            let kind = spec.kind();
+            let listed_alone = specs.len() == DeviceKind::ALL.len();
+            ComponentEntry {
+                name: spec.to_string(),
+                summary: kind.summary(),
+                keys: key_entries(kind.keys(), &spec.resolved()),
+                presets: if listed_alone || spec.to_string() == kind.presets()[0].name {
+                    kind.presets()
+                        .iter()
+                        .map(|preset| PresetEntry {
+                            name: preset.name,
+                            help: preset.help,
+                            values: preset
+                                .values
+                                .iter()
+                                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                                .collect(),
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+            }
+        })
+        .collect())
+}
+
+fn workloads(specs: &[String]) -> Result<Vec<ComponentEntry>> {
+    let specs: Vec<WorkloadSpec> = if specs.is_empty() {
+        WorkloadKind::ALL
+            .iter()
+            .map(|kind| WorkloadSpec::parse(kind.name()))
+            .collect::<Result<_, _>>()?
+    } else {
+        specs.iter().map(|text| WorkloadSpec::parse(text)).collect::<Result<_, _>>()?
+    };
+    Ok(specs
+        .iter()
+        .map(|spec| ComponentEntry {
+            name: spec.to_string(),
+            summary: spec.kind().summary(),
+            keys: key_entries(spec.kind().keys(), &spec.resolved()),
+            presets: Vec::new(),
+        })
+        .collect())
+}
+
+fn plain_table(header: &[&str]) -> Table {
+    let mut table = Table::new();
+    table.load_style(presets::NOTHING);
+    table.set_header(header.to_vec());
+    table
+}
+
+fn write_table(out: &mut dyn Write, table: &Table) -> Result<()> {
+    // Padding fills every cell to its column's width; trailing blanks only get in the way of
+    // `grep` and diffs.
+    for line in table.to_string().lines() {
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+fn render_table(listing: &Listing, out: &mut dyn Write) -> Result<()> {
+    let mut first = true;
+    let mut section = |out: &mut dyn Write, title: &str| -> Result<()> {
+        if !first {
+            writeln!(out)?;
+        }
+        first = false;
+        writeln!(out, "{title}")?;
+        Ok(())
+    };
+    if let Some(line) = &listing.scheduler_line {
+        section(out, &format!("schedulers: {line}"))?;
+        for scheduler in &listing.schedulers {
+            writeln!(out)?;
+            let aliases = if scheduler.aliases.is_empty() {
+                String::new()
+            } else {
+                format!(" (alias {})", scheduler.aliases.join(", "))
+            };
+            writeln!(
+                out,
+                "{}{aliases} — Linux {}: {}",
+                scheduler.spec, scheduler.kernel_version, scheduler.summary
+            )?;
+            if scheduler.tunables.is_empty() {
+                writeln!(out, "  no tunables")?;
+                continue;
+            }
+            let mut table = plain_table(&[" tunable", "value", "unit", "default", "range", "help"]);
+            for tunable in &scheduler.tunables {
+                let spec = &tunable.spec;
+                table.add_row(vec![
+                    format!(" {}", spec.name),
+                    tunable.value.to_string(),
+                    spec.unit.symbol().to_owned(),
+                    spec.default.to_string(),
+                    format!("{}..={}", spec.min, spec.max),
+                    spec.help.to_owned(),
+                ]);
+            }
+            write_table(out, &table)?;
+        }
+    }
+    for (title, entries) in [("devices", &listing.devices), ("workloads", &listing.workloads)] {
+        if entries.is_empty() {
             continue;
         }
-        let mut table = Table::new();
-        table.load_style(presets::NOTHING);
-        table.set_header([" tunable", "value", "unit", "default", "range", "help"]);
-        for tunable in &scheduler.tunables {
-            let spec = &tunable.spec;
-            table.add_row([
-                format!(" {}", spec.name),
-                tunable.value.to_string(),
-                spec.unit.symbol().to_owned(),
-                spec.default.to_string(),
-                format!("{}..={}", spec.min, spec.max),
-                spec.help.to_owned(),
-            ]);
-        }
-        // Padding fills every cell to its column's width; trailing blanks only get in the way of
-        // `grep` and diffs.
-        for line in table.to_string().lines() {
-            writeln!(out, "{}", line.trim_end())?;
+        section(out, &format!("{title}:"))?;
+        for entry in entries {
+            writeln!(out)?;
+            writeln!(out, "{} — {}", entry.name, entry.summary)?;
+            let mut table = plain_table(&[" key", "value", "default", "accepts", "help"]);
+            for key in &entry.keys {
+                table.add_row(vec![
+                    format!(" {}", key.key),
+                    key.value.clone(),
+                    key.default.to_owned(),
+                    key.accepts.clone(),
+                    key.help.to_owned(),
+                ]);
+            }
+            write_table(out, &table)?;
+            for preset in &entry.presets {
+                let values: Vec<String> =
+                    preset.values.iter().map(|(key, value)| format!("{key}={value}")).collect();
+                writeln!(out, "  preset {}: {}", preset.name, preset.help)?;
+                if !values.is_empty() {
+                    writeln!(out, "    {}", values.join(","))?;
+                }
+            }
         }
     }
     Ok(())

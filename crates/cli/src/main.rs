@@ -6,6 +6,7 @@
 
 mod args;
 mod list;
+mod sim;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -23,6 +24,7 @@ fn main() -> ExitCode {
     let mut out = stdout.lock();
     let result = match &args.command {
         Command::List(list_args) => list::run(list_args, &mut out),
+        Command::Sim(sim_args) => sim::run_command(sim_args, &mut out),
     };
     let result = result.and_then(|()| out.flush().map_err(anyhow::Error::from));
     match result {

@@ -21,7 +21,7 @@ fn list_schedulers_prints_the_sysfs_line_and_tunables() {
     let output = elevator(&["list", "schedulers"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    assert_eq!(text.lines().next(), Some("noop [deadline]"));
+    assert_eq!(text.lines().next(), Some("schedulers: noop [deadline]"));
     let read_expire = text.lines().find(|line| line.contains("read_expire")).unwrap();
     for field in ["500", "ms", "0..=2147483647", "deadline of a read"] {
         assert!(read_expire.contains(field), "{read_expire:?} lacks {field}");
@@ -92,4 +92,86 @@ fn usage_errors_and_meta_flags() {
     let help = elevator(&["--help"]);
     assert!(help.status.success());
     assert!(stdout(&help).contains("list"));
+}
+
+// Proves `sim` puts every scheduler side by side, and the same seed gives byte-identical JSON.
+#[test]
+fn sim_is_deterministic_and_side_by_side() {
+    let args = ["sim", "-d", "ram", "-w", "job:rw=randrw,iodepth=4,size=1m", "--format", "json"];
+    let first = elevator(&args);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let second = elevator(&args);
+    assert_eq!(first.stdout, second.stdout);
+    let json: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(json["schema"], "elevator.report/1");
+    let schedulers: Vec<&str> =
+        json["runs"].as_array().unwrap().iter().map(|r| r["scheduler"].as_str().unwrap()).collect();
+    assert_eq!(schedulers, ["noop", "deadline"]);
+    assert_eq!(json["runs"][0]["mode"], "sim");
+    assert_eq!(json["runs"][0]["phases"][0]["latency_method"]["kind"], "exact-nearest-rank");
+}
+
+// Proves -o writes the report to a file in the format its extension names, leaving stdout
+// empty.
+#[test]
+fn sim_writes_to_a_file() {
+    let dir = std::env::temp_dir().join(format!("elevator-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("report.csv");
+    let output = elevator(&[
+        "sim",
+        "-d",
+        "ram",
+        "-w",
+        "job:size=64k",
+        "-s",
+        "deadline:fifo_batch=4",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(output.stdout.is_empty());
+    let csv = std::fs::read_to_string(&path).unwrap();
+    assert!(csv.starts_with("experiment,mode,device,workload,scheduler,phase"));
+    assert!(csv.contains("deadline:fifo_batch=4"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// Proves bad devices, workloads and keys exit 2 naming the key and the accepted values.
+#[test]
+fn sim_bad_input_exits_2() {
+    for (args, expected) in [
+        (vec!["sim", "-d", "floppy"], "unknown device `floppy`"),
+        (vec!["sim", "-d", "ram:depth=0"], "depth=0 is not valid (expected an integer 1..=65536)"),
+        (vec!["sim", "-w", "job:iodepth=0"], "iodepth=0 is not valid"),
+        (vec!["sim", "-w", "job:rwmixread=101"], "rwmixread=101 is not valid"),
+        (vec!["sim", "-d", "ram:capacity=1m", "-w", "job:bs=2m"], "bs"),
+        (vec!["sim", "-s", "cfqq"], "unknown scheduler `cfqq`"),
+    ] {
+        let output = elevator(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(expected), "{args:?}: {}", stderr(&output));
+        assert!(output.stdout.is_empty());
+    }
+}
+
+// Proves `list devices` and `list workloads` print every key with its default and what it
+// accepts, and presets with their values.
+#[test]
+fn list_devices_and_workloads() {
+    let output = elevator(&["list", "devices"]);
+    assert!(output.status.success());
+    let text = stdout(&output);
+    assert!(text.contains("ram — RAM disk"));
+    let latency = text.lines().find(|line| line.trim_start().starts_with("latency")).unwrap();
+    assert!(latency.contains("1us") && latency.contains("a time"), "{latency}");
+    let output = elevator(&["list", "workloads", "job:rw=randread"]);
+    let text = stdout(&output);
+    let rw = text.lines().find(|line| line.trim_start().starts_with("rw ")).unwrap();
+    assert!(rw.contains("randread") && rw.contains("one of read, write"), "{rw}");
+    let everything = elevator(&["list", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&everything.stdout).unwrap();
+    assert!(
+        json["devices"].is_array() && json["workloads"].is_array() && json["schedulers"].is_array()
+    );
 }

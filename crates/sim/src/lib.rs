@@ -11,3 +11,9 @@
 #![warn(missing_debug_implementations, unreachable_pub)]
 
 pub mod device;
+pub mod engine;
+pub mod runner;
+pub mod topology;
+
+pub use device::{DeviceKind, DeviceModel, DeviceSpec};
+pub use runner::{Bounds, QueueSettings, SimConfig, SimError, run};

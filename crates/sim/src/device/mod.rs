@@ -17,6 +17,8 @@ use std::fmt;
 
 use elevator_core::{ComponentSpec, Instant, KeySpec, Op, ParamError, Params, Sector};
 
+use crate::topology::{Topology, TopologyDevice, device_name};
+
 /// The engine's handle for a command at a device.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct CommandId(pub u64);
@@ -204,6 +206,18 @@ impl DeviceSpec {
     /// A new model instance.
     pub fn build(&self) -> Result<Box<dyn DeviceModel>, ParamError> {
         self.kind.build(&self.params)
+    }
+
+    /// The devices (and links) this spec stands for: one device for most kinds.
+    pub fn topology(&self) -> Result<Topology, ParamError> {
+        Ok(Topology {
+            devices: vec![TopologyDevice {
+                name: device_name(0),
+                model: self.build()?,
+                link: None,
+            }],
+            links: Vec::new(),
+        })
     }
 }
 

@@ -1,0 +1,26 @@
+//! What elevator measures and how it reports it: latency recorders, the versioned report model
+//! (`elevator.report/1`), and renderers for tables, JSON and CSV.
+//!
+//! The model is one data structure for every mode — simulated, live and the kernel's own
+//! schedulers — so runs of all three can be put side by side. JSON field names carry their
+//! units (`duration_ns`, `throughput_bytes_per_s`); a field's meaning never changes without a
+//! schema bump. Percentiles say how they were computed ([`LatencyMethod`]): exact
+//! (nearest-rank over every sample) wherever the samples fit in memory, an HDR histogram with
+//! a stated precision otherwise.
+//!
+//! Reports are deterministic: maps are ordered, floats print the same way every time, so the
+//! same run gives byte-identical JSON.
+
+#![deny(missing_docs)]
+#![warn(missing_debug_implementations, unreachable_pub)]
+
+pub mod metrics;
+pub mod model;
+pub mod render;
+
+pub use metrics::{LatencyRecorder, PhaseRecorder};
+pub use model::{
+    DeviceStats, IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Mode, Phase,
+    QueueStats, Report, Run, SCHEMA, SchedulerStats, Tool,
+};
+pub use render::{Format, render};

@@ -1,0 +1,215 @@
+//! The report model, schema `elevator.report/1` (DESIGN §5).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The schema this crate writes. Bumped whenever a field's meaning changes.
+pub const SCHEMA: &str = "elevator.report/1";
+
+/// A whole report: one or more runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// What wrote it.
+    pub tool: Tool,
+    /// The seed every simulated run used (live and kernel runs record it too).
+    pub seed: u64,
+    /// The runs, in the order they were requested.
+    pub runs: Vec<Run>,
+}
+
+impl Report {
+    /// An empty report for `seed`, written by this version of elevator.
+    pub fn new(seed: u64, version: &str) -> Report {
+        Report {
+            schema: SCHEMA.to_owned(),
+            tool: Tool { name: "elevator".to_owned(), version: version.to_owned() },
+            seed,
+            runs: Vec::new(),
+        }
+    }
+}
+
+/// The tool that wrote a report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    /// `elevator`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+/// Where a run happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// In the simulator.
+    Sim,
+    /// Live, our scheduler in front of a real device.
+    Live,
+    /// The kernel's own scheduler on a real device.
+    Kernel,
+}
+
+/// One workload under one scheduler on one device (or topology).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Where it ran.
+    pub mode: Mode,
+    /// The experiment it belongs to (`elevator compare`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<String>,
+    /// The device as specified.
+    pub device: String,
+    /// The workload as specified.
+    pub workload: String,
+    /// The scheduler as specified.
+    pub scheduler: String,
+    /// Every resolved parameter (`device.rpm`, `queue.nr_requests`, `scheduler.fifo_batch`,
+    /// ...), as text, ordered by name.
+    pub config: BTreeMap<String, String>,
+    /// Phases in the order they ran.
+    pub phases: Vec<Phase>,
+    /// What the scheduler did.
+    pub scheduler_stats: SchedulerStats,
+    /// What the block layer did.
+    pub queue_stats: QueueStats,
+    /// What the device did.
+    pub device_stats: DeviceStats,
+}
+
+/// One phase of a workload (iozone's write, re-write, read, re-read; a fio job's one phase).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// Its name.
+    pub name: String,
+    /// From the phase's start to its last completion.
+    pub duration_ns: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Operations completed.
+    pub ops: u64,
+    /// `bytes` over `duration_ns`.
+    pub throughput_bytes_per_s: f64,
+    /// `ops` over `duration_ns`.
+    pub iops: f64,
+    /// Submission-to-completion latency of every operation.
+    pub latency_ns: LatencySummary,
+    /// How the percentiles were computed.
+    pub latency_method: LatencyMethod,
+    /// CPU time over wall time, in percent, where the mode measures or models it (`null`
+    /// where it does not).
+    pub cpu_utilization_percent: Option<f64>,
+    /// Per issuer (process, job clone, iozone child).
+    pub issuers: Vec<IssuerSummary>,
+}
+
+/// Latency statistics in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Arithmetic mean, rounded to the nanosecond.
+    pub mean: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p99_9: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+/// How percentiles were computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum LatencyMethod {
+    /// Over every sample, nearest rank (the smallest value with at least p % of samples at
+    /// or below it).
+    ExactNearestRank,
+    /// From an HDR histogram keeping `significant_digits` decimal digits of every value
+    /// (relative error below 10^-digits).
+    Histogram {
+        /// Decimal digits of precision.
+        significant_digits: u8,
+    },
+}
+
+/// One issuer's share of a phase.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IssuerSummary {
+    /// Its name (`job/0`, `child 3`).
+    pub name: String,
+    /// Bytes it moved.
+    pub bytes: u64,
+    /// Operations it completed.
+    pub ops: u64,
+    /// Its bytes over its own active time (first submission to last completion), as iozone's
+    /// "Children see throughput" adds them up.
+    pub throughput_bytes_per_s: f64,
+    /// Its latencies.
+    pub latency_ns: IssuerLatency,
+}
+
+/// An issuer's latency figures in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuerLatency {
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+/// What the scheduler did over a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedulerStats {
+    /// Requests it handed out.
+    pub dispatched: u64,
+    /// Bios merged into queued requests plus requests fused with a neighbour.
+    pub merged: u64,
+    /// Time the device sat idle with requests queued because the scheduler chose to wait.
+    pub idle_ns: u64,
+    /// The scheduler's own counters, by name.
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// What the block layer did over a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueStats {
+    /// Bios accepted.
+    pub bios: u64,
+    /// Bios appended to a queued request.
+    pub back_merges: u64,
+    /// Bios prepended to a queued request.
+    pub front_merges: u64,
+    /// Requests fused into a neighbour.
+    pub requests_fused: u64,
+    /// Requests started on the device.
+    pub requests_issued: u64,
+    /// Submissions refused because the request pool was full.
+    pub blocked: u64,
+    /// Requests held behind an overlapping earlier request.
+    pub held: u64,
+    /// Times the queue was plugged.
+    pub plugs: u64,
+    /// Head movement the issued order asked for, in sectors.
+    pub seek_distance_sectors: u64,
+}
+
+/// What the device did over a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceStats {
+    /// Commands it finished.
+    pub requests: u64,
+    /// Time with at least one command inside.
+    pub busy_ns: u64,
+    /// Head movement in sectors (mechanical devices).
+    pub seek_distance_sectors: u64,
+    /// Model-specific counters (cache hits, destages...), by name.
+    pub extra: BTreeMap<String, u64>,
+}

@@ -1,0 +1,248 @@
+//! Renderers: the same [`Report`] as tables for people, JSON for tools, CSV for spreadsheets.
+
+use std::io::{self, Write};
+
+use comfy_table::{CellAlignment, Table, presets};
+
+use crate::model::{Phase, Report, Run};
+
+/// An output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned tables, a row per scheduler.
+    Table,
+    /// The full report, pretty-printed.
+    Json,
+    /// One row per run and phase.
+    Csv,
+}
+
+/// Writes `report` to `out` in `format`.
+pub fn render(report: &Report, format: Format, out: &mut dyn Write) -> io::Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+            writeln!(out)
+        }
+        Format::Csv => render_csv(report, out),
+        Format::Table => render_table(report, out),
+    }
+}
+
+fn millis(nanos: u64) -> String {
+    format!("{:.3}", nanos as f64 / 1e6)
+}
+
+fn megabytes_per_s(bytes_per_s: f64) -> String {
+    format!("{:.2}", bytes_per_s / 1e6)
+}
+
+/// Runs that belong in one table: same experiment, device and workload.
+fn groups(report: &Report) -> Vec<Vec<&Run>> {
+    let mut groups: Vec<Vec<&Run>> = Vec::new();
+    for run in &report.runs {
+        let key = |r: &Run| (r.experiment.clone(), r.device.clone(), r.workload.clone());
+        match groups.iter_mut().find(|group| key(group[0]) == key(run)) {
+            Some(group) => group.push(run),
+            None => groups.push(vec![run]),
+        }
+    }
+    groups
+}
+
+fn new_table(header: &[&str]) -> Table {
+    let mut table = Table::new();
+    table.load_style(presets::NOTHING);
+    table.set_header(header.to_vec());
+    for index in 1..header.len() {
+        if let Some(column) = table.column_mut(index) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table
+}
+
+fn write_table(out: &mut dyn Write, table: &Table) -> io::Result<()> {
+    for line in table.to_string().lines() {
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    for (index, group) in groups(report).iter().enumerate() {
+        if index > 0 {
+            writeln!(out)?;
+        }
+        let first = group[0];
+        let title = match &first.experiment {
+            Some(experiment) => format!("{experiment}: {} on {}", first.workload, first.device),
+            None => {
+                let how = match first.mode {
+                    crate::model::Mode::Sim => format!("simulated, seed {}", report.seed),
+                    crate::model::Mode::Live => "live, our schedulers".to_owned(),
+                    crate::model::Mode::Kernel => "the kernel's schedulers".to_owned(),
+                };
+                format!("{} on {} ({how})", first.workload, first.device)
+            }
+        };
+        writeln!(out, "{title}")?;
+        let phase_names: Vec<&str> = first.phases.iter().map(|p| p.name.as_str()).collect();
+        for name in phase_names {
+            let rows: Vec<(&Run, &Phase)> = group
+                .iter()
+                .filter_map(|run| run.phases.iter().find(|p| p.name == name).map(|p| (*run, p)))
+                .collect();
+            writeln!(out, "phase {name}:")?;
+            let mut table = new_table(&[
+                " scheduler",
+                "MB/s",
+                "IOPS",
+                "mean ms",
+                "p50 ms",
+                "p99 ms",
+                "p99.9 ms",
+                "max ms",
+                "merged",
+                "idle ms",
+            ]);
+            for (run, phase) in &rows {
+                let latency = phase.latency_ns;
+                table.add_row(vec![
+                    format!(" {}", run.scheduler),
+                    megabytes_per_s(phase.throughput_bytes_per_s),
+                    format!("{:.0}", phase.iops),
+                    millis(latency.mean),
+                    millis(latency.p50),
+                    millis(latency.p99),
+                    millis(latency.p99_9),
+                    millis(latency.max),
+                    run.scheduler_stats.merged.to_string(),
+                    millis(run.scheduler_stats.idle_ns),
+                ]);
+            }
+            write_table(out, &table)?;
+            if rows.iter().any(|(_, phase)| phase.issuers.len() > 1) {
+                let mut issuers = new_table(&[
+                    " scheduler",
+                    "issuer",
+                    "MB/s",
+                    "ops",
+                    "p50 ms",
+                    "p99 ms",
+                    "max ms",
+                ]);
+                for (run, phase) in &rows {
+                    for issuer in &phase.issuers {
+                        issuers.add_row(vec![
+                            format!(" {}", run.scheduler),
+                            issuer.name.clone(),
+                            megabytes_per_s(issuer.throughput_bytes_per_s),
+                            issuer.ops.to_string(),
+                            millis(issuer.latency_ns.p50),
+                            millis(issuer.latency_ns.p99),
+                            millis(issuer.latency_ns.max),
+                        ]);
+                    }
+                }
+                write_table(out, &issuers)?;
+            }
+            if rows.len() > 1 {
+                writeln!(out, "{}", best_line(&rows))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Names the best scheduler for throughput and for p99 latency, with the margin over the
+/// worst.
+fn best_line(rows: &[(&Run, &Phase)]) -> String {
+    let by_throughput = |a: &&(&Run, &Phase), b: &&(&Run, &Phase)| {
+        a.1.throughput_bytes_per_s.total_cmp(&b.1.throughput_bytes_per_s)
+    };
+    let best = rows.iter().max_by(by_throughput).expect("rows");
+    let worst = rows.iter().min_by(by_throughput).expect("rows");
+    let margin = |best: f64, worst: f64| {
+        if worst > 0.0 { format!("{:+.1}%", (best / worst - 1.0) * 100.0) } else { "n/a".into() }
+    };
+    let fastest = rows.iter().min_by_key(|row| row.1.latency_ns.p99).expect("rows");
+    let slowest = rows.iter().max_by_key(|row| row.1.latency_ns.p99).expect("rows");
+    format!(
+        "best: MB/s {} ({} over {}); p99 {} ({} of {}'s)",
+        best.0.scheduler,
+        margin(best.1.throughput_bytes_per_s, worst.1.throughput_bytes_per_s),
+        worst.0.scheduler,
+        fastest.0.scheduler,
+        if slowest.1.latency_ns.p99 > 0 {
+            format!(
+                "{:.1}%",
+                fastest.1.latency_ns.p99 as f64 / slowest.1.latency_ns.p99 as f64 * 100.0
+            )
+        } else {
+            "n/a".into()
+        },
+        slowest.0.scheduler
+    )
+}
+
+fn render_csv(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let mut writer = csv::Writer::from_writer(out);
+    writer.write_record([
+        "experiment",
+        "mode",
+        "device",
+        "workload",
+        "scheduler",
+        "phase",
+        "duration_ns",
+        "bytes",
+        "ops",
+        "throughput_bytes_per_s",
+        "iops",
+        "latency_ns_mean",
+        "latency_ns_p50",
+        "latency_ns_p90",
+        "latency_ns_p99",
+        "latency_ns_p99_9",
+        "latency_ns_max",
+        "cpu_utilization_percent",
+        "dispatched",
+        "merged",
+        "idle_ns",
+        "device_busy_ns",
+        "device_seek_distance_sectors",
+    ])?;
+    for run in &report.runs {
+        for phase in &run.phases {
+            let latency = phase.latency_ns;
+            let mode = serde_json::to_value(run.mode).map_err(io::Error::other)?;
+            writer.write_record([
+                run.experiment.clone().unwrap_or_default(),
+                mode.as_str().unwrap_or_default().to_owned(),
+                run.device.clone(),
+                run.workload.clone(),
+                run.scheduler.clone(),
+                phase.name.clone(),
+                phase.duration_ns.to_string(),
+                phase.bytes.to_string(),
+                phase.ops.to_string(),
+                phase.throughput_bytes_per_s.to_string(),
+                phase.iops.to_string(),
+                latency.mean.to_string(),
+                latency.p50.to_string(),
+                latency.p90.to_string(),
+                latency.p99.to_string(),
+                latency.p99_9.to_string(),
+                latency.max.to_string(),
+                phase.cpu_utilization_percent.map(|cpu| cpu.to_string()).unwrap_or_default(),
+                run.scheduler_stats.dispatched.to_string(),
+                run.scheduler_stats.merged.to_string(),
+                run.scheduler_stats.idle_ns.to_string(),
+                run.device_stats.busy_ns.to_string(),
+                run.device_stats.seek_distance_sectors.to_string(),
+            ])?;
+        }
+    }
+    writer.flush()
+}

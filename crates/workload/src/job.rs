@@ -1,0 +1,836 @@
+//! `job`: a block-level workload with fio's option names and meanings.
+//!
+//! Each clone (`numjobs`) is one process that keeps up to `iodepth` operations in flight over
+//! its region (`offset + i × offset_increment`, `size` long, or to the end of the device), in
+//! the pattern `rw` names, with `bs`-sized (or `bsrange`) operations, mixing reads and writes
+//! `rwmixread` percent to the rest, pausing `thinktime` after each completion, until it has
+//! moved `size` bytes or `runtime` has passed (`time_based` keeps going until `runtime`).
+//!
+//! # Keys
+//!
+//! | key | default | fio's meaning |
+//! |---|---|---|
+//! | `rw` | read | read, write, randread, randwrite, rw (= readwrite), randrw |
+//! | `bs` | 4k | block size |
+//! | `bsrange` | — | `MIN-MAX`: sizes uniformly drawn among multiples of MIN |
+//! | `size` | rest of the device | bytes per clone (region and amount) |
+//! | `runtime` | — | cap on run time, seconds if bare |
+//! | `time_based` | 0 | loop over the region until `runtime` |
+//! | `iodepth` | 1 | operations in flight per clone |
+//! | `numjobs` | 1 | clones |
+//! | `rwmixread` / `rwmixwrite` | 50 / — | read percentage of mixed patterns |
+//! | `thinktime` | 0 | pause after each completion, µs if bare |
+//! | `offset` | 0 | start of the region (bytes or `N%` of the device) |
+//! | `offset_increment` | 0 | clone i starts at `offset + i × offset_increment` |
+//! | `prioclass` / `prio` | — | I/O priority class 0–3 and level 0–7 |
+//! | `direct` | 1 | O_DIRECT (writes are then synchronous, as the kernel marks them) |
+//! | `filename` | first device | device name(s), `:`-separated, served round robin |
+//! | `ioengine` | io_uring | psync/sync/pvsync/pvsync2 cap the depth at 1 as in fio |
+//!
+//! # Deviations from fio
+//!
+//! * `direct` defaults to 1 and `ioengine` to io_uring: `job` is the block-level workload, so
+//!   `iodepth` works without extra keys. Buffered I/O (`direct=0`) belongs to the host model.
+//! * Random offsets are drawn uniformly with replacement (fio's `norandommap=1`); fio's default
+//!   random map touches every block once per pass.
+//! * `thinktime` behaves as fio's default `thinktime_blocks=1`: after every completion, which
+//!   makes the effective depth 1.
+
+use elevator_core::{
+    Duration, Instant, IoPriority, KeyKind, KeySpec, Op, ParamError, Params, Prng, ProcessId,
+    RequestFlags, SECTOR_SIZE_BYTES, units,
+};
+
+use crate::{Io, IoId, Issuer, PhasePlan, Poll, Target, WorkloadPlan};
+
+/// One line for `elevator list workloads`.
+pub const SUMMARY: &str = "fio-style block-level job: rw, bs, size, iodepth, numjobs, thinktime";
+
+const MAX_TIME: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// The keys of `job`, fio's names.
+pub const KEYS: &[KeySpec] = &[
+    KeySpec {
+        key: "rw",
+        kind: KeyKind::Choice(&[
+            "read",
+            "write",
+            "randread",
+            "randwrite",
+            "rw",
+            "readwrite",
+            "randrw",
+        ]),
+        default: "read",
+        help: "I/O pattern",
+    },
+    KeySpec {
+        key: "bs",
+        kind: KeyKind::Size { min_bytes: 512, max_bytes: 64 << 20 },
+        default: "4k",
+        help: "block size (a multiple of 512)",
+    },
+    KeySpec {
+        key: "bsrange",
+        kind: KeyKind::Text,
+        default: "",
+        help: "MIN-MAX: sizes drawn uniformly among multiples of MIN",
+    },
+    KeySpec {
+        key: "size",
+        kind: KeyKind::Size { min_bytes: 512, max_bytes: 1 << 60 },
+        default: "",
+        help: "bytes per clone, region and amount (default: to the end of the device)",
+    },
+    KeySpec {
+        key: "runtime",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "s" },
+        default: "0",
+        help: "cap on run time (0: none)",
+    },
+    KeySpec {
+        key: "time_based",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "loop over the region until runtime",
+    },
+    KeySpec {
+        key: "iodepth",
+        kind: KeyKind::Integer { min: 1, max: 65_536 },
+        default: "1",
+        help: "operations in flight per clone",
+    },
+    KeySpec {
+        key: "numjobs",
+        kind: KeyKind::Integer { min: 1, max: 4096 },
+        default: "1",
+        help: "clones, each its own process",
+    },
+    KeySpec {
+        key: "rwmixread",
+        kind: KeyKind::Integer { min: 0, max: 100 },
+        default: "50",
+        help: "percent reads in rw/randrw",
+    },
+    KeySpec {
+        key: "rwmixwrite",
+        kind: KeyKind::Integer { min: 0, max: 100 },
+        default: "",
+        help: "percent writes in rw/randrw (sets rwmixread to the rest)",
+    },
+    KeySpec {
+        key: "thinktime",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "us" },
+        default: "0",
+        help: "pause after each completion",
+    },
+    KeySpec {
+        key: "offset",
+        kind: KeyKind::Text,
+        default: "0",
+        help: "start of the region: bytes (512k, 1g) or N% of the device",
+    },
+    KeySpec {
+        key: "offset_increment",
+        kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 60 },
+        default: "0",
+        help: "clone i starts at offset + i * offset_increment",
+    },
+    KeySpec {
+        key: "prioclass",
+        kind: KeyKind::Integer { min: 0, max: 3 },
+        default: "",
+        help: "I/O priority class: 1 realtime, 2 best-effort, 3 idle",
+    },
+    KeySpec {
+        key: "prio",
+        kind: KeyKind::Integer { min: 0, max: 7 },
+        default: "",
+        help: "I/O priority level, 0 highest",
+    },
+    KeySpec {
+        key: "direct",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "O_DIRECT; writes are synchronous",
+    },
+    KeySpec {
+        key: "filename",
+        kind: KeyKind::Text,
+        default: "",
+        help: "device name(s), :-separated (default: the first device)",
+    },
+    KeySpec {
+        key: "ioengine",
+        kind: KeyKind::Choice(&[
+            "io_uring", "libaio", "posixaio", "psync", "sync", "pvsync", "pvsync2",
+        ]),
+        default: "io_uring",
+        help: "synchronous engines cap the depth at 1",
+    },
+];
+
+/// Which direction each operation goes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mix {
+    Read,
+    Write,
+    /// Reads with this probability, writes otherwise.
+    Mixed {
+        read_fraction: f64,
+    },
+}
+
+/// Operation sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BlockSize {
+    Fixed(u64),
+    /// Multiples of `min_bytes` up to `max_bytes`.
+    Range {
+        min_bytes: u64,
+        max_bytes: u64,
+    },
+}
+
+impl BlockSize {
+    fn min_bytes(self) -> u64 {
+        match self {
+            BlockSize::Fixed(bytes) => bytes,
+            BlockSize::Range { min_bytes, .. } => min_bytes,
+        }
+    }
+
+    fn max_bytes(self) -> u64 {
+        match self {
+            BlockSize::Fixed(bytes) => bytes,
+            BlockSize::Range { max_bytes, .. } => max_bytes,
+        }
+    }
+
+    fn draw(self, prng: &mut Prng) -> u64 {
+        match self {
+            BlockSize::Fixed(bytes) => bytes,
+            BlockSize::Range { min_bytes, max_bytes } => {
+                min_bytes * prng.range_inclusive(1, max_bytes / min_bytes)
+            }
+        }
+    }
+}
+
+/// Where the region starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Offset {
+    Bytes(u64),
+    Percent(f64),
+}
+
+/// The checked configuration of a `job`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct JobConfig {
+    random: bool,
+    mix: Mix,
+    block_size: BlockSize,
+    size_bytes: Option<u64>,
+    runtime: Duration,
+    time_based: bool,
+    depth: u32,
+    clones: u32,
+    thinktime: Duration,
+    offset: Offset,
+    offset_increment_bytes: u64,
+    priority: IoPriority,
+    filenames: Vec<String>,
+}
+
+fn check_sectors(params: &Params, key: &'static str, bytes: u64) -> Result<(), ParamError> {
+    if bytes % SECTOR_SIZE_BYTES != 0 {
+        return Err(params.impossible(key, format!("{bytes} bytes is not a multiple of 512")));
+    }
+    Ok(())
+}
+
+impl JobConfig {
+    pub(crate) fn from_params(params: &Params) -> Result<JobConfig, ParamError> {
+        let rw = params.text("rw");
+        let random = rw.starts_with("rand");
+        let read_percent = match (params.is_set("rwmixread"), params.has("rwmixwrite")) {
+            (true, true) if params.integer("rwmixread") + params.integer("rwmixwrite") != 100 => {
+                return Err(params.impossible("rwmixwrite", "rwmixread + rwmixwrite must be 100"));
+            }
+            (false, true) => 100 - params.integer("rwmixwrite"),
+            _ => params.integer("rwmixread"),
+        };
+        let mix = match rw {
+            "read" | "randread" => Mix::Read,
+            "write" | "randwrite" => Mix::Write,
+            _ => Mix::Mixed { read_fraction: read_percent as f64 / 100.0 },
+        };
+        let block_size = if params.has("bsrange") {
+            let text = params.text("bsrange");
+            let bad =
+                || params.impossible("bsrange", format!("`{text}` is not MIN-MAX, e.g. 4k-64k"));
+            let (min, max) = text.split_once(['-', ':']).ok_or_else(bad)?;
+            let min_bytes = units::parse_size_bytes(min).map_err(|_| bad())?;
+            let max_bytes = units::parse_size_bytes(max).map_err(|_| bad())?;
+            if min_bytes == 0 || max_bytes < min_bytes || max_bytes > 64 << 20 {
+                return Err(params.impossible("bsrange", "needs 0 < MIN <= MAX <= 64m"));
+            }
+            check_sectors(params, "bsrange", min_bytes)?;
+            BlockSize::Range { min_bytes, max_bytes: max_bytes - max_bytes % min_bytes }
+        } else {
+            let bytes = params.size("bs");
+            check_sectors(params, "bs", bytes)?;
+            BlockSize::Fixed(bytes)
+        };
+        let size_bytes = params.has("size").then(|| params.size("size"));
+        if let Some(size) = size_bytes {
+            check_sectors(params, "size", size)?;
+            if size < block_size.min_bytes() {
+                return Err(params.impossible("size", "is smaller than one block"));
+            }
+        }
+        let offset_text = params.text("offset");
+        let offset = match offset_text.strip_suffix('%') {
+            Some(percent) => {
+                let percent: f64 = percent.trim().parse().map_err(|_| {
+                    params.impossible("offset", format!("`{offset_text}` is not a percentage"))
+                })?;
+                if !(0.0..100.0).contains(&percent) {
+                    return Err(params.impossible("offset", "a percentage must be in 0..100"));
+                }
+                Offset::Percent(percent)
+            }
+            None => {
+                let bytes = units::parse_size_bytes(offset_text).map_err(|error| {
+                    params.impossible("offset", format!("{error} (bytes such as 1g, or N%)"))
+                })?;
+                check_sectors(params, "offset", bytes)?;
+                Offset::Bytes(bytes)
+            }
+        };
+        let offset_increment_bytes = params.size("offset_increment");
+        check_sectors(params, "offset_increment", offset_increment_bytes)?;
+        if !params.flag("direct") {
+            return Err(params.impossible(
+                "direct",
+                "buffered I/O (direct=0) goes through the page cache of the host model; \
+                 `job` issues block I/O directly (direct=1)",
+            ));
+        }
+        let priority = Self::priority(params)?;
+        let synchronous_engine =
+            matches!(params.text("ioengine"), "psync" | "sync" | "pvsync" | "pvsync2");
+        let thinktime = params.time("thinktime");
+        let depth = if synchronous_engine || thinktime > Duration::ZERO {
+            1
+        } else {
+            params.integer("iodepth") as u32
+        };
+        let filenames = if params.has("filename") {
+            params.text("filename").split(':').map(|name| name.trim().to_owned()).collect()
+        } else {
+            Vec::new()
+        };
+        Ok(JobConfig {
+            random,
+            mix,
+            block_size,
+            size_bytes,
+            runtime: params.time("runtime"),
+            time_based: params.flag("time_based"),
+            depth,
+            clones: params.integer("numjobs") as u32,
+            thinktime,
+            offset,
+            offset_increment_bytes,
+            priority,
+            filenames,
+        })
+    }
+
+    fn priority(params: &Params) -> Result<IoPriority, ParamError> {
+        let level = params.has("prio").then(|| params.integer("prio") as u8);
+        let class = params.has("prioclass").then(|| params.integer("prioclass"));
+        let priority = match (class, level) {
+            (None, None) => Ok(IoPriority::DEFAULT),
+            (None, Some(level)) | (Some(2), Some(level)) => IoPriority::best_effort(level),
+            (Some(0), Some(_)) => {
+                return Err(params.impossible("prio", "class 0 (none) takes no level"));
+            }
+            (Some(0), None) => Ok(IoPriority::DEFAULT),
+            (Some(1), level) => IoPriority::realtime(level.unwrap_or(0)),
+            (Some(2), None) => IoPriority::best_effort(0),
+            (Some(_), _) => Ok(IoPriority::idle()),
+        };
+        priority.map_err(|error| params.impossible("prio", error.to_string()))
+    }
+
+    pub(crate) fn plan(
+        &self,
+        params: &Params,
+        targets: &[Target],
+        prng: &Prng,
+    ) -> Result<WorkloadPlan, ParamError> {
+        if targets.is_empty() {
+            return Err(params.impossible("filename", "there is no device to address"));
+        }
+        let files: Vec<usize> = if self.filenames.is_empty() {
+            vec![0]
+        } else {
+            self.filenames
+                .iter()
+                .map(|name| {
+                    targets.iter().position(|target| &target.name == name).ok_or_else(|| {
+                        let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+                        params.impossible(
+                            "filename",
+                            format!("no device `{name}` (accepted: {})", names.join(", ")),
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let mut issuers: Vec<Box<dyn Issuer>> = Vec::with_capacity(self.clones as usize);
+        for clone in 0..self.clones {
+            let regions = files
+                .iter()
+                .map(|&target| self.region(params, &targets[target], target, clone, files.len()))
+                .collect::<Result<Vec<_>, _>>()?;
+            let budget_bytes = match self.size_bytes {
+                Some(size) => size,
+                None => regions.iter().map(|region| region.length_bytes).sum(),
+            };
+            issuers.push(Box::new(JobIssuer {
+                name: format!("job/{clone}"),
+                process: ProcessId(clone + 1),
+                config: self.clone(),
+                regions,
+                next_region: 0,
+                budget_bytes,
+                issued_bytes: 0,
+                outstanding: 0,
+                deadline: None,
+                think_until: None,
+                prng: prng.fork_indexed("job", u64::from(clone)),
+                next_id: 0,
+            }));
+        }
+        let name = match (self.random, self.mix) {
+            (false, Mix::Read) => "read",
+            (false, Mix::Write) => "write",
+            (false, Mix::Mixed { .. }) => "rw",
+            (true, Mix::Read) => "randread",
+            (true, Mix::Write) => "randwrite",
+            (true, Mix::Mixed { .. }) => "randrw",
+        };
+        Ok(WorkloadPlan { phases: vec![PhasePlan { name: name.to_owned(), issuers }] })
+    }
+
+    /// Clone `clone`'s region on `target`.
+    fn region(
+        &self,
+        params: &Params,
+        target: &Target,
+        index: usize,
+        clone: u32,
+        file_count: usize,
+    ) -> Result<Region, ParamError> {
+        let capacity = target.capacity_bytes;
+        let base = match self.offset {
+            Offset::Bytes(bytes) => bytes,
+            Offset::Percent(percent) => {
+                let bytes = (capacity as f64 * percent / 100.0) as u64;
+                bytes - bytes % self.block_size.min_bytes().max(SECTOR_SIZE_BYTES)
+            }
+        };
+        let start = self
+            .offset_increment_bytes
+            .checked_mul(u64::from(clone))
+            .and_then(|shift| shift.checked_add(base))
+            .filter(|&start| start < capacity)
+            .ok_or_else(|| {
+                params.impossible(
+                    "offset",
+                    format!(
+                        "clone {clone} would start past the end of {} ({capacity} bytes)",
+                        target.name
+                    ),
+                )
+            })?;
+        let length_bytes = match self.size_bytes {
+            Some(size) => (size / file_count as u64).max(self.block_size.min_bytes()),
+            None => capacity - start,
+        };
+        if start + length_bytes > capacity {
+            return Err(params.impossible(
+                "size",
+                format!(
+                    "clone {clone}'s region {start}..{} runs past the end of {} ({capacity} bytes)",
+                    start + length_bytes,
+                    target.name
+                ),
+            ));
+        }
+        if self.block_size.max_bytes() > length_bytes {
+            let key = if params.has("bsrange") { "bsrange" } else { "bs" };
+            return Err(params.impossible(
+                key,
+                format!("a block is larger than the {length_bytes}-byte region on {}", target.name),
+            ));
+        }
+        Ok(Region { target: index, start_bytes: start, length_bytes, next_read: 0, next_write: 0 })
+    }
+}
+
+/// A clone's part of one device.
+#[derive(Clone, Debug)]
+struct Region {
+    target: usize,
+    start_bytes: u64,
+    length_bytes: u64,
+    /// Sequential position of the next read and write, relative to the start (fio keeps one
+    /// per direction).
+    next_read: u64,
+    next_write: u64,
+}
+
+/// One clone of a job.
+#[derive(Debug)]
+struct JobIssuer {
+    name: String,
+    process: ProcessId,
+    config: JobConfig,
+    regions: Vec<Region>,
+    next_region: usize,
+    budget_bytes: u64,
+    issued_bytes: u64,
+    outstanding: u32,
+    deadline: Option<Instant>,
+    think_until: Option<Instant>,
+    prng: Prng,
+    next_id: u64,
+}
+
+impl Issuer for JobIssuer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn process(&self) -> ProcessId {
+        self.process
+    }
+
+    fn priority(&self) -> IoPriority {
+        self.config.priority
+    }
+
+    fn poll(&mut self, now: Instant) -> Poll {
+        let runtime = self.config.runtime;
+        let deadline = *self.deadline.get_or_insert_with(|| {
+            if runtime > Duration::ZERO { now.saturating_add(runtime) } else { Instant::MAX }
+        });
+        let out_of_time = now >= deadline;
+        let out_of_bytes = !self.config.time_based && self.issued_bytes >= self.budget_bytes;
+        if out_of_time || out_of_bytes {
+            return if self.outstanding == 0 { Poll::Done } else { Poll::Wait };
+        }
+        if self.outstanding >= self.config.depth {
+            return Poll::Wait;
+        }
+        if let Some(until) = self.think_until
+            && until > now
+        {
+            return Poll::Sleep { until: until.min(deadline) };
+        }
+        match self.poll_next_io() {
+            Some(io) => {
+                self.outstanding += 1;
+                self.issued_bytes += io.size_bytes;
+                Poll::Submit(io)
+            }
+            None if self.outstanding == 0 => Poll::Done,
+            None => Poll::Wait,
+        }
+    }
+
+    fn complete(&mut self, now: Instant, _io: IoId) {
+        self.outstanding = self.outstanding.checked_sub(1).expect("completion without an I/O");
+        if self.config.thinktime > Duration::ZERO {
+            self.think_until = Some(now.saturating_add(self.config.thinktime));
+        }
+    }
+}
+
+impl JobIssuer {
+    /// The next operation, or `None` when a sequential pass ended and the job is not
+    /// time-based.
+    fn poll_next_io(&mut self) -> Option<Io> {
+        let op = match self.config.mix {
+            Mix::Read => Op::Read,
+            Mix::Write => Op::Write,
+            Mix::Mixed { read_fraction } => {
+                if self.prng.chance(read_fraction) {
+                    Op::Read
+                } else {
+                    Op::Write
+                }
+            }
+        };
+        let mut size = self.config.block_size.draw(&mut self.prng);
+        if !self.config.time_based {
+            // The last operation may be shorter, as fio's is when size is not a multiple.
+            let remaining = self.budget_bytes - self.issued_bytes;
+            size = size.min(remaining - remaining % SECTOR_SIZE_BYTES).max(SECTOR_SIZE_BYTES);
+        }
+        let index = self.next_region;
+        self.next_region = (self.next_region + 1) % self.regions.len();
+        let region = &mut self.regions[index];
+        let relative = if self.config.random {
+            let align = self.config.block_size.min_bytes();
+            let slots = (region.length_bytes - size) / align + 1;
+            self.prng.below(slots) * align
+        } else {
+            let position =
+                if op == Op::Read { &mut region.next_read } else { &mut region.next_write };
+            if *position + size > region.length_bytes {
+                if !self.config.time_based {
+                    return None;
+                }
+                *position = 0;
+            }
+            let relative = *position;
+            *position += size;
+            relative
+        };
+        // Reads are always synchronous; so are O_DIRECT writes (the kernel marks them so).
+        let flags = RequestFlags::SYNC;
+        let id = IoId(self.next_id);
+        self.next_id += 1;
+        Some(Io {
+            id,
+            op,
+            target: region.target,
+            offset_bytes: region.start_bytes + relative,
+            size_bytes: size,
+            flags,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::WorkloadSpec;
+
+    fn targets() -> Vec<Target> {
+        vec![
+            Target { name: "sda".into(), capacity_bytes: 1 << 30 },
+            Target { name: "sdb".into(), capacity_bytes: 1 << 20 },
+        ]
+    }
+
+    fn plan(text: &str) -> WorkloadPlan {
+        WorkloadSpec::parse(text).unwrap().plan(&targets(), &Prng::new(7)).unwrap()
+    }
+
+    /// Runs every issuer of the first phase against a device that completes each operation
+    /// `latency` after submission; returns (issuer, submit time, io) in submission order.
+    fn drive(plan: WorkloadPlan, latency: Duration) -> Vec<(usize, Instant, Io)> {
+        let mut issuers = plan.phases.into_iter().next().unwrap().issuers;
+        let mut log = Vec::new();
+        let mut completions: BTreeMap<(Instant, u64), (usize, IoId)> = BTreeMap::new();
+        let mut wakes: BTreeMap<(Instant, u64), usize> = BTreeMap::new();
+        let mut done = vec![false; issuers.len()];
+        let mut order = 0u64;
+        let mut now = Instant::ZERO;
+        let mut ready: Vec<usize> = (0..issuers.len()).collect();
+        for _ in 0..1_000_000 {
+            for index in std::mem::take(&mut ready) {
+                loop {
+                    match issuers[index].poll(now) {
+                        Poll::Submit(io) => {
+                            log.push((index, now, io));
+                            completions.insert((now + latency, order), (index, io.id));
+                            order += 1;
+                        }
+                        Poll::Sleep { until } => {
+                            wakes.insert((until, order), index);
+                            order += 1;
+                            break;
+                        }
+                        Poll::Wait => break,
+                        Poll::Done => {
+                            done[index] = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            let next_completion = completions.keys().next().copied();
+            let next_wake = wakes.keys().next().copied();
+            let completion_first = match (next_completion, next_wake) {
+                (None, None) => break,
+                (Some(c), Some(w)) => c.0 <= w.0,
+                (completion, _) => completion.is_some(),
+            };
+            if completion_first {
+                let key = next_completion.unwrap();
+                let (index, id) = completions.remove(&key).unwrap();
+                now = key.0;
+                issuers[index].complete(now, id);
+                ready.push(index);
+            } else {
+                let key = next_wake.unwrap();
+                let index = wakes.remove(&key).unwrap();
+                now = key.0;
+                ready.push(index);
+            }
+        }
+        assert!(done.iter().all(|&d| d), "an issuer never finished");
+        log
+    }
+
+    // Proves a sequential read walks its region in bs steps and stops after size bytes.
+    #[test]
+    fn sequential_reads_walk_the_region() {
+        let log = drive(plan("job:rw=read,bs=64k,size=1m,offset=1m"), Duration::from_micros(100));
+        let offsets: Vec<u64> = log.iter().map(|(_, _, io)| io.offset_bytes).collect();
+        let expected: Vec<u64> = (0..16).map(|i| (1 << 20) + i * (64 << 10)).collect();
+        assert_eq!(offsets, expected);
+        assert!(log.iter().all(|(_, _, io)| io.op == Op::Read && io.size_bytes == 64 << 10));
+    }
+
+    // Proves random offsets stay inside the region, aligned to bs, and the same seed gives the
+    // same offsets while another seed does not.
+    #[test]
+    fn random_offsets_are_aligned_and_seeded() {
+        let text = "job:rw=randread,bs=4k,size=1m,offset=4m,iodepth=8";
+        let log = drive(plan(text), Duration::from_micros(100));
+        assert_eq!(log.len(), 256);
+        for (_, _, io) in &log {
+            assert_eq!(io.offset_bytes % 4096, 0);
+            assert!(io.offset_bytes >= 4 << 20 && io.offset_bytes + 4096 <= 5 << 20);
+        }
+        let again = drive(plan(text), Duration::from_micros(100));
+        assert_eq!(log, again);
+        let other = WorkloadSpec::parse(text).unwrap().plan(&targets(), &Prng::new(8)).unwrap();
+        assert_ne!(drive(other, Duration::from_micros(100)), log);
+    }
+
+    // Proves iodepth bounds the operations in flight and the issuer keeps the device full.
+    #[test]
+    fn iodepth_is_kept() {
+        let log = drive(plan("job:rw=randread,iodepth=4,size=64k"), Duration::from_millis(1));
+        let at_zero = log.iter().filter(|(_, at, _)| *at == Instant::ZERO).count();
+        assert_eq!(at_zero, 4);
+        let sync_engine = drive(
+            plan("job:rw=randread,iodepth=4,size=64k,ioengine=psync"),
+            Duration::from_millis(1),
+        );
+        assert_eq!(sync_engine.iter().filter(|(_, at, _)| *at == Instant::ZERO).count(), 1);
+    }
+
+    // Proves numjobs makes separate processes and offset_increment spreads their regions.
+    #[test]
+    fn clones_get_their_own_process_and_region() {
+        let plan = plan("job:rw=read,numjobs=3,size=128k,offset_increment=256m");
+        assert_eq!(plan.phases[0].issuers.len(), 3);
+        let processes: Vec<u32> = plan.phases[0].issuers.iter().map(|i| i.process().0).collect();
+        assert_eq!(processes, [1, 2, 3]);
+        let log = drive(plan, Duration::from_micros(10));
+        for clone in 0..3u64 {
+            let first = log.iter().find(|(index, _, _)| *index as u64 == clone).unwrap();
+            assert_eq!(first.2.offset_bytes, clone * (256 << 20));
+        }
+    }
+
+    // Proves thinktime pauses after every completion (and makes the depth 1).
+    #[test]
+    fn thinktime_pauses_after_each_completion() {
+        let log =
+            drive(plan("job:rw=read,size=16k,thinktime=2ms,iodepth=8"), Duration::from_millis(1));
+        let times: Vec<u64> = log.iter().map(|(_, at, _)| at.as_nanos() / 1_000_000).collect();
+        assert_eq!(times, [0, 3, 6, 9]);
+    }
+
+    // Proves runtime caps a time-based job, and the job finishes its in-flight I/O.
+    #[test]
+    fn runtime_caps_a_time_based_job() {
+        let log =
+            drive(plan("job:rw=read,size=8k,time_based=1,runtime=10ms"), Duration::from_millis(1));
+        assert_eq!(log.len(), 10);
+        assert_eq!(log.last().unwrap().2.offset_bytes, 4096, "it looped over the 8k region");
+    }
+
+    // Proves rwmixread sets the read share of a mixed job.
+    #[test]
+    fn rwmixread_sets_the_read_share() {
+        let log =
+            drive(plan("job:rw=randrw,rwmixread=70,size=40m,bs=4k"), Duration::from_micros(1));
+        let reads = log.iter().filter(|(_, _, io)| io.op == Op::Read).count() as f64;
+        let share = reads / log.len() as f64;
+        assert!((share - 0.7).abs() < 0.02, "{share}");
+        let writes = drive(plan("job:rw=randrw,rwmixwrite=100,size=64k"), Duration::from_micros(1));
+        assert!(writes.iter().all(|(_, _, io)| io.op == Op::Write));
+    }
+
+    // Proves bsrange draws multiples of its minimum within its bounds.
+    #[test]
+    fn bsrange_draws_multiples_of_its_minimum() {
+        let log = drive(plan("job:rw=randread,bsrange=4k-16k,size=4m"), Duration::from_micros(1));
+        let sizes: std::collections::BTreeSet<u64> =
+            log.iter().map(|(_, _, io)| io.size_bytes).collect();
+        assert_eq!(sizes.into_iter().collect::<Vec<_>>(), [4096, 8192, 12288, 16384]);
+    }
+
+    // Proves priorities follow prioclass and prio as fio applies them.
+    #[test]
+    fn priorities_follow_prioclass_and_prio() {
+        let priority = |text: &str| plan(text).phases[0].issuers[0].priority();
+        assert_eq!(priority("job"), IoPriority::DEFAULT);
+        assert_eq!(priority("job:prio=6"), IoPriority::best_effort(6).unwrap());
+        assert_eq!(priority("job:prioclass=1,prio=2"), IoPriority::realtime(2).unwrap());
+        assert_eq!(priority("job:prioclass=3"), IoPriority::idle());
+    }
+
+    // Proves filename picks devices and round-robins between several.
+    #[test]
+    fn filename_picks_devices() {
+        let log = drive(plan("job:rw=read,filename=sdb,size=8k"), Duration::from_micros(1));
+        assert!(log.iter().all(|(_, _, io)| io.target == 1));
+        let both = drive(plan("job:rw=read,filename=sda:sdb,size=16k"), Duration::from_micros(1));
+        let targets: Vec<usize> = both.iter().map(|(_, _, io)| io.target).collect();
+        assert_eq!(targets, [0, 1, 0, 1]);
+    }
+
+    // Proves bad input names the key and what is accepted, at parse or at plan time.
+    #[test]
+    fn bad_input_names_the_key() {
+        let parse_error = |text: &str| WorkloadSpec::parse(text).unwrap_err().to_string();
+        assert!(
+            parse_error("job:iodepth=0")
+                .contains("iodepth=0 is not valid (expected an integer 1..=65536)")
+        );
+        assert!(parse_error("job:rwmixread=101").contains("rwmixread=101"));
+        assert!(parse_error("job:rw=randomread").contains("expected one of read, write"));
+        assert!(parse_error("job:bs=1000").contains("bs: 1000 bytes is not a multiple of 512"));
+        assert!(parse_error("job:bsrange=16k-4k").contains("bsrange"));
+        assert!(parse_error("job:rwmixread=60,rwmixwrite=30").contains("must be 100"));
+        assert!(parse_error("job:direct=0").contains("direct"));
+        assert!(parse_error("job:prioclass=0,prio=3").contains("prio"));
+        assert!(parse_error("fio:rw=read").contains("unknown workload `fio` (accepted: job)"));
+        let plan_error = |text: &str| {
+            WorkloadSpec::parse(text)
+                .unwrap()
+                .plan(&targets(), &Prng::new(1))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(plan_error("job:filename=sdc").contains("no device `sdc` (accepted: sda, sdb)"));
+        assert!(plan_error("job:filename=sdb,bs=2m").contains("bs: a block is larger"));
+        assert!(plan_error("job:size=2g").contains("size:"));
+        assert!(plan_error("job:offset=2g").contains("offset:"));
+    }
+}
