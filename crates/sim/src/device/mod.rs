@@ -11,13 +11,14 @@
 //! in this module: each kind has a table of keys ([`KeySpec`]) and named presets that set some
 //! of them; [`DeviceSpec::parse`] checks a spec against both.
 
+pub mod array;
 pub mod ram;
 
 use std::fmt;
 
 use elevator_core::{ComponentSpec, Instant, KeySpec, Op, ParamError, Params, Sector};
 
-use crate::topology::{Topology, TopologyDevice, device_name};
+use crate::topology::{Link, LinkSpec, Topology, TopologyDevice, device_name};
 
 /// The engine's handle for a command at a device.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -112,17 +113,23 @@ pub struct Preset {
 /// A kind of device model.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum DeviceKind {
+    /// A RAID controller over member devices.
+    Array,
+    /// RAID LUNs behind a shared link.
+    San,
     /// A RAM disk: fixed latency plus bandwidth.
     Ram,
 }
 
 impl DeviceKind {
     /// Every kind, in listing order.
-    pub const ALL: &'static [DeviceKind] = &[DeviceKind::Ram];
+    pub const ALL: &'static [DeviceKind] = &[DeviceKind::Array, DeviceKind::San, DeviceKind::Ram];
 
     /// The name users write.
     pub const fn name(self) -> &'static str {
         match self {
+            DeviceKind::Array => "array",
+            DeviceKind::San => "san",
             DeviceKind::Ram => "ram",
         }
     }
@@ -130,6 +137,8 @@ impl DeviceKind {
     /// One line on what it models.
     pub const fn summary(self) -> &'static str {
         match self {
+            DeviceKind::Array => array::SUMMARY,
+            DeviceKind::San => array::SAN_SUMMARY,
             DeviceKind::Ram => ram::SUMMARY,
         }
     }
@@ -137,6 +146,8 @@ impl DeviceKind {
     /// Its keys.
     pub const fn keys(self) -> &'static [KeySpec] {
         match self {
+            DeviceKind::Array => array::KEYS,
+            DeviceKind::San => array::SAN_KEYS,
             DeviceKind::Ram => ram::KEYS,
         }
     }
@@ -144,12 +155,16 @@ impl DeviceKind {
     /// Its presets; the first is what the bare kind name means.
     pub const fn presets(self) -> &'static [Preset] {
         match self {
+            DeviceKind::Array => array::PRESETS,
+            DeviceKind::San => array::SAN_PRESETS,
             DeviceKind::Ram => ram::PRESETS,
         }
     }
 
     fn build(self, params: &Params) -> Result<Box<dyn DeviceModel>, ParamError> {
         Ok(match self {
+            // A `san` built as one device is one of its LUNs.
+            DeviceKind::Array | DeviceKind::San => Box::new(array::Array::from_params(params)?),
             DeviceKind::Ram => Box::new(ram::Ram::from_params(params)?),
         })
     }
@@ -184,7 +199,7 @@ impl DeviceSpec {
         let params = Params::resolve(&spec, kind.keys(), preset.values)?;
         let device = DeviceSpec { kind, preset, params };
         // Building checks the values that are impossible together.
-        device.build()?;
+        device.topology()?;
         Ok(device)
     }
 
@@ -208,16 +223,21 @@ impl DeviceSpec {
         self.kind.build(&self.params)
     }
 
-    /// The devices (and links) this spec stands for: one device for most kinds.
+    /// The devices (and links) this spec stands for: one device for most kinds; `san`'s LUNs
+    /// behind their shared link.
     pub fn topology(&self) -> Result<Topology, ParamError> {
-        Ok(Topology {
-            devices: vec![TopologyDevice {
-                name: device_name(0),
-                model: self.build()?,
-                link: None,
-            }],
-            links: Vec::new(),
-        })
+        if self.kind != DeviceKind::San {
+            let device = TopologyDevice { name: device_name(0), model: self.build()?, link: None };
+            return Ok(Topology { devices: vec![device], links: Vec::new() });
+        }
+        let link = LinkSpec::parse(self.params.text("link"), self.params.component(), "link")?;
+        let luns = self.params.integer("luns") as usize;
+        let devices = (0..luns)
+            .map(|index| {
+                Ok(TopologyDevice { name: device_name(index), model: self.build()?, link: Some(0) })
+            })
+            .collect::<Result<_, ParamError>>()?;
+        Ok(Topology { devices, links: vec![Link::new(link)] })
     }
 }
 

@@ -1,0 +1,873 @@
+//! `array`: a RAID controller over member devices of any model — a hardware RAID LUN.
+//!
+//! The controller accepts up to `depth` host commands. Each pays `overhead` (command
+//! processing) and is then split by the RAID layout into member commands:
+//!
+//! * **RAID 0** stripes `stripe`-sized units round robin over the members;
+//! * **RAID 1** mirrors every member; a read goes to the mirror with the shorter queue;
+//! * **RAID 10** stripes over mirrored pairs;
+//! * **RAID 5** stripes with rotating parity (left-symmetric); a write that covers whole stripes
+//!   writes data and parity, a smaller one reads the old data and parity first
+//!   (read-modify-write).
+//!
+//! With a write-back **cache** (`cache` > 0) a write finishes once its data is in controller
+//! memory and is destaged to the members in the background, below host reads in priority; a
+//! write that finds the cache full waits for destaging to make room; a flush waits until
+//! nothing is dirty; reads of dirty data are served from the cache. With `cache=0` writes go
+//! through.
+//!
+//! Members keep their own queues (a member with command queuing reorders its own); the
+//! controller feeds each member from two FIFOs, host-driven work first, destaging second.
+//!
+//! # Keys
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `members` | 4 | member devices |
+//! | `member` | sas-15k-2008 | member spec; write `kind/key=value/...` for keys |
+//! | `raid` | 10 | 0, 1, 10 or 5 |
+//! | `stripe` | 64k | stripe unit |
+//! | `cache` | 256m | controller write-back cache (0: write-through) |
+//! | `depth` | 128 | host commands the controller accepts |
+//! | `overhead` | 50us | controller processing per host command |
+//! | `link` | — | used by `san`: the link in front of the LUNs |
+
+use std::collections::{BTreeMap, VecDeque};
+
+use elevator_core::{Duration, Instant, KeyKind, KeySpec, Op, ParamError, Params, Sector};
+
+use super::{Command, CommandId, DeviceModel, DeviceSpec, DeviceStats, Preset};
+
+/// One line for `elevator list devices`.
+pub const SUMMARY: &str =
+    "RAID 0/1/10/5 controller over member devices, with a write-back cache and a command queue";
+
+const MEMBERS: KeySpec = KeySpec {
+    key: "members",
+    kind: KeyKind::Integer { min: 1, max: 64 },
+    default: "4",
+    help: "member devices",
+};
+const MEMBER: KeySpec = KeySpec {
+    key: "member",
+    kind: KeyKind::Text,
+    default: "sas-15k-2008",
+    help: "member device spec, keys written kind/key=value/key=value",
+};
+const RAID: KeySpec = KeySpec {
+    key: "raid",
+    kind: KeyKind::Choice(&["0", "1", "10", "5"]),
+    default: "10",
+    help: "RAID level",
+};
+const STRIPE: KeySpec = KeySpec {
+    key: "stripe",
+    kind: KeyKind::Size { min_bytes: 4 << 10, max_bytes: 16 << 20 },
+    default: "64k",
+    help: "stripe unit",
+};
+const CACHE: KeySpec = KeySpec {
+    key: "cache",
+    kind: KeyKind::Size { min_bytes: 0, max_bytes: 64 << 30 },
+    default: "256m",
+    help: "controller write-back cache (0: write-through)",
+};
+const DEPTH: KeySpec = KeySpec {
+    key: "depth",
+    kind: KeyKind::Integer { min: 1, max: 4096 },
+    default: "128",
+    help: "host commands the controller accepts at once",
+};
+const OVERHEAD: KeySpec = KeySpec {
+    key: "overhead",
+    kind: KeyKind::Time { min: Duration::ZERO, max: Duration::from_millis(100), bare_unit: "us" },
+    default: "50us",
+    help: "controller processing per host command",
+};
+
+/// The keys of `array`.
+pub const KEYS: &[KeySpec] = &[MEMBERS, MEMBER, RAID, STRIPE, CACHE, DEPTH, OVERHEAD];
+
+/// The keys of `san`: LUNs (each an array) behind a shared link.
+pub const SAN_KEYS: &[KeySpec] = &[
+    KeySpec {
+        key: "luns",
+        kind: KeyKind::Integer { min: 1, max: 16 },
+        default: "2",
+        help: "LUNs, each a RAID array of its own, named sda, sdb, ...",
+    },
+    KeySpec {
+        key: "link",
+        kind: KeyKind::Text,
+        default: "2x4gfc",
+        help: "[N x] 1gfc|2gfc|4gfc|8gfc|gige|iscsi|10gige, shared by the LUNs",
+    },
+    MEMBERS,
+    MEMBER,
+    RAID,
+    STRIPE,
+    CACHE,
+    DEPTH,
+    OVERHEAD,
+];
+
+/// One line for `elevator list devices` (`san`).
+pub const SAN_SUMMARY: &str = "SAN: RAID LUNs behind a shared Fibre Channel or iSCSI link";
+
+/// `san`'s presets.
+pub const SAN_PRESETS: &[Preset] = &[
+    Preset {
+        name: "san",
+        help: "the classic study's file server storage: two LUNs, each 8 x 15k disks in RAID 5 \
+               with a 128 KiB segment and 1 GiB of controller cache, behind dual 4 Gb/s FC paths",
+        values: &[
+            ("luns", "2"),
+            ("link", "2x4gfc"),
+            ("raid", "5"),
+            ("members", "8"),
+            ("stripe", "128k"),
+            ("cache", "1g"),
+            ("depth", "256"),
+        ],
+    },
+    Preset {
+        name: "iscsi-pool",
+        help: "the classic study's iSCSI target: one LUN striped over two mirrored pairs of \
+               7200 rpm disks, reached over two gigabit Ethernet links (~118 MB/s each)",
+        values: &[
+            ("luns", "1"),
+            ("link", "2xiscsi"),
+            ("raid", "10"),
+            ("members", "4"),
+            ("member", "desktop-7200-2005"),
+            ("cache", "512m"),
+        ],
+    },
+];
+
+/// `array`'s presets.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "array",
+        help: "four 15k SAS disks in RAID 10 behind a 256 MiB write-back cache",
+        values: &[],
+    },
+    Preset {
+        name: "megaraid-lun",
+        help: "an LSI MegaRAID-class LUN of the 2005 database server: 4 x 10k SAS in RAID 10, \
+               64 KiB stripe, 256 MiB cache, 128 commands",
+        values: &[("member", "sas-10k-2008"), ("members", "4"), ("raid", "10")],
+    },
+];
+
+/// The RAID layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Raid {
+    Zero,
+    One,
+    Ten,
+    Five,
+}
+
+/// Where a piece of a host command lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Piece {
+    member: usize,
+    start: u64,
+    sector_count: u32,
+}
+
+/// Work waiting for a member.
+#[derive(Clone, Copy, Debug)]
+struct MemberWork {
+    member: usize,
+    op: Op,
+    start: u64,
+    sector_count: u32,
+    /// The parent (host command or destage) slot.
+    parent: usize,
+}
+
+#[derive(Clone, Debug)]
+enum ParentKind {
+    /// A host command; finishes when its pieces do.
+    Host { id: CommandId },
+    /// A cached write being destaged; frees its bytes when done.
+    Destage { bytes: u64 },
+}
+
+#[derive(Clone, Debug)]
+struct Parent {
+    kind: ParentKind,
+    /// Member commands not yet finished.
+    remaining: u32,
+    /// RAID 5 read-modify-write: the writes to issue once the reads are done.
+    then: Vec<MemberWork>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Timer {
+    /// A host command's processing overhead ends.
+    Ready(CommandId),
+    /// A host command finished in the controller alone (cache hit, cached write).
+    Finish(CommandId),
+}
+
+/// The RAID controller.
+#[derive(Debug)]
+pub struct Array {
+    raid: Raid,
+    stripe_sectors: u64,
+    members: Vec<Box<dyn DeviceModel>>,
+    member_capacity_sectors: u64,
+    capacity_sectors: u64,
+    depth: u32,
+    overhead: Duration,
+    cache_bytes: u64,
+    /// Commands waiting for their overhead to end, and commands done in the controller.
+    timers: BTreeMap<(Instant, u64), Timer>,
+    timer_order: u64,
+    /// Host commands accepted, by id: the command as given.
+    host: BTreeMap<CommandId, Command>,
+    /// Writes waiting for cache space, in arrival order.
+    waiting_for_cache: VecDeque<Command>,
+    /// Flushes waiting for the cache to drain.
+    waiting_flushes: Vec<CommandId>,
+    /// Dirty bytes in the cache (not yet destaged).
+    dirty_bytes: u64,
+    /// Dirty sector ranges (start → end), for read hits.
+    dirty_ranges: BTreeMap<u64, u64>,
+    parents: Vec<Option<Parent>>,
+    free_parents: Vec<usize>,
+    /// Per member: host-driven work first, destaging second.
+    foreground: Vec<VecDeque<MemberWork>>,
+    background: Vec<VecDeque<MemberWork>>,
+    /// Per member: member commands inside it, by member command id → parent slot.
+    inside: Vec<BTreeMap<u64, MemberWork>>,
+    next_member_command: u64,
+    finished_scratch: Vec<CommandId>,
+    done: Vec<CommandId>,
+    busy_since: Option<Instant>,
+    stats: DeviceStats,
+    cache_hits: u64,
+    destaged_bytes: u64,
+    read_modify_writes: u64,
+}
+
+/// Parses `kind/key=value/key=value` (the member syntax) into a device spec.
+pub(crate) fn member_spec(params: &Params) -> Result<DeviceSpec, ParamError> {
+    let text = params.text("member");
+    let spec_text = match text.split_once('/') {
+        Some((kind, rest)) => format!("{kind}:{}", rest.replace('/', ",")),
+        None => text.to_owned(),
+    };
+    if spec_text.starts_with("array") || spec_text.starts_with("san") {
+        return Err(params.impossible("member", "an array cannot be a member of an array"));
+    }
+    DeviceSpec::parse(&spec_text).map_err(|error| params.impossible("member", error.to_string()))
+}
+
+impl Array {
+    /// A controller from checked parameters.
+    pub fn from_params(params: &Params) -> Result<Array, ParamError> {
+        let member = member_spec(params)?;
+        let count = params.integer("members") as usize;
+        let raid = match params.text("raid") {
+            "0" => Raid::Zero,
+            "1" => Raid::One,
+            "10" => Raid::Ten,
+            _ => Raid::Five,
+        };
+        match raid {
+            Raid::Ten if count % 2 != 0 || count < 2 => {
+                return Err(params.impossible("members", "RAID 10 needs an even number, 2 or more"));
+            }
+            Raid::Five if count < 3 => {
+                return Err(params.impossible("members", "RAID 5 needs 3 or more"));
+            }
+            Raid::One if count < 2 => {
+                return Err(params.impossible("members", "RAID 1 needs 2 or more"));
+            }
+            _ => {}
+        }
+        let stripe_bytes = params.size("stripe");
+        if stripe_bytes % 4096 != 0 {
+            return Err(params.impossible("stripe", "must be a multiple of 4k"));
+        }
+        let stripe_sectors = stripe_bytes / elevator_core::SECTOR_SIZE_BYTES;
+        let members: Vec<Box<dyn DeviceModel>> =
+            (0..count).map(|_| member.build()).collect::<Result<_, _>>()?;
+        let member_capacity = members[0].capacity_sectors() / stripe_sectors * stripe_sectors;
+        if member_capacity == 0 {
+            return Err(params.impossible("stripe", "is larger than a member"));
+        }
+        let data_members = match raid {
+            Raid::Zero => count as u64,
+            Raid::One => 1,
+            Raid::Ten => count as u64 / 2,
+            Raid::Five => count as u64 - 1,
+        };
+        Ok(Array {
+            raid,
+            stripe_sectors,
+            member_capacity_sectors: member_capacity,
+            capacity_sectors: member_capacity * data_members,
+            depth: params.integer("depth") as u32,
+            overhead: params.time("overhead"),
+            cache_bytes: params.size("cache"),
+            timers: BTreeMap::new(),
+            timer_order: 0,
+            host: BTreeMap::new(),
+            waiting_for_cache: VecDeque::new(),
+            waiting_flushes: Vec::new(),
+            dirty_bytes: 0,
+            dirty_ranges: BTreeMap::new(),
+            parents: Vec::new(),
+            free_parents: Vec::new(),
+            foreground: (0..count).map(|_| VecDeque::new()).collect(),
+            background: (0..count).map(|_| VecDeque::new()).collect(),
+            inside: (0..count).map(|_| BTreeMap::new()).collect(),
+            next_member_command: 0,
+            finished_scratch: Vec::new(),
+            done: Vec::new(),
+            members,
+            busy_since: None,
+            stats: DeviceStats::default(),
+            cache_hits: 0,
+            destaged_bytes: 0,
+            read_modify_writes: 0,
+        })
+    }
+
+    fn timer(&mut self, at: Instant, timer: Timer) {
+        self.timers.insert((at, self.timer_order), timer);
+        self.timer_order += 1;
+    }
+
+    fn new_parent(&mut self, parent: Parent) -> usize {
+        match self.free_parents.pop() {
+            Some(slot) => {
+                self.parents[slot] = Some(parent);
+                slot
+            }
+            None => {
+                self.parents.push(Some(parent));
+                self.parents.len() - 1
+            }
+        }
+    }
+
+    /// The pieces of `start..start+count` (array sectors) on the data members.
+    fn split(&self, start: u64, sector_count: u32) -> Vec<(u64, Piece)> {
+        let mut pieces = Vec::new();
+        let mut lba = start;
+        let end = start + u64::from(sector_count);
+        let count = self.members.len() as u64;
+        while lba < end {
+            let unit = lba / self.stripe_sectors;
+            let offset = lba % self.stripe_sectors;
+            let length = (self.stripe_sectors - offset).min(end - lba);
+            let (member, row) = match self.raid {
+                Raid::Zero => (unit % count, unit / count),
+                Raid::One => (0, unit),
+                Raid::Ten => ((unit % (count / 2)) * 2, unit / (count / 2)),
+                Raid::Five => {
+                    let data = count - 1;
+                    let row = unit / data;
+                    let parity = (count - 1) - row % count;
+                    ((parity + 1 + unit % data) % count, row)
+                }
+            };
+            pieces.push((
+                unit,
+                Piece {
+                    member: member as usize,
+                    start: row * self.stripe_sectors + offset,
+                    sector_count: length as u32,
+                },
+            ));
+            lba += length;
+        }
+        pieces
+    }
+
+    /// The member holding RAID 5 parity for stripe row `row`.
+    fn parity_member(&self, row: u64) -> usize {
+        let count = self.members.len() as u64;
+        ((count - 1) - row % count) as usize
+    }
+
+    /// Which copy of a mirrored piece a read goes to: the one with less queued.
+    fn mirror_for_read(&mut self, first: usize, copies: usize) -> usize {
+        let load = |member: usize| self.foreground[member].len() + self.inside[member].len();
+        let best = (first..first + copies).min_by_key(|&member| (load(member), member));
+        best.expect("at least one copy")
+    }
+
+    /// Turns a read or write of array sectors into member work for `parent`.
+    fn plan_io(&mut self, op: Op, start: u64, sector_count: u32, parent: usize, background: bool) {
+        let mut work = Vec::new();
+        let mut then = Vec::new();
+        let copies = match self.raid {
+            Raid::Zero | Raid::Five => 1,
+            Raid::One => self.members.len(),
+            Raid::Ten => 2,
+        };
+        if self.raid == Raid::Five && op == Op::Write {
+            self.plan_raid5_write(start, sector_count, parent, &mut work, &mut then);
+        } else {
+            for (_, piece) in self.split(start, sector_count) {
+                let item = |member| MemberWork {
+                    member,
+                    op,
+                    start: piece.start,
+                    sector_count: piece.sector_count,
+                    parent,
+                };
+                if op == Op::Read {
+                    work.push(item(self.mirror_for_read(piece.member, copies)));
+                } else {
+                    work.extend((piece.member..piece.member + copies).map(item));
+                }
+            }
+        }
+        let parent_slot = self.parents[parent].as_mut().expect("live parent");
+        parent_slot.remaining += work.len() as u32;
+        parent_slot.then = then;
+        self.enqueue(work, background);
+    }
+
+    fn enqueue(&mut self, work: Vec<MemberWork>, background: bool) {
+        for item in work {
+            let queue = if background { &mut self.background } else { &mut self.foreground };
+            queue[item.member].push_back(item);
+        }
+    }
+
+    /// RAID 5 writes: whole stripe rows get fresh parity at once; a partial row reads the old
+    /// data and parity first, then writes both (read-modify-write).
+    fn plan_raid5_write(
+        &mut self,
+        start: u64,
+        sector_count: u32,
+        parent: usize,
+        work: &mut Vec<MemberWork>,
+        then: &mut Vec<MemberWork>,
+    ) {
+        let data = self.members.len() as u64 - 1;
+        let row_sectors = self.stripe_sectors * data;
+        let end = start + u64::from(sector_count);
+        let mut row = start / row_sectors;
+        while row * row_sectors < end {
+            let row_start = row * row_sectors;
+            let from = start.max(row_start);
+            let to = end.min(row_start + row_sectors);
+            let full = from == row_start && to == row_start + row_sectors;
+            let pieces = self.split(from, (to - from) as u32);
+            // Parity covers the same member offsets as the widest piece of the row.
+            let first = pieces.iter().map(|(_, p)| p.start).min().expect("a row has pieces");
+            let last = pieces
+                .iter()
+                .map(|(_, p)| p.start + u64::from(p.sector_count))
+                .max()
+                .expect("a row has pieces");
+            let parity = Piece {
+                member: self.parity_member(row),
+                start: first,
+                sector_count: (last - first) as u32,
+            };
+            let all = pieces.iter().map(|(_, piece)| *piece).chain(std::iter::once(parity));
+            let writes = all.clone().map(|piece| MemberWork {
+                member: piece.member,
+                op: Op::Write,
+                start: piece.start,
+                sector_count: piece.sector_count,
+                parent,
+            });
+            if full {
+                work.extend(writes);
+            } else {
+                self.read_modify_writes += 1;
+                then.extend(writes);
+                work.extend(all.map(|piece| MemberWork {
+                    member: piece.member,
+                    op: Op::Read,
+                    start: piece.start,
+                    sector_count: piece.sector_count,
+                    parent,
+                }));
+            }
+            row += 1;
+        }
+    }
+
+    /// Starts a host command whose processing overhead has ended.
+    fn start_host(&mut self, now: Instant, id: CommandId) {
+        let command = self.host[&id];
+        match command.op {
+            Op::Read => {
+                if self.is_dirty(command.start.0, command.end().0) {
+                    self.cache_hits += 1;
+                    self.timer(now, Timer::Finish(id));
+                    return;
+                }
+                let parent = self.new_parent(Parent {
+                    kind: ParentKind::Host { id },
+                    remaining: 0,
+                    then: Vec::new(),
+                });
+                self.plan_io(Op::Read, command.start.0, command.sector_count, parent, false);
+            }
+            Op::Write if self.cache_bytes > 0 && !command.fua => {
+                self.waiting_for_cache.push_back(command);
+                self.admit_cached_writes(now);
+            }
+            Op::Write => {
+                let parent = self.new_parent(Parent {
+                    kind: ParentKind::Host { id },
+                    remaining: 0,
+                    then: Vec::new(),
+                });
+                self.plan_io(Op::Write, command.start.0, command.sector_count, parent, false);
+            }
+            Op::Flush => {
+                self.waiting_flushes.push(id);
+                self.finish_flushes(now);
+            }
+            Op::Discard => self.timer(now, Timer::Finish(id)),
+        }
+    }
+
+    /// Cached writes finish as soon as their data fits; destaging starts at once.
+    fn admit_cached_writes(&mut self, now: Instant) {
+        while let Some(command) = self.waiting_for_cache.front().copied() {
+            let bytes = command.size_bytes();
+            let fits = self.dirty_bytes + bytes <= self.cache_bytes || self.dirty_bytes == 0;
+            if !fits {
+                break;
+            }
+            self.waiting_for_cache.pop_front();
+            self.dirty_bytes += bytes;
+            self.mark_dirty(command.start.0, command.end().0);
+            self.timer(now, Timer::Finish(command.id));
+            let parent = self.new_parent(Parent {
+                kind: ParentKind::Destage { bytes },
+                remaining: 0,
+                then: Vec::new(),
+            });
+            self.plan_io(Op::Write, command.start.0, command.sector_count, parent, true);
+        }
+    }
+
+    fn finish_flushes(&mut self, now: Instant) {
+        if self.dirty_bytes == 0 && self.waiting_for_cache.is_empty() {
+            for id in std::mem::take(&mut self.waiting_flushes) {
+                self.timer(now, Timer::Finish(id));
+            }
+        }
+    }
+
+    fn mark_dirty(&mut self, start: u64, end: u64) {
+        // Keep the map of dirty ranges coalesced so a lookup is one range query.
+        let mut new_start = start;
+        let mut new_end = end;
+        let overlapping: Vec<(u64, u64)> = self
+            .dirty_ranges
+            .range(..=end)
+            .rev()
+            .take_while(|&(_, &range_end)| range_end >= start)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (range_start, range_end) in overlapping {
+            self.dirty_ranges.remove(&range_start);
+            new_start = new_start.min(range_start);
+            new_end = new_end.max(range_end);
+        }
+        self.dirty_ranges.insert(new_start, new_end);
+    }
+
+    fn is_dirty(&self, start: u64, end: u64) -> bool {
+        self.dirty_ranges
+            .range(..=start)
+            .next_back()
+            .is_some_and(|(_, &range_end)| range_end >= end)
+    }
+
+    /// Feeds members from their FIFOs while they have room.
+    fn feed_members(&mut self, now: Instant) {
+        for member in 0..self.members.len() {
+            while (self.inside[member].len() as u32) < self.members[member].queue_depth() {
+                let Some(item) = self.foreground[member]
+                    .pop_front()
+                    .or_else(|| self.background[member].pop_front())
+                else {
+                    break;
+                };
+                let id = self.next_member_command;
+                self.next_member_command += 1;
+                let start = item.start;
+                debug_assert!(start + u64::from(item.sector_count) <= self.member_capacity_sectors);
+                self.members[member].submit(
+                    now,
+                    Command {
+                        id: CommandId(id),
+                        op: item.op,
+                        start: Sector(start),
+                        sector_count: item.sector_count,
+                        fua: false,
+                    },
+                );
+                self.inside[member].insert(id, item);
+            }
+        }
+    }
+
+    /// A member command finished: account it to its parent.
+    fn member_finished(&mut self, now: Instant, item: MemberWork) {
+        let parent = self.parents[item.parent].as_mut().expect("live parent");
+        parent.remaining -= 1;
+        if parent.remaining > 0 {
+            return;
+        }
+        if !parent.then.is_empty() {
+            let then = std::mem::take(&mut parent.then);
+            parent.remaining = then.len() as u32;
+            let background = matches!(parent.kind, ParentKind::Destage { .. });
+            self.enqueue(then, background);
+            return;
+        }
+        let parent = self.parents[item.parent].take().expect("live parent");
+        self.free_parents.push(item.parent);
+        match parent.kind {
+            ParentKind::Host { id } => self.timer(now, Timer::Finish(id)),
+            ParentKind::Destage { bytes } => {
+                self.dirty_bytes -= bytes;
+                self.destaged_bytes += bytes;
+                if self.dirty_bytes == 0 {
+                    self.dirty_ranges.clear();
+                }
+                self.admit_cached_writes(now);
+                self.finish_flushes(now);
+            }
+        }
+    }
+}
+
+impl DeviceModel for Array {
+    fn describe(&self) -> String {
+        format!(
+            "array: RAID {} of {} x ({}), stripe {}, cache {}, {} commands",
+            match self.raid {
+                Raid::Zero => "0",
+                Raid::One => "1",
+                Raid::Ten => "10",
+                Raid::Five => "5",
+            },
+            self.members.len(),
+            self.members[0].describe(),
+            elevator_core::format_size(self.stripe_sectors * elevator_core::SECTOR_SIZE_BYTES),
+            elevator_core::format_size(self.cache_bytes),
+            self.depth
+        )
+    }
+
+    fn capacity_sectors(&self) -> u64 {
+        self.capacity_sectors
+    }
+
+    fn queue_depth(&self) -> u32 {
+        self.depth
+    }
+
+    fn rotational(&self) -> bool {
+        self.members[0].rotational()
+    }
+
+    fn submit(&mut self, now: Instant, command: Command) {
+        self.host.insert(command.id, command);
+        self.busy_since.get_or_insert(now);
+        self.timer(now + self.overhead, Timer::Ready(command.id));
+    }
+
+    fn next_event(&self) -> Option<Instant> {
+        let timer = self.timers.keys().next().map(|&(at, _)| at);
+        let members = self.members.iter().filter_map(|member| member.next_event()).min();
+        [timer, members].into_iter().flatten().min()
+    }
+
+    fn advance(&mut self, now: Instant, finished: &mut Vec<CommandId>) {
+        // Members first: their completions may start follow-up work and finish host commands.
+        let mut scratch = std::mem::take(&mut self.finished_scratch);
+        for member in 0..self.members.len() {
+            while self.members[member].next_event().is_some_and(|at| at <= now) {
+                scratch.clear();
+                let at = self.members[member].next_event().expect("checked");
+                self.members[member].advance(at, &mut scratch);
+                for &CommandId(id) in &scratch {
+                    let item =
+                        self.inside[member].remove(&id).expect("a member finished its own command");
+                    self.member_finished(at, item);
+                }
+            }
+        }
+        self.finished_scratch = scratch;
+        while let Some((&(at, order), &timer)) = self.timers.iter().next() {
+            if at > now {
+                break;
+            }
+            self.timers.remove(&(at, order));
+            match timer {
+                Timer::Ready(id) => self.start_host(at, id),
+                Timer::Finish(id) => {
+                    let command = self.host.remove(&id).expect("a host command finishes once");
+                    match command.op {
+                        Op::Read => self.stats.sectors_read += u64::from(command.sector_count),
+                        Op::Write => self.stats.sectors_written += u64::from(command.sector_count),
+                        Op::Flush | Op::Discard => {}
+                    }
+                    self.stats.commands += 1;
+                    self.done.push(id);
+                }
+            }
+        }
+        self.feed_members(now);
+        finished.append(&mut self.done);
+        if self.host.is_empty()
+            && let Some(since) = self.busy_since.take()
+        {
+            self.stats.busy_ns += now.saturating_since(since).as_nanos();
+        }
+    }
+
+    fn stats(&self) -> DeviceStats {
+        let mut stats = self.stats.clone();
+        let mut member_commands = 0;
+        for member in &self.members {
+            let member_stats = member.stats();
+            stats.seek_distance_sectors += member_stats.seek_distance_sectors;
+            member_commands += member_stats.commands;
+        }
+        stats.extra = vec![
+            ("member_commands", member_commands),
+            ("cache_read_hits", self.cache_hits),
+            ("destaged_bytes", self.destaged_bytes),
+            ("read_modify_writes", self.read_modify_writes),
+        ];
+        stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use elevator_core::Op;
+
+    use super::*;
+    use crate::device::{DeviceSpec, Probe, throughput_bytes_per_s};
+
+    fn array(text: &str) -> Box<dyn DeviceModel> {
+        DeviceSpec::parse(text).unwrap().build().unwrap()
+    }
+
+    // Proves the RAID 0 layout: consecutive stripe units land on consecutive members, and a
+    // stream of large reads runs at the sum of the members' rates.
+    #[test]
+    fn raid0_stripes_and_scales() {
+        let single = DeviceSpec::parse("ram:bandwidth=100m,latency=10us").unwrap();
+        let mut probe = Probe::new(single.build().unwrap());
+        let one = throughput_bytes_per_s(
+            &probe.closed_loop((0..400).map(|i| (Op::Read, Sector(i * 2048), 2048)), 8),
+        );
+        for members in [2u64, 4] {
+            let spec = format!(
+                "array:raid=0,members={members},member=ram/bandwidth=100m/latency=10us,cache=0,overhead=0"
+            );
+            let mut probe = Probe::new(array(&spec));
+            let run = probe.closed_loop((0..400).map(|i| (Op::Read, Sector(i * 2048), 2048)), 16);
+            let rate = throughput_bytes_per_s(&run);
+            let scale = rate / one;
+            assert!((scale / members as f64 - 1.0).abs() < 0.1, "{members} members: x{scale:.2}");
+        }
+    }
+
+    // Proves the layout arithmetic of each level on a small geometry.
+    #[test]
+    fn layouts_place_units_where_they_belong() {
+        let a = Array::from_params(&params("array:raid=0,members=3,member=ram,stripe=4k")).unwrap();
+        let units: Vec<usize> = a.split(0, 8 * 6).iter().map(|(_, p)| p.member).collect();
+        assert_eq!(units, [0, 1, 2, 0, 1, 2]);
+        let five =
+            Array::from_params(&params("array:raid=5,members=4,member=ram,stripe=4k")).unwrap();
+        // Row 0: parity on member 3, data on 0, 1, 2; row 1: parity on 2, data on 3, 0, 1.
+        let members: Vec<usize> = five.split(0, 8 * 6).iter().map(|(_, p)| p.member).collect();
+        assert_eq!(members, [0, 1, 2, 3, 0, 1]);
+        assert_eq!((five.parity_member(0), five.parity_member(1)), (3, 2));
+        assert_eq!(five.capacity_sectors, 3 * five.member_capacity_sectors);
+    }
+
+    fn params(text: &str) -> Params {
+        let spec = elevator_core::ComponentSpec::parse("device", text).unwrap();
+        Params::resolve(&spec, KEYS, &[]).unwrap()
+    }
+
+    // Proves the write-back cache: writes finish at controller speed while the cache has room,
+    // then at destage speed; a flush waits for the cache to drain; write-through writes pay the
+    // members' time.
+    #[test]
+    fn the_cache_absorbs_writes_until_full() {
+        let member = "member=ram/bandwidth=10m/latency=100us";
+        let cached = format!("array:raid=0,members=1,{member},cache=1m,overhead=10us");
+        let mut probe = Probe::new(array(&cached));
+        let burst = probe.closed_loop((0..16).map(|i| (Op::Write, Sector(i * 128), 128)), 1);
+        // 16 x 64 KiB = 1 MiB fits: each finishes after the overhead alone.
+        assert!(burst.iter().all(|t| t.finished - t.submitted == Duration::from_micros(10)));
+        let more = probe.closed_loop([(Op::Write, Sector(1 << 20), 128)], 1);
+        assert!(more[0].finished - more[0].submitted > Duration::from_millis(5), "waits for room");
+        let flush = probe.closed_loop([(Op::Flush, Sector(0), 0)], 1);
+        assert!(flush[0].finished - flush[0].submitted > Duration::from_millis(5));
+        let through = format!("array:raid=0,members=1,{member},cache=0,overhead=10us");
+        let mut probe = Probe::new(array(&through));
+        let write = probe.closed_loop([(Op::Write, Sector(0), 128)], 1);
+        assert!(write[0].finished - write[0].submitted > Duration::from_millis(6));
+    }
+
+    // Proves RAID 5's small writes read before they write, and full-stripe writes do not.
+    #[test]
+    fn raid5_small_writes_read_modify_write() {
+        let spec = "array:raid=5,members=4,member=ram,stripe=4k,cache=0";
+        let mut probe = Probe::new(array(spec));
+        probe.closed_loop([(Op::Write, Sector(0), 8)], 1);
+        let stats = probe.device().stats();
+        assert_eq!(stats.extra[3], ("read_modify_writes", 1));
+        assert_eq!(stats.extra[0], ("member_commands", 4), "2 reads + 2 writes");
+        let mut probe = Probe::new(array(spec));
+        probe.closed_loop([(Op::Write, Sector(0), 24)], 1);
+        let stats = probe.device().stats();
+        assert_eq!(stats.extra[3], ("read_modify_writes", 0));
+        assert_eq!(stats.extra[0], ("member_commands", 4), "3 data + 1 parity");
+    }
+
+    // Proves mirrors serve reads from either copy and take writes on both.
+    #[test]
+    fn mirrors_spread_reads_and_duplicate_writes() {
+        let spec = "array:raid=1,members=2,member=ram,cache=0";
+        let mut probe = Probe::new(array(spec));
+        probe.closed_loop((0..10).map(|i| (Op::Read, Sector(i * 8), 8)), 10);
+        assert_eq!(probe.device().stats().extra[0], ("member_commands", 10));
+        probe.closed_loop([(Op::Write, Sector(0), 8)], 1);
+        assert_eq!(probe.device().stats().extra[0], ("member_commands", 12));
+    }
+
+    #[test]
+    fn impossible_layouts_are_refused() {
+        for (spec, key) in [
+            ("array:raid=10,members=3,member=ram", "members"),
+            ("array:raid=5,members=2,member=ram", "members"),
+            ("array:member=floppy", "member"),
+            ("array:member=array", "member"),
+            ("array:stripe=6k,member=ram", "stripe"),
+        ] {
+            let error = DeviceSpec::parse(spec).unwrap_err().to_string();
+            assert!(error.contains(key), "{spec}: {error}");
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! Calibration through the whole pipeline (issuer → block queue → scheduler → device): the
+//! numbers a topology's own parameters imply.
+
+use elevator_sched::SchedulerSpec;
+use elevator_sim::{Bounds, DeviceSpec, QueueSettings, SimConfig, run};
+use elevator_workload::WorkloadSpec;
+
+fn simulate(device: &str, scheduler: &str, workload: &str) -> elevator_report::Run {
+    let config = SimConfig {
+        seed: 1,
+        device: DeviceSpec::parse(device).unwrap(),
+        queue: QueueSettings::default(),
+        bounds: Bounds::default(),
+        check_invariants: false,
+    };
+    let scheduler = SchedulerSpec::parse(scheduler).unwrap();
+    let workload = WorkloadSpec::parse(workload).unwrap();
+    run(&config, &scheduler, &workload).unwrap()
+}
+
+// Proves striping scales and the link caps it: RAID 0 over N members of 100 MB/s each reads
+// sequentially at about N x 100 MB/s, until the 4 Gb/s FC path (400 MB/s) is the limit.
+#[test]
+fn raid0_scales_sequential_reads_until_the_link_caps_them() {
+    let member = "member=ram/bandwidth=100000000/latency=100us";
+    for (members, expected_mb_per_s) in
+        [(1u32, 100.0), (2, 200.0), (3, 300.0), (6, 400.0), (8, 400.0)]
+    {
+        let device =
+            format!("san:luns=1,link=1x4gfc,raid=0,members={members},{member},cache=0,stripe=64k");
+        let run = simulate(&device, "noop", "job:rw=read,bs=512k,iodepth=32,size=256m");
+        let measured = run.phases[0].throughput_bytes_per_s / 1e6;
+        let error = measured / expected_mb_per_s - 1.0;
+        assert!(
+            error.abs() < 0.05,
+            "{members} members: {measured:.1} MB/s, expected {expected_mb_per_s}"
+        );
+    }
+}
+
+// Proves LUNs share their link: two LUNs read at once get the link's bandwidth between them.
+#[test]
+fn luns_share_their_link() {
+    let device = "san:luns=2,link=1xgige,raid=0,members=4,member=ram/bandwidth=100000000,cache=0";
+    let run = simulate(device, "noop", "job:rw=read,bs=512k,iodepth=16,size=64m,filename=sda:sdb");
+    let measured = run.phases[0].throughput_bytes_per_s / 1e6;
+    assert!((measured / 118.0 - 1.0).abs() < 0.05, "{measured:.1} MB/s over one gigabit link");
+}
