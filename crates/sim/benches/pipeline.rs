@@ -1,0 +1,43 @@
+//! Simulated requests per second, whole pipeline, one thread: workload issuers, block queue,
+//! scheduler, device model and report, for 4 KiB random reads.
+//!
+//! * `deadline/hdd` — the 2005 desktop disk, depth 1 (the mechanical model is the cost);
+//! * `noop/ram` — a RAM disk at depth 32 (the block layer and engine are the cost).
+//!
+//! Run with `cargo bench -p elevator-sim --bench pipeline`; criterion prints elements/s.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use elevator_sched::SchedulerSpec;
+use elevator_sim::{Bounds, DeviceSpec, QueueSettings, SimConfig, run};
+use elevator_workload::WorkloadSpec;
+
+fn pipeline(c: &mut Criterion) {
+    let mut group = c.benchmark_group("pipeline");
+    group.sample_size(10);
+    for (name, device, scheduler, workload, requests) in [
+        ("deadline/hdd", "hdd", "deadline", "job:rw=randread,bs=4k,iodepth=1,size=400m", 102_400u64),
+        ("noop/ram", "ram", "noop", "job:rw=randread,bs=4k,iodepth=32,size=1g", 262_144),
+    ] {
+        let config = SimConfig {
+            seed: 1,
+            device: DeviceSpec::parse(device).unwrap(),
+            queue: QueueSettings::default(),
+            bounds: Bounds::default(),
+            check_invariants: false,
+        };
+        let scheduler = SchedulerSpec::parse(scheduler).unwrap();
+        let workload = WorkloadSpec::parse(workload).unwrap();
+        group.throughput(Throughput::Elements(requests));
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let report = run(&config, &scheduler, &workload).unwrap();
+                assert_eq!(report.phases[0].ops, requests);
+                report
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, pipeline);
+criterion_main!(benches);
