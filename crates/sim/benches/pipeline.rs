@@ -15,7 +15,13 @@ fn pipeline(c: &mut Criterion) {
     let mut group = c.benchmark_group("pipeline");
     group.sample_size(10);
     for (name, device, scheduler, workload, requests) in [
-        ("deadline/hdd", "hdd", "deadline", "job:rw=randread,bs=4k,iodepth=1,size=400m", 102_400u64),
+        (
+            "deadline/hdd",
+            "hdd",
+            "deadline",
+            "job:rw=randread,bs=4k,iodepth=1,size=400m",
+            102_400u64,
+        ),
         ("noop/ram", "ram", "noop", "job:rw=randread,bs=4k,iodepth=32,size=1g", 262_144),
     ] {
         let config = SimConfig {

@@ -13,6 +13,7 @@
 
 pub mod array;
 pub mod ram;
+pub mod ssd;
 
 use std::fmt;
 
@@ -113,6 +114,8 @@ pub struct Preset {
 /// A kind of device model.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum DeviceKind {
+    /// A flash SSD: channels of dies of planes behind a host link.
+    Ssd,
     /// A RAID controller over member devices.
     Array,
     /// RAID LUNs behind a shared link.
@@ -123,11 +126,13 @@ pub enum DeviceKind {
 
 impl DeviceKind {
     /// Every kind, in listing order.
-    pub const ALL: &'static [DeviceKind] = &[DeviceKind::Array, DeviceKind::San, DeviceKind::Ram];
+    pub const ALL: &'static [DeviceKind] =
+        &[DeviceKind::Ssd, DeviceKind::Array, DeviceKind::San, DeviceKind::Ram];
 
     /// The name users write.
     pub const fn name(self) -> &'static str {
         match self {
+            DeviceKind::Ssd => "ssd",
             DeviceKind::Array => "array",
             DeviceKind::San => "san",
             DeviceKind::Ram => "ram",
@@ -137,6 +142,7 @@ impl DeviceKind {
     /// One line on what it models.
     pub const fn summary(self) -> &'static str {
         match self {
+            DeviceKind::Ssd => ssd::SUMMARY,
             DeviceKind::Array => array::SUMMARY,
             DeviceKind::San => array::SAN_SUMMARY,
             DeviceKind::Ram => ram::SUMMARY,
@@ -146,6 +152,7 @@ impl DeviceKind {
     /// Its keys.
     pub const fn keys(self) -> &'static [KeySpec] {
         match self {
+            DeviceKind::Ssd => ssd::KEYS,
             DeviceKind::Array => array::KEYS,
             DeviceKind::San => array::SAN_KEYS,
             DeviceKind::Ram => ram::KEYS,
@@ -155,6 +162,7 @@ impl DeviceKind {
     /// Its presets; the first is what the bare kind name means.
     pub const fn presets(self) -> &'static [Preset] {
         match self {
+            DeviceKind::Ssd => ssd::PRESETS,
             DeviceKind::Array => array::PRESETS,
             DeviceKind::San => array::SAN_PRESETS,
             DeviceKind::Ram => ram::PRESETS,
@@ -163,6 +171,7 @@ impl DeviceKind {
 
     fn build(self, params: &Params) -> Result<Box<dyn DeviceModel>, ParamError> {
         Ok(match self {
+            DeviceKind::Ssd => Box::new(ssd::Ssd::from_params(params)?),
             // A `san` built as one device is one of its LUNs.
             DeviceKind::Array | DeviceKind::San => Box::new(array::Array::from_params(params)?),
             DeviceKind::Ram => Box::new(ram::Ram::from_params(params)?),
