@@ -474,7 +474,7 @@ impl BlockQueue {
             device_time: now.saturating_since(request.issued_at),
             total_time: now.saturating_since(request.created),
         };
-        let owned_by_current = request.epoch == self.epoch;
+        let owned_by_current = request.owner == Some(self.epoch);
         self.in_flight -= 1;
         self.depth_slack = self.depth_slack.min(self.in_flight.saturating_sub(self.config.depth));
         if owned_by_current {
@@ -505,7 +505,7 @@ impl BlockQueue {
         let request = &mut self.table[id];
         assert!(request.state == RequestState::InFlight, "requeue of {id:?} not in flight");
         request.state = RequestState::Dispatched;
-        let owned_by_current = request.epoch == self.epoch;
+        let owned_by_current = request.owner == Some(self.epoch);
         self.in_flight -= 1;
         if self.flush_in_flight == Some(id) {
             self.flush_in_flight = None;
@@ -534,7 +534,7 @@ impl BlockQueue {
         self.stats.switched += moved.len() as u64;
         self.stats.switches += 1;
         for &id in &moved {
-            self.table[id].epoch = self.epoch;
+            self.table[id].owner = Some(self.epoch);
             self.scheduler.insert(&cx!(self, now), id);
             self.stats.inserted += 1;
         }
@@ -721,7 +721,7 @@ impl BlockQueue {
     fn insert_into_scheduler(&mut self, now: Instant, id: RequestId) {
         let request = &mut self.table[id];
         request.state = RequestState::Queued;
-        request.epoch = self.epoch;
+        request.owner = Some(self.epoch);
         self.merge.add(id, &self.table[id]);
         self.scheduler.insert(&cx!(self, now), id);
         self.stats.inserted += 1;
@@ -895,7 +895,7 @@ impl BlockQueue {
             panic!("{name}: {call} returned stale {id:?}");
         };
         assert!(
-            request.state == RequestState::Queued && request.epoch == self.epoch,
+            request.state == RequestState::Queued && request.owner == Some(self.epoch),
             "{name}: {call} returned {id:?} which it does not hold (state {:?})",
             request.state
         );
@@ -911,7 +911,7 @@ impl BlockQueue {
         request.issued_at = now;
         self.stats.seek_distance_sectors += self.head_position.distance(request.start);
         self.head_position = request.end();
-        let owned_by_current = request.epoch == self.epoch;
+        let owned_by_current = request.owner == Some(self.epoch);
         if request.op == Op::Flush {
             self.flush_in_flight = Some(id);
         }
@@ -999,7 +999,7 @@ impl BlockQueue {
             let request =
                 self.table.get(id).unwrap_or_else(|| panic!("{name}: drained stale {id:?}"));
             assert!(
-                request.state == RequestState::Queued && request.epoch == self.epoch,
+                request.state == RequestState::Queued && request.owner == Some(self.epoch),
                 "{name}: drain for a {call} returned {id:?} which it does not hold"
             );
         }

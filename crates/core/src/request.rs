@@ -473,9 +473,10 @@ pub struct Request {
     pub(crate) started: bool,
     /// Set once a merge was refused for size: the kernel's no-merge mark.
     pub(crate) no_merge: bool,
-    /// The scheduler generation that owns it (bumped on every switch), so that hooks of a
-    /// scheduler are never called for requests that another scheduler dispatched.
-    pub(crate) epoch: u32,
+    /// The scheduler generation that was given it (bumped on every switch), or `None` for a
+    /// request that never entered a scheduler (a flush; a held request released straight onto
+    /// the dispatch list). A scheduler's hooks are called only for requests it was given.
+    pub(crate) owner: Option<u32>,
     pub(crate) issued_at: Instant,
     /// Allocation order, the "earlier" of overlap ordering; a fused request keeps the smaller.
     pub(crate) sequence: u64,
@@ -533,7 +534,7 @@ impl Request {
             state: RequestState::Queued,
             started: false,
             no_merge: false,
-            epoch: 0,
+            owner: None,
             issued_at: Instant::ZERO,
             sequence: 0,
             bios: crate::bios::BioChain::EMPTY,

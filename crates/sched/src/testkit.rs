@@ -505,3 +505,184 @@ impl Harness {
         total
     }
 }
+
+/// A scheduler wrapper that checks the block layer's side of the contract: every hook names a
+/// request this scheduler was given (inserted and not yet handed back), and `activate`,
+/// `deactivate` and `complete` only name requests it dispatched. It panics on the first call
+/// that breaks this, naming the hook.
+#[derive(Debug)]
+pub struct Spy {
+    inner: Box<dyn Scheduler>,
+    /// Requests inserted and not yet dispatched, drained or fused away.
+    held: std::collections::BTreeSet<RequestId>,
+    /// Requests dispatched and not yet completed.
+    dispatched: std::collections::BTreeSet<RequestId>,
+    /// Hook calls seen, for tests that want to know the spy saw traffic.
+    pub calls: u64,
+}
+
+impl Spy {
+    /// Wraps `inner`.
+    pub fn new(inner: Box<dyn Scheduler>) -> Spy {
+        Spy { inner, held: Default::default(), dispatched: Default::default(), calls: 0 }
+    }
+
+    fn expect_held(&self, hook: &str, id: RequestId) {
+        assert!(
+            self.held.contains(&id),
+            "{}: {hook} for {id:?}, which it does not hold",
+            self.inner.name()
+        );
+    }
+}
+
+impl Scheduler for Spy {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn insert(&mut self, cx: &elevator_core::Ctx<'_>, id: RequestId) {
+        self.calls += 1;
+        assert!(self.held.insert(id), "{}: {id:?} inserted twice", self.inner.name());
+        self.inner.insert(cx, id);
+    }
+
+    fn dispatch(&mut self, cx: &elevator_core::Ctx<'_>) -> elevator_core::Dispatch {
+        self.calls += 1;
+        let decision = self.inner.dispatch(cx);
+        if let elevator_core::Dispatch::Issue(id) = decision {
+            self.expect_held("dispatch", id);
+            self.held.remove(&id);
+            self.dispatched.insert(id);
+        }
+        decision
+    }
+
+    fn drain(&mut self, cx: &elevator_core::Ctx<'_>, out: &mut Vec<RequestId>) {
+        self.calls += 1;
+        let first = out.len();
+        self.inner.drain(cx, out);
+        for &id in &out[first..] {
+            self.expect_held("drain", id);
+            self.held.remove(&id);
+            // Drained for a flush, a request is dispatched; for a switch, the next scheduler
+            // takes it and this one never hears of it again.
+            self.dispatched.insert(id);
+        }
+    }
+
+    fn queued(&self) -> usize {
+        self.inner.queued()
+    }
+
+    fn dispatch_insert(&self) -> elevator_core::DispatchInsert {
+        self.inner.dispatch_insert()
+    }
+
+    fn merge_lookups(&self) -> elevator_core::MergeLookups {
+        self.inner.merge_lookups()
+    }
+
+    fn allow_merge(&self, cx: &elevator_core::Ctx<'_>, target: RequestId, bio: &Bio) -> bool {
+        self.expect_held("allow_merge", target);
+        self.inner.allow_merge(cx, target, bio)
+    }
+
+    fn merged(
+        &mut self,
+        cx: &elevator_core::Ctx<'_>,
+        target: RequestId,
+        kind: elevator_core::MergeKind,
+    ) {
+        self.calls += 1;
+        self.expect_held("merged", target);
+        self.inner.merged(cx, target, kind);
+    }
+
+    fn merge_neighbour(
+        &self,
+        cx: &elevator_core::Ctx<'_>,
+        id: RequestId,
+        kind: elevator_core::MergeKind,
+    ) -> Option<RequestId> {
+        self.expect_held("merge_neighbour", id);
+        let neighbour = self.inner.merge_neighbour(cx, id, kind);
+        if let Some(neighbour) = neighbour {
+            self.expect_held("merge_neighbour's answer", neighbour);
+        }
+        neighbour
+    }
+
+    fn requests_merged(
+        &mut self,
+        cx: &elevator_core::Ctx<'_>,
+        kept: RequestId,
+        absorbed: RequestId,
+    ) {
+        self.calls += 1;
+        self.expect_held("requests_merged (kept)", kept);
+        self.expect_held("requests_merged (absorbed)", absorbed);
+        self.held.remove(&absorbed);
+        self.inner.requests_merged(cx, kept, absorbed);
+    }
+
+    fn may_queue(
+        &self,
+        cx: &elevator_core::Ctx<'_>,
+        process: ProcessId,
+        op: Op,
+    ) -> elevator_core::MayQueue {
+        self.inner.may_queue(cx, process, op)
+    }
+
+    fn activate(&mut self, cx: &elevator_core::Ctx<'_>, id: RequestId) {
+        self.calls += 1;
+        assert!(
+            self.dispatched.contains(&id),
+            "{}: activate for {id:?}, which it never dispatched",
+            self.inner.name()
+        );
+        self.inner.activate(cx, id);
+    }
+
+    fn deactivate(&mut self, cx: &elevator_core::Ctx<'_>, id: RequestId) {
+        self.calls += 1;
+        assert!(
+            self.dispatched.contains(&id),
+            "{}: deactivate for {id:?}, which it never dispatched",
+            self.inner.name()
+        );
+        self.inner.deactivate(cx, id);
+    }
+
+    fn complete(&mut self, cx: &elevator_core::Ctx<'_>, done: &elevator_core::Completion) {
+        self.calls += 1;
+        assert!(
+            self.dispatched.remove(&done.id),
+            "{}: complete for {:?}, which it never dispatched (or completed already)",
+            self.inner.name(),
+            done.id
+        );
+        self.inner.complete(cx, done);
+    }
+
+    fn process_exited(&mut self, cx: &elevator_core::Ctx<'_>, process: ProcessId) {
+        self.inner.process_exited(cx, process);
+    }
+
+    fn tunables(&self) -> &'static [elevator_core::TunableSpec] {
+        self.inner.tunables()
+    }
+
+    fn tunable(&self, name: &str) -> Result<i64, elevator_core::TunableError> {
+        self.inner.tunable(name)
+    }
+
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), elevator_core::TunableError> {
+        self.inner.set_tunable(name, value)
+    }
+
+    fn counters(&self) -> Vec<elevator_core::Counter> {
+        self.inner.counters()
+    }
+}

@@ -2,7 +2,7 @@
 //! being added to `SchedulerKind::ALL`; nothing here names one.
 
 use elevator_core::{Bio, Duration, Instant, Op, Prng, QueueConfig, RequestFlags, TunableSpec};
-use elevator_sched::testkit::{Harness, read, seeking_service, write};
+use elevator_sched::testkit::{Harness, Spy, read, seeking_service, write};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 
 /// The kernel's defaults, written out independently of the modules' tables, from the 2.6.18
@@ -16,7 +16,8 @@ const KERNEL_DEFAULTS: &[(&str, &str, i64)] = &[
 ];
 
 /// A random mixed workload: reads, async and sync writes from four processes over a small
-/// region (so that merges, overlaps and aliases happen), arriving over ~200 ms.
+/// region (so that merges, overlaps and aliases happen), and now and then a flush, arriving
+/// over ~200 ms.
 fn random_workload(seed: u64, count: usize) -> Vec<(Instant, Bio)> {
     let mut prng = Prng::new(seed).fork("conformance");
     let mut at = Instant::ZERO;
@@ -26,25 +27,29 @@ fn random_workload(seed: u64, count: usize) -> Vec<(Instant, Bio)> {
             let process = 1 + prng.below(4) as u32;
             let start = prng.below(512) * 8;
             let sector_count = 8 * (1 + prng.below(8) as u32);
-            let bio = match prng.below(4) {
-                0 | 1 => read(process, start, sector_count),
-                2 => write(process, start, sector_count),
-                _ => write(process, start, sector_count).with_flags(RequestFlags::SYNC),
+            let bio = match prng.below(40) {
+                0..=19 => read(process, start, sector_count),
+                20..=29 => write(process, start, sector_count),
+                30..=38 => write(process, start, sector_count).with_flags(RequestFlags::SYNC),
+                _ => Bio { op: Op::Flush, sector_count: 0, ..write(process, 0, 8) },
             };
             (at, bio)
         })
         .collect()
 }
 
+/// A harness around `kind`, wrapped in a [`Spy`] that checks every hook names a request the
+/// scheduler was given.
 fn harness(kind: SchedulerKind, depth: u32) -> Harness {
     let config = QueueConfig { depth, nr_requests: 16, ..QueueConfig::default() };
-    Harness::new(kind.build(), config)
+    Harness::new(Box::new(Spy::new(kind.build())), config)
         .with_service(seeking_service(Duration::from_micros(500), Duration::from_micros(50)))
 }
 
-// Proves nothing is lost or duplicated: every bio of a random workload completes exactly once
-// (the harness panics on a second completion and on leftovers), every issued request id is
-// distinct, and the queue's full audit holds after every step, at depths 1 and 8.
+// Proves nothing is lost or duplicated: every bio of a random workload (with flushes) completes
+// exactly once (the harness panics on a second completion and on leftovers), every issued
+// request id is distinct, the queue's full audit holds after every step, and every hook the
+// scheduler receives names a request it was given (the spy), at depths 1 and 8.
 #[test]
 fn nothing_is_lost_or_duplicated() {
     for &kind in SchedulerKind::ALL {
@@ -57,6 +62,10 @@ fn nothing_is_lost_or_duplicated() {
                 h.run();
                 assert_eq!(h.completed_bios(), 400, "{kind} depth {depth} seed {seed}");
                 let mut ids: Vec<_> = h.issued().iter().map(|issued| issued.id).collect();
+                assert!(
+                    h.issued().iter().any(|issued| issued.op == Op::Flush),
+                    "the script has flushes"
+                );
                 ids.sort();
                 ids.dedup();
                 assert_eq!(ids.len(), h.issued().len(), "{kind}: an id was issued twice");
