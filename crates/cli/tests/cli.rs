@@ -21,12 +21,16 @@ fn list_schedulers_prints_the_sysfs_line_and_tunables() {
     let output = elevator(&["list", "schedulers"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    assert_eq!(text.lines().next(), Some("schedulers: noop [deadline]"));
-    let read_expire = text.lines().find(|line| line.contains("read_expire")).unwrap();
+    assert_eq!(text.lines().next(), Some("schedulers: noop anticipatory [deadline]"));
+    let (_, deadline) = text.split_once("\ndeadline — ").unwrap();
+    let read_expire = deadline.lines().find(|line| line.contains("read_expire")).unwrap();
     for field in ["500", "ms", "0..=2147483647", "deadline of a read"] {
         assert!(read_expire.contains(field), "{read_expire:?} lacks {field}");
     }
     assert!(text.contains("noop — Linux 2.6.18"));
+    assert!(text.contains("anticipatory (alias as) — Linux 2.6.18"));
+    let antic_expire = text.lines().find(|line| line.contains("antic_expire")).unwrap();
+    assert_eq!(antic_expire.split_whitespace().nth(1), Some("6"), "{antic_expire:?}");
     assert!(text.contains("no tunables"));
     assert!(stderr(&output).is_empty());
 }
@@ -37,7 +41,7 @@ fn list_schedulers_as_json() {
     let output = elevator(&["list", "schedulers", "--format", "json"]);
     assert!(output.status.success());
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(json["scheduler_line"], "noop [deadline]");
+    assert_eq!(json["scheduler_line"], "noop anticipatory [deadline]");
     let deadline = json["schedulers"].as_array().unwrap().iter().find(|s| s["name"] == "deadline");
     let deadline = deadline.unwrap();
     assert_eq!(deadline["default"], true);
@@ -64,7 +68,7 @@ fn a_spec_lists_resolved() {
 #[test]
 fn bad_specs_exit_2_naming_the_token() {
     for (spec, expected) in [
-        ("cfqq", "unknown scheduler `cfqq` (accepted: noop, deadline)"),
+        ("cfqq", "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline)"),
         ("deadline:read_expiry=1", "deadline has no tunable `read_expiry` (accepted: read_expire"),
         ("deadline:fifo_batch=-1", "fifo_batch: -1 is out of range (accepted: 0..=2147483647"),
         ("deadline:read_expire=5fortnights", "`5fortnights` is not a time"),
@@ -106,7 +110,17 @@ fn sim_is_deterministic_and_side_by_side() {
     assert_eq!(json["schema"], "elevator.report/1");
     let schedulers: Vec<&str> =
         json["runs"].as_array().unwrap().iter().map(|r| r["scheduler"].as_str().unwrap()).collect();
-    assert_eq!(schedulers, ["noop", "deadline"]);
+    // Every registered scheduler, in registry order.
+    let listing = elevator(&["list", "schedulers", "--format", "json"]);
+    let listing: serde_json::Value = serde_json::from_slice(&listing.stdout).unwrap();
+    let registered: Vec<&str> = listing["schedulers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(schedulers, registered);
+    assert!(registered.len() >= 2);
     assert_eq!(json["runs"][0]["mode"], "sim");
     assert_eq!(json["runs"][0]["phases"][0]["latency_method"]["kind"], "exact-nearest-rank");
 }

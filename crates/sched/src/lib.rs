@@ -27,6 +27,7 @@ use std::fmt;
 
 use elevator_core::{ComponentSpec, Scheduler, SpecError, TunableError, TunableSpec, tunable};
 
+pub mod anticipatory;
 pub mod deadline;
 pub mod noop;
 pub mod testkit;
@@ -36,13 +37,17 @@ pub mod testkit;
 pub enum SchedulerKind {
     /// 2.6.18 noop: arrival order, merging through the one-hit cache only.
     Noop,
+    /// 2.6.18 anticipatory: deadline-style batches plus waiting for a reader's next request.
+    Anticipatory,
     /// 2.6.18 deadline: sector-sorted batches with read and write FIFO deadlines.
     Deadline,
 }
 
 impl SchedulerKind {
-    /// Every registered scheduler, in the order `elevator list` prints them.
-    pub const ALL: &'static [SchedulerKind] = &[SchedulerKind::Noop, SchedulerKind::Deadline];
+    /// Every registered scheduler, in the order `elevator list` prints them (the order 2.6.18
+    /// lists them in sysfs).
+    pub const ALL: &'static [SchedulerKind] =
+        &[SchedulerKind::Noop, SchedulerKind::Anticipatory, SchedulerKind::Deadline];
 
     /// What `sim`, `run` and `compare` use when no `-s` is given.
     pub const DEFAULT: SchedulerKind = SchedulerKind::Deadline;
@@ -51,6 +56,7 @@ impl SchedulerKind {
     pub const fn name(self) -> &'static str {
         match self {
             SchedulerKind::Noop => noop::NAME,
+            SchedulerKind::Anticipatory => anticipatory::NAME,
             SchedulerKind::Deadline => deadline::NAME,
         }
     }
@@ -58,6 +64,7 @@ impl SchedulerKind {
     /// Other names the kernel accepted for it (boot parameter or sysfs).
     pub const fn aliases(self) -> &'static [&'static str] {
         match self {
+            SchedulerKind::Anticipatory => &["as"],
             SchedulerKind::Noop | SchedulerKind::Deadline => &[],
         }
     }
@@ -65,7 +72,7 @@ impl SchedulerKind {
     /// The kernel version whose behaviour the module reproduces.
     pub const fn kernel_version(self) -> &'static str {
         match self {
-            SchedulerKind::Noop | SchedulerKind::Deadline => "2.6.18",
+            SchedulerKind::Noop | SchedulerKind::Anticipatory | SchedulerKind::Deadline => "2.6.18",
         }
     }
 
@@ -73,6 +80,7 @@ impl SchedulerKind {
     pub const fn summary(self) -> &'static str {
         match self {
             SchedulerKind::Noop => noop::SUMMARY,
+            SchedulerKind::Anticipatory => anticipatory::SUMMARY,
             SchedulerKind::Deadline => deadline::SUMMARY,
         }
     }
@@ -81,6 +89,7 @@ impl SchedulerKind {
     pub const fn tunables(self) -> &'static [TunableSpec] {
         match self {
             SchedulerKind::Noop => noop::TUNABLES,
+            SchedulerKind::Anticipatory => anticipatory::TUNABLES,
             SchedulerKind::Deadline => deadline::TUNABLES,
         }
     }
@@ -89,6 +98,7 @@ impl SchedulerKind {
     pub fn build(self) -> Box<dyn Scheduler> {
         match self {
             SchedulerKind::Noop => Box::new(noop::Noop::new()),
+            SchedulerKind::Anticipatory => Box::new(anticipatory::Anticipatory::new()),
             SchedulerKind::Deadline => Box::new(deadline::Deadline::new()),
         }
     }
@@ -256,7 +266,10 @@ mod tests {
     #[test]
     fn bad_specs_say_what_is_accepted() {
         let message = |text| SchedulerSpec::parse(text).unwrap_err().to_string();
-        assert_eq!(message("cfqq"), "unknown scheduler `cfqq` (accepted: noop, deadline)");
+        assert_eq!(
+            message("cfqq"),
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline)"
+        );
         assert_eq!(
             message("deadline:read_expiry=5"),
             "scheduler spec `deadline:read_expiry=5`: deadline has no tunable `read_expiry` \
@@ -283,6 +296,6 @@ mod tests {
 
     #[test]
     fn the_sysfs_line_brackets_the_current_scheduler() {
-        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop [deadline]");
+        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop anticipatory [deadline]");
     }
 }

@@ -6,8 +6,13 @@ use elevator_sched::testkit::{Harness, Spy, read, seeking_service, write};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 
 /// The kernel's defaults, written out independently of the modules' tables, from the 2.6.18
-/// sources at HZ=1000 as legacy-schedulers.md §2–§3 gives them.
+/// sources at HZ=1000 as legacy-schedulers.md §2–§4 gives them.
 const KERNEL_DEFAULTS: &[(&str, &str, i64)] = &[
+    ("anticipatory", "read_expire", 125),
+    ("anticipatory", "write_expire", 250),
+    ("anticipatory", "read_batch_expire", 500),
+    ("anticipatory", "write_batch_expire", 125),
+    ("anticipatory", "antic_expire", 6),
     ("deadline", "read_expire", 500),
     ("deadline", "write_expire", 5000),
     ("deadline", "writes_starved", 2),
