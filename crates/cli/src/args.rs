@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 /// Run, measure and compare Linux I/O schedulers.
 ///
-/// elevator re-implements the kernel's I/O schedulers (noop, deadline; anticipatory, cfq and
+/// elevator re-implements the kernel's I/O schedulers (noop, deadline, cfq; anticipatory and
 /// the blk-mq set are coming) with their tunables, sysfs names and defaults, and runs them in a
 /// deterministic simulator, live in front of a real device, or side by side with the kernel's
 /// own.

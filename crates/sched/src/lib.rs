@@ -27,6 +27,7 @@ use std::fmt;
 
 use elevator_core::{ComponentSpec, Scheduler, SpecError, TunableError, TunableSpec, tunable};
 
+pub mod cfq;
 pub mod deadline;
 pub mod noop;
 pub mod testkit;
@@ -38,34 +39,39 @@ pub enum SchedulerKind {
     Noop,
     /// 2.6.18 deadline: sector-sorted batches with read and write FIFO deadlines.
     Deadline,
+    /// 2.6.18 cfq: per-process time slices by I/O priority, idling for each reader.
+    Cfq,
 }
 
 impl SchedulerKind {
     /// Every registered scheduler, in the order `elevator list` prints them.
-    pub const ALL: &'static [SchedulerKind] = &[SchedulerKind::Noop, SchedulerKind::Deadline];
+    pub const ALL: &'static [SchedulerKind] =
+        &[SchedulerKind::Noop, SchedulerKind::Deadline, SchedulerKind::Cfq];
 
-    /// What `sim`, `run` and `compare` use when no `-s` is given.
-    pub const DEFAULT: SchedulerKind = SchedulerKind::Deadline;
+    /// What `sim`, `run` and `compare` use when no `-s` is given: cfq, 2.6.18's
+    /// `CONFIG_DEFAULT_IOSCHED`.
+    pub const DEFAULT: SchedulerKind = SchedulerKind::Cfq;
 
     /// The kernel's name, as `/sys/block/DEV/queue/scheduler` prints it.
     pub const fn name(self) -> &'static str {
         match self {
             SchedulerKind::Noop => noop::NAME,
             SchedulerKind::Deadline => deadline::NAME,
+            SchedulerKind::Cfq => cfq::NAME,
         }
     }
 
     /// Other names the kernel accepted for it (boot parameter or sysfs).
     pub const fn aliases(self) -> &'static [&'static str] {
         match self {
-            SchedulerKind::Noop | SchedulerKind::Deadline => &[],
+            SchedulerKind::Noop | SchedulerKind::Deadline | SchedulerKind::Cfq => &[],
         }
     }
 
     /// The kernel version whose behaviour the module reproduces.
     pub const fn kernel_version(self) -> &'static str {
         match self {
-            SchedulerKind::Noop | SchedulerKind::Deadline => "2.6.18",
+            SchedulerKind::Noop | SchedulerKind::Deadline | SchedulerKind::Cfq => "2.6.18",
         }
     }
 
@@ -74,6 +80,7 @@ impl SchedulerKind {
         match self {
             SchedulerKind::Noop => noop::SUMMARY,
             SchedulerKind::Deadline => deadline::SUMMARY,
+            SchedulerKind::Cfq => cfq::SUMMARY,
         }
     }
 
@@ -82,6 +89,7 @@ impl SchedulerKind {
         match self {
             SchedulerKind::Noop => noop::TUNABLES,
             SchedulerKind::Deadline => deadline::TUNABLES,
+            SchedulerKind::Cfq => cfq::TUNABLES,
         }
     }
 
@@ -90,6 +98,7 @@ impl SchedulerKind {
         match self {
             SchedulerKind::Noop => Box::new(noop::Noop::new()),
             SchedulerKind::Deadline => Box::new(deadline::Deadline::new()),
+            SchedulerKind::Cfq => Box::new(cfq::Cfq::new()),
         }
     }
 
@@ -256,7 +265,7 @@ mod tests {
     #[test]
     fn bad_specs_say_what_is_accepted() {
         let message = |text| SchedulerSpec::parse(text).unwrap_err().to_string();
-        assert_eq!(message("cfqq"), "unknown scheduler `cfqq` (accepted: noop, deadline)");
+        assert_eq!(message("cfqq"), "unknown scheduler `cfqq` (accepted: noop, deadline, cfq)");
         assert_eq!(
             message("deadline:read_expiry=5"),
             "scheduler spec `deadline:read_expiry=5`: deadline has no tunable `read_expiry` \
@@ -283,6 +292,7 @@ mod tests {
 
     #[test]
     fn the_sysfs_line_brackets_the_current_scheduler() {
-        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop [deadline]");
+        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop [deadline] cfq");
+        assert_eq!(sysfs_line(SchedulerKind::DEFAULT), "noop deadline [cfq]");
     }
 }
