@@ -21,7 +21,7 @@ fn list_schedulers_prints_the_sysfs_line_and_tunables() {
     let output = elevator(&["list", "schedulers"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    assert_eq!(text.lines().next(), Some("schedulers: noop anticipatory [deadline]"));
+    assert_eq!(text.lines().next(), Some("schedulers: noop anticipatory deadline [cfq]"));
     let (_, deadline) = text.split_once("\ndeadline — ").unwrap();
     let read_expire = deadline.lines().find(|line| line.contains("read_expire")).unwrap();
     for field in ["500", "ms", "0..=2147483647", "deadline of a read"] {
@@ -41,10 +41,12 @@ fn list_schedulers_as_json() {
     let output = elevator(&["list", "schedulers", "--format", "json"]);
     assert!(output.status.success());
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(json["scheduler_line"], "noop anticipatory [deadline]");
+    assert_eq!(json["scheduler_line"], "noop anticipatory deadline [cfq]");
     let deadline = json["schedulers"].as_array().unwrap().iter().find(|s| s["name"] == "deadline");
     let deadline = deadline.unwrap();
-    assert_eq!(deadline["default"], true);
+    assert_eq!(deadline["default"], false);
+    let cfq = json["schedulers"].as_array().unwrap().iter().find(|s| s["name"] == "cfq");
+    assert_eq!(cfq.unwrap()["default"], true, "2.6.18's CONFIG_DEFAULT_IOSCHED");
     let fifo_batch =
         deadline["tunables"].as_array().unwrap().iter().find(|t| t["name"] == "fifo_batch");
     let fifo_batch = fifo_batch.unwrap();
@@ -68,7 +70,7 @@ fn a_spec_lists_resolved() {
 #[test]
 fn bad_specs_exit_2_naming_the_token() {
     for (spec, expected) in [
-        ("cfqq", "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline)"),
+        ("cfqq", "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq)"),
         ("deadline:read_expiry=1", "deadline has no tunable `read_expiry` (accepted: read_expire"),
         ("deadline:fifo_batch=-1", "fifo_batch: -1 is out of range (accepted: 0..=2147483647"),
         ("deadline:read_expire=5fortnights", "`5fortnights` is not a time"),

@@ -9,6 +9,9 @@
 //!   (merge lookups, pool, overlap index, dispatch list), the cost the simulator and the live
 //!   engine pay.
 //!
+//! A scheduler that idles (cfq) answers `Idle` now and then; the loop then moves the clock to
+//! the wake-up and asks again, as the simulator would, and that cost counts too.
+//!
 //! Run with `cargo bench -p elevator-sched --bench per_request`.
 
 use std::hint::black_box;
@@ -51,10 +54,11 @@ fn scheduler_only(c: &mut Criterion, kind: SchedulerKind) {
             let id = table.insert(Request::from_bio(&bio, now)).unwrap();
             scheduler.insert(&Ctx { now, requests: &table, in_flight: 0, depth: 1 }, id);
             let done = loop {
-                match scheduler.dispatch(&Ctx { now, requests: &table, in_flight: 0, depth: 1 }) {
+                let cx = Ctx { now, requests: &table, in_flight: 0, depth: 1 };
+                match scheduler.dispatch(&cx) {
                     Dispatch::Issue(id) => break id,
                     Dispatch::Idle { until } => now = until,
-                    Dispatch::Empty => unreachable!("requests are queued"),
+                    Dispatch::Empty => unreachable!("{kind}: 129 requests queued"),
                 }
             };
             scheduler.activate(&Ctx { now, requests: &table, in_flight: 1, depth: 1 }, done);
@@ -95,7 +99,7 @@ fn whole_queue(c: &mut Criterion, kind: SchedulerKind) {
                         match queue.next_request(*now) {
                             Pull::Issue(id) => break id,
                             Pull::Idle { until } => *now = until,
-                            other => unreachable!("{other:?} with requests queued"),
+                            other => unreachable!("{kind}: {other:?} with 129 queued"),
                         }
                     };
                     bios.clear();

@@ -28,6 +28,7 @@ use std::fmt;
 use elevator_core::{ComponentSpec, Scheduler, SpecError, TunableError, TunableSpec, tunable};
 
 pub mod anticipatory;
+pub mod cfq;
 pub mod deadline;
 pub mod noop;
 pub mod testkit;
@@ -41,16 +42,23 @@ pub enum SchedulerKind {
     Anticipatory,
     /// 2.6.18 deadline: sector-sorted batches with read and write FIFO deadlines.
     Deadline,
+    /// 2.6.18 cfq: per-process time slices by I/O priority, idling for each reader.
+    Cfq,
 }
 
 impl SchedulerKind {
     /// Every registered scheduler, in the order `elevator list` prints them (the order 2.6.18
     /// lists them in sysfs).
-    pub const ALL: &'static [SchedulerKind] =
-        &[SchedulerKind::Noop, SchedulerKind::Anticipatory, SchedulerKind::Deadline];
+    pub const ALL: &'static [SchedulerKind] = &[
+        SchedulerKind::Noop,
+        SchedulerKind::Anticipatory,
+        SchedulerKind::Deadline,
+        SchedulerKind::Cfq,
+    ];
 
-    /// What `sim`, `run` and `compare` use when no `-s` is given.
-    pub const DEFAULT: SchedulerKind = SchedulerKind::Deadline;
+    /// What `sim`, `run` and `compare` use when no `-s` is given: cfq, 2.6.18's
+    /// `CONFIG_DEFAULT_IOSCHED`.
+    pub const DEFAULT: SchedulerKind = SchedulerKind::Cfq;
 
     /// The kernel's name, as `/sys/block/DEV/queue/scheduler` prints it.
     pub const fn name(self) -> &'static str {
@@ -58,6 +66,7 @@ impl SchedulerKind {
             SchedulerKind::Noop => noop::NAME,
             SchedulerKind::Anticipatory => anticipatory::NAME,
             SchedulerKind::Deadline => deadline::NAME,
+            SchedulerKind::Cfq => cfq::NAME,
         }
     }
 
@@ -65,14 +74,17 @@ impl SchedulerKind {
     pub const fn aliases(self) -> &'static [&'static str] {
         match self {
             SchedulerKind::Anticipatory => &["as"],
-            SchedulerKind::Noop | SchedulerKind::Deadline => &[],
+            SchedulerKind::Noop | SchedulerKind::Deadline | SchedulerKind::Cfq => &[],
         }
     }
 
     /// The kernel version whose behaviour the module reproduces.
     pub const fn kernel_version(self) -> &'static str {
         match self {
-            SchedulerKind::Noop | SchedulerKind::Anticipatory | SchedulerKind::Deadline => "2.6.18",
+            SchedulerKind::Noop
+            | SchedulerKind::Anticipatory
+            | SchedulerKind::Deadline
+            | SchedulerKind::Cfq => "2.6.18",
         }
     }
 
@@ -82,6 +94,7 @@ impl SchedulerKind {
             SchedulerKind::Noop => noop::SUMMARY,
             SchedulerKind::Anticipatory => anticipatory::SUMMARY,
             SchedulerKind::Deadline => deadline::SUMMARY,
+            SchedulerKind::Cfq => cfq::SUMMARY,
         }
     }
 
@@ -91,6 +104,7 @@ impl SchedulerKind {
             SchedulerKind::Noop => noop::TUNABLES,
             SchedulerKind::Anticipatory => anticipatory::TUNABLES,
             SchedulerKind::Deadline => deadline::TUNABLES,
+            SchedulerKind::Cfq => cfq::TUNABLES,
         }
     }
 
@@ -100,6 +114,7 @@ impl SchedulerKind {
             SchedulerKind::Noop => Box::new(noop::Noop::new()),
             SchedulerKind::Anticipatory => Box::new(anticipatory::Anticipatory::new()),
             SchedulerKind::Deadline => Box::new(deadline::Deadline::new()),
+            SchedulerKind::Cfq => Box::new(cfq::Cfq::new()),
         }
     }
 
@@ -268,7 +283,7 @@ mod tests {
         let message = |text| SchedulerSpec::parse(text).unwrap_err().to_string();
         assert_eq!(
             message("cfqq"),
-            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline)"
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq)"
         );
         assert_eq!(
             message("deadline:read_expiry=5"),
@@ -296,6 +311,7 @@ mod tests {
 
     #[test]
     fn the_sysfs_line_brackets_the_current_scheduler() {
-        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop anticipatory [deadline]");
+        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop anticipatory [deadline] cfq");
+        assert_eq!(sysfs_line(SchedulerKind::DEFAULT), "noop anticipatory deadline [cfq]");
     }
 }

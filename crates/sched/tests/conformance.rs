@@ -6,7 +6,7 @@ use elevator_sched::testkit::{Harness, Spy, read, seeking_service, write};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 
 /// The kernel's defaults, written out independently of the modules' tables, from the 2.6.18
-/// sources at HZ=1000 as legacy-schedulers.md §2–§4 gives them.
+/// sources at HZ=1000 as legacy-schedulers.md §2–§5 gives them.
 const KERNEL_DEFAULTS: &[(&str, &str, i64)] = &[
     ("anticipatory", "read_expire", 125),
     ("anticipatory", "write_expire", 250),
@@ -18,6 +18,16 @@ const KERNEL_DEFAULTS: &[(&str, &str, i64)] = &[
     ("deadline", "writes_starved", 2),
     ("deadline", "fifo_batch", 16),
     ("deadline", "front_merges", 1),
+    ("cfq", "quantum", 4),
+    ("cfq", "queued", 8),
+    ("cfq", "fifo_expire_sync", 125),
+    ("cfq", "fifo_expire_async", 250),
+    ("cfq", "back_seek_max", 16384),
+    ("cfq", "back_seek_penalty", 2),
+    ("cfq", "slice_sync", 100),
+    ("cfq", "slice_async", 40),
+    ("cfq", "slice_async_rq", 2),
+    ("cfq", "slice_idle", 8),
 ];
 
 /// A random mixed workload: reads, async and sync writes from four processes over a small
