@@ -100,9 +100,6 @@
 //! * `est_time` is a counter set, not a file (see above).
 //! * After a front merge moves an alias out, the grown request is offered to the sweep again;
 //!   2.6.18 could leave the class without a next request there and strand the grown one.
-//! * Hooks for requests this scheduler never moved (a flush and requests released ahead of it
-//!   go straight to the dispatch list) are ignored, as the kernel calls them only for sorted
-//!   requests.
 //! * A process's statistics are forgotten once it has exited and nothing refers to it; a
 //!   process that submits I/O after its exit then starts a fresh history (a new io context).
 //! * Fixed-point sums saturate where the kernel's would wrap (seek distances beyond 2^56
@@ -602,28 +599,22 @@ impl Scheduler for Anticipatory {
         }
     }
 
-    fn activate(&mut self, cx: &Ctx<'_>, id: RequestId) {
-        self.data.ensure_capacity(cx.requests.capacity());
-        if self.is_moved(id) {
-            let stats = self.process_mut(self.data[id].owner);
-            debug_assert!(stats.dispatched_count > 0, "activate without a move");
-            stats.dispatched_count = stats.dispatched_count.saturating_sub(1);
-        }
+    fn activate(&mut self, _cx: &Ctx<'_>, id: RequestId) {
+        // The block layer calls this only for requests this scheduler moved out.
+        debug_assert!(self.is_moved(id), "activate for {id:?}, which AS never moved out");
+        let stats = self.process_mut(self.data[id].owner);
+        debug_assert!(stats.dispatched_count > 0, "activate without a move");
+        stats.dispatched_count = stats.dispatched_count.saturating_sub(1);
     }
 
-    fn deactivate(&mut self, cx: &Ctx<'_>, id: RequestId) {
-        self.data.ensure_capacity(cx.requests.capacity());
-        if self.is_moved(id) {
-            self.process_mut(self.data[id].owner).dispatched_count += 1;
-        }
+    fn deactivate(&mut self, _cx: &Ctx<'_>, id: RequestId) {
+        debug_assert!(self.is_moved(id), "deactivate for {id:?}, which AS never moved out");
+        self.process_mut(self.data[id].owner).dispatched_count += 1;
     }
 
     fn complete(&mut self, cx: &Ctx<'_>, done: &Completion) {
         let id = done.id;
-        self.data.ensure_capacity(cx.requests.capacity());
-        if !self.is_moved(id) {
-            return;
-        }
+        debug_assert!(self.is_moved(id), "complete for {id:?}, which AS never moved out");
         let now_jiffies = cx.now.jiffies();
         self.run_antic_timer(now_jiffies);
         let RequestData { class, owner, .. } = self.data[id];

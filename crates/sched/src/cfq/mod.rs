@@ -708,10 +708,9 @@ impl Scheduler for Cfq {
     fn complete(&mut self, cx: &Ctx<'_>, done: &Completion) {
         let now = cx.now.jiffies();
         self.fire_timers(now);
-        self.out.ensure_capacity(cx.requests.capacity());
-        if !std::mem::take(&mut self.out[done.id]) {
-            return;
-        }
+        // The block layer completes only requests this scheduler handed out.
+        let was_out = std::mem::take(&mut self.out[done.id]);
+        debug_assert!(was_out, "cfq: complete for {:?}, which it never handed out", done.id);
         let request = &cx.requests[done.id];
         let sync = is_sync(request);
         let queue = self.request_queue[done.id];
