@@ -11,6 +11,7 @@
 //! in this module: each kind has a table of keys ([`KeySpec`]) and named presets that set some
 //! of them; [`DeviceSpec::parse`] checks a spec against both.
 
+pub mod hdd;
 pub mod ram;
 
 use std::fmt;
@@ -110,17 +111,20 @@ pub struct Preset {
 /// A kind of device model.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum DeviceKind {
+    /// A hard disk: Ruemmler & Wilkes mechanics with a segmented cache and an SPTF queue.
+    Hdd,
     /// A RAM disk: fixed latency plus bandwidth.
     Ram,
 }
 
 impl DeviceKind {
     /// Every kind, in listing order.
-    pub const ALL: &'static [DeviceKind] = &[DeviceKind::Ram];
+    pub const ALL: &'static [DeviceKind] = &[DeviceKind::Hdd, DeviceKind::Ram];
 
     /// The name users write.
     pub const fn name(self) -> &'static str {
         match self {
+            DeviceKind::Hdd => "hdd",
             DeviceKind::Ram => "ram",
         }
     }
@@ -128,6 +132,7 @@ impl DeviceKind {
     /// One line on what it models.
     pub const fn summary(self) -> &'static str {
         match self {
+            DeviceKind::Hdd => hdd::SUMMARY,
             DeviceKind::Ram => ram::SUMMARY,
         }
     }
@@ -135,6 +140,7 @@ impl DeviceKind {
     /// Its keys.
     pub const fn keys(self) -> &'static [KeySpec] {
         match self {
+            DeviceKind::Hdd => hdd::KEYS,
             DeviceKind::Ram => ram::KEYS,
         }
     }
@@ -142,12 +148,14 @@ impl DeviceKind {
     /// Its presets; the first is what the bare kind name means.
     pub const fn presets(self) -> &'static [Preset] {
         match self {
+            DeviceKind::Hdd => hdd::PRESETS,
             DeviceKind::Ram => ram::PRESETS,
         }
     }
 
     fn build(self, params: &Params) -> Result<Box<dyn DeviceModel>, ParamError> {
         Ok(match self {
+            DeviceKind::Hdd => Box::new(hdd::Hdd::from_params(params)?),
             DeviceKind::Ram => Box::new(ram::Ram::from_params(params)?),
         })
     }
