@@ -12,6 +12,7 @@
 //! of them; [`DeviceSpec::parse`] checks a spec against both.
 
 pub mod array;
+pub mod hdd;
 pub mod ram;
 pub mod ssd;
 
@@ -114,6 +115,8 @@ pub struct Preset {
 /// A kind of device model.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum DeviceKind {
+    /// A hard disk: Ruemmler & Wilkes mechanics with a segmented cache and an SPTF queue.
+    Hdd,
     /// A flash SSD: channels of dies of planes behind a host link.
     Ssd,
     /// A RAID controller over member devices.
@@ -127,11 +130,12 @@ pub enum DeviceKind {
 impl DeviceKind {
     /// Every kind, in listing order.
     pub const ALL: &'static [DeviceKind] =
-        &[DeviceKind::Ssd, DeviceKind::Array, DeviceKind::San, DeviceKind::Ram];
+        &[DeviceKind::Hdd, DeviceKind::Ssd, DeviceKind::Array, DeviceKind::San, DeviceKind::Ram];
 
     /// The name users write.
     pub const fn name(self) -> &'static str {
         match self {
+            DeviceKind::Hdd => "hdd",
             DeviceKind::Ssd => "ssd",
             DeviceKind::Array => "array",
             DeviceKind::San => "san",
@@ -142,6 +146,7 @@ impl DeviceKind {
     /// One line on what it models.
     pub const fn summary(self) -> &'static str {
         match self {
+            DeviceKind::Hdd => hdd::SUMMARY,
             DeviceKind::Ssd => ssd::SUMMARY,
             DeviceKind::Array => array::SUMMARY,
             DeviceKind::San => array::SAN_SUMMARY,
@@ -152,6 +157,7 @@ impl DeviceKind {
     /// Its keys.
     pub const fn keys(self) -> &'static [KeySpec] {
         match self {
+            DeviceKind::Hdd => hdd::KEYS,
             DeviceKind::Ssd => ssd::KEYS,
             DeviceKind::Array => array::KEYS,
             DeviceKind::San => array::SAN_KEYS,
@@ -162,6 +168,7 @@ impl DeviceKind {
     /// Its presets; the first is what the bare kind name means.
     pub const fn presets(self) -> &'static [Preset] {
         match self {
+            DeviceKind::Hdd => hdd::PRESETS,
             DeviceKind::Ssd => ssd::PRESETS,
             DeviceKind::Array => array::PRESETS,
             DeviceKind::San => array::SAN_PRESETS,
@@ -171,6 +178,7 @@ impl DeviceKind {
 
     fn build(self, params: &Params) -> Result<Box<dyn DeviceModel>, ParamError> {
         Ok(match self {
+            DeviceKind::Hdd => Box::new(hdd::Hdd::from_params(params)?),
             DeviceKind::Ssd => Box::new(ssd::Ssd::from_params(params)?),
             // A `san` built as one device is one of its LUNs.
             DeviceKind::Array | DeviceKind::San => Box::new(array::Array::from_params(params)?),

@@ -1,0 +1,1354 @@
+//! `hdd`: a hard disk after Ruemmler & Wilkes (IEEE Computer, March 1994) with DiskSim's
+//! parameters (devices.md §1).
+//!
+//! A command first pays the controller's overhead (`overhead_read` / `overhead_write`). A read
+//! is then served from the buffer if a segment holds all of it (a hit: a transfer at the bus
+//! rate), or by the read-ahead in progress if that is about to bring its sectors in (it waits
+//! for them and streams them out), or else it goes to the internal queue for the head. The
+//! head serves one media access at a time: a seek along the seek curve (or a head switch, plus
+//! the write settle time for writes), a rotational wait until the first sector comes round —
+//! the platter's angle is a function of absolute time, `(t·rpm/60) mod 1`, never "half a
+//! revolution on average" — and the transfer at the zone's media rate, crossing tracks with a
+//! head switch or a one-cylinder seek that the track and cylinder skews hide.
+//!
+//! After a read miss the head keeps reading ahead into the read's segment, up to a segment's
+//! worth past the request, while no other command needs it (a command that does stops it: the
+//! read fence). Reads that hit or wait on the read-ahead push its limit on, so a sequential
+//! stream of small reads runs at the media rate; queued reads that the read-ahead comes to
+//! cover leave the queue and stream from it too. A read that hits a segment whose read-ahead
+//! has stopped restarts it when the head is otherwise idle (read-ahead goes before an idle-time
+//! destage). Segments are reused least recently used first.
+//!
+//! With `write_cache=1` a write finishes once its data has crossed the bus into a segment
+//! (merged with adjacent dirty data when it fits); dirty segments are destaged when the head
+//! has nothing else to do, or at once, ahead of read-ahead and ordered with the queued commands
+//! by positioning time, when a write is waiting for room or a flush for the cache to empty. One
+//! segment is always kept for reads. FUA writes, writes larger than the write space, and every
+//! write with `write_cache=0` take the full mechanical path before they finish.
+//!
+//! With `depth` above 1 (NCQ/TCQ) the head takes the queued command with the shortest
+//! positioning time (seek plus rotation from where the head is, at the instant it is free),
+//! oldest first among equals; with `depth=1` there is only ever one, so the order is the
+//! host's.
+//!
+//! Everything is deterministic: there is no spindle-speed jitter (DiskSim's "percent error in
+//! rpms" is out of scope), no clock and no randomness.
+//!
+//! # Keys
+//!
+//! Times take a unit (`0.8ms`, `30us`); bare numbers are milliseconds. The defaults are the
+//! `desktop-7200-2005` drive, except the skews, which are derived by default.
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `rpm` | 7200 | spindle speed |
+//! | `cylinders` | 106400 | cylinders; with the zones and surfaces this fixes the capacity |
+//! | `surfaces` | 10 | recording surfaces (heads) |
+//! | `zones` | (unset) | explicit zones, outer first: `CYLINDERS@SPT/CYLINDERS@SPT/...`; the cylinders must add up to `cylinders` |
+//! | `zone_count` | 30 | without `zones`: this many zones of equal cylinder count... |
+//! | `spt_outer` | 1242 | ...with sectors per track from this at the outer edge... |
+//! | `spt_inner` | 594 | ...to this at the inner edge, linearly in between |
+//! | `track_skew` | (derived) | angle from one surface's sector 0 to the next's, as the time the platter takes to turn through it; default `head_switch + write_settle` |
+//! | `cylinder_skew` | (derived) | the same across a cylinder boundary; default one-cylinder seek `+ write_settle` |
+//! | `seek` | curve | `curve`, `hpl` or `table` |
+//! | `seek_single` | 0.8ms | `curve`: one-cylinder seek |
+//! | `seek_avg` | 8.5ms | `curve`: average over random pairs of distinct cylinders |
+//! | `seek_full` | 16ms | `curve`: full-stroke seek |
+//! | `hpl` | (unset) | `hpl`: `V1/V2/V3/V4/V5/V6` (V1 in cylinders, the rest ms, V6 = -1 for none) |
+//! | `seek_table` | (unset) | `table`: `DISTANCE:MS/DISTANCE:MS/...`, distances ascending |
+//! | `head_switch` | 0.9ms | switching heads within a cylinder |
+//! | `write_settle` | 0.5ms | extra settling before writing after the head moved |
+//! | `overhead_read` | 0.03ms | controller time per read |
+//! | `overhead_write` | 0.03ms | controller time per write, flush or discard |
+//! | `bus_rate` | 300 | host interface in MB/s (10^6 bytes) |
+//! | `segments` | 16 | buffer segments |
+//! | `segment_size` | 512k | bytes per segment (a multiple of 512) |
+//! | `read_ahead` | 1 | read on after a read miss |
+//! | `write_cache` | 1 | acknowledge writes from the buffer (write-back) |
+//! | `depth` | 1 | commands accepted at once (1: no command queuing) |
+//!
+//! The capacity is derived: the sum over zones of cylinders × surfaces × sectors per track.
+//! Skews given as times are converted per zone to whole sectors, rounded up, so that the
+//! switch always fits in the gap.
+//!
+//! # Deviations from Ruemmler & Wilkes and DiskSim
+//!
+//! * No spare sectors, slipped defects or remapping; zones restart the skew pattern at angle 0.
+//! * One skew time per kind (track, cylinder) for the whole disk, converted per zone, where
+//!   DiskSim gives per-zone sector counts.
+//! * One write settle time for every distance; writes settle after head switches too.
+//! * The host transfer overlaps the media transfer; the bus is one resource, reserved in the
+//!   order transfers are planned (a transfer planned for later can delay a cache hit that
+//!   arrives meanwhile, only possible with `depth` above 1).
+//! * A read that finds only a prefix of itself in a clean segment reads the rest from the
+//!   media; any other partial hit is a miss. Read-ahead stops at the end of the disk.
+//! * Per-command overheads do not depend on the previous command or on hit/miss (DiskSim
+//!   splits them four ways).
+//! * A segment's dirty sectors are one range (the hull of its writes); writes larger than a
+//!   segment take several fresh segments and never merge.
+//! * Only which sectors are buffered is tracked, not their contents: a write does not
+//!   invalidate older copies in other segments (the same time as updating them).
+//! * A flush waits for the buffer's write data only; writes still queued for the media are the
+//!   block layer's to order (it drains before a flush).
+//! * SPTF is not aged: a command can wait as long as closer ones keep arriving.
+//! * No spindle-speed jitter, no seek-time variance, no thermal recalibration.
+
+mod cache;
+mod layout;
+mod seek;
+#[cfg(test)]
+mod tests;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use elevator_core::{
+    Duration, Instant, KeyKind, KeySpec, Op, ParamError, Params, SECTOR_SIZE_BYTES,
+};
+
+use super::{Command, CommandId, DeviceModel, DeviceStats, Preset};
+use cache::{Cache, Lookup, Progress, Segment, Stream};
+use layout::{Geometry, Mechanics, Piece, Target, Track, UNITS_PER_REVOLUTION, ZoneSpec};
+use seek::SeekCurve;
+
+/// One line for `elevator list devices`.
+pub const SUMMARY: &str = "hard disk: zoned geometry, seek curve, rotation tracked from time, \
+                           segmented read-ahead and write-back cache, SPTF command queue";
+
+const fn time_key(key: &'static str, default: &'static str, help: &'static str) -> KeySpec {
+    KeySpec {
+        key,
+        kind: KeyKind::Time { min: Duration::ZERO, max: Duration::from_secs(1), bare_unit: "ms" },
+        default,
+        help,
+    }
+}
+
+/// The keys of `hdd`.
+pub const KEYS: &[KeySpec] = &[
+    KeySpec {
+        key: "rpm",
+        kind: KeyKind::Integer { min: 1_000, max: 30_000 },
+        default: "7200",
+        help: "spindle speed in revolutions per minute",
+    },
+    KeySpec {
+        key: "cylinders",
+        kind: KeyKind::Integer { min: 1, max: 10_000_000 },
+        default: "106400",
+        help: "cylinders (the capacity follows from cylinders, surfaces and zones)",
+    },
+    KeySpec {
+        key: "surfaces",
+        kind: KeyKind::Integer { min: 1, max: 64 },
+        default: "10",
+        help: "recording surfaces (heads)",
+    },
+    KeySpec {
+        key: "zones",
+        kind: KeyKind::Text,
+        default: "",
+        help: "explicit zones outer to inner, CYLINDERS@SPT/CYLINDERS@SPT/...; overrides \
+               zone_count, spt_outer and spt_inner",
+    },
+    KeySpec {
+        key: "zone_count",
+        kind: KeyKind::Integer { min: 1, max: 1_000 },
+        default: "30",
+        help: "zones of equal cylinder count (without `zones`)",
+    },
+    KeySpec {
+        key: "spt_outer",
+        kind: KeyKind::Integer { min: 1, max: 100_000 },
+        default: "1242",
+        help: "sectors per track in the outermost zone (without `zones`)",
+    },
+    KeySpec {
+        key: "spt_inner",
+        kind: KeyKind::Integer { min: 1, max: 100_000 },
+        default: "594",
+        help: "sectors per track in the innermost zone (without `zones`)",
+    },
+    time_key(
+        "track_skew",
+        "",
+        "rotation of the next surface's first sector, as time; default head_switch + \
+         write_settle",
+    ),
+    time_key(
+        "cylinder_skew",
+        "",
+        "rotation of the next cylinder's first sector, as time; default one-cylinder seek + \
+         write_settle",
+    ),
+    KeySpec {
+        key: "seek",
+        kind: KeyKind::Choice(&["curve", "hpl", "table"]),
+        default: "curve",
+        help: "seek model: Lee & Katz curve, Ruemmler & Wilkes HPL, or a measured table",
+    },
+    time_key("seek_single", "0.8ms", "seek=curve: one-cylinder seek"),
+    time_key("seek_avg", "8.5ms", "seek=curve: average seek over random cylinder pairs"),
+    time_key("seek_full", "16ms", "seek=curve: full-stroke seek"),
+    KeySpec {
+        key: "hpl",
+        kind: KeyKind::Text,
+        default: "",
+        help: "seek=hpl: V1/V2/V3/V4/V5/V6 (V6 for d=1 unless -1; V2+V3*sqrt(d) below V1 \
+               cylinders; V4+V5*d from V1), times in ms",
+    },
+    KeySpec {
+        key: "seek_table",
+        kind: KeyKind::Text,
+        default: "",
+        help: "seek=table: DISTANCE:MS/DISTANCE:MS/... ascending, linear in between",
+    },
+    time_key("head_switch", "0.9ms", "switching heads within a cylinder"),
+    time_key("write_settle", "0.5ms", "extra settling before a write after the head moved"),
+    time_key("overhead_read", "0.03ms", "controller overhead per read"),
+    time_key("overhead_write", "0.03ms", "controller overhead per write, flush or discard"),
+    KeySpec {
+        key: "bus_rate",
+        kind: KeyKind::Float { min: 0.1, max: 100_000.0, unit: "MB/s" },
+        default: "300",
+        help: "host interface rate in MB/s (10^6 bytes per second)",
+    },
+    KeySpec {
+        key: "segments",
+        kind: KeyKind::Integer { min: 1, max: 256 },
+        default: "16",
+        help: "buffer segments",
+    },
+    KeySpec {
+        key: "segment_size",
+        kind: KeyKind::Size { min_bytes: 512, max_bytes: 1 << 30 },
+        default: "512k",
+        help: "bytes per buffer segment (a multiple of 512)",
+    },
+    KeySpec {
+        key: "read_ahead",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "keep reading into the segment after a read miss",
+    },
+    KeySpec {
+        key: "write_cache",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "acknowledge writes once buffered and destage them later",
+    },
+    KeySpec {
+        key: "depth",
+        kind: KeyKind::Integer { min: 1, max: 256 },
+        default: "1",
+        help: "commands accepted at once (above 1: NCQ/TCQ with SPTF)",
+    },
+];
+
+/// The presets; the first is what bare `hdd` means.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "desktop-7200-2005",
+        help: "Hitachi Deskstar 7K500-like 500 GB SATA disk (2005). Media rate 76.3 -> 36.5 \
+               MB/s (1242 -> 594 sectors per track, 30 zones) and sustained 64.8 -> 31.0 MB/s \
+               from the datasheet (devices.md 1.6); 10 heads; skews 1.4/1.8 ms are the IBM \
+               Deskstar 60GXP's head/cylinder switch, which reproduce the sustained rates by \
+               Hitachi's formula (65.1/31.1 MB/s). Seek 0.8/8.5/16 ms, write +0.5 ms, 8 MB \
+               buffer as 16 x 512 KiB, SATA 300 MB/s, write cache on as shipped. Depth 1: the \
+               2.6 elevators were built for disks that take one command at a time; set \
+               depth=31 for NCQ. Overheads 30 us are a guess",
+        values: &[("track_skew", "1.4ms"), ("cylinder_skew", "1.8ms")],
+    },
+    Preset {
+        name: "sas-10k-2008",
+        help: "typical 300 GB 10k-rpm SAS disk (2008), class values from devices.md 1.6 [U]: \
+               seek 0.3/4.3/8.5 ms, write +0.5 ms, sustained about 125 -> 73 MB/s (1660 -> \
+               970 sectors per track, 24 zones, 8 heads), 16 MB buffer as 16 x 1 MiB (a \
+               segment holds more than a track, so read-ahead restarting after a full segment \
+               does not starve a reader), SAS 300 MB/s, TCQ depth 32, write cache off as enterprise disks are run",
+        values: &[
+            ("rpm", "10000"),
+            ("cylinders", "55697"),
+            ("surfaces", "8"),
+            ("zone_count", "24"),
+            ("spt_outer", "1660"),
+            ("spt_inner", "970"),
+            ("seek_single", "0.3ms"),
+            ("seek_avg", "4.3ms"),
+            ("seek_full", "8.5ms"),
+            ("head_switch", "0.3ms"),
+            ("write_settle", "0.5ms"),
+            ("segments", "16"),
+            ("segment_size", "1m"),
+            ("write_cache", "0"),
+            ("depth", "32"),
+        ],
+    },
+    Preset {
+        name: "sas-15k-2008",
+        help: "Seagate Cheetah 15K.6-like 450 GB SAS disk (2008): sustained 171 -> 112 MB/s \
+               and 2.0 ms average latency from the datasheet, avg seek 3.4 ms read / 3.9 ms \
+               write (devices.md 1.6); single/full 0.2/6.6 ms, 8 heads, 24 zones of 1570 -> \
+               1028 sectors per track (sized so the sustained rates come out with the derived \
+               skews) are assumptions. 16 MB buffer as 16 x 1 MiB, SAS 300 MB/s, TCQ depth \
+               32, write cache off",
+        values: &[
+            ("rpm", "15000"),
+            ("cylinders", "84593"),
+            ("surfaces", "8"),
+            ("zone_count", "24"),
+            ("spt_outer", "1570"),
+            ("spt_inner", "1028"),
+            ("seek_single", "0.2ms"),
+            ("seek_avg", "3.4ms"),
+            ("seek_full", "6.6ms"),
+            ("head_switch", "0.2ms"),
+            ("write_settle", "0.5ms"),
+            ("segments", "16"),
+            ("segment_size", "1m"),
+            ("write_cache", "0"),
+            ("depth", "32"),
+        ],
+    },
+    Preset {
+        name: "cheetah9lp",
+        help: "Seagate Cheetah 9LP ST39102LW as validated in DiskSim (devices.md 1.3-1.4): \
+               10045 rpm, 6962 cylinders, 12 surfaces, 11 zones 254 -> 167 sectors per track \
+               (middle zones interpolated linearly, equal cylinder counts: assumptions), \
+               extracted seek table (16 of its 106 points), head switch 0.030 ms, write settle \
+               0.461 ms, 3 x 561-block segments, bulk transfer 0.105 ms/sector (4.876 MB/s). \
+               Skews derived; overheads 0.3/0.7 ms are mid-range of the 1999-2000 drives; \
+               depth 1 and write cache off are assumptions",
+        values: &[
+            ("rpm", "10045"),
+            ("cylinders", "6962"),
+            ("surfaces", "12"),
+            ("zone_count", "11"),
+            ("spt_outer", "254"),
+            ("spt_inner", "167"),
+            ("seek", "table"),
+            (
+                "seek_table",
+                "1:0.831/2:1.003/5:1.268/10:1.448/20:1.534/50:1.804/100:2.145/200:2.517/\
+                 500:3.230/1000:4.118/2000:5.282/3000:6.345/4000:7.419/5000:8.492/\
+                 6000:9.698/6894:10.627",
+            ),
+            ("head_switch", "0.030ms"),
+            ("write_settle", "0.461ms"),
+            ("overhead_read", "0.3ms"),
+            ("overhead_write", "0.7ms"),
+            ("bus_rate", "4.876"),
+            ("segments", "3"),
+            ("segment_size", "287232"),
+            ("write_cache", "0"),
+            ("depth", "1"),
+        ],
+    },
+    Preset {
+        name: "ide-7200-2004",
+        help: "a 2004 7200-rpm PATA desktop disk (Barracuda 7200.7 / Deskstar 7K250 class, \
+               values typical of the class, not one datasheet [U]): 160 GB, 4 heads, 16 zones \
+               of 1152 -> 634 sectors per track giving about 60 -> 33 MB/s sustained with \
+               1.4/1.8 ms skews, seek 0.8/8.5/17 ms, write +0.5 ms, 8 MB buffer as 16 x 512 \
+               KiB, ATA/100 (100 MB/s), 40 us overheads, write cache on, no command queuing",
+        values: &[
+            ("cylinders", "87508"),
+            ("surfaces", "4"),
+            ("zone_count", "16"),
+            ("spt_outer", "1152"),
+            ("spt_inner", "634"),
+            ("track_skew", "1.4ms"),
+            ("cylinder_skew", "1.8ms"),
+            ("seek_full", "17ms"),
+            ("overhead_read", "0.04ms"),
+            ("overhead_write", "0.04ms"),
+            ("bus_rate", "100"),
+        ],
+    },
+];
+
+/// The hard disk.
+#[derive(Debug)]
+pub struct Hdd {
+    mechanics: Mechanics,
+    cache: Cache,
+    overhead_read: Duration,
+    overhead_write: Duration,
+    bus_bytes_per_s: u64,
+    /// `bus_time` for 0..BUS_TABLE_SECTORS sectors, to spare the division on every command.
+    bus_ns_table: Vec<u64>,
+    read_ahead: bool,
+    write_cache: bool,
+    depth: u32,
+    seek_description: String,
+    /// The seek curve's mean over random pairs of distinct cylinders, for `describe`.
+    seek_average_ms: f64,
+
+    /// Commands inside, by slot; `free_slots` lists the unused ones.
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    inside: u32,
+    next_seq: u64,
+    /// Commands whose controller overhead ends at the instant: `(ready, seq, slot)`.
+    arrivals: BinaryHeap<Reverse<(Instant, u64, u32)>>,
+    /// Commands whose finish time is known: `(finish, seq, slot)`.
+    completions: BinaryHeap<Reverse<(Instant, u64, u32)>>,
+    /// Slots waiting for the head, in the order they became ready.
+    media_queue: Vec<u32>,
+    /// Writes waiting for buffer room, oldest first.
+    space_queue: Vec<u32>,
+    /// Flushes waiting for the buffer to be clean.
+    flush_queue: Vec<u32>,
+
+    /// Where the head is when it is not reading ahead.
+    head: Track,
+    /// The media access in progress (a command's or a destage), which nothing interrupts.
+    job: Option<Job>,
+    /// Read-ahead in progress.
+    stream: Option<Stream>,
+    /// Read-ahead to resume when the head is idle: `(segment, limit)`.
+    stream_wanted: Option<(usize, u64)>,
+    /// When the head next needs a decision (the end of a job or of a hold on read-ahead).
+    wake: Option<Instant>,
+    /// When the host interface is next free.
+    bus_free_at: Instant,
+    /// The sector after the last one the head accessed, for `seek_distance_sectors`.
+    last_media_lbn: u64,
+
+    busy_since: Option<Instant>,
+    stats: DeviceStats,
+    counters: Counters,
+}
+
+/// A command inside the drive.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    command: Command,
+    seq: u64,
+    state: State,
+    /// For a write that goes to the media: when its data has crossed the bus.
+    bus_end: Instant,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Free,
+    /// Paying the controller overhead.
+    Overhead,
+    /// Waiting for the head: `sector_count` sectors from `lbn`, into `segment` for a read that
+    /// extends a cached prefix.
+    Media {
+        lbn: u64,
+        sector_count: u64,
+        segment: Option<usize>,
+        target: Target,
+    },
+    /// A write waiting for buffer room.
+    Space,
+    /// A flush waiting for the buffer to be clean.
+    Flush,
+    /// Finish time known.
+    Done,
+}
+
+/// A media access in progress.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    end: Instant,
+    kind: JobKind,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum JobKind {
+    /// A read miss filling `segment` (if it got one) up to `end_lbn`; `rest` is the rest of
+    /// its last track, where read-ahead continues without repositioning.
+    Read { segment: Option<usize>, end_lbn: u64, rest: Option<Piece> },
+    /// A write to the media for a command.
+    Write,
+    /// A destage of `segment`'s dirty range.
+    Destage { segment: usize },
+}
+
+/// What the head does next.
+#[derive(Clone, Copy, Debug)]
+enum Choice {
+    /// The command at this index of `media_queue`.
+    Command(usize),
+    /// Destage this segment.
+    Destage(usize),
+}
+
+/// Model-specific counters, reported in `DeviceStats::extra` in this order.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counters {
+    cache_hits: u64,
+    streamed_reads: u64,
+    read_misses: u64,
+    cached_writes: u64,
+    media_writes: u64,
+    cache_full_waits: u64,
+    destages: u64,
+    destaged_sectors: u64,
+    read_ahead_sectors: u64,
+    flushes: u64,
+}
+
+impl Hdd {
+    /// A disk from checked parameters; values impossible together are refused naming the key
+    /// to change.
+    pub fn from_params(params: &Params) -> Result<Hdd, ParamError> {
+        let rpm = params.integer("rpm") as u32;
+        let cylinders = params.integer("cylinders") as u32;
+        let surfaces = params.integer("surfaces") as u32;
+        let zone_layout = zone_layout(params, cylinders)?;
+
+        let seek = seek_curve(params, cylinders)?;
+        let head_switch_ns = params.time("head_switch").as_nanos();
+        let write_settle_ns = params.time("write_settle").as_nanos();
+        let track_skew_ns = if params.has("track_skew") {
+            params.time("track_skew").as_nanos()
+        } else {
+            head_switch_ns + write_settle_ns
+        };
+        let cylinder_skew_ns = if params.has("cylinder_skew") {
+            params.time("cylinder_skew").as_nanos()
+        } else {
+            seek.seek_ns(1) + write_settle_ns
+        };
+        // A skew is the time converted to whole sectors of each zone, rounded up so that the
+        // switch fits in the gap: sectors = ⌈t·spt·rpm / 60·10⁹⌉.
+        let skew_sectors = |nanos: u64, sectors_per_track: u32| -> u32 {
+            let units = u128::from(nanos) * u128::from(sectors_per_track) * u128::from(rpm);
+            units.div_ceil(u128::from(UNITS_PER_REVOLUTION)).min(u128::from(u32::MAX)) as u32
+        };
+        let zones: Vec<ZoneSpec> = zone_layout
+            .iter()
+            .map(|&(cylinder_count, sectors_per_track)| ZoneSpec {
+                cylinder_count,
+                sectors_per_track,
+                track_skew_sectors: skew_sectors(track_skew_ns, sectors_per_track),
+                cylinder_skew_sectors: skew_sectors(cylinder_skew_ns, sectors_per_track),
+            })
+            .collect();
+        let geometry = Geometry::new(&zones, surfaces, rpm);
+
+        let segment_bytes = params.size("segment_size");
+        if segment_bytes % SECTOR_SIZE_BYTES != 0 {
+            return Err(params.impossible(
+                "segment_size",
+                format!(
+                    "{segment_bytes} bytes is not a whole number of 512-byte sectors (expected \
+                     a multiple of 512 in 512..=1g)"
+                ),
+            ));
+        }
+        let bus_bytes_per_s = (params.float("bus_rate") * 1e6).round() as u64;
+        let depth = params.integer("depth") as u32;
+        let seek_description = seek.to_string();
+        let seek_average_ms = seek.average_ms(cylinders);
+        Ok(Hdd {
+            mechanics: Mechanics { geometry, seek, head_switch_ns, write_settle_ns },
+            cache: Cache::new(
+                params.integer("segments") as usize,
+                segment_bytes / SECTOR_SIZE_BYTES,
+            ),
+            overhead_read: params.time("overhead_read"),
+            overhead_write: params.time("overhead_write"),
+            bus_bytes_per_s,
+            bus_ns_table: (0..BUS_TABLE_SECTORS).map(|n| bus_ns(n, bus_bytes_per_s)).collect(),
+            read_ahead: params.flag("read_ahead"),
+            write_cache: params.flag("write_cache"),
+            depth,
+            seek_description,
+            seek_average_ms,
+            slots: Vec::with_capacity(depth as usize),
+            free_slots: Vec::with_capacity(depth as usize),
+            inside: 0,
+            next_seq: 0,
+            arrivals: BinaryHeap::with_capacity(depth as usize),
+            completions: BinaryHeap::with_capacity(depth as usize),
+            media_queue: Vec::with_capacity(depth as usize),
+            space_queue: Vec::with_capacity(depth as usize),
+            flush_queue: Vec::with_capacity(depth as usize),
+            head: Track::default(),
+            job: None,
+            stream: None,
+            stream_wanted: None,
+            wake: None,
+            bus_free_at: Instant::ZERO,
+            last_media_lbn: 0,
+            busy_since: None,
+            stats: DeviceStats::default(),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The seek time for a move of `distance_cylinders`, for tests and tools.
+    pub fn seek_time(&self, distance_cylinders: u32) -> Duration {
+        Duration::from_nanos(self.mechanics.seek.seek_ns(distance_cylinders))
+    }
+
+    /// Time for `sector_count` sectors on the host interface, rounded up.
+    fn bus_time(&self, sector_count: u64) -> Duration {
+        match self.bus_ns_table.get(sector_count as usize) {
+            Some(&nanos) => Duration::from_nanos(nanos),
+            None => Duration::from_nanos(bus_ns(sector_count, self.bus_bytes_per_s)),
+        }
+    }
+
+    /// Reserves the bus from `at` for `sector_count` sectors; returns when the transfer ends.
+    fn bus_transfer(&mut self, at: Instant, sector_count: u64) -> Instant {
+        let end = at.max(self.bus_free_at) + self.bus_time(sector_count);
+        self.bus_free_at = end;
+        end
+    }
+
+    /// Records `slot`'s finish time.
+    fn finish_at(&mut self, slot: u32, at: Instant) {
+        let entry = &mut self.slots[slot as usize];
+        entry.state = State::Done;
+        self.completions.push(Reverse((at, entry.seq, slot)));
+    }
+
+    fn next_internal(&self) -> Option<Instant> {
+        let arrival = self.arrivals.peek().map(|Reverse((at, _, _))| *at);
+        match (arrival, self.wake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Processes internal events up to `limit`, or, with `None`, up to the earliest known
+    /// finish time: the latter is only valid when the drive is full, because then no command
+    /// can arrive before a completion and everything up to it is already decided.
+    fn run(&mut self, limit: Option<Instant>) {
+        while let Some(at) = self.next_internal() {
+            let bound = match limit {
+                Some(limit) => limit,
+                None => self.completions.peek().map_or(Instant::MAX, |Reverse((at, _, _))| *at),
+            };
+            if at > bound {
+                break;
+            }
+            self.step(at);
+        }
+    }
+
+    /// Runs everything due at `at`: the end of the media job, commands done with their
+    /// overhead, then the head's next decision.
+    fn step(&mut self, at: Instant) {
+        if self.wake == Some(at) {
+            self.wake = None;
+        }
+        if let Some(job) = self.job
+            && job.end <= at
+        {
+            self.job = None;
+            self.finish_job(job, at);
+        }
+        while let Some(&Reverse((ready, _, slot))) = self.arrivals.peek() {
+            if ready > at {
+                break;
+            }
+            self.arrivals.pop();
+            self.classify(slot, at);
+        }
+        self.dispatch(at);
+    }
+
+    fn finish_job(&mut self, job: Job, at: Instant) {
+        match job.kind {
+            JobKind::Read { segment, end_lbn, rest } => {
+                if let Some(segment) = segment {
+                    self.cache.segments[segment].filling = false;
+                    self.cache.extend(segment, end_lbn);
+                    self.cache.touch(segment);
+                    let limit = (end_lbn + self.cache.segment_sectors)
+                        .min(self.mechanics.geometry.capacity_sectors());
+                    if self.read_ahead && end_lbn < limit {
+                        let piece = match rest {
+                            Some(piece) => piece,
+                            None => self.mechanics.piece(self.head, at, end_lbn, false),
+                        };
+                        self.start_stream(segment, limit, piece);
+                    }
+                }
+            }
+            JobKind::Write => {}
+            JobKind::Destage { segment } => {
+                self.cache.segments[segment].destaging = false;
+                self.cache.recount();
+                self.retry_space(at);
+                if !self.flush_queue.is_empty() && self.cache.write_segment_count() == 0 {
+                    for index in 0..self.flush_queue.len() {
+                        let slot = self.flush_queue[index];
+                        self.finish_at(slot, at);
+                    }
+                    self.flush_queue.clear();
+                }
+            }
+        }
+    }
+
+    /// Decides what a command whose overhead ended at `at` needs.
+    fn classify(&mut self, slot: u32, at: Instant) {
+        let command = self.slots[slot as usize].command;
+        let (start, end) = (command.start.0, command.end().0);
+        let sector_count = u64::from(command.sector_count);
+        match command.op {
+            Op::Read | Op::Write if sector_count == 0 => self.finish_at(slot, at),
+            Op::Read => {
+                self.stats.sectors_read += sector_count;
+                if let Err(lookup) = self.read_from_buffer(slot, at) {
+                    let (lbn, segment) = match lookup {
+                        Lookup::Prefix(segment) => {
+                            (self.cache.segments[segment].end, Some(segment))
+                        }
+                        _ => (start, None),
+                    };
+                    let target = self.mechanics.target(lbn);
+                    let state = State::Media { lbn, sector_count: end - lbn, segment, target };
+                    self.slots[slot as usize].state = state;
+                    self.media_queue.push(slot);
+                }
+            }
+            Op::Write => {
+                self.stats.sectors_written += sector_count;
+                let fits = sector_count
+                    <= self.cache.segment_sectors * self.cache.write_segments_max as u64;
+                if self.write_cache && !command.fua && fits {
+                    if self.place_write(start, end, at) {
+                        self.counters.cached_writes += 1;
+                        let done = self.bus_transfer(at, sector_count);
+                        self.finish_at(slot, done);
+                    } else {
+                        self.counters.cache_full_waits += 1;
+                        self.slots[slot as usize].state = State::Space;
+                        self.space_queue.push(slot);
+                    }
+                } else {
+                    let bus_end = self.bus_transfer(at, sector_count);
+                    let target = self.mechanics.target(start);
+                    let entry = &mut self.slots[slot as usize];
+                    entry.bus_end = bus_end;
+                    entry.state = State::Media { lbn: start, sector_count, segment: None, target };
+                    self.media_queue.push(slot);
+                }
+            }
+            Op::Flush => {
+                self.counters.flushes += 1;
+                if self.cache.write_segment_count() == 0 {
+                    self.finish_at(slot, at);
+                } else {
+                    self.slots[slot as usize].state = State::Flush;
+                    self.flush_queue.push(slot);
+                }
+            }
+            Op::Discard => self.finish_at(slot, at),
+        }
+    }
+
+    /// Serves the read in `slot` from the buffer if it can: a hit, or sectors the read-ahead
+    /// is about to bring in. Otherwise says what the buffer holds of it.
+    fn read_from_buffer(&mut self, slot: u32, at: Instant) -> Result<(), Lookup> {
+        let command = self.slots[slot as usize].command;
+        let (start, end) = (command.start.0, command.end().0);
+        let sector_count = u64::from(command.sector_count);
+        // Only a read at or past the start of the read-ahead's segment can involve it.
+        if let Some(stream) = &self.stream
+            && self.cache.segments[stream.segment].start <= start
+            && start <= stream.limit
+        {
+            self.sync_stream(at);
+        }
+        let lookup = self.cache.lookup(start, end);
+        if let Lookup::Hit(segment) = lookup {
+            self.counters.cache_hits += 1;
+            self.cache.touch(segment);
+            self.read_ahead_after_hit(segment, end);
+            let done = self.bus_transfer(at, sector_count);
+            self.finish_at(slot, done);
+            return Ok(());
+        }
+        let Some(ready) = self.stream_serves(start, end) else { return Err(lookup) };
+        self.counters.streamed_reads += 1;
+        // The data leaves on the bus as it arrives: the end is bounded by the bus and by the
+        // last sector's arrival.
+        let bus_end = at.max(self.bus_free_at) + self.bus_time(sector_count);
+        let done = bus_end.max(ready + self.bus_time(1));
+        self.bus_free_at = done;
+        self.finish_at(slot, done);
+        Ok(())
+    }
+
+    /// Queued reads that the read-ahead now covers (it started when an earlier read in the
+    /// queue finished) leave the queue and take their data from it, as a drive serves
+    /// queued sequential reads from its buffer.
+    fn serve_queue_from_stream(&mut self, at: Instant) {
+        let Some(stream) = self.stream else { return };
+        let (low, high) = (self.cache.segments[stream.segment].start, stream.limit);
+        let mut index = 0;
+        while index < self.media_queue.len() {
+            let slot = self.media_queue[index];
+            let command = self.slots[slot as usize].command;
+            // Only reads starting in the stream's reach; others keep their queue place
+            // without a buffer lookup.
+            let served = command.op == Op::Read
+                && (low..=high).contains(&command.start.0)
+                && self.read_from_buffer(slot, at).is_ok();
+            if served {
+                self.media_queue.remove(index);
+            } else {
+                index += 1;
+            }
+        }
+    }
+
+    /// If the read-ahead in progress will bring in `start..end` (it is filling the segment
+    /// `start` falls in, or is about to reach it), extends it to cover the read and returns
+    /// when the last sector arrives.
+    fn stream_serves(&mut self, start: u64, end: u64) -> Option<Instant> {
+        let capacity = self.mechanics.geometry.capacity_sectors();
+        let segment_sectors = self.cache.segment_sectors;
+        let stream = self.stream.as_mut()?;
+        let segment = &self.cache.segments[stream.segment];
+        if !(segment.start <= start && start <= stream.limit) {
+            return None;
+        }
+        stream.limit = stream.limit.max((end + segment_sectors).min(capacity));
+        let ready = stream.time_of(&self.mechanics, end);
+        stream.hold_until = stream.hold_until.max(ready);
+        let index = stream.segment;
+        self.cache.touch(index);
+        Some(ready)
+    }
+
+    /// After a hit in `segment` up to `end`: keep its read-ahead a segment ahead.
+    fn read_ahead_after_hit(&mut self, segment: usize, end: u64) {
+        if !self.read_ahead || !self.cache.segments[segment].reusable() {
+            return;
+        }
+        let wanted =
+            (end + self.cache.segment_sectors).min(self.mechanics.geometry.capacity_sectors());
+        match &mut self.stream {
+            Some(stream) if stream.segment == segment => stream.limit = stream.limit.max(wanted),
+            Some(_) => {}
+            None => {
+                if self.cache.segments[segment].end < wanted {
+                    self.stream_wanted = Some((segment, wanted));
+                }
+            }
+        }
+    }
+
+    /// Puts a write in the buffer, taking the read-ahead's segment only as a last resort.
+    fn place_write(&mut self, start: u64, end: u64, at: Instant) -> bool {
+        let streaming = self.stream.map(|stream| stream.segment);
+        if self.cache.place_write(start, end, streaming) {
+            self.forget_wanted_if_reused();
+            return true;
+        }
+        if let Some(stream) = self.stream
+            && stream.hold_until <= at
+            && self.cache.write_segment_count() < self.cache.write_segments_max
+        {
+            self.stop_stream(at);
+            if self.cache.place_write(start, end, None) {
+                self.forget_wanted_if_reused();
+                return true;
+            }
+        }
+        false
+    }
+
+    fn forget_wanted_if_reused(&mut self) {
+        if let Some((segment, _)) = self.stream_wanted
+            && !self.cache.segments[segment].reusable()
+        {
+            self.stream_wanted = None;
+        }
+    }
+
+    /// Gives room to waiting writes, oldest first, as far as it goes.
+    fn retry_space(&mut self, at: Instant) {
+        let mut placed = 0;
+        while placed < self.space_queue.len() {
+            let slot = self.space_queue[placed];
+            let command = self.slots[slot as usize].command;
+            if !self.place_write(command.start.0, command.end().0, at) {
+                break;
+            }
+            self.counters.cached_writes += 1;
+            let done = self.bus_transfer(at, u64::from(command.sector_count));
+            self.finish_at(slot, done);
+            placed += 1;
+        }
+        self.space_queue.drain(..placed);
+    }
+
+    /// Brings the read-ahead up to `at`: records what it has read, and ends it if it reached
+    /// its limit.
+    fn sync_stream(&mut self, at: Instant) {
+        let Some(stream) = &mut self.stream else { return };
+        let progress = stream.sync(&self.mechanics, at);
+        let (read_to, finished) = match progress {
+            Progress::Running { read_to } => (read_to, false),
+            Progress::Finished { read_to, .. } => (read_to, true),
+        };
+        let segment = stream.segment;
+        let track = stream.piece.track;
+        let held = self.cache.segments[segment].end;
+        if read_to > held {
+            self.counters.read_ahead_sectors += read_to - held;
+            self.cache.extend(segment, read_to);
+        }
+        if finished {
+            self.head = track;
+            self.last_media_lbn = read_to;
+            self.stream = None;
+        }
+    }
+
+    /// The read fence: stops read-ahead at `at`, keeping what it has read.
+    fn stop_stream(&mut self, at: Instant) {
+        self.sync_stream(at);
+        if let Some(stream) = self.stream.take() {
+            let piece = stream.piece;
+            // Stopped mid-switch, the head is taken to be where it came from.
+            self.head = if at >= piece.on_track { piece.track } else { piece.from };
+            self.last_media_lbn = self.cache.segments[stream.segment].end;
+        }
+    }
+
+    /// Starts read-ahead into `segment` up to `limit` with `piece`, which starts at the
+    /// segment's end.
+    fn start_stream(&mut self, segment: usize, limit: u64, piece: Piece) {
+        debug_assert_eq!(piece.lbn, self.cache.segments[segment].end);
+        self.stats.seek_distance_sectors += piece.lbn.abs_diff(self.last_media_lbn);
+        let hold_until = piece.on_track;
+        self.stream = Some(Stream { segment, limit, hold_until, piece });
+        self.stream_wanted = None;
+    }
+
+    /// The head's decision at `at`: a queued command or a destage (shortest positioning time
+    /// first), else read-ahead, else an idle-time destage.
+    fn dispatch(&mut self, at: Instant) {
+        if self.job.is_some() {
+            return;
+        }
+        if !self.space_queue.is_empty() {
+            self.retry_space(at);
+        }
+        if self.stream.is_some() && !self.media_queue.is_empty() {
+            self.serve_queue_from_stream(at);
+        }
+        let pressure = !self.space_queue.is_empty() || !self.flush_queue.is_empty();
+        let destage_ready = self.cache.destage_pending();
+        let urgent = !self.media_queue.is_empty() || (pressure && destage_ready);
+        if let Some(stream) = &self.stream {
+            if stream.hold_until > at {
+                // Reads are waiting on the read-ahead: it may not be stopped before then.
+                if urgent {
+                    self.wake = Some(stream.hold_until);
+                }
+                return;
+            }
+            if urgent {
+                self.stop_stream(at);
+            } else {
+                self.sync_stream(at);
+                if let Some(stream) = &self.stream {
+                    // Read-ahead goes on; an idle-time destage waits for it to finish.
+                    if destage_ready {
+                        self.wake = Some(stream.time_of(&self.mechanics, stream.limit));
+                    }
+                    return;
+                }
+            }
+        }
+        if urgent {
+            let choice = self.choose(at, pressure && destage_ready);
+            self.start_job(choice, at);
+            return;
+        }
+        if let Some((segment, limit)) = self.stream_wanted.take() {
+            let held = self.cache.segments[segment];
+            if held.reusable() && held.end < limit {
+                let piece = self.mechanics.piece(self.head, at, held.end, false);
+                self.start_stream(segment, limit, piece);
+                if destage_ready && let Some(stream) = &self.stream {
+                    self.wake = Some(stream.time_of(&self.mechanics, limit));
+                }
+                return;
+            }
+        }
+        if destage_ready {
+            let choice = self.choose(at, true);
+            self.start_job(choice, at);
+        }
+    }
+
+    /// Shortest positioning time first among the queued commands (and the dirty segments
+    /// when `destages`), oldest first among equals; a lone candidate is taken as it is.
+    fn choose(&self, at: Instant, destages: bool) -> Choice {
+        if self.media_queue.len() == 1 && !destages {
+            return Choice::Command(0);
+        }
+        let mut best: Option<((u64, u64), Choice)> = None;
+        let mut consider = |key: (u64, u64), choice: Choice| {
+            if best.is_none_or(|(best_key, _)| key < best_key) {
+                best = Some((key, choice));
+            }
+        };
+        for (index, &slot) in self.media_queue.iter().enumerate() {
+            let entry = &self.slots[slot as usize];
+            let State::Media { target, .. } = entry.state else {
+                unreachable!("media queue holds a slot in state {:?}", entry.state)
+            };
+            let write = entry.command.op == Op::Write;
+            let cost = self.mechanics.positioning_ns(self.head, at, target, write);
+            consider((cost, entry.seq), Choice::Command(index));
+        }
+        if destages {
+            for (index, segment) in self.cache.segments.iter().enumerate() {
+                if segment.needs_destage() {
+                    let target = self.mechanics.target(segment.dirty_start);
+                    let cost = self.mechanics.positioning_ns(self.head, at, target, true);
+                    // After any command at equal cost.
+                    consider((cost, u64::MAX - index as u64), Choice::Destage(index));
+                }
+            }
+        }
+        best.expect("choose is called with at least one candidate").1
+    }
+
+    fn start_job(&mut self, choice: Choice, at: Instant) {
+        let (target, sector_count, write, command) = match choice {
+            Choice::Command(index) => {
+                let slot = self.media_queue.remove(index);
+                let entry = self.slots[slot as usize];
+                let State::Media { sector_count, segment, target, .. } = entry.state else {
+                    unreachable!("media queue holds a slot in state {:?}", entry.state)
+                };
+                (target, sector_count, entry.command.op == Op::Write, Some((slot, segment)))
+            }
+            Choice::Destage(index) => {
+                let segment = &self.cache.segments[index];
+                let target = self.mechanics.target(segment.dirty_start);
+                (target, segment.dirty_end - segment.dirty_start, true, None)
+            }
+        };
+        let lbn = target.lbn;
+        let access = self.mechanics.access(self.head, at, target, sector_count, write);
+        let kind = match (choice, command) {
+            (Choice::Command(_), Some((slot, _))) if write => {
+                self.counters.media_writes += 1;
+                let bus_end = self.slots[slot as usize].bus_end;
+                self.finish_at(slot, access.end.max(bus_end));
+                JobKind::Write
+            }
+            (Choice::Command(_), Some((slot, prefix))) => {
+                self.counters.read_misses += 1;
+                let segment = self.read_segment(prefix, lbn);
+                // The host transfer overlaps the media transfer: it can start with the first
+                // sector (at once when a cached prefix comes first) and ends no earlier than
+                // just after the last one.
+                let command = self.slots[slot as usize].command;
+                let first_ready = if command.start.0 < lbn { at } else { access.transfer_start };
+                let bus_start = self.bus_free_at.max(first_ready);
+                let done = (bus_start + self.bus_time(command.sector_count.into()))
+                    .max(access.end + self.bus_time(1));
+                self.bus_free_at = done;
+                self.finish_at(slot, done);
+                let rest = access.last.continuation(access.last_done);
+                JobKind::Read { segment, end_lbn: lbn + sector_count, rest }
+            }
+            (Choice::Destage(index), _) => {
+                let segment = &mut self.cache.segments[index];
+                segment.dirty_start = segment.dirty_end;
+                segment.destaging = true;
+                self.cache.recount();
+                self.counters.destages += 1;
+                self.counters.destaged_sectors += sector_count;
+                JobKind::Destage { segment: index }
+            }
+            (Choice::Command(_), None) => unreachable!("a command choice carries its slot"),
+        };
+        self.stats.seek_distance_sectors += lbn.abs_diff(self.last_media_lbn);
+        self.last_media_lbn = lbn + sector_count;
+        self.head = access.track();
+        self.job = Some(Job { end: access.end, kind });
+        self.wake = Some(access.end);
+    }
+
+    /// The segment a read miss of `lbn..` fills: the one whose cached prefix it extends, if
+    /// that still holds, else the least recently used reusable one (none if all hold write
+    /// data: the read is then not cached).
+    fn read_segment(&mut self, prefix: Option<usize>, lbn: u64) -> Option<usize> {
+        let extends = prefix.filter(|&index| {
+            let segment = &self.cache.segments[index];
+            segment.reusable() && segment.end == lbn && segment.start < lbn
+        });
+        let index = match extends {
+            Some(index) => index,
+            None => {
+                let index = self.cache.least_recent(None)?;
+                self.cache.segments[index] = Segment {
+                    start: lbn,
+                    end: lbn,
+                    dirty_start: lbn,
+                    dirty_end: lbn,
+                    ..Default::default()
+                };
+                index
+            }
+        };
+        if self.stream_wanted.is_some_and(|(segment, _)| segment == index) {
+            self.stream_wanted = None;
+        }
+        self.cache.segments[index].filling = true;
+        self.cache.touch(index);
+        Some(index)
+    }
+}
+
+impl DeviceModel for Hdd {
+    fn describe(&self) -> String {
+        let geometry = &self.mechanics.geometry;
+        let zones = geometry.zones();
+        format!(
+            "hdd: {} rpm, {} cylinders x {} surfaces, {} zones of {}->{} sectors/track, {}, \
+             seek {} (average {:.2} ms), {} x {} buffer, write cache {}, depth {}",
+            geometry.rpm(),
+            geometry.cylinders(),
+            geometry.surfaces(),
+            zones.len(),
+            zones[0].sectors_per_track,
+            zones[zones.len() - 1].sectors_per_track,
+            elevator_core::format_size(geometry.capacity_sectors() * SECTOR_SIZE_BYTES),
+            self.seek_description,
+            self.seek_average_ms,
+            self.cache.segments.len(),
+            elevator_core::format_size(self.cache.segment_sectors * SECTOR_SIZE_BYTES),
+            if self.write_cache { "on" } else { "off" },
+            self.depth
+        )
+    }
+
+    fn capacity_sectors(&self) -> u64 {
+        self.mechanics.geometry.capacity_sectors()
+    }
+
+    fn queue_depth(&self) -> u32 {
+        self.depth
+    }
+
+    fn rotational(&self) -> bool {
+        true
+    }
+
+    fn submit(&mut self, now: Instant, command: Command) {
+        assert!(self.inside < self.depth, "hdd: submit beyond depth {}", self.depth);
+        assert!(
+            command.end().0 <= self.capacity_sectors(),
+            "hdd: {command:?} ends past the capacity {}",
+            self.capacity_sectors()
+        );
+        // Internal events before `now` happen before the command arrives.
+        self.run(Some(now));
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots.push(Slot {
+                    command,
+                    seq: 0,
+                    state: State::Free,
+                    bus_end: Instant::ZERO,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.slots[slot as usize] =
+            Slot { command, seq, state: State::Overhead, bus_end: Instant::ZERO };
+        let overhead = match command.op {
+            Op::Read => self.overhead_read,
+            Op::Write | Op::Flush | Op::Discard => self.overhead_write,
+        };
+        self.arrivals.push(Reverse((now + overhead, seq, slot)));
+        self.inside += 1;
+        self.busy_since.get_or_insert(now);
+        if self.inside == self.depth {
+            self.run(None);
+        }
+    }
+
+    fn next_event(&self) -> Option<Instant> {
+        let completion = self.completions.peek().map(|Reverse((at, _, _))| *at);
+        match (completion, self.next_internal()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn advance(&mut self, now: Instant, finished: &mut Vec<CommandId>) {
+        self.run(Some(now));
+        while let Some(&Reverse((at, _, slot))) = self.completions.peek() {
+            if at > now {
+                break;
+            }
+            self.completions.pop();
+            let entry = &mut self.slots[slot as usize];
+            debug_assert_eq!(entry.state, State::Done);
+            entry.state = State::Free;
+            finished.push(entry.command.id);
+            self.free_slots.push(slot);
+            self.stats.commands += 1;
+            self.inside -= 1;
+            if self.inside == 0
+                && let Some(since) = self.busy_since.take()
+            {
+                self.stats.busy_ns += at.saturating_since(since).as_nanos();
+            }
+        }
+        if self.inside == self.depth {
+            self.run(None);
+        }
+    }
+
+    fn stats(&self) -> DeviceStats {
+        let c = &self.counters;
+        let mut stats = self.stats.clone();
+        stats.extra = vec![
+            ("cache_hits", c.cache_hits),
+            ("streamed_reads", c.streamed_reads),
+            ("read_misses", c.read_misses),
+            ("cached_writes", c.cached_writes),
+            ("media_writes", c.media_writes),
+            ("mechanical_accesses", c.read_misses + c.media_writes + c.destages),
+            ("cache_full_waits", c.cache_full_waits),
+            ("destages", c.destages),
+            ("destaged_sectors", c.destaged_sectors),
+            ("read_ahead_sectors", c.read_ahead_sectors),
+            ("flushes", c.flushes),
+        ];
+        stats
+    }
+}
+
+/// Transfers up to this many sectors have their bus time precomputed.
+const BUS_TABLE_SECTORS: u64 = 257;
+
+/// Nanoseconds for `sector_count` sectors at `bytes_per_s`, rounded up.
+fn bus_ns(sector_count: u64, bytes_per_s: u64) -> u64 {
+    let bytes = u128::from(sector_count) * u128::from(SECTOR_SIZE_BYTES);
+    (bytes * 1_000_000_000).div_ceil(u128::from(bytes_per_s)) as u64
+}
+
+/// The zones as `(cylinders, sectors per track)`, outer first, from `zones` or from
+/// `zone_count`, `spt_outer` and `spt_inner`.
+fn zone_layout(params: &Params, cylinders: u32) -> Result<Vec<(u32, u32)>, ParamError> {
+    if params.has("zones") {
+        let text = params.text("zones");
+        let expected = "CYLINDERS@SECTORS_PER_TRACK zones separated by `/`, outer first, \
+                        e.g. 3000@1242/3000@1200";
+        let mut zones = Vec::new();
+        for zone in text.split('/').map(str::trim) {
+            let parsed = zone.split_once('@').and_then(|(count, spt)| {
+                Some((count.trim().parse::<u32>().ok()?, spt.trim().parse::<u32>().ok()?))
+            });
+            match parsed {
+                Some((count, spt)) if count > 0 && (1..=100_000).contains(&spt) => {
+                    zones.push((count, spt));
+                }
+                _ => {
+                    return Err(params.impossible(
+                        "zones",
+                        format!(
+                            "`{zone}` is not a zone (expected {expected}; cylinders >= 1, \
+                             sectors per track 1..=100000)"
+                        ),
+                    ));
+                }
+            }
+        }
+        let total: u64 = zones.iter().map(|&(count, _)| u64::from(count)).sum();
+        if total != u64::from(cylinders) {
+            return Err(params.impossible(
+                "zones",
+                format!(
+                    "the zones cover {total} cylinders but the disk has cylinders={cylinders}; \
+                     their cylinder counts must add up to it"
+                ),
+            ));
+        }
+        return Ok(zones);
+    }
+    let zone_count = params.integer("zone_count") as u32;
+    if zone_count > cylinders {
+        return Err(params.impossible(
+            "zone_count",
+            format!("{zone_count} zones cannot share {cylinders} cylinders (1..={cylinders})"),
+        ));
+    }
+    let outer = params.integer("spt_outer") as f64;
+    let inner = params.integer("spt_inner") as f64;
+    let (base, extra) = (cylinders / zone_count, cylinders % zone_count);
+    Ok((0..zone_count)
+        .map(|index| {
+            let count = base + u32::from(index < extra);
+            let fraction =
+                if zone_count == 1 { 0.0 } else { f64::from(index) / f64::from(zone_count - 1) };
+            let spt = (outer + (inner - outer) * fraction).round() as u32;
+            (count, spt)
+        })
+        .collect())
+}
+
+/// The seek curve the keys describe.
+fn seek_curve(params: &Params, cylinders: u32) -> Result<SeekCurve, ParamError> {
+    let longest = cylinders.saturating_sub(1);
+    let (key, curve) = match params.text("seek") {
+        "hpl" => {
+            if !params.has("hpl") {
+                return Err(params.impossible(
+                    "hpl",
+                    "seek=hpl needs hpl=V1/V2/V3/V4/V5/V6, e.g. 300/3.81/0.33/7.75/0.0059/-1",
+                ));
+            }
+            let curve = SeekCurve::parse_hpl(params.text("hpl"))
+                .map_err(|problem| params.impossible("hpl", problem))?;
+            ("hpl", curve)
+        }
+        "table" => {
+            if !params.has("seek_table") {
+                return Err(params.impossible(
+                    "seek_table",
+                    "seek=table needs seek_table=DISTANCE:MS/..., e.g. 1:0.8/100:2.1/5000:9",
+                ));
+            }
+            let curve = SeekCurve::parse_table(params.text("seek_table"))
+                .map_err(|problem| params.impossible("seek_table", problem))?;
+            ("seek_table", curve)
+        }
+        _ => {
+            let ms = |key| params.time(key).as_nanos() as f64 / 1e6;
+            let (single, average, full) = (ms("seek_single"), ms("seek_avg"), ms("seek_full"));
+            if !(single <= average && average <= full) {
+                return Err(params.impossible(
+                    "seek_avg",
+                    format!(
+                        "needs seek_single <= seek_avg <= seek_full, got {single} ms, \
+                         {average} ms, {full} ms"
+                    ),
+                ));
+            }
+            let curve = SeekCurve::fit_curve(single, average, full, cylinders)
+                .map_err(|problem| params.impossible("seek_avg", problem))?;
+            ("seek_avg", curve)
+        }
+    };
+    curve.check(longest).map_err(|problem| params.impossible(key, problem))?;
+    Ok(curve)
+}
