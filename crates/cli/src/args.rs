@@ -26,7 +26,7 @@ pub(crate) enum Command {
     List(ListArgs),
     /// Simulate a workload on a device under one or more schedulers, side by side.
     ///
-    /// With no arguments: 4 KiB random reads from two processes on a 2005 desktop disk under
+    /// With no arguments: two sequential readers 200 GiB apart on a 2005 desktop disk, under
     /// every scheduler.
     Sim(SimArgs),
 }

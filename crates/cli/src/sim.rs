@@ -11,10 +11,14 @@ use elevator_workload::WorkloadSpec;
 
 use crate::args::{ReportFormat, SimArgs};
 
-/// The device `elevator sim` uses when none is given.
-pub(crate) const DEFAULT_DEVICE: &str = "ram";
-/// The workload `elevator sim` uses when none is given: two processes reading 4 KiB at random.
-pub(crate) const DEFAULT_WORKLOAD: &str = "job:rw=randread,bs=4k,iodepth=4,numjobs=2,size=8m";
+/// The device `elevator sim` uses when none is given: a 2005 desktop disk.
+pub(crate) const DEFAULT_DEVICE: &str = "hdd";
+/// The workload `elevator sim` uses when none is given: two processes each reading a file
+/// sequentially, 200 GiB apart on the disk — the case where a scheduler that waits for a
+/// reader's next request (anticipatory, cfq) beats one that does not (deadline, noop) by an
+/// order of magnitude.
+pub(crate) const DEFAULT_WORKLOAD: &str =
+    "job:rw=read,bs=64k,numjobs=2,offset_increment=200g,size=64m";
 
 /// A validated `sim` invocation.
 struct Plan {

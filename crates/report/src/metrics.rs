@@ -113,8 +113,9 @@ impl LatencyRecorder {
         }
     }
 
-    /// The values at each percentile in `percentiles` (0 < p <= 100), in order.
-    pub fn percentiles(&self, percentiles: &[f64]) -> Vec<u64> {
+    /// The values at each percentile in `percentiles` (0 < p <= 100), in order. Sorts the raw
+    /// samples in place (recording more afterwards is fine).
+    pub fn percentiles(&mut self, percentiles: &[f64]) -> Vec<u64> {
         if self.count == 0 {
             return vec![0; percentiles.len()];
         }
@@ -124,15 +125,16 @@ impl LatencyRecorder {
                 .map(|&p| histogram.value_at_percentile(p).min(self.max_ns))
                 .collect(),
             None => {
-                let mut sorted = self.exact.clone();
-                sorted.sort_unstable();
+                // Sorting in place keeps the peak memory at one copy of the samples.
+                self.exact.sort_unstable();
+                let sorted = &self.exact;
                 percentiles.iter().map(|&p| sorted[nearest_rank(sorted.len(), p)]).collect()
             }
         }
     }
 
     /// Mean, p50, p90, p99, p99.9 and max.
-    pub fn summary(&self) -> LatencySummary {
+    pub fn summary(&mut self) -> LatencySummary {
         let values = self.percentiles(&[50.0, 90.0, 99.0, 99.9]);
         LatencySummary {
             mean: if self.count == 0 { 0 } else { (self.sum_ns / u128::from(self.count)) as u64 },
@@ -203,7 +205,7 @@ impl PhaseRecorder {
     }
 
     /// The finished phase, with `cpu_utilization_percent` as the mode measured or modelled it.
-    pub fn finish(&self, cpu_utilization_percent: Option<f64>) -> Phase {
+    pub fn finish(&mut self, cpu_utilization_percent: Option<f64>) -> Phase {
         let mut all = LatencyRecorder::default();
         for issuer in &self.issuers {
             all.merge(&issuer.latency);
@@ -226,7 +228,7 @@ impl PhaseRecorder {
             cpu_utilization_percent,
             issuers: self
                 .issuers
-                .iter()
+                .iter_mut()
                 .map(|issuer| {
                     let active = match (issuer.first_submit, issuer.last_complete) {
                         (Some(first), Some(last)) => last.saturating_since(first),

@@ -46,3 +46,24 @@ fn luns_share_their_link() {
     let measured = run.phases[0].throughput_bytes_per_s / 1e6;
     assert!((measured / 118.0 - 1.0).abs() < 0.05, "{measured:.1} MB/s over one gigabit link");
 }
+
+// Proves what a scheduler can do for a disk that takes one command at a time: with 4 KiB random
+// reads over the whole 2005 desktop disk from four processes keeping 32 requests queued,
+// deadline's one-way sector sweep moves the head far less than noop's arrival order and the
+// disk completes more reads. Measured (seed 1): noop 79.5 IOPS and 3.3e11 sectors of head
+// movement, deadline 146.9 IOPS and 3.3e10.
+#[test]
+fn deadline_sorts_a_random_stream_into_shorter_seeks_than_noop() {
+    let workload = "job:rw=randread,bs=4k,iodepth=8,numjobs=4,io_size=1m";
+    let noop = simulate("desktop-7200-2005", "noop", workload);
+    let deadline = simulate("desktop-7200-2005", "deadline", workload);
+    let distance = |run: &elevator_report::Run| run.device_stats.seek_distance_sectors as f64;
+    assert!(
+        distance(&deadline) < 0.5 * distance(&noop),
+        "deadline {} vs noop {} sectors",
+        distance(&deadline),
+        distance(&noop)
+    );
+    assert!(deadline.phases[0].iops > 1.5 * noop.phases[0].iops);
+    assert_eq!(deadline.phases[0].ops, noop.phases[0].ops);
+}

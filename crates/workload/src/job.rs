@@ -14,6 +14,7 @@
 //! | `bs` | 4k | block size |
 //! | `bsrange` | — | `MIN-MAX`: sizes uniformly drawn among multiples of MIN |
 //! | `size` | rest of the device | bytes per clone (region and amount) |
+//! | `io_size` | `size` | amount of I/O per clone, independent of the region |
 //! | `runtime` | — | cap on run time, seconds if bare |
 //! | `time_based` | 0 | loop over the region until `runtime` |
 //! | `iodepth` | 1 | operations in flight per clone |
@@ -81,6 +82,12 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Size { min_bytes: 512, max_bytes: 1 << 60 },
         default: "",
         help: "bytes per clone, region and amount (default: to the end of the device)",
+    },
+    KeySpec {
+        key: "io_size",
+        kind: KeyKind::Size { min_bytes: 512, max_bytes: 1 << 60 },
+        default: "",
+        help: "bytes of I/O per clone, independent of the region (default: size)",
     },
     KeySpec {
         key: "runtime",
@@ -231,6 +238,7 @@ pub(crate) struct JobConfig {
     mix: Mix,
     block_size: BlockSize,
     size_bytes: Option<u64>,
+    io_size_bytes: Option<u64>,
     runtime: Duration,
     time_based: bool,
     depth: u32,
@@ -289,6 +297,10 @@ impl JobConfig {
                 return Err(params.impossible("size", "is smaller than one block"));
             }
         }
+        let io_size_bytes = params.has("io_size").then(|| params.size("io_size"));
+        if let Some(io_size) = io_size_bytes {
+            check_sectors(params, "io_size", io_size)?;
+        }
         let offset_text = params.text("offset");
         let offset = match offset_text.strip_suffix('%') {
             Some(percent) => {
@@ -336,6 +348,7 @@ impl JobConfig {
             mix,
             block_size,
             size_bytes,
+            io_size_bytes,
             runtime: params.time("runtime"),
             time_based: params.flag("time_based"),
             depth,
@@ -396,9 +409,10 @@ impl JobConfig {
                 .iter()
                 .map(|&target| self.region(params, &targets[target], target, clone, files.len()))
                 .collect::<Result<Vec<_>, _>>()?;
-            let budget_bytes = match self.size_bytes {
-                Some(size) => size,
-                None => regions.iter().map(|region| region.length_bytes).sum(),
+            let budget_bytes = match (self.io_size_bytes, self.size_bytes) {
+                (Some(io_size), _) => io_size,
+                (None, Some(size)) => size,
+                (None, None) => regions.iter().map(|region| region.length_bytes).sum(),
             };
             issuers.push(Box::new(JobIssuer {
                 name: format!("job/{clone}"),
@@ -753,6 +767,16 @@ mod tests {
             drive(plan("job:rw=read,size=16k,thinktime=2ms,iodepth=8"), Duration::from_millis(1));
         let times: Vec<u64> = log.iter().map(|(_, at, _)| at.as_nanos() / 1_000_000).collect();
         assert_eq!(times, [0, 3, 6, 9]);
+    }
+
+    // Proves io_size sets the amount of I/O apart from the region: 64 KiB of random reads spread
+    // over the whole device.
+    #[test]
+    fn io_size_sets_the_amount_apart_from_the_region() {
+        let log = drive(plan("job:rw=randread,io_size=64k,offset=0"), Duration::from_micros(1));
+        assert_eq!(log.len(), 16);
+        let spread = log.iter().map(|(_, _, io)| io.offset_bytes).max().unwrap();
+        assert!(spread > 1 << 28, "random offsets cover the whole 1 GiB device: {spread}");
     }
 
     // Proves runtime caps a time-based job, and the job finishes its in-flight I/O.

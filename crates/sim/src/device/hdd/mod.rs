@@ -316,7 +316,9 @@ pub const PRESETS: &[Preset] = &[
                10045 rpm, 6962 cylinders, 12 surfaces, 11 zones 254 -> 167 sectors per track \
                (middle zones interpolated linearly, equal cylinder counts: assumptions), \
                extracted seek table (16 of its 106 points), head switch 0.030 ms, write settle \
-               0.461 ms, 3 x 561-block segments, bulk transfer 0.105 ms/sector (4.876 MB/s). \
+               0.461 ms, 3 x 561-block segments. The host interface is the drive's Ultra2 Wide \
+               SCSI, 80 MB/s: DiskSim's bulk sector transfer time of 0.105 ms/sector (4.9 \
+               MB/s) is not the host bus rate, or the drive could not deliver its media rate. \
                Skews derived; overheads 0.3/0.7 ms are mid-range of the 1999-2000 drives; \
                depth 1 and write cache off are assumptions",
         values: &[
@@ -337,7 +339,7 @@ pub const PRESETS: &[Preset] = &[
             ("write_settle", "0.461ms"),
             ("overhead_read", "0.3ms"),
             ("overhead_write", "0.7ms"),
-            ("bus_rate", "4.876"),
+            ("bus_rate", "80"),
             ("segments", "3"),
             ("segment_size", "287232"),
             ("write_cache", "0"),
