@@ -29,7 +29,7 @@ use elevator_report::{
     SchedulerStats,
 };
 use elevator_sched::SchedulerSpec;
-use elevator_workload::{Io, IoId, Issuer, Poll, Target, WorkloadSpec};
+use elevator_workload::{Io, IoId, IoKind, Issuer, Place, Poll, Target, WorkloadSpec};
 
 use crate::device::{Command, CommandId, DeviceSpec};
 use crate::engine::EventQueue;
@@ -569,8 +569,23 @@ impl Simulation {
     fn submit_io(&mut self, index: usize, io: Io) -> Result<bool, SimError> {
         let issuer = &self.issuers[index].issuer;
         let bad = |problem: String| SimError::BadIo { issuer: issuer.name().to_owned(), problem };
-        let Some(device) = self.devices.get(io.target) else {
-            return Err(bad(format!("target {} does not exist", io.target)));
+        let Place::Device(target) = io.place else {
+            return Err(bad("file I/O needs the host model".to_owned()));
+        };
+        if !io.direct {
+            return Err(bad("buffered I/O needs the host model".to_owned()));
+        }
+        let op = match io.kind {
+            IoKind::Read => Op::Read,
+            IoKind::Write => Op::Write,
+            IoKind::Sync => Op::Flush,
+            IoKind::Discard => Op::Discard,
+            IoKind::DropCaches => {
+                return Err(bad("dropping caches needs the host model".to_owned()));
+            }
+        };
+        let Some(device) = self.devices.get(target) else {
+            return Err(bad(format!("target {target} does not exist")));
         };
         if io.offset_bytes % SECTOR_SIZE_BYTES != 0 || io.size_bytes % SECTOR_SIZE_BYTES != 0 {
             return Err(bad(format!(
@@ -586,8 +601,8 @@ impl Simulation {
                 device.name, device.capacity_sectors
             )));
         }
-        if (io.op == Op::Flush) != (sectors == 0) {
-            return Err(bad(format!("{:?} of {sectors} sectors", io.op)));
+        if (op == Op::Flush) != (sectors == 0) {
+            return Err(bad(format!("{op:?} of {sectors} sectors")));
         }
         let max_sectors = u64::from(device.queue.config().max_sectors());
         let bio_count = if sectors == 0 { 1 } else { sectors.div_ceil(max_sectors) };
@@ -605,7 +620,7 @@ impl Simulation {
         let slot = &mut self.issuers[index];
         slot.outstanding += 1;
         let template = Bio {
-            op: io.op,
+            op,
             start: Sector(start),
             sector_count: 0,
             flags: io.flags,
@@ -619,7 +634,7 @@ impl Simulation {
             let count = if sectors == 0 { 0 } else { (start + sectors - first).min(max_sectors) };
             bios.push(Bio { start: Sector(first), sector_count: count as u32, ..template });
         }
-        let queue = &mut self.devices[io.target].queue;
+        let queue = &mut self.devices[target].queue;
         for (position, &bio) in bios.iter().enumerate() {
             let outcome = queue.submit(self.now, bio).map_err(|error| SimError::BadIo {
                 issuer: self.issuers[index].issuer.name().to_owned(),
@@ -628,12 +643,12 @@ impl Simulation {
             if outcome == Submitted::Blocked {
                 let slot = &mut self.issuers[index];
                 slot.blocked = bios[position..].to_vec();
-                slot.blocked_device = io.target;
-                self.devices[io.target].dirty = true;
+                slot.blocked_device = target;
+                self.devices[target].dirty = true;
                 return Ok(false);
             }
         }
-        self.devices[io.target].dirty = true;
+        self.devices[target].dirty = true;
         Ok(true)
     }
 

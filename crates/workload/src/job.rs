@@ -38,11 +38,11 @@
 //!   makes the effective depth 1.
 
 use elevator_core::{
-    Duration, Instant, IoPriority, KeyKind, KeySpec, Op, ParamError, Params, Prng, ProcessId,
+    Duration, Instant, IoPriority, KeyKind, KeySpec, ParamError, Params, Prng, ProcessId,
     RequestFlags, SECTOR_SIZE_BYTES, units,
 };
 
-use crate::{Io, IoId, Issuer, PhasePlan, Poll, Target, WorkloadPlan};
+use crate::{Io, IoId, IoKind, Issuer, PhasePlan, Place, Poll, Target, WorkloadPlan};
 
 /// One line for `elevator list workloads`.
 pub const SUMMARY: &str = "fio-style block-level job: rw, bs, size, iodepth, numjobs, thinktime";
@@ -247,6 +247,7 @@ pub(crate) struct JobConfig {
     offset: Offset,
     offset_increment_bytes: u64,
     priority: IoPriority,
+    direct: bool,
     filenames: Vec<String>,
 }
 
@@ -322,13 +323,6 @@ impl JobConfig {
         };
         let offset_increment_bytes = params.size("offset_increment");
         check_sectors(params, "offset_increment", offset_increment_bytes)?;
-        if !params.flag("direct") {
-            return Err(params.impossible(
-                "direct",
-                "buffered I/O (direct=0) goes through the page cache of the host model; \
-                 `job` issues block I/O directly (direct=1)",
-            ));
-        }
         let priority = Self::priority(params)?;
         let synchronous_engine =
             matches!(params.text("ioengine"), "psync" | "sync" | "pvsync" | "pvsync2");
@@ -357,6 +351,7 @@ impl JobConfig {
             offset,
             offset_increment_bytes,
             priority,
+            direct: params.flag("direct"),
             filenames,
         })
     }
@@ -437,7 +432,10 @@ impl JobConfig {
             (true, Mix::Write) => "randwrite",
             (true, Mix::Mixed { .. }) => "randrw",
         };
-        Ok(WorkloadPlan { phases: vec![PhasePlan { name: name.to_owned(), issuers }] })
+        Ok(WorkloadPlan {
+            files: Vec::new(),
+            phases: vec![PhasePlan { name: name.to_owned(), issuers, stonewall: false }],
+        })
     }
 
     /// Clone `clone`'s region on `target`.
@@ -579,14 +577,14 @@ impl JobIssuer {
     /// The next operation, or `None` when a sequential pass ended and the job is not
     /// time-based.
     fn poll_next_io(&mut self) -> Option<Io> {
-        let op = match self.config.mix {
-            Mix::Read => Op::Read,
-            Mix::Write => Op::Write,
+        let kind = match self.config.mix {
+            Mix::Read => IoKind::Read,
+            Mix::Write => IoKind::Write,
             Mix::Mixed { read_fraction } => {
                 if self.prng.chance(read_fraction) {
-                    Op::Read
+                    IoKind::Read
                 } else {
-                    Op::Write
+                    IoKind::Write
                 }
             }
         };
@@ -605,7 +603,7 @@ impl JobIssuer {
             self.prng.below(slots) * align
         } else {
             let position =
-                if op == Op::Read { &mut region.next_read } else { &mut region.next_write };
+                if kind == IoKind::Read { &mut region.next_read } else { &mut region.next_write };
             if *position + size > region.length_bytes {
                 if !self.config.time_based {
                     return None;
@@ -617,15 +615,21 @@ impl JobIssuer {
             relative
         };
         // Reads are always synchronous; so are O_DIRECT writes (the kernel marks them so).
-        let flags = RequestFlags::SYNC;
+        // Buffered writes are the host's to classify (write-back is asynchronous).
+        let flags = if self.config.direct || kind == IoKind::Read {
+            RequestFlags::SYNC
+        } else {
+            RequestFlags::NONE
+        };
         let id = IoId(self.next_id);
         self.next_id += 1;
         Some(Io {
             id,
-            op,
-            target: region.target,
+            kind,
+            place: Place::Device(region.target),
             offset_bytes: region.start_bytes + relative,
             size_bytes: size,
+            direct: self.config.direct,
             flags,
         })
     }
@@ -713,7 +717,7 @@ mod tests {
         let offsets: Vec<u64> = log.iter().map(|(_, _, io)| io.offset_bytes).collect();
         let expected: Vec<u64> = (0..16).map(|i| (1 << 20) + i * (64 << 10)).collect();
         assert_eq!(offsets, expected);
-        assert!(log.iter().all(|(_, _, io)| io.op == Op::Read && io.size_bytes == 64 << 10));
+        assert!(log.iter().all(|(_, _, io)| io.kind == IoKind::Read && io.size_bytes == 64 << 10));
     }
 
     // Proves random offsets stay inside the region, aligned to bs, and the same seed gives the
@@ -793,11 +797,11 @@ mod tests {
     fn rwmixread_sets_the_read_share() {
         let log =
             drive(plan("job:rw=randrw,rwmixread=70,size=40m,bs=4k"), Duration::from_micros(1));
-        let reads = log.iter().filter(|(_, _, io)| io.op == Op::Read).count() as f64;
+        let reads = log.iter().filter(|(_, _, io)| io.kind == IoKind::Read).count() as f64;
         let share = reads / log.len() as f64;
         assert!((share - 0.7).abs() < 0.02, "{share}");
         let writes = drive(plan("job:rw=randrw,rwmixwrite=100,size=64k"), Duration::from_micros(1));
-        assert!(writes.iter().all(|(_, _, io)| io.op == Op::Write));
+        assert!(writes.iter().all(|(_, _, io)| io.kind == IoKind::Write));
     }
 
     // Proves bsrange draws multiples of its minimum within its bounds.
@@ -823,10 +827,10 @@ mod tests {
     #[test]
     fn filename_picks_devices() {
         let log = drive(plan("job:rw=read,filename=sdb,size=8k"), Duration::from_micros(1));
-        assert!(log.iter().all(|(_, _, io)| io.target == 1));
+        assert!(log.iter().all(|(_, _, io)| io.place == Place::Device(1)));
         let both = drive(plan("job:rw=read,filename=sda:sdb,size=16k"), Duration::from_micros(1));
-        let targets: Vec<usize> = both.iter().map(|(_, _, io)| io.target).collect();
-        assert_eq!(targets, [0, 1, 0, 1]);
+        let places: Vec<Place> = both.iter().map(|(_, _, io)| io.place).collect();
+        assert_eq!(places, [0, 1, 0, 1].map(Place::Device));
     }
 
     // Proves bad input names the key and what is accepted, at parse or at plan time.
@@ -842,7 +846,6 @@ mod tests {
         assert!(parse_error("job:bs=1000").contains("bs: 1000 bytes is not a multiple of 512"));
         assert!(parse_error("job:bsrange=16k-4k").contains("bsrange"));
         assert!(parse_error("job:rwmixread=60,rwmixwrite=30").contains("must be 100"));
-        assert!(parse_error("job:direct=0").contains("direct"));
         assert!(parse_error("job:prioclass=0,prio=3").contains("prio"));
         assert!(parse_error("fio:rw=read").contains("unknown workload `fio` (accepted: job)"));
         let plan_error = |text: &str| {

@@ -15,8 +15,7 @@
 use std::fmt;
 
 use elevator_core::{
-    ComponentSpec, Instant, IoPriority, KeySpec, Op, ParamError, Params, Prng, ProcessId,
-    RequestFlags,
+    ComponentSpec, Instant, IoPriority, KeySpec, ParamError, Params, Prng, ProcessId, RequestFlags,
 };
 
 pub mod job;
@@ -25,21 +24,61 @@ pub mod job;
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct IoId(pub u64);
 
+/// What an operation does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum IoKind {
+    /// `read(2)` / `pread(2)`.
+    Read,
+    /// `write(2)` / `pwrite(2)`.
+    Write,
+    /// `fsync(2)` of a file, or of a block device opened buffered; a cache flush command for a
+    /// device opened with O_DIRECT. Carries no bytes.
+    Sync,
+    /// Tell the device the range is unused (`BLKDISCARD`).
+    Discard,
+    /// Drop the host's clean cached pages (`echo 3 > /proc/sys/vm/drop_caches`, or hdparm's
+    /// `BLKFLSBUF` on a device). Carries no bytes.
+    DropCaches,
+}
+
+/// Where an operation goes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Place {
+    /// A whole block device (`/dev/sda`), by index into the plan's targets.
+    Device(usize),
+    /// A file, by index into the plan's files.
+    File(usize),
+}
+
 /// One operation an issuer wants done.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Io {
     /// Its handle, unique within the issuer.
     pub id: IoId,
-    /// Read, write, flush or discard.
-    pub op: Op,
-    /// Which target (index into the plan's targets).
-    pub target: usize,
-    /// Byte offset on the target (sector aligned).
+    /// What it does.
+    pub kind: IoKind,
+    /// Where.
+    pub place: Place,
+    /// Byte offset (sector aligned for direct I/O).
     pub offset_bytes: u64,
-    /// Size in bytes (a multiple of 512; 0 for a flush).
+    /// Size in bytes (a multiple of 512 for direct I/O; 0 for sync and drop-caches).
     pub size_bytes: u64,
-    /// Sync (O_DIRECT and fsync writes; every read) and FUA.
+    /// O_DIRECT: straight to the block layer. Otherwise through the host's page cache.
+    pub direct: bool,
+    /// For direct I/O, the request flags (every read is sync; O_DIRECT writes are too; FUA).
     pub flags: RequestFlags,
+}
+
+/// A file a workload uses, and where it lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSpec {
+    /// Its name in reports.
+    pub name: String,
+    /// The device (index into the targets) whose filesystem holds it.
+    pub device: usize,
+    /// Bytes of data it holds before the run (laid out contiguously before the run starts);
+    /// 0 for a file the workload creates by writing it.
+    pub size_bytes: u64,
 }
 
 /// What an issuer wants next.
@@ -75,6 +114,12 @@ pub trait Issuer: fmt::Debug + Send {
 
     /// One of its operations completed at `now`.
     fn complete(&mut self, now: Instant, io: IoId);
+
+    /// Counters the workload reports for the phase (an OLTP user's transactions), in a fixed
+    /// order; summed over the phase's issuers.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// A device a workload can address.
@@ -93,11 +138,16 @@ pub struct PhasePlan {
     pub name: String,
     /// Its issuers.
     pub issuers: Vec<Box<dyn Issuer>>,
+    /// iozone's stonewalling: when the first issuer finishes, every issuer's throughput counts
+    /// only what it had done by then, over the time until then.
+    pub stonewall: bool,
 }
 
-/// A workload ready to run: phases in order.
+/// A workload ready to run: its files and its phases in order.
 #[derive(Debug)]
 pub struct WorkloadPlan {
+    /// Files the phases address with [`Place::File`].
+    pub files: Vec<FileSpec>,
     /// The phases.
     pub phases: Vec<PhasePlan>,
 }
