@@ -90,9 +90,18 @@ pub(crate) struct SimArgs {
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
 
+    /// The host: memory, processors, write-back tunables, e.g. `fileserver-2007` or
+    /// `host:ram=12g,cpus=4,dirty_ratio=20` (used by buffered I/O).
+    #[arg(long, default_value = "host")]
+    pub(crate) host: String,
+
     /// Requests per pool class (`nr_requests`).
     #[arg(long, default_value_t = 128)]
     pub(crate) nr_requests: u32,
+
+    /// Largest read-ahead window of buffered reads in KiB (`read_ahead_kb`).
+    #[arg(long, default_value_t = 128)]
+    pub(crate) read_ahead_kb: u32,
 
     /// Largest request in KiB (`max_sectors_kb`).
     #[arg(long, default_value_t = 512)]

@@ -6,7 +6,7 @@ use std::io::{BufWriter, Write};
 use anyhow::{Context, Result};
 use elevator_report::{Format, Report, render};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
-use elevator_sim::{Bounds, DeviceSpec, QueueSettings, SimConfig, run};
+use elevator_sim::{Bounds, DeviceSpec, HostSpec, QueueSettings, SimConfig, run};
 use elevator_workload::WorkloadSpec;
 
 use crate::args::{ReportFormat, SimArgs};
@@ -50,9 +50,11 @@ fn plan(args: &SimArgs) -> Result<Plan> {
     let config = SimConfig {
         seed: args.seed,
         device,
+        host: HostSpec::parse(&args.host)?,
         queue: QueueSettings {
             nr_requests: args.nr_requests,
             max_sectors_kb: args.max_sectors_kb,
+            read_ahead_kb: args.read_ahead_kb,
             plugging: args.plugging,
             depth: args.depth,
         },

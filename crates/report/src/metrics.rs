@@ -156,6 +156,10 @@ struct IssuerRecord {
     first_submit: Option<Instant>,
     last_complete: Option<Instant>,
     latency: LatencyRecorder,
+    /// (user, system) CPU nanoseconds, when known.
+    cpu_ns: Option<(u64, u64)>,
+    /// Bytes done when the phase was stonewalled.
+    bytes_at_stonewall: Option<u64>,
 }
 
 /// Everything measured in one phase, per issuer.
@@ -165,6 +169,8 @@ pub struct PhaseRecorder {
     started: Instant,
     ended: Instant,
     issuers: Vec<IssuerRecord>,
+    stonewall: Option<Instant>,
+    counters: std::collections::BTreeMap<String, u64>,
 }
 
 impl PhaseRecorder {
@@ -183,9 +189,35 @@ impl PhaseRecorder {
                     first_submit: None,
                     last_complete: None,
                     latency: LatencyRecorder::default(),
+                    cpu_ns: None,
+                    bytes_at_stonewall: None,
                 })
                 .collect(),
+            stonewall: None,
+            counters: Default::default(),
         }
+    }
+
+    /// iozone's stonewall: at `at` the first issuer finished; every issuer's throughput counts
+    /// what it has done by now, over the time until now. Later calls change nothing.
+    pub fn stonewall(&mut self, at: Instant) {
+        if self.stonewall.is_some() {
+            return;
+        }
+        self.stonewall = Some(at);
+        for issuer in &mut self.issuers {
+            issuer.bytes_at_stonewall = Some(issuer.bytes);
+        }
+    }
+
+    /// Issuer `issuer` used `user_ns` and `sys_ns` of CPU in the phase.
+    pub fn record_cpu(&mut self, issuer: usize, user_ns: u64, sys_ns: u64) {
+        self.issuers[issuer].cpu_ns = Some((user_ns, sys_ns));
+    }
+
+    /// Adds `value` to the phase's counter `name`.
+    pub fn add_counter(&mut self, name: &str, value: u64) {
+        *self.counters.entry(name.to_owned()).or_default() += value;
     }
 
     /// Issuer `issuer` completed an operation of `bytes` submitted at `submitted`.
@@ -204,8 +236,10 @@ impl PhaseRecorder {
         self.ended = self.ended.max(at);
     }
 
-    /// The finished phase, with `cpu_utilization_percent` as the mode measured or modelled it.
-    pub fn finish(&mut self, cpu_utilization_percent: Option<f64>) -> Phase {
+    /// The finished phase. Its CPU utilisation is iozone's `-+u` figure: 100 × the issuers'
+    /// CPU time over the longest issuer's wall time (so it can exceed 100 with several CPUs);
+    /// `None` when no issuer's CPU time was recorded.
+    pub fn finish(&mut self) -> Phase {
         let mut all = LatencyRecorder::default();
         for issuer in &self.issuers {
             all.merge(&issuer.latency);
@@ -216,6 +250,18 @@ impl PhaseRecorder {
         let per_second = |amount: u64, span: Duration| {
             if span.as_nanos() == 0 { 0.0 } else { amount as f64 / span.as_secs_f64() }
         };
+        let started = self.started;
+        let wall = |issuer: &IssuerRecord| match issuer.last_complete {
+            Some(last) => last.saturating_since(started),
+            None => Duration::ZERO,
+        };
+        let longest_wall = self.issuers.iter().map(wall).max().unwrap_or(Duration::ZERO);
+        let cpu_total: Option<u64> =
+            self.issuers.iter().map(|issuer| issuer.cpu_ns.map(|(user, sys)| user + sys)).sum();
+        let cpu_utilization_percent = cpu_total
+            .filter(|_| longest_wall.as_nanos() > 0)
+            .map(|cpu| 100.0 * cpu as f64 / longest_wall.as_nanos() as f64);
+        let stonewall = self.stonewall;
         Phase {
             name: self.name.clone(),
             duration_ns: duration.as_nanos(),
@@ -230,24 +276,34 @@ impl PhaseRecorder {
                 .issuers
                 .iter_mut()
                 .map(|issuer| {
-                    let active = match (issuer.first_submit, issuer.last_complete) {
-                        (Some(first), Some(last)) => last.saturating_since(first),
-                        _ => Duration::ZERO,
+                    let throughput = match (stonewall, issuer.bytes_at_stonewall) {
+                        (Some(at), Some(bytes)) => per_second(bytes, at.saturating_since(started)),
+                        _ => {
+                            let active = match (issuer.first_submit, issuer.last_complete) {
+                                (Some(first), Some(last)) => last.saturating_since(first),
+                                _ => Duration::ZERO,
+                            };
+                            per_second(issuer.bytes, active)
+                        }
                     };
                     let values = issuer.latency.percentiles(&[50.0, 99.0]);
                     IssuerSummary {
                         name: issuer.name.clone(),
                         bytes: issuer.bytes,
                         ops: issuer.ops,
-                        throughput_bytes_per_s: per_second(issuer.bytes, active),
+                        throughput_bytes_per_s: throughput,
                         latency_ns: IssuerLatency {
                             p50: values[0],
                             p99: values[1],
                             max: issuer.latency.max_ns,
                         },
+                        cpu_user_ns: issuer.cpu_ns.map(|(user, _)| user),
+                        cpu_sys_ns: issuer.cpu_ns.map(|(_, sys)| sys),
                     }
                 })
                 .collect(),
+            counters: self.counters.clone(),
+            stonewall_ns: stonewall.map(|at| at.saturating_since(started).as_nanos()),
         }
     }
 }
@@ -307,7 +363,7 @@ mod tests {
         let mut phase = PhaseRecorder::new("read", start, vec!["a".into(), "b".into()]);
         phase.record(0, 4096, start, Instant::from_millis(1));
         phase.record(1, 8192, Instant::from_millis(1), Instant::from_millis(3));
-        let done = phase.finish(None);
+        let done = phase.finish();
         assert_eq!((done.bytes, done.ops, done.duration_ns), (12288, 2, 3_000_000));
         assert!((done.throughput_bytes_per_s - 4_096_000.0).abs() < 1e-6);
         assert!((done.issuers[1].throughput_bytes_per_s - 4_096_000.0).abs() < 1e-6);

@@ -78,6 +78,9 @@ pub struct Run {
     pub queue_stats: QueueStats,
     /// What the device did.
     pub device_stats: DeviceStats,
+    /// What the host's page cache and write-back did (simulated buffered I/O only).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub host_stats: BTreeMap<String, u64>,
 }
 
 /// One phase of a workload (iozone's write, re-write, read, re-read; a fio job's one phase).
@@ -104,6 +107,14 @@ pub struct Phase {
     pub cpu_utilization_percent: Option<f64>,
     /// Per issuer (process, job clone, iozone child).
     pub issuers: Vec<IssuerSummary>,
+    /// Counters the workload reports (an OLTP load's `transactions`, hdparm's timed loop),
+    /// summed over the issuers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, u64>,
+    /// When the phase was stonewalled (iozone), the time from its start to the first issuer
+    /// finishing: issuers' throughput counts only what they did until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stonewall_ns: Option<u64>,
 }
 
 /// Latency statistics in nanoseconds.
@@ -147,11 +158,18 @@ pub struct IssuerSummary {
     pub bytes: u64,
     /// Operations it completed.
     pub ops: u64,
-    /// Its bytes over its own active time (first submission to last completion), as iozone's
-    /// "Children see throughput" adds them up.
+    /// Its bytes over its own active time (first submission to last completion) — or, in a
+    /// stonewalled phase, its bytes until the stonewall over the time until then: the figure
+    /// iozone's "Children see throughput" adds up.
     pub throughput_bytes_per_s: f64,
     /// Its latencies.
     pub latency_ns: IssuerLatency,
+    /// User CPU time it used in the phase, where the mode models or measures it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_user_ns: Option<u64>,
+    /// System CPU time it used in the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_sys_ns: Option<u64>,
 }
 
 /// An issuer's latency figures in nanoseconds.

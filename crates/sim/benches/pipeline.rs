@@ -8,7 +8,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use elevator_sched::SchedulerSpec;
-use elevator_sim::{Bounds, DeviceSpec, QueueSettings, SimConfig, run};
+use elevator_sim::{DeviceSpec, SimConfig, run};
 use elevator_workload::WorkloadSpec;
 
 fn pipeline(c: &mut Criterion) {
@@ -24,13 +24,7 @@ fn pipeline(c: &mut Criterion) {
         ),
         ("noop/ram", "ram", "noop", "job:rw=randread,bs=4k,iodepth=32,size=1g", 262_144),
     ] {
-        let config = SimConfig {
-            seed: 1,
-            device: DeviceSpec::parse(device).unwrap(),
-            queue: QueueSettings::default(),
-            bounds: Bounds::default(),
-            check_invariants: false,
-        };
+        let config = SimConfig::new(1, DeviceSpec::parse(device).unwrap());
         let scheduler = SchedulerSpec::parse(scheduler).unwrap();
         let workload = WorkloadSpec::parse(workload).unwrap();
         group.throughput(Throughput::Elements(requests));

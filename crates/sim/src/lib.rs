@@ -12,8 +12,10 @@
 
 pub mod device;
 pub mod engine;
+pub mod host;
 pub mod runner;
 pub mod topology;
 
 pub use device::{DeviceKind, DeviceModel, DeviceSpec};
-pub use runner::{Bounds, QueueSettings, SimConfig, SimError, run};
+pub use host::spec::HostSpec;
+pub use runner::{Bounds, QueueSettings, SimConfig, SimError, run, run_plan, targets};

@@ -1,28 +1,36 @@
-//! The runner: one workload, one scheduler, one topology, start to finish.
+//! The runner: one workload, one scheduler, one host and topology, start to finish.
 //!
 //! ```text
-//! issuer.poll ─Submit(io)─> split into bios ─> BlockQueue::submit ─> scheduler
-//!                                                   │ next_request: Issue
-//!                           (link: write data) ─> DeviceModel::submit ... advance ─> finished
-//!                           (link: read data)  ─> BlockQueue::complete ─> bios ─> io done
-//!                                                   └─> issuer.complete ─> poll again
+//! issuer.poll ─Submit(io)─┬─ O_DIRECT ─> bios ───────────────┐
+//!                         └─ buffered ─> host (page cache) ──┴─> BlockQueue::submit ─> scheduler
+//!                              │ read-ahead, write-back            │ next_request: Issue
+//!                              │                  (link) DeviceModel::submit ... advance
+//!   issuer.complete <─ host: done at <─ bios done <─ BlockQueue::complete <─┘
 //! ```
 //!
 //! Everything happens at events popped from one [`EventQueue`] in (time, sequence) order:
-//! issuers waking from think time, device steps, the scheduler's `Idle`/plug wake-ups and link
-//! transfers. After every event the devices it touched are pumped: the queue is asked for
-//! requests while the device has room. Phases run one after another; a phase ends when all its
-//! issuers are done and none of their operations is outstanding.
+//! issuers waking from think time, device steps, the scheduler's `Idle`/plug wake-ups, link
+//! transfers, the host's timers and the host's finished operations. After every event the
+//! devices it touched are pumped: the queue is asked for requests while the device has room.
 //!
-//! Every run is bounded ([`Bounds`]); hitting a bound, or a stall (issuers waiting with
-//! nothing that could ever wake them), is an error that says where and when.
+//! A bio the request pool refuses is **parked** with every later bio of the same process for
+//! that device, in order; when the pool wakes the process, its parked bios go in until one is
+//! refused again. A process is one sleeping task, so whether the bios came from its own O_DIRECT
+//! call or from the host acting for it (read-ahead, a throttled writer's write-back, the
+//! flusher), they wait in one line. The host learns that a batch of its bios has been taken in
+//! full, which is what a throttled writer and the flusher wait for.
+//!
+//! Phases run one after another; a phase ends when all its issuers are done and none of their
+//! operations is outstanding. Host work (write-back) goes on across phases. Every run is bounded
+//! ([`Bounds`]); hitting a bound, or a stall (issuers waiting with nothing that could ever wake
+//! them), is an error that says where and when.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, VecDeque};
 
 use elevator_core::check::check_queue;
 use elevator_core::{
-    Bio, BioTag, BlockQueue, Duration, Instant, Op, Prng, ProcessId, Pull, QueueConfig,
-    RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector, Submitted,
+    Bio, BioTag, BlockQueue, Direction, Duration, Instant, IoPriority, Op, Prng, ProcessId, Pull,
+    QueueConfig, RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector, Submitted,
 };
 use elevator_report::{
     DeviceStats as ReportDeviceStats, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run,
@@ -33,6 +41,8 @@ use elevator_workload::{Io, IoId, IoKind, Issuer, Place, Poll, Target, WorkloadS
 
 use crate::device::{Command, CommandId, DeviceSpec};
 use crate::engine::EventQueue;
+use crate::host::spec::HostSpec;
+use crate::host::{Host, HostAction, HostDevice, HostError, HostOpKind, HostPlace};
 use crate::topology::Topology;
 
 /// Limits on a run. Reaching one is an error, never a silent stop.
@@ -46,17 +56,19 @@ pub struct Bounds {
 
 impl Default for Bounds {
     fn default() -> Bounds {
-        Bounds { max_events: 1 << 34, max_time: Duration::from_secs(7 * 24 * 3600) }
+        Bounds { max_events: 1 << 36, max_time: Duration::from_secs(7 * 24 * 3600) }
     }
 }
 
-/// Block-layer settings that do not come from the device.
+/// Block-layer settings that do not come from the device (`/sys/block/DEV/queue/*`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueSettings {
     /// `nr_requests`.
     pub nr_requests: u32,
     /// `max_sectors_kb`.
     pub max_sectors_kb: u32,
+    /// `read_ahead_kb`: the largest read-ahead window of buffered reads.
+    pub read_ahead_kb: u32,
     /// Plugging on or off.
     pub plugging: bool,
     /// Overrides the device's own queue depth.
@@ -69,6 +81,7 @@ impl Default for QueueSettings {
         QueueSettings {
             nr_requests: defaults.nr_requests,
             max_sectors_kb: defaults.max_sectors_kb,
+            read_ahead_kb: 128,
             plugging: defaults.plugging,
             depth: None,
         }
@@ -82,12 +95,28 @@ pub struct SimConfig {
     pub seed: u64,
     /// The device (or topology) spec.
     pub device: DeviceSpec,
+    /// The host: memory, processors, write-back tunables.
+    pub host: HostSpec,
     /// Block-layer settings.
     pub queue: QueueSettings,
     /// Limits.
     pub bounds: Bounds,
     /// Audit every queue after every event (slow; for tests).
     pub check_invariants: bool,
+}
+
+impl SimConfig {
+    /// A configuration with the default host, queue settings and bounds.
+    pub fn new(seed: u64, device: DeviceSpec) -> SimConfig {
+        SimConfig {
+            seed,
+            device,
+            host: HostSpec::default_host(),
+            queue: QueueSettings::default(),
+            bounds: Bounds::default(),
+            check_invariants: false,
+        }
+    }
 }
 
 /// Why a simulation stopped early.
@@ -132,24 +161,47 @@ pub enum SimError {
     Invariant(#[from] elevator_core::check::InvariantViolation),
 }
 
-/// Simulates `workload` under `scheduler` on `config.device`; returns the run's report.
+/// Simulates `workload` under `scheduler` on `config`'s host and device; returns the report.
 pub fn run(
     config: &SimConfig,
     scheduler: &SchedulerSpec,
     workload: &WorkloadSpec,
 ) -> Result<Run, SimError> {
-    let topology = config.device.topology()?;
-    let mut sim = Simulation::new(config, scheduler, topology)?;
-    let targets: Vec<Target> = sim
+    let targets = targets(config)?;
+    let prng = Prng::new(config.seed);
+    let plan = workload.plan(&targets, &prng.fork("workload"))?;
+    let label = workload.to_string();
+    let settings: Vec<(String, String)> =
+        workload.resolved().into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
+    run_plan(config, scheduler, plan, &label, &settings)
+}
+
+/// The devices `config` stands for, as workloads address them.
+pub fn targets(config: &SimConfig) -> Result<Vec<Target>, SimError> {
+    Ok(config
+        .device
+        .topology()?
         .devices
         .iter()
         .map(|device| Target {
             name: device.name.clone(),
-            capacity_bytes: device.capacity_sectors * SECTOR_SIZE_BYTES,
+            capacity_bytes: device.model.capacity_sectors() * SECTOR_SIZE_BYTES,
         })
-        .collect();
-    let prng = Prng::new(config.seed);
-    let plan = workload.plan(&targets, &prng.fork("workload"))?;
+        .collect())
+}
+
+/// Simulates a ready-made plan (built for [`targets`]), reporting it as `label` with
+/// `settings` as its resolved keys: for issuers written in code rather than a spec.
+pub fn run_plan(
+    config: &SimConfig,
+    scheduler: &SchedulerSpec,
+    plan: elevator_workload::WorkloadPlan,
+    label: &str,
+    settings: &[(String, String)],
+) -> Result<Run, SimError> {
+    let topology = config.device.topology()?;
+    let files: Vec<(usize, u64)> = plan.files.iter().map(|f| (f.device, f.size_bytes)).collect();
+    let mut sim = Simulation::new(config, scheduler, topology, &files)?;
     let last_phase_of = last_phase_of_each_process(&plan);
     let mut phases = Vec::with_capacity(plan.phases.len());
     for (index, phase) in plan.phases.into_iter().enumerate() {
@@ -157,11 +209,11 @@ pub fn run(
             phase.issuers.iter().map(|issuer| last_phase_of[&issuer.process()] == index).collect();
         let names = phase.issuers.iter().map(|issuer| issuer.name().to_owned()).collect();
         let mut recorder = PhaseRecorder::new(phase.name, sim.now, names);
-        sim.run_phase(phase.issuers, &exits, &mut recorder)?;
-        phases.push(recorder.finish(None));
+        sim.run_phase(phase.issuers, &exits, phase.stonewall, &mut recorder)?;
+        phases.push(recorder.finish());
     }
     sim.settle()?;
-    Ok(sim.report(config, scheduler, workload, phases))
+    Ok(sim.report(config, scheduler, label, settings, phases))
 }
 
 fn last_phase_of_each_process(
@@ -188,6 +240,10 @@ enum Event {
     ReachDevice { device: usize, request: RequestId },
     /// A read's data has crossed the link back: the request is done.
     ReachHost { device: usize, request: RequestId },
+    /// The host's timer (stale unless the generation matches).
+    HostWake { generation: u64 },
+    /// The host finished a buffered operation.
+    HostDone { op: u64 },
 }
 
 struct DeviceSlot {
@@ -202,27 +258,54 @@ struct DeviceSlot {
     step_at: Option<Instant>,
     wake_generation: u64,
     dirty: bool,
+    /// The write congestion last reported to the host.
+    congested: bool,
 }
 
-#[derive(Debug)]
-struct PendingIo {
-    issuer: usize,
-    io: IoId,
+/// Who waits for a bio.
+#[derive(Clone, Copy, Debug)]
+enum BioOwner {
+    /// A direct operation of an issuer: done when all its bios are.
+    Issuer { issuer: usize, io: IoId, submitted: Instant, bytes: u64 },
+    /// The host's bio `bio`.
+    Host { bio: u64 },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    owner: BioOwner,
     bios_left: u32,
-    submitted: Instant,
-    bytes: u64,
+}
+
+/// A bio waiting for its process to be let back into the request pool.
+#[derive(Clone, Copy, Debug)]
+struct Parked {
+    bio: Bio,
+    /// The issuer whose call it belongs to, which may go on once its last bio is in.
+    issuer: Option<usize>,
+    /// The host batch it belongs to.
+    batch: Option<u64>,
 }
 
 struct IssuerSlot {
     issuer: Box<dyn Issuer>,
-    /// Bios of the current operation the pool refused, waiting for a wake-up.
-    blocked: Vec<Bio>,
-    blocked_device: usize,
+    /// Bios of its current call still parked.
+    parked: u32,
     outstanding: u32,
     wake_generation: u64,
     sleeping: bool,
     done: bool,
     exits: bool,
+    cpu_at_start: crate::host::CpuTime,
+}
+
+/// A buffered operation the host holds for an issuer.
+#[derive(Clone, Copy, Debug)]
+struct HostOp {
+    issuer: usize,
+    io: IoId,
+    submitted: Instant,
+    bytes: u64,
 }
 
 struct Simulation {
@@ -230,8 +313,16 @@ struct Simulation {
     events: EventQueue<Event>,
     devices: Vec<DeviceSlot>,
     links: Vec<crate::topology::Link>,
+    host: Host,
+    host_ops: BTreeMap<u64, HostOp>,
+    next_host_op: u64,
+    host_wake_generation: u64,
+    host_wake_at: Option<Instant>,
+    /// Bios of each host batch not yet taken by their queue.
+    unaccepted: BTreeMap<u64, u32>,
+    parked: BTreeMap<(usize, ProcessId), VecDeque<Parked>>,
     issuers: Vec<IssuerSlot>,
-    pending: Vec<Option<PendingIo>>,
+    pending: Vec<Option<Pending>>,
     free_pending: Vec<usize>,
     event_count: u64,
     /// Sleep generations are unique across phases, so a stale wake-up of an issuer of an
@@ -239,6 +330,7 @@ struct Simulation {
     next_wake_generation: u64,
     bounds: Bounds,
     check: bool,
+    scheduler_name: &'static str,
     finished: Vec<CommandId>,
     tags: Vec<BioTag>,
     ready: Vec<usize>,
@@ -249,8 +341,10 @@ impl Simulation {
         config: &SimConfig,
         scheduler: &SchedulerSpec,
         topology: Topology,
+        files: &[(usize, u64)],
     ) -> Result<Simulation, SimError> {
         let mut devices = Vec::with_capacity(topology.devices.len());
+        let mut host_devices = Vec::with_capacity(topology.devices.len());
         for device in topology.devices {
             let queue_config = QueueConfig {
                 nr_requests: config.queue.nr_requests,
@@ -270,8 +364,13 @@ impl Simulation {
                     ),
                 }));
             }
-            let queue = BlockQueue::new(queue_config, scheduler.build())?;
+            let queue = BlockQueue::new(queue_config.clone(), scheduler.build())?;
             let capacity = queue.requests().capacity();
+            host_devices.push(HostDevice {
+                capacity_sectors: device.model.capacity_sectors(),
+                max_sectors: queue_config.max_sectors(),
+                read_ahead_pages: u64::from(config.queue.read_ahead_kb) / 4,
+            });
             devices.push(DeviceSlot {
                 name: device.name,
                 capacity_sectors: device.model.capacity_sectors(),
@@ -283,13 +382,28 @@ impl Simulation {
                 step_at: None,
                 wake_generation: 0,
                 dirty: false,
+                congested: false,
             });
         }
+        let host = Host::new(&config.host, host_devices, files).map_err(|error| {
+            SimError::Param(elevator_core::ParamError::Impossible {
+                component: "workload".to_owned(),
+                key: "size",
+                problem: host_error_text(&error, &devices),
+            })
+        })?;
         Ok(Simulation {
             now: Instant::ZERO,
             events: EventQueue::new(),
             devices,
             links: topology.links,
+            host,
+            host_ops: BTreeMap::new(),
+            next_host_op: 0,
+            host_wake_generation: 0,
+            host_wake_at: None,
+            unaccepted: BTreeMap::new(),
+            parked: BTreeMap::new(),
             issuers: Vec::new(),
             pending: Vec::new(),
             free_pending: Vec::new(),
@@ -297,6 +411,7 @@ impl Simulation {
             next_wake_generation: 0,
             bounds: config.bounds,
             check: config.check_invariants,
+            scheduler_name: scheduler.kind().name(),
             finished: Vec::new(),
             tags: Vec::new(),
             ready: Vec::new(),
@@ -307,28 +422,32 @@ impl Simulation {
         &mut self,
         issuers: Vec<Box<dyn Issuer>>,
         exits: &[bool],
+        stonewall: bool,
         recorder: &mut PhaseRecorder,
     ) -> Result<(), SimError> {
         self.issuers = issuers
             .into_iter()
             .zip(exits)
-            .map(|(issuer, &exits)| IssuerSlot {
-                issuer,
-                blocked: Vec::new(),
-                blocked_device: 0,
-                outstanding: 0,
-                wake_generation: 0,
-                sleeping: false,
-                done: false,
-                exits,
+            .map(|(issuer, &exits)| {
+                let cpu_at_start = self.host.cpu_time(issuer.process());
+                IssuerSlot {
+                    issuer,
+                    parked: 0,
+                    outstanding: 0,
+                    wake_generation: 0,
+                    sleeping: false,
+                    done: false,
+                    exits,
+                    cpu_at_start,
+                }
             })
             .collect();
         self.ready = (0..self.issuers.len()).collect();
         loop {
-            self.run_ready_issuers(recorder)?;
+            self.run_ready_issuers(recorder, stonewall)?;
             self.pump_dirty_devices()?;
             if self.issuers.iter().all(|slot| slot.done) {
-                return Ok(());
+                break;
             }
             let Some((at, event)) = self.events.pop() else {
                 return Err(self.stall());
@@ -336,9 +455,21 @@ impl Simulation {
             self.advance_clock(at)?;
             self.handle(event, recorder)?;
         }
+        for (index, slot) in self.issuers.iter().enumerate() {
+            let cpu = self.host.cpu_time(slot.issuer.process());
+            recorder.record_cpu(
+                index,
+                cpu.user_ns - slot.cpu_at_start.user_ns,
+                cpu.sys_ns - slot.cpu_at_start.sys_ns,
+            );
+            for (name, value) in slot.issuer.counters() {
+                recorder.add_counter(name, value);
+            }
+        }
+        Ok(())
     }
 
-    /// Runs the devices' remaining internal work (write-back caches) after the last phase.
+    /// Runs the remaining host and device work (write-back, destaging) after the last phase.
     fn settle(&mut self) -> Result<(), SimError> {
         let mut recorder = PhaseRecorder::new("settle", self.now, Vec::new());
         while let Some((at, event)) = self.events.pop() {
@@ -401,6 +532,17 @@ impl Simulation {
             Event::ReachHost { device, request } => {
                 self.complete_request(device, request, recorder)?;
             }
+            Event::HostWake { generation } => {
+                if self.host_wake_generation == generation {
+                    self.host_wake_at = None;
+                    self.host.wake(self.now);
+                    self.run_host_actions()?;
+                }
+            }
+            Event::HostDone { op } => {
+                let done = self.host_ops.remove(&op).expect("a host operation finishes once");
+                self.finish_io(done.issuer, done.io, done.submitted, done.bytes, recorder);
+            }
         }
         Ok(())
     }
@@ -441,80 +583,151 @@ impl Simulation {
         slot.queue.complete(self.now, request, &mut tags);
         slot.dirty = true;
         for &BioTag(index) in &tags {
-            let entry = self.pending[index as usize].as_mut().expect("a live pending I/O");
+            let entry = self.pending[index as usize].as_mut().expect("a live pending bio");
             entry.bios_left -= 1;
             if entry.bios_left > 0 {
                 continue;
             }
             let done = self.pending[index as usize].take().expect("checked above");
             self.free_pending.push(index as usize);
-            recorder.record(done.issuer, done.bytes, done.submitted, self.now);
-            let slot = &mut self.issuers[done.issuer];
-            slot.outstanding -= 1;
-            slot.issuer.complete(self.now, done.io);
-            if !slot.sleeping && slot.blocked.is_empty() {
-                self.ready.push(done.issuer);
+            match done.owner {
+                BioOwner::Issuer { issuer, io, submitted, bytes } => {
+                    self.finish_io(issuer, io, submitted, bytes, recorder);
+                }
+                BioOwner::Host { bio } => self.host.bio_done(self.now, bio),
             }
         }
         self.tags = tags;
-        self.wake_blocked(device);
+        self.wake_parked(device);
+        self.report_congestion(device);
+        self.run_host_actions()?;
         self.audit(device)
     }
 
-    /// Lets processes the pool woke try their refused bios again.
-    fn wake_blocked(&mut self, device: usize) {
-        while let Some(process) = self.devices[device].queue.pop_woken() {
-            let waiting: Vec<usize> = (0..self.issuers.len())
-                .filter(|&index| {
-                    let slot = &self.issuers[index];
-                    !slot.blocked.is_empty()
-                        && slot.blocked_device == device
-                        && slot.issuer.process() == process
-                })
-                .collect();
-            for index in waiting {
-                if self.resubmit_blocked(index) {
-                    self.ready.push(index);
-                }
-            }
+    /// An issuer's operation is done: record it and let the issuer go on.
+    fn finish_io(
+        &mut self,
+        issuer: usize,
+        io: IoId,
+        submitted: Instant,
+        bytes: u64,
+        recorder: &mut PhaseRecorder,
+    ) {
+        recorder.record(issuer, bytes, submitted, self.now);
+        let slot = &mut self.issuers[issuer];
+        slot.outstanding -= 1;
+        slot.issuer.complete(self.now, io);
+        if !slot.sleeping && slot.parked == 0 {
+            self.ready.push(issuer);
         }
     }
 
-    /// Submits an issuer's refused bios in order; true when all went in.
-    fn resubmit_blocked(&mut self, index: usize) -> bool {
-        let device = self.issuers[index].blocked_device;
-        let bios = std::mem::take(&mut self.issuers[index].blocked);
-        for (position, &bio) in bios.iter().enumerate() {
-            let queue = &mut self.devices[device].queue;
-            let outcome = queue.submit(self.now, bio).expect("bios were validated on first submit");
+    /// Lets processes the pool woke submit their parked bios.
+    fn wake_parked(&mut self, device: usize) {
+        while let Some(process) = self.devices[device].queue.pop_woken() {
+            self.submit_parked(device, process);
+        }
+    }
+
+    /// Submits `process`'s parked bios for `device` in order, until one is refused again.
+    fn submit_parked(&mut self, device: usize, process: ProcessId) {
+        let key = (device, process);
+        while let Some(parked) = self.parked.get_mut(&key).and_then(VecDeque::pop_front) {
+            let outcome = self.devices[device]
+                .queue
+                .submit(self.now, parked.bio)
+                .expect("parked bios were validated when first submitted");
             self.devices[device].dirty = true;
             if outcome == Submitted::Blocked {
-                self.issuers[index].blocked = bios[position..].to_vec();
-                return false;
+                self.parked.get_mut(&key).expect("still there").push_front(parked);
+                return;
             }
+            self.accepted(parked);
         }
-        true
+        self.parked.remove(&key);
     }
 
-    fn run_ready_issuers(&mut self, recorder: &mut PhaseRecorder) -> Result<(), SimError> {
+    /// A parked bio got in: its issuer may go on, its batch may be complete.
+    fn accepted(&mut self, parked: Parked) {
+        if let Some(issuer) = parked.issuer {
+            let slot = &mut self.issuers[issuer];
+            slot.parked -= 1;
+            if slot.parked == 0 && !slot.sleeping && !slot.done {
+                self.ready.push(issuer);
+            }
+        }
+        if let Some(batch) = parked.batch {
+            let left = self.unaccepted.get_mut(&batch).expect("a batch with parked bios");
+            *left -= 1;
+            if *left == 0 {
+                self.unaccepted.remove(&batch);
+                self.host.batch_accepted(self.now, batch);
+            }
+        }
+    }
+
+    /// Submits `bios` to `device` for `process`, parking the rest behind the first refused
+    /// one (or behind bios already parked). Returns how many were parked.
+    fn submit_bios(
+        &mut self,
+        device: usize,
+        process: ProcessId,
+        bios: &[Bio],
+        issuer: Option<usize>,
+        batch: Option<u64>,
+    ) -> Result<u32, String> {
+        let key = (device, process);
+        let mut parked = 0;
+        for &bio in bios {
+            if self.parked.contains_key(&key) {
+                self.parked.get_mut(&key).expect("checked").push_back(Parked {
+                    bio,
+                    issuer,
+                    batch,
+                });
+                parked += 1;
+                continue;
+            }
+            let outcome = self.devices[device]
+                .queue
+                .submit(self.now, bio)
+                .map_err(|error| error.to_string())?;
+            if outcome == Submitted::Blocked {
+                self.parked.entry(key).or_default().push_back(Parked { bio, issuer, batch });
+                parked += 1;
+            }
+        }
+        self.devices[device].dirty = true;
+        Ok(parked)
+    }
+
+    fn run_ready_issuers(
+        &mut self,
+        recorder: &mut PhaseRecorder,
+        stonewall: bool,
+    ) -> Result<(), SimError> {
         while let Some(index) = self.ready.pop() {
-            self.run_issuer(index, recorder)?;
+            self.run_issuer(index, recorder, stonewall)?;
         }
         Ok(())
     }
 
-    /// Polls an issuer until it sleeps, waits, blocks or is done.
-    fn run_issuer(&mut self, index: usize, recorder: &mut PhaseRecorder) -> Result<(), SimError> {
+    /// Polls an issuer until it sleeps, waits, is parked or is done.
+    fn run_issuer(
+        &mut self,
+        index: usize,
+        recorder: &mut PhaseRecorder,
+        stonewall: bool,
+    ) -> Result<(), SimError> {
         loop {
             let slot = &mut self.issuers[index];
-            if slot.done || slot.sleeping || !slot.blocked.is_empty() {
+            if slot.done || slot.sleeping || slot.parked > 0 {
                 return Ok(());
             }
             match slot.issuer.poll(self.now) {
                 Poll::Submit(io) => {
-                    if !self.submit_io(index, io)? {
-                        return Ok(());
-                    }
+                    self.submit_io(index, io)?;
+                    self.run_host_actions()?;
                 }
                 Poll::Sleep { until } => {
                     self.next_wake_generation += 1;
@@ -551,6 +764,9 @@ impl Simulation {
                     }
                     slot.done = true;
                     recorder.extend_to(self.now);
+                    if stonewall {
+                        recorder.stonewall(self.now);
+                    }
                     if slot.exits {
                         let process = slot.issuer.process();
                         for device in &mut self.devices {
@@ -564,92 +780,242 @@ impl Simulation {
         }
     }
 
-    /// Splits `io` into bios and submits them; false when the pool refused one (the issuer
-    /// then waits for a wake-up).
-    fn submit_io(&mut self, index: usize, io: Io) -> Result<bool, SimError> {
-        let issuer = &self.issuers[index].issuer;
-        let bad = |problem: String| SimError::BadIo { issuer: issuer.name().to_owned(), problem };
-        let Place::Device(target) = io.place else {
-            return Err(bad("file I/O needs the host model".to_owned()));
+    /// Starts an issuer's operation: O_DIRECT I/O becomes bios here, everything else goes to
+    /// the host.
+    fn submit_io(&mut self, index: usize, io: Io) -> Result<(), SimError> {
+        let process = self.issuers[index].issuer.process();
+        let priority = self.issuers[index].issuer.priority();
+        let bad = |sim: &Simulation, problem: String| SimError::BadIo {
+            issuer: sim.issuers[index].issuer.name().to_owned(),
+            problem,
         };
-        if !io.direct {
-            return Err(bad("buffered I/O needs the host model".to_owned()));
+        let block_op = match io.kind {
+            IoKind::Read => Some(Op::Read),
+            IoKind::Write => Some(Op::Write),
+            IoKind::Discard => Some(Op::Discard),
+            IoKind::Sync | IoKind::DropCaches => None,
+        };
+        let direct_block_io = io.direct && block_op.is_some();
+        let device_flush =
+            io.direct && io.kind == IoKind::Sync && matches!(io.place, Place::Device(_));
+        if !direct_block_io && !device_flush {
+            return self.submit_to_host(index, io, process, priority);
         }
-        let op = match io.kind {
-            IoKind::Read => Op::Read,
-            IoKind::Write => Op::Write,
-            IoKind::Sync => Op::Flush,
-            IoKind::Discard => Op::Discard,
-            IoKind::DropCaches => {
-                return Err(bad("dropping caches needs the host model".to_owned()));
+        // O_DIRECT: the pieces on the device, straight to its queue.
+        let (device, pieces) = match io.place {
+            Place::Device(device) => {
+                let Some(slot) = self.devices.get(device) else {
+                    return Err(bad(self, format!("device {device} does not exist")));
+                };
+                if io.offset_bytes % SECTOR_SIZE_BYTES != 0
+                    || io.size_bytes % SECTOR_SIZE_BYTES != 0
+                {
+                    return Err(bad(
+                        self,
+                        format!(
+                            "O_DIRECT I/O at {} of {} bytes is not sector aligned",
+                            io.offset_bytes, io.size_bytes
+                        ),
+                    ));
+                }
+                let start = io.offset_bytes / SECTOR_SIZE_BYTES;
+                let sectors = io.size_bytes / SECTOR_SIZE_BYTES;
+                if start + sectors > slot.capacity_sectors {
+                    return Err(bad(
+                        self,
+                        format!(
+                            "I/O at sector {start} of {sectors} sectors runs past the end of {} ({} sectors)",
+                            slot.name, slot.capacity_sectors
+                        ),
+                    ));
+                }
+                (device, if device_flush { vec![(0, 0)] } else { vec![(start, sectors)] })
+            }
+            Place::File(file) => {
+                let Some(device) = self.host.file_device(file) else {
+                    return Err(bad(self, format!("file {file} does not exist")));
+                };
+                let write = io.kind != IoKind::Read;
+                let pieces = self
+                    .host
+                    .map_direct(file, io.offset_bytes, io.size_bytes, write)
+                    .map_err(|error| bad(self, host_error_text(&error, &self.devices)))?;
+                (device, pieces)
             }
         };
-        let Some(device) = self.devices.get(target) else {
-            return Err(bad(format!("target {target} does not exist")));
-        };
-        if io.offset_bytes % SECTOR_SIZE_BYTES != 0 || io.size_bytes % SECTOR_SIZE_BYTES != 0 {
-            return Err(bad(format!(
-                "I/O at {} of {} bytes is not sector aligned",
-                io.offset_bytes, io.size_bytes
-            )));
-        }
-        let start = io.offset_bytes / SECTOR_SIZE_BYTES;
-        let sectors = io.size_bytes / SECTOR_SIZE_BYTES;
-        if start + sectors > device.capacity_sectors {
-            return Err(bad(format!(
-                "I/O at sector {start} of {sectors} sectors runs past the end of {} ({} sectors)",
-                device.name, device.capacity_sectors
-            )));
-        }
-        if (op == Op::Flush) != (sectors == 0) {
-            return Err(bad(format!("{op:?} of {sectors} sectors")));
-        }
-        let max_sectors = u64::from(device.queue.config().max_sectors());
-        let bio_count = if sectors == 0 { 1 } else { sectors.div_ceil(max_sectors) };
-        let tag = self.free_pending.pop().unwrap_or_else(|| {
-            self.pending.push(None);
-            self.pending.len() - 1
-        });
-        self.pending[tag] = Some(PendingIo {
-            issuer: index,
-            io: io.id,
-            bios_left: bio_count as u32,
-            submitted: self.now,
-            bytes: io.size_bytes,
-        });
-        let slot = &mut self.issuers[index];
-        slot.outstanding += 1;
+        let op = if device_flush { Op::Flush } else { block_op.expect("direct block I/O") };
+        let max_sectors = u64::from(self.devices[device].queue.config().max_sectors());
         let template = Bio {
             op,
-            start: Sector(start),
+            start: Sector(0),
             sector_count: 0,
             flags: io.flags,
-            priority: slot.issuer.priority(),
-            process: slot.issuer.process(),
-            tag: BioTag(tag as u64),
+            priority,
+            process,
+            tag: BioTag(0),
         };
         let mut bios = Vec::new();
-        for chunk in 0..bio_count {
-            let first = start + chunk * max_sectors;
-            let count = if sectors == 0 { 0 } else { (start + sectors - first).min(max_sectors) };
-            bios.push(Bio { start: Sector(first), sector_count: count as u32, ..template });
-        }
-        let queue = &mut self.devices[target].queue;
-        for (position, &bio) in bios.iter().enumerate() {
-            let outcome = queue.submit(self.now, bio).map_err(|error| SimError::BadIo {
-                issuer: self.issuers[index].issuer.name().to_owned(),
-                problem: error.to_string(),
-            })?;
-            if outcome == Submitted::Blocked {
-                let slot = &mut self.issuers[index];
-                slot.blocked = bios[position..].to_vec();
-                slot.blocked_device = target;
-                self.devices[target].dirty = true;
-                return Ok(false);
+        for (start, sectors) in pieces {
+            if sectors == 0 {
+                bios.push(Bio { start: Sector(start), ..template });
+                continue;
+            }
+            let mut done = 0;
+            while done < sectors {
+                let count = (sectors - done).min(max_sectors);
+                bios.push(Bio {
+                    start: Sector(start + done),
+                    sector_count: count as u32,
+                    ..template
+                });
+                done += count;
             }
         }
-        self.devices[target].dirty = true;
-        Ok(true)
+        let slot = &mut self.issuers[index];
+        slot.outstanding += 1;
+        if bios.is_empty() {
+            // A direct read past the end of a file: a short read of nothing, done at once.
+            let op = self.next_host_op;
+            self.next_host_op += 1;
+            self.host_ops
+                .insert(op, HostOp { issuer: index, io: io.id, submitted: self.now, bytes: 0 });
+            self.events.push(self.now, Event::HostDone { op });
+            return Ok(());
+        }
+        let tag = self.new_pending(Pending {
+            owner: BioOwner::Issuer {
+                issuer: index,
+                io: io.id,
+                submitted: self.now,
+                bytes: io.size_bytes,
+            },
+            bios_left: bios.len() as u32,
+        });
+        for bio in &mut bios {
+            bio.tag = BioTag(tag as u64);
+        }
+        self.host.charge_direct(process, bios.len() as u64, self.scheduler_name);
+        let parked = self
+            .submit_bios(device, process, &bios, Some(index), None)
+            .map_err(|problem| bad(self, problem))?;
+        self.issuers[index].parked += parked;
+        Ok(())
+    }
+
+    fn submit_to_host(
+        &mut self,
+        index: usize,
+        io: Io,
+        process: ProcessId,
+        priority: IoPriority,
+    ) -> Result<(), SimError> {
+        let kind = match io.kind {
+            IoKind::Read => HostOpKind::Read,
+            IoKind::Write => HostOpKind::Write,
+            IoKind::Sync => HostOpKind::Sync,
+            IoKind::DropCaches => HostOpKind::DropCaches,
+            IoKind::Discard => {
+                return Err(SimError::BadIo {
+                    issuer: self.issuers[index].issuer.name().to_owned(),
+                    problem: "a discard through the page cache (use direct)".to_owned(),
+                });
+            }
+        };
+        let place = match io.place {
+            Place::Device(device) => HostPlace::Device(device),
+            Place::File(file) => HostPlace::File(file),
+        };
+        let op = self.next_host_op;
+        self.next_host_op += 1;
+        let bytes =
+            if matches!(kind, HostOpKind::Read | HostOpKind::Write) { io.size_bytes } else { 0 };
+        self.host_ops.insert(op, HostOp { issuer: index, io: io.id, submitted: self.now, bytes });
+        self.issuers[index].outstanding += 1;
+        self.host
+            .submit(self.now, op, process, priority, kind, place, io.offset_bytes, io.size_bytes)
+            .map_err(|error| SimError::BadIo {
+                issuer: self.issuers[index].issuer.name().to_owned(),
+                problem: host_error_text(&error, &self.devices),
+            })
+    }
+
+    /// Carries out what the host asked for, until it asks for nothing more.
+    fn run_host_actions(&mut self) -> Result<(), SimError> {
+        loop {
+            let actions = self.host.take_actions();
+            if actions.is_empty() {
+                break;
+            }
+            for action in actions {
+                match action {
+                    HostAction::Complete { op, at } => {
+                        self.events.push(at, Event::HostDone { op });
+                    }
+                    HostAction::Submit { batch, device, process, priority, bios } => {
+                        let mut block_bios = Vec::with_capacity(bios.len());
+                        for host_bio in &bios {
+                            let tag = self.new_pending(Pending {
+                                owner: BioOwner::Host { bio: host_bio.id },
+                                bios_left: 1,
+                            });
+                            block_bios.push(Bio {
+                                op: host_bio.op,
+                                start: host_bio.start,
+                                sector_count: host_bio.sector_count,
+                                flags: host_bio.flags,
+                                priority,
+                                process,
+                                tag: BioTag(tag as u64),
+                            });
+                        }
+                        self.host.charge_requests(process, bios.len() as u64, self.scheduler_name);
+                        let parked = self
+                            .submit_bios(device, process, &block_bios, None, Some(batch))
+                            .map_err(|problem| SimError::BadIo {
+                                issuer: "host".to_owned(),
+                                problem,
+                            })?;
+                        if parked == 0 {
+                            self.host.batch_accepted(self.now, batch);
+                        } else {
+                            self.unaccepted.insert(batch, parked);
+                        }
+                        self.report_congestion(device);
+                    }
+                }
+            }
+        }
+        let next = self.host.next_timer();
+        if next != self.host_wake_at {
+            self.host_wake_generation += 1;
+            self.host_wake_at = next;
+            if let Some(at) = next {
+                let generation = self.host_wake_generation;
+                self.events.push(at.max(self.now), Event::HostWake { generation });
+            }
+        }
+        Ok(())
+    }
+
+    fn report_congestion(&mut self, device: usize) {
+        let congested = self.devices[device].queue.is_direction_congested(Direction::Write);
+        if congested != self.devices[device].congested {
+            self.devices[device].congested = congested;
+            self.host.set_congested(self.now, device, congested);
+        }
+    }
+
+    fn new_pending(&mut self, pending: Pending) -> usize {
+        match self.free_pending.pop() {
+            Some(slot) => {
+                self.pending[slot] = Some(pending);
+                slot
+            }
+            None => {
+                self.pending.push(Some(pending));
+                self.pending.len() - 1
+            }
+        }
     }
 
     fn pump_dirty_devices(&mut self) -> Result<(), SimError> {
@@ -657,10 +1023,11 @@ impl Simulation {
             if self.devices[device].dirty {
                 self.devices[device].dirty = false;
                 self.pump(device);
+                self.report_congestion(device);
                 self.audit(device)?;
             }
         }
-        Ok(())
+        self.run_host_actions()
     }
 
     /// Gives the device what the queue lets it have now.
@@ -686,9 +1053,7 @@ impl Simulation {
                             };
                             self.events.push(at, Event::ReachDevice { device, request });
                         }
-                        None => {
-                            slot.model.submit(self.now, command);
-                        }
+                        None => slot.model.submit(self.now, command),
                     }
                 }
                 Pull::Idle { until } | Pull::Plugged { until } => {
@@ -730,7 +1095,7 @@ impl Simulation {
             .iter()
             .filter(|slot| !slot.done)
             .map(|slot| {
-                let state = if !slot.blocked.is_empty() {
+                let state = if slot.parked > 0 {
                     "blocked on a full request pool"
                 } else if slot.sleeping {
                     "asleep"
@@ -747,7 +1112,8 @@ impl Simulation {
         &self,
         config: &SimConfig,
         scheduler: &SchedulerSpec,
-        workload: &WorkloadSpec,
+        label: &str,
+        workload_settings: &[(String, String)],
         phases: Vec<elevator_report::Phase>,
     ) -> Run {
         let mut settings = BTreeMap::new();
@@ -755,32 +1121,29 @@ impl Simulation {
         for (key, value) in config.device.resolved() {
             settings.insert(format!("device.{key}"), value);
         }
+        for (key, value) in config.host.resolved() {
+            settings.insert(format!("host.{key}"), value);
+        }
         for (key, value) in scheduler.resolved() {
             settings.insert(format!("scheduler.{key}"), value.to_string());
         }
-        for (key, value) in workload.resolved() {
-            settings.insert(format!("workload.{key}"), value);
+        for (key, value) in workload_settings {
+            settings.insert(format!("workload.{key}"), value.clone());
         }
         let mut scheduler_stats = SchedulerStats::default();
         let mut queue_stats = ReportQueueStats::default();
         let mut device_stats = ReportDeviceStats::default();
-        let mut described = BTreeSet::new();
+        let mut descriptions = std::collections::BTreeSet::new();
         for device in &self.devices {
             let queue = device.queue.config();
-            settings.insert(
-                format!("queue.{}.nr_requests", device.name),
-                queue.nr_requests.to_string(),
-            );
-            settings.insert(format!("queue.{}.depth", device.name), queue.depth.to_string());
-            settings.insert(
-                format!("queue.{}.max_sectors_kb", device.name),
-                queue.max_sectors_kb.to_string(),
-            );
-            settings.insert(
-                format!("queue.{}.plugging", device.name),
-                u8::from(queue.plugging).to_string(),
-            );
-            described.insert(format!("{}: {}", device.name, device.model.describe()));
+            let prefix = format!("queue.{}", device.name);
+            settings.insert(format!("{prefix}.nr_requests"), queue.nr_requests.to_string());
+            settings.insert(format!("{prefix}.depth"), queue.depth.to_string());
+            settings.insert(format!("{prefix}.max_sectors_kb"), queue.max_sectors_kb.to_string());
+            settings
+                .insert(format!("{prefix}.read_ahead_kb"), config.queue.read_ahead_kb.to_string());
+            settings.insert(format!("{prefix}.plugging"), u8::from(queue.plugging).to_string());
+            descriptions.insert(format!("{}: {}", device.name, device.model.describe()));
             let stats = device.queue.stats(self.now);
             scheduler_stats.dispatched += stats.dispatched;
             scheduler_stats.merged += stats.back_merges + stats.front_merges + stats.requests_fused;
@@ -806,21 +1169,51 @@ impl Simulation {
                 *device_stats.extra.entry(name.to_owned()).or_default() += value;
             }
         }
-        for (index, description) in described.into_iter().enumerate() {
+        for (index, description) in descriptions.into_iter().enumerate() {
             settings.insert(format!("device.model.{index}"), description);
         }
+        let host = self.host.stats;
+        let (cached_chunks, dirty_pages, _) = self.host.occupancy();
+        let host_stats: BTreeMap<String, u64> = [
+            ("cached_bytes_at_end", cached_chunks * crate::host::cache::CHUNK_BYTES),
+            ("dirty_bytes_at_end", dirty_pages * crate::host::cache::PAGE_BYTES),
+            ("cache_hit_pages", host.cache_hit_pages),
+            ("cache_miss_pages", host.cache_miss_pages),
+            ("read_ahead_pages", host.read_ahead_pages),
+            ("writeback_pages", host.writeback_pages),
+            ("throttled_writes", host.throttled_writes),
+            ("flusher_passes", host.flusher_passes),
+            ("dirty_bytes_peak", host.dirty_pages_peak * crate::host::cache::PAGE_BYTES),
+            ("dirty_bytes_limit", self.host.dirty_limit_pages() * crate::host::cache::PAGE_BYTES),
+        ]
+        .into_iter()
+        .filter(|&(_, value)| value > 0)
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
         Run {
             mode: Mode::Sim,
             experiment: None,
             device: config.device.to_string(),
-            workload: workload.to_string(),
+            workload: label.to_owned(),
             scheduler: scheduler.to_string(),
             config: settings,
             phases,
             scheduler_stats,
             queue_stats,
             device_stats,
+            host_stats,
         }
+    }
+}
+
+fn host_error_text(error: &HostError, devices: &[DeviceSlot]) -> String {
+    match error {
+        HostError::OutOfSpace { device } => format!(
+            "the files do not fit on {} ({} bytes)",
+            devices[*device].name,
+            devices[*device].capacity_sectors * SECTOR_SIZE_BYTES
+        ),
+        HostError::NoSuchPlace => "an operation names a file or device that does not exist".into(),
     }
 }
 

@@ -2,17 +2,11 @@
 //! numbers a topology's own parameters imply.
 
 use elevator_sched::SchedulerSpec;
-use elevator_sim::{Bounds, DeviceSpec, QueueSettings, SimConfig, run};
+use elevator_sim::{DeviceSpec, SimConfig, run};
 use elevator_workload::WorkloadSpec;
 
 fn simulate(device: &str, scheduler: &str, workload: &str) -> elevator_report::Run {
-    let config = SimConfig {
-        seed: 1,
-        device: DeviceSpec::parse(device).unwrap(),
-        queue: QueueSettings::default(),
-        bounds: Bounds::default(),
-        check_invariants: false,
-    };
+    let config = SimConfig::new(1, DeviceSpec::parse(device).unwrap());
     let scheduler = SchedulerSpec::parse(scheduler).unwrap();
     let workload = WorkloadSpec::parse(workload).unwrap();
     run(&config, &scheduler, &workload).unwrap()

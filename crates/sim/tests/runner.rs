@@ -6,13 +6,7 @@ use elevator_sim::{Bounds, DeviceSpec, QueueSettings, SimConfig, SimError, run};
 use elevator_workload::WorkloadSpec;
 
 fn config(device: &str, seed: u64) -> SimConfig {
-    SimConfig {
-        seed,
-        device: DeviceSpec::parse(device).unwrap(),
-        queue: QueueSettings::default(),
-        bounds: Bounds::default(),
-        check_invariants: true,
-    }
+    SimConfig { check_invariants: true, ..SimConfig::new(seed, DeviceSpec::parse(device).unwrap()) }
 }
 
 fn json(run: &elevator_report::Run) -> String {

@@ -447,6 +447,9 @@ struct Counters {
     aliases: u64,
     sync_queues_created: u64,
     async_queues_created: u64,
+    /// Requests filed into a process's sync queue and into a shared async queue.
+    sync_requests: u64,
+    async_requests: u64,
 }
 
 /// The cfq scheduler.
@@ -554,8 +557,10 @@ impl Scheduler for Cfq {
         }
         let sync_queue = process.sync_queue;
         let queue = if sync {
+            self.counters.sync_requests += 1;
             self.insert_sync_queue(request.process, sync_queue, request.priority)
         } else {
+            self.counters.async_requests += 1;
             self.insert_async_queue(request.process, request.priority)
         };
         self.request_queue[id] = queue;
@@ -824,6 +829,8 @@ impl Scheduler for Cfq {
             Counter { name: "aliases", value: counters.aliases },
             Counter { name: "sync_queues_created", value: counters.sync_queues_created },
             Counter { name: "async_queues_created", value: counters.async_queues_created },
+            Counter { name: "sync_requests", value: counters.sync_requests },
+            Counter { name: "async_requests", value: counters.async_requests },
             Counter { name: "hw_tag", value: u64::from(self.hw_tag) },
         ]
     }

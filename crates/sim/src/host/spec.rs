@@ -1,0 +1,226 @@
+//! The host's keys and presets: RAM, CPUs, costs and the virtual-memory tunables.
+
+use std::fmt;
+
+use elevator_core::{ComponentSpec, Duration, KeyKind, KeySpec, ParamError, Params};
+
+use crate::device::Preset;
+
+/// The keys of `host`.
+pub const KEYS: &[KeySpec] = &[
+    KeySpec {
+        key: "ram",
+        kind: KeyKind::Size { min_bytes: 64 << 20, max_bytes: 1 << 42 },
+        default: "4g",
+        help: "memory; the page cache may use all of it but the reserve",
+    },
+    KeySpec {
+        key: "reserve",
+        kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 40 },
+        default: "256m",
+        help: "memory the page cache cannot use (kernel, programs)",
+    },
+    KeySpec {
+        key: "cpus",
+        kind: KeyKind::Integer { min: 1, max: 1024 },
+        default: "2",
+        help: "processors that run system calls and copies",
+    },
+    KeySpec {
+        key: "copy_rate",
+        kind: KeyKind::Size { min_bytes: 1 << 20, max_bytes: 1 << 40 },
+        default: "2g",
+        help: "bytes per second a processor copies between page cache and a process",
+    },
+    KeySpec {
+        key: "syscall",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(10),
+            bare_unit: "us",
+        },
+        default: "2us",
+        help: "system time of one read or write call, besides copying",
+    },
+    KeySpec {
+        key: "user",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(10),
+            bare_unit: "us",
+        },
+        default: "1us",
+        help: "user time a tool spends around each call",
+    },
+    KeySpec {
+        key: "request_cost",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(10),
+            bare_unit: "us",
+        },
+        default: "6us",
+        help: "system time per block request (block layer, driver, interrupt), before the scheduler's own",
+    },
+    KeySpec {
+        key: "dirty_ratio",
+        kind: KeyKind::Integer { min: 1, max: 100 },
+        default: "40",
+        help: "percent of page-cache memory that may be dirty before writers write back themselves (2.6.18: 40)",
+    },
+    KeySpec {
+        key: "dirty_background_ratio",
+        kind: KeyKind::Integer { min: 0, max: 100 },
+        default: "10",
+        help: "percent dirty at which the flusher starts writing back (2.6.18: 10)",
+    },
+    KeySpec {
+        key: "dirty_expire",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_secs(86_400),
+            bare_unit: "s",
+        },
+        default: "30s",
+        help: "age at which dirty data is written back by the periodic flusher",
+    },
+    KeySpec {
+        key: "dirty_writeback_interval",
+        kind: KeyKind::Time {
+            min: Duration::from_millis(10),
+            max: Duration::from_secs(86_400),
+            bare_unit: "s",
+        },
+        default: "5s",
+        help: "how often the periodic flusher wakes",
+    },
+    KeySpec {
+        key: "extent",
+        kind: KeyKind::Size { min_bytes: 4 << 10, max_bytes: 1 << 30 },
+        default: "4m",
+        help: "allocation unit of growing files; concurrent writers interleave at this size",
+    },
+    KeySpec {
+        key: "fsync",
+        kind: KeyKind::Choice(&["sync", "async"]),
+        default: "sync",
+        help: "how fsync's write-back requests are flagged (2.6.18 itself sent them async)",
+    },
+];
+
+/// `host`'s presets; the first is what the bare name means.
+pub const PRESETS: &[Preset] = &[
+    Preset { name: "host", help: "a 2005-era two-processor machine with 4 GiB", values: &[] },
+    Preset {
+        name: "fileserver-2007",
+        help: "the classic study's IBM x3650-class file server: 4 processors, 12 GiB",
+        values: &[("ram", "12g"), ("cpus", "4"), ("copy_rate", "3g")],
+    },
+    Preset {
+        name: "desktop-2004",
+        help: "the classic study's desktop with four IDE disks: one processor, 1 GiB",
+        values: &[("ram", "1g"), ("cpus", "1"), ("copy_rate", "1500m"), ("reserve", "128m")],
+    },
+    Preset {
+        name: "server-2006",
+        help: "the classic study's dd server with one SCSI disk: 2 processors, 2 GiB",
+        values: &[("ram", "2g"), ("cpus", "2")],
+    },
+    Preset {
+        name: "dbserver-2005",
+        help: "the classic study's database server: 2 Hyper-Threading processors (4 logical), 4 GiB",
+        values: &[("ram", "4g"), ("cpus", "4"), ("copy_rate", "1500m")],
+    },
+];
+
+/// One line for `elevator list`.
+pub const SUMMARY: &str =
+    "host: page cache, read-ahead, write-back with the kernel's dirty thresholds, CPU costs";
+
+/// A host as written, checked: `host[:key=value,...]` or a preset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostSpec {
+    preset: &'static Preset,
+    pub(crate) params: Params,
+}
+
+impl HostSpec {
+    /// Parses `host[:key=value,...]` or a preset name.
+    pub fn parse(text: &str) -> Result<HostSpec, ParamError> {
+        let spec = ComponentSpec::parse("host", text)?;
+        let Some(preset) = PRESETS.iter().find(|preset| preset.name == spec.name) else {
+            return Err(ParamError::UnknownName {
+                kind: "host",
+                name: spec.name,
+                accepted: PRESETS.iter().map(|preset| preset.name).collect(),
+            });
+        };
+        let params = Params::resolve(&spec, KEYS, preset.values)?;
+        if params.size("reserve") >= params.size("ram") {
+            return Err(params.impossible("reserve", "must be less than ram"));
+        }
+        if params.integer("dirty_background_ratio") > params.integer("dirty_ratio") {
+            return Err(params.impossible(
+                "dirty_background_ratio",
+                "must not exceed dirty_ratio (the flusher starts before writers are throttled)",
+            ));
+        }
+        Ok(HostSpec { preset, params })
+    }
+
+    /// The default host.
+    pub fn default_host() -> HostSpec {
+        HostSpec::parse("host").expect("the default host is valid")
+    }
+
+    /// Every key with its value in force.
+    pub fn resolved(&self) -> Vec<(&'static str, String)> {
+        self.params.resolved()
+    }
+}
+
+impl fmt::Display for HostSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.preset.name)?;
+        let mut separator = ':';
+        for (key, value) in self.params.resolved() {
+            if self.params.is_set(key) {
+                write!(f, "{separator}{key}={value}")?;
+                separator = ',';
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The CPU time each scheduler adds to a request (insert, merge lookups, dispatch and
+/// completion) on a 2005 processor: estimates scaled from the per-request costs measured by
+/// `cargo bench --bench per_request` (noop cheapest, cfq dearest) to a processor about five
+/// times slower than today's, rounded.
+pub fn scheduler_cost(name: &str) -> Duration {
+    Duration::from_nanos(match name {
+        "noop" | "none" => 300,
+        "deadline" | "mq-deadline" => 700,
+        "anticipatory" => 1_500,
+        "cfq" | "bfq" => 1_700,
+        "kyber" => 900,
+        _ => 1_000,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_and_keys() {
+        let host = HostSpec::parse("fileserver-2007:dirty_ratio=20").unwrap();
+        assert_eq!(host.params.size("ram"), 12 << 30);
+        assert_eq!(host.params.integer("dirty_ratio"), 20);
+        assert_eq!(host.to_string(), "fileserver-2007:dirty_ratio=20");
+        let error = HostSpec::parse("host:dirty_background_ratio=50,dirty_ratio=20").unwrap_err();
+        assert!(error.to_string().contains("dirty_background_ratio"), "{error}");
+        assert!(HostSpec::parse("host:ram=1g,reserve=2g").is_err());
+        assert!(HostSpec::parse("mainframe").unwrap_err().to_string().contains("fileserver-2007"));
+    }
+}

@@ -1,0 +1,315 @@
+//! The host model through the whole pipeline: page cache, read-ahead, write-back, throttling,
+//! fsync, file layout, and what the schedulers see of them.
+
+use std::collections::VecDeque;
+
+use elevator_core::{Instant, IoPriority, ProcessId, RequestFlags};
+use elevator_report::Run;
+use elevator_sched::SchedulerSpec;
+use elevator_sim::{DeviceSpec, HostSpec, SimConfig, run_plan};
+use elevator_workload::{FileSpec, Io, IoId, IoKind, Issuer, PhasePlan, Place, Poll, WorkloadPlan};
+
+/// A process that performs a fixed list of calls, one at a time.
+#[derive(Debug)]
+struct Script {
+    name: String,
+    process: ProcessId,
+    calls: VecDeque<(IoKind, Place, u64, u64)>,
+    direct: bool,
+    busy: bool,
+    next_id: u64,
+}
+
+impl Script {
+    fn new(process: u32, calls: impl IntoIterator<Item = (IoKind, Place, u64, u64)>) -> Script {
+        Script {
+            name: format!("p{process}"),
+            process: ProcessId(process),
+            calls: calls.into_iter().collect(),
+            direct: false,
+            busy: false,
+            next_id: 0,
+        }
+    }
+
+    /// `count` calls of `size` bytes from `start`, one after the other.
+    fn sequential(
+        process: u32,
+        kind: IoKind,
+        place: Place,
+        start: u64,
+        size: u64,
+        count: u64,
+    ) -> Script {
+        Script::new(process, (0..count).map(|i| (kind, place, start + i * size, size)))
+    }
+}
+
+impl Issuer for Script {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn process(&self) -> ProcessId {
+        self.process
+    }
+
+    fn priority(&self) -> IoPriority {
+        IoPriority::DEFAULT
+    }
+
+    fn poll(&mut self, _now: Instant) -> Poll {
+        if self.busy {
+            return Poll::Wait;
+        }
+        let Some((kind, place, offset_bytes, size_bytes)) = self.calls.pop_front() else {
+            return Poll::Done;
+        };
+        self.busy = true;
+        self.next_id += 1;
+        Poll::Submit(Io {
+            id: IoId(self.next_id),
+            kind,
+            place,
+            offset_bytes,
+            size_bytes,
+            direct: self.direct,
+            flags: if kind == IoKind::Read || self.direct {
+                RequestFlags::SYNC
+            } else {
+                RequestFlags::NONE
+            },
+        })
+    }
+
+    fn complete(&mut self, _now: Instant, _io: IoId) {
+        self.busy = false;
+    }
+}
+
+fn phase(name: &str, issuers: Vec<Script>) -> PhasePlan {
+    PhasePlan {
+        name: name.to_owned(),
+        issuers: issuers.into_iter().map(|s| Box::new(s) as Box<dyn Issuer>).collect(),
+        stonewall: false,
+    }
+}
+
+fn simulate(
+    device: &str,
+    host: &str,
+    scheduler: &str,
+    files: Vec<FileSpec>,
+    phases: Vec<PhasePlan>,
+) -> Run {
+    let mut config = SimConfig::new(1, DeviceSpec::parse(device).unwrap());
+    config.host = HostSpec::parse(host).unwrap();
+    config.check_invariants = true;
+    let scheduler = SchedulerSpec::parse(scheduler).unwrap();
+    run_plan(&config, &scheduler, WorkloadPlan { files, phases }, "script", &[]).unwrap()
+}
+
+fn file(device: usize, size_bytes: u64) -> FileSpec {
+    FileSpec { name: "f".into(), device, size_bytes }
+}
+
+const MIB: u64 = 1 << 20;
+
+fn host_stat(run: &Run, name: &str) -> u64 {
+    run.host_stats.get(name).copied().unwrap_or(0)
+}
+
+// Proves a re-read of cached data does no device I/O: reading 64 MiB twice costs the device
+// exactly what reading it once does, and the second pass is all cache hits at memory speed.
+#[test]
+fn a_cached_reread_does_no_device_io() {
+    let read = |p| Script::sequential(p, IoKind::Read, Place::File(0), 0, MIB, 64);
+    let once = simulate(
+        "hdd",
+        "host",
+        "deadline",
+        vec![file(0, 64 * MIB)],
+        vec![phase("read", vec![read(1)])],
+    );
+    let twice = simulate(
+        "hdd",
+        "host",
+        "deadline",
+        vec![file(0, 64 * MIB)],
+        vec![phase("read", vec![read(1)]), phase("reread", vec![read(1)])],
+    );
+    assert_eq!(twice.device_stats.requests, once.device_stats.requests);
+    assert_eq!(host_stat(&twice, "cache_miss_pages"), 64 * MIB / 4096);
+    let reread = &twice.phases[1];
+    assert!(reread.throughput_bytes_per_s > 1e9, "memory speed: {}", reread.throughput_bytes_per_s);
+}
+
+// Proves 4 KiB sequential reads reach the disk as read-ahead windows: with read_ahead_kb=128
+// the device sees about one 128 KiB request per 32 reads, and reads run at the media rate.
+#[test]
+fn sequential_small_reads_become_read_ahead_requests() {
+    let reads = Script::sequential(1, IoKind::Read, Place::File(0), 0, 4096, 4096);
+    let run =
+        simulate("hdd", "host", "noop", vec![file(0, 16 * MIB)], vec![phase("read", vec![reads])]);
+    let requests = run.device_stats.requests;
+    assert!(requests <= 16 * MIB / (128 << 10) + 4, "{requests} requests for 16 MiB");
+    assert!(host_stat(&run, "read_ahead_pages") > 3000);
+    assert!(
+        run.phases[0].throughput_bytes_per_s > 55e6,
+        "{}",
+        run.phases[0].throughput_bytes_per_s
+    );
+}
+
+// Proves random reads trigger no read-ahead: every 4 KiB read is one 4 KiB request.
+#[test]
+fn random_reads_get_no_read_ahead() {
+    let offsets = [913u64, 17, 4444, 2020, 77, 3001, 650, 1999].map(|block| block * 1_048_576);
+    let reads =
+        Script::new(1, offsets.iter().map(|&offset| (IoKind::Read, Place::File(0), offset, 4096)));
+    let run = simulate(
+        "hdd",
+        "host",
+        "noop",
+        vec![file(0, 5000 * MIB)],
+        vec![phase("read", vec![reads])],
+    );
+    assert_eq!(run.device_stats.requests, 8);
+    assert_eq!(host_stat(&run, "read_ahead_pages"), 0);
+}
+
+// Proves the dirty limit: a writer of 512 MiB into a 256 MiB page cache (dirty_ratio 40) is
+// throttled and never holds much more than the limit dirty or under write-back.
+#[test]
+fn dirty_memory_stays_under_dirty_ratio_and_writers_are_throttled() {
+    let writes = Script::sequential(1, IoKind::Write, Place::File(0), 0, MIB, 512);
+    let run = simulate(
+        "hdd",
+        "host:ram=320m,reserve=64m",
+        "deadline",
+        vec![file(0, 0)],
+        vec![phase("write", vec![writes])],
+    );
+    let limit = host_stat(&run, "dirty_bytes_limit");
+    let peak = host_stat(&run, "dirty_bytes_peak");
+    assert_eq!(limit, (256 * MIB) * 40 / 100 / 4096 * 4096);
+    // One write's worth of overshoot: the writer dirties its megabyte, then balances.
+    assert!(peak <= limit + MIB, "peak {peak} over limit {limit}");
+    assert!(host_stat(&run, "throttled_writes") > 0);
+    // Throttled, the writer runs at about the disk's rate, not memory's.
+    assert!(run.phases[0].throughput_bytes_per_s < 150e6);
+}
+
+// Proves fsync returns only once its data is on the device: buffered writes of 8 MiB return
+// at memory speed, the fsync after them takes as long as the disk needs to write 8 MiB.
+#[test]
+fn fsync_returns_after_the_data_is_on_the_device() {
+    let mut calls: Vec<_> = (0..8).map(|i| (IoKind::Write, Place::File(0), i * MIB, MIB)).collect();
+    calls.push((IoKind::Sync, Place::File(0), 0, 0));
+    let run = simulate(
+        "hdd:write_cache=0",
+        "host",
+        "deadline",
+        vec![file(0, 0)],
+        vec![phase("write", vec![Script::new(1, calls)])],
+    );
+    let phase = &run.phases[0];
+    assert_eq!(phase.ops, 9);
+    // The slowest call is the fsync; 8 MiB at ~65 MB/s takes over 100 ms.
+    assert!(phase.latency_ns.max > 100_000_000, "{}", phase.latency_ns.max);
+    assert!(phase.latency_ns.p50 < 5_000_000, "writes return from memory");
+    assert!(run.device_stats.requests > 0);
+}
+
+// Proves concurrent writers' files interleave on disk and write-back then sends the head
+// between them: noop, in arrival order, moves the head farther than deadline's sweep.
+#[test]
+fn ten_buffered_writers_interleave_and_noop_seeks_farther_than_deadline() {
+    let writers = || {
+        (0..10u32)
+            .map(|i| {
+                Script::sequential(i + 1, IoKind::Write, Place::File(i as usize), 0, 512 << 10, 64)
+            })
+            .collect()
+    };
+    let files: Vec<_> = (0..10).map(|_| file(0, 0)).collect();
+    let host = "host:ram=512m,extent=1m";
+    let noop = simulate("hdd", host, "noop", files.clone(), vec![phase("write", writers())]);
+    let deadline = simulate("hdd", host, "deadline", files, vec![phase("write", writers())]);
+    let distance = |run: &Run| run.device_stats.seek_distance_sectors;
+    assert!(
+        distance(&noop) > distance(&deadline),
+        "noop {} vs deadline {}",
+        distance(&noop),
+        distance(&deadline)
+    );
+}
+
+// Proves what cfq sees: write-back lands in its async queues and reads in processes' sync
+// queues.
+#[test]
+fn cfq_files_write_back_as_async_and_reads_as_sync() {
+    let writer = Script::sequential(1, IoKind::Write, Place::File(0), 0, MIB, 64);
+    let mut calls: Vec<_> = (0..32).map(|i| (IoKind::Read, Place::File(1), i * MIB, MIB)).collect();
+    calls.push((IoKind::Sync, Place::File(0), 0, 0));
+    let reader = Script::new(2, calls);
+    let run = simulate(
+        "hdd",
+        "host",
+        "cfq",
+        vec![file(0, 0), file(0, 64 * MIB)],
+        vec![phase("mixed", vec![writer, reader])],
+    );
+    let counter = |name: &str| run.scheduler_stats.counters[name];
+    assert!(counter("sync_requests") > 0, "reads go to sync queues");
+    assert!(counter("async_requests") > 0, "write-back goes to async queues");
+
+    let writes_only = Script::sequential(1, IoKind::Write, Place::File(0), 0, MIB, 64);
+    let run =
+        simulate("hdd", "host", "cfq", vec![file(0, 0)], vec![phase("write", vec![writes_only])]);
+    assert_eq!(run.scheduler_stats.counters["sync_requests"], 0, "write-back is never sync");
+}
+
+// Proves the layout: two files written at once interleave extent by extent, so reading one of
+// them back afterwards jumps over the other's extents.
+#[test]
+fn files_written_together_interleave() {
+    let writers = vec![
+        Script::sequential(1, IoKind::Write, Place::File(0), 0, MIB, 16),
+        Script::sequential(2, IoKind::Write, Place::File(1), 0, MIB, 16),
+    ];
+    let reader = Script::sequential(3, IoKind::Read, Place::File(0), 0, MIB, 16);
+    let run = simulate(
+        "hdd",
+        "host:extent=1m",
+        "noop",
+        vec![file(0, 0), file(0, 0)],
+        vec![
+            phase("write", writers),
+            phase("drop", vec![Script::new(4, [(IoKind::DropCaches, Place::Device(0), 0, 0)])]),
+            phase("read", vec![reader]),
+        ],
+    );
+    let read = &run.phases[2];
+    // 16 MiB in 1 MiB extents with gaps: slower than the disk's streaming rate.
+    assert!(read.throughput_bytes_per_s < 60e6, "{}", read.throughput_bytes_per_s);
+    assert_eq!(read.bytes, 16 * MIB);
+}
+
+// Proves the same seed gives the same report, byte for byte, with buffered I/O too.
+#[test]
+fn buffered_runs_are_deterministic() {
+    let make = || {
+        let writers = (0..3u32)
+            .map(|i| Script::sequential(i + 1, IoKind::Write, Place::File(i as usize), 0, MIB, 32))
+            .collect();
+        simulate(
+            "hdd",
+            "host:ram=256m,reserve=64m",
+            "cfq",
+            (0..3).map(|_| file(0, 0)).collect(),
+            vec![phase("write", writers)],
+        )
+    };
+    assert_eq!(serde_json::to_string(&make()).unwrap(), serde_json::to_string(&make()).unwrap());
+}
