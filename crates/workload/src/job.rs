@@ -42,6 +42,7 @@ use elevator_core::{
     RequestFlags, SECTOR_SIZE_BYTES, units,
 };
 
+use crate::process::{check_sectors, parse_block_range};
 use crate::{Io, IoId, IoKind, Issuer, PhasePlan, Place, Poll, Target, WorkloadPlan};
 
 /// One line for `elevator list workloads`.
@@ -251,13 +252,6 @@ pub(crate) struct JobConfig {
     filenames: Vec<String>,
 }
 
-fn check_sectors(params: &Params, key: &'static str, bytes: u64) -> Result<(), ParamError> {
-    if bytes % SECTOR_SIZE_BYTES != 0 {
-        return Err(params.impossible(key, format!("{bytes} bytes is not a multiple of 512")));
-    }
-    Ok(())
-}
-
 impl JobConfig {
     pub(crate) fn from_params(params: &Params) -> Result<JobConfig, ParamError> {
         let rw = params.text("rw");
@@ -275,17 +269,8 @@ impl JobConfig {
             _ => Mix::Mixed { read_fraction: read_percent as f64 / 100.0 },
         };
         let block_size = if params.has("bsrange") {
-            let text = params.text("bsrange");
-            let bad =
-                || params.impossible("bsrange", format!("`{text}` is not MIN-MAX, e.g. 4k-64k"));
-            let (min, max) = text.split_once(['-', ':']).ok_or_else(bad)?;
-            let min_bytes = units::parse_size_bytes(min).map_err(|_| bad())?;
-            let max_bytes = units::parse_size_bytes(max).map_err(|_| bad())?;
-            if min_bytes == 0 || max_bytes < min_bytes || max_bytes > 64 << 20 {
-                return Err(params.impossible("bsrange", "needs 0 < MIN <= MAX <= 64m"));
-            }
-            check_sectors(params, "bsrange", min_bytes)?;
-            BlockSize::Range { min_bytes, max_bytes: max_bytes - max_bytes % min_bytes }
+            let (min_bytes, max_bytes) = parse_block_range(params, "bsrange", 64 << 20)?;
+            BlockSize::Range { min_bytes, max_bytes }
         } else {
             let bytes = params.size("bs");
             check_sectors(params, "bs", bytes)?;
@@ -354,6 +339,11 @@ impl JobConfig {
             direct: params.flag("direct"),
             filenames,
         })
+    }
+
+    /// The smallest and largest operation sizes, in bytes.
+    pub(crate) fn block_bounds_bytes(&self) -> (u64, u64) {
+        (self.block_size.min_bytes(), self.block_size.max_bytes())
     }
 
     fn priority(params: &Params) -> Result<IoPriority, ParamError> {
@@ -637,10 +627,9 @@ impl JobIssuer {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::WorkloadSpec;
+    use crate::testing::drive;
 
     fn targets() -> Vec<Target> {
         vec![
@@ -651,63 +640,6 @@ mod tests {
 
     fn plan(text: &str) -> WorkloadPlan {
         WorkloadSpec::parse(text).unwrap().plan(&targets(), &Prng::new(7)).unwrap()
-    }
-
-    /// Runs every issuer of the first phase against a device that completes each operation
-    /// `latency` after submission; returns (issuer, submit time, io) in submission order.
-    fn drive(plan: WorkloadPlan, latency: Duration) -> Vec<(usize, Instant, Io)> {
-        let mut issuers = plan.phases.into_iter().next().unwrap().issuers;
-        let mut log = Vec::new();
-        let mut completions: BTreeMap<(Instant, u64), (usize, IoId)> = BTreeMap::new();
-        let mut wakes: BTreeMap<(Instant, u64), usize> = BTreeMap::new();
-        let mut done = vec![false; issuers.len()];
-        let mut order = 0u64;
-        let mut now = Instant::ZERO;
-        let mut ready: Vec<usize> = (0..issuers.len()).collect();
-        for _ in 0..1_000_000 {
-            for index in std::mem::take(&mut ready) {
-                loop {
-                    match issuers[index].poll(now) {
-                        Poll::Submit(io) => {
-                            log.push((index, now, io));
-                            completions.insert((now + latency, order), (index, io.id));
-                            order += 1;
-                        }
-                        Poll::Sleep { until } => {
-                            wakes.insert((until, order), index);
-                            order += 1;
-                            break;
-                        }
-                        Poll::Wait => break,
-                        Poll::Done => {
-                            done[index] = true;
-                            break;
-                        }
-                    }
-                }
-            }
-            let next_completion = completions.keys().next().copied();
-            let next_wake = wakes.keys().next().copied();
-            let completion_first = match (next_completion, next_wake) {
-                (None, None) => break,
-                (Some(c), Some(w)) => c.0 <= w.0,
-                (completion, _) => completion.is_some(),
-            };
-            if completion_first {
-                let key = next_completion.unwrap();
-                let (index, id) = completions.remove(&key).unwrap();
-                now = key.0;
-                issuers[index].complete(now, id);
-                ready.push(index);
-            } else {
-                let key = next_wake.unwrap();
-                let index = wakes.remove(&key).unwrap();
-                now = key.0;
-                ready.push(index);
-            }
-        }
-        assert!(done.iter().all(|&d| d), "an issuer never finished");
-        log
     }
 
     // Proves a sequential read walks its region in bs steps and stops after size bytes.
@@ -847,7 +779,9 @@ mod tests {
         assert!(parse_error("job:bsrange=16k-4k").contains("bsrange"));
         assert!(parse_error("job:rwmixread=60,rwmixwrite=30").contains("must be 100"));
         assert!(parse_error("job:prioclass=0,prio=3").contains("prio"));
-        assert!(parse_error("fio:rw=read").contains("unknown workload `fio` (accepted: job)"));
+        assert!(
+            parse_error("fio:rw=read").contains("unknown workload `fio` (accepted: job, iozone")
+        );
         let plan_error = |text: &str| {
             WorkloadSpec::parse(text)
                 .unwrap()

@@ -8,6 +8,12 @@
 //!
 //! A workload is written as a spec (`job:rw=randread,bs=4k,iodepth=32`) and turned into a
 //! [`WorkloadPlan`] — phases of issuers — for a set of [`Target`] devices and a seed.
+//!
+//! Besides the fio-style [`job`], the kinds recreate the classic tools of the 2.6-era scheduler
+//! comparisons: [`iozone`] (throughput mode), [`dd`], [`hdparm`] (`-tT`), the database loads
+//! [`oltp`] and [`dss`], and [`seqread`] (concurrent sequential file readers). The tools are
+//! processes doing synchronous system calls, so their issuers keep one operation in flight;
+//! their buffered and file operations are the host model's to carry out.
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, unreachable_pub)]
@@ -15,10 +21,20 @@
 use std::fmt;
 
 use elevator_core::{
-    ComponentSpec, Instant, IoPriority, KeySpec, ParamError, Params, Prng, ProcessId, RequestFlags,
+    ComponentSpec, Duration, Instant, IoPriority, KeyKind, KeySpec, Param, ParamError, Params,
+    Prng, ProcessId, RequestFlags, format_size,
 };
 
+pub mod dd;
+pub mod dss;
+pub mod hdparm;
+pub mod iozone;
 pub mod job;
+pub mod oltp;
+mod process;
+pub mod seqread;
+#[cfg(test)]
+pub(crate) mod testing;
 
 /// An issuer's handle for one of its operations.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -157,16 +173,42 @@ pub struct WorkloadPlan {
 pub enum WorkloadKind {
     /// fio-style block-level job.
     Job,
+    /// iozone throughput mode.
+    Iozone,
+    /// dd of a raw device, to a file, or both.
+    Dd,
+    /// hdparm `-tT`.
+    Hdparm,
+    /// An OLTP database's foreground I/O.
+    Oltp,
+    /// A decision-support database's parallel scans.
+    Dss,
+    /// Concurrent sequential file readers.
+    Seqread,
 }
 
 impl WorkloadKind {
     /// Every kind, in listing order.
-    pub const ALL: &'static [WorkloadKind] = &[WorkloadKind::Job];
+    pub const ALL: &'static [WorkloadKind] = &[
+        WorkloadKind::Job,
+        WorkloadKind::Iozone,
+        WorkloadKind::Dd,
+        WorkloadKind::Hdparm,
+        WorkloadKind::Oltp,
+        WorkloadKind::Dss,
+        WorkloadKind::Seqread,
+    ];
 
     /// The name users write.
     pub const fn name(self) -> &'static str {
         match self {
             WorkloadKind::Job => "job",
+            WorkloadKind::Iozone => "iozone",
+            WorkloadKind::Dd => "dd",
+            WorkloadKind::Hdparm => "hdparm",
+            WorkloadKind::Oltp => "oltp",
+            WorkloadKind::Dss => "dss",
+            WorkloadKind::Seqread => "seqread",
         }
     }
 
@@ -174,6 +216,12 @@ impl WorkloadKind {
     pub const fn summary(self) -> &'static str {
         match self {
             WorkloadKind::Job => job::SUMMARY,
+            WorkloadKind::Iozone => iozone::SUMMARY,
+            WorkloadKind::Dd => dd::SUMMARY,
+            WorkloadKind::Hdparm => hdparm::SUMMARY,
+            WorkloadKind::Oltp => oltp::SUMMARY,
+            WorkloadKind::Dss => dss::SUMMARY,
+            WorkloadKind::Seqread => seqread::SUMMARY,
         }
     }
 
@@ -181,6 +229,25 @@ impl WorkloadKind {
     pub const fn keys(self) -> &'static [KeySpec] {
         match self {
             WorkloadKind::Job => job::KEYS,
+            WorkloadKind::Iozone => iozone::KEYS,
+            WorkloadKind::Dd => dd::KEYS,
+            WorkloadKind::Hdparm => hdparm::KEYS,
+            WorkloadKind::Oltp => oltp::KEYS,
+            WorkloadKind::Dss => dss::KEYS,
+            WorkloadKind::Seqread => seqread::KEYS,
+        }
+    }
+
+    /// The keys holding amounts — bytes of data, counts of records, run times — that
+    /// `elevator compare --scale F` shrinks with [`WorkloadSpec::scaled`]. Block and record
+    /// sizes are never among them: they shape each operation, not how much is done.
+    pub const fn scalable_keys(self) -> &'static [&'static str] {
+        match self {
+            WorkloadKind::Job => &["size", "io_size", "runtime"],
+            WorkloadKind::Iozone | WorkloadKind::Seqread => &["size"],
+            WorkloadKind::Dd => &["count"],
+            WorkloadKind::Hdparm => &["cached_time", "device_time"],
+            WorkloadKind::Oltp | WorkloadKind::Dss => &["size", "runtime"],
         }
     }
 }
@@ -221,20 +288,130 @@ impl WorkloadSpec {
     }
 
     fn validate(&self) -> Result<(), ParamError> {
-        match self.kind {
-            WorkloadKind::Job => job::JobConfig::from_params(&self.params).map(|_| ()),
-        }
+        self.size_step_bytes().map(|_| ())
+    }
+
+    /// What a scaled size is rounded to, and the least it may become, in bytes: the block or
+    /// record size (for a range of sizes, a multiple of the smallest and at least the largest),
+    /// or 1 MiB for a kind without one. Checks the whole configuration on the way.
+    fn size_step_bytes(&self) -> Result<(u64, u64), ParamError> {
+        let params = &self.params;
+        const MIB: u64 = 1 << 20;
+        Ok(match self.kind {
+            WorkloadKind::Job => job::JobConfig::from_params(params)?.block_bounds_bytes(),
+            WorkloadKind::Iozone => {
+                let record = iozone::IozoneConfig::from_params(params)?.record_bytes;
+                (record, record)
+            }
+            WorkloadKind::Dd => dd::DdConfig::from_params(params).map(|_| (MIB, MIB))?,
+            WorkloadKind::Hdparm => {
+                hdparm::HdparmConfig::from_params(params).map(|_| (MIB, MIB))?
+            }
+            WorkloadKind::Oltp => {
+                let block = oltp::OltpConfig::from_params(params)?.block_bytes;
+                (block, block)
+            }
+            WorkloadKind::Dss => {
+                let extent = dss::DssConfig::from_params(params)?.extent_bytes;
+                (extent, extent)
+            }
+            WorkloadKind::Seqread => {
+                let block = seqread::SeqreadConfig::from_params(params)?.block_bytes;
+                (block, block)
+            }
+        })
     }
 
     /// The issuers for `targets`, their random streams forked from `prng`. Fails when the
     /// workload does not fit the targets (a block size over the device, an unknown filename).
     pub fn plan(&self, targets: &[Target], prng: &Prng) -> Result<WorkloadPlan, ParamError> {
+        let params = &self.params;
         match self.kind {
-            WorkloadKind::Job => {
-                let config = job::JobConfig::from_params(&self.params)?;
-                config.plan(&self.params, targets, prng)
+            WorkloadKind::Job => job::JobConfig::from_params(params)?.plan(params, targets, prng),
+            WorkloadKind::Iozone => {
+                iozone::IozoneConfig::from_params(params)?.plan(params, targets, prng)
+            }
+            WorkloadKind::Dd => dd::DdConfig::from_params(params)?.plan(params, targets, prng),
+            WorkloadKind::Hdparm => {
+                hdparm::HdparmConfig::from_params(params)?.plan(params, targets, prng)
+            }
+            WorkloadKind::Oltp => {
+                oltp::OltpConfig::from_params(params)?.plan(params, targets, prng)
+            }
+            WorkloadKind::Dss => dss::DssConfig::from_params(params)?.plan(params, targets, prng),
+            WorkloadKind::Seqread => {
+                seqread::SeqreadConfig::from_params(params)?.plan(params, targets, prng)
             }
         }
+    }
+
+    /// The same workload with its amounts ([`WorkloadKind::scalable_keys`]) multiplied by
+    /// `factor`, for quick looks at large experiments.
+    ///
+    /// Every scalable key with a value in force (given or default) is scaled and becomes a
+    /// given key, so the result's `Display` shows what ran. Sizes are rounded down to a
+    /// multiple of the block or record size (1 MiB without one) and counts and times to the
+    /// nearest whole record and millisecond; none goes below one block, one record or 1 s
+    /// unless it already was. A time of 0 (no limit) stays 0. The result is checked like a
+    /// parsed spec; plan-time checks (sizes against devices) still apply when it is planned.
+    pub fn scaled(&self, factor: f64) -> Result<WorkloadSpec, ParamError> {
+        if !(factor.is_finite() && factor > 0.0) {
+            return Err(ParamError::Impossible {
+                component: self.kind.name().to_owned(),
+                key: "scale",
+                problem: format!("{factor} is not a positive factor"),
+            });
+        }
+        let (step_bytes, least_bytes) = self.size_step_bytes()?;
+        let scalable = self.kind.scalable_keys();
+        let mut given = Vec::new();
+        for key in self.kind.keys() {
+            if !self.params.has(key.key) {
+                continue;
+            }
+            let value = self.params.text(key.key);
+            let scaled = if scalable.contains(&key.key) {
+                match key.kind {
+                    KeyKind::Size { .. } => {
+                        let bytes = self.params.size(key.key);
+                        let product = (bytes as f64 * factor) as u64;
+                        let rounded = product - product % step_bytes;
+                        Some(format_size(rounded.max(least_bytes.min(bytes))))
+                    }
+                    KeyKind::Integer { .. } => {
+                        let count = self.params.integer(key.key);
+                        let rounded = (count as f64 * factor).round() as i64;
+                        Some(rounded.max(count.min(1)).to_string())
+                    }
+                    KeyKind::Time { .. } => {
+                        let time = self.params.time(key.key);
+                        let millis = (time.as_nanos() as f64 * factor / 1e6).round() as u64;
+                        let least = time.min(Duration::from_secs(1));
+                        let scaled = Duration::from_millis(millis).max(least);
+                        (time > Duration::ZERO).then(|| scaled.to_string())
+                    }
+                    _ => unreachable!(
+                        "{}: scalable key {} is not an amount",
+                        self.kind.name(),
+                        key.key
+                    ),
+                }
+            } else {
+                None
+            };
+            match scaled {
+                Some(value) => given.push(Param { key: key.key.to_owned(), value }),
+                None if self.params.is_set(key.key) => {
+                    given.push(Param { key: key.key.to_owned(), value: value.to_owned() });
+                }
+                None => {}
+            }
+        }
+        let spec = ComponentSpec { name: self.kind.name().to_owned(), params: given };
+        let params = Params::resolve(&spec, self.kind.keys(), &[])?;
+        let workload = WorkloadSpec { kind: self.kind, params };
+        workload.validate()?;
+        Ok(workload)
     }
 }
 
@@ -250,5 +427,83 @@ impl fmt::Display for WorkloadSpec {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves every kind is listed in order, parses with its defaults, lists every key with a
+    // range or choice and a line of help, and names only its own keys as scalable.
+    #[test]
+    fn every_kind_is_registered_with_documented_keys() {
+        let names: Vec<&str> = WorkloadKind::ALL.iter().map(|kind| kind.name()).collect();
+        assert_eq!(names, ["job", "iozone", "dd", "hdparm", "oltp", "dss", "seqread"]);
+        for &kind in WorkloadKind::ALL {
+            let spec = WorkloadSpec::parse(kind.name()).unwrap();
+            assert_eq!(spec.kind(), kind);
+            assert!(!kind.summary().is_empty());
+            for key in kind.keys() {
+                assert!(!key.help.is_empty(), "{}: {} has no help", kind.name(), key.key);
+            }
+            for scalable in kind.scalable_keys() {
+                let key = kind.keys().iter().find(|key| key.key == *scalable).unwrap();
+                assert!(
+                    matches!(
+                        key.kind,
+                        KeyKind::Size { .. } | KeyKind::Integer { .. } | KeyKind::Time { .. }
+                    ),
+                    "{}: {scalable}",
+                    kind.name()
+                );
+            }
+        }
+        let error = WorkloadSpec::parse("fio").unwrap_err().to_string();
+        assert!(error.contains("(accepted: job, iozone, dd, hdparm, oltp, dss, seqread)"));
+    }
+
+    // Proves scaling shrinks sizes to a multiple of the record size, leaves record sizes alone,
+    // scales defaulted keys too, and prints a spec that parses back to the same workload.
+    #[test]
+    fn scaled_sizes_shrink_aligned_and_reparse() {
+        let iozone = WorkloadSpec::parse("iozone:size=24g,record=512k,threads=10").unwrap();
+        let scaled = iozone.scaled(0.001).unwrap();
+        // 24 GiB / 1000 = 25,769,803 bytes, down to a multiple of 512 KiB: 49 records.
+        assert_eq!(scaled.to_string(), "iozone:threads=10,size=25088k,record=512k");
+        assert_eq!(WorkloadSpec::parse(&scaled.to_string()).unwrap(), scaled);
+        let tiny = iozone.scaled(1e-9).unwrap();
+        assert_eq!(tiny.to_string(), "iozone:threads=10,size=512k,record=512k", "one record");
+        let defaults = WorkloadSpec::parse("oltp").unwrap().scaled(0.1).unwrap();
+        let resolved = defaults.resolved();
+        let value = |key| resolved.iter().find(|(name, _)| *name == key).unwrap().1.clone();
+        assert_eq!(value("size"), "104856k", "1g / 10 down to a multiple of 4k");
+        assert_eq!(value("runtime"), "6s");
+        assert_eq!(value("block"), "4k");
+        assert_eq!(value("log_size"), "64m", "the log's size is space, not an amount of work");
+        let dss = WorkloadSpec::parse("dss").unwrap().scaled(0.01).unwrap();
+        assert_eq!(dss.to_string(), "dss:size=10m,runtime=1s", "a multiple of the 1m extent");
+        assert_eq!(WorkloadSpec::parse(&dss.to_string()).unwrap(), dss);
+    }
+
+    // Proves counts and times scale with floors of 1 and 1 s, a zero time (no limit) stays,
+    // and unset sizes stay unset.
+    #[test]
+    fn scaled_counts_and_times_keep_their_floors() {
+        let dd = WorkloadSpec::parse("dd:bs=2m,count=300").unwrap();
+        assert_eq!(dd.scaled(0.1).unwrap().to_string(), "dd:bs=2m,count=30");
+        assert_eq!(dd.scaled(0.0001).unwrap().to_string(), "dd:bs=2m,count=1");
+        let hdparm = WorkloadSpec::parse("hdparm").unwrap().scaled(0.5).unwrap();
+        assert_eq!(hdparm.to_string(), "hdparm:cached_time=1s,device_time=1500ms");
+        let short = WorkloadSpec::parse("hdparm:cached_time=10ms").unwrap().scaled(0.5).unwrap();
+        assert!(short.to_string().contains("cached_time=10ms"), "never above the original");
+        let job = WorkloadSpec::parse("job:rw=randread,bsrange=4k-16k,size=1g").unwrap();
+        assert_eq!(
+            job.scaled(0.001).unwrap().to_string(),
+            "job:rw=randread,bsrange=4k-16k,size=1048k"
+        );
+        assert_eq!(WorkloadSpec::parse("job").unwrap().scaled(0.5).unwrap().to_string(), "job");
+        let error = dd.scaled(0.0).unwrap_err().to_string();
+        assert_eq!(error, "dd: scale: 0 is not a positive factor");
     }
 }
