@@ -29,6 +29,63 @@ pub(crate) enum Command {
     /// With no arguments: two sequential readers 200 GiB apart on a 2005 desktop disk, under
     /// every scheduler.
     Sim(SimArgs),
+    /// Compare schedulers: with no arguments, the classic 2005-2010 study re-run in the
+    /// simulator; with -w, any workloads on any device.
+    ///
+    /// The classic study runs iozone on a SAN file server, hdparm on four IDE disks, dd on a
+    /// SCSI disk, OLTP and DSS loads on MegaRAID LUNs and sequential readers on an iSCSI pool,
+    /// each under noop, deadline, anticipatory and cfq, and prints each experiment's table as
+    /// the tool printed it, with the best scheduler of each column.
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompareArgs {
+    /// The device for -w workloads (default: hdd).
+    #[arg(short, long)]
+    pub(crate) device: Option<String>,
+
+    /// A workload to compare on; repeat for several. Without -w: the classic study.
+    #[arg(short, long = "workload", value_name = "WORKLOAD")]
+    pub(crate) workloads: Vec<String>,
+
+    /// Schedulers, comma separated or repeated (`-s deadline,cfq:slice_idle=0`; default: the
+    /// 2.6 set noop, deadline, anticipatory, cfq).
+    #[arg(short, long = "scheduler", value_name = "SCHED,...")]
+    pub(crate) schedulers: Vec<String>,
+
+    /// Every registered scheduler.
+    #[arg(long, conflicts_with = "schedulers")]
+    pub(crate) all: bool,
+
+    /// Run only these experiments of the classic study (comma separated).
+    #[arg(long, value_name = "ID,...", value_delimiter = ',')]
+    pub(crate) only: Vec<String>,
+
+    /// Multiply every amount of data and run time by this factor (0 < F <= 1) for a quick
+    /// look; the report says so.
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) scale: f64,
+
+    /// The seed.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+
+    /// The host for -w workloads (default: host).
+    #[arg(long)]
+    pub(crate) host: Option<String>,
+
+    /// `read_ahead_kb` for -w workloads (default: 128).
+    #[arg(long)]
+    pub(crate) read_ahead_kb: Option<u32>,
+
+    /// Output format (default: from the -o file's extension, else table).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<ReportFormat>,
+
+    /// Write the report here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -5,6 +5,7 @@
 //! counts as success.
 
 mod args;
+mod compare;
 mod list;
 mod sim;
 
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
     let result = match &args.command {
         Command::List(list_args) => list::run(list_args, &mut out),
         Command::Sim(sim_args) => sim::run_command(sim_args, &mut out),
+        Command::Compare(compare_args) => compare::run_command(compare_args, &mut out),
     };
     let result = result.and_then(|()| out.flush().map_err(anyhow::Error::from));
     match result {

@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use elevator_report::{Format, Report, render};
@@ -36,17 +37,7 @@ fn plan(args: &SimArgs) -> Result<Plan> {
     } else {
         args.schedulers.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?
     };
-    let format = match (args.format, &args.output) {
-        (Some(ReportFormat::Json), _) => Format::Json,
-        (Some(ReportFormat::Csv), _) => Format::Csv,
-        (Some(ReportFormat::Table), _) => Format::Table,
-        (None, Some(path)) => match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => Format::Json,
-            Some("csv") => Format::Csv,
-            _ => Format::Table,
-        },
-        (None, None) => Format::Table,
-    };
+    let format = output_format(args.format, args.output.as_deref());
     let config = SimConfig {
         seed: args.seed,
         device,
@@ -62,6 +53,41 @@ fn plan(args: &SimArgs) -> Result<Plan> {
         check_invariants: args.check,
     };
     Ok(Plan { config, schedulers, workload, format })
+}
+
+/// The report format: as asked, else from the output file's extension, else a table.
+pub(crate) fn output_format(format: Option<ReportFormat>, output: Option<&Path>) -> Format {
+    match (format, output) {
+        (Some(ReportFormat::Json), _) => Format::Json,
+        (Some(ReportFormat::Csv), _) => Format::Csv,
+        (Some(ReportFormat::Table), _) => Format::Table,
+        (None, Some(path)) => match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => Format::Json,
+            Some("csv") => Format::Csv,
+            _ => Format::Table,
+        },
+        (None, None) => Format::Table,
+    }
+}
+
+/// Writes `report` to `output` or `stdout`.
+pub(crate) fn write_report(
+    report: &Report,
+    format: Format,
+    output: Option<&Path>,
+    stdout: &mut dyn Write,
+) -> Result<()> {
+    match output {
+        Some(path) => {
+            let file =
+                File::create(path).with_context(|| format!("creating {}", path.display()))?;
+            let mut out = BufWriter::new(file);
+            render(report, format, &mut out)?;
+            out.flush().with_context(|| format!("writing {}", path.display()))?;
+        }
+        None => render(report, format, stdout)?,
+    }
+    Ok(())
 }
 
 pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> {
@@ -85,15 +111,5 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
     for (scheduler, result) in plan.schedulers.iter().zip(results) {
         report.runs.push(result.with_context(|| format!("simulating under {scheduler}"))?);
     }
-    match &args.output {
-        Some(path) => {
-            let file =
-                File::create(path).with_context(|| format!("creating {}", path.display()))?;
-            let mut out = BufWriter::new(file);
-            render(&report, plan.format, &mut out)?;
-            out.flush().with_context(|| format!("writing {}", path.display()))?;
-        }
-        None => render(&report, plan.format, stdout)?,
-    }
-    Ok(())
+    write_report(&report, plan.format, args.output.as_deref(), stdout)
 }

@@ -17,6 +17,7 @@
 pub mod metrics;
 pub mod model;
 pub mod render;
+mod tools;
 
 pub use metrics::{LatencyRecorder, PhaseRecorder};
 pub use model::{

@@ -76,7 +76,18 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
         let first = group[0];
         let title = match &first.experiment {
-            Some(experiment) => format!("{experiment}: {} on {}", first.workload, first.device),
+            Some(experiment) => {
+                let title = first.config.get("experiment.title").map_or("", String::as_str);
+                let machine = first.config.get("experiment.machine").map_or("", String::as_str);
+                let scale = match first.config.get("study.scale") {
+                    Some(scale) => format!(" [sizes x{scale}]"),
+                    None => String::new(),
+                };
+                format!(
+                    "{experiment} — {title}{scale}\n  {machine}\n  {} on {}",
+                    first.workload, first.device
+                )
+            }
             None => {
                 let how = match first.mode {
                     crate::model::Mode::Sim => format!("simulated, seed {}", report.seed),
@@ -87,6 +98,10 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             }
         };
         writeln!(out, "{title}")?;
+        if let Some(table) = crate::tools::tool_table(group) {
+            render_tool_table(out, group, &table)?;
+            continue;
+        }
         let phase_names: Vec<&str> = first.phases.iter().map(|p| p.name.as_str()).collect();
         for name in phase_names {
             let rows: Vec<(&Run, &Phase)> = group
@@ -150,6 +165,38 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             if rows.len() > 1 {
                 writeln!(out, "{}", best_line(&rows))?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// A tool's table: a row per scheduler, then the best of each column.
+fn render_tool_table(
+    out: &mut dyn Write,
+    group: &[&Run],
+    table: &crate::tools::ToolTable,
+) -> io::Result<()> {
+    let mut headers = vec![" scheduler".to_owned()];
+    headers.extend(table.columns.iter().map(|column| column.header.clone()));
+    let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut rendered = new_table(&header_refs);
+    for (row, run) in group.iter().enumerate() {
+        let mut cells = vec![format!(" {}", run.scheduler)];
+        for column in &table.columns {
+            cells.push(match column.values[row] {
+                Some(value) => format!("{value:.*}", column.decimals),
+                None => "-".to_owned(),
+            });
+        }
+        rendered.add_row(cells);
+    }
+    write_table(out, &rendered)?;
+    let schedulers: Vec<&str> = group.iter().map(|run| run.scheduler.as_str()).collect();
+    let lines = crate::tools::best_lines(table, &schedulers);
+    if !lines.is_empty() {
+        writeln!(out, "best per column:")?;
+        for line in lines {
+            writeln!(out, "{line}")?;
         }
     }
     Ok(())

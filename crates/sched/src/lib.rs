@@ -56,6 +56,14 @@ impl SchedulerKind {
         SchedulerKind::Cfq,
     ];
 
+    /// The 2.6 set that the classic study compared.
+    pub const LEGACY: &'static [SchedulerKind] = &[
+        SchedulerKind::Noop,
+        SchedulerKind::Anticipatory,
+        SchedulerKind::Deadline,
+        SchedulerKind::Cfq,
+    ];
+
     /// What `sim`, `run` and `compare` use when no `-s` is given: cfq, 2.6.18's
     /// `CONFIG_DEFAULT_IOSCHED`.
     pub const DEFAULT: SchedulerKind = SchedulerKind::Cfq;

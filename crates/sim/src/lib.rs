@@ -14,6 +14,7 @@ pub mod device;
 pub mod engine;
 pub mod host;
 pub mod runner;
+pub mod study;
 pub mod topology;
 
 pub use device::{DeviceKind, DeviceModel, DeviceSpec};

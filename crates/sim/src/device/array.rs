@@ -100,7 +100,8 @@ pub const SAN_KEYS: &[KeySpec] = &[
         key: "link",
         kind: KeyKind::Text,
         default: "2x4gfc",
-        help: "[N x] 1gfc|2gfc|4gfc|8gfc|gige|iscsi|10gige, shared by the LUNs",
+        help: "[N x] 1gfc|2gfc|4gfc|8gfc|gige|iscsi|10gige shared by the LUNs, or none (a local \
+               RAID controller)",
     },
     MEMBERS,
     MEMBER,
@@ -110,6 +111,32 @@ pub const SAN_KEYS: &[KeySpec] = &[
     DEPTH,
     OVERHEAD,
 ];
+
+/// The keys of `jbod`: independent disks, each its own device.
+pub const JBOD_KEYS: &[KeySpec] = &[
+    KeySpec {
+        key: "disks",
+        kind: KeyKind::Integer { min: 1, max: 64 },
+        default: "4",
+        help: "disks, named sda, sdb, ...",
+    },
+    KeySpec {
+        key: "disk",
+        kind: KeyKind::Text,
+        default: "ide-7200-2004",
+        help: "disk spec, keys written kind/key=value/key=value",
+    },
+];
+
+/// One line for `elevator list devices` (`jbod`).
+pub const JBOD_SUMMARY: &str = "independent disks of one model, each a device of its own";
+
+/// `jbod`'s presets.
+pub const JBOD_PRESETS: &[Preset] = &[Preset {
+    name: "jbod",
+    help: "the classic study's desktop: four 2004 PATA disks on their own channels (hda..hdd)",
+    values: &[],
+}];
 
 /// One line for `elevator list devices` (`san`).
 pub const SAN_SUMMARY: &str = "SAN: RAID LUNs behind a shared Fibre Channel or iSCSI link";
@@ -128,6 +155,21 @@ pub const SAN_PRESETS: &[Preset] = &[
             ("stripe", "128k"),
             ("cache", "1g"),
             ("depth", "256"),
+        ],
+    },
+    Preset {
+        name: "megaraid-8",
+        help: "the classic study's database storage: eight LUNs on one LSI MegaRAID controller \
+               (no network link), each a RAID 1 pair of 15k SCSI disks with its share of the \
+               controller's cache (32 MiB of 256 MiB) and command queue",
+        values: &[
+            ("luns", "8"),
+            ("link", "none"),
+            ("raid", "1"),
+            ("members", "2"),
+            ("member", "scsi-15k-2005"),
+            ("cache", "32m"),
+            ("depth", "64"),
         ],
     },
     Preset {
@@ -254,17 +296,33 @@ pub struct Array {
     read_modify_writes: u64,
 }
 
+/// The disk spec of a `jbod`.
+pub(crate) fn jbod_disk(params: &Params) -> Result<DeviceSpec, ParamError> {
+    nested_spec(params, "disk")
+}
+
 /// Parses `kind/key=value/key=value` (the member syntax) into a device spec.
 pub(crate) fn member_spec(params: &Params) -> Result<DeviceSpec, ParamError> {
-    let text = params.text("member");
+    nested_spec(params, "member")
+}
+
+/// Parses the nested device spec in `key`, written `kind/key=value/key=value` because a spec
+/// cannot hold `:` and `,` inside a value.
+fn nested_spec(params: &Params, key: &'static str) -> Result<DeviceSpec, ParamError> {
+    let text = params.text(key);
     let spec_text = match text.split_once('/') {
         Some((kind, rest)) => format!("{kind}:{}", rest.replace('/', ",")),
         None => text.to_owned(),
     };
-    if spec_text.starts_with("array") || spec_text.starts_with("san") {
-        return Err(params.impossible("member", "an array cannot be a member of an array"));
+    let spec =
+        DeviceSpec::parse(&spec_text).map_err(|error| params.impossible(key, error.to_string()))?;
+    if matches!(
+        spec.kind(),
+        super::DeviceKind::Array | super::DeviceKind::San | super::DeviceKind::Jbod
+    ) {
+        return Err(params.impossible(key, "must be a single device, not an array or a topology"));
     }
-    DeviceSpec::parse(&spec_text).map_err(|error| params.impossible("member", error.to_string()))
+    Ok(spec)
 }
 
 impl Array {

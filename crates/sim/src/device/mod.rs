@@ -123,14 +123,22 @@ pub enum DeviceKind {
     Array,
     /// RAID LUNs behind a shared link.
     San,
+    /// Independent disks.
+    Jbod,
     /// A RAM disk: fixed latency plus bandwidth.
     Ram,
 }
 
 impl DeviceKind {
     /// Every kind, in listing order.
-    pub const ALL: &'static [DeviceKind] =
-        &[DeviceKind::Hdd, DeviceKind::Ssd, DeviceKind::Array, DeviceKind::San, DeviceKind::Ram];
+    pub const ALL: &'static [DeviceKind] = &[
+        DeviceKind::Hdd,
+        DeviceKind::Ssd,
+        DeviceKind::Array,
+        DeviceKind::San,
+        DeviceKind::Jbod,
+        DeviceKind::Ram,
+    ];
 
     /// The name users write.
     pub const fn name(self) -> &'static str {
@@ -139,6 +147,7 @@ impl DeviceKind {
             DeviceKind::Ssd => "ssd",
             DeviceKind::Array => "array",
             DeviceKind::San => "san",
+            DeviceKind::Jbod => "jbod",
             DeviceKind::Ram => "ram",
         }
     }
@@ -150,6 +159,7 @@ impl DeviceKind {
             DeviceKind::Ssd => ssd::SUMMARY,
             DeviceKind::Array => array::SUMMARY,
             DeviceKind::San => array::SAN_SUMMARY,
+            DeviceKind::Jbod => array::JBOD_SUMMARY,
             DeviceKind::Ram => ram::SUMMARY,
         }
     }
@@ -161,6 +171,7 @@ impl DeviceKind {
             DeviceKind::Ssd => ssd::KEYS,
             DeviceKind::Array => array::KEYS,
             DeviceKind::San => array::SAN_KEYS,
+            DeviceKind::Jbod => array::JBOD_KEYS,
             DeviceKind::Ram => ram::KEYS,
         }
     }
@@ -172,6 +183,7 @@ impl DeviceKind {
             DeviceKind::Ssd => ssd::PRESETS,
             DeviceKind::Array => array::PRESETS,
             DeviceKind::San => array::SAN_PRESETS,
+            DeviceKind::Jbod => array::JBOD_PRESETS,
             DeviceKind::Ram => ram::PRESETS,
         }
     }
@@ -182,6 +194,8 @@ impl DeviceKind {
             DeviceKind::Ssd => Box::new(ssd::Ssd::from_params(params)?),
             // A `san` built as one device is one of its LUNs.
             DeviceKind::Array | DeviceKind::San => Box::new(array::Array::from_params(params)?),
+            // A `jbod` built as one device is one of its disks.
+            DeviceKind::Jbod => array::jbod_disk(params)?.build()?,
             DeviceKind::Ram => Box::new(ram::Ram::from_params(params)?),
         })
     }
@@ -243,18 +257,29 @@ impl DeviceSpec {
     /// The devices (and links) this spec stands for: one device for most kinds; `san`'s LUNs
     /// behind their shared link.
     pub fn topology(&self) -> Result<Topology, ParamError> {
-        if self.kind != DeviceKind::San {
-            let device = TopologyDevice { name: device_name(0), model: self.build()?, link: None };
-            return Ok(Topology { devices: vec![device], links: Vec::new() });
-        }
-        let link = LinkSpec::parse(self.params.text("link"), self.params.component(), "link")?;
-        let luns = self.params.integer("luns") as usize;
-        let devices = (0..luns)
+        let (count, link) = match self.kind {
+            DeviceKind::San => {
+                let text = self.params.text("link");
+                let link = if text == "none" {
+                    None
+                } else {
+                    Some(LinkSpec::parse(text, self.params.component(), "link")?)
+                };
+                (self.params.integer("luns") as usize, link)
+            }
+            DeviceKind::Jbod => (self.params.integer("disks") as usize, None),
+            _ => (1, None),
+        };
+        let devices = (0..count)
             .map(|index| {
-                Ok(TopologyDevice { name: device_name(index), model: self.build()?, link: Some(0) })
+                Ok(TopologyDevice {
+                    name: device_name(index),
+                    model: self.build()?,
+                    link: link.map(|_| 0),
+                })
             })
             .collect::<Result<_, ParamError>>()?;
-        Ok(Topology { devices, links: vec![Link::new(link)] })
+        Ok(Topology { devices, links: link.map(Link::new).into_iter().collect() })
     }
 }
 

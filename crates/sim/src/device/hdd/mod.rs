@@ -311,6 +311,32 @@ pub const PRESETS: &[Preset] = &[
         ],
     },
     Preset {
+        name: "scsi-15k-2005",
+        help: "the classic study's dd server disk: a Seagate Cheetah 15K.4-class 146 GB Ultra320 \
+               SCSI disk (2005), about 96 -> 58 MB/s sustained as the class was sold [U]; 4 \
+               heads, 16 zones of 850 -> 515 sectors per track, seek 0.2/3.5/7.0 ms, write +0.5 \
+               ms, 8 MB buffer as 8 x 1 MiB, Ultra320 bus (320 MB/s), TCQ depth 32 as Linux \
+               SCSI drivers enabled it, write cache off",
+        values: &[
+            ("rpm", "15000"),
+            ("cylinders", "104000"),
+            ("surfaces", "4"),
+            ("zone_count", "16"),
+            ("spt_outer", "850"),
+            ("spt_inner", "515"),
+            ("seek_single", "0.2ms"),
+            ("seek_avg", "3.5ms"),
+            ("seek_full", "7.0ms"),
+            ("head_switch", "0.2ms"),
+            ("write_settle", "0.5ms"),
+            ("segments", "8"),
+            ("segment_size", "1m"),
+            ("bus_rate", "320"),
+            ("write_cache", "0"),
+            ("depth", "32"),
+        ],
+    },
+    Preset {
         name: "cheetah9lp",
         help: "Seagate Cheetah 9LP ST39102LW as validated in DiskSim (devices.md 1.3-1.4): \
                10045 rpm, 6962 cylinders, 12 surfaces, 11 zones 254 -> 167 sectors per track \

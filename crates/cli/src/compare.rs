@@ -1,0 +1,198 @@
+//! `elevator compare`: the classic study, or any workloads on any device, under several
+//! schedulers, side by side.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, bail};
+use elevator_report::{Report, Run};
+use elevator_sched::{SchedulerKind, SchedulerSpec};
+use elevator_sim::study::{EXPERIMENTS, Experiment};
+use elevator_sim::{DeviceSpec, HostSpec, QueueSettings, SimConfig, run};
+use elevator_workload::WorkloadSpec;
+
+use crate::args::CompareArgs;
+use crate::sim::{output_format, write_report};
+
+/// One simulation to run: what it belongs to, its configuration, its workload.
+struct Job {
+    experiment: Option<&'static Experiment>,
+    config: SimConfig,
+    workload: WorkloadSpec,
+    scheduler: SchedulerSpec,
+}
+
+/// Splits `-s` values at commas, keeping `name:key=value,key=value` specs whole: a piece
+/// holding `=` but no `:` continues the spec before it.
+fn scheduler_specs(values: &[String]) -> Result<Vec<SchedulerSpec>> {
+    let mut texts: Vec<String> = Vec::new();
+    for value in values {
+        for piece in value.split(',') {
+            match texts.last_mut() {
+                Some(last) if piece.contains('=') && !piece.contains(':') => {
+                    last.push(',');
+                    last.push_str(piece);
+                }
+                _ => texts.push(piece.to_owned()),
+            }
+        }
+    }
+    Ok(texts.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?)
+}
+
+fn schedulers(args: &CompareArgs) -> Result<Vec<SchedulerSpec>> {
+    if !args.schedulers.is_empty() {
+        return scheduler_specs(&args.schedulers);
+    }
+    let kinds = if args.all { SchedulerKind::ALL } else { SchedulerKind::LEGACY };
+    Ok(kinds.iter().map(|&kind| SchedulerSpec::new(kind)).collect())
+}
+
+fn jobs(args: &CompareArgs, schedulers: &[SchedulerSpec]) -> Result<Vec<Job>> {
+    if !(args.scale > 0.0 && args.scale <= 1.0) {
+        bail!("--scale {} is out of range (accepted: 0 < F <= 1)", args.scale);
+    }
+    let mut jobs = Vec::new();
+    if args.workloads.is_empty() {
+        if args.device.is_some() || args.host.is_some() || args.read_ahead_kb.is_some() {
+            bail!(
+                "-d, --host and --read-ahead-kb go with -w; the classic study sets its own machines"
+            );
+        }
+        let accepted: Vec<&str> = EXPERIMENTS.iter().map(|e| e.id).collect();
+        for id in &args.only {
+            if !accepted.contains(&id.as_str()) {
+                bail!("unknown experiment `{id}` (accepted: {})", accepted.join(", "));
+            }
+        }
+        for experiment in EXPERIMENTS {
+            if !args.only.is_empty() && !args.only.iter().any(|id| id == experiment.id) {
+                continue;
+            }
+            let (config, workload) = experiment
+                .prepare(args.seed, args.scale)
+                .with_context(|| format!("preparing experiment {}", experiment.id))?;
+            for scheduler in schedulers {
+                jobs.push(Job {
+                    experiment: Some(experiment),
+                    config: config.clone(),
+                    workload: workload.clone(),
+                    scheduler: scheduler.clone(),
+                });
+            }
+        }
+        return Ok(jobs);
+    }
+    if !args.only.is_empty() {
+        bail!("--only picks experiments of the classic study; it does not go with -w");
+    }
+    let device = DeviceSpec::parse(args.device.as_deref().unwrap_or("hdd"))?;
+    let mut config = SimConfig::new(args.seed, device);
+    config.host = HostSpec::parse(args.host.as_deref().unwrap_or("host"))?;
+    config.queue = QueueSettings {
+        read_ahead_kb: args.read_ahead_kb.unwrap_or(128),
+        ..QueueSettings::default()
+    };
+    for text in &args.workloads {
+        let workload = WorkloadSpec::parse(text)?;
+        let workload = if args.scale == 1.0 { workload } else { workload.scaled(args.scale)? };
+        for scheduler in schedulers {
+            jobs.push(Job {
+                experiment: None,
+                config: config.clone(),
+                workload: workload.clone(),
+                scheduler: scheduler.clone(),
+            });
+        }
+    }
+    Ok(jobs)
+}
+
+/// Runs every job on the machine's processors; results come back in job order.
+fn run_all(jobs: &[Job]) -> Vec<Result<Run, elevator_sim::SimError>> {
+    let threads =
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().max(1));
+    let next = Mutex::new(0usize);
+    let results: Vec<Mutex<Option<Result<Run, elevator_sim::SimError>>>> =
+        jobs.iter().map(|_| Mutex::new(None)).collect();
+    let progress = std::io::stderr().is_terminal();
+    let done = Mutex::new(0usize);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let index = {
+                        let mut next = next.lock().expect("no thread panics holding it");
+                        let index = *next;
+                        *next += 1;
+                        index
+                    };
+                    let Some(job) = jobs.get(index) else { break };
+                    let result = run(&job.config, &job.scheduler, &job.workload);
+                    *results[index].lock().expect("no thread panics holding it") = Some(result);
+                    if progress {
+                        let mut done = done.lock().expect("no thread panics holding it");
+                        *done += 1;
+                        let label = job.experiment.map_or("compare", |e| e.id);
+                        // Progress is a diagnostic: stderr, and only for a person watching.
+                        #[allow(clippy::print_stderr)]
+                        {
+                            eprint!(
+                                "\r[{}/{}] {label} under {}          ",
+                                *done,
+                                jobs.len(),
+                                job.scheduler
+                            );
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if progress {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!();
+        }
+    }
+    results
+        .into_iter()
+        .map(|slot| slot.into_inner().expect("no thread panics holding it").expect("every job ran"))
+        .collect()
+}
+
+pub(crate) fn run_command(args: &CompareArgs, stdout: &mut dyn Write) -> Result<()> {
+    let schedulers = schedulers(args)?;
+    let jobs = jobs(args, &schedulers)?;
+    let format = output_format(args.format, args.output.as_deref());
+    let results = run_all(&jobs);
+    let mut report = Report::new(args.seed, env!("CARGO_PKG_VERSION"));
+    for (job, result) in jobs.iter().zip(results) {
+        let what = job.experiment.map_or_else(|| job.workload.to_string(), |e| e.id.to_owned());
+        let mut run =
+            result.with_context(|| format!("simulating {what} under {}", job.scheduler))?;
+        if let Some(experiment) = job.experiment {
+            run.experiment = Some(experiment.id.to_owned());
+            run.config.insert("experiment.title".to_owned(), experiment.title.to_owned());
+            run.config.insert("experiment.machine".to_owned(), experiment.machine.to_owned());
+        }
+        if args.scale != 1.0 {
+            run.config.insert("study.scale".to_owned(), args.scale.to_string());
+        }
+        report.runs.push(run);
+    }
+    write_report(&report, format, args.output.as_deref(), stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scheduler_lists_keep_specs_whole() {
+        let specs = scheduler_specs(&["deadline,cfq:slice_idle=0,quantum=8".into(), "noop".into()])
+            .unwrap();
+        let names: Vec<String> = specs.iter().map(ToString::to_string).collect();
+        assert_eq!(names, ["deadline", "cfq:slice_idle=0,quantum=8", "noop"]);
+    }
+}

@@ -1,0 +1,180 @@
+//! The classic study: the experiments administrators ran to choose among the 2.6 schedulers
+//! between 2005 and 2010, as `elevator compare` re-runs them (specs/classic-study.md).
+//!
+//! Each experiment names the machine it ran on — a host preset and a device preset, each
+//! documenting where its numbers come from — the block-queue settings it changed, and the tool
+//! invocation, as workload specs. The original results are deliberately not here: what a run
+//! shows comes from the schedulers and the models.
+
+use elevator_core::ParamError;
+use elevator_workload::WorkloadSpec;
+
+use crate::device::DeviceSpec;
+use crate::host::spec::HostSpec;
+use crate::runner::{QueueSettings, SimConfig};
+
+/// One experiment of the study.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Experiment {
+    /// Its id in reports and `--only`.
+    pub id: &'static str,
+    /// What it measures.
+    pub title: &'static str,
+    /// The machine, as the write-ups describe it.
+    pub machine: &'static str,
+    /// The device (topology) preset.
+    pub device: &'static str,
+    /// The host preset.
+    pub host: &'static str,
+    /// `read_ahead_kb` of the devices (`blockdev --setra` sectors / 2).
+    pub read_ahead_kb: u32,
+    /// The tool invocation.
+    pub workload: &'static str,
+}
+
+/// Every experiment, in the order the study lists them.
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        id: "iozone-1",
+        title: "iozone throughput, 1 process: iozone -s24g -r512 -i 0 -i 1 -t 1 -+u",
+        machine: "IBM x3650-class file server, 4 CPUs, 12 GB, dual 4 Gb FC to two SAN LUNs, \
+                  XFS, read-ahead 16386 sectors, kernel 2.6.18 (RHEL5)",
+        device: "san",
+        host: "fileserver-2007",
+        read_ahead_kb: 8193,
+        workload: "iozone:threads=1,size=24g,record=512k",
+    },
+    Experiment {
+        id: "iozone-10",
+        title: "iozone throughput, 10 processes: iozone -s24g -r512 -i 0 -i 1 -t 10 -+u",
+        machine: "the same file server",
+        device: "san",
+        host: "fileserver-2007",
+        read_ahead_kb: 8193,
+        workload: "iozone:threads=10,size=24g,record=512k",
+    },
+    Experiment {
+        id: "hdparm",
+        title: "hdparm -tT on each of four IDE disks",
+        machine: "desktop with four 2004 PATA disks (hda..hdd), one CPU, 1 GB",
+        device: "jbod",
+        host: "desktop-2004",
+        read_ahead_kb: 128,
+        workload: "hdparm:devices=4",
+    },
+    Experiment {
+        id: "dd-read",
+        title: "dd if=/dev/sda1 of=/dev/null bs=2M count=300",
+        machine: "server with one SCSI disk (~90-100 MB/s), 2 CPUs, 2 GB",
+        device: "scsi-15k-2005",
+        host: "server-2006",
+        read_ahead_kb: 128,
+        workload: "dd:mode=read,bs=2m,count=300",
+    },
+    Experiment {
+        id: "dd-write",
+        title: "dd if=/dev/zero of=/tmp/file bs=2M count=300",
+        machine: "the same server",
+        device: "scsi-15k-2005",
+        host: "server-2006",
+        read_ahead_kb: 128,
+        workload: "dd:mode=write,bs=2m,count=300",
+    },
+    Experiment {
+        id: "dd-copy",
+        title: "dd if=/dev/sda1 of=/tmp/file bs=2M count=300",
+        machine: "the same server: reads and writes on one disk",
+        device: "scsi-15k-2005",
+        host: "server-2006",
+        read_ahead_kb: 128,
+        workload: "dd:mode=copy,bs=2m,count=300",
+    },
+    Experiment {
+        id: "oltp",
+        title: "OLTP: 10 users, 4 KiB random I/O, 50 % reads, synchronous commits",
+        machine: "database server, 2 CPUs with Hyper-Threading, 4 GB, 8 LUNs on an LSI \
+                  MegaRAID controller, ext3, Oracle 10g (the write-up ran 2.6.9 schedulers)",
+        device: "megaraid-8",
+        host: "dbserver-2005",
+        read_ahead_kb: 128,
+        workload: "oltp:users=10,reads=50,block=4k,size=8g,runtime=60s",
+    },
+    Experiment {
+        id: "dss",
+        title: "DSS: parallel full-table scans, 32-256 KiB sequential reads",
+        machine: "the same database server",
+        device: "megaraid-8",
+        host: "dbserver-2005",
+        read_ahead_kb: 128,
+        workload: "dss:streams=4,bsrange=32k-256k,size=8g,runtime=60s",
+    },
+    Experiment {
+        id: "seqread-1",
+        title: "one sequential reader of a file on an iSCSI-backed ZFS pool",
+        machine: "file server reading a pool striped over two mirror pairs on one iSCSI \
+                  target, over two gigabit links",
+        device: "iscsi-pool",
+        host: "host",
+        read_ahead_kb: 128,
+        workload: "seqread:readers=1,size=4g,bs=1m",
+    },
+    Experiment {
+        id: "seqread-2",
+        title: "two sequential readers of separate files at once",
+        machine: "the same file server",
+        device: "iscsi-pool",
+        host: "host",
+        read_ahead_kb: 128,
+        workload: "seqread:readers=2,size=4g,bs=1m",
+    },
+];
+
+/// The experiment called `id`.
+pub fn experiment(id: &str) -> Option<&'static Experiment> {
+    EXPERIMENTS.iter().find(|experiment| experiment.id == id)
+}
+
+impl Experiment {
+    /// The configuration and workload of this experiment for `seed`, every amount of data and
+    /// time multiplied by `scale` (1.0 for the original sizes).
+    pub fn prepare(&self, seed: u64, scale: f64) -> Result<(SimConfig, WorkloadSpec), ParamError> {
+        let mut config = SimConfig::new(seed, DeviceSpec::parse(self.device)?);
+        config.host = HostSpec::parse(self.host)?;
+        config.queue =
+            QueueSettings { read_ahead_kb: self.read_ahead_kb, ..QueueSettings::default() };
+        let workload = WorkloadSpec::parse(self.workload)?;
+        let workload = if scale == 1.0 { workload } else { workload.scaled(scale)? };
+        Ok((config, workload))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves every experiment's machine and tool parse, at full size and scaled down.
+    #[test]
+    fn every_experiment_is_well_formed() {
+        for experiment in EXPERIMENTS {
+            experiment.prepare(1, 1.0).unwrap_or_else(|e| panic!("{}: {e}", experiment.id));
+            let (_, scaled) = experiment.prepare(1, 0.05).unwrap();
+            assert_ne!(scaled.to_string(), experiment.workload, "{} did not scale", experiment.id);
+        }
+        let ids: Vec<&str> = EXPERIMENTS.iter().map(|e| e.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "iozone-1",
+                "iozone-10",
+                "hdparm",
+                "dd-read",
+                "dd-write",
+                "dd-copy",
+                "oltp",
+                "dss",
+                "seqread-1",
+                "seqread-2"
+            ]
+        );
+    }
+}
