@@ -167,27 +167,31 @@ pub fn run(
     scheduler: &SchedulerSpec,
     workload: &WorkloadSpec,
 ) -> Result<Run, SimError> {
-    let targets = targets(config)?;
+    // The topology is built once: device models can be costly to set up (zone tables).
+    let topology = config.device.topology()?;
+    let targets = topology_targets(&topology);
     let prng = Prng::new(config.seed);
     let plan = workload.plan(&targets, &prng.fork("workload"))?;
     let label = workload.to_string();
     let settings: Vec<(String, String)> =
         workload.resolved().into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
-    run_plan(config, scheduler, plan, &label, &settings)
+    run_topology(config, scheduler, topology, plan, &label, &settings)
 }
 
 /// The devices `config` stands for, as workloads address them.
 pub fn targets(config: &SimConfig) -> Result<Vec<Target>, SimError> {
-    Ok(config
-        .device
-        .topology()?
+    Ok(topology_targets(&config.device.topology()?))
+}
+
+fn topology_targets(topology: &Topology) -> Vec<Target> {
+    topology
         .devices
         .iter()
         .map(|device| Target {
             name: device.name.clone(),
             capacity_bytes: device.model.capacity_sectors() * SECTOR_SIZE_BYTES,
         })
-        .collect())
+        .collect()
 }
 
 /// Simulates a ready-made plan (built for [`targets`]), reporting it as `label` with
@@ -199,7 +203,17 @@ pub fn run_plan(
     label: &str,
     settings: &[(String, String)],
 ) -> Result<Run, SimError> {
-    let topology = config.device.topology()?;
+    run_topology(config, scheduler, config.device.topology()?, plan, label, settings)
+}
+
+fn run_topology(
+    config: &SimConfig,
+    scheduler: &SchedulerSpec,
+    topology: Topology,
+    plan: elevator_workload::WorkloadPlan,
+    label: &str,
+    settings: &[(String, String)],
+) -> Result<Run, SimError> {
     let files: Vec<(usize, u64)> = plan.files.iter().map(|f| (f.device, f.size_bytes)).collect();
     let mut sim = Simulation::new(config, scheduler, topology, &files)?;
     let last_phase_of = last_phase_of_each_process(&plan);
@@ -984,6 +998,9 @@ impl Simulation {
                     }
                 }
             }
+        }
+        if !self.host.take_timers_changed() {
+            return Ok(());
         }
         let next = self.host.next_timer();
         if next != self.host_wake_at {

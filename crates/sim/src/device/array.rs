@@ -11,9 +11,13 @@
 //!   (read-modify-write).
 //!
 //! With a write-back **cache** (`cache` > 0) a write finishes once its data is in controller
-//! memory and is destaged to the members in the background, below host reads in priority; a
+//! memory. Dirty data is kept as coalesced ranges and destaged to the members in the
+//! background, below host reads in priority: whole stripe rows at once, as soon as they are
+//! complete (for RAID 5 a full-row write needs no reads), and partial rows only when they have
+//! not changed for 200 ms, when the cache is three quarters full, when a write waits for room
+//! or a flush waits — so a sequential writer's data reaches the disks as full-stripe writes. A
 //! write that finds the cache full waits for destaging to make room; a flush waits until
-//! nothing is dirty; reads of dirty data are served from the cache. With `cache=0` writes go
+//! nothing is dirty; reads of cached data are served from the cache. With `cache=0` writes go
 //! through.
 //!
 //! Members keep their own queues (a member with command queuing reorders its own); the
@@ -234,8 +238,8 @@ struct MemberWork {
 enum ParentKind {
     /// A host command; finishes when its pieces do.
     Host { id: CommandId },
-    /// A cached write being destaged; frees its bytes when done.
-    Destage { bytes: u64 },
+    /// Cached sectors `start..end` being destaged; they leave the cache when done.
+    Destage { start: u64, end: u64 },
 }
 
 #[derive(Clone, Debug)]
@@ -253,6 +257,20 @@ enum Timer {
     Ready(CommandId),
     /// A host command finished in the controller alone (cache hit, cached write).
     Finish(CommandId),
+    /// The oldest partial row may have aged enough to be destaged.
+    DestageAge,
+}
+
+/// How long a partial stripe row may wait for the rest of its data before it is destaged.
+const PARTIAL_ROW_AGE: Duration = Duration::from_millis(200);
+/// Most stripe rows destaged as one piece.
+const ROWS_PER_DESTAGE: u64 = 4;
+
+/// A dirty range of array sectors and when its oldest data was written.
+#[derive(Clone, Copy, Debug)]
+struct DirtyRange {
+    end: u64,
+    since: Instant,
 }
 
 /// The RAID controller.
@@ -275,10 +293,22 @@ pub struct Array {
     waiting_for_cache: VecDeque<Command>,
     /// Flushes waiting for the cache to drain.
     waiting_flushes: Vec<CommandId>,
-    /// Dirty bytes in the cache (not yet destaged).
+    /// Bytes the cache holds: dirty and being destaged.
     dirty_bytes: u64,
-    /// Dirty sector ranges (start → end), for read hits.
-    dirty_ranges: BTreeMap<u64, u64>,
+    /// Dirty ranges not being destaged, coalesced, by start sector.
+    dirty: BTreeMap<u64, DirtyRange>,
+    /// The same ranges by (age, start): the oldest first.
+    dirty_by_age: std::collections::BTreeSet<(Instant, u64)>,
+    /// Starts of dirty ranges at least a stripe row long: where full rows may be.
+    dirty_long: std::collections::BTreeSet<u64>,
+    /// Ranges being destaged (start → end), for read hits.
+    destaging: BTreeMap<u64, u64>,
+    /// Destage pieces in flight.
+    destages_in_flight: u32,
+    /// Where the search for full rows resumes (the destage sweep's position).
+    destage_cursor: u64,
+    /// When a `DestageAge` timer is pending.
+    destage_timer: Option<Instant>,
     parents: Vec<Option<Parent>>,
     free_parents: Vec<usize>,
     /// Per member: host-driven work first, destaging second.
@@ -379,7 +409,13 @@ impl Array {
             waiting_for_cache: VecDeque::new(),
             waiting_flushes: Vec::new(),
             dirty_bytes: 0,
-            dirty_ranges: BTreeMap::new(),
+            dirty: BTreeMap::new(),
+            dirty_by_age: Default::default(),
+            dirty_long: Default::default(),
+            destaging: BTreeMap::new(),
+            destages_in_flight: 0,
+            destage_cursor: 0,
+            destage_timer: None,
             parents: Vec::new(),
             free_parents: Vec::new(),
             foreground: (0..count).map(|_| VecDeque::new()).collect(),
@@ -591,12 +627,15 @@ impl Array {
             Op::Flush => {
                 self.waiting_flushes.push(id);
                 self.finish_flushes(now);
+                // A waiting flush lets partial rows go.
+                self.destage_pump(now);
             }
             Op::Discard => self.timer(now, Timer::Finish(id)),
         }
     }
 
-    /// Cached writes finish as soon as their data fits; destaging starts at once.
+    /// Cached writes finish as soon as their data fits; the destager decides when the data
+    /// goes to the members.
     fn admit_cached_writes(&mut self, now: Instant) {
         while let Some(command) = self.waiting_for_cache.front().copied() {
             let bytes = command.size_bytes();
@@ -605,50 +644,151 @@ impl Array {
                 break;
             }
             self.waiting_for_cache.pop_front();
-            self.dirty_bytes += bytes;
-            self.mark_dirty(command.start.0, command.end().0);
+            self.mark_dirty(command.start.0, command.end().0, now);
             self.timer(now, Timer::Finish(command.id));
-            let parent = self.new_parent(Parent {
-                kind: ParentKind::Destage { bytes },
-                remaining: 0,
-                then: Vec::new(),
-            });
-            self.plan_io(Op::Write, command.start.0, command.sector_count, parent, true);
         }
+        self.destage_pump(now);
     }
 
     fn finish_flushes(&mut self, now: Instant) {
-        if self.dirty_bytes == 0 && self.waiting_for_cache.is_empty() {
+        if self.dirty.is_empty() && self.destaging.is_empty() && self.waiting_for_cache.is_empty() {
             for id in std::mem::take(&mut self.waiting_flushes) {
                 self.timer(now, Timer::Finish(id));
             }
         }
     }
 
-    fn mark_dirty(&mut self, start: u64, end: u64) {
-        // Keep the map of dirty ranges coalesced so a lookup is one range query.
+    fn row_sectors(&self) -> u64 {
+        let data = match self.raid {
+            Raid::Zero => self.members.len() as u64,
+            Raid::One => 1,
+            Raid::Ten => self.members.len() as u64 / 2,
+            Raid::Five => self.members.len() as u64 - 1,
+        };
+        self.stripe_sectors * data
+    }
+
+    fn insert_range(&mut self, start: u64, range: DirtyRange) {
+        self.dirty.insert(start, range);
+        self.dirty_by_age.insert((range.since, start));
+        if range.end - start >= self.row_sectors() {
+            self.dirty_long.insert(start);
+        }
+    }
+
+    fn remove_range(&mut self, start: u64) -> DirtyRange {
+        let range = self.dirty.remove(&start).expect("a dirty range");
+        self.dirty_by_age.remove(&(range.since, start));
+        self.dirty_long.remove(&start);
+        range
+    }
+
+    /// Adds `start..end` to the dirty ranges, merging with those it touches; the cache's
+    /// occupancy grows by the sectors that were not dirty yet.
+    fn mark_dirty(&mut self, start: u64, end: u64, now: Instant) {
         let mut new_start = start;
         let mut new_end = end;
-        let overlapping: Vec<(u64, u64)> = self
-            .dirty_ranges
+        let mut since = now;
+        let mut already = 0;
+        let touching: Vec<u64> = self
+            .dirty
             .range(..=end)
             .rev()
-            .take_while(|&(_, &range_end)| range_end >= start)
-            .map(|(&s, &e)| (s, e))
+            .take_while(|&(_, range)| range.end >= start)
+            .map(|(&s, _)| s)
             .collect();
-        for (range_start, range_end) in overlapping {
-            self.dirty_ranges.remove(&range_start);
+        for range_start in touching {
+            let range = self.remove_range(range_start);
+            already += range.end.min(end).saturating_sub(range_start.max(start));
             new_start = new_start.min(range_start);
-            new_end = new_end.max(range_end);
+            new_end = new_end.max(range.end);
+            since = since.min(range.since);
         }
-        self.dirty_ranges.insert(new_start, new_end);
+        self.dirty_bytes += ((end - start) - already) * elevator_core::SECTOR_SIZE_BYTES;
+        self.insert_range(new_start, DirtyRange { end: new_end, since });
     }
 
     fn is_dirty(&self, start: u64, end: u64) -> bool {
-        self.dirty_ranges
+        let in_dirty =
+            self.dirty.range(..=start).next_back().is_some_and(|(_, range)| range.end >= end);
+        let in_destage = self
+            .destaging
             .range(..=start)
             .next_back()
-            .is_some_and(|(_, &range_end)| range_end >= end)
+            .is_some_and(|(_, &range_end)| range_end >= end);
+        in_dirty || in_destage
+    }
+
+    /// Starts destaging while there is room for more and something is worth writing.
+    fn destage_pump(&mut self, now: Instant) {
+        let limit = 2 * self.members.len() as u32;
+        while self.destages_in_flight < limit {
+            let Some((start, end)) = self.next_destage_piece(now) else { break };
+            self.take_for_destage(start, end);
+            let parent = self.new_parent(Parent {
+                kind: ParentKind::Destage { start, end },
+                remaining: 0,
+                then: Vec::new(),
+            });
+            self.plan_io(Op::Write, start, (end - start) as u32, parent, true);
+            self.destages_in_flight += 1;
+        }
+        // Partial rows left behind are looked at again once the oldest has aged. One already
+        // aged waits for a destage to complete instead (completions pump again): a timer at
+        // `now` would fire for ever while the destages in flight are at their limit.
+        if let Some(&(since, _)) = self.dirty_by_age.iter().next() {
+            let at = since + PARTIAL_ROW_AGE;
+            if at > now && self.destage_timer.is_none_or(|pending| pending > at) {
+                self.destage_timer = Some(at);
+                self.timer(at, Timer::DestageAge);
+            }
+        }
+    }
+
+    /// The next piece to destage: whole stripe rows from the sweep's position, or — under
+    /// pressure, for a flush, or once aged — the oldest partial row.
+    fn next_destage_piece(&mut self, now: Instant) -> Option<(u64, u64)> {
+        let row = self.row_sectors();
+        let long: Vec<u64> = self
+            .dirty_long
+            .range(self.destage_cursor..)
+            .chain(self.dirty_long.range(..self.destage_cursor))
+            .copied()
+            .collect();
+        for start in long {
+            let end = self.dirty[&start].end;
+            let first_row = start.next_multiple_of(row);
+            let last_row = end / row * row;
+            if first_row + row <= last_row {
+                let piece_end = last_row.min(first_row + ROWS_PER_DESTAGE * row);
+                self.destage_cursor = piece_end;
+                return Some((first_row, piece_end));
+            }
+        }
+        let pressure = self.dirty_bytes * 4 >= self.cache_bytes * 3
+            || !self.waiting_for_cache.is_empty()
+            || !self.waiting_flushes.is_empty();
+        let &(since, start) = self.dirty_by_age.iter().next()?;
+        if !pressure && now < since + PARTIAL_ROW_AGE {
+            return None;
+        }
+        let end = self.dirty[&start].end;
+        let row_end = (start / row + 1) * row;
+        Some((start, end.min(row_end.max(start + 1))))
+    }
+
+    /// Moves `start..end` (inside one dirty range) from the dirty ranges to the destaging ones.
+    fn take_for_destage(&mut self, start: u64, end: u64) {
+        let (&range_start, _) = self.dirty.range(..=start).next_back().expect("piece is dirty");
+        let range = self.remove_range(range_start);
+        debug_assert!(range_start <= start && end <= range.end);
+        if range_start < start {
+            self.insert_range(range_start, DirtyRange { end: start, since: range.since });
+        }
+        if end < range.end {
+            self.insert_range(end, DirtyRange { end: range.end, since: range.since });
+        }
+        self.destaging.insert(start, end);
     }
 
     /// Feeds members from their FIFOs while they have room.
@@ -698,12 +838,12 @@ impl Array {
         self.free_parents.push(item.parent);
         match parent.kind {
             ParentKind::Host { id } => self.timer(now, Timer::Finish(id)),
-            ParentKind::Destage { bytes } => {
+            ParentKind::Destage { start, end } => {
+                let bytes = (end - start) * elevator_core::SECTOR_SIZE_BYTES;
+                self.destaging.remove(&start);
+                self.destages_in_flight -= 1;
                 self.dirty_bytes -= bytes;
                 self.destaged_bytes += bytes;
-                if self.dirty_bytes == 0 {
-                    self.dirty_ranges.clear();
-                }
                 self.admit_cached_writes(now);
                 self.finish_flushes(now);
             }
@@ -776,6 +916,12 @@ impl DeviceModel for Array {
             self.timers.remove(&(at, order));
             match timer {
                 Timer::Ready(id) => self.start_host(at, id),
+                Timer::DestageAge => {
+                    if self.destage_timer == Some(at) {
+                        self.destage_timer = None;
+                    }
+                    self.destage_pump(at);
+                }
                 Timer::Finish(id) => {
                     let command = self.host.remove(&id).expect("a host command finishes once");
                     match command.op {
@@ -902,6 +1048,27 @@ mod tests {
         let stats = probe.device().stats();
         assert_eq!(stats.extra[3], ("read_modify_writes", 0));
         assert_eq!(stats.extra[0], ("member_commands", 4), "3 data + 1 parity");
+    }
+
+    // Proves the cache coalesces: three cached writes that together fill a RAID 5 stripe row go
+    // to the disks as one full-row write (3 data + 1 parity, no reads), while a lone partial
+    // row waits 200 ms for the rest of its data and is then written with a read-modify-write.
+    #[test]
+    fn cached_writes_coalesce_into_full_stripe_rows() {
+        let spec = "array:raid=5,members=4,member=ram,stripe=4k,cache=1m,overhead=0";
+        let mut probe = Probe::new(array(spec));
+        probe.closed_loop((0..3).map(|i| (Op::Write, Sector(i * 8), 8)), 1);
+        probe.settle();
+        let stats = probe.device().stats();
+        assert_eq!(stats.extra[3], ("read_modify_writes", 0));
+        assert_eq!(stats.extra[0], ("member_commands", 4));
+
+        let mut probe = Probe::new(array(spec));
+        let lone = probe.closed_loop([(Op::Write, Sector(0), 8)], 1);
+        assert_eq!(lone[0].finished, Instant::ZERO, "a cached write is done at once");
+        let idle_at = probe.settle();
+        assert!(idle_at >= Instant::from_millis(200), "the partial row waited: {idle_at:?}");
+        assert_eq!(probe.device().stats().extra[3], ("read_modify_writes", 1));
     }
 
     // Proves mirrors serve reads from either copy and take writes on both.

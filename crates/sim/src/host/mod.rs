@@ -221,6 +221,8 @@ pub(crate) struct Host {
     cpu_free_at: Vec<Instant>,
     cpu: BTreeMap<ProcessId, CpuTime>,
     actions: Vec<HostAction>,
+    /// Set by every entry point that may have moved a timer; cleared when the runner asks.
+    timers_changed: bool,
     // Configuration, resolved.
     dirty_limit_pages: u64,
     background_limit_pages: u64,
@@ -311,6 +313,7 @@ impl Host {
             cpu_free_at: vec![Instant::ZERO; cpus],
             cpu: BTreeMap::new(),
             actions: Vec::new(),
+            timers_changed: false,
             dirty_limit_pages: percent(params.integer("dirty_ratio")),
             background_limit_pages: percent(params.integer("dirty_background_ratio")),
             write_chunk_pages: ratelimit_pages + ratelimit_pages / 2,
@@ -331,7 +334,16 @@ impl Host {
 
     /// Actions since the last call, in order.
     pub(crate) fn take_actions(&mut self) -> Vec<HostAction> {
+        if !self.actions.is_empty() {
+            // Whatever produced actions may have armed or cleared a timer too.
+            self.timers_changed = true;
+        }
         std::mem::take(&mut self.actions)
+    }
+
+    /// Whether [`Host::next_timer`] may have changed since the last call.
+    pub(crate) fn take_timers_changed(&mut self) -> bool {
+        std::mem::take(&mut self.timers_changed)
     }
 
     /// The earliest instant the host wants [`Host::wake`] called.
@@ -359,6 +371,7 @@ impl Host {
         if self.congested[device] == congested {
             return;
         }
+        self.timers_changed = true;
         self.congested[device] = congested;
         if !congested && self.flusher.until.is_some() {
             self.flusher.until = None;
@@ -414,6 +427,7 @@ impl Host {
         offset: u64,
         size: u64,
     ) -> Result<(), HostError> {
+        self.timers_changed = true;
         let space = self.space_of(place)?;
         match kind {
             HostOpKind::Read => self.read(now, op, process, priority, space, offset, size),
@@ -1027,6 +1041,7 @@ impl Host {
 
     /// A timer the host asked for came due.
     pub(crate) fn wake(&mut self, now: Instant) {
+        self.timers_changed = true;
         if self.flusher.periodic_at.is_some_and(|at| at <= now) {
             self.periodic(now);
         }
@@ -1054,6 +1069,7 @@ impl Host {
 
     /// Every bio of `batch` has been taken by its queue.
     pub(crate) fn batch_accepted(&mut self, now: Instant, batch: u64) {
+        self.timers_changed = true;
         let Some(state) = self.batches.get(&batch).copied() else { return };
         match state.owner {
             BatchOwner::Throttle { op } => {
@@ -1080,6 +1096,7 @@ impl Host {
 
     /// A host bio completed.
     pub(crate) fn bio_done(&mut self, now: Instant, bio: u64) {
+        self.timers_changed = true;
         let state = self.bios.remove(&bio).expect("a host bio completes once");
         self.complete_pages(state.space, state.first_page, state.page_count, state.write);
         let batch = self.batches.get_mut(&state.batch).expect("a live batch");
