@@ -17,6 +17,12 @@ pub mod runner;
 pub mod study;
 pub mod topology;
 
+/// A hash map for lookups only: inserted into, looked up and removed from, never iterated, so
+/// its order cannot reach a result and determinism holds. Everything iterated is a
+/// `BTreeMap`; `clippy.toml` bans the std hash types elsewhere for that reason.
+#[allow(clippy::disallowed_types)]
+pub(crate) type LookupMap<K, V> = std::collections::HashMap<K, V, rustc_hash::FxBuildHasher>;
+
 pub use device::{DeviceKind, DeviceModel, DeviceSpec};
 pub use host::spec::HostSpec;
 pub use runner::{Bounds, QueueSettings, SimConfig, SimError, run, run_plan, targets};

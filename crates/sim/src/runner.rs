@@ -25,6 +25,7 @@
 //! ([`Bounds`]); hitting a bound, or a stall (issuers waiting with nothing that could ever wake
 //! them), is an error that says where and when.
 
+use crate::LookupMap;
 use std::collections::{BTreeMap, VecDeque};
 
 use elevator_core::check::check_queue;
@@ -328,7 +329,7 @@ struct Simulation {
     devices: Vec<DeviceSlot>,
     links: Vec<crate::topology::Link>,
     host: Host,
-    host_ops: BTreeMap<u64, HostOp>,
+    host_ops: LookupMap<u64, HostOp>,
     next_host_op: u64,
     host_wake_generation: u64,
     host_wake_at: Option<Instant>,
@@ -412,7 +413,7 @@ impl Simulation {
             devices,
             links: topology.links,
             host,
-            host_ops: BTreeMap::new(),
+            host_ops: LookupMap::default(),
             next_host_op: 0,
             host_wake_generation: 0,
             host_wake_at: None,

@@ -36,6 +36,7 @@
 //! | `overhead` | 50us | controller processing per host command |
 //! | `link` | — | used by `san`: the link in front of the LUNs |
 
+use crate::LookupMap;
 use std::collections::{BTreeMap, VecDeque};
 
 use elevator_core::{Duration, Instant, KeyKind, KeySpec, Op, ParamError, Params, Sector};
@@ -223,6 +224,9 @@ struct Piece {
     sector_count: u32,
 }
 
+/// Member commands in flight by id.
+type MemberIndex = LookupMap<u64, MemberWork>;
+
 /// Work waiting for a member.
 #[derive(Clone, Copy, Debug)]
 struct MemberWork {
@@ -279,6 +283,10 @@ pub struct Array {
     raid: Raid,
     stripe_sectors: u64,
     members: Vec<Box<dyn DeviceModel>>,
+    /// Each member's `next_event`, refreshed whenever the array submits to or advances it
+    /// (nothing else changes a member), so that the array's own `next_event` and `advance`
+    /// need not ask every member every time.
+    member_next: Vec<Option<Instant>>,
     member_capacity_sectors: u64,
     capacity_sectors: u64,
     depth: u32,
@@ -288,7 +296,7 @@ pub struct Array {
     timers: BTreeMap<(Instant, u64), Timer>,
     timer_order: u64,
     /// Host commands accepted, by id: the command as given.
-    host: BTreeMap<CommandId, Command>,
+    host: LookupMap<CommandId, Command>,
     /// Writes waiting for cache space, in arrival order.
     waiting_for_cache: VecDeque<Command>,
     /// Flushes waiting for the cache to drain.
@@ -315,7 +323,7 @@ pub struct Array {
     foreground: Vec<VecDeque<MemberWork>>,
     background: Vec<VecDeque<MemberWork>>,
     /// Per member: member commands inside it, by member command id → parent slot.
-    inside: Vec<BTreeMap<u64, MemberWork>>,
+    inside: Vec<MemberIndex>,
     next_member_command: u64,
     finished_scratch: Vec<CommandId>,
     done: Vec<CommandId>,
@@ -405,7 +413,7 @@ impl Array {
             cache_bytes: params.size("cache"),
             timers: BTreeMap::new(),
             timer_order: 0,
-            host: BTreeMap::new(),
+            host: LookupMap::default(),
             waiting_for_cache: VecDeque::new(),
             waiting_flushes: Vec::new(),
             dirty_bytes: 0,
@@ -420,10 +428,11 @@ impl Array {
             free_parents: Vec::new(),
             foreground: (0..count).map(|_| VecDeque::new()).collect(),
             background: (0..count).map(|_| VecDeque::new()).collect(),
-            inside: (0..count).map(|_| BTreeMap::new()).collect(),
+            inside: (0..count).map(|_| MemberIndex::default()).collect(),
             next_member_command: 0,
             finished_scratch: Vec::new(),
             done: Vec::new(),
+            member_next: vec![None; members.len()],
             members,
             busy_since: None,
             stats: DeviceStats::default(),
@@ -817,6 +826,7 @@ impl Array {
                 );
                 self.inside[member].insert(id, item);
             }
+            self.member_next[member] = self.members[member].next_event();
         }
     }
 
@@ -889,7 +899,7 @@ impl DeviceModel for Array {
 
     fn next_event(&self) -> Option<Instant> {
         let timer = self.timers.keys().next().map(|&(at, _)| at);
-        let members = self.members.iter().filter_map(|member| member.next_event()).min();
+        let members = self.member_next.iter().flatten().min().copied();
         [timer, members].into_iter().flatten().min()
     }
 
@@ -897,10 +907,10 @@ impl DeviceModel for Array {
         // Members first: their completions may start follow-up work and finish host commands.
         let mut scratch = std::mem::take(&mut self.finished_scratch);
         for member in 0..self.members.len() {
-            while self.members[member].next_event().is_some_and(|at| at <= now) {
+            while let Some(at) = self.member_next[member].filter(|&at| at <= now) {
                 scratch.clear();
-                let at = self.members[member].next_event().expect("checked");
                 self.members[member].advance(at, &mut scratch);
+                self.member_next[member] = self.members[member].next_event();
                 for &CommandId(id) in &scratch {
                     let item =
                         self.inside[member].remove(&id).expect("a member finished its own command");

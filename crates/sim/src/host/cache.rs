@@ -20,6 +20,8 @@ use elevator_core::Instant;
 pub(crate) const PAGE_BYTES: u64 = 4096;
 /// Pages in a chunk.
 pub(crate) const CHUNK_PAGES: u64 = 64;
+// A chunk's page bitmaps are `u64`s: one bit per page.
+const _: () = assert!(CHUNK_PAGES == u64::BITS as u64);
 /// Bytes in a chunk.
 pub(crate) const CHUNK_BYTES: u64 = PAGE_BYTES * CHUNK_PAGES;
 

@@ -44,6 +44,7 @@ pub(crate) mod layout;
 pub(crate) mod readahead;
 pub mod spec;
 
+use crate::LookupMap;
 use std::collections::{BTreeMap, BTreeSet};
 
 use elevator_core::{
@@ -212,8 +213,8 @@ pub(crate) struct Host {
     dirty_chunks: BTreeSet<(SpaceId, u64)>,
     read_ahead: BTreeMap<(ProcessId, SpaceId), ReadAhead>,
     ops: BTreeMap<u64, PendingOp>,
-    bios: BTreeMap<u64, BioState>,
-    batches: BTreeMap<u64, Batch>,
+    bios: LookupMap<u64, BioState>,
+    batches: LookupMap<u64, Batch>,
     next_bio: u64,
     next_batch: u64,
     flusher: Flusher,
@@ -305,8 +306,8 @@ impl Host {
             dirty_chunks: BTreeSet::new(),
             read_ahead: BTreeMap::new(),
             ops: BTreeMap::new(),
-            bios: BTreeMap::new(),
-            batches: BTreeMap::new(),
+            bios: LookupMap::default(),
+            batches: LookupMap::default(),
             next_bio: 0,
             next_batch: 0,
             flusher: Flusher::default(),
@@ -856,21 +857,23 @@ impl Host {
         let mut bios = Vec::new();
         let mut pages = 0;
         let cursor = self.spaces[space as usize].cursor;
-        // A chunk holds at least one dirty page, so `limit` chunks are always enough.
-        let chunks: Vec<u64> = self
-            .dirty_chunks
-            .range((space, cursor)..(space, u64::MAX))
-            .chain(self.dirty_chunks.range((space, 0)..(space, cursor)))
-            .map(|&(_, chunk)| chunk)
-            .take(usize::try_from(limit).unwrap_or(usize::MAX))
-            .collect();
         let mut last_chunk = cursor;
         // Runs of dirty pages, merged across chunk boundaries.
         let mut run: Option<(u64, u64)> = None;
-        for chunk in chunks {
-            if pages >= limit {
-                break;
-            }
+        // Dirty chunks from the cursor to the end of the file, then from its start up to the
+        // cursor; looked up one at a time, since each leaves the set as it is written.
+        let (mut from, mut wrapped) = (cursor, false);
+        while pages < limit {
+            let next = self.dirty_chunks.range((space, from)..(space, u64::MAX)).next();
+            let chunk = match next {
+                Some(&(_, chunk)) if !wrapped || chunk < cursor => chunk,
+                None if !wrapped => {
+                    (from, wrapped) = (0, true);
+                    continue;
+                }
+                _ => break,
+            };
+            from = chunk + 1;
             let slot = self.cache.find(space, chunk).expect("dirty chunks are cached");
             let dirty = self.cache.chunk(slot).dirty;
             let before = self.cache.writeback_pages();
@@ -882,19 +885,21 @@ impl Host {
             self.dirty_chunks.remove(&(space, chunk));
             pages += started;
             last_chunk = chunk;
-            for bit in 0..CHUNK_PAGES {
-                if dirty & (1 << bit) == 0 {
-                    continue;
-                }
-                let page = chunk * CHUNK_PAGES + bit;
+            // The chunk's runs of dirty pages, a whole run at a time.
+            let mut mask = dirty;
+            while mask != 0 {
+                let first = u64::from(mask.trailing_zeros());
+                let past = first + u64::from((mask >> first).trailing_ones());
+                let (page, page_end) = (chunk * CHUNK_PAGES + first, chunk * CHUNK_PAGES + past);
                 run = match run {
-                    Some((start, end)) if end == page => Some((start, page + 1)),
+                    Some((start, end)) if end == page => Some((start, page_end)),
                     Some((start, end)) => {
                         self.issue_pages(space, start, end, true, flags, batch, &mut bios);
-                        Some((page, page + 1))
+                        Some((page, page_end))
                     }
-                    None => Some((page, page + 1)),
+                    None => Some((page, page_end)),
                 };
+                mask = if past >= CHUNK_PAGES { 0 } else { mask & (u64::MAX << past) };
             }
         }
         if let Some((start, end)) = run {

@@ -327,6 +327,10 @@ pub(super) struct Mechanics {
     pub(super) seek: SeekCurve,
     pub(super) head_switch_ns: u64,
     pub(super) write_settle_ns: u64,
+    /// Whether the seek time never falls as the distance grows, so that a scan outward
+    /// from the head may stop once the seek alone exceeds the best cost found: see
+    /// [`SeekCurve::is_monotone`].
+    pub(super) seek_monotone: bool,
 }
 
 /// A planned media access.
@@ -354,8 +358,20 @@ impl Mechanics {
     /// head switch when only the surface does, nothing otherwise; writes add the settle time
     /// whenever the head moved.
     pub(super) fn switch_ns(&self, from: Track, to: Track, write: bool) -> u64 {
+        let seek_ns = self.seek.seek_ns(from.cylinder.abs_diff(to.cylinder));
+        self.switch_with_seek_ns(from, to, write, seek_ns)
+    }
+
+    /// [`Mechanics::switch_ns`] with the seek time for the cylinder distance already known.
+    pub(super) fn switch_with_seek_ns(
+        &self,
+        from: Track,
+        to: Track,
+        write: bool,
+        seek_ns: u64,
+    ) -> u64 {
         let moved = if from.cylinder != to.cylinder {
-            self.seek.seek_ns(from.cylinder.abs_diff(to.cylinder))
+            seek_ns
         } else if from.surface != to.surface {
             self.head_switch_ns
         } else {
@@ -375,7 +391,11 @@ impl Mechanics {
     /// The rotational offset from the head arriving at `on_track` to `angle_units` passing
     /// under it: see [`Piece::start_units`].
     fn wait_units(&self, on_track: Instant, angle_units: u64) -> i64 {
-        let angle = self.geometry.angle_units(on_track);
+        self.wait_from_angle_units(self.geometry.angle_units(on_track), angle_units)
+    }
+
+    /// [`Mechanics::wait_units`] from the platter's angle when the head arrives.
+    fn wait_from_angle_units(&self, angle: u64, angle_units: u64) -> i64 {
         let mut late = angle + UNITS_PER_REVOLUTION - angle_units;
         if late >= UNITS_PER_REVOLUTION {
             late -= UNITS_PER_REVOLUTION;
@@ -383,7 +403,9 @@ impl Mechanics {
         if late < self.geometry.rpm { -(late as i64) } else { (UNITS_PER_REVOLUTION - late) as i64 }
     }
 
-    /// Positioning time (switch plus rotational wait) to start transferring at `target`.
+    /// Positioning time (switch plus rotational wait) to start transferring at `target`: the
+    /// reference that [`Mechanics::positioning_from_angle_ns`] is tested against.
+    #[cfg(test)]
     pub(super) fn positioning_ns(
         &self,
         from: Track,
@@ -391,12 +413,57 @@ impl Mechanics {
         target: Target,
         write: bool,
     ) -> u64 {
+        self.positioning_from_angle_ns(from, self.geometry.angle_units(at), target, write)
+    }
+
+    /// [`Mechanics::positioning_ns`] with the platter's angle at the start already known:
+    /// a scheduler comparing many targets from one moment computes the angle once and
+    /// advances it by each switch time, which saves two 64-bit divisions per target.
+    #[cfg(test)]
+    pub(super) fn positioning_from_angle_ns(
+        &self,
+        from: Track,
+        angle_at_units: u64,
+        target: Target,
+        write: bool,
+    ) -> u64 {
         let switch_ns = self.switch_ns(from, target.location.track, write);
-        let on_track = Instant::from_nanos(at.as_nanos() + switch_ns);
-        let wait_units = self.wait_units(on_track, target.angle_units);
-        let wait_ns =
-            if wait_units <= 0 { 0 } else { (wait_units as u64).div_ceil(self.geometry.rpm) };
-        switch_ns + wait_ns
+        self.positioning_within_ns(switch_ns, angle_at_units, target, u64::MAX)
+            .expect("any positioning is within u64::MAX")
+    }
+
+    /// The positioning time given the switch time, if it is at most `limit_ns`; `None`
+    /// (without the division that the exact figure costs) when it is more. A scan for the
+    /// cheapest target passes the best cost so far, and most targets lose on this test.
+    pub(super) fn positioning_within_ns(
+        &self,
+        switch_ns: u64,
+        angle_at_units: u64,
+        target: Target,
+        limit_ns: u64,
+    ) -> Option<u64> {
+        let budget_ns = limit_ns.checked_sub(switch_ns)?;
+        let rpm = self.geometry.rpm;
+        // (t + s)·rpm ≡ t·rpm + s·rpm (mod one revolution). Switch times are a few
+        // revolutions at most, so subtracting is cheaper than a division; the product
+        // cannot overflow (a switch is far below the 10⁵ s that would take).
+        let mut angle = angle_at_units + switch_ns * rpm;
+        if angle >= 8 * UNITS_PER_REVOLUTION {
+            angle %= UNITS_PER_REVOLUTION;
+        }
+        while angle >= UNITS_PER_REVOLUTION {
+            angle -= UNITS_PER_REVOLUTION;
+        }
+        let wait_units = self.wait_from_angle_units(angle, target.angle_units);
+        if wait_units <= 0 {
+            return Some(switch_ns);
+        }
+        let wait_units = wait_units as u64;
+        // ⌈w / rpm⌉ ≤ budget exactly when w ≤ budget·rpm.
+        if budget_ns.checked_mul(rpm).is_some_and(|most| wait_units > most) {
+            return None;
+        }
+        Some(switch_ns + wait_units.div_ceil(rpm))
     }
 
     /// The piece starting at `lbn` with the head at `from` and free at `at`.

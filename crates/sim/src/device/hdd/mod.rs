@@ -410,19 +410,22 @@ pub struct Hdd {
     depth: u32,
     seek_description: String,
     /// The seek curve's mean over random pairs of distinct cylinders, for `describe`.
-    seek_average_ms: f64,
 
     /// Commands inside, by slot; `free_slots` lists the unused ones.
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
     inside: u32,
     next_seq: u64,
+    /// The next [`Slot::media_order`].
+    next_media_order: u64,
     /// Commands whose controller overhead ends at the instant: `(ready, seq, slot)`.
     arrivals: BinaryHeap<Reverse<(Instant, u64, u32)>>,
     /// Commands whose finish time is known: `(finish, seq, slot)`.
     completions: BinaryHeap<Reverse<(Instant, u64, u32)>>,
     /// Slots waiting for the head, in the order they became ready.
     media_queue: Vec<u32>,
+    /// Scratch for [`Hdd::serve_queue_from_stream`].
+    serve_scratch: Vec<u32>,
     /// Writes waiting for buffer room, oldest first.
     space_queue: Vec<u32>,
     /// Flushes waiting for the buffer to be clean.
@@ -456,6 +459,9 @@ struct Slot {
     state: State,
     /// For a write that goes to the media: when its data has crossed the bus.
     bus_end: Instant,
+    /// When it joined the media queue, as a count: the queue is kept in cylinder order,
+    /// and whatever serves queued commands in arrival order sorts by this.
+    media_order: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -573,9 +579,14 @@ impl Hdd {
         let bus_bytes_per_s = (params.float("bus_rate") * 1e6).round() as u64;
         let depth = params.integer("depth") as u32;
         let seek_description = seek.to_string();
-        let seek_average_ms = seek.average_ms(cylinders);
         Ok(Hdd {
-            mechanics: Mechanics { geometry, seek, head_switch_ns, write_settle_ns },
+            mechanics: Mechanics {
+                geometry,
+                seek_monotone: seek.is_monotone(cylinders.saturating_sub(1)),
+                seek,
+                head_switch_ns,
+                write_settle_ns,
+            },
             cache: Cache::new(
                 params.integer("segments") as usize,
                 segment_bytes / SECTOR_SIZE_BYTES,
@@ -588,14 +599,15 @@ impl Hdd {
             write_cache: params.flag("write_cache"),
             depth,
             seek_description,
-            seek_average_ms,
             slots: Vec::with_capacity(depth as usize),
             free_slots: Vec::with_capacity(depth as usize),
             inside: 0,
             next_seq: 0,
+            next_media_order: 0,
             arrivals: BinaryHeap::with_capacity(depth as usize),
             completions: BinaryHeap::with_capacity(depth as usize),
             media_queue: Vec::with_capacity(depth as usize),
+            serve_scratch: Vec::new(),
             space_queue: Vec::with_capacity(depth as usize),
             flush_queue: Vec::with_capacity(depth as usize),
             head: Track::default(),
@@ -737,7 +749,7 @@ impl Hdd {
                     let target = self.mechanics.target(lbn);
                     let state = State::Media { lbn, sector_count: end - lbn, segment, target };
                     self.slots[slot as usize].state = state;
-                    self.media_queue.push(slot);
+                    self.enqueue_media(slot);
                 }
             }
             Op::Write => {
@@ -760,7 +772,7 @@ impl Hdd {
                     let entry = &mut self.slots[slot as usize];
                     entry.bus_end = bus_end;
                     entry.state = State::Media { lbn: start, sector_count, segment: None, target };
-                    self.media_queue.push(slot);
+                    self.enqueue_media(slot);
                 }
             }
             Op::Flush => {
@@ -815,21 +827,23 @@ impl Hdd {
     fn serve_queue_from_stream(&mut self, at: Instant) {
         let Some(stream) = self.stream else { return };
         let (low, high) = (self.cache.segments[stream.segment].start, stream.limit);
-        let mut index = 0;
-        while index < self.media_queue.len() {
-            let slot = self.media_queue[index];
+        // Only reads starting in the stream's reach; others keep their queue place without a
+        // buffer lookup. Served in arrival order, since each takes the bus in turn.
+        let mut candidates = std::mem::take(&mut self.serve_scratch);
+        candidates.clear();
+        candidates.extend(self.media_queue.iter().copied().filter(|&slot| {
             let command = self.slots[slot as usize].command;
-            // Only reads starting in the stream's reach; others keep their queue place
-            // without a buffer lookup.
-            let served = command.op == Op::Read
-                && (low..=high).contains(&command.start.0)
-                && self.read_from_buffer(slot, at).is_ok();
-            if served {
-                self.media_queue.remove(index);
-            } else {
-                index += 1;
-            }
+            command.op == Op::Read && (low..=high).contains(&command.start.0)
+        }));
+        if !candidates.is_empty() {
+            candidates.sort_unstable_by_key(|&slot| self.slots[slot as usize].media_order);
+            candidates.retain(|&slot| self.read_from_buffer(slot, at).is_ok());
+            // A served slot has left the media state; keep the others in place.
+            let slots = &self.slots;
+            self.media_queue
+                .retain(|&slot| matches!(slots[slot as usize].state, State::Media { .. }));
         }
+        self.serve_scratch = candidates;
     }
 
     /// If the read-ahead in progress will bring in `start..end` (it is filling the segment
@@ -1022,32 +1036,122 @@ impl Hdd {
         if self.media_queue.len() == 1 && !destages {
             return Choice::Command(0);
         }
+        let mechanics = &self.mechanics;
+        let head = self.head;
+        let angle_at_units = mechanics.geometry.angle_units(at);
+        // The best `((cost, tie-break), choice)` so far. A candidate is costed exactly only
+        // when it can match the best cost (ties go to the lower tie-break).
         let mut best: Option<((u64, u64), Choice)> = None;
-        let mut consider = |key: (u64, u64), choice: Choice| {
-            if best.is_none_or(|(best_key, _)| key < best_key) {
-                best = Some((key, choice));
+        let limit = |best: &Option<((u64, u64), Choice)>| best.map_or(u64::MAX, |((ns, _), _)| ns);
+        let consider = |best: &mut Option<((u64, u64), Choice)>,
+                        switch_ns: u64,
+                        target: Target,
+                        tie: u64,
+                        choice: Choice| {
+            let Some(cost) =
+                mechanics.positioning_within_ns(switch_ns, angle_at_units, target, limit(best))
+            else {
+                return;
+            };
+            if best.is_none_or(|(best_key, _)| (cost, tie) < best_key) {
+                *best = Some(((cost, tie), choice));
             }
         };
-        for (index, &slot) in self.media_queue.iter().enumerate() {
-            let entry = &self.slots[slot as usize];
-            let State::Media { target, .. } = entry.state else {
-                unreachable!("media queue holds a slot in state {:?}", entry.state)
-            };
-            let write = entry.command.op == Op::Write;
-            let cost = self.mechanics.positioning_ns(self.head, at, target, write);
-            consider((cost, entry.seq), Choice::Command(index));
-        }
         if destages {
             for (index, segment) in self.cache.segments.iter().enumerate() {
                 if segment.needs_destage() {
-                    let target = self.mechanics.target(segment.dirty_start);
-                    let cost = self.mechanics.positioning_ns(self.head, at, target, true);
+                    let target = mechanics.target(segment.dirty_start);
+                    let switch_ns = mechanics.switch_ns(head, target.location.track, true);
                     // After any command at equal cost.
-                    consider((cost, u64::MAX - index as u64), Choice::Destage(index));
+                    consider(
+                        &mut best,
+                        switch_ns,
+                        target,
+                        u64::MAX - index as u64,
+                        Choice::Destage(index),
+                    );
                 }
             }
         }
+        let media = |index: usize| {
+            let entry = &self.slots[self.media_queue[index] as usize];
+            let State::Media { target, .. } = entry.state else {
+                unreachable!("media queue holds a slot in state {:?}", entry.state)
+            };
+            (target, entry.command.op == Op::Write, entry.seq)
+        };
+        if !mechanics.seek_monotone {
+            for index in 0..self.media_queue.len() {
+                let (target, write, seq) = media(index);
+                let switch_ns = mechanics.switch_ns(head, target.location.track, write);
+                consider(&mut best, switch_ns, target, seq, Choice::Command(index));
+            }
+            return best.expect("choose is called with at least one candidate").1;
+        }
+        // The queue is in cylinder order: scan outward from the head on both sides, nearer
+        // side first, and close a side once the seek to it alone costs more than the best
+        // so far. Every command left unscanned costs strictly more, so the choice is the
+        // full scan's.
+        let split =
+            self.media_queue.partition_point(|&slot| self.cylinder_of(slot) < head.cylinder);
+        let (mut down, mut up) = (split, split);
+        let (mut down_open, mut up_open) = (down > 0, up < self.media_queue.len());
+        while down_open || up_open {
+            let down_distance =
+                down_open.then(|| head.cylinder - self.cylinder_of(self.media_queue[down - 1]));
+            let up_distance =
+                up_open.then(|| self.cylinder_of(self.media_queue[up]) - head.cylinder);
+            let take_down = match (down_distance, up_distance) {
+                (Some(d), Some(u)) => d <= u,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            let (index, distance) = if take_down {
+                (down - 1, down_distance.expect("open"))
+            } else {
+                (up, up_distance.expect("open"))
+            };
+            let seek_ns = mechanics.seek.seek_ns(distance);
+            if seek_ns > limit(&best) {
+                if take_down {
+                    down_open = false;
+                } else {
+                    up_open = false;
+                }
+                continue;
+            }
+            let (target, write, seq) = media(index);
+            let switch_ns =
+                mechanics.switch_with_seek_ns(head, target.location.track, write, seek_ns);
+            consider(&mut best, switch_ns, target, seq, Choice::Command(index));
+            if take_down {
+                down -= 1;
+                down_open = down > 0;
+            } else {
+                up += 1;
+                up_open = up < self.media_queue.len();
+            }
+        }
         best.expect("choose is called with at least one candidate").1
+    }
+
+    /// The cylinder a queued media command starts on.
+    fn cylinder_of(&self, slot: u32) -> u32 {
+        match self.slots[slot as usize].state {
+            State::Media { target, .. } => target.location.track.cylinder,
+            ref state => unreachable!("media queue holds a slot in state {state:?}"),
+        }
+    }
+
+    /// Queues a media command, keeping the queue in cylinder order (ties in arrival order)
+    /// for [`Hdd::choose`]'s pruned scan.
+    fn enqueue_media(&mut self, slot: u32) {
+        self.slots[slot as usize].media_order = self.next_media_order;
+        self.next_media_order += 1;
+        let cylinder = self.cylinder_of(slot);
+        let index =
+            self.media_queue.partition_point(|&queued| self.cylinder_of(queued) <= cylinder);
+        self.media_queue.insert(index, slot);
     }
 
     fn start_job(&mut self, choice: Choice, at: Instant) {
@@ -1155,7 +1259,9 @@ impl DeviceModel for Hdd {
             zones[zones.len() - 1].sectors_per_track,
             elevator_core::format_size(geometry.capacity_sectors() * SECTOR_SIZE_BYTES),
             self.seek_description,
-            self.seek_average_ms,
+            // Computed here, not at build: it walks every cylinder, and an array builds
+            // many drives but describes them once.
+            self.mechanics.seek.average_ms(geometry.cylinders()),
             self.cache.segments.len(),
             elevator_core::format_size(self.cache.segment_sectors * SECTOR_SIZE_BYTES),
             if self.write_cache { "on" } else { "off" },
@@ -1192,6 +1298,7 @@ impl DeviceModel for Hdd {
                     seq: 0,
                     state: State::Free,
                     bus_end: Instant::ZERO,
+                    media_order: 0,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -1199,7 +1306,7 @@ impl DeviceModel for Hdd {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.slots[slot as usize] =
-            Slot { command, seq, state: State::Overhead, bus_end: Instant::ZERO };
+            Slot { command, seq, state: State::Overhead, bus_end: Instant::ZERO, media_order: 0 };
         let overhead = match command.op {
             Op::Read => self.overhead_read,
             Op::Write | Op::Flush | Op::Discard => self.overhead_write,

@@ -193,6 +193,29 @@ impl SeekCurve {
         Ok(SeekCurve::Table(points))
     }
 
+    /// Whether the seek time never decreases as the distance grows over `1..=longest`
+    /// cylinders, decided from the curve's form rather than by trying every distance: each
+    /// piece must rise (non-negative coefficients, ascending table times) and the time must
+    /// not drop where one piece hands over to the next. `false` only costs a pruned scan.
+    pub(super) fn is_monotone(&self, longest: u32) -> bool {
+        match self {
+            SeekCurve::Curve { a_ms, b_ms, .. } => *a_ms >= 0.0 && *b_ms >= 0.0,
+            SeekCurve::Hpl([v1, _, v3, _, v5, _]) => {
+                if *v3 < 0.0 || *v5 < 0.0 {
+                    return false;
+                }
+                // The hand-overs: the single-cylinder value to distance 2, and the last
+                // square-root distance to the first linear one.
+                let first_linear = v1.ceil().clamp(1.0, f64::from(u32::MAX)) as u32;
+                [2, first_linear]
+                    .into_iter()
+                    .filter(|&d| (2..=longest).contains(&d))
+                    .all(|d| self.seek_ns(d - 1) <= self.seek_ns(d))
+            }
+            SeekCurve::Table(points) => points.windows(2).all(|pair| pair[0].1 <= pair[1].1),
+        }
+    }
+
     /// Refuses a curve that gives a negative time at some distance up to `longest`.
     pub(super) fn check(&self, longest: u32) -> Result<(), String> {
         let probes: Vec<u32> = match self {
