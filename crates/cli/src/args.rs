@@ -58,12 +58,13 @@ pub(crate) struct CompareArgs {
     #[arg(long, conflicts_with = "schedulers")]
     pub(crate) all: bool,
 
-    /// Run only these experiments of the classic study (comma separated).
+    /// Run only these experiments of the classic study (comma separated): iozone-1,
+    /// iozone-10, hdparm, dd-read, dd-write, dd-copy, oltp, dss, seqread-1, seqread-2.
     #[arg(long, value_name = "ID,...", value_delimiter = ',')]
     pub(crate) only: Vec<String>,
 
-    /// Multiply every amount of data and run time by this factor (0 < F <= 1) for a quick
-    /// look; the report says so.
+    /// Multiply every amount of data and run time, and the study hosts' RAM, by this factor
+    /// (0 < F <= 1) for a quick look; the report says so.
     #[arg(long, default_value_t = 1.0)]
     pub(crate) scale: f64,
 

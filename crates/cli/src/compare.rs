@@ -1,7 +1,7 @@
 //! `elevator compare`: the classic study, or any workloads on any device, under several
 //! schedulers, side by side.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail};
@@ -10,6 +10,7 @@ use elevator_sched::{SchedulerKind, SchedulerSpec};
 use elevator_sim::study::{EXPERIMENTS, Experiment};
 use elevator_sim::{DeviceSpec, HostSpec, QueueSettings, SimConfig, run};
 use elevator_workload::WorkloadSpec;
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::CompareArgs;
 use crate::sim::{output_format, write_report};
@@ -108,15 +109,19 @@ fn jobs(args: &CompareArgs, schedulers: &[SchedulerSpec]) -> Result<Vec<Job>> {
     Ok(jobs)
 }
 
-/// Runs every job on the machine's processors; results come back in job order.
+/// Runs every job on the machine's processors; results come back in job order. A progress
+/// bar goes to stderr when a person is watching (indicatif hides it otherwise).
 fn run_all(jobs: &[Job]) -> Vec<Result<Run, elevator_sim::SimError>> {
     let threads =
         std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().max(1));
     let next = Mutex::new(0usize);
     let results: Vec<Mutex<Option<Result<Run, elevator_sim::SimError>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
-    let progress = std::io::stderr().is_terminal();
-    let done = Mutex::new(0usize);
+    let progress = ProgressBar::new(jobs.len() as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}")
+            .expect("a valid template"),
+    );
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
@@ -130,31 +135,14 @@ fn run_all(jobs: &[Job]) -> Vec<Result<Run, elevator_sim::SimError>> {
                     let Some(job) = jobs.get(index) else { break };
                     let result = run(&job.config, &job.scheduler, &job.workload);
                     *results[index].lock().expect("no thread panics holding it") = Some(result);
-                    if progress {
-                        let mut done = done.lock().expect("no thread panics holding it");
-                        *done += 1;
-                        let label = job.experiment.map_or("compare", |e| e.id);
-                        // Progress is a diagnostic: stderr, and only for a person watching.
-                        #[allow(clippy::print_stderr)]
-                        {
-                            eprint!(
-                                "\r[{}/{}] {label} under {}          ",
-                                *done,
-                                jobs.len(),
-                                job.scheduler
-                            );
-                        }
-                    }
+                    let label = job.experiment.map_or("compare", |e| e.id);
+                    progress.set_message(format!("{label} under {}", job.scheduler));
+                    progress.inc(1);
                 }
             });
         }
     });
-    if progress {
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!();
-        }
-    }
+    progress.finish_and_clear();
     results
         .into_iter()
         .map(|slot| slot.into_inner().expect("no thread panics holding it").expect("every job ran"))

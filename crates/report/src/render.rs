@@ -80,7 +80,7 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 let title = first.config.get("experiment.title").map_or("", String::as_str);
                 let machine = first.config.get("experiment.machine").map_or("", String::as_str);
                 let scale = match first.config.get("study.scale") {
-                    Some(scale) => format!(" [sizes x{scale}]"),
+                    Some(scale) => format!(" [sizes and host RAM x{scale}]"),
                     None => String::new(),
                 };
                 format!(

@@ -182,11 +182,15 @@ fn seqread(runs: &[&Run]) -> Vec<Column> {
 }
 
 /// "best per column" lines: the best scheduler of each column and its margin over the worst.
+/// Values are compared as printed, so schedulers that tie at the column's precision are
+/// named together, and a column where every scheduler prints the same says so.
 pub(crate) fn best_lines(table: &ToolTable, schedulers: &[&str]) -> Vec<String> {
     table
         .columns
         .iter()
         .filter_map(|column| {
+            let scale = 10f64.powi(column.decimals as i32);
+            let shown = |value: f64| (value * scale).round();
             let present: Vec<(usize, f64)> = column
                 .values
                 .iter()
@@ -196,27 +200,94 @@ pub(crate) fn best_lines(table: &ToolTable, schedulers: &[&str]) -> Vec<String> 
             if present.len() < 2 {
                 return None;
             }
-            let order = |a: &&(usize, f64), b: &&(usize, f64)| a.1.total_cmp(&b.1);
-            let (best, worst) = if column.higher_is_better {
-                (present.iter().max_by(order)?, present.iter().min_by(order)?)
-            } else {
-                (present.iter().min_by(order)?, present.iter().max_by(order)?)
+            // Ranks by the printed value, better first.
+            let rank =
+                |value: f64| if column.higher_is_better { -shown(value) } else { shown(value) };
+            let best_rank = present.iter().map(|&(_, v)| rank(v)).reduce(f64::min)?;
+            let worst_rank = present.iter().map(|&(_, v)| rank(v)).reduce(f64::max)?;
+            let value_text = |value: f64| format!("{:.*}", column.decimals, value);
+            if best_rank == worst_rank {
+                return Some(format!(
+                    "  {}: all equal at {}",
+                    column.header,
+                    value_text(present[0].1)
+                ));
+            }
+            let names = |target: f64| {
+                let matching: Vec<&str> = present
+                    .iter()
+                    .filter(|&&(_, v)| rank(v) == target)
+                    .map(|&(index, _)| schedulers[index])
+                    .collect();
+                matching.join(" = ")
             };
-            let margin = if worst.1 == 0.0 {
-                "n/a".to_owned()
+            let value_of = |target: f64| {
+                present.iter().find(|&&(_, v)| rank(v) == target).map(|&(_, v)| v).unwrap_or(0.0)
+            };
+            let (best, worst) = (value_of(best_rank), value_of(worst_rank));
+            let margin = if worst == 0.0 {
+                format!("{} at 0", names(worst_rank))
             } else if column.higher_is_better {
-                format!("{:+.1}% over {}", (best.1 / worst.1 - 1.0) * 100.0, schedulers[worst.0])
+                format!("{:+.1}% over {}", (best / worst - 1.0) * 100.0, names(worst_rank))
             } else {
-                format!(
-                    "{:.1}% less than {}",
-                    (1.0 - best.1 / worst.1) * 100.0,
-                    schedulers[worst.0]
-                )
+                format!("{:.1}% less than {}", (1.0 - best / worst) * 100.0, names(worst_rank))
             };
             Some(format!(
-                "  {}: {} {:.*} ({margin})",
-                column.header, schedulers[best.0], column.decimals, best.1
+                "  {}: {} {} ({margin})",
+                column.header,
+                names(best_rank),
+                value_text(best)
             ))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(higher_is_better: bool, decimals: usize, values: &[f64]) -> ToolTable {
+        ToolTable {
+            columns: vec![Column {
+                header: "x".to_owned(),
+                values: values.iter().map(|&v| Some(v)).collect(),
+                higher_is_better,
+                decimals,
+            }],
+        }
+    }
+
+    const SCHEDULERS: [&str; 4] = ["noop", "anticipatory", "deadline", "cfq"];
+
+    // Proves the best line names the best and the worst with the margin between them, for
+    // both directions of "better".
+    #[test]
+    fn best_line_names_best_and_worst_with_the_margin() {
+        let higher = best_lines(&table(true, 1, &[100.0, 80.0, 120.0, 90.0]), &SCHEDULERS);
+        assert_eq!(higher, ["  x: deadline 120.0 (+50.0% over anticipatory)"]);
+        let lower = best_lines(&table(false, 1, &[100.0, 80.0, 120.0, 90.0]), &SCHEDULERS);
+        assert_eq!(lower, ["  x: anticipatory 80.0 (33.3% less than deadline)"]);
+    }
+
+    // Proves ties are judged as printed: schedulers equal at the column's precision are
+    // named together, and a column where all print the same says so instead of inventing a
+    // winner.
+    #[test]
+    fn ties_at_the_printed_precision_are_named_together() {
+        let tied = best_lines(&table(true, 0, &[28031.2, 24185.0, 28030.9, 25598.0]), &SCHEDULERS);
+        assert_eq!(tied, ["  x: noop = deadline 28031 (+15.9% over anticipatory)"]);
+        let equal = best_lines(&table(true, 1, &[89.21, 89.24, 89.19, 89.2]), &SCHEDULERS);
+        assert_eq!(equal, ["  x: all equal at 89.2"]);
+        let zero = best_lines(&table(true, 2, &[0.0, 0.0, 1.0, 0.0]), &SCHEDULERS);
+        assert_eq!(zero, ["  x: deadline 1.00 (noop = anticipatory = cfq at 0)"]);
+    }
+
+    // Proves a column with fewer than two values (one scheduler, or the rest missing) gets
+    // no best line.
+    #[test]
+    fn a_single_value_has_no_best_line() {
+        let mut one = table(true, 1, &[1.0, 2.0]);
+        one.columns[0].values[1] = None;
+        assert!(best_lines(&one, &SCHEDULERS).is_empty());
+    }
 }

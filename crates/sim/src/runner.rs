@@ -1123,7 +1123,12 @@ impl Simulation {
                 format!("{} {state} with {} I/O outstanding", slot.issuer.name(), slot.outstanding)
             })
             .collect();
-        SimError::Stalled { at: self.now, detail: waiting.join("; ") }
+        let mut detail = waiting.join("; ");
+        if !self.host_ops.is_empty() {
+            detail.push_str("; ");
+            detail.push_str(&self.host.stall_detail());
+        }
+        SimError::Stalled { at: self.now, detail }
     }
 
     fn report(
@@ -1201,6 +1206,7 @@ impl Simulation {
             ("writeback_pages", host.writeback_pages),
             ("throttled_writes", host.throttled_writes),
             ("flusher_passes", host.flusher_passes),
+            ("reread_evicted_pages", host.reread_evicted_pages),
             ("dirty_bytes_peak", host.dirty_pages_peak * crate::host::cache::PAGE_BYTES),
             ("dirty_bytes_limit", self.host.dirty_limit_pages() * crate::host::cache::PAGE_BYTES),
         ]

@@ -136,10 +136,12 @@ pub fn experiment(id: &str) -> Option<&'static Experiment> {
 
 impl Experiment {
     /// The configuration and workload of this experiment for `seed`, every amount of data and
-    /// time multiplied by `scale` (1.0 for the original sizes).
+    /// time in the workload and the host's memory multiplied by `scale` (1.0 for the
+    /// original sizes); the devices and their caches stay as they are.
     pub fn prepare(&self, seed: u64, scale: f64) -> Result<(SimConfig, WorkloadSpec), ParamError> {
         let mut config = SimConfig::new(seed, DeviceSpec::parse(self.device)?);
-        config.host = HostSpec::parse(self.host)?;
+        let host = HostSpec::parse(self.host)?;
+        config.host = if scale == 1.0 { host } else { host.scaled(scale)? };
         config.queue =
             QueueSettings { read_ahead_kb: self.read_ahead_kb, ..QueueSettings::default() };
         let workload = WorkloadSpec::parse(self.workload)?;
@@ -157,8 +159,17 @@ mod tests {
     fn every_experiment_is_well_formed() {
         for experiment in EXPERIMENTS {
             experiment.prepare(1, 1.0).unwrap_or_else(|e| panic!("{}: {e}", experiment.id));
-            let (_, scaled) = experiment.prepare(1, 0.05).unwrap();
+            let (config, scaled) = experiment.prepare(1, 0.05).unwrap();
             assert_ne!(scaled.to_string(), experiment.workload, "{} did not scale", experiment.id);
+            // The page cache shrinks with the files, so their ratio holds.
+            let ram = |host: &HostSpec| host.params.size("ram") as f64;
+            let full = HostSpec::parse(experiment.host).unwrap();
+            let ratio = ram(&config.host) / ram(&full);
+            assert!(
+                (ratio - 0.05).abs() < 0.01 || ram(&config.host) == 64.0 * 1048576.0,
+                "{}",
+                experiment.id
+            );
         }
         let ids: Vec<&str> = EXPERIMENTS.iter().map(|e| e.id).collect();
         assert_eq!(

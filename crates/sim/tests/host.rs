@@ -313,3 +313,28 @@ fn buffered_runs_are_deterministic() {
     };
     assert_eq!(serde_json::to_string(&make()).unwrap(), serde_json::to_string(&make()).unwrap());
 }
+
+// Proves a reader survives memory too small for what is in flight, as the kernel's does:
+// twenty readers of 4 MiB calls in a 64 MiB page cache see pages of a call arrive and be
+// evicted (by the others' arrivals) before the rest of the call is in; they read those pages
+// again (counted) and every reader gets all its bytes, instead of waiting forever for pages
+// that are gone.
+#[test]
+fn readers_reread_pages_evicted_before_use() {
+    const READERS: u32 = 20;
+    const CALL: u64 = 4 * MIB;
+    let files = (0..READERS).map(|_| file(0, 32 * MIB)).collect();
+    let readers = (0..READERS)
+        .map(|i| Script::sequential(i + 1, IoKind::Read, Place::File(i as usize), 0, CALL, 8))
+        .collect();
+    let mut config = SimConfig::new(1, DeviceSpec::parse("hdd").unwrap());
+    config.host = HostSpec::parse("host:ram=64m,reserve=0").unwrap();
+    config.queue.read_ahead_kb = 0;
+    config.check_invariants = true;
+    let plan = WorkloadPlan { files, phases: vec![phase("read", readers)] };
+    let scheduler = SchedulerSpec::parse("deadline").unwrap();
+    let run = run_plan(&config, &scheduler, plan, "script", &[]).unwrap();
+    assert_eq!(run.phases[0].bytes, u64::from(READERS) * 32 * MIB);
+    assert!(run.phases[0].issuers.iter().all(|issuer| issuer.bytes == 32 * MIB));
+    assert!(host_stat(&run, "reread_evicted_pages") > 0, "{:?}", run.host_stats);
+}

@@ -142,9 +142,10 @@ impl PageCache {
             self.touch(slot);
             return slot;
         }
-        if self.live_count >= self.capacity_chunks {
-            self.evict_one();
-        }
+        // Back down to the capacity, not just one chunk: chunks pinned by reads or
+        // write-back may have pushed the cache over it, and it must not stay over once
+        // they are released.
+        while self.live_count >= self.capacity_chunks && self.evict_one() {}
         let chunk = Chunk {
             space,
             number,
@@ -336,6 +337,27 @@ mod tests {
         assert!(cache.find(1, 1).is_some());
         assert_eq!(cache.chunk_count(), 3);
         assert_eq!(cache.dirty_pages(), 64);
+    }
+
+    // Proves the cache returns to its bound: chunks pinned by reads push it over, and once
+    // they are released the next insertion evicts back down to the capacity, not one chunk.
+    #[test]
+    fn an_overcommitted_cache_shrinks_back_to_its_capacity() {
+        let mut cache = PageCache::new(2 * CHUNK_BYTES);
+        let pinned: Vec<u32> = (0..6)
+            .map(|number| {
+                let slot = cache.get_or_insert(1, number);
+                cache.start_read(slot, u64::MAX);
+                slot
+            })
+            .collect();
+        assert_eq!(cache.chunk_count(), 6, "reading chunks cannot be evicted");
+        for slot in pinned {
+            cache.finish_read(slot, u64::MAX);
+        }
+        cache.get_or_insert(1, 100);
+        assert_eq!(cache.chunk_count(), 2);
+        assert!(cache.find(1, 100).is_some() && cache.find(1, 5).is_some(), "the newest stay");
     }
 
     // Proves dirty and write-back accounting: writing back cleans pages, a re-dirty during

@@ -248,6 +248,9 @@ pub(crate) struct HostStats {
     pub(crate) writeback_pages: u64,
     pub(crate) throttled_writes: u64,
     pub(crate) flusher_passes: u64,
+    /// Pages read again because they were evicted between arriving and being copied to the
+    /// reader waiting for them: read-ahead thrashing when memory is short.
+    pub(crate) reread_evicted_pages: u64,
     /// The most pages ever dirty or under write-back at once.
     pub(crate) dirty_pages_peak: u64,
 }
@@ -355,6 +358,28 @@ impl Host {
         });
         let flusher = [self.flusher.until, self.flusher.periodic_at].into_iter().flatten();
         throttled.chain(flusher).min()
+    }
+
+    /// What the host holds for a stalled run's message: each pending operation's state,
+    /// the flusher's and the cache's.
+    pub(crate) fn stall_detail(&self) -> String {
+        let mut parts: Vec<String> = self
+            .ops
+            .iter()
+            .map(|(op, pending)| {
+                format!("host op {op} of {}: {:?}", pending.process, pending.state)
+            })
+            .collect();
+        parts.push(format!("flusher {:?}", self.flusher));
+        parts.push(format!(
+            "cache: {} dirty, {} under write-back of {} pages; {} bios, {} batches in flight",
+            self.cache.dirty_pages(),
+            self.cache.writeback_pages(),
+            self.cache.capacity_pages(),
+            self.bios.len(),
+            self.batches.len()
+        ));
+        parts.join("; ")
     }
 
     /// CPU time `process` has used so far.
@@ -1154,10 +1179,21 @@ impl Host {
             for op in readers {
                 let pending = &self.ops[&op];
                 let OpState::Read { space, first, end, bytes } = pending.state else { continue };
+                let (process, priority) = (pending.process, pending.priority);
                 if self.count_not_uptodate(space, first, end) == 0 {
-                    let process = pending.process;
                     self.ops.remove(&op);
                     self.finish(now, op, process, bytes);
+                } else if self.first_absent(space, first, end).is_some() {
+                    // Some of its pages arrived and were evicted before it could copy them
+                    // (the rest were still being read): like the kernel's reader finding a
+                    // page gone, it reads them again.
+                    let batch = self.new_batch(BatchOwner::Reader);
+                    let mut bios = Vec::new();
+                    self.read_absent(space, first, end, batch, &mut bios);
+                    let sectors: u64 = bios.iter().map(|bio| u64::from(bio.sector_count)).sum();
+                    self.stats.reread_evicted_pages += sectors * SECTOR_SIZE_BYTES / PAGE_BYTES;
+                    let device = self.spaces[space as usize].device;
+                    self.submit_batch(batch, device, process, priority, bios);
                 }
             }
         }

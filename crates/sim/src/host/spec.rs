@@ -177,6 +177,30 @@ impl HostSpec {
     pub fn resolved(&self) -> Vec<(&'static str, String)> {
         self.params.resolved()
     }
+
+    /// The same host with its memory (`ram` and `reserve`) multiplied by `factor`, whole
+    /// mebibytes, at least the smallest `ram` accepted: a study shrunk by `factor` keeps the
+    /// ratio of its files to the page cache, so what was cached stays cached and what
+    /// overflowed still overflows. The virtual-memory timings are the kernel's and stay.
+    pub fn scaled(&self, factor: f64) -> Result<HostSpec, ParamError> {
+        if !(factor.is_finite() && factor > 0.0) {
+            return Err(self
+                .params
+                .impossible("scale", format!("{factor} is not a positive factor")));
+        }
+        const MIB: u64 = 1 << 20;
+        let scale = |bytes: u64| (bytes as f64 * factor / MIB as f64).round() as u64 * MIB;
+        let ram = scale(self.params.size("ram")).max(64 * MIB);
+        let reserve = scale(self.params.size("reserve")).min(ram / 2);
+        let mut text =
+            format!("{}:ram={}m,reserve={}m", self.preset.name, ram / MIB, reserve / MIB);
+        for (key, value) in self.params.resolved() {
+            if self.params.is_set(key) && key != "ram" && key != "reserve" {
+                text.push_str(&format!(",{key}={value}"));
+            }
+        }
+        HostSpec::parse(&text)
+    }
 }
 
 impl fmt::Display for HostSpec {

@@ -1,0 +1,186 @@
+//! `elevator compare` as a user runs it: the classic study, subsets, scaling, any comparison,
+//! and bad input.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn elevator(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_elevator")).args(args).output().expect("run elevator")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+const EXPERIMENTS: [&str; 10] = [
+    "iozone-1",
+    "iozone-10",
+    "hdparm",
+    "dd-read",
+    "dd-write",
+    "dd-copy",
+    "oltp",
+    "dss",
+    "seqread-1",
+    "seqread-2",
+];
+
+const LEGACY: [&str; 4] = ["noop", "anticipatory", "deadline", "cfq"];
+
+/// Every registered scheduler, as `list schedulers` names them.
+fn registered_schedulers() -> Vec<String> {
+    let output = elevator(&["list", "schedulers", "--format", "json"]);
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    json["schedulers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+// Proves the whole study is reproducible from its seed, byte for byte, and that its report
+// names every experiment with the four 2.6 schedulers in order and records the scale.
+#[test]
+fn the_whole_study_is_byte_identical_for_a_seed() {
+    let args = ["compare", "--scale", "0.02", "--seed", "7", "--format", "json"];
+    let first = elevator(&args);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let second = elevator(&args);
+    assert_eq!(first.stdout, second.stdout, "same seed, same bytes");
+    let json: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(json["schema"], "elevator.report/1");
+    assert_eq!(json["seed"], 7);
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), EXPERIMENTS.len() * LEGACY.len());
+    for (index, run) in runs.iter().enumerate() {
+        assert_eq!(run["experiment"], EXPERIMENTS[index / LEGACY.len()]);
+        assert_eq!(run["scheduler"], LEGACY[index % LEGACY.len()]);
+        assert_eq!(run["config"]["study.scale"], "0.02");
+        assert!(run["config"]["experiment.machine"].as_str().is_some_and(|m| !m.is_empty()));
+        let phases = run["phases"].as_array().unwrap();
+        assert!(!phases.is_empty(), "{}", run["experiment"]);
+        assert!(phases.iter().all(|phase| phase["bytes"].as_u64().unwrap() > 0));
+    }
+}
+
+// Proves the seed reaches the randomised workloads: OLTP's random offsets differ under
+// another seed, so its transaction counts or latencies do.
+#[test]
+fn another_seed_changes_a_random_workload() {
+    let run = |seed: &str| {
+        let output = elevator(&[
+            "compare", "--only", "oltp", "--scale", "0.02", "-s", "deadline", "--seed", seed,
+            "--format", "json",
+        ]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+        json["runs"][0]["phases"].clone()
+    };
+    assert_ne!(run("1"), run("2"));
+}
+
+// Proves `--only` runs just the named experiments and that the table output has each one's
+// heading with the scale, a row per scheduler and a best line per column.
+#[test]
+fn only_runs_a_subset_and_prints_tool_tables() {
+    let output = elevator(&["compare", "--only", "dd-read,seqread-2", "--scale", "0.02"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let headings: Vec<&str> =
+        text.lines().filter(|line| !line.starts_with(' ') && line.contains(" — ")).collect();
+    assert_eq!(headings.len(), 2, "{text}");
+    assert!(headings[0].starts_with("dd-read — ") && headings[1].starts_with("seqread-2 — "));
+    assert!(headings.iter().all(|h| h.ends_with("[sizes and host RAM x0.02]")), "{headings:?}");
+    for scheduler in LEGACY {
+        let rows = text.lines().filter(|line| line.trim_start().starts_with(scheduler)).count();
+        assert!(rows >= 2, "{scheduler} has a row in each table:\n{text}");
+    }
+    let dd = text.split("seqread-2 — ").next().unwrap();
+    let header = dd.lines().find(|line| line.trim_start().starts_with("scheduler")).unwrap();
+    for column in ["MB/s", "seconds", "user s", "sys s"] {
+        assert!(header.contains(column), "{header}");
+        assert!(
+            dd.lines().any(|line| line.trim_start().starts_with(&format!("{column}: "))),
+            "a best line for {column}:\n{dd}"
+        );
+    }
+}
+
+// Proves `--all` compares every registered scheduler.
+#[test]
+fn all_adds_every_registered_scheduler() {
+    let output =
+        elevator(&["compare", "--all", "--only", "dd-read", "--scale", "0.02", "--format", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let compared: Vec<String> = json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["scheduler"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(compared, registered_schedulers());
+}
+
+// Proves any comparison works the same way: a workload on a device under chosen schedulers,
+// one run each, with no experiment id.
+#[test]
+fn any_workload_on_any_device() {
+    let output = elevator(&[
+        "compare",
+        "-d",
+        "ssd",
+        "-w",
+        "dd:mode=read,bs=1m,count=8",
+        "-s",
+        "noop,deadline:fifo_batch=4",
+        "--format",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1]["scheduler"], "deadline:fifo_batch=4");
+    // The bare kind is reported as the preset it stands for.
+    assert!(runs.iter().all(|run| run["experiment"].is_null() && run["device"] == "sata-ssd"));
+    assert!(runs.iter().all(|run| run["phases"][0]["bytes"] == 8 << 20));
+}
+
+// Proves bad input exits 2 with one message naming what is wrong and what is accepted, and
+// that the help lists every experiment id `--only` accepts.
+#[test]
+fn bad_input_exits_2_naming_the_problem() {
+    for (args, expected) in [
+        (
+            vec!["--only", "iozone-2"],
+            "unknown experiment `iozone-2` (accepted: iozone-1, iozone-10",
+        ),
+        (vec!["--scale", "0"], "--scale 0 is out of range (accepted: 0 < F <= 1)"),
+        (vec!["--scale", "1.5"], "--scale 1.5 is out of range"),
+        (vec!["-w", "iozone:threads=0"], "threads"),
+        (vec!["-w", "iozone:record=12q"], "record"),
+        (vec!["-w", "dd", "--host", "host:ram=1k"], "ram"),
+        (vec!["-w", "dd", "--host", "host:dirty_ratio=101"], "dirty_ratio"),
+        (vec!["-w", "dd", "--only", "oltp"], "--only picks experiments of the classic study"),
+        (vec!["-s", "deadline:fifo_batch=x"], "fifo_batch"),
+    ] {
+        let mut all = vec!["compare"];
+        all.extend(&args);
+        let output = elevator(&all);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        let message = stderr(&output);
+        assert!(message.contains(expected), "{args:?}: {message}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+    let help = stdout(&elevator(&["compare", "--help"]));
+    for id in EXPERIMENTS {
+        assert!(help.contains(id), "help lists {id}");
+    }
+}
