@@ -106,7 +106,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         device: "megaraid-8",
         host: "dbserver-2005",
         read_ahead_kb: 128,
-        workload: "dss:streams=4,bsrange=32k-256k,size=8g,runtime=60s",
+        workload: "dss:streams=4,bsrange=32k-256k,size=1g,runtime=60s",
     },
     Experiment {
         id: "seqread-1",
