@@ -293,7 +293,7 @@ mod tests {
 
     use super::*;
     use crate::WorkloadSpec;
-    use crate::testing::{Record, plan, run};
+    use crate::testing::{Record, parse_error, plan, plan_error, run};
 
     fn targets() -> Vec<Target> {
         vec![
@@ -372,19 +372,12 @@ mod tests {
     // device, a file larger than its device.
     #[test]
     fn bad_input_names_the_key() {
-        let parse_error = |text: &str| WorkloadSpec::parse(text).unwrap_err().to_string();
         assert!(parse_error("dd:mode=append").contains("expected one of read, write, copy"));
         assert!(parse_error("dd:count=0").contains("count=0 is not valid"));
         assert!(parse_error("dd:bs=1000,direct=1").contains("bs: 1000 bytes"));
         assert!(parse_error("dd:mode=write,skip=1").contains("skip: mode=write"));
         assert!(parse_error("dd:fdatasync=1").contains("fdatasync: mode=read"));
-        let plan_error = |text: &str| {
-            WorkloadSpec::parse(text)
-                .unwrap()
-                .plan(&targets(), &Prng::new(1))
-                .unwrap_err()
-                .to_string()
-        };
+        let plan_error = |text: &str| plan_error(text, &targets());
         assert!(plan_error("dd:bs=1m,count=64,skip=1,device=1").contains("count: skip + count"));
         assert!(plan_error("dd:device=2").contains("device: no device 2 (the plan has 2 (sda"));
         assert!(plan_error("dd:mode=write,bs=1m,count=65,device=1").contains("count: the files"));

@@ -267,8 +267,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::WorkloadSpec;
-    use crate::testing::{Record, Run, plan, run};
+    use crate::testing::{Record, Run, parse_error, plan, plan_error, run};
 
     fn targets() -> Vec<Target> {
         (0..2).map(|i| Target { name: format!("lun{i}"), capacity_bytes: 1 << 30 }).collect()
@@ -347,20 +346,13 @@ mod tests {
     // fit the range, a size that is not whole extents, more streams than extents.
     #[test]
     fn bad_input_names_the_key() {
-        let parse_error = |text: &str| WorkloadSpec::parse(text).unwrap_err().to_string();
         assert!(parse_error("dss:streams=0").contains("streams=0 is not valid"));
         assert!(parse_error("dss:bsrange=256k-32k").contains("bsrange: needs 0 < MIN <= MAX"));
         assert!(parse_error("dss:bsrange=lots").contains("bsrange: `lots` is not MIN-MAX"));
         assert!(parse_error("dss:bsrange=1000-2000").contains("bsrange: 1000 bytes"));
         assert!(parse_error("dss:extent=128k").contains("extent: 131072 bytes must be"));
         assert!(parse_error("dss:size=1536k").contains("size: 1572864 bytes is not a whole"));
-        let plan_error = |text: &str| {
-            WorkloadSpec::parse(text)
-                .unwrap()
-                .plan(&targets(), &Prng::new(1))
-                .unwrap_err()
-                .to_string()
-        };
+        let plan_error = |text: &str| plan_error(text, &targets());
         assert!(plan_error("dss:streams=5,size=2m").contains("streams: 5 streams cannot share"));
         assert!(plan_error("dss:size=2g").contains("size: the files on lun0"));
         assert!(plan_error("dss:luns=3").contains("luns: 3 devices asked for"));

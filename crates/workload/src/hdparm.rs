@@ -297,7 +297,7 @@ impl Issuer for HdparmIssuer {
 mod tests {
     use super::*;
     use crate::WorkloadSpec;
-    use crate::testing::{plan, run};
+    use crate::testing::{parse_error, plan, run};
 
     fn targets() -> Vec<Target> {
         vec![
@@ -377,7 +377,6 @@ mod tests {
     // devices than the plan has.
     #[test]
     fn bad_input_names_the_key() {
-        let parse_error = |text: &str| WorkloadSpec::parse(text).unwrap_err().to_string();
         assert!(parse_error("hdparm:block=1000").contains("block: 1000 bytes"));
         assert!(parse_error("hdparm:cached_time=0").contains("cached_time=0 is not valid"));
         assert!(parse_error("hdparm:devices=0").contains("devices=0 is not valid"));

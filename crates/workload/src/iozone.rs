@@ -201,7 +201,7 @@ mod tests {
     use elevator_core::Duration;
 
     use super::*;
-    use crate::testing::{plan, run};
+    use crate::testing::{parse_error, plan, plan_error, run};
     use crate::{Place, WorkloadSpec};
 
     fn targets() -> Vec<Target> {
@@ -287,7 +287,6 @@ mod tests {
     // number of records, an unknown or misordered test, more devices or bytes than there are.
     #[test]
     fn bad_input_names_the_key() {
-        let parse_error = |text: &str| WorkloadSpec::parse(text).unwrap_err().to_string();
         assert!(parse_error("iozone:threads=0").contains("threads=0 is not valid"));
         assert!(parse_error("iozone:size=4k,record=8k").contains("record: record (8192 bytes)"));
         assert!(parse_error("iozone:size=12k,record=8k").contains("size: 12288 bytes"));
@@ -295,13 +294,7 @@ mod tests {
         assert!(parse_error("iozone:tests=write+randread").contains("unknown test `randread`"));
         assert!(parse_error("iozone:tests=read+write").contains("tests run once each"));
         assert!(parse_error("iozone:tests=read").contains("write must come first"));
-        let plan_error = |text: &str| {
-            WorkloadSpec::parse(text)
-                .unwrap()
-                .plan(&targets(), &Prng::new(1))
-                .unwrap_err()
-                .to_string()
-        };
+        let plan_error = |text: &str| plan_error(text, &targets());
         assert!(plan_error("iozone:devices=3").contains("devices: 3 devices asked for"));
         let exactly_full = WorkloadSpec::parse("iozone:threads=3,size=512m,devices=2").unwrap();
         assert!(exactly_full.plan(&targets(), &Prng::new(1)).is_ok());

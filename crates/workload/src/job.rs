@@ -629,7 +629,7 @@ impl JobIssuer {
 mod tests {
     use super::*;
     use crate::WorkloadSpec;
-    use crate::testing::drive;
+    use crate::testing::{drive, parse_error, plan_error};
 
     fn targets() -> Vec<Target> {
         vec![
@@ -768,7 +768,6 @@ mod tests {
     // Proves bad input names the key and what is accepted, at parse or at plan time.
     #[test]
     fn bad_input_names_the_key() {
-        let parse_error = |text: &str| WorkloadSpec::parse(text).unwrap_err().to_string();
         assert!(
             parse_error("job:iodepth=0")
                 .contains("iodepth=0 is not valid (expected an integer 1..=65536)")
@@ -782,13 +781,7 @@ mod tests {
         assert!(
             parse_error("fio:rw=read").contains("unknown workload `fio` (accepted: job, iozone")
         );
-        let plan_error = |text: &str| {
-            WorkloadSpec::parse(text)
-                .unwrap()
-                .plan(&targets(), &Prng::new(1))
-                .unwrap_err()
-                .to_string()
-        };
+        let plan_error = |text: &str| plan_error(text, &targets());
         assert!(plan_error("job:filename=sdc").contains("no device `sdc` (accepted: sda, sdb)"));
         assert!(plan_error("job:filename=sdb,bs=2m").contains("bs: a block is larger"));
         assert!(plan_error("job:size=2g").contains("size:"));

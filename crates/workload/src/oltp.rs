@@ -358,8 +358,7 @@ impl Issuer for OltpUser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::WorkloadSpec;
-    use crate::testing::{Record, Run, plan, run};
+    use crate::testing::{Record, Run, parse_error, plan, plan_error, run};
 
     fn targets() -> Vec<Target> {
         (0..4).map(|i| Target { name: format!("lun{i}"), capacity_bytes: 4 << 30 }).collect()
@@ -468,7 +467,6 @@ mod tests {
     // whole blocks, more LUNs than devices, datafiles larger than the devices.
     #[test]
     fn bad_input_names_the_key() {
-        let parse_error = |text: &str| WorkloadSpec::parse(text).unwrap_err().to_string();
         assert!(parse_error("oltp:users=0").contains("users=0 is not valid"));
         assert!(parse_error("oltp:reads=101").contains("reads=101 is not valid"));
         assert!(parse_error("oltp:ios_per_txn=0").contains("ios_per_txn=0 is not valid"));
@@ -476,13 +474,7 @@ mod tests {
         assert!(parse_error("oltp:block=1000").contains("block: 1000 bytes"));
         assert!(parse_error("oltp:log_size=4k").contains("log_block: log_block (8192 bytes)"));
         assert!(parse_error("oltp:runtime=0").contains("runtime=0 is not valid"));
-        let plan_error = |text: &str| {
-            WorkloadSpec::parse(text)
-                .unwrap()
-                .plan(&targets(), &Prng::new(1))
-                .unwrap_err()
-                .to_string()
-        };
+        let plan_error = |text: &str| plan_error(text, &targets());
         assert!(plan_error("oltp:luns=5").contains("luns: 5 devices asked for"));
         assert!(plan_error("oltp:size=4g").contains("size: the files on lun0 need"));
     }

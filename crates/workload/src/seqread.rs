@@ -131,8 +131,8 @@ mod tests {
     use elevator_core::Duration;
 
     use super::*;
-    use crate::testing::{plan, run};
-    use crate::{Place, WorkloadSpec};
+    use crate::Place;
+    use crate::testing::{parse_error, plan, plan_error, run};
 
     fn targets() -> Vec<Target> {
         vec![
@@ -167,17 +167,10 @@ mod tests {
     // that do not fit, more devices than the plan has.
     #[test]
     fn bad_input_names_the_key() {
-        let parse_error = |text: &str| WorkloadSpec::parse(text).unwrap_err().to_string();
         assert!(parse_error("seqread:readers=0").contains("readers=0 is not valid"));
         assert!(parse_error("seqread:size=1536k").contains("size: 1572864 bytes"));
         assert!(parse_error("seqread:bs=2m,size=1m").contains("bs: bs (2097152 bytes)"));
-        let plan_error = |text: &str| {
-            WorkloadSpec::parse(text)
-                .unwrap()
-                .plan(&targets(), &Prng::new(1))
-                .unwrap_err()
-                .to_string()
-        };
+        let plan_error = |text: &str| plan_error(text, &targets());
         assert!(plan_error("seqread:readers=2").contains("size: the files on sda need"));
         assert!(plan_error("seqread:devices=3").contains("devices: 3 devices asked for"));
     }

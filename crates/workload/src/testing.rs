@@ -48,6 +48,16 @@ pub(crate) fn plan(text: &str, targets: &[Target]) -> WorkloadPlan {
     WorkloadSpec::parse(text).unwrap().plan(targets, &Prng::new(7)).unwrap()
 }
 
+/// The message of the error `text` fails to parse with.
+pub(crate) fn parse_error(text: &str) -> String {
+    WorkloadSpec::parse(text).unwrap_err().to_string()
+}
+
+/// The message of the error `text` parses but fails to plan on `targets` with.
+pub(crate) fn plan_error(text: &str, targets: &[Target]) -> String {
+    WorkloadSpec::parse(text).unwrap().plan(targets, &Prng::new(1)).unwrap_err().to_string()
+}
+
 /// Runs every phase of `plan` in order, each starting when the previous one ended, against a
 /// device that completes each operation `latency(io)` after submission.
 pub(crate) fn run(plan: WorkloadPlan, latency: impl Fn(&Io) -> Duration) -> Run {
