@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use elevator_core::{Instant, IoPriority, ProcessId, RequestFlags};
+use elevator_core::{Instant, ProcessId, RequestFlags};
 use elevator_report::Run;
 use elevator_sched::SchedulerSpec;
 use elevator_sim::{DeviceSpec, HostSpec, SimConfig, run_plan};
@@ -52,10 +52,6 @@ impl Issuer for Script {
 
     fn process(&self) -> ProcessId {
         self.process
-    }
-
-    fn priority(&self) -> IoPriority {
-        IoPriority::DEFAULT
     }
 
     fn poll(&mut self, _now: Instant) -> Poll {

@@ -46,7 +46,7 @@
 //! * `skip` with `mode=write` is an error rather than a no-op read of /dev/zero, and
 //!   `fdatasync` with `mode=read` is an error rather than a sync of /dev/null.
 
-use elevator_core::{Instant, IoPriority, KeyKind, KeySpec, ParamError, Params, Prng, ProcessId};
+use elevator_core::{Instant, KeyKind, KeySpec, ParamError, Params, Prng, ProcessId};
 
 use crate::process::{Syscalls, check_files_fit, check_sectors};
 use crate::{FileSpec, IoId, IoKind, Issuer, PhasePlan, Place, Poll, Target, WorkloadPlan};
@@ -245,10 +245,6 @@ impl Issuer for DdIssuer {
 
     fn process(&self) -> ProcessId {
         ProcessId(1)
-    }
-
-    fn priority(&self) -> IoPriority {
-        IoPriority::DEFAULT
     }
 
     fn poll(&mut self, _now: Instant) -> Poll {

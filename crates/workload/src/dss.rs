@@ -38,9 +38,7 @@
 //! * Oracle sizes multiblock reads by `db_file_multiblock_read_count` and the extents' cached
 //!   blocks; here each read's size is drawn uniformly from the range.
 
-use elevator_core::{
-    Duration, Instant, IoPriority, KeyKind, KeySpec, ParamError, Params, Prng, ProcessId,
-};
+use elevator_core::{Duration, Instant, KeyKind, KeySpec, ParamError, Params, Prng, ProcessId};
 
 use crate::process::{
     Syscalls, check_files_fit, check_whole_chunks, device_count, parse_block_range,
@@ -215,10 +213,6 @@ impl Issuer for DssStream {
 
     fn process(&self) -> ProcessId {
         self.process
-    }
-
-    fn priority(&self) -> IoPriority {
-        IoPriority::DEFAULT
     }
 
     fn poll(&mut self, now: Instant) -> Poll {

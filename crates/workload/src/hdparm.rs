@@ -44,9 +44,7 @@
 //!   idle.
 //! * `--offset` is not modelled; `-t` always starts at byte 0.
 
-use elevator_core::{
-    Duration, Instant, IoPriority, KeyKind, KeySpec, ParamError, Params, Prng, ProcessId,
-};
+use elevator_core::{Duration, Instant, KeyKind, KeySpec, ParamError, Params, Prng, ProcessId};
 
 use crate::process::{Syscalls, check_sectors, device_count};
 use crate::{IoId, IoKind, Issuer, PhasePlan, Place, Poll, Target, WorkloadPlan};
@@ -227,10 +225,6 @@ impl Issuer for HdparmIssuer {
 
     fn process(&self) -> ProcessId {
         ProcessId(1)
-    }
-
-    fn priority(&self) -> IoPriority {
-        IoPriority::DEFAULT
     }
 
     fn poll(&mut self, now: Instant) -> Poll {

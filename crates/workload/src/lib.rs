@@ -121,8 +121,11 @@ pub trait Issuer: fmt::Debug + Send {
     /// The process (I/O context) its operations belong to.
     fn process(&self) -> ProcessId;
 
-    /// Its I/O priority.
-    fn priority(&self) -> IoPriority;
+    /// Its I/O priority: by default what a process that never called `ioprio_set` has,
+    /// best-effort at the level its nice value (0) gives.
+    fn priority(&self) -> IoPriority {
+        IoPriority::DEFAULT
+    }
 
     /// What it wants to do at `now`. Called again after every `Submit` until it answers
     /// something else, after every completion, and when a `Sleep` ends.

@@ -49,9 +49,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use elevator_core::{
-    Duration, Instant, IoPriority, KeyKind, KeySpec, ParamError, Params, Prng, ProcessId,
-};
+use elevator_core::{Duration, Instant, KeyKind, KeySpec, ParamError, Params, Prng, ProcessId};
 
 use crate::process::{Syscalls, check_files_fit, check_sectors, check_whole_chunks, device_count};
 use crate::{FileSpec, IoId, IoKind, Issuer, PhasePlan, Place, Poll, Target, WorkloadPlan};
@@ -290,10 +288,6 @@ impl Issuer for OltpUser {
 
     fn process(&self) -> ProcessId {
         self.process
-    }
-
-    fn priority(&self) -> IoPriority {
-        IoPriority::DEFAULT
     }
 
     fn poll(&mut self, now: Instant) -> Poll {

@@ -8,7 +8,7 @@
 //! call is.
 
 use elevator_core::{
-    Instant, IoPriority, ParamError, Params, ProcessId, RequestFlags, SECTOR_SIZE_BYTES, units,
+    Instant, ParamError, Params, ProcessId, RequestFlags, SECTOR_SIZE_BYTES, units,
 };
 
 use crate::{Io, IoId, IoKind, Issuer, Place, Poll, Target};
@@ -109,10 +109,6 @@ impl Issuer for SequentialPass {
 
     fn process(&self) -> ProcessId {
         self.process
-    }
-
-    fn priority(&self) -> IoPriority {
-        IoPriority::DEFAULT
     }
 
     fn poll(&mut self, _now: Instant) -> Poll {
