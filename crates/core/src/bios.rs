@@ -91,6 +91,16 @@ impl BioTable {
         chain.count += other.count;
     }
 
+    /// Appends the chain's tags to `out` in chain order, keeping the chain.
+    pub(crate) fn tags(&self, chain: BioChain, out: &mut Vec<BioTag>) {
+        let mut index = chain.head;
+        while index != NIL {
+            let entry = self.entries[index as usize];
+            out.push(entry.tag);
+            index = entry.next;
+        }
+    }
+
     /// Frees the chain, handing each tag to `out` in chain order.
     pub(crate) fn release(&mut self, chain: BioChain, out: &mut Vec<BioTag>) {
         let mut index = chain.head;
@@ -118,6 +128,9 @@ mod tests {
         table.push_back(&mut b, BioTag(5));
         table.append(&mut a, b);
         assert_eq!(a.count, 5);
+        let mut listed = Vec::new();
+        table.tags(a, &mut listed);
+        assert_eq!(listed, [1, 2, 3, 4, 5].map(BioTag), "listing keeps the chain");
         let mut out = Vec::new();
         table.release(a, &mut out);
         assert_eq!(out, [1, 2, 3, 4, 5].map(BioTag));

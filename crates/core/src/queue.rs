@@ -499,6 +499,13 @@ impl BlockQueue {
         }
     }
 
+    /// Appends the tags of the bios `id` carries to `out`, in sector order: what a device
+    /// driver needs to build the transfer (one buffer per bio, as a vector) when it issues it.
+    pub fn bio_tags(&self, id: RequestId, out: &mut Vec<BioTag>) {
+        let request = self.table.get(id).unwrap_or_else(|| panic!("bio tags of stale {id:?}"));
+        self.bios.tags(request.bios, out);
+    }
+
     /// The device gave `id` back unfinished (its queue was full after all): it goes back to the
     /// front of the dispatch list and will be the next request issued.
     pub fn requeue(&mut self, now: Instant, id: RequestId) {

@@ -1,0 +1,480 @@
+//! The reactor: one thread's `BlockQueue` and scheduler in front of a backend. It splits each
+//! I/O into bios at `max_sectors_kb`, offers them to the queue (parking those the request pool
+//! refuses until the queue wakes their process), issues what the queue releases as one
+//! vectored transfer per request (its bios' buffers in sector order, so merged requests really
+//! are one device I/O), turns `Idle`/`Plugged` into the wait's deadline, and hands completed
+//! I/Os back. Everything here is single-threaded; `Engine` and `run` put it on a thread.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io;
+
+use elevator_core::{
+    Bio, BioTag, BlockQueue, Instant, IoPriority, Op, ProcessId, Pull, RequestFlags, RequestId,
+    SECTOR_SIZE_BYTES, Scheduler, Sector, Submitted,
+};
+
+use crate::backend::{Backend, Done, Transfer, TransferOp, Waker};
+use crate::clock::Clock;
+use crate::error::LiveError;
+
+/// What an I/O does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoOp {
+    /// Read into the buffer.
+    Read,
+    /// Write the buffer.
+    Write,
+    /// Write the device's cache to stable storage (no buffer).
+    Flush,
+}
+
+/// One I/O as the reactor takes it. The buffer at `ptr` (`len` bytes) is the caller's; it
+/// must stay valid and untouched until the I/O comes back finished.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IoRequest {
+    /// Handed back in [`IoFinished::key`].
+    pub(crate) key: u64,
+    pub(crate) op: IoOp,
+    pub(crate) offset: u64,
+    pub(crate) len: usize,
+    pub(crate) ptr: *mut u8,
+    pub(crate) process: ProcessId,
+    pub(crate) priority: IoPriority,
+    pub(crate) flags: RequestFlags,
+}
+
+/// A finished I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IoFinished {
+    pub(crate) key: u64,
+    /// Bytes moved, or the errno of the first failed transfer.
+    pub(crate) result: Result<usize, i32>,
+    pub(crate) submitted: Instant,
+    pub(crate) completed: Instant,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct IoSlot {
+    key: u64,
+    bios_left: u32,
+    bytes: usize,
+    error: Option<i32>,
+    submitted: Instant,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct BioSlot {
+    io: u32,
+    ptr: *mut u8,
+    len: usize,
+}
+
+/// A request on the device: its segments and how far the transfer got.
+#[derive(Debug)]
+struct InFlight {
+    request: RequestId,
+    op: TransferOp,
+    offset: u64,
+    iov: Vec<libc::iovec>,
+    /// After a short transfer: the segments still to do.
+    rest: Vec<libc::iovec>,
+    total: usize,
+    done: usize,
+}
+
+/// A slab with a free list: stable indices, reused.
+#[derive(Debug)]
+struct Slab<T> {
+    slots: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab { slots: Vec::new(), free: Vec::new() }
+    }
+}
+
+impl<T> Slab<T> {
+    fn insert(&mut self, value: T) -> u32 {
+        match self.free.pop() {
+            Some(index) => {
+                self.slots[index as usize] = Some(value);
+                index
+            }
+            None => {
+                self.slots.push(Some(value));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    fn remove(&mut self, index: u32) -> T {
+        let value = self.slots[index as usize].take().expect("a live slab slot");
+        self.free.push(index);
+        value
+    }
+
+    fn get_mut(&mut self, index: u32) -> &mut T {
+        self.slots[index as usize].as_mut().expect("a live slab slot")
+    }
+
+    fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+}
+
+/// Counters of the reactor itself (the queue and scheduler keep their own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReactorStats {
+    /// Transfers started (one per request, plus restarts of short ones).
+    pub transfers: u64,
+    /// Transfers that moved fewer bytes than asked and were continued.
+    pub short_transfers: u64,
+    /// Transfers that failed.
+    pub failed_transfers: u64,
+    /// Bios the request pool refused at first (parked until their process was woken).
+    pub parked_bios: u64,
+    /// Waits that ended on a deadline (the scheduler's idle or plug timer, or the caller's).
+    pub timer_wakeups: u64,
+}
+
+/// A `BlockQueue` in front of a backend.
+pub(crate) struct Reactor {
+    queue: BlockQueue,
+    backend: Box<dyn Backend>,
+    clock: Clock,
+    ios: Slab<IoSlot>,
+    bios: Slab<BioSlot>,
+    /// By request slot index.
+    in_flight: Vec<Option<InFlight>>,
+    /// Bios the pool refused, per process, in submission order.
+    parked: BTreeMap<ProcessId, VecDeque<Bio>>,
+    /// When the queue wants to be asked again (the scheduler idles or the queue is plugged).
+    timer: Option<Instant>,
+    tags: Vec<BioTag>,
+    done: Vec<Done>,
+    stats: ReactorStats,
+}
+
+// SAFETY: the raw pointers a reactor holds (bio buffers, iovec segments) point into buffers
+// its owner keeps alive alongside it until the I/O finishes; a reactor is used by one thread
+// at a time, and it moves to its thread (`Engine::open`) before it holds any I/O.
+#[allow(unsafe_code)]
+unsafe impl Send for Reactor {}
+
+impl std::fmt::Debug for Reactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reactor")
+            .field("backend", &self.backend.name())
+            .field("ios", &self.ios.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Reactor {
+    pub(crate) fn new(queue: BlockQueue, backend: Box<dyn Backend>, clock: Clock) -> Reactor {
+        Reactor {
+            queue,
+            backend,
+            clock,
+            ios: Slab::default(),
+            bios: Slab::default(),
+            in_flight: Vec::new(),
+            parked: BTreeMap::new(),
+            timer: None,
+            tags: Vec::new(),
+            done: Vec::new(),
+            stats: ReactorStats::default(),
+        }
+    }
+
+    pub(crate) fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    pub(crate) fn queue(&self) -> &BlockQueue {
+        &self.queue
+    }
+
+    pub(crate) fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    pub(crate) fn waker(&self) -> Waker {
+        self.backend.waker()
+    }
+
+    pub(crate) fn stats(&self) -> ReactorStats {
+        self.stats
+    }
+
+    /// I/Os taken and not yet finished.
+    pub(crate) fn outstanding(&self) -> usize {
+        self.ios.len()
+    }
+
+    /// Replaces the scheduler; every queued request moves to the new one (the queue's rule).
+    pub(crate) fn switch_scheduler(&mut self, scheduler: Box<dyn Scheduler>) -> Box<dyn Scheduler> {
+        let now = self.clock.now();
+        let old = self.queue.switch_scheduler(now, scheduler);
+        self.timer = None;
+        old
+    }
+
+    /// Takes `io`: splits it into bios and offers them to the queue. The caller checked
+    /// alignment and bounds.
+    pub(crate) fn submit(&mut self, io: IoRequest) -> Result<(), LiveError> {
+        let now = self.clock.now();
+        let max_bytes = self.queue.config().max_sectors() as usize * SECTOR_SIZE_BYTES as usize;
+        let op = match io.op {
+            IoOp::Read => Op::Read,
+            IoOp::Write => Op::Write,
+            IoOp::Flush => Op::Flush,
+        };
+        let pieces = if io.op == IoOp::Flush { 1 } else { io.len.div_ceil(max_bytes).max(1) };
+        let slot = self.ios.insert(IoSlot {
+            key: io.key,
+            bios_left: pieces as u32,
+            bytes: 0,
+            error: None,
+            submitted: now,
+        });
+        let mut offset = 0usize;
+        for _ in 0..pieces {
+            let len = if io.op == IoOp::Flush { 0 } else { (io.len - offset).min(max_bytes) };
+            // Within the caller's buffer: `offset + len <= io.len`.
+            let ptr = io.ptr.wrapping_add(offset);
+            let tag = self.bios.insert(BioSlot { io: slot, ptr, len });
+            let bio = Bio {
+                op,
+                start: Sector((io.offset + offset as u64) / SECTOR_SIZE_BYTES),
+                sector_count: (len as u64 / SECTOR_SIZE_BYTES) as u32,
+                flags: io.flags,
+                priority: io.priority,
+                process: io.process,
+                tag: BioTag(u64::from(tag)),
+            };
+            self.offer(now, bio)?;
+            offset += len;
+        }
+        Ok(())
+    }
+
+    /// Offers `bio`, or parks it behind its process's parked bios.
+    fn offer(&mut self, now: Instant, bio: Bio) -> Result<(), LiveError> {
+        if let Some(parked) = self.parked.get_mut(&bio.process) {
+            parked.push_back(bio);
+            return Ok(());
+        }
+        match self.queue.submit(now, bio).map_err(|e| LiveError::BadIo(e.to_string()))? {
+            Submitted::Merged { .. } | Submitted::Queued { .. } => {}
+            Submitted::Blocked => {
+                self.stats.parked_bios += 1;
+                self.parked.entry(bio.process).or_default().push_back(bio);
+            }
+        }
+        Ok(())
+    }
+
+    /// Offers parked bios of the processes the queue woke, in order, until one is refused.
+    fn resubmit_woken(&mut self, now: Instant) -> Result<(), LiveError> {
+        while let Some(process) = self.queue.pop_woken() {
+            let Some(mut parked) = self.parked.remove(&process) else { continue };
+            while let Some(bio) = parked.pop_front() {
+                match self.queue.submit(now, bio).map_err(|e| LiveError::BadIo(e.to_string()))? {
+                    Submitted::Merged { .. } | Submitted::Queued { .. } => {}
+                    Submitted::Blocked => {
+                        parked.push_front(bio);
+                        break;
+                    }
+                }
+            }
+            if !parked.is_empty() {
+                self.parked.insert(process, parked);
+            }
+        }
+        Ok(())
+    }
+
+    /// Issues what the queue releases; remembers its timer.
+    pub(crate) fn pump(&mut self) -> io::Result<()> {
+        let now = self.clock.now();
+        self.timer = None;
+        loop {
+            match self.queue.next_request(now) {
+                Pull::Issue(id) => self.issue(id)?,
+                Pull::Idle { until } | Pull::Plugged { until } => {
+                    self.timer = Some(until);
+                    return Ok(());
+                }
+                Pull::Busy | Pull::Empty => return Ok(()),
+            }
+        }
+    }
+
+    fn issue(&mut self, id: RequestId) -> io::Result<()> {
+        let request = self.queue.request(id).expect("an issued request is live");
+        let op = match request.op {
+            Op::Read => TransferOp::Read,
+            Op::Write => TransferOp::Write,
+            Op::Flush => TransferOp::Flush,
+            Op::Discard => unreachable!("the live engine submits no discards"),
+        };
+        let offset = request.start.0 * SECTOR_SIZE_BYTES;
+        self.tags.clear();
+        self.queue.bio_tags(id, &mut self.tags);
+        let mut iov = Vec::with_capacity(self.tags.len());
+        let mut total = 0;
+        for tag in &self.tags {
+            let bio = self.bios.slots[tag.0 as usize].as_ref().expect("a live bio");
+            if bio.len > 0 {
+                iov.push(libc::iovec { iov_base: bio.ptr.cast(), iov_len: bio.len });
+                total += bio.len;
+            }
+        }
+        let index = id.index();
+        if self.in_flight.len() <= index {
+            self.in_flight.resize_with(index + 1, || None);
+        }
+        let flight = InFlight { request: id, op, offset, iov, rest: Vec::new(), total, done: 0 };
+        self.start(index, flight)
+    }
+
+    /// Starts (or continues, after a short transfer) the transfer of `flight`.
+    fn start(&mut self, index: usize, mut flight: InFlight) -> io::Result<()> {
+        let (iov, iov_count) = if flight.done == 0 {
+            (flight.iov.as_ptr(), flight.iov.len() as u32)
+        } else {
+            // The segments from where the short transfer stopped.
+            let mut skip = flight.done;
+            flight.rest.clear();
+            for segment in &flight.iov {
+                if skip >= segment.iov_len {
+                    skip -= segment.iov_len;
+                    continue;
+                }
+                flight.rest.push(libc::iovec {
+                    iov_base: segment.iov_base.cast::<u8>().wrapping_add(skip).cast(),
+                    iov_len: segment.iov_len - skip,
+                });
+                skip = 0;
+            }
+            (flight.rest.as_ptr(), flight.rest.len() as u32)
+        };
+        let transfer = Transfer {
+            token: index as u64,
+            op: flight.op,
+            offset: flight.offset + flight.done as u64,
+            iov,
+            iov_count,
+        };
+        // The vectors' heap storage does not move with `flight`.
+        self.in_flight[index] = Some(flight);
+        self.stats.transfers += 1;
+        self.backend.start(transfer)
+    }
+
+    /// Waits for completions (at most until the queue's timer or `deadline`, not at all when
+    /// `block` is false), finishes them, issues what follows, and appends finished I/Os.
+    pub(crate) fn wait(
+        &mut self,
+        deadline: Option<Instant>,
+        block: bool,
+        finished: &mut Vec<IoFinished>,
+    ) -> Result<(), LiveError> {
+        self.pump().map_err(|source| LiveError::Backend { backend: self.backend.name(), source })?;
+        let wake_at = match (self.timer, deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let timeout = if !block {
+            Some(elevator_core::Duration::ZERO)
+        } else {
+            wake_at.map(|at| self.clock.until(at))
+        };
+        let mut done = std::mem::take(&mut self.done);
+        done.clear();
+        self.backend
+            .wait(timeout, &mut done)
+            .map_err(|source| LiveError::Backend { backend: self.backend.name(), source })?;
+        let now = self.clock.now();
+        if done.is_empty() && wake_at.is_some_and(|at| at <= now) {
+            self.stats.timer_wakeups += 1;
+        }
+        for &finished_transfer in &done {
+            self.complete(now, finished_transfer, finished)
+                .map_err(|source| LiveError::Backend { backend: self.backend.name(), source })?;
+        }
+        self.done = done;
+        self.resubmit_woken(now)?;
+        self.pump().map_err(|source| LiveError::Backend { backend: self.backend.name(), source })
+    }
+
+    fn complete(
+        &mut self,
+        now: Instant,
+        transfer: Done,
+        finished: &mut Vec<IoFinished>,
+    ) -> io::Result<()> {
+        let index = transfer.token as usize;
+        let mut flight = self.in_flight[index].take().expect("a transfer in flight");
+        let mut error = None;
+        if transfer.result < 0 {
+            self.stats.failed_transfers += 1;
+            error = Some(-transfer.result);
+        } else {
+            let moved = transfer.result as usize;
+            if flight.op != TransferOp::Flush && flight.done + moved < flight.total {
+                if moved == 0 {
+                    // The end of the target: the rest cannot be done.
+                    self.stats.failed_transfers += 1;
+                    error = Some(libc::ENXIO);
+                } else {
+                    self.stats.short_transfers += 1;
+                    flight.done += moved;
+                    return self.start(index, flight);
+                }
+            }
+        }
+        self.tags.clear();
+        let id = flight.request;
+        let _ = self.queue.complete(now, id, &mut self.tags);
+        for tag in std::mem::take(&mut self.tags) {
+            let bio = self.bios.remove(tag.0 as u32);
+            let io = self.ios.get_mut(bio.io);
+            io.bios_left -= 1;
+            match error {
+                Some(code) => {
+                    io.error.get_or_insert(code);
+                }
+                None => io.bytes += bio.len,
+            }
+            if io.bios_left == 0 {
+                let io = self.ios.remove(bio.io);
+                finished.push(IoFinished {
+                    key: io.key,
+                    result: io.error.map_or(Ok(io.bytes), Err),
+                    submitted: io.submitted,
+                    completed: now,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The error a failed transfer's errno stands for.
+    pub(crate) fn error_of(code: i32) -> io::Error {
+        io::Error::from_raw_os_error(code)
+    }
+
+    /// Waits until every I/O taken is finished, appending them.
+    pub(crate) fn drain(&mut self, finished: &mut Vec<IoFinished>) -> Result<(), LiveError> {
+        self.pump().map_err(|source| LiveError::Backend { backend: self.backend.name(), source })?;
+        while self.outstanding() > 0 {
+            self.wait(None, true, finished)?;
+        }
+        Ok(())
+    }
+}
