@@ -37,6 +37,15 @@ pub(crate) enum Command {
     /// each under noop, deadline, anticipatory and cfq, and prints each experiment's table as
     /// the tool printed it, with the best scheduler of each column.
     Compare(CompareArgs),
+    /// Run a workload live: our schedulers in front of a real file or block device, over
+    /// io_uring with O_DIRECT, once per scheduler on the same target.
+    ///
+    /// The target is a regular file (created with real data when missing, at --size) or a
+    /// block device. Writing is refused to a device that is mounted, in use or carries a
+    /// filesystem or partition-table signature, and to a file elevator did not create, unless
+    /// --force. Ctrl-C stops issuing, waits for in-flight I/O and prints the partial report
+    /// (exit 130). With --verify, any block that reads back wrong fails the run (exit 1).
+    Run(RunArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -87,6 +96,75 @@ pub(crate) struct CompareArgs {
     /// Write the report here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// The target: a regular file or a block device (default: a scratch file
+    /// /var/tmp/elevator.scratch, created at --size when missing).
+    #[arg(short, long, value_name = "PATH")]
+    pub(crate) target: Option<PathBuf>,
+
+    /// The workload: block-level (`job`, `dd:mode=read`, `hdparm`), e.g.
+    /// `job:rw=randread,bs=4k,iodepth=32,numjobs=2,runtime=10s`.
+    #[arg(short, long, default_value = crate::run::DEFAULT_WORKLOAD)]
+    pub(crate) workload: String,
+
+    /// A scheduler spec; repeat to compare (default: every registered scheduler).
+    #[arg(short, long = "scheduler", value_name = "SCHED")]
+    pub(crate) schedulers: Vec<String>,
+
+    /// Transfers in flight at once: the device queue depth the scheduler sees.
+    #[arg(long, default_value_t = 32)]
+    pub(crate) depth: u32,
+
+    /// The request pool's size per direction (`nr_requests`).
+    #[arg(long, default_value_t = 128)]
+    pub(crate) nr_requests: u32,
+
+    /// The largest request in KiB (`max_sectors_kb`); larger I/Os are split.
+    #[arg(long, default_value_t = 512)]
+    pub(crate) max_sectors_kb: u32,
+
+    /// Size of the scratch file to create when the target does not exist (default 1g; units
+    /// k, m, g); for an existing target, the least size it must have.
+    #[arg(long)]
+    pub(crate) size: Option<String>,
+
+    /// Stamp every written block with its offset and a generation and check every read.
+    #[arg(long)]
+    pub(crate) verify: bool,
+
+    /// Write even where the safety checks refuse (a mounted or signed device, a file
+    /// elevator did not create). This destroys data.
+    #[arg(long)]
+    pub(crate) force: bool,
+
+    /// The I/O backend: io_uring with the thread pool as fallback (auto), or either alone.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    pub(crate) engine: EngineChoice,
+
+    /// The seed of the workload's random streams.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+
+    /// Output format (default: from the -o file's extension, else table).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<ReportFormat>,
+
+    /// Write the report here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EngineChoice {
+    /// io_uring, or the thread pool (saying why) where io_uring is unavailable.
+    Auto,
+    /// io_uring only.
+    IoUring,
+    /// A thread pool of positional reads and writes.
+    Threads,
 }
 
 #[derive(Debug, clap::Args)]

@@ -1,12 +1,14 @@
 //! `elevator`: parse the command line, run the command, render, exit.
 //!
-//! Exit codes: 0 success, 1 a check or comparison failed, 2 a usage or input error. stdout
+//! Exit codes: 0 success, 1 a check or comparison failed, 2 a usage or input error, 130 a
+//! live run stopped by Ctrl-C (after printing its partial report). stdout
 //! carries only the requested output; diagnostics go to stderr. A closed stdout (`| head`)
 //! counts as success.
 
 mod args;
 mod compare;
 mod list;
+mod run;
 mod sim;
 
 use std::io::{self, Write};
@@ -18,6 +20,20 @@ use crate::args::{Args, Command};
 
 /// Usage or input error.
 const EXIT_USAGE: u8 = 2;
+/// A check failed (a verified block read back wrong, an I/O failed).
+const EXIT_CHECK_FAILED: u8 = 1;
+
+/// A check that failed: the command ran, and what it found is wrong. Exit code 1.
+#[derive(Debug)]
+pub(crate) struct CheckFailed(pub(crate) String);
+
+impl std::fmt::Display for CheckFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CheckFailed {}
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -27,18 +43,26 @@ fn main() -> ExitCode {
         Command::List(list_args) => list::run(list_args, &mut out),
         Command::Sim(sim_args) => sim::run_command(sim_args, &mut out),
         Command::Compare(compare_args) => compare::run_command(compare_args, &mut out),
+        Command::Run(run_args) => run::run_command(run_args, &mut out),
     };
     let result = result.and_then(|()| out.flush().map_err(anyhow::Error::from));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) if error.downcast_ref::<run::Interrupted>().is_some() => {
+            ExitCode::from(run::EXIT_INTERRUPTED)
+        }
         Err(error) => {
             // stderr is the only place left to say what went wrong.
             #[allow(clippy::print_stderr)]
             {
                 eprintln!("elevator: {error:#}");
             }
-            ExitCode::from(EXIT_USAGE)
+            if error.downcast_ref::<CheckFailed>().is_some() {
+                ExitCode::from(EXIT_CHECK_FAILED)
+            } else {
+                ExitCode::from(EXIT_USAGE)
+            }
         }
     }
 }

@@ -242,7 +242,12 @@ impl Engine {
                 result
             })
             .map_err(|source| LiveError::Backend { backend: "thread", source })?;
-        Ok(Engine { handle: Handle { shared }, thread: Some(thread), backend: backend_name, fallback })
+        Ok(Engine {
+            handle: Handle { shared },
+            thread: Some(thread),
+            backend: backend_name,
+            fallback,
+        })
     }
 
     /// A handle for submitting.
@@ -327,7 +332,12 @@ impl Handle {
     }
 
     /// Reads `buf.len()` bytes at `offset` into `buf`; wait on the ticket.
-    pub fn read(&self, context: IoContext, offset: u64, buf: AlignedBuf) -> Result<Ticket, LiveError> {
+    pub fn read(
+        &self,
+        context: IoContext,
+        offset: u64,
+        buf: AlignedBuf,
+    ) -> Result<Ticket, LiveError> {
         let slot = Arc::new(TicketSlot::default());
         let completer = Completer::Ticket(Arc::clone(&slot));
         self.submit(IoOp::Read, context, offset, Some(buf), completer)?;
@@ -414,8 +424,9 @@ fn engine_loop(mut reactor: Reactor, shared: &Shared) -> Result<(), LiveError> {
         for command in commands.drain(..) {
             match command {
                 Command::Io { op, offset, mut buf, context, completer } => {
-                    let (ptr, len) =
-                        buf.as_mut().map_or((std::ptr::null_mut(), 0), |b| (b.as_mut_ptr(), b.len()));
+                    let (ptr, len) = buf
+                        .as_mut()
+                        .map_or((std::ptr::null_mut(), 0), |b| (b.as_mut_ptr(), b.len()));
                     let key = match free.pop() {
                         Some(key) => key,
                         None => {
@@ -423,7 +434,8 @@ fn engine_loop(mut reactor: Reactor, shared: &Shared) -> Result<(), LiveError> {
                             pending.len() - 1
                         }
                     };
-                    let flags = if op == IoOp::Write { RequestFlags::SYNC } else { RequestFlags::NONE };
+                    let flags =
+                        if op == IoOp::Write { RequestFlags::SYNC } else { RequestFlags::NONE };
                     let request = IoRequest {
                         key: key as u64,
                         op,
@@ -442,7 +454,10 @@ fn engine_loop(mut reactor: Reactor, shared: &Shared) -> Result<(), LiveError> {
                             op,
                             offset,
                             buf: entry.buf,
-                            result: Err(io::Error::new(io::ErrorKind::InvalidInput, error.to_string())),
+                            result: Err(io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                error.to_string(),
+                            )),
                             latency: Duration::ZERO,
                         });
                     }

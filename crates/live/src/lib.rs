@@ -46,6 +46,7 @@
 pub mod backend;
 pub mod buffer;
 pub mod clock;
+mod cpu;
 pub mod engine;
 pub mod error;
 pub mod reactor;

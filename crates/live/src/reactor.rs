@@ -137,6 +137,8 @@ pub struct ReactorStats {
     pub parked_bios: u64,
     /// Waits that ended on a deadline (the scheduler's idle or plug timer, or the caller's).
     pub timer_wakeups: u64,
+    /// Time with at least one transfer on the device.
+    pub busy_ns: u64,
 }
 
 /// A `BlockQueue` in front of a backend.
@@ -152,6 +154,8 @@ pub(crate) struct Reactor {
     parked: BTreeMap<ProcessId, VecDeque<Bio>>,
     /// When the queue wants to be asked again (the scheduler idles or the queue is plugged).
     timer: Option<Instant>,
+    /// Since when the device has had a transfer (none: idle).
+    busy_since: Option<Instant>,
     tags: Vec<BioTag>,
     done: Vec<Done>,
     stats: ReactorStats,
@@ -184,6 +188,7 @@ impl Reactor {
             in_flight: Vec::new(),
             parked: BTreeMap::new(),
             timer: None,
+            busy_since: None,
             tags: Vec::new(),
             done: Vec::new(),
             stats: ReactorStats::default(),
@@ -315,6 +320,9 @@ impl Reactor {
     }
 
     fn issue(&mut self, id: RequestId) -> io::Result<()> {
+        if self.busy_since.is_none() {
+            self.busy_since = Some(self.clock.now());
+        }
         let request = self.queue.request(id).expect("an issued request is live");
         let op = match request.op {
             Op::Read => TransferOp::Read,
@@ -384,7 +392,8 @@ impl Reactor {
         block: bool,
         finished: &mut Vec<IoFinished>,
     ) -> Result<(), LiveError> {
-        self.pump().map_err(|source| LiveError::Backend { backend: self.backend.name(), source })?;
+        self.pump()
+            .map_err(|source| LiveError::Backend { backend: self.backend.name(), source })?;
         let wake_at = match (self.timer, deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -441,6 +450,11 @@ impl Reactor {
         self.tags.clear();
         let id = flight.request;
         let _ = self.queue.complete(now, id, &mut self.tags);
+        if self.queue.in_flight() == 0
+            && let Some(since) = self.busy_since.take()
+        {
+            self.stats.busy_ns += now.saturating_since(since).as_nanos();
+        }
         for tag in std::mem::take(&mut self.tags) {
             let bio = self.bios.remove(tag.0 as u32);
             let io = self.ios.get_mut(bio.io);
@@ -467,14 +481,5 @@ impl Reactor {
     /// The error a failed transfer's errno stands for.
     pub(crate) fn error_of(code: i32) -> io::Error {
         io::Error::from_raw_os_error(code)
-    }
-
-    /// Waits until every I/O taken is finished, appending them.
-    pub(crate) fn drain(&mut self, finished: &mut Vec<IoFinished>) -> Result<(), LiveError> {
-        self.pump().map_err(|source| LiveError::Backend { backend: self.backend.name(), source })?;
-        while self.outstanding() > 0 {
-            self.wait(None, true, finished)?;
-        }
-        Ok(())
     }
 }

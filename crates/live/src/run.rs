@@ -1,1 +1,509 @@
-//! placeholder
+//! `elevator run`: a workload's issuers (the state machines of `elevator-workload`) driven by
+//! real time through a reactor on the calling thread, reported like a simulated run with
+//! `mode: "live"`.
+//!
+//! Live runs take block-level workloads: direct I/O to the target as a whole device (the
+//! `job` kind, `dd` and `hdparm` reading a raw device). Workloads that need files and the page
+//! cache (iozone, dd to a file, the database loads) run in the simulator's host model.
+//!
+//! With `verify`, every write carries the verify stamp of its blocks and a fresh generation,
+//! and every read is checked against the generation the last write submitted before it left
+//! there (the block queue orders overlapping requests, so that is what the device must
+//! return); blocks the run did not write are checked as far as can be known (see
+//! [`crate::verify`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use elevator_core::{Duration, Instant, Prng};
+use elevator_report::{
+    DeviceStats, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run, SchedulerStats,
+};
+use elevator_workload::{Io, IoKind, Issuer, Place, Poll, Target as WorkloadTarget, WorkloadSpec};
+
+use crate::backend;
+use crate::buffer::{AlignedBuf, BufferPool};
+use crate::clock::Clock;
+use crate::cpu::process_cpu_ns;
+use crate::engine::EngineOptions;
+use crate::error::LiveError;
+use crate::reactor::{IoFinished, IoOp, IoRequest, Reactor};
+use crate::target::Target;
+use crate::verify::{self, Generations, Mismatch, VERIFY_BLOCK_BYTES};
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Scheduler, depth, queue settings and backend.
+    pub engine: EngineOptions,
+    /// Stamp every write and check every read.
+    pub verify: bool,
+    /// The workload's random streams.
+    pub seed: u64,
+    /// Set (by a Ctrl-C handler) to stop issuing: in-flight I/O finishes and the run reports
+    /// what it did.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+/// Where a run is, for a progress line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// The phase running.
+    pub phase: String,
+    /// Time since the run started.
+    pub elapsed: Duration,
+    /// Bytes moved so far in the run.
+    pub bytes: u64,
+    /// I/Os completed so far in the run.
+    pub ios: u64,
+}
+
+/// What `--verify` found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VerifySummary {
+    /// Blocks (512 bytes) written with a stamp.
+    pub blocks_written: u64,
+    /// Blocks read and checked.
+    pub blocks_checked: u64,
+    /// Blocks read whose content the run could not know (a device region no write of the
+    /// run touched).
+    pub blocks_unknown: u64,
+    /// Blocks that did not read back as expected.
+    pub mismatches: u64,
+    /// The first few mismatches.
+    pub examples: Vec<Mismatch>,
+}
+
+/// A finished live run.
+#[derive(Clone, Debug)]
+pub struct LiveRun {
+    /// The report.
+    pub run: Run,
+    /// What `--verify` found, when asked.
+    pub verify: Option<VerifySummary>,
+    /// Stopped early by the stop flag.
+    pub interrupted: bool,
+    /// I/Os that failed, and the first error.
+    pub io_errors: (u64, Option<String>),
+    /// `io_uring` or `threads`.
+    pub backend: &'static str,
+    /// Why io_uring was not used, when the run fell back to the thread pool.
+    pub fallback: Option<String>,
+}
+
+/// How many mismatches a summary keeps as examples.
+const MISMATCH_EXAMPLES: usize = 10;
+
+/// One of the run's I/Os in flight.
+struct LiveIo {
+    issuer: usize,
+    io: Io,
+    buf: Option<AlignedBuf>,
+    /// For a verified read: what each block must hold.
+    expected: Vec<verify::Expect>,
+}
+
+struct IssuerState {
+    issuer: Box<dyn Issuer>,
+    /// Poll it now (new, after a completion, after a sleep).
+    wants_poll: bool,
+    sleeping_until: Option<Instant>,
+    done: bool,
+}
+
+/// Runs `workload` on `target` once, as `options` say; `progress` is called about once a
+/// second.
+pub fn run_workload(
+    target: &Target,
+    workload: &WorkloadSpec,
+    options: &RunOptions,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<LiveRun, LiveError> {
+    let name = target.path().file_name().map_or_else(
+        || target.path().display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    let targets = [WorkloadTarget { name, capacity_bytes: target.size_bytes() }];
+    let plan = workload.plan(&targets, &Prng::new(options.seed))?;
+    if !plan.files.is_empty() {
+        return Err(LiveError::BadIo(format!(
+            "`{}` works on files through the page cache; live runs take block-level workloads \
+             (job, dd mode=read, hdparm): run it with `elevator sim`",
+            workload.kind().name()
+        )));
+    }
+    if workload.may_write() && !target.writable() {
+        return Err(LiveError::BadIo(format!(
+            "`{workload}` writes, but the target was opened read-only"
+        )));
+    }
+    let queue = options.engine.queue()?;
+    let (backend, fallback) = backend::build(
+        options.engine.backend,
+        target.fd(),
+        options.engine.depth,
+        options.engine.ring_entries,
+    )
+    .map_err(|source| LiveError::Backend { backend: "setup", source })?;
+    let clock = Clock::start();
+    let mut driver = Driver {
+        reactor: Reactor::new(queue, backend, clock),
+        target,
+        clock,
+        pool: BufferPool::default(),
+        ios: Vec::new(),
+        free: Vec::new(),
+        generations: options
+            .verify
+            .then(|| Generations::new(target.is_scratch(), Generations::random_first())),
+        verify: options.verify.then(VerifySummary::default),
+        io_errors: (0, None),
+        bytes: 0,
+        completed: 0,
+    };
+    let stop = options.stop.clone();
+    let stopped = || stop.as_ref().is_some_and(|flag| flag.load(Ordering::SeqCst));
+    let mut phases = Vec::new();
+    let mut counters_by_phase = Vec::new();
+    let mut interrupted = false;
+    let mut last_progress = Instant::ZERO;
+    for phase in plan.phases {
+        let started = clock.now();
+        let names = phase.issuers.iter().map(|issuer| issuer.name().to_owned()).collect();
+        let mut recorder = PhaseRecorder::new(phase.name.clone(), started, names).histogram_only();
+        let mut issuers: Vec<IssuerState> = phase
+            .issuers
+            .into_iter()
+            .map(|issuer| IssuerState {
+                issuer,
+                wants_poll: true,
+                sleeping_until: None,
+                done: false,
+            })
+            .collect();
+        let cpu_at_start = process_cpu_ns();
+        let mut finished = Vec::new();
+        loop {
+            let now = clock.now();
+            if !interrupted && stopped() {
+                interrupted = true;
+            }
+            if !interrupted {
+                for (index, state) in issuers.iter_mut().enumerate() {
+                    driver.poll_issuer(index, state, now, phase.stonewall, &mut recorder)?;
+                }
+            }
+            let all_done = interrupted || issuers.iter().all(|state| state.done);
+            if all_done && driver.reactor.outstanding() == 0 {
+                recorder.extend_to(clock.now());
+                break;
+            }
+            let wake = issuers.iter().filter(|s| !s.done).filter_map(|s| s.sleeping_until).min();
+            // While stopping, check the flag again at least every 100 ms.
+            let wake = if stop.is_some() {
+                let check = now + Duration::from_millis(100);
+                Some(wake.map_or(check, |at| at.min(check)))
+            } else {
+                wake
+            };
+            driver.reactor.wait(wake, true, &mut finished)?;
+            for done in finished.drain(..) {
+                driver.finish(done, &mut issuers, &mut recorder);
+            }
+            let now = clock.now();
+            if now.saturating_since(last_progress) >= Duration::from_secs(1) {
+                last_progress = now;
+                progress(&Progress {
+                    phase: phase.name.clone(),
+                    elapsed: now.saturating_since(Instant::ZERO),
+                    bytes: driver.bytes,
+                    ios: driver.completed,
+                });
+            }
+        }
+        let cpu_at_end = process_cpu_ns();
+        recorder.record_process_cpu(
+            cpu_at_end.0.saturating_sub(cpu_at_start.0),
+            cpu_at_end.1.saturating_sub(cpu_at_start.1),
+        );
+        let mut counters: BTreeMap<&'static str, u64> = BTreeMap::new();
+        for state in &issuers {
+            for (name, value) in state.issuer.counters() {
+                *counters.entry(name).or_default() += value;
+            }
+        }
+        for (&name, &value) in &counters {
+            recorder.add_counter(name, value);
+        }
+        counters_by_phase.push(counters);
+        phases.push(recorder.finish());
+        if interrupted {
+            break;
+        }
+    }
+    let run = driver.report(workload, options, phases, fallback.as_deref());
+    Ok(LiveRun {
+        run,
+        verify: driver.verify,
+        interrupted,
+        io_errors: driver.io_errors,
+        backend: driver.reactor.backend_name(),
+        fallback,
+    })
+}
+
+/// The run's state besides the issuers.
+struct Driver<'t> {
+    reactor: Reactor,
+    target: &'t Target,
+    clock: Clock,
+    pool: BufferPool,
+    ios: Vec<Option<LiveIo>>,
+    free: Vec<usize>,
+    generations: Option<Generations>,
+    verify: Option<VerifySummary>,
+    io_errors: (u64, Option<String>),
+    bytes: u64,
+    completed: u64,
+}
+
+impl Driver<'_> {
+    /// Polls one issuer if it is due, submitting what it asks for.
+    fn poll_issuer(
+        &mut self,
+        index: usize,
+        state: &mut IssuerState,
+        now: Instant,
+        stonewall: bool,
+        recorder: &mut PhaseRecorder,
+    ) -> Result<(), LiveError> {
+        if state.done {
+            return Ok(());
+        }
+        let due = state.sleeping_until.is_some_and(|at| at <= now);
+        if !state.wants_poll && !due {
+            return Ok(());
+        }
+        state.wants_poll = false;
+        state.sleeping_until = None;
+        loop {
+            match state.issuer.poll(now) {
+                Poll::Submit(io) => self.submit(index, state.issuer.as_ref(), io)?,
+                Poll::Sleep { until } => {
+                    state.sleeping_until = Some(until);
+                    return Ok(());
+                }
+                Poll::Wait => return Ok(()),
+                Poll::Done => {
+                    state.done = true;
+                    if stonewall {
+                        recorder.stonewall(now);
+                    }
+                    recorder.extend_to(now);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Checks `io` against the target and hands it to the reactor.
+    fn submit(&mut self, issuer: usize, owner: &dyn Issuer, io: Io) -> Result<(), LiveError> {
+        let bad = |problem: String| LiveError::BadIo(format!("{}: {problem}", owner.name()));
+        if io.place != Place::Device(0) {
+            return Err(bad("live runs address the target as one device".into()));
+        }
+        let op = match io.kind {
+            IoKind::Read => IoOp::Read,
+            IoKind::Write => IoOp::Write,
+            IoKind::Sync => IoOp::Flush,
+            IoKind::Discard | IoKind::DropCaches => {
+                return Err(bad(format!("{:?} is not supported by live runs", io.kind)));
+            }
+        };
+        if !io.direct && op != IoOp::Flush {
+            return Err(bad(
+                "buffered I/O (direct=0) needs the page cache: set direct=1, or run it with \
+                 `elevator sim`"
+                    .into(),
+            ));
+        }
+        let align = self.target.align_bytes();
+        let len = io.size_bytes;
+        if op != IoOp::Flush {
+            if io.offset_bytes % align != 0 || len % align != 0 || len == 0 {
+                return Err(bad(format!(
+                    "an I/O of {len} bytes at byte {} is not a multiple of the target's \
+                     {align}-byte O_DIRECT alignment (use block sizes and offsets in multiples \
+                     of {align})",
+                    io.offset_bytes
+                )));
+            }
+            if io.offset_bytes + len > self.target.size_bytes() {
+                return Err(bad(format!(
+                    "an I/O at byte {} of {len} bytes runs past the target's end ({} bytes)",
+                    io.offset_bytes,
+                    self.target.size_bytes()
+                )));
+            }
+        }
+        let mut buf = (op != IoOp::Flush).then(|| self.pool.take(len as usize));
+        let mut expected = Vec::new();
+        if let (Some(generations), Some(buf)) = (&mut self.generations, &mut buf) {
+            let blocks = len as usize / VERIFY_BLOCK_BYTES;
+            match op {
+                IoOp::Write => {
+                    let generation = generations.write(io.offset_bytes, io.offset_bytes + len);
+                    verify::stamp(buf.as_mut_slice(), io.offset_bytes, generation);
+                    if let Some(summary) = &mut self.verify {
+                        summary.blocks_written += blocks as u64;
+                    }
+                }
+                IoOp::Read => {
+                    expected = (0..blocks)
+                        .map(|block| {
+                            generations
+                                .expected(io.offset_bytes + (block * VERIFY_BLOCK_BYTES) as u64)
+                        })
+                        .collect();
+                }
+                IoOp::Flush => {}
+            }
+        }
+        let (ptr, buf_len) =
+            buf.as_mut().map_or((std::ptr::null_mut(), 0), |b| (b.as_mut_ptr(), b.len()));
+        let key = match self.free.pop() {
+            Some(key) => key,
+            None => {
+                self.ios.push(None);
+                self.ios.len() - 1
+            }
+        };
+        self.ios[key] = Some(LiveIo { issuer, io, buf, expected });
+        self.reactor.submit(IoRequest {
+            key: key as u64,
+            op,
+            offset: io.offset_bytes,
+            len: buf_len,
+            ptr,
+            process: owner.process(),
+            priority: owner.priority(),
+            flags: io.flags,
+        })
+    }
+
+    /// Accounts a finished I/O and tells its issuer.
+    fn finish(
+        &mut self,
+        done: IoFinished,
+        issuers: &mut [IssuerState],
+        recorder: &mut PhaseRecorder,
+    ) {
+        let key = done.key as usize;
+        let live = self.ios[key].take().expect("a live I/O");
+        self.free.push(key);
+        let bytes = match done.result {
+            Ok(bytes) => bytes as u64,
+            Err(code) => {
+                self.io_errors.0 += 1;
+                if self.io_errors.1.is_none() {
+                    self.io_errors.1 = Some(format!(
+                        "{:?} of {} bytes at byte {}: {}",
+                        live.io.kind,
+                        live.io.size_bytes,
+                        live.io.offset_bytes,
+                        Reactor::error_of(code)
+                    ));
+                }
+                0
+            }
+        };
+        if let (Some(summary), Some(buf), Ok(_)) = (&mut self.verify, &live.buf, done.result)
+            && live.io.kind == IoKind::Read
+        {
+            let (mismatches, checked) =
+                verify::check_read(buf.as_slice(), live.io.offset_bytes, &live.expected);
+            summary.blocks_checked += checked;
+            summary.blocks_unknown += live.expected.len() as u64 - checked;
+            summary.mismatches += mismatches.len() as u64;
+            let room = MISMATCH_EXAMPLES.saturating_sub(summary.examples.len());
+            summary.examples.extend(mismatches.into_iter().take(room));
+        }
+        if let Some(buf) = live.buf {
+            self.pool.give(buf);
+        }
+        self.bytes += bytes;
+        self.completed += 1;
+        recorder.record(live.issuer, bytes, done.submitted, done.completed);
+        let state = &mut issuers[live.issuer];
+        state.issuer.complete(done.completed, live.io.id);
+        state.wants_poll = true;
+    }
+
+    fn report(
+        &self,
+        workload: &WorkloadSpec,
+        options: &RunOptions,
+        phases: Vec<elevator_report::Phase>,
+        fallback: Option<&str>,
+    ) -> Run {
+        let engine = &options.engine;
+        let mut config = BTreeMap::new();
+        let mut set = |key: &str, value: String| {
+            config.insert(key.to_owned(), value);
+        };
+        set("live.backend", self.reactor.backend_name().to_owned());
+        if let Some(reason) = fallback {
+            set("live.fallback", reason.to_owned());
+        }
+        set("live.seed", options.seed.to_string());
+        set("live.verify", u8::from(options.verify).to_string());
+        set("target.path", self.target.path().display().to_string());
+        set("target.description", self.target.describe());
+        set("target.size_bytes", self.target.size_bytes().to_string());
+        set("target.align_bytes", self.target.align_bytes().to_string());
+        set("queue.depth", engine.depth.to_string());
+        set("queue.nr_requests", engine.nr_requests.to_string());
+        set("queue.max_sectors_kb", engine.max_sectors_kb.to_string());
+        for (key, value) in engine.scheduler.resolved() {
+            set(&format!("scheduler.{key}"), value.to_string());
+        }
+        for (key, value) in workload.resolved() {
+            set(&format!("workload.{key}"), value);
+        }
+        let queue = self.reactor.queue();
+        let stats = queue.stats(self.clock.now());
+        let mut scheduler_stats = SchedulerStats::default();
+        scheduler_stats.add_queue(&stats, &queue.scheduler().counters());
+        let mut queue_stats = ReportQueueStats::default();
+        queue_stats.add_queue(&stats);
+        let reactor = self.reactor.stats();
+        let extra: BTreeMap<String, u64> = [
+            ("short_transfers", reactor.short_transfers),
+            ("failed_transfers", reactor.failed_transfers),
+            ("parked_bios", reactor.parked_bios),
+            ("timer_wakeups", reactor.timer_wakeups),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+        Run {
+            mode: Mode::Live,
+            experiment: None,
+            device: self.target.path().display().to_string(),
+            workload: workload.to_string(),
+            scheduler: engine.scheduler.to_string(),
+            config,
+            phases,
+            scheduler_stats,
+            queue_stats,
+            device_stats: DeviceStats {
+                requests: reactor.transfers,
+                busy_ns: reactor.busy_ns,
+                seek_distance_sectors: stats.seek_distance_sectors,
+                extra,
+            },
+            host_stats: BTreeMap::new(),
+        }
+    }
+}

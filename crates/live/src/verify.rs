@@ -1,10 +1,14 @@
 //! `--verify`: every 512-byte block written carries its own byte offset, a generation (which
 //! write put it there) and a check value derived from both, and the rest of the block is a
 //! pattern derived from the check value. A read compares each block against what the last
-//! write submitted before it (or the initial fill) must have left: a block from the wrong
-//! place, a stale or torn write, or corrupted bytes all show.
+//! write submitted before it must have left: a block from the wrong place, a stale or torn
+//! write, or corrupted bytes all show.
 //!
-//! Generation 0 is the fill a scratch file is created with; writes of a run count from 1.
+//! Blocks this run did not write are checked as far as can be known: on a scratch file every
+//! block carries some stamp (the fill, generation 0, or an earlier run's write), so it must
+//! be a consistent block for its own offset, of any generation; on a device, whose earlier
+//! content is unknown, they go unchecked. Each run numbers its writes from a random base, so
+//! a stale block from an earlier run cannot pass for this run's write.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -50,19 +54,26 @@ pub fn stamp(buf: &mut [u8], offset: u64, generation: u64) {
 pub struct Mismatch {
     /// The block's byte offset on the target.
     pub offset: u64,
-    /// The generation it should hold.
-    pub expected_generation: u64,
+    /// The generation it should hold (`None`: any, consistent with its offset).
+    pub expected_generation: Option<u64>,
     /// What was there instead.
     pub found: String,
 }
 
 impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "block at byte {}: expected generation {}, found {}",
-            self.offset, self.expected_generation, self.found
-        )
+        match self.expected_generation {
+            Some(generation) => write!(
+                f,
+                "block at byte {}: expected generation {generation}, found {}",
+                self.offset, self.found
+            ),
+            None => write!(
+                f,
+                "block at byte {}: expected a stamped block, found {}",
+                self.offset, self.found
+            ),
+        }
     }
 }
 
@@ -70,8 +81,25 @@ fn read_u64(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(bytes.try_into().expect("8 bytes"))
 }
 
-/// Checks the block at `offset` (`block` is one block) against generation `expected`.
-pub fn check_block(block: &[u8], offset: u64, expected: u64) -> Result<(), Mismatch> {
+/// What a block must hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// The stamp of this generation.
+    Generation(u64),
+    /// A consistent stamp for its offset, of any generation (a scratch file's block this run
+    /// did not write).
+    AnyGeneration,
+    /// Anything (a device's block this run did not write).
+    Unknown,
+}
+
+/// Checks the block at `offset` (`block` is one block) against `expect`.
+pub fn check_block(block: &[u8], offset: u64, expect: Expect) -> Result<(), Mismatch> {
+    let expected = match expect {
+        Expect::Generation(generation) => Some(generation),
+        Expect::AnyGeneration => None,
+        Expect::Unknown => return Ok(()),
+    };
     let mismatch = |found: String| Mismatch { offset, expected_generation: expected, found };
     if read_u64(&block[0..8]) != MAGIC {
         return Err(mismatch("no verify header (never written by a verifying run?)".into()));
@@ -83,7 +111,7 @@ pub fn check_block(block: &[u8], offset: u64, expected: u64) -> Result<(), Misma
     if read_u64(&block[24..32]) != check_value(offset, generation) {
         return Err(mismatch(format!("a corrupted header (generation field {generation})")));
     }
-    if generation != expected {
+    if expected.is_some_and(|wanted| generation != wanted) {
         return Err(mismatch(format!("generation {generation}")));
     }
     let check = check_value(offset, generation);
@@ -100,21 +128,33 @@ pub fn check_block(block: &[u8], offset: u64, expected: u64) -> Result<(), Misma
 }
 
 /// Which generation every block of the target holds, as far as this run knows: written
-/// ranges with the generation of the last write submitted to them; elsewhere the initial
-/// fill (generation 0) when the run created the target, unknown otherwise.
+/// ranges with the generation of the last write submitted to them; elsewhere a stamp of any
+/// generation (a scratch file) or unknown (a device).
 #[derive(Clone, Debug)]
 pub struct Generations {
     /// Disjoint written ranges: start byte → (end byte, generation).
     written: BTreeMap<u64, (u64, u64)>,
-    /// The generation of unwritten blocks, if known.
-    initial: Option<u64>,
+    /// Whether blocks this run did not write carry stamps.
+    stamped: bool,
     next: u64,
 }
 
 impl Generations {
-    /// A target whose unwritten blocks hold generation 0 (`filled`) or are unknown.
-    pub fn new(filled: bool) -> Generations {
-        Generations { written: BTreeMap::new(), initial: filled.then_some(0), next: 1 }
+    /// A target whose blocks all carry stamps (`stamped`: a scratch file) or hold unknown
+    /// data, this run numbering its writes from `first` (random per run; never 0, the fill).
+    pub fn new(stamped: bool, first: u64) -> Generations {
+        Generations { written: BTreeMap::new(), stamped, next: first.max(1) }
+    }
+
+    /// A run's random first generation: 63 random bits, so that runs do not share numbers.
+    pub fn random_first() -> u64 {
+        let mut bytes = [0u8; 8];
+        // Without randomness, the time since boot in ns still differs between runs.
+        if rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).is_err() {
+            bytes = (rustix::time::clock_gettime(rustix::time::ClockId::Boottime).tv_nsec as u64)
+                .to_le_bytes();
+        }
+        (u64::from_le_bytes(bytes) >> 1).max(1)
     }
 
     /// A write of `start..end` is being submitted: its generation, now what those blocks
@@ -143,32 +183,34 @@ impl Generations {
         generation
     }
 
-    /// The expected generation of the block at `offset`, if known.
-    pub fn expected(&self, offset: u64) -> Option<u64> {
+    /// What the block at `offset` must hold.
+    pub fn expected(&self, offset: u64) -> Expect {
         match self.written.range(..=offset).next_back() {
-            Some((_, &(end, generation))) if offset < end => Some(generation),
-            _ => self.initial,
+            Some((_, &(end, generation))) if offset < end => Expect::Generation(generation),
+            _ if self.stamped => Expect::AnyGeneration,
+            _ => Expect::Unknown,
         }
     }
 
-    /// Written ranges tracked (bounded by the number of distinct writes in flight of being
-    /// overwritten; adjacent writes of one generation are not coalesced).
+    /// Written ranges tracked (adjacent writes are not coalesced).
     pub fn ranges(&self) -> usize {
         self.written.len()
     }
 }
 
-/// Checks a read of `buf` at `offset` against `expected` (one entry per block: `None` where
-/// the content is unknown and goes unchecked). Returns the mismatches and how many blocks
-/// were checked.
-pub fn check_read(buf: &[u8], offset: u64, expected: &[Option<u64>]) -> (Vec<Mismatch>, u64) {
+/// Checks a read of `buf` at `offset` against `expected` (one entry per block). Returns the
+/// mismatches and how many blocks were checked (unknown ones are not).
+pub fn check_read(buf: &[u8], offset: u64, expected: &[Expect]) -> (Vec<Mismatch>, u64) {
     let mut mismatches = Vec::new();
     let mut checked = 0;
     for (index, block) in buf.chunks_exact(VERIFY_BLOCK_BYTES).enumerate() {
-        let Some(generation) = expected.get(index).copied().flatten() else { continue };
+        let expect = expected.get(index).copied().unwrap_or(Expect::Unknown);
+        if expect == Expect::Unknown {
+            continue;
+        }
         checked += 1;
         let block_offset = offset + (index * VERIFY_BLOCK_BYTES) as u64;
-        if let Err(mismatch) = check_block(block, block_offset, generation) {
+        if let Err(mismatch) = check_block(block, block_offset, expect) {
             mismatches.push(mismatch);
         }
     }
@@ -185,11 +227,11 @@ mod tests {
     fn stamped_blocks_check_clean_and_damage_is_named() {
         let mut buf = vec![0u8; 4 * VERIFY_BLOCK_BYTES];
         stamp(&mut buf, 8192, 5);
-        let expected = [Some(5); 4];
+        let expected = [Expect::Generation(5); 4];
         assert_eq!(check_read(&buf, 8192, &expected), (vec![], 4));
         let (moved, _) = check_read(&buf, 8704, &expected);
         assert!(moved[0].found.contains("written for byte 8192"), "{}", moved[0]);
-        let (stale, _) = check_read(&buf, 8192, &[Some(6); 4]);
+        let (stale, _) = check_read(&buf, 8192, &[Expect::Generation(6); 4]);
         assert_eq!(stale.len(), 4);
         assert!(stale[0].found.contains("generation 5"));
         buf[VERIFY_BLOCK_BYTES + 100] ^= 1;
@@ -197,28 +239,35 @@ mod tests {
         assert_eq!(flipped.len(), 1);
         assert!(flipped[0].found.contains("corrupted data in bytes 96..104"), "{}", flipped[0]);
         let zeroes = vec![0u8; VERIFY_BLOCK_BYTES];
-        assert!(check_block(&zeroes, 0, 0).unwrap_err().found.contains("no verify header"));
+        let zeroed = check_block(&zeroes, 0, Expect::AnyGeneration).unwrap_err();
+        assert!(zeroed.found.contains("no verify header"));
+        // Any generation passes when any is expected, but not a block from elsewhere.
+        assert_eq!(check_read(&buf[..512], 8192, &[Expect::AnyGeneration]), (vec![], 1));
+        assert_eq!(check_read(&buf[..512], 0, &[Expect::AnyGeneration]).0.len(), 1);
         // Unknown blocks go unchecked.
-        assert_eq!(check_read(&zeroes, 0, &[None]), (vec![], 0));
+        assert_eq!(check_read(&zeroes, 0, &[Expect::Unknown]), (vec![], 0));
     }
 
     // Proves the generation map: the last write submitted to a block wins, partial overlaps
-    // split older ranges, and unwritten blocks are the fill or unknown.
+    // split older ranges, and unwritten blocks are any stamp (scratch) or unknown (device).
     #[test]
     fn the_last_write_to_a_block_is_expected() {
-        let mut generations = Generations::new(true);
+        let mut generations = Generations::new(true, 1);
         let first = generations.write(0, 8192);
         let second = generations.write(4096, 6144);
-        assert_eq!(generations.expected(0), Some(first));
-        assert_eq!(generations.expected(4096), Some(second));
-        assert_eq!(generations.expected(5632), Some(second));
-        assert_eq!(generations.expected(6144), Some(first));
-        assert_eq!(generations.expected(8192), Some(0));
+        let expect = Expect::Generation;
+        assert_eq!(generations.expected(0), expect(first));
+        assert_eq!(generations.expected(4096), expect(second));
+        assert_eq!(generations.expected(5632), expect(second));
+        assert_eq!(generations.expected(6144), expect(first));
+        assert_eq!(generations.expected(8192), Expect::AnyGeneration);
         let third = generations.write(2048, 16384);
-        assert_eq!(generations.expected(1536), Some(first));
-        assert_eq!(generations.expected(4096), Some(third));
-        assert_eq!(generations.expected(16383), Some(third));
+        assert_eq!(generations.expected(1536), expect(first));
+        assert_eq!(generations.expected(4096), expect(third));
+        assert_eq!(generations.expected(16383), expect(third));
         assert_eq!(generations.ranges(), 2);
-        assert_eq!(Generations::new(false).expected(0), None);
+        assert_eq!(Generations::new(false, 1).expected(0), Expect::Unknown);
+        let (a, b) = (Generations::random_first(), Generations::random_first());
+        assert!(a != b && a > 0 && b > 0, "runs number their writes apart");
     }
 }

@@ -148,7 +148,9 @@ fn impossible_io_is_refused_with_the_reason() {
     let io = engine.handle();
     let context = IoContext::new(ProcessId(1));
     let message = |result: Result<_, LiveError>| result.unwrap_err().to_string();
-    assert!(message(io.read(context, 512, AlignedBuf::zeroed(4096))).contains("4096-byte alignment"));
+    assert!(
+        message(io.read(context, 512, AlignedBuf::zeroed(4096))).contains("4096-byte alignment")
+    );
     assert!(message(io.read(context, 0, AlignedBuf::zeroed(1000))).contains("alignment"));
     assert!(message(io.read(context, MIB, AlignedBuf::zeroed(4096))).contains("past the end"));
     engine.shutdown().unwrap();

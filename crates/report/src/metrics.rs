@@ -171,6 +171,8 @@ pub struct PhaseRecorder {
     issuers: Vec<IssuerRecord>,
     stonewall: Option<Instant>,
     counters: std::collections::BTreeMap<String, u64>,
+    /// The whole process's CPU over the phase, when measured as one.
+    process_cpu_ns: Option<(u64, u64)>,
 }
 
 impl PhaseRecorder {
@@ -195,7 +197,23 @@ impl PhaseRecorder {
                 .collect(),
             stonewall: None,
             counters: Default::default(),
+            process_cpu_ns: None,
         }
+    }
+
+    /// The same recorder keeping every latency in an HDR histogram from the first sample
+    /// (3 significant digits), as a live run does: its memory stays fixed however long it runs.
+    pub fn histogram_only(mut self) -> Self {
+        for issuer in &mut self.issuers {
+            issuer.latency = LatencyRecorder::with_limit(0);
+        }
+        self
+    }
+
+    /// The whole process used `user_ns` and `sys_ns` of CPU in the phase (live runs, whose
+    /// issuers share one thread). The phase's utilisation is then that over its duration.
+    pub fn record_process_cpu(&mut self, user_ns: u64, sys_ns: u64) {
+        self.process_cpu_ns = Some((user_ns, sys_ns));
     }
 
     /// iozone's stonewall: at `at` the first issuer finished; every issuer's throughput counts
@@ -240,7 +258,8 @@ impl PhaseRecorder {
     /// CPU time over the longest issuer's wall time (so it can exceed 100 with several CPUs);
     /// `None` when no issuer's CPU time was recorded.
     pub fn finish(&mut self) -> Phase {
-        let mut all = LatencyRecorder::default();
+        let limit = self.issuers.first().map_or(EXACT_SAMPLE_LIMIT, |issuer| issuer.latency.limit);
+        let mut all = LatencyRecorder::with_limit(limit);
         for issuer in &self.issuers {
             all.merge(&issuer.latency);
         }
@@ -261,6 +280,11 @@ impl PhaseRecorder {
         let cpu_utilization_percent = cpu_total
             .filter(|_| longest_wall.as_nanos() > 0)
             .map(|cpu| 100.0 * cpu as f64 / longest_wall.as_nanos() as f64);
+        let cpu_utilization_percent = cpu_utilization_percent.or_else(|| {
+            let (user, sys) = self.process_cpu_ns?;
+            (duration.as_nanos() > 0)
+                .then(|| 100.0 * (user + sys) as f64 / duration.as_nanos() as f64)
+        });
         let stonewall = self.stonewall;
         Phase {
             name: self.name.clone(),
@@ -272,6 +296,8 @@ impl PhaseRecorder {
             latency_ns: all.summary(),
             latency_method: all.method(),
             cpu_utilization_percent,
+            cpu_user_ns: self.process_cpu_ns.map(|(user, _)| user),
+            cpu_sys_ns: self.process_cpu_ns.map(|(_, sys)| sys),
             issuers: self
                 .issuers
                 .iter_mut()
@@ -368,5 +394,29 @@ mod tests {
         assert!((done.throughput_bytes_per_s - 4_096_000.0).abs() < 1e-6);
         assert!((done.issuers[1].throughput_bytes_per_s - 4_096_000.0).abs() < 1e-6);
         assert_eq!(done.issuers[0].latency_ns.max, 1_000_000);
+    }
+
+    // Proves a live phase's recorder: latencies go to the histogram from the first sample
+    // (the report says so), and the process's CPU over the phase's duration is its
+    // utilisation when no issuer has its own figure.
+    #[test]
+    fn histogram_only_phases_and_process_cpu() {
+        let start = Instant::ZERO;
+        let mut phase =
+            PhaseRecorder::new("randread", start, vec!["a".into(), "b".into()]).histogram_only();
+        for i in 1..=1000u64 {
+            let done = Instant::from_nanos(i * 1000);
+            phase.record((i % 2) as usize, 4096, Instant::from_nanos(i * 1000 - 500 - i), done);
+        }
+        phase.record_process_cpu(250_000, 250_000);
+        let finished = phase.finish();
+        assert_eq!(finished.latency_method, LatencyMethod::Histogram { significant_digits: 3 });
+        assert_eq!(finished.ops, 1000);
+        let p50 = finished.latency_ns.p50 as f64;
+        assert!((p50 - 1000.0).abs() / 1000.0 < 0.01, "p50 {p50}");
+        assert_eq!((finished.cpu_user_ns, finished.cpu_sys_ns), (Some(250_000), Some(250_000)));
+        // 0.5 ms of CPU over the phase (from 0 to the last completion at 1 ms).
+        let cpu = finished.cpu_utilization_percent.unwrap();
+        assert!((cpu - 50.0).abs() < 0.1, "{cpu}");
     }
 }

@@ -105,6 +105,13 @@ pub struct Phase {
     /// CPU time over wall time, in percent, where the mode measures or models it (`null`
     /// where it does not).
     pub cpu_utilization_percent: Option<f64>,
+    /// User CPU time of the whole process over the phase, where it was measured as one
+    /// (live runs, whose issuers share a thread); per-issuer figures are in `issuers`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_user_ns: Option<u64>,
+    /// System CPU time of the whole process over the phase, as `cpu_user_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_sys_ns: Option<u64>,
     /// Per issuer (process, job clone, iozone child).
     pub issuers: Vec<IssuerSummary>,
     /// Counters the workload reports (an OLTP load's `transactions`, hdparm's timed loop),
@@ -217,6 +224,38 @@ pub struct QueueStats {
     pub plugs: u64,
     /// Head movement the issued order asked for, in sectors.
     pub seek_distance_sectors: u64,
+}
+
+impl SchedulerStats {
+    /// Adds what one block queue's scheduler did (`stats` from `BlockQueue::stats`, the
+    /// scheduler's own `counters`).
+    pub fn add_queue(
+        &mut self,
+        stats: &elevator_core::QueueStats,
+        counters: &[elevator_core::Counter],
+    ) {
+        self.dispatched += stats.dispatched;
+        self.merged += stats.back_merges + stats.front_merges + stats.requests_fused;
+        self.idle_ns += stats.idle_ns;
+        for counter in counters {
+            *self.counters.entry(counter.name.to_owned()).or_default() += counter.value;
+        }
+    }
+}
+
+impl QueueStats {
+    /// Adds what one block queue did.
+    pub fn add_queue(&mut self, stats: &elevator_core::QueueStats) {
+        self.bios += stats.bios;
+        self.back_merges += stats.back_merges;
+        self.front_merges += stats.front_merges;
+        self.requests_fused += stats.requests_fused;
+        self.requests_issued += stats.issued;
+        self.blocked += stats.blocked;
+        self.held += stats.held;
+        self.plugs += stats.plugs;
+        self.seek_distance_sectors += stats.seek_distance_sectors;
+    }
 }
 
 /// What the device did over a run.

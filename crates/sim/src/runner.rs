@@ -1168,22 +1168,8 @@ impl Simulation {
             settings.insert(format!("{prefix}.plugging"), u8::from(queue.plugging).to_string());
             descriptions.insert(format!("{}: {}", device.name, device.model.describe()));
             let stats = device.queue.stats(self.now);
-            scheduler_stats.dispatched += stats.dispatched;
-            scheduler_stats.merged += stats.back_merges + stats.front_merges + stats.requests_fused;
-            scheduler_stats.idle_ns += stats.idle_ns;
-            for counter in device.queue.scheduler().counters() {
-                *scheduler_stats.counters.entry(counter.name.to_owned()).or_default() +=
-                    counter.value;
-            }
-            queue_stats.bios += stats.bios;
-            queue_stats.back_merges += stats.back_merges;
-            queue_stats.front_merges += stats.front_merges;
-            queue_stats.requests_fused += stats.requests_fused;
-            queue_stats.requests_issued += stats.issued;
-            queue_stats.blocked += stats.blocked;
-            queue_stats.held += stats.held;
-            queue_stats.plugs += stats.plugs;
-            queue_stats.seek_distance_sectors += stats.seek_distance_sectors;
+            scheduler_stats.add_queue(&stats, &device.queue.scheduler().counters());
+            queue_stats.add_queue(&stats);
             let model = device.model.stats();
             device_stats.requests += model.commands;
             device_stats.busy_ns += model.busy_ns;

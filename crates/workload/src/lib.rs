@@ -290,6 +290,19 @@ impl WorkloadSpec {
         self.params.resolved()
     }
 
+    /// Whether running it can write to its devices or files: what a live run must know
+    /// before it opens a real target (reads never need the safety checks writes do).
+    /// Conservative: true whenever some setting could write.
+    pub fn may_write(&self) -> bool {
+        let params = &self.params;
+        match self.kind {
+            WorkloadKind::Job => !matches!(params.text("rw"), "read" | "randread"),
+            WorkloadKind::Dd => params.text("mode") != "read",
+            WorkloadKind::Iozone | WorkloadKind::Oltp => true,
+            WorkloadKind::Hdparm | WorkloadKind::Dss | WorkloadKind::Seqread => false,
+        }
+    }
+
     fn validate(&self) -> Result<(), ParamError> {
         self.size_step_bytes().map(|_| ())
     }
@@ -436,6 +449,33 @@ impl fmt::Display for WorkloadSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Proves `may_write` never claims a workload reads only when running it writes: each
+    // spec's plan is run through the test driver and its operations inspected.
+    #[test]
+    fn may_write_agrees_with_what_the_issuers_do() {
+        let targets = [Target { name: "sda".into(), capacity_bytes: 1 << 30 }];
+        for text in [
+            "job:rw=read,size=1m",
+            "job:rw=randread,size=1m",
+            "job:rw=randrw,size=1m",
+            "job:rw=write,size=1m",
+            "dd:mode=read,bs=1m,count=4",
+            "dd:mode=write,bs=1m,count=4",
+            "hdparm:cached_time=10ms,device_time=10ms",
+            "seqread:size=4m",
+            "dss:size=4m,runtime=10ms",
+            "oltp:size=4m,runtime=10ms",
+            "iozone:size=1m",
+        ] {
+            let spec = WorkloadSpec::parse(text).unwrap();
+            let plan = spec.plan(&targets, &Prng::new(1)).unwrap();
+            let run = testing::run(plan, |_| Duration::from_micros(100));
+            let writes = run.records.iter().any(|record| record.io.kind == IoKind::Write);
+            assert!(spec.may_write() || !writes, "{text} writes but says it does not");
+            assert_eq!(spec.may_write(), writes, "{text}");
+        }
+    }
 
     // Proves every kind is listed in order, parses with its defaults, lists every key with a
     // range or choice and a line of help, and names only its own keys as scalable.

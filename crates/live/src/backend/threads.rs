@@ -90,7 +90,10 @@ fn perform(fd: BorrowedFd<'_>, transfer: &Transfer) -> io::Result<usize> {
             }
             // SAFETY: a sub-range of a valid iovec (see above).
             let bytes = unsafe {
-                std::slice::from_raw_parts_mut(iov.iov_base.cast::<u8>().add(skip), iov.iov_len - skip)
+                std::slice::from_raw_parts_mut(
+                    iov.iov_base.cast::<u8>().add(skip),
+                    iov.iov_len - skip,
+                )
             };
             rest.push(bytes);
             skip = 0;
@@ -103,7 +106,8 @@ fn perform(fd: BorrowedFd<'_>, transfer: &Transfer) -> io::Result<usize> {
                 rustix::io::preadv(fd, &mut slices, offset)
             }
             _ => {
-                let slices: Vec<IoSlice<'_>> = rest.iter().map(|bytes| IoSlice::new(bytes)).collect();
+                let slices: Vec<IoSlice<'_>> =
+                    rest.iter().map(|bytes| IoSlice::new(bytes)).collect();
                 rustix::io::pwritev(fd, &slices, offset)
             }
         };

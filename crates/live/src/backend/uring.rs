@@ -174,9 +174,8 @@ impl Backend for Uring {
             _ if ready => self.ring.submit(),
             Some(limit) if limit == Duration::ZERO => self.ring.submit(),
             Some(limit) => {
-                let timespec = types::Timespec::from(std::time::Duration::from_nanos(
-                    limit.as_nanos(),
-                ));
+                let timespec =
+                    types::Timespec::from(std::time::Duration::from_nanos(limit.as_nanos()));
                 let args = types::SubmitArgs::new().timespec(&timespec);
                 self.ring.submitter().submit_with_args(1, &args)
             }
