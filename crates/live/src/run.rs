@@ -120,12 +120,7 @@ pub fn run_workload(
     options: &RunOptions,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<LiveRun, LiveError> {
-    let name = target.path().file_name().map_or_else(
-        || target.path().display().to_string(),
-        |name| name.to_string_lossy().into_owned(),
-    );
-    let targets = [WorkloadTarget { name, capacity_bytes: target.size_bytes() }];
-    let plan = workload.plan(&targets, &Prng::new(options.seed))?;
+    let plan = workload.plan(&[workload_target(target)], &Prng::new(options.seed))?;
     if !plan.files.is_empty() {
         return Err(LiveError::BadIo(format!(
             "`{}` works on files through the page cache; live runs take block-level workloads \
@@ -138,6 +133,31 @@ pub fn run_workload(
             "`{workload}` writes, but the target was opened read-only"
         )));
     }
+    let settings: Vec<(String, String)> =
+        workload.resolved().into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
+    run_plan(target, plan, &workload.to_string(), &settings, options, progress)
+}
+
+/// The target as a workload plans for it: one device, named after the file.
+pub fn workload_target(target: &Target) -> WorkloadTarget {
+    let name = target.path().file_name().map_or_else(
+        || target.path().display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    WorkloadTarget { name, capacity_bytes: target.size_bytes() }
+}
+
+/// Runs a plan built by hand (issuers of several workloads, scripted issuers) on `target`;
+/// `label` and `settings` describe it in the report. Its operations must address the target
+/// as device 0, directly.
+pub fn run_plan(
+    target: &Target,
+    plan: elevator_workload::WorkloadPlan,
+    label: &str,
+    settings: &[(String, String)],
+    options: &RunOptions,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<LiveRun, LiveError> {
     let queue = options.engine.queue()?;
     let (backend, fallback) = backend::build(
         options.engine.backend,
@@ -242,7 +262,7 @@ pub fn run_workload(
             break;
         }
     }
-    let run = driver.report(workload, options, phases, fallback.as_deref());
+    let run = driver.report(label, settings, options, phases, fallback.as_deref());
     Ok(LiveRun {
         run,
         verify: driver.verify,
@@ -442,7 +462,8 @@ impl Driver<'_> {
 
     fn report(
         &self,
-        workload: &WorkloadSpec,
+        label: &str,
+        settings: &[(String, String)],
         options: &RunOptions,
         phases: Vec<elevator_report::Phase>,
         fallback: Option<&str>,
@@ -468,8 +489,8 @@ impl Driver<'_> {
         for (key, value) in engine.scheduler.resolved() {
             set(&format!("scheduler.{key}"), value.to_string());
         }
-        for (key, value) in workload.resolved() {
-            set(&format!("workload.{key}"), value);
+        for (key, value) in settings {
+            set(&format!("workload.{key}"), value.clone());
         }
         let queue = self.reactor.queue();
         let stats = queue.stats(self.clock.now());
@@ -491,7 +512,7 @@ impl Driver<'_> {
             mode: Mode::Live,
             experiment: None,
             device: self.target.path().display().to_string(),
-            workload: workload.to_string(),
+            workload: label.to_owned(),
             scheduler: engine.scheduler.to_string(),
             config,
             phases,
