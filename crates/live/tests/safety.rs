@@ -10,150 +10,20 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use elevator_live::{LiveError, Target, TargetKind, TargetOptions};
+
+mod common;
+use common::{LoopDevice, have, run};
 
 const MIB: u64 = 1 << 20;
 
 /// Size of each loop device's backing file: large enough for mkfs.ext4 and mkswap.
 const BACKING_BYTES: u64 = 32 * MIB;
 
-/// Serialises `losetup --find --show`: tests run in parallel, and two of them picking the
-/// same free device at once would make one fail.
-static LOSETUP: Mutex<()> = Mutex::new(());
-
 fn write_options(force: bool) -> TargetOptions {
     TargetOptions { write: true, force, ..Default::default() }
-}
-
-/// Runs `program` with `args`, panicking with its stderr if it fails; returns its stdout.
-fn run(program: &str, args: &[&str]) -> String {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|error| panic!("cannot run {program}: {error}"));
-    assert!(
-        output.status.success(),
-        "{program} {args:?} failed ({}): {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
-}
-
-/// Whether `program` can be started at all (it is installed and on PATH).
-fn have(program: &str) -> bool {
-    Command::new(program).arg("--version").output().is_ok()
-}
-
-/// Why loop devices cannot be used here, if they cannot.
-fn loop_devices_missing() -> Option<String> {
-    if !rustix::process::geteuid().is_root() {
-        return Some("not running as root (loop devices need it)".into());
-    }
-    if !have("losetup") {
-        return Some("losetup is not installed".into());
-    }
-    if !Path::new("/dev/loop-control").exists() {
-        return Some("/dev/loop-control does not exist (no loop driver)".into());
-    }
-    None
-}
-
-/// A loop device over a temporary backing file, detached (and everything mounted or swapped
-/// on it undone) when dropped, so a failed assertion leaves nothing behind.
-struct LoopDevice {
-    device: PathBuf,
-    /// Filesystems mounted on it or its partitions, unmounted before it is detached; the
-    /// directories are removed after that (fields drop after `Drop::drop`).
-    mounts: Vec<tempfile::TempDir>,
-    swapped: Option<PathBuf>,
-    _backing_dir: tempfile::TempDir,
-}
-
-impl LoopDevice {
-    /// Attaches a fresh loop device over a backing file of zeroes that `prepare` may write
-    /// to first; `partscan` asks the kernel to read its partition table. `None` (after saying
-    /// why) when this machine cannot have loop devices.
-    fn attach(test: &str, partscan: bool, prepare: impl FnOnce(&mut File)) -> Option<LoopDevice> {
-        if let Some(reason) = loop_devices_missing() {
-            eprintln!("skipping {test}: {reason}");
-            return None;
-        }
-        let backing_dir = tempfile::tempdir().expect("a temporary directory");
-        let backing = backing_dir.path().join("backing");
-        let mut file = File::create(&backing).expect("a backing file");
-        file.set_len(BACKING_BYTES).expect("backing file size");
-        prepare(&mut file);
-        file.sync_all().expect("sync the backing file");
-        drop(file);
-        let backing = backing.to_str().expect("a UTF-8 temporary path");
-        let mut args = vec!["--find", "--show", "--direct-io=on"];
-        if partscan {
-            args.push("--partscan");
-        }
-        args.push(backing);
-        let device = {
-            let _one_at_a_time = LOSETUP.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            run("losetup", &args)
-        };
-        Some(LoopDevice {
-            device: PathBuf::from(device),
-            mounts: Vec::new(),
-            swapped: None,
-            _backing_dir: backing_dir,
-        })
-    }
-
-    fn path(&self) -> &Path {
-        &self.device
-    }
-
-    fn name(&self) -> String {
-        self.device.file_name().unwrap().to_string_lossy().into_owned()
-    }
-
-    /// Mounts the ext4 filesystem on `device` (this loop device or one of its partitions) on
-    /// a fresh directory, and returns the directory.
-    fn mount(&mut self, device: &Path) -> PathBuf {
-        let dir = tempfile::tempdir().expect("a mount point");
-        let point = dir.path().canonicalize().unwrap();
-        run("mount", &["-t", "ext4", device.to_str().unwrap(), point.to_str().unwrap()]);
-        self.mounts.push(dir);
-        point
-    }
-
-    fn swap_on(&mut self) {
-        let device = self.device.to_str().unwrap();
-        run("mkswap", &["-q", device]);
-        run("swapon", &[device]);
-        self.swapped = Some(self.device.clone());
-    }
-}
-
-impl Drop for LoopDevice {
-    fn drop(&mut self) {
-        // Errors are reported, not raised: this runs while a failed test unwinds, and a
-        // second panic would abort before the rest is cleaned up.
-        let quiet = |program: &str, args: &[&str]| match Command::new(program).args(args).output() {
-            Ok(output) if output.status.success() => {}
-            Ok(output) => eprintln!(
-                "cleanup: {program} {args:?}: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-            Err(error) => eprintln!("cleanup: cannot run {program}: {error}"),
-        };
-        if let Some(device) = &self.swapped {
-            quiet("swapoff", &[device.to_str().unwrap()]);
-        }
-        for dir in self.mounts.iter().rev() {
-            quiet("umount", &[dir.path().to_str().unwrap()]);
-        }
-        quiet("losetup", &["-d", self.device.to_str().unwrap()]);
-    }
 }
 
 /// The refusal `result` must be; its message.
@@ -188,7 +58,10 @@ fn wait_for(path: &Path) {
 // the checks refuse what holds data, not block devices as such.
 #[test]
 fn a_blank_loop_device_opens_for_writing_without_force() {
-    let Some(device) = LoopDevice::attach("a_blank_loop_device", false, |_| {}) else { return };
+    let Some(device) = LoopDevice::attach("a_blank_loop_device", BACKING_BYTES, false, |_| {})
+    else {
+        return;
+    };
     let target = Target::open(device.path(), &write_options(false)).expect("a blank device");
     assert_eq!(target.kind(), TargetKind::BlockDevice);
     assert!(target.writable());
@@ -199,7 +72,10 @@ fn a_blank_loop_device_opens_for_writing_without_force() {
 // overrides the refusal; and that reading never needs force.
 #[test]
 fn an_ext4_loop_device_is_refused_unless_forced() {
-    let Some(device) = LoopDevice::attach("an_ext4_loop_device", false, |_| {}) else { return };
+    let Some(device) = LoopDevice::attach("an_ext4_loop_device", BACKING_BYTES, false, |_| {})
+    else {
+        return;
+    };
     if !have("mkfs.ext4") {
         eprintln!("skipping an_ext4_loop_device: mkfs.ext4 is not installed");
         return;
@@ -218,7 +94,9 @@ fn an_ext4_loop_device_is_refused_unless_forced() {
 // Proves a mounted device is refused, and the refusal says it is mounted and where.
 #[test]
 fn a_mounted_loop_device_is_refused_naming_the_mount_point() {
-    let Some(mut device) = LoopDevice::attach("a_mounted_loop_device", false, |_| {}) else {
+    let Some(mut device) =
+        LoopDevice::attach("a_mounted_loop_device", BACKING_BYTES, false, |_| {})
+    else {
         return;
     };
     if !have("mkfs.ext4") {
@@ -257,14 +135,17 @@ fn partition_tables_are_refused() {
         poke(file, 510, &[0x55, 0xAA]);
         poke(file, 512, b"EFI PART");
     };
-    let Some(device) = LoopDevice::attach("partition_tables_are_refused", false, gpt) else {
+    let Some(device) =
+        LoopDevice::attach("partition_tables_are_refused", BACKING_BYTES, false, gpt)
+    else {
         return;
     };
     let message = refusal(Target::open(device.path(), &write_options(false)));
     assert!(message.contains("a GPT partition table"), "{message}");
     drop(device);
 
-    let Some(device) = LoopDevice::attach("partition_tables_are_refused", false, write_dos_table)
+    let Some(device) =
+        LoopDevice::attach("partition_tables_are_refused", BACKING_BYTES, false, write_dos_table)
     else {
         return;
     };
@@ -276,7 +157,9 @@ fn partition_tables_are_refused() {
 // partition and its mount point (found through sysfs, not the device's own mount entry).
 #[test]
 fn a_mounted_partition_refuses_its_whole_device() {
-    let Some(mut device) = LoopDevice::attach("a_mounted_partition", true, write_dos_table) else {
+    let Some(mut device) =
+        LoopDevice::attach("a_mounted_partition", BACKING_BYTES, true, write_dos_table)
+    else {
         return;
     };
     if !have("mkfs.ext4") {
@@ -310,7 +193,9 @@ fn a_mounted_partition_refuses_its_whole_device() {
 // /proc/swaps), beyond its swap signature.
 #[test]
 fn an_active_swap_device_is_refused() {
-    let Some(mut device) = LoopDevice::attach("an_active_swap_device", false, |_| {}) else {
+    let Some(mut device) =
+        LoopDevice::attach("an_active_swap_device", BACKING_BYTES, false, |_| {})
+    else {
         return;
     };
     if !have("mkswap") || !have("swapon") {

@@ -1,0 +1,199 @@
+//! `elevator run` as a user runs it: live runs on scratch files, the safety refusals, --verify
+//! failing a run, workloads that need the simulator, and Ctrl-C.
+
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn elevator(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_elevator")).args(args).output().expect("run elevator")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn path(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 temporary path")
+}
+
+// Proves a live run end to end: a scratch file is created, each scheduler asked for runs the
+// workload with --verify clean, and the JSON report says live, with histogram latencies and
+// the backend used.
+#[test]
+fn a_verified_live_run_reports_each_scheduler() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("scratch");
+    let output = elevator(&[
+        "run",
+        "--target",
+        path(&target),
+        "--size",
+        "8m",
+        "-w",
+        "job:rw=randrw,bs=4k,iodepth=8,numjobs=2,size=8m,io_size=2m",
+        "-s",
+        "deadline",
+        "-s",
+        "cfq:slice_idle=0",
+        "--verify",
+        "--format",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("created scratch file"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("no mismatch"), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1]["scheduler"], "cfq:slice_idle=0");
+    for run in runs {
+        assert_eq!(run["mode"], "live");
+        assert_eq!(run["phases"][0]["bytes"], 2 * (2 << 20));
+        assert_eq!(run["phases"][0]["latency_method"]["kind"], "histogram");
+        assert_eq!(run["phases"][0]["latency_method"]["significant_digits"], 3);
+        assert!(["io_uring", "threads"].contains(&run["config"]["live.backend"].as_str().unwrap()));
+        assert!(run["phases"][0]["cpu_sys_ns"].as_u64().is_some());
+    }
+}
+
+// Proves the thread-pool engine runs the same workload when asked for.
+#[test]
+fn the_thread_pool_engine_runs_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("scratch");
+    let output = elevator(&[
+        "run",
+        "--target",
+        path(&target),
+        "--size",
+        "4m",
+        "-w",
+        "job:rw=randread,bs=4k,iodepth=4,size=4m,io_size=1m",
+        "-s",
+        "noop",
+        "--engine",
+        "threads",
+        "--verify",
+        "--format",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["runs"][0]["config"]["live.backend"], "threads");
+}
+
+// Proves writing to a file elevator did not create is refused with exit 2 and a message that
+// says what was found and how to override it, while reading it needs no force.
+#[test]
+fn a_foreign_file_is_refused_for_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("precious");
+    std::fs::write(&target, vec![7u8; 1 << 20]).unwrap();
+    let writes = elevator(&["run", "--target", path(&target), "-w", "job:rw=write,size=1m"]);
+    assert_eq!(writes.status.code(), Some(2));
+    let message = stderr(&writes);
+    assert!(message.contains("did not create") && message.contains("--force"), "{message}");
+    assert_eq!(std::fs::read(&target).unwrap(), vec![7u8; 1 << 20], "not a byte changed");
+    let reads = elevator(&[
+        "run",
+        "--target",
+        path(&target),
+        "-w",
+        "job:rw=read,bs=64k,size=1m",
+        "-s",
+        "noop",
+    ]);
+    assert!(reads.status.success(), "{}", stderr(&reads));
+}
+
+// Proves a workload that needs files and the page cache is refused with exit 2, pointing to
+// the simulator, and so is a bad key.
+#[test]
+fn workloads_the_live_engine_cannot_run_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("scratch");
+    let target = path(&target);
+    let iozone = elevator(&["run", "--target", target, "--size", "4m", "-w", "iozone:size=1m"]);
+    assert_eq!(iozone.status.code(), Some(2));
+    assert!(stderr(&iozone).contains("elevator sim"), "{}", stderr(&iozone));
+    let buffered = elevator(&["run", "--target", target, "-w", "job:rw=read,direct=0,size=1m"]);
+    assert_eq!(buffered.status.code(), Some(2));
+    assert!(stderr(&buffered).contains("direct=1"), "{}", stderr(&buffered));
+    let key = elevator(&["run", "--target", target, "-w", "job:iodepth=0"]);
+    assert_eq!(key.status.code(), Some(2));
+    assert!(stderr(&key).contains("iodepth"), "{}", stderr(&key));
+    let size = elevator(&["run", "--target", target, "--size", "lots"]);
+    assert_eq!(size.status.code(), Some(2));
+    assert!(stderr(&size).contains("--size"), "{}", stderr(&size));
+}
+
+// Proves --verify fails the run (exit 1) when a block reads back wrong, naming the block.
+#[test]
+fn a_block_that_reads_back_wrong_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("scratch");
+    let run = |workload: &str| {
+        elevator(&[
+            "run",
+            "--target",
+            path(&target),
+            "--size",
+            "4m",
+            "-w",
+            workload,
+            "-s",
+            "noop",
+            "--verify",
+        ])
+    };
+    assert!(run("job:rw=write,bs=64k,size=4m").status.success());
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(&target).unwrap();
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, 3 << 20).unwrap();
+    file.write_all_at(&[!byte[0]], 3 << 20).unwrap();
+    file.sync_all().unwrap();
+    let output = run("job:rw=read,bs=64k,size=4m");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(message.contains("read back wrong") && message.contains("3145728"), "{message}");
+}
+
+// Proves Ctrl-C stops a run cleanly: issuing stops, I/O in flight finishes, the partial report
+// is printed, and the exit code is 130.
+#[test]
+fn ctrl_c_prints_the_partial_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("scratch");
+    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args([
+            "run",
+            "--target",
+            path(&target),
+            "--size",
+            "16m",
+            "-w",
+            "job:rw=randread,bs=4k,iodepth=8,runtime=60s,time_based=1",
+            "-s",
+            "deadline",
+            "--format",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it create the file and run for a moment.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let signal = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(signal.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert!(stderr(&output).contains("interrupted"), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let phase = &json["runs"][0]["phases"][0];
+    assert!(phase["bytes"].as_u64().unwrap() > 0);
+    assert!(phase["duration_ns"].as_u64().unwrap() < 30_000_000_000, "stopped well before 60 s");
+}
