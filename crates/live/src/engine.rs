@@ -181,6 +181,7 @@ struct Shared {
     waker: Waker,
     /// The engine thread is about to wait or waiting: a submitter must wake it.
     sleeping: AtomicBool,
+    /// Shutting down or stopped: no new I/O is taken.
     stopped: AtomicBool,
     size_bytes: u64,
     align_bytes: u64,
@@ -265,13 +266,17 @@ impl Engine {
         self.fallback.as_deref()
     }
 
-    /// Stops taking I/O, waits for everything submitted to finish, and stops the thread.
+    /// Stops taking I/O (later submissions fail with [`LiveError::Stopped`]), waits for
+    /// everything submitted before to finish, and stops the thread.
     pub fn shutdown(mut self) -> Result<(), LiveError> {
         self.stop()
     }
 
     fn stop(&mut self) -> Result<(), LiveError> {
         let Some(thread) = self.thread.take() else { return Ok(()) };
+        // From now on submissions are refused (a callback that resubmits gets an error and
+        // stops); what was submitted before finishes.
+        self.handle.shared.stopped.store(true, Ordering::SeqCst);
         self.handle.send(Command::Shutdown);
         thread.join().unwrap_or(Err(LiveError::Stopped))
     }
