@@ -89,13 +89,8 @@ pub(crate) struct CompareArgs {
     #[arg(long)]
     pub(crate) read_ahead_kb: Option<u32>,
 
-    /// Output format (default: from the -o file's extension, else table).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<ReportFormat>,
-
-    /// Write the report here instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -148,13 +143,8 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
 
-    /// Output format (default: from the -o file's extension, else table).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<ReportFormat>,
-
-    /// Write the report here instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -165,6 +155,18 @@ pub(crate) enum EngineChoice {
     IoUring,
     /// A thread pool of positional reads and writes.
     Threads,
+}
+
+/// Where a report goes and in what form.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReportArgs {
+    /// Output format (default: from the -o file's extension, else table).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<ReportFormat>,
+
+    /// Write the report here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -218,13 +220,8 @@ pub(crate) struct SimArgs {
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
 
-    /// Output format (default: from the -o file's extension, else table).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<ReportFormat>,
-
-    /// Write the report here instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
 
     /// The host: memory, processors, write-back tunables, e.g. `fileserver-2007` or
     /// `host:ram=12g,cpus=4,dirty_ratio=20` (used by buffered I/O).

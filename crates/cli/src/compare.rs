@@ -152,7 +152,7 @@ fn run_all(jobs: &[Job]) -> Vec<Result<Run, elevator_sim::SimError>> {
 pub(crate) fn run_command(args: &CompareArgs, stdout: &mut dyn Write) -> Result<()> {
     let schedulers = schedulers(args)?;
     let jobs = jobs(args, &schedulers)?;
-    let format = output_format(args.format, args.output.as_deref());
+    let format = output_format(args.report.format, args.report.output.as_deref());
     let results = run_all(&jobs);
     let mut report = Report::new(args.seed, env!("CARGO_PKG_VERSION"));
     for (job, result) in jobs.iter().zip(results) {
@@ -169,7 +169,7 @@ pub(crate) fn run_command(args: &CompareArgs, stdout: &mut dyn Write) -> Result<
         }
         report.runs.push(run);
     }
-    write_report(&report, format, args.output.as_deref(), stdout)
+    write_report(&report, format, args.report.output.as_deref(), stdout)
 }
 
 #[cfg(test)]

@@ -136,8 +136,8 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             break;
         }
     }
-    let format = output_format(args.format, args.output.as_deref());
-    write_report(&report, format, args.output.as_deref(), stdout)?;
+    let format = output_format(args.report.format, args.report.output.as_deref());
+    write_report(&report, format, args.report.output.as_deref(), stdout)?;
     if interrupted {
         note("interrupted: stopped issuing, waited for I/O in flight; the report is partial");
         return Err(Interrupted.into());

@@ -37,7 +37,7 @@ fn plan(args: &SimArgs) -> Result<Plan> {
     } else {
         args.schedulers.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?
     };
-    let format = output_format(args.format, args.output.as_deref());
+    let format = output_format(args.report.format, args.report.output.as_deref());
     let config = SimConfig {
         seed: args.seed,
         device,
@@ -111,5 +111,5 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
     for (scheduler, result) in plan.schedulers.iter().zip(results) {
         report.runs.push(result.with_context(|| format!("simulating under {scheduler}"))?);
     }
-    write_report(&report, plan.format, args.output.as_deref(), stdout)
+    write_report(&report, plan.format, args.report.output.as_deref(), stdout)
 }
