@@ -343,9 +343,19 @@ impl Handle {
         offset: u64,
         buf: AlignedBuf,
     ) -> Result<Ticket, LiveError> {
+        self.ticket(IoOp::Read, context, offset, Some(buf))
+    }
+
+    /// Submits with a ticket to wait on.
+    fn ticket(
+        &self,
+        op: IoOp,
+        context: IoContext,
+        offset: u64,
+        buf: Option<AlignedBuf>,
+    ) -> Result<Ticket, LiveError> {
         let slot = Arc::new(TicketSlot::default());
-        let completer = Completer::Ticket(Arc::clone(&slot));
-        self.submit(IoOp::Read, context, offset, Some(buf), completer)?;
+        self.submit(op, context, offset, buf, Completer::Ticket(Arc::clone(&slot)))?;
         Ok(Ticket { slot })
     }
 
@@ -356,10 +366,7 @@ impl Handle {
         offset: u64,
         buf: AlignedBuf,
     ) -> Result<Ticket, LiveError> {
-        let slot = Arc::new(TicketSlot::default());
-        let completer = Completer::Ticket(Arc::clone(&slot));
-        self.submit(IoOp::Write, context, offset, Some(buf), completer)?;
-        Ok(Ticket { slot })
+        self.ticket(IoOp::Write, context, offset, Some(buf))
     }
 
     /// Reads into `buf` and calls `then` with the completion, on the engine's thread (keep it
@@ -388,9 +395,7 @@ impl Handle {
     /// Writes the device's cache out once every write before it is done (a flush request:
     /// the queue drains ahead of it); wait on the ticket.
     pub fn flush(&self, context: IoContext) -> Result<Ticket, LiveError> {
-        let slot = Arc::new(TicketSlot::default());
-        self.submit(IoOp::Flush, context, 0, None, Completer::Ticket(Arc::clone(&slot)))?;
-        Ok(Ticket { slot })
+        self.ticket(IoOp::Flush, context, 0, None)
     }
 
     /// Puts `scheduler` in front of the target; every queued request moves to it. Returns the

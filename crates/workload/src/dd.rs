@@ -289,13 +289,10 @@ mod tests {
 
     use super::*;
     use crate::WorkloadSpec;
-    use crate::testing::{Record, parse_error, plan, plan_error, run};
+    use crate::testing::{Record, devices, parse_error, plan, plan_error, run};
 
     fn targets() -> Vec<Target> {
-        vec![
-            Target { name: "sda".into(), capacity_bytes: 1 << 30 },
-            Target { name: "sdb".into(), capacity_bytes: 64 << 20 },
-        ]
+        devices(&[("sda", 1 << 30), ("sdb", 64 << 20)])
     }
 
     fn records(text: &str) -> Vec<Record> {

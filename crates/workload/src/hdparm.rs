@@ -291,13 +291,10 @@ impl Issuer for HdparmIssuer {
 mod tests {
     use super::*;
     use crate::WorkloadSpec;
-    use crate::testing::{parse_error, plan, run};
+    use crate::testing::{devices, parse_error, plan, run};
 
     fn targets() -> Vec<Target> {
-        vec![
-            Target { name: "hda".into(), capacity_bytes: 1 << 30 },
-            Target { name: "hdb".into(), capacity_bytes: 8 << 20 },
-        ]
+        devices(&[("hda", 1 << 30), ("hdb", 8 << 20)])
     }
 
     // Proves the phases are cached-D then device-D for each of the first `devices` devices, one

@@ -201,14 +201,11 @@ mod tests {
     use elevator_core::Duration;
 
     use super::*;
-    use crate::testing::{parse_error, plan, plan_error, run};
+    use crate::testing::{devices, parse_error, plan, plan_error, run};
     use crate::{Place, WorkloadSpec};
 
     fn targets() -> Vec<Target> {
-        vec![
-            Target { name: "sda".into(), capacity_bytes: 1 << 30 },
-            Target { name: "sdb".into(), capacity_bytes: 1 << 30 },
-        ]
+        devices(&[("sda", 1 << 30), ("sdb", 1 << 30)])
     }
 
     // Proves each child gets its own file, created by the write test (size 0 in the plan), and

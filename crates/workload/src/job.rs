@@ -629,13 +629,10 @@ impl JobIssuer {
 mod tests {
     use super::*;
     use crate::WorkloadSpec;
-    use crate::testing::{drive, parse_error, plan_error};
+    use crate::testing::{devices, drive, parse_error, plan_error};
 
     fn targets() -> Vec<Target> {
-        vec![
-            Target { name: "sda".into(), capacity_bytes: 1 << 30 },
-            Target { name: "sdb".into(), capacity_bytes: 1 << 20 },
-        ]
+        devices(&[("sda", 1 << 30), ("sdb", 1 << 20)])
     }
 
     fn plan(text: &str) -> WorkloadPlan {

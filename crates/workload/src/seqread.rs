@@ -132,13 +132,10 @@ mod tests {
 
     use super::*;
     use crate::Place;
-    use crate::testing::{parse_error, plan, plan_error, run};
+    use crate::testing::{devices, parse_error, plan, plan_error, run};
 
     fn targets() -> Vec<Target> {
-        vec![
-            Target { name: "sda".into(), capacity_bytes: 1 << 30 },
-            Target { name: "sdb".into(), capacity_bytes: 1 << 30 },
-        ]
+        devices(&[("sda", 1 << 30), ("sdb", 1 << 30)])
     }
 
     // Proves each reader has its own existing file, spread over `devices`, and reads it once,

@@ -48,6 +48,14 @@ pub(crate) fn plan(text: &str, targets: &[Target]) -> WorkloadPlan {
     WorkloadSpec::parse(text).unwrap().plan(targets, &Prng::new(7)).unwrap()
 }
 
+/// Targets named and sized as given, for a test's plan.
+pub(crate) fn devices(names_and_bytes: &[(&str, u64)]) -> Vec<Target> {
+    names_and_bytes
+        .iter()
+        .map(|&(name, capacity_bytes)| Target { name: name.to_owned(), capacity_bytes })
+        .collect()
+}
+
 /// The message of the error `text` fails to parse with.
 pub(crate) fn parse_error(text: &str) -> String {
     WorkloadSpec::parse(text).unwrap_err().to_string()
