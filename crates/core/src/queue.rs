@@ -209,8 +209,8 @@ pub enum Pull {
         /// When the plug times out.
         until: Instant,
     },
-    /// Nothing can go to the device until a request completes (the device is full, or a flush
-    /// is draining or in flight).
+    /// Nothing can go to the device until a request completes (the device is full, a flush
+    /// is draining or in flight, or the scheduler is throttled).
     Busy,
     /// Nothing is waiting.
     Empty,
@@ -440,6 +440,14 @@ impl BlockQueue {
                         self.idle_since = Some(now);
                     }
                     return Pull::Idle { until };
+                }
+                Dispatch::Throttled => {
+                    assert!(
+                        self.in_flight > 0,
+                        "{}: dispatch said Throttled with nothing in flight to end the wait",
+                        self.scheduler.name()
+                    );
+                    return Pull::Busy;
                 }
                 Dispatch::Empty => {
                     assert!(

@@ -49,6 +49,10 @@ pub enum Dispatch {
         /// When to ask again at the latest.
         until: Instant,
     },
+    /// Requests are queued, but the scheduler holds them until a request at the device
+    /// completes (kyber with every token of the domains it could serve in use). Only valid
+    /// while requests are in flight: a completion is what ends the wait.
+    Throttled,
     /// Nothing is queued.
     Empty,
 }

@@ -58,7 +58,9 @@ fn scheduler_only(c: &mut Criterion, kind: SchedulerKind) {
                 match scheduler.dispatch(&cx) {
                     Dispatch::Issue(id) => break id,
                     Dispatch::Idle { until } => now = until,
-                    Dispatch::Empty => unreachable!("{kind}: 129 requests queued"),
+                    Dispatch::Empty | Dispatch::Throttled => {
+                        unreachable!("{kind}: 129 requests queued, none in flight")
+                    }
                 }
             };
             scheduler.activate(&Ctx { now, requests: &table, in_flight: 1, depth: 1 }, done);
