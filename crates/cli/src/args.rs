@@ -46,6 +46,126 @@ pub(crate) enum Command {
     /// --force. Ctrl-C stops issuing, waits for in-flight I/O and prints the partial report
     /// (exit 130). With --verify, any block that reads back wrong fails the run (exit 1).
     Run(RunArgs),
+    /// Show, switch, tune, persist and benchmark the kernel's own I/O schedulers.
+    ///
+    /// Reads and writes /sys/block/DEV/queue. `compare` switches the device through each
+    /// scheduler it offers, runs the workload with user-space scheduling off, and puts the
+    /// original scheduler, tunables and nr_requests back when it ends, fails or is
+    /// interrupted. Changing anything needs root.
+    Kernel(KernelArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct KernelArgs {
+    /// Read and write this sysfs tree instead of /sys (for tests and dry runs).
+    #[arg(long, value_name = "DIR", default_value = "/sys", hide = true, global = true)]
+    pub(crate) sysfs_root: PathBuf,
+
+    #[command(subcommand)]
+    pub(crate) command: KernelCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KernelCommand {
+    /// The scheduler line (current in brackets), queue attributes, hardware queue depth and
+    /// the current scheduler's tunables of every block device, or of one.
+    Show(KernelShowArgs),
+    /// Switch DEV to SCHED now (until reboot; see `persist`).
+    Set(KernelSetArgs),
+    /// Set the current scheduler's tunables or queue attributes (nr_requests, read_ahead_kb,
+    /// max_sectors_kb, nomerges, ...): KEY=VALUE in the attribute's own unit, or with a unit
+    /// (`read_expire=250ms`) for tunables elevator knows.
+    Tune(KernelTuneArgs),
+    /// Print (or with --apply, install) a udev rule that sets SCHED and its tunables on DEV
+    /// at every boot. The `elevator=` boot parameter has no effect on blk-mq kernels.
+    Persist(KernelPersistArgs),
+    /// Run a workload under each of the kernel's schedulers on DEV and compare.
+    Compare(KernelCompareArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct KernelShowArgs {
+    /// A device (`sda`, `/dev/sda`, a partition: its disk); default: every block device.
+    pub(crate) device: Option<String>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub(crate) format: ListFormat,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct KernelSetArgs {
+    /// The device (`sda`, `/dev/sda`).
+    pub(crate) device: String,
+    /// The scheduler (`none`, `mq-deadline`, `kyber`, `bfq`, as the device offers).
+    pub(crate) scheduler: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct KernelTuneArgs {
+    /// The device.
+    pub(crate) device: String,
+    /// KEY=VALUE settings, applied in order after all are checked.
+    #[arg(required = true, value_name = "KEY=VALUE")]
+    pub(crate) settings: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct KernelPersistArgs {
+    /// The device.
+    pub(crate) device: String,
+    /// The scheduler the rule sets.
+    pub(crate) scheduler: String,
+    /// Tunables and queue attributes the rule sets after the scheduler.
+    #[arg(value_name = "KEY=VALUE")]
+    pub(crate) settings: Vec<String>,
+    /// Install the rule under --rules-dir and have udev reload and apply it.
+    #[arg(long)]
+    pub(crate) apply: bool,
+    /// Where --apply writes the rule.
+    #[arg(long, value_name = "DIR", default_value = elevator_kernel::persist::RULES_DIR)]
+    pub(crate) rules_dir: PathBuf,
+    /// With --apply: write the file only, do not run udevadm.
+    #[arg(long, requires = "apply")]
+    pub(crate) no_reload: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct KernelCompareArgs {
+    /// The device (`loop0`, `/dev/sdb`).
+    pub(crate) device: String,
+
+    /// The workload: block-level jobs run direct (`job:rw=randread,bs=4k,iodepth=32`);
+    /// buffered ones (`job:direct=0`, iozone, dd, hdparm, seqread) go through the page cache,
+    /// their files laid out one after another on the device.
+    #[arg(short, long)]
+    pub(crate) workload: String,
+
+    /// Kernel schedulers with optional tunables, comma separated or repeated
+    /// (`-s mq-deadline:fifo_batch=8 -s bfq`; default: every one the device offers).
+    #[arg(short, long = "scheduler", value_name = "SCHED[:K=V]")]
+    pub(crate) schedulers: Vec<String>,
+
+    /// Where the workload drops caches (and before each scheduler's run), drop the whole
+    /// page cache (`echo 3 > /proc/sys/vm/drop_caches`) instead of the device's own pages.
+    #[arg(long)]
+    pub(crate) drop_caches: bool,
+
+    /// Write even where the safety checks refuse (a mounted or signed device). This
+    /// destroys data.
+    #[arg(long)]
+    pub(crate) force: bool,
+
+    /// The I/O backend of each issuer's direct I/O.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    pub(crate) engine: EngineChoice,
+
+    /// The seed of the workload's random streams.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
 }
 
 #[derive(Debug, clap::Args)]

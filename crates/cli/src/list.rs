@@ -203,14 +203,14 @@ fn workloads(specs: &[String]) -> Result<Vec<ComponentEntry>> {
         .collect())
 }
 
-fn plain_table(header: &[&str]) -> Table {
+pub(crate) fn plain_table(header: &[&str]) -> Table {
     let mut table = Table::new();
     table.load_style(presets::NOTHING);
     table.set_header(header.to_vec());
     table
 }
 
-fn write_table(out: &mut dyn Write, table: &Table) -> Result<()> {
+pub(crate) fn write_table(out: &mut dyn Write, table: &Table) -> Result<()> {
     // Padding fills every cell to its column's width; trailing blanks only get in the way of
     // `grep` and diffs.
     for line in table.to_string().lines() {

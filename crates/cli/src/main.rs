@@ -1,12 +1,14 @@
 //! `elevator`: parse the command line, run the command, render, exit.
 //!
-//! Exit codes: 0 success, 1 a check or comparison failed, 2 a usage or input error, 130 a
-//! live run stopped by Ctrl-C (after printing its partial report). stdout
+//! Exit codes: 0 success, 1 a check or comparison failed, 2 a usage or input error, 75 the
+//! kernel said busy (try again), 130 a live or kernel run stopped by Ctrl-C or SIGTERM
+//! (after printing its partial report). stdout
 //! carries only the requested output; diagnostics go to stderr. A closed stdout (`| head`)
 //! counts as success.
 
 mod args;
 mod compare;
+mod kernel;
 mod list;
 mod run;
 mod sim;
@@ -20,6 +22,8 @@ use crate::args::{Args, Command};
 
 /// Usage or input error.
 const EXIT_USAGE: u8 = 2;
+/// The kernel refused for now (EBUSY): try again (sysexits' EX_TEMPFAIL).
+const EXIT_TEMPORARY: u8 = 75;
 /// A check failed (a verified block read back wrong, an I/O failed).
 const EXIT_CHECK_FAILED: u8 = 1;
 
@@ -44,6 +48,7 @@ fn main() -> ExitCode {
         Command::Sim(sim_args) => sim::run_command(sim_args, &mut out),
         Command::Compare(compare_args) => compare::run_command(compare_args, &mut out),
         Command::Run(run_args) => run::run_command(run_args, &mut out),
+        Command::Kernel(kernel_args) => kernel::run_command(kernel_args, &mut out),
     };
     let result = result.and_then(|()| out.flush().map_err(anyhow::Error::from));
     match result {
@@ -51,6 +56,13 @@ fn main() -> ExitCode {
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) if error.downcast_ref::<run::Interrupted>().is_some() => {
             ExitCode::from(run::EXIT_INTERRUPTED)
+        }
+        Err(error) if is_busy(&error) => {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("elevator: {error:#}");
+            }
+            ExitCode::from(EXIT_TEMPORARY)
         }
         Err(error) => {
             // stderr is the only place left to say what went wrong.
@@ -65,6 +77,13 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The kernel refused for now (a busy queue): trying again may work.
+fn is_busy(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.downcast_ref::<elevator_kernel::KernelError>().is_some_and(|e| e.is_retryable())
+    })
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

@@ -49,6 +49,7 @@ pub mod clock;
 mod cpu;
 pub mod engine;
 pub mod error;
+pub mod passthrough;
 pub mod reactor;
 pub mod run;
 mod safety;

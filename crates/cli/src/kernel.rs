@@ -1,0 +1,310 @@
+//! `elevator kernel`: show, set, tune, persist and compare the kernel's own schedulers.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use anyhow::{Context, Result};
+use elevator_kernel::compare::{self, CompareOptions, KernelScheduler};
+use elevator_kernel::persist;
+use elevator_kernel::queue::{self, QueueInfo};
+use elevator_kernel::{RestoreGuard, Setting, Sysfs};
+use elevator_live::passthrough::{CacheDrop, PassthroughOptions};
+use elevator_live::run::Progress;
+use elevator_live::{BackendChoice, Target, TargetOptions};
+use elevator_report::Report;
+use elevator_workload::WorkloadSpec;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::CheckFailed;
+use crate::args::{
+    EngineChoice, KernelArgs, KernelCommand, KernelCompareArgs, KernelPersistArgs, KernelShowArgs,
+    ListFormat,
+};
+use crate::run::Interrupted;
+use crate::sim::{output_format, write_report};
+
+/// Says something to the person at the terminal, on stderr.
+fn note(text: &str) {
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("elevator: {text}");
+    }
+}
+
+pub(crate) fn run_command(args: &KernelArgs, stdout: &mut dyn Write) -> Result<()> {
+    let sysfs = Sysfs::at(&args.sysfs_root);
+    match &args.command {
+        KernelCommand::Show(show) => run_show(&sysfs, show, stdout),
+        KernelCommand::Set(set) => {
+            let device = sysfs.device(&set.device)?;
+            let before = sysfs.scheduler(&device)?;
+            let after = queue::set_scheduler(&sysfs, &device, &set.scheduler)?;
+            writeln!(stdout, "{device}: {} -> {}", before.render(), after.render())?;
+            Ok(())
+        }
+        KernelCommand::Tune(tune) => {
+            let device = sysfs.device(&tune.device)?;
+            let settings = tune
+                .settings
+                .iter()
+                .map(|text| Setting::parse(&device.name, text))
+                .collect::<Result<Vec<_>, _>>()?;
+            for applied in queue::tune(&sysfs, &device, &settings)? {
+                let rounded = if applied.after != applied.written {
+                    format!(" (wrote {}; the kernel keeps {})", applied.written, applied.after)
+                } else {
+                    String::new()
+                };
+                writeln!(
+                    stdout,
+                    "{device}: {}: {} -> {}{rounded}",
+                    applied.key, applied.before, applied.after
+                )?;
+            }
+            Ok(())
+        }
+        KernelCommand::Persist(persist_args) => run_persist(&sysfs, persist_args, stdout),
+        KernelCommand::Compare(compare_args) => run_compare(&sysfs, compare_args, stdout),
+    }
+}
+
+fn run_show(sysfs: &Sysfs, args: &KernelShowArgs, stdout: &mut dyn Write) -> Result<()> {
+    let devices = match &args.device {
+        Some(given) => vec![sysfs.device(given)?],
+        None => sysfs.devices()?,
+    };
+    let infos: Vec<QueueInfo> =
+        devices.iter().map(|device| queue::queue_info(sysfs, device)).collect::<Result<_, _>>()?;
+    if args.format == ListFormat::Json {
+        let document = serde_json::json!({ "schema": "elevator.kernel-show/1", "devices": infos });
+        serde_json::to_writer_pretty(&mut *stdout, &document)?;
+        writeln!(stdout)?;
+        return Ok(());
+    }
+    let optional = |value: Option<u64>| value.map_or_else(|| "-".to_owned(), |v| v.to_string());
+    let mut table = crate::list::plain_table(&[
+        "device",
+        "scheduler",
+        "rotational",
+        "nr_requests",
+        "read_ahead_kb",
+        "max_sectors_kb",
+        "hw_depth×queues",
+        "tunables",
+    ]);
+    for info in &infos {
+        let tunables: Vec<String> =
+            info.tunables.iter().map(|(name, value)| format!("{name}={value}")).collect();
+        table.add_row([
+            info.device.clone(),
+            info.scheduler_line.clone(),
+            info.rotational.map_or("-".into(), |r| u8::from(r).to_string()),
+            optional(info.nr_requests),
+            optional(info.read_ahead_kb),
+            optional(info.max_sectors_kb),
+            format!("{} × {}", optional(info.hw_queue_depth), optional(info.hw_queues)),
+            tunables.join(" "),
+        ]);
+    }
+    crate::list::write_table(stdout, &table)
+}
+
+fn run_persist(sysfs: &Sysfs, args: &KernelPersistArgs, stdout: &mut dyn Write) -> Result<()> {
+    let device = sysfs.device(&args.device)?;
+    let settings = args
+        .settings
+        .iter()
+        .map(|text| Setting::parse(&device.name, text))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut command = format!("elevator kernel persist {} {}", device.name, args.scheduler);
+    for setting in &args.settings {
+        command.push(' ');
+        command.push_str(setting);
+    }
+    let plan = persist::plan(sysfs, &device, &args.scheduler, &settings, &command)?;
+    for warning in &plan.warnings {
+        note(warning);
+    }
+    if !args.apply {
+        write!(stdout, "{}", plan.text)?;
+        note(&format!(
+            "{} Install with --apply (writes {}/{} and reloads udev).",
+            persist::ELEVATOR_PARAMETER_NOTE,
+            args.rules_dir.display(),
+            plan.file_name
+        ));
+        return Ok(());
+    }
+    let (path, notes) = persist::apply(&plan, &device, &args.rules_dir, !args.no_reload)?;
+    for text in notes {
+        note(&text);
+    }
+    writeln!(stdout, "{}", path.display())?;
+    note(&format!("wrote {}: {}", path.display(), plan.rule.render()));
+    Ok(())
+}
+
+/// How many signals have arrived: the first stops the run gracefully, the second restores
+/// the device at once and exits.
+static SIGNALS: AtomicU32 = AtomicU32::new(0);
+
+fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) -> Result<()> {
+    let device = sysfs.device(&args.device)?;
+    let workload = WorkloadSpec::parse(&args.workload)?;
+    let schedulers: Vec<KernelScheduler> = args
+        .schedulers
+        .iter()
+        .flat_map(|text| split_schedulers(text))
+        .map(|text| KernelScheduler::parse(&device.name, &text))
+        .collect::<Result<_, _>>()?;
+    let offered = sysfs.scheduler(&device)?;
+    for scheduler in &schedulers {
+        let canonical = if scheduler.name == "deadline" { "mq-deadline" } else { &scheduler.name };
+        if !offered.available.iter().any(|name| name == canonical)
+            && !queue::KERNEL_SCHEDULERS.contains(&canonical)
+        {
+            return Err(elevator_kernel::KernelError::UnknownScheduler {
+                device: device.name.clone(),
+                name: scheduler.name.clone(),
+                available: offered.available.clone(),
+                hint: String::new(),
+            }
+            .into());
+        }
+    }
+    let path = match &device.partition {
+        Some(partition) => PathBuf::from("/dev").join(partition),
+        None => device.dev_path(),
+    };
+    let target = Target::open(
+        &path,
+        &TargetOptions { write: workload.may_write(), force: args.force, create_bytes: None },
+    )?;
+    let guard = RestoreGuard::new(sysfs, &device)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let handler_stop = Arc::clone(&stop);
+    let handle = guard.handle();
+    ctrlc::set_handler(move || {
+        if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
+            handler_stop.store(true, Ordering::SeqCst);
+            note("stopping: waiting for I/O in flight, then restoring the device (again to force)");
+        } else {
+            let restored = handle.restore_now();
+            if let Err(error) = &restored {
+                note(&format!("could not restore the device: {error}"));
+            }
+            std::process::exit(i32::from(crate::run::EXIT_INTERRUPTED));
+        }
+    })
+    .context("installing the signal handler")?;
+    let backend = match args.engine {
+        EngineChoice::Auto => BackendChoice::Auto,
+        EngineChoice::IoUring => BackendChoice::IoUring,
+        EngineChoice::Threads => BackendChoice::Threads,
+    };
+    let options = CompareOptions {
+        schedulers,
+        seed: args.seed,
+        passthrough: PassthroughOptions {
+            backend,
+            cache_drop: if args.drop_caches { CacheDrop::System } else { CacheDrop::Target },
+            stop: Some(Arc::clone(&stop)),
+            ..PassthroughOptions::default()
+        },
+    };
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("a valid template"));
+    let current = std::cell::RefCell::new(String::new());
+    let mut starting = |scheduler: &KernelScheduler| {
+        *current.borrow_mut() = scheduler.label();
+        note(&format!("{device}: running {workload} under the kernel's {}", scheduler.label()));
+    };
+    let mut progress = |now: &Progress| {
+        if now.elapsed.as_secs_f64() >= 3.0 {
+            let seconds = now.elapsed.as_secs_f64();
+            bar.set_message(format!(
+                "{} {}: {:.1} s, {:.1} MB, {:.0} IOPS",
+                current.borrow(),
+                now.phase,
+                seconds,
+                now.bytes as f64 / 1e6,
+                now.ios as f64 / seconds
+            ));
+            bar.tick();
+        }
+    };
+    let runs = compare::compare(
+        sysfs,
+        &device,
+        &target,
+        &workload,
+        &options,
+        &guard,
+        &mut starting,
+        &mut progress,
+    )
+    .with_context(|| format!("comparing kernel schedulers on {device} with {workload}"))?;
+    bar.finish_and_clear();
+    let restored = guard.restore().context("restoring the device's scheduler settings")?;
+    if !restored.is_empty() {
+        note(&format!("{device}: restored {}", restored.join(", ")));
+    }
+    let mut report = Report::new(args.seed, env!("CARGO_PKG_VERSION"));
+    let mut failures = Vec::new();
+    let mut interrupted = false;
+    for run in runs {
+        if let (count @ 1.., Some(first)) = &run.io_errors {
+            failures.push(format!(
+                "{count} I/Os failed under {}; the first: {first}",
+                run.run.scheduler
+            ));
+        }
+        interrupted |= run.interrupted;
+        report.runs.push(run.run);
+    }
+    let format = output_format(args.report.format, args.report.output.as_deref());
+    write_report(&report, format, args.report.output.as_deref(), stdout)?;
+    if interrupted {
+        note(
+            "interrupted: stopped issuing, waited for I/O in flight, restored the device; the report is partial",
+        );
+        return Err(Interrupted.into());
+    }
+    if !failures.is_empty() {
+        return Err(CheckFailed(failures.join("\n")).into());
+    }
+    Ok(())
+}
+
+/// `-s mq-deadline:fifo_batch=8,read_expire=100,bfq` → the two schedulers: a comma starts a
+/// new scheduler unless what follows it is a `key=value`.
+fn split_schedulers(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in text.split(',') {
+        match out.last_mut() {
+            Some(last) if part.contains('=') && last.contains(':') => {
+                last.push(',');
+                last.push_str(part);
+            }
+            _ if part.trim().is_empty() => {}
+            _ => out.push(part.trim().to_owned()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_schedulers;
+
+    #[test]
+    fn scheduler_lists_split_between_schedulers_not_settings() {
+        assert_eq!(
+            split_schedulers("mq-deadline:fifo_batch=8,read_expire=100,bfq,kyber"),
+            ["mq-deadline:fifo_batch=8,read_expire=100", "bfq", "kyber"]
+        );
+        assert_eq!(split_schedulers("none"), ["none"]);
+    }
+}

@@ -1,0 +1,34 @@
+//! elevator-kernel: the Linux kernel's own I/O schedulers, driven through sysfs.
+//!
+//! What administrators did by hand with `cat` and `echo` on
+//! `/sys/block/DEV/queue/scheduler`, done safely and measured:
+//!
+//! * [`queue::queue_info`] — what `elevator kernel show` prints: the scheduler line, the queue
+//!   attributes that matter to scheduling, the hardware queue depth, the current scheduler's
+//!   tunables;
+//! * [`queue::set_scheduler`] and [`queue::tune`] — switch and tune at run time, checked
+//!   against what the kernel offers, with errors that say what happened (unknown scheduler,
+//!   busy, needs root, not a block device);
+//! * [`persist`] — a udev rule that sets the choice at every boot (the `elevator=` boot
+//!   parameter no longer does anything);
+//! * [`compare`] — one workload under each kernel scheduler, reported like a simulated or
+//!   live run, with a [`guard::RestoreGuard`] that leaves the device as it was found.
+//!
+//! Every function takes a [`sysfs::Sysfs`], the real `/sys` or a fake tree in a temp
+//! directory, so the driver's logic and its error paths are testable without a kernel.
+
+#![deny(missing_docs)]
+#![warn(missing_debug_implementations, unreachable_pub)]
+
+pub mod compare;
+pub mod error;
+pub mod guard;
+pub mod persist;
+pub mod queue;
+pub mod sysfs;
+
+pub use compare::{CompareOptions, KernelRun, KernelScheduler};
+pub use error::KernelError;
+pub use guard::{RestoreGuard, RestoreHandle, Snapshot};
+pub use queue::{Applied, DiskStats, QueueInfo, Setting};
+pub use sysfs::{AttrIo, BlockDevice, FileIo, SchedulerLine, Sysfs};
