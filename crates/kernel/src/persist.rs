@@ -213,18 +213,22 @@ pub fn plan(
     }
     let rule = Rule { keys };
     let file_name = format!("99-elevator-{}.rules", device.name);
-    let text = format!(
-        "# Written by `{command}` (elevator {version}).\n\
-         # Sets the I/O scheduler of {device} (matched by {description}) when it appears and on\n\
-         # every change event. {note}\n\
-         # To apply now: udevadm control --reload-rules && udevadm trigger --action=change \
-         --subsystem-match=block --sysname-match={device}\n\
-         {rule}\n",
+    let header = format!(
+        "Written by `{command}` (elevator {version}). Sets the I/O scheduler of {device} \
+         (matched by {description}) when it appears and on every change event. {note}",
         version = env!("CARGO_PKG_VERSION"),
         description = matched.description,
         note = ELEVATOR_PARAMETER_NOTE,
-        rule = rule.render(),
     );
+    let mut text = String::new();
+    for line in wrap(&header, 92) {
+        text.push_str(&format!("# {line}\n"));
+    }
+    text.push_str(&format!(
+        "# To apply now: udevadm control --reload-rules && udevadm trigger --action=change \
+         --subsystem-match=block --sysname-match={device}\n{}\n",
+        rule.render()
+    ));
     Ok(PersistPlan { file_name, text, rule, warnings })
 }
 
@@ -273,6 +277,22 @@ pub fn apply(
         ));
     }
     Ok((path, notes))
+}
+
+/// Splits `text` into lines of at most `width` characters at spaces (a longer word stays
+/// whole).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.len() + 1 + word.len() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_owned()),
+        }
+    }
+    lines
 }
 
 impl Rule {
