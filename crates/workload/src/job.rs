@@ -146,15 +146,15 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         key: "prioclass",
-        kind: KeyKind::Integer { min: 0, max: 3 },
+        kind: KeyKind::Text,
         default: "",
-        help: "I/O priority class: 1 realtime, 2 best-effort, 3 idle",
+        help: "I/O priority class 0-3 (1 realtime, 2 best-effort, 3 idle); :-separated, one per clone",
     },
     KeySpec {
         key: "prio",
-        kind: KeyKind::Integer { min: 0, max: 7 },
+        kind: KeyKind::Text,
         default: "",
-        help: "I/O priority level, 0 highest",
+        help: "I/O priority level 0-7, 0 highest; :-separated, one per clone (prio=0:7)",
     },
     KeySpec {
         key: "direct",
@@ -247,7 +247,8 @@ pub(crate) struct JobConfig {
     thinktime: Duration,
     offset: Offset,
     offset_increment_bytes: u64,
-    priority: IoPriority,
+    /// One priority, or one per clone.
+    priorities: Vec<IoPriority>,
     direct: bool,
     filenames: Vec<String>,
 }
@@ -308,7 +309,7 @@ impl JobConfig {
         };
         let offset_increment_bytes = params.size("offset_increment");
         check_sectors(params, "offset_increment", offset_increment_bytes)?;
-        let priority = Self::priority(params)?;
+        let priorities = Self::priorities(params)?;
         let synchronous_engine =
             matches!(params.text("ioengine"), "psync" | "sync" | "pvsync" | "pvsync2");
         let thinktime = params.time("thinktime");
@@ -335,7 +336,7 @@ impl JobConfig {
             thinktime,
             offset,
             offset_increment_bytes,
-            priority,
+            priorities,
             direct: params.flag("direct"),
             filenames,
         })
@@ -346,21 +347,57 @@ impl JobConfig {
         (self.block_size.min_bytes(), self.block_size.max_bytes())
     }
 
-    fn priority(params: &Params) -> Result<IoPriority, ParamError> {
-        let level = params.has("prio").then(|| params.integer("prio") as u8);
-        let class = params.has("prioclass").then(|| params.integer("prioclass"));
-        let priority = match (class, level) {
-            (None, None) => Ok(IoPriority::DEFAULT),
-            (None, Some(level)) | (Some(2), Some(level)) => IoPriority::best_effort(level),
-            (Some(0), Some(_)) => {
-                return Err(params.impossible("prio", "class 0 (none) takes no level"));
+    /// `prioclass` and `prio`, each one value or a `:`-separated list with one per clone
+    /// (the priorities of clone i are the lists' i-th entries).
+    fn priorities(params: &Params) -> Result<Vec<IoPriority>, ParamError> {
+        let clones = params.integer("numjobs") as usize;
+        let list = |key: &'static str, max: i64| -> Result<Vec<Option<i64>>, ParamError> {
+            if !params.has(key) {
+                return Ok(vec![None]);
             }
-            (Some(0), None) => Ok(IoPriority::DEFAULT),
-            (Some(1), level) => IoPriority::realtime(level.unwrap_or(0)),
-            (Some(2), None) => IoPriority::best_effort(0),
-            (Some(_), _) => Ok(IoPriority::idle()),
+            let values = params
+                .text(key)
+                .split(':')
+                .map(|text| match text.trim().parse::<i64>() {
+                    Ok(value) if (0..=max).contains(&value) => Ok(Some(value)),
+                    _ => Err(params.impossible(
+                        key,
+                        format!("`{text}` is not an integer 0..={max} (a list is :-separated)"),
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if values.len() != 1 && values.len() != clones {
+                return Err(params.impossible(
+                    key,
+                    format!(
+                        "{} values for {clones} clones: give one, or one per clone",
+                        values.len()
+                    ),
+                ));
+            }
+            Ok(values)
         };
-        priority.map_err(|error| params.impossible("prio", error.to_string()))
+        let classes = list("prioclass", 3)?;
+        let levels = list("prio", 7)?;
+        let count = classes.len().max(levels.len());
+        (0..count)
+            .map(|clone| {
+                let class = classes[clone % classes.len()];
+                let level = levels[clone % levels.len()].map(|level| level as u8);
+                let priority = match (class, level) {
+                    (None, None) => Ok(IoPriority::DEFAULT),
+                    (None, Some(level)) | (Some(2), Some(level)) => IoPriority::best_effort(level),
+                    (Some(0), Some(_)) => {
+                        return Err(params.impossible("prio", "class 0 (none) takes no level"));
+                    }
+                    (Some(0), None) => Ok(IoPriority::DEFAULT),
+                    (Some(1), level) => IoPriority::realtime(level.unwrap_or(0)),
+                    (Some(2), None) => IoPriority::best_effort(0),
+                    (Some(_), _) => Ok(IoPriority::idle()),
+                };
+                priority.map_err(|error| params.impossible("prio", error.to_string()))
+            })
+            .collect()
     }
 
     pub(crate) fn plan(
@@ -412,6 +449,7 @@ impl JobConfig {
                 think_until: None,
                 prng: prng.fork_indexed("job", u64::from(clone)),
                 next_id: 0,
+                clone_index: clone,
             }));
         }
         let name = match (self.random, self.mix) {
@@ -511,6 +549,8 @@ struct JobIssuer {
     think_until: Option<Instant>,
     prng: Prng,
     next_id: u64,
+    /// Which clone it is (its entry in per-clone lists such as `prio=0:7`).
+    clone_index: u32,
 }
 
 impl Issuer for JobIssuer {
@@ -523,7 +563,8 @@ impl Issuer for JobIssuer {
     }
 
     fn priority(&self) -> IoPriority {
-        self.config.priority
+        let priorities = &self.config.priorities;
+        priorities[self.clone_index as usize % priorities.len()]
     }
 
     fn poll(&mut self, now: Instant) -> Poll {
@@ -750,6 +791,18 @@ mod tests {
         assert_eq!(priority("job:prio=6"), IoPriority::best_effort(6).unwrap());
         assert_eq!(priority("job:prioclass=1,prio=2"), IoPriority::realtime(2).unwrap());
         assert_eq!(priority("job:prioclass=3"), IoPriority::idle());
+        let per_clone = plan("job:numjobs=2,prio=0:7");
+        let levels: Vec<IoPriority> =
+            per_clone.phases[0].issuers.iter().map(|issuer| issuer.priority()).collect();
+        assert_eq!(
+            levels,
+            [IoPriority::best_effort(0).unwrap(), IoPriority::best_effort(7).unwrap()]
+        );
+        let mixed = plan("job:numjobs=2,prioclass=1:3,prio=2");
+        assert_eq!(mixed.phases[0].issuers[0].priority(), IoPriority::realtime(2).unwrap());
+        assert_eq!(mixed.phases[0].issuers[1].priority(), IoPriority::idle());
+        assert!(parse_error("job:numjobs=3,prio=0:7").contains("one per clone"));
+        assert!(parse_error("job:prio=8").contains("0..=7"));
     }
 
     // Proves filename picks devices and round-robins between several.
