@@ -30,6 +30,7 @@ use elevator_core::{ComponentSpec, Scheduler, SpecError, TunableError, TunableSp
 pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
+pub mod kyber;
 pub mod noop;
 pub mod testkit;
 
@@ -44,6 +45,8 @@ pub enum SchedulerKind {
     Deadline,
     /// 2.6.18 cfq: per-process time slices by I/O priority, idling for each reader.
     Cfq,
+    /// 6.17 kyber: per-domain token limits self-tuned to read and write latency targets.
+    Kyber,
 }
 
 impl SchedulerKind {
@@ -54,6 +57,7 @@ impl SchedulerKind {
         SchedulerKind::Anticipatory,
         SchedulerKind::Deadline,
         SchedulerKind::Cfq,
+        SchedulerKind::Kyber,
     ];
 
     /// The 2.6 set that the classic study compared.
@@ -75,6 +79,7 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::NAME,
             SchedulerKind::Deadline => deadline::NAME,
             SchedulerKind::Cfq => cfq::NAME,
+            SchedulerKind::Kyber => kyber::NAME,
         }
     }
 
@@ -82,7 +87,10 @@ impl SchedulerKind {
     pub const fn aliases(self) -> &'static [&'static str] {
         match self {
             SchedulerKind::Anticipatory => &["as"],
-            SchedulerKind::Noop | SchedulerKind::Deadline | SchedulerKind::Cfq => &[],
+            SchedulerKind::Noop
+            | SchedulerKind::Deadline
+            | SchedulerKind::Cfq
+            | SchedulerKind::Kyber => &[],
         }
     }
 
@@ -93,6 +101,7 @@ impl SchedulerKind {
             | SchedulerKind::Anticipatory
             | SchedulerKind::Deadline
             | SchedulerKind::Cfq => "2.6.18",
+            SchedulerKind::Kyber => "6.17",
         }
     }
 
@@ -103,6 +112,7 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::SUMMARY,
             SchedulerKind::Deadline => deadline::SUMMARY,
             SchedulerKind::Cfq => cfq::SUMMARY,
+            SchedulerKind::Kyber => kyber::SUMMARY,
         }
     }
 
@@ -113,6 +123,7 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::TUNABLES,
             SchedulerKind::Deadline => deadline::TUNABLES,
             SchedulerKind::Cfq => cfq::TUNABLES,
+            SchedulerKind::Kyber => kyber::TUNABLES,
         }
     }
 
@@ -123,6 +134,7 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => Box::new(anticipatory::Anticipatory::new()),
             SchedulerKind::Deadline => Box::new(deadline::Deadline::new()),
             SchedulerKind::Cfq => Box::new(cfq::Cfq::new()),
+            SchedulerKind::Kyber => Box::new(kyber::Kyber::new()),
         }
     }
 
@@ -291,7 +303,7 @@ mod tests {
         let message = |text| SchedulerSpec::parse(text).unwrap_err().to_string();
         assert_eq!(
             message("cfqq"),
-            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq)"
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, kyber)"
         );
         assert_eq!(
             message("deadline:read_expiry=5"),
@@ -319,7 +331,7 @@ mod tests {
 
     #[test]
     fn the_sysfs_line_brackets_the_current_scheduler() {
-        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop anticipatory [deadline] cfq");
-        assert_eq!(sysfs_line(SchedulerKind::DEFAULT), "noop anticipatory deadline [cfq]");
+        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop anticipatory [deadline] cfq kyber");
+        assert_eq!(sysfs_line(SchedulerKind::DEFAULT), "noop anticipatory deadline [cfq] kyber");
     }
 }

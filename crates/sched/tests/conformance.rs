@@ -6,7 +6,8 @@ use elevator_sched::testkit::{Harness, Spy, read, seeking_service, write};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 
 /// The kernel's defaults, written out independently of the modules' tables, from the 2.6.18
-/// sources at HZ=1000 as legacy-schedulers.md §2–§5 gives them.
+/// sources at HZ=1000 as legacy-schedulers.md §2–§5 gives them, and for the blk-mq schedulers
+/// from modern-schedulers.md (kyber: §4.5).
 const KERNEL_DEFAULTS: &[(&str, &str, i64)] = &[
     ("anticipatory", "read_expire", 125),
     ("anticipatory", "write_expire", 250),
@@ -28,6 +29,8 @@ const KERNEL_DEFAULTS: &[(&str, &str, i64)] = &[
     ("cfq", "slice_async", 40),
     ("cfq", "slice_async_rq", 2),
     ("cfq", "slice_idle", 8),
+    ("kyber", "read_lat_nsec", 2_000_000),
+    ("kyber", "write_lat_nsec", 10_000_000),
 ];
 
 /// A random mixed workload: reads, async and sync writes from four processes over a small
