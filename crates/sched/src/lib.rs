@@ -31,6 +31,8 @@ pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
 pub mod kyber;
+pub mod mq_deadline;
+pub mod none;
 pub mod noop;
 pub mod testkit;
 
@@ -45,18 +47,24 @@ pub enum SchedulerKind {
     Deadline,
     /// 2.6.18 cfq: per-process time slices by I/O priority, idling for each reader.
     Cfq,
+    /// 6.17 blk-mq without a scheduler: arrival order, bio merges only.
+    None,
+    /// 6.17 mq-deadline: deadline batches per I/O priority level, with priority aging.
+    MqDeadline,
     /// 6.17 kyber: per-domain token limits self-tuned to read and write latency targets.
     Kyber,
 }
 
 impl SchedulerKind {
-    /// Every registered scheduler, in the order `elevator list` prints them (the order 2.6.18
-    /// lists them in sysfs).
+    /// Every registered scheduler, in the order `elevator list` prints them: the 2.6 set in
+    /// the order 2.6.18 lists them in sysfs, then the blk-mq set.
     pub const ALL: &'static [SchedulerKind] = &[
         SchedulerKind::Noop,
         SchedulerKind::Anticipatory,
         SchedulerKind::Deadline,
         SchedulerKind::Cfq,
+        SchedulerKind::None,
+        SchedulerKind::MqDeadline,
         SchedulerKind::Kyber,
     ];
 
@@ -67,6 +75,10 @@ impl SchedulerKind {
         SchedulerKind::Deadline,
         SchedulerKind::Cfq,
     ];
+
+    /// The blk-mq set: the schedulers a current (5.0 and later) kernel offers.
+    pub const MODERN: &'static [SchedulerKind] =
+        &[SchedulerKind::None, SchedulerKind::MqDeadline, SchedulerKind::Kyber];
 
     /// What `sim`, `run` and `compare` use when no `-s` is given: cfq, 2.6.18's
     /// `CONFIG_DEFAULT_IOSCHED`.
@@ -79,17 +91,22 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::NAME,
             SchedulerKind::Deadline => deadline::NAME,
             SchedulerKind::Cfq => cfq::NAME,
+            SchedulerKind::None => none::NAME,
+            SchedulerKind::MqDeadline => mq_deadline::NAME,
             SchedulerKind::Kyber => kyber::NAME,
         }
     }
 
-    /// Other names the kernel accepted for it (boot parameter or sysfs).
+    /// Other names the kernel accepted for it (boot parameter or sysfs). The kernel's
+    /// `deadline` alias of mq-deadline is left out: `deadline` names the 2.6.18 scheduler here.
     pub const fn aliases(self) -> &'static [&'static str] {
         match self {
             SchedulerKind::Anticipatory => &["as"],
             SchedulerKind::Noop
             | SchedulerKind::Deadline
             | SchedulerKind::Cfq
+            | SchedulerKind::None
+            | SchedulerKind::MqDeadline
             | SchedulerKind::Kyber => &[],
         }
     }
@@ -101,7 +118,7 @@ impl SchedulerKind {
             | SchedulerKind::Anticipatory
             | SchedulerKind::Deadline
             | SchedulerKind::Cfq => "2.6.18",
-            SchedulerKind::Kyber => "6.17",
+            SchedulerKind::None | SchedulerKind::MqDeadline | SchedulerKind::Kyber => "6.17",
         }
     }
 
@@ -112,6 +129,8 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::SUMMARY,
             SchedulerKind::Deadline => deadline::SUMMARY,
             SchedulerKind::Cfq => cfq::SUMMARY,
+            SchedulerKind::None => none::SUMMARY,
+            SchedulerKind::MqDeadline => mq_deadline::SUMMARY,
             SchedulerKind::Kyber => kyber::SUMMARY,
         }
     }
@@ -123,6 +142,8 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::TUNABLES,
             SchedulerKind::Deadline => deadline::TUNABLES,
             SchedulerKind::Cfq => cfq::TUNABLES,
+            SchedulerKind::None => none::TUNABLES,
+            SchedulerKind::MqDeadline => mq_deadline::TUNABLES,
             SchedulerKind::Kyber => kyber::TUNABLES,
         }
     }
@@ -134,6 +155,8 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => Box::new(anticipatory::Anticipatory::new()),
             SchedulerKind::Deadline => Box::new(deadline::Deadline::new()),
             SchedulerKind::Cfq => Box::new(cfq::Cfq::new()),
+            SchedulerKind::None => Box::new(none::NoneScheduler::new()),
+            SchedulerKind::MqDeadline => Box::new(mq_deadline::MqDeadline::new()),
             SchedulerKind::Kyber => Box::new(kyber::Kyber::new()),
         }
     }
@@ -303,7 +326,8 @@ mod tests {
         let message = |text| SchedulerSpec::parse(text).unwrap_err().to_string();
         assert_eq!(
             message("cfqq"),
-            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, kyber)"
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, \
+             mq-deadline, kyber)"
         );
         assert_eq!(
             message("deadline:read_expiry=5"),
@@ -331,7 +355,17 @@ mod tests {
 
     #[test]
     fn the_sysfs_line_brackets_the_current_scheduler() {
-        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop anticipatory [deadline] cfq kyber");
-        assert_eq!(sysfs_line(SchedulerKind::DEFAULT), "noop anticipatory deadline [cfq] kyber");
+        assert_eq!(
+            sysfs_line(SchedulerKind::Deadline),
+            "noop anticipatory [deadline] cfq none mq-deadline kyber"
+        );
+        assert_eq!(
+            sysfs_line(SchedulerKind::DEFAULT),
+            "noop anticipatory deadline [cfq] none mq-deadline kyber"
+        );
+        assert_eq!(
+            sysfs_line(SchedulerKind::MqDeadline),
+            "noop anticipatory deadline cfq none [mq-deadline] kyber"
+        );
     }
 }
