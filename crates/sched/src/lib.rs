@@ -30,6 +30,7 @@ use elevator_core::{ComponentSpec, Scheduler, SpecError, TunableError, TunableSp
 pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
+pub mod kyber;
 pub mod mq_deadline;
 pub mod none;
 pub mod noop;
@@ -50,6 +51,8 @@ pub enum SchedulerKind {
     None,
     /// 6.17 mq-deadline: deadline batches per I/O priority level, with priority aging.
     MqDeadline,
+    /// 6.17 kyber: per-domain token limits self-tuned to read and write latency targets.
+    Kyber,
 }
 
 impl SchedulerKind {
@@ -62,6 +65,7 @@ impl SchedulerKind {
         SchedulerKind::Cfq,
         SchedulerKind::None,
         SchedulerKind::MqDeadline,
+        SchedulerKind::Kyber,
     ];
 
     /// The 2.6 set that the classic study compared.
@@ -73,7 +77,8 @@ impl SchedulerKind {
     ];
 
     /// The blk-mq set: the schedulers a current (5.0 and later) kernel offers.
-    pub const MODERN: &'static [SchedulerKind] = &[SchedulerKind::None, SchedulerKind::MqDeadline];
+    pub const MODERN: &'static [SchedulerKind] =
+        &[SchedulerKind::None, SchedulerKind::MqDeadline, SchedulerKind::Kyber];
 
     /// What `sim`, `run` and `compare` use when no `-s` is given: cfq, 2.6.18's
     /// `CONFIG_DEFAULT_IOSCHED`.
@@ -88,6 +93,7 @@ impl SchedulerKind {
             SchedulerKind::Cfq => cfq::NAME,
             SchedulerKind::None => none::NAME,
             SchedulerKind::MqDeadline => mq_deadline::NAME,
+            SchedulerKind::Kyber => kyber::NAME,
         }
     }
 
@@ -100,7 +106,8 @@ impl SchedulerKind {
             | SchedulerKind::Deadline
             | SchedulerKind::Cfq
             | SchedulerKind::None
-            | SchedulerKind::MqDeadline => &[],
+            | SchedulerKind::MqDeadline
+            | SchedulerKind::Kyber => &[],
         }
     }
 
@@ -111,7 +118,7 @@ impl SchedulerKind {
             | SchedulerKind::Anticipatory
             | SchedulerKind::Deadline
             | SchedulerKind::Cfq => "2.6.18",
-            SchedulerKind::None | SchedulerKind::MqDeadline => "6.17",
+            SchedulerKind::None | SchedulerKind::MqDeadline | SchedulerKind::Kyber => "6.17",
         }
     }
 
@@ -124,6 +131,7 @@ impl SchedulerKind {
             SchedulerKind::Cfq => cfq::SUMMARY,
             SchedulerKind::None => none::SUMMARY,
             SchedulerKind::MqDeadline => mq_deadline::SUMMARY,
+            SchedulerKind::Kyber => kyber::SUMMARY,
         }
     }
 
@@ -136,6 +144,7 @@ impl SchedulerKind {
             SchedulerKind::Cfq => cfq::TUNABLES,
             SchedulerKind::None => none::TUNABLES,
             SchedulerKind::MqDeadline => mq_deadline::TUNABLES,
+            SchedulerKind::Kyber => kyber::TUNABLES,
         }
     }
 
@@ -148,6 +157,7 @@ impl SchedulerKind {
             SchedulerKind::Cfq => Box::new(cfq::Cfq::new()),
             SchedulerKind::None => Box::new(none::NoneScheduler::new()),
             SchedulerKind::MqDeadline => Box::new(mq_deadline::MqDeadline::new()),
+            SchedulerKind::Kyber => Box::new(kyber::Kyber::new()),
         }
     }
 
@@ -317,7 +327,7 @@ mod tests {
         assert_eq!(
             message("cfqq"),
             "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, \
-             mq-deadline)"
+             mq-deadline, kyber)"
         );
         assert_eq!(
             message("deadline:read_expiry=5"),
@@ -347,15 +357,15 @@ mod tests {
     fn the_sysfs_line_brackets_the_current_scheduler() {
         assert_eq!(
             sysfs_line(SchedulerKind::Deadline),
-            "noop anticipatory [deadline] cfq none mq-deadline"
+            "noop anticipatory [deadline] cfq none mq-deadline kyber"
         );
         assert_eq!(
             sysfs_line(SchedulerKind::DEFAULT),
-            "noop anticipatory deadline [cfq] none mq-deadline"
+            "noop anticipatory deadline [cfq] none mq-deadline kyber"
         );
         assert_eq!(
             sysfs_line(SchedulerKind::MqDeadline),
-            "noop anticipatory deadline cfq none [mq-deadline]"
+            "noop anticipatory deadline cfq none [mq-deadline] kyber"
         );
     }
 }

@@ -7,8 +7,8 @@ use elevator_sched::{SchedulerKind, SchedulerSpec};
 
 /// The kernel's defaults, written out independently of the modules' tables: the 2.6 set from the
 /// 2.6.18 sources at HZ=1000 as legacy-schedulers.md §2–§5 gives them; the blk-mq set from 6.17
-/// as modern-schedulers.md §2.5 gives them (mq-deadline's `async_depth` is `nr_requests`, 128 on
-/// the default queue).
+/// as modern-schedulers.md §2.5 and §4.5 (mq-deadline's `async_depth` is
+/// `nr_requests`, 128 on the default queue).
 const KERNEL_DEFAULTS: &[(&str, &str, i64)] = &[
     ("anticipatory", "read_expire", 125),
     ("anticipatory", "write_expire", 250),
@@ -37,6 +37,8 @@ const KERNEL_DEFAULTS: &[(&str, &str, i64)] = &[
     ("mq-deadline", "async_depth", 128),
     ("mq-deadline", "fifo_batch", 16),
     ("mq-deadline", "prio_aging_expire", 10_000),
+    ("kyber", "read_lat_nsec", 2_000_000),
+    ("kyber", "write_lat_nsec", 10_000_000),
 ];
 
 /// A random mixed workload: reads, async and sync writes from four processes over a small
