@@ -28,6 +28,7 @@ use std::fmt;
 use elevator_core::{ComponentSpec, Scheduler, SpecError, TunableError, TunableSpec, tunable};
 
 pub mod anticipatory;
+pub mod bfq;
 pub mod cfq;
 pub mod deadline;
 pub mod noop;
@@ -44,6 +45,8 @@ pub enum SchedulerKind {
     Deadline,
     /// 2.6.18 cfq: per-process time slices by I/O priority, idling for each reader.
     Cfq,
+    /// 6.12 bfq: per-process budgets shared by weight (B-WF2Q+), idling, low-latency raising.
+    Bfq,
 }
 
 impl SchedulerKind {
@@ -54,6 +57,7 @@ impl SchedulerKind {
         SchedulerKind::Anticipatory,
         SchedulerKind::Deadline,
         SchedulerKind::Cfq,
+        SchedulerKind::Bfq,
     ];
 
     /// The 2.6 set that the classic study compared.
@@ -75,6 +79,7 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::NAME,
             SchedulerKind::Deadline => deadline::NAME,
             SchedulerKind::Cfq => cfq::NAME,
+            SchedulerKind::Bfq => bfq::NAME,
         }
     }
 
@@ -82,7 +87,10 @@ impl SchedulerKind {
     pub const fn aliases(self) -> &'static [&'static str] {
         match self {
             SchedulerKind::Anticipatory => &["as"],
-            SchedulerKind::Noop | SchedulerKind::Deadline | SchedulerKind::Cfq => &[],
+            SchedulerKind::Noop
+            | SchedulerKind::Deadline
+            | SchedulerKind::Cfq
+            | SchedulerKind::Bfq => &[],
         }
     }
 
@@ -93,6 +101,7 @@ impl SchedulerKind {
             | SchedulerKind::Anticipatory
             | SchedulerKind::Deadline
             | SchedulerKind::Cfq => "2.6.18",
+            SchedulerKind::Bfq => "6.12",
         }
     }
 
@@ -103,6 +112,7 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::SUMMARY,
             SchedulerKind::Deadline => deadline::SUMMARY,
             SchedulerKind::Cfq => cfq::SUMMARY,
+            SchedulerKind::Bfq => bfq::SUMMARY,
         }
     }
 
@@ -113,6 +123,7 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::TUNABLES,
             SchedulerKind::Deadline => deadline::TUNABLES,
             SchedulerKind::Cfq => cfq::TUNABLES,
+            SchedulerKind::Bfq => bfq::TUNABLES,
         }
     }
 
@@ -123,6 +134,7 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => Box::new(anticipatory::Anticipatory::new()),
             SchedulerKind::Deadline => Box::new(deadline::Deadline::new()),
             SchedulerKind::Cfq => Box::new(cfq::Cfq::new()),
+            SchedulerKind::Bfq => Box::new(bfq::Bfq::new()),
         }
     }
 
@@ -291,7 +303,7 @@ mod tests {
         let message = |text| SchedulerSpec::parse(text).unwrap_err().to_string();
         assert_eq!(
             message("cfqq"),
-            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq)"
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, bfq)"
         );
         assert_eq!(
             message("deadline:read_expiry=5"),
@@ -319,7 +331,7 @@ mod tests {
 
     #[test]
     fn the_sysfs_line_brackets_the_current_scheduler() {
-        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop anticipatory [deadline] cfq");
-        assert_eq!(sysfs_line(SchedulerKind::DEFAULT), "noop anticipatory deadline [cfq]");
+        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop anticipatory [deadline] cfq bfq");
+        assert_eq!(sysfs_line(SchedulerKind::DEFAULT), "noop anticipatory deadline [cfq] bfq");
     }
 }
