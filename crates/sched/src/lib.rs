@@ -31,6 +31,8 @@ pub mod anticipatory;
 pub mod bfq;
 pub mod cfq;
 pub mod deadline;
+pub mod mq_deadline;
+pub mod none;
 pub mod noop;
 pub mod testkit;
 
@@ -45,18 +47,24 @@ pub enum SchedulerKind {
     Deadline,
     /// 2.6.18 cfq: per-process time slices by I/O priority, idling for each reader.
     Cfq,
+    /// 6.17 blk-mq without a scheduler: arrival order, bio merges only.
+    None,
+    /// 6.17 mq-deadline: deadline batches per I/O priority level, with priority aging.
+    MqDeadline,
     /// 6.12 bfq: per-process budgets shared by weight (B-WF2Q+), idling, low-latency raising.
     Bfq,
 }
 
 impl SchedulerKind {
-    /// Every registered scheduler, in the order `elevator list` prints them (the order 2.6.18
-    /// lists them in sysfs).
+    /// Every registered scheduler, in the order `elevator list` prints them: the 2.6 set in
+    /// the order 2.6.18 lists them in sysfs, then the blk-mq set.
     pub const ALL: &'static [SchedulerKind] = &[
         SchedulerKind::Noop,
         SchedulerKind::Anticipatory,
         SchedulerKind::Deadline,
         SchedulerKind::Cfq,
+        SchedulerKind::None,
+        SchedulerKind::MqDeadline,
         SchedulerKind::Bfq,
     ];
 
@@ -67,6 +75,10 @@ impl SchedulerKind {
         SchedulerKind::Deadline,
         SchedulerKind::Cfq,
     ];
+
+    /// The blk-mq set: the schedulers a current (5.0 and later) kernel offers.
+    pub const MODERN: &'static [SchedulerKind] =
+        &[SchedulerKind::None, SchedulerKind::MqDeadline, SchedulerKind::Bfq];
 
     /// What `sim`, `run` and `compare` use when no `-s` is given: cfq, 2.6.18's
     /// `CONFIG_DEFAULT_IOSCHED`.
@@ -79,17 +91,22 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::NAME,
             SchedulerKind::Deadline => deadline::NAME,
             SchedulerKind::Cfq => cfq::NAME,
+            SchedulerKind::None => none::NAME,
+            SchedulerKind::MqDeadline => mq_deadline::NAME,
             SchedulerKind::Bfq => bfq::NAME,
         }
     }
 
-    /// Other names the kernel accepted for it (boot parameter or sysfs).
+    /// Other names the kernel accepted for it (boot parameter or sysfs). The kernel's
+    /// `deadline` alias of mq-deadline is left out: `deadline` names the 2.6.18 scheduler here.
     pub const fn aliases(self) -> &'static [&'static str] {
         match self {
             SchedulerKind::Anticipatory => &["as"],
             SchedulerKind::Noop
             | SchedulerKind::Deadline
             | SchedulerKind::Cfq
+            | SchedulerKind::None
+            | SchedulerKind::MqDeadline
             | SchedulerKind::Bfq => &[],
         }
     }
@@ -101,6 +118,7 @@ impl SchedulerKind {
             | SchedulerKind::Anticipatory
             | SchedulerKind::Deadline
             | SchedulerKind::Cfq => "2.6.18",
+            SchedulerKind::None | SchedulerKind::MqDeadline => "6.17",
             SchedulerKind::Bfq => "6.12",
         }
     }
@@ -112,6 +130,8 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::SUMMARY,
             SchedulerKind::Deadline => deadline::SUMMARY,
             SchedulerKind::Cfq => cfq::SUMMARY,
+            SchedulerKind::None => none::SUMMARY,
+            SchedulerKind::MqDeadline => mq_deadline::SUMMARY,
             SchedulerKind::Bfq => bfq::SUMMARY,
         }
     }
@@ -123,6 +143,8 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => anticipatory::TUNABLES,
             SchedulerKind::Deadline => deadline::TUNABLES,
             SchedulerKind::Cfq => cfq::TUNABLES,
+            SchedulerKind::None => none::TUNABLES,
+            SchedulerKind::MqDeadline => mq_deadline::TUNABLES,
             SchedulerKind::Bfq => bfq::TUNABLES,
         }
     }
@@ -134,6 +156,8 @@ impl SchedulerKind {
             SchedulerKind::Anticipatory => Box::new(anticipatory::Anticipatory::new()),
             SchedulerKind::Deadline => Box::new(deadline::Deadline::new()),
             SchedulerKind::Cfq => Box::new(cfq::Cfq::new()),
+            SchedulerKind::None => Box::new(none::NoneScheduler::new()),
+            SchedulerKind::MqDeadline => Box::new(mq_deadline::MqDeadline::new()),
             SchedulerKind::Bfq => Box::new(bfq::Bfq::new()),
         }
     }
@@ -303,7 +327,8 @@ mod tests {
         let message = |text| SchedulerSpec::parse(text).unwrap_err().to_string();
         assert_eq!(
             message("cfqq"),
-            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, bfq)"
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, \
+             mq-deadline, bfq)"
         );
         assert_eq!(
             message("deadline:read_expiry=5"),
@@ -331,7 +356,17 @@ mod tests {
 
     #[test]
     fn the_sysfs_line_brackets_the_current_scheduler() {
-        assert_eq!(sysfs_line(SchedulerKind::Deadline), "noop anticipatory [deadline] cfq bfq");
-        assert_eq!(sysfs_line(SchedulerKind::DEFAULT), "noop anticipatory deadline [cfq] bfq");
+        assert_eq!(
+            sysfs_line(SchedulerKind::Deadline),
+            "noop anticipatory [deadline] cfq none mq-deadline bfq"
+        );
+        assert_eq!(
+            sysfs_line(SchedulerKind::DEFAULT),
+            "noop anticipatory deadline [cfq] none mq-deadline bfq"
+        );
+        assert_eq!(
+            sysfs_line(SchedulerKind::MqDeadline),
+            "noop anticipatory deadline cfq none [mq-deadline] bfq"
+        );
     }
 }

@@ -5,9 +5,10 @@ use elevator_core::{Bio, Duration, Instant, Op, Prng, QueueConfig, RequestFlags,
 use elevator_sched::testkit::{Harness, Spy, read, seeking_service, write};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 
-/// The kernel's defaults, written out independently of the modules' tables, from the 2.6.18
-/// sources at HZ=1000 as legacy-schedulers.md §2–§5 gives them, and for the blk-mq schedulers
-/// from the 6.x sources as modern-schedulers.md gives them.
+/// The kernel's defaults, written out independently of the modules' tables: the 2.6 set from the
+/// 2.6.18 sources at HZ=1000 as legacy-schedulers.md §2–§5 gives them; the blk-mq set from 6.17
+/// as modern-schedulers.md §2.5 and §3.14 give them (mq-deadline's `async_depth` is
+/// `nr_requests`, 128 on the default queue; bfq follows 6.12).
 const KERNEL_DEFAULTS: &[(&str, &str, i64)] = &[
     ("anticipatory", "read_expire", 125),
     ("anticipatory", "write_expire", 250),
@@ -29,6 +30,13 @@ const KERNEL_DEFAULTS: &[(&str, &str, i64)] = &[
     ("cfq", "slice_async", 40),
     ("cfq", "slice_async_rq", 2),
     ("cfq", "slice_idle", 8),
+    ("mq-deadline", "read_expire", 500),
+    ("mq-deadline", "write_expire", 5000),
+    ("mq-deadline", "writes_starved", 2),
+    ("mq-deadline", "front_merges", 1),
+    ("mq-deadline", "async_depth", 128),
+    ("mq-deadline", "fifo_batch", 16),
+    ("mq-deadline", "prio_aging_expire", 10_000),
     // bfq, from the 6.12 sources as modern-schedulers.md §3.14 gives them.
     ("bfq", "fifo_expire_sync", 125),
     ("bfq", "fifo_expire_async", 250),

@@ -528,8 +528,7 @@ impl Scheduler for Bfq {
     fn allow_merge(&self, _cx: &Ctx<'_>, target: RequestId, bio: &Bio) -> bool {
         // Only into a request of the queue the bio itself would go to.
         let Some(process) = self.processes.get(&bio.process) else { return false };
-        let queue =
-            if bio.flags.is_sync() { process.sync_queue } else { process.async_queue };
+        let queue = if bio.flags.is_sync() { process.sync_queue } else { process.async_queue };
         queue == Some(self.slots[target].queue)
     }
 
@@ -827,9 +826,8 @@ impl Bfq {
         entry.insert_update_seek(start);
         if entry.wr_coeff > 1 && entry.wr_cur_max_time == WR_RT_MAX_TIME && entry.is_totally_seeky()
         {
-            let interactive_over = entry
-                .wr_start_at_switch_to_srt
-                .is_none_or(|at| at + self.wr_duration() < now);
+            let interactive_over =
+                entry.wr_start_at_switch_to_srt.is_none_or(|at| at + self.wr_duration() < now);
             if interactive_over {
                 self.end_weight_raising(queue, now);
             } else {
@@ -877,8 +875,7 @@ impl Bfq {
             }
         }
         let entry = &mut self.queues[queue.slot()];
-        if self.tunables.low_latency && (old_wr_coeff == 1 || entry.wr_coeff == 1 || interactive)
-        {
+        if self.tunables.low_latency && (old_wr_coeff == 1 || entry.wr_coeff == 1 || interactive) {
             entry.last_wr_start_finish = now;
         }
     }
@@ -1173,9 +1170,8 @@ impl Bfq {
         let entry = &self.queues[queue.slot()];
         if entry.wr_coeff > 1 {
             if entry.last_wr_start_finish + entry.wr_cur_max_time < now {
-                let interactive_over = entry
-                    .wr_start_at_switch_to_srt
-                    .is_none_or(|at| at + duration < now);
+                let interactive_over =
+                    entry.wr_start_at_switch_to_srt.is_none_or(|at| at + duration < now);
                 if entry.wr_cur_max_time != WR_RT_MAX_TIME || interactive_over {
                     self.end_weight_raising(queue, now);
                 } else {
@@ -1315,9 +1311,7 @@ impl Bfq {
                 Expiration::TooIdle => min_budget,
                 Expiration::BudgetTimeout => (2 * budget).min(device_max),
                 Expiration::BudgetExhausted => (4 * budget).min(device_max),
-                Expiration::NoMoreRequests => {
-                    self.wf2q.entity(queue.0).service.max(min_budget)
-                }
+                Expiration::NoMoreRequests => self.wf2q.entity(queue.0).service.max(min_budget),
                 Expiration::Preempted => return,
             };
         } else if !entry.sync {
@@ -1476,8 +1470,10 @@ impl Bfq {
             return;
         }
         let entity = *self.wf2q.entity(queue.0);
-        let budget =
-            self.queues[queue.slot()].max_budget.max(self.charge(cx, next, queue)).max(entity.service);
+        let budget = self.queues[queue.slot()]
+            .max_budget
+            .max(self.charge(cx, next, queue))
+            .max(entity.service);
         if budget != entity.budget {
             self.wf2q.entity_mut(queue.0).budget = budget;
             self.requeue_queue(queue);
@@ -1538,7 +1534,12 @@ impl Bfq {
         }
         entry.level = entry.new_level;
         entry.orig_weight = weight_of(entry.level);
-        if update_class {
+        if update_class && entry.class != entry.new_class {
+            // A busy queue moves between the per-class counts with its class.
+            if entry.busy {
+                self.busy_queues[class_index(entry.class)] -= 1;
+                self.busy_queues[class_index(entry.new_class)] += 1;
+            }
             entry.class = entry.new_class;
         }
         if entry.class == entry.new_class {
@@ -1651,8 +1652,7 @@ impl Bfq {
             return false;
         }
         let rotational_without_queueing = self.hw_tag == HwTag::NotQueueing;
-        let sequential_and_io_bound =
-            !entry.is_seeky() && entry.io_bound && entry.has_short_ttime;
+        let sequential_and_io_bound = !entry.is_seeky() && entry.io_bound && entry.has_short_ttime;
         (rotational_without_queueing || sequential_and_io_bound) && self.wr_busy_queues == 0
     }
 
@@ -1768,11 +1768,7 @@ impl Bfq {
     /// The device's maximum budget as budgets see it: the default until enough slots were
     /// assigned for the auto-tuned value to count (`bfq_max_budget`).
     fn device_max_budget(&self) -> u64 {
-        if self.budgets_assigned < STATS_MIN_BUDGETS {
-            DEFAULT_MAX_BUDGET
-        } else {
-            self.max_budget
-        }
+        if self.budgets_assigned < STATS_MIN_BUDGETS { DEFAULT_MAX_BUDGET } else { self.max_budget }
     }
 
     /// The smallest budget: a 32nd of the maximum (`bfq_min_budget`).
@@ -1809,8 +1805,7 @@ impl Bfq {
         if let Some(queue) = self.in_service {
             let entry = &self.queues[queue.slot()];
             let own = entry.dispatched + entry.queued[0] + entry.queued[1];
-            if entry.has_short_ttime && own < HW_QUEUE_THRESHOLD && in_driver < HW_QUEUE_THRESHOLD
-            {
+            if entry.has_short_ttime && own < HW_QUEUE_THRESHOLD && in_driver < HW_QUEUE_THRESHOLD {
                 return;
             }
         }

@@ -84,12 +84,12 @@ impl PeakRate {
         let mut updated = false;
         if self.samples == 0 {
             self.reset(Some(sample));
-        } else if now.saturating_since(self.last_dispatch) > DEVICE_IDLE && sample.in_driver == 0
-        {
+        } else if now.saturating_since(self.last_dispatch) > DEVICE_IDLE && sample.in_driver == 0 {
             updated = self.update_and_reset(Some(sample), sample.last_completion);
         } else {
             self.samples += 1;
-            let busy = sample.in_driver > 0 || now.saturating_since(sample.last_completion) < MIN_TT;
+            let busy =
+                sample.in_driver > 0 || now.saturating_since(sample.last_completion) < MIN_TT;
             if busy && sample.near {
                 self.sequential_samples += 1;
             }

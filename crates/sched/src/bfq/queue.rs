@@ -233,7 +233,9 @@ impl BfqQueue {
         if self.dispatched > 0 || self.busy {
             return;
         }
-        let elapsed = now.saturating_since(self.last_end_request).min(Duration::from_nanos(2 * slice_idle.as_nanos()));
+        let elapsed = now
+            .saturating_since(self.last_end_request)
+            .min(Duration::from_nanos(2 * slice_idle.as_nanos()));
         self.ttime_samples = (7 * self.ttime_samples + 256) / 8;
         self.ttime_total_ns = (7 * self.ttime_total_ns + 256 * elapsed.as_nanos()) / 8;
         self.ttime_mean_ns = (self.ttime_total_ns + 128) / self.ttime_samples;
@@ -245,14 +247,15 @@ impl BfqQueue {
         if !self.sync || self.class == IoClass::Idle || slice_idle == Duration::ZERO {
             return;
         }
-        let long = self.ttime_samples > VALID_SAMPLES
-            && self.ttime_mean_ns > slice_idle.as_nanos() / 2;
+        let long =
+            self.ttime_samples > VALID_SAMPLES && self.ttime_mean_ns > slice_idle.as_nanos() / 2;
         self.has_short_ttime = self.owner != Owner::Exited && !long;
     }
 
     /// Shifts the seekiness of a request at `start` into the history.
     pub(super) fn insert_update_seek(&mut self, start: Sector) {
-        self.seek_history = self.seek_history << 1 | u32::from(is_seeky(self.last_request_pos, start));
+        self.seek_history =
+            self.seek_history << 1 | u32::from(is_seeky(self.last_request_pos, start));
     }
 
     /// Re-decides the I/O-bound flag on an arrival (`bfq_update_io_intensity`): I/O bound if
