@@ -377,7 +377,8 @@ pub struct Bfq {
     queued_count: usize,
     /// Requests at the device at the current call.
     in_driver: u32,
-    /// The device's maximum budget (`bfq_max_budget`).
+    /// The device's maximum budget (`bfq_max_budget`): the default until the first peak-rate
+    /// update (or the user's value).
     max_budget: u64,
     /// Decaying count of slots assigned.
     budgets_assigned: u64,
@@ -401,7 +402,7 @@ pub struct Bfq {
 impl Bfq {
     /// A new, empty bfq with the kernel's defaults.
     pub fn new() -> Bfq {
-        let mut bfq = Bfq {
+        Bfq {
             tunables: Tunables::default(),
             queues: Vec::new(),
             free_queues: Vec::new(),
@@ -430,9 +431,7 @@ impl Bfq {
             fifo_links: ListLinks::new(0),
             next_sequence: 0,
             counters: Counters::default(),
-        };
-        bfq.max_budget = bfq.auto_max_budget();
-        bfq
+        }
     }
 }
 
