@@ -1779,7 +1779,7 @@ impl Bfq {
     /// (`bfq_calc_max_budget`).
     fn auto_max_budget(&self) -> u64 {
         let micros = u128::from(self.tunables.timeout.as_micros());
-        (u128::from(self.peak.rate) * micros >> RATE_SHIFT) as u64
+        ((u128::from(self.peak.rate) * micros) >> RATE_SHIFT) as u64
     }
 
     /// The estimate changed: an auto-tuned maximum budget follows.

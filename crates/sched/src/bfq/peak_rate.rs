@@ -74,7 +74,7 @@ impl PeakRate {
 
     /// The estimate in sectors per second.
     pub(super) fn sectors_per_second(&self) -> u64 {
-        (u128::from(self.rate) * 1_000_000 >> RATE_SHIFT) as u64
+        ((u128::from(self.rate) * 1_000_000) >> RATE_SHIFT) as u64
     }
 
     /// Takes a dispatch into the window (`bfq_update_peak_rate`). True if the estimate
@@ -182,6 +182,6 @@ mod tests {
         assert!(peak.updates >= 4, "{} updates", peak.updates);
         assert_ne!(peak.rate, start_rate);
         assert!(peak.rate.abs_diff(truth) * 50 < truth, "{} vs {truth}", peak.rate);
-        assert_eq!(peak.sectors_per_second(), peak.rate * 1_000_000 >> RATE_SHIFT);
+        assert_eq!(peak.sectors_per_second(), (peak.rate * 1_000_000) >> RATE_SHIFT);
     }
 }

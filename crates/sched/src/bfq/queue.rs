@@ -255,7 +255,7 @@ impl BfqQueue {
     /// Shifts the seekiness of a request at `start` into the history.
     pub(super) fn insert_update_seek(&mut self, start: Sector) {
         self.seek_history =
-            self.seek_history << 1 | u32::from(is_seeky(self.last_request_pos, start));
+            (self.seek_history << 1) | u32::from(is_seeky(self.last_request_pos, start));
     }
 
     /// Re-decides the I/O-bound flag on an arrival (`bfq_update_io_intensity`): I/O bound if

@@ -300,5 +300,5 @@ fn tunables_read_back_in_their_units() {
     assert_eq!(bfq.max_budget, 4096);
     bfq.set_tunable("max_budget", 0).unwrap();
     // Auto: the initial peak rate (2/3 of 14000 sectors/µs << 16) over 125 ms.
-    assert_eq!(bfq.max_budget, 9333 * 125_000 >> 16);
+    assert_eq!(bfq.max_budget, (9333 * 125_000) >> 16);
 }
