@@ -28,6 +28,7 @@ use std::fmt;
 use elevator_core::{ComponentSpec, Scheduler, SpecError, TunableError, TunableSpec, tunable};
 
 pub mod anticipatory;
+pub mod bfq;
 pub mod cfq;
 pub mod deadline;
 pub mod kyber;
@@ -51,6 +52,8 @@ pub enum SchedulerKind {
     None,
     /// 6.17 mq-deadline: deadline batches per I/O priority level, with priority aging.
     MqDeadline,
+    /// 6.12 bfq: per-process budgets shared by weight (B-WF2Q+), idling, low-latency raising.
+    Bfq,
     /// 6.17 kyber: per-domain token limits self-tuned to read and write latency targets.
     Kyber,
 }
@@ -65,6 +68,7 @@ impl SchedulerKind {
         SchedulerKind::Cfq,
         SchedulerKind::None,
         SchedulerKind::MqDeadline,
+        SchedulerKind::Bfq,
         SchedulerKind::Kyber,
     ];
 
@@ -78,7 +82,7 @@ impl SchedulerKind {
 
     /// The blk-mq set: the schedulers a current (5.0 and later) kernel offers.
     pub const MODERN: &'static [SchedulerKind] =
-        &[SchedulerKind::None, SchedulerKind::MqDeadline, SchedulerKind::Kyber];
+        &[SchedulerKind::None, SchedulerKind::MqDeadline, SchedulerKind::Bfq, SchedulerKind::Kyber];
 
     /// What `sim`, `run` and `compare` use when no `-s` is given: cfq, 2.6.18's
     /// `CONFIG_DEFAULT_IOSCHED`.
@@ -93,6 +97,7 @@ impl SchedulerKind {
             SchedulerKind::Cfq => cfq::NAME,
             SchedulerKind::None => none::NAME,
             SchedulerKind::MqDeadline => mq_deadline::NAME,
+            SchedulerKind::Bfq => bfq::NAME,
             SchedulerKind::Kyber => kyber::NAME,
         }
     }
@@ -107,6 +112,7 @@ impl SchedulerKind {
             | SchedulerKind::Cfq
             | SchedulerKind::None
             | SchedulerKind::MqDeadline
+            | SchedulerKind::Bfq
             | SchedulerKind::Kyber => &[],
         }
     }
@@ -119,6 +125,7 @@ impl SchedulerKind {
             | SchedulerKind::Deadline
             | SchedulerKind::Cfq => "2.6.18",
             SchedulerKind::None | SchedulerKind::MqDeadline | SchedulerKind::Kyber => "6.17",
+            SchedulerKind::Bfq => "6.12",
         }
     }
 
@@ -131,6 +138,7 @@ impl SchedulerKind {
             SchedulerKind::Cfq => cfq::SUMMARY,
             SchedulerKind::None => none::SUMMARY,
             SchedulerKind::MqDeadline => mq_deadline::SUMMARY,
+            SchedulerKind::Bfq => bfq::SUMMARY,
             SchedulerKind::Kyber => kyber::SUMMARY,
         }
     }
@@ -144,6 +152,7 @@ impl SchedulerKind {
             SchedulerKind::Cfq => cfq::TUNABLES,
             SchedulerKind::None => none::TUNABLES,
             SchedulerKind::MqDeadline => mq_deadline::TUNABLES,
+            SchedulerKind::Bfq => bfq::TUNABLES,
             SchedulerKind::Kyber => kyber::TUNABLES,
         }
     }
@@ -157,6 +166,7 @@ impl SchedulerKind {
             SchedulerKind::Cfq => Box::new(cfq::Cfq::new()),
             SchedulerKind::None => Box::new(none::NoneScheduler::new()),
             SchedulerKind::MqDeadline => Box::new(mq_deadline::MqDeadline::new()),
+            SchedulerKind::Bfq => Box::new(bfq::Bfq::new()),
             SchedulerKind::Kyber => Box::new(kyber::Kyber::new()),
         }
     }
@@ -327,7 +337,7 @@ mod tests {
         assert_eq!(
             message("cfqq"),
             "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, \
-             mq-deadline, kyber)"
+             mq-deadline, bfq, kyber)"
         );
         assert_eq!(
             message("deadline:read_expiry=5"),
@@ -357,11 +367,11 @@ mod tests {
     fn the_sysfs_line_brackets_the_current_scheduler() {
         assert_eq!(
             sysfs_line(SchedulerKind::Deadline),
-            "noop anticipatory [deadline] cfq none mq-deadline kyber"
+            "noop anticipatory [deadline] cfq none mq-deadline bfq kyber"
         );
         assert_eq!(
             sysfs_line(SchedulerKind::DEFAULT),
-            "noop anticipatory deadline [cfq] none mq-deadline kyber"
+            "noop anticipatory deadline [cfq] none mq-deadline bfq kyber"
         );
         assert_eq!(
             sysfs_line(SchedulerKind::MqDeadline),

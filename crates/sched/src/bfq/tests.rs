@@ -1,0 +1,304 @@
+use elevator_core::{
+    Bio, Completion, Ctx, Dispatch, Duration, Instant, IoPriority, QueueConfig, Request, RequestId,
+    RequestTable, Scheduler,
+};
+
+use super::Bfq;
+use super::queue::QueueIndex;
+use crate::SchedulerSpec;
+use crate::testkit::{Harness, Issued, fixed_service, read, with_priority};
+
+fn harness(spec: &str) -> Harness {
+    Harness::new(SchedulerSpec::parse(spec).unwrap().build(), QueueConfig::default())
+        .with_service(fixed_service(Duration::from_millis(1)))
+}
+
+fn counter(h: &Harness, name: &str) -> u64 {
+    let counters = h.queue().scheduler().counters();
+    counters.iter().find(|counter| counter.name == name).unwrap().value
+}
+
+fn issued_by(h: &Harness, process: u32) -> Vec<Issued> {
+    h.issued().iter().copied().filter(|issued| issued.process.0 == process).collect()
+}
+
+/// A reader with one read of `sectors` outstanding at a time, sequential (gaps of as much
+/// again, so that reads never merge), sending the next one `think` after each completion, until
+/// a completion comes at or after `stop`.
+fn reader(
+    h: &mut Harness,
+    process: u32,
+    priority: IoPriority,
+    start: u64,
+    sectors: u32,
+    think: Duration,
+    stop: Instant,
+) {
+    h.submit(with_priority(read(process, start, sectors), priority));
+    let mut next_sector = start + 2 * u64::from(sectors);
+    h.on_complete(move |done| {
+        if done.process.0 != process || done.completed >= stop {
+            return Vec::new();
+        }
+        let bio = with_priority(read(process, next_sector, sectors), priority);
+        next_sector += 2 * u64::from(sectors);
+        vec![(done.completed + think, bio)]
+    });
+}
+
+fn best_effort(level: u8) -> IoPriority {
+    IoPriority::best_effort(level).unwrap()
+}
+
+/// bfq driven by hand over a bare request table, so that a test can look at its state.
+struct Rig {
+    table: RequestTable,
+    bfq: Bfq,
+    now: Instant,
+    in_flight: u32,
+}
+
+impl Rig {
+    fn new(settings: &[(&str, i64)]) -> Rig {
+        let mut bfq = Bfq::new();
+        for &(name, value) in settings {
+            bfq.set_tunable(name, value).unwrap();
+        }
+        Rig { table: RequestTable::with_capacity(1024), bfq, now: Instant::ZERO, in_flight: 0 }
+    }
+
+    fn insert(&mut self, bio: Bio) -> RequestId {
+        let id = self.table.insert(Request::from_bio(&bio, self.now)).unwrap();
+        let cx = Ctx { now: self.now, requests: &self.table, in_flight: self.in_flight, depth: 1 };
+        self.bfq.insert(&cx, id);
+        id
+    }
+
+    fn dispatch(&mut self) -> Dispatch {
+        let cx = Ctx { now: self.now, requests: &self.table, in_flight: self.in_flight, depth: 1 };
+        let decision = self.bfq.dispatch(&cx);
+        if let Dispatch::Issue(_) = decision {
+            self.in_flight += 1;
+        }
+        decision
+    }
+
+    fn complete(&mut self, id: RequestId) {
+        self.in_flight -= 1;
+        let done = Completion {
+            id,
+            issued_at: self.now,
+            device_time: Duration::ZERO,
+            total_time: Duration::ZERO,
+        };
+        let cx = Ctx { now: self.now, requests: &self.table, in_flight: self.in_flight, depth: 1 };
+        self.bfq.complete(&cx, &done);
+        self.table.remove(id);
+    }
+
+    /// Dispatches one request, lets 1 ms pass, completes it.
+    fn serve_one(&mut self) -> RequestId {
+        let Dispatch::Issue(id) = self.dispatch() else { panic!("nothing to dispatch") };
+        self.now += Duration::from_millis(1);
+        self.complete(id);
+        id
+    }
+}
+
+// Proves budget exhaustion and feedback (§3.5): a new sync queue's budget is two thirds of the
+// default maximum, 10922 sectors, so with 256-sector reads its 43rd request does not fit and
+// the queue expires for exhaustion after 42 dispatches; the feedback quadruples its budget,
+// capped at the device's maximum of 16384. Once the queue runs dry and the idle timer fires
+// (too idle, nothing in flight), the feedback cuts it by four minimum budgets (4 × 512).
+#[test]
+fn budget_exhaustion_expires_the_queue_and_feedback_grows_and_shrinks_the_budget() {
+    let mut rig = Rig::new(&[("low_latency", 0)]);
+    for i in 0..80 {
+        rig.insert(read(1, 1_000_000 + i * 512, 256));
+    }
+    let queue = QueueIndex(0);
+    assert_eq!(rig.bfq.queues[queue.slot()].max_budget, 10_922);
+    for _ in 0..42 {
+        rig.serve_one();
+    }
+    assert_eq!(rig.bfq.counters.budget_exhaustions, 0);
+    rig.serve_one();
+    assert_eq!(rig.bfq.counters.budget_exhaustions, 1, "the 43rd read did not fit");
+    assert_eq!(rig.bfq.queues[queue.slot()].max_budget, 16_384, "min(4 × 10922, 16384)");
+    assert_eq!(rig.bfq.wf2q.entity(queue.0).budget, 16_384);
+    for _ in 43..80 {
+        rig.serve_one();
+    }
+    // Empty with nothing in flight: bfq idles for the queue's next request.
+    let Dispatch::Empty = rig.dispatch() else { panic!("nothing is queued") };
+    let until = rig.bfq.idle_timer.expect("idling for the reader");
+    assert_eq!(until, rig.now + Duration::from_millis(8));
+    rig.now = until;
+    let Dispatch::Empty = rig.dispatch() else { panic!("nothing is queued") };
+    assert_eq!(rig.bfq.counters.idle_expirations, 1);
+    assert_eq!(rig.bfq.queues[queue.slot()].max_budget, 16_384 - 4 * 512);
+    assert_eq!(rig.bfq.in_service, None);
+}
+
+// Proves idling (§3.7): a sequential, I/O-bound reader (100 µs of think time against 1 ms
+// reads) keeps the disk — bfq answers Idle after each of its completions and serves its next
+// read when it comes, while another reader's four reads, queued at t=0, wait. When the first
+// reader stops, the idle timer expires its queue exactly slice_idle (8 ms) after its last
+// completion, and the other reader is served. With slice_idle=0 the second reader is served as
+// soon as the first one's queue empties. (A reader idle more than a fifth of the time is not
+// I/O bound, and bfq would not idle for it to boost throughput.)
+#[test]
+fn idling_waits_for_a_sync_readers_next_request_and_expires_after_slice_idle() {
+    let mut h = harness("bfq:low_latency=0");
+    let think = Duration::from_micros(100);
+    reader(&mut h, 1, best_effort(4), 0, 64, think, Instant::from_millis(50));
+    for i in 0..4 {
+        h.submit(read(2, 5_000_000 + i * 128, 64));
+    }
+    h.run();
+    let (first, second) = (issued_by(&h, 1), issued_by(&h, 2));
+    assert!(first.len() >= 12, "{} reads", first.len());
+    let last = first.last().unwrap().done_at;
+    assert!(second.iter().all(|issued| issued.at > last));
+    assert_eq!(second[0].at, last + Duration::from_millis(8));
+    assert!(h.idle_answers().len() >= first.len());
+    assert!(counter(&h, "idle_waits") >= first.len() as u64 - 1);
+    assert_eq!(counter(&h, "idle_expirations"), 1);
+
+    let mut h = harness("bfq:low_latency=0,slice_idle=0");
+    reader(&mut h, 1, best_effort(4), 0, 64, think, Instant::from_millis(50));
+    for i in 0..4 {
+        h.submit(read(2, 5_000_000 + i * 128, 64));
+    }
+    h.run();
+    assert_eq!(issued_by(&h, 2)[0].at, Instant::from_millis(1), "no idling: served at once");
+    assert_eq!(counter(&h, "idle_waits"), 0);
+}
+
+// Proves class priority with preemption: a real-time read arriving at 20.5 ms, while a
+// saturating best-effort reader is in service, expires that queue at once (preempted) and is
+// issued the moment the best-effort read at the device completes, at 21 ms, ahead of the
+// best-effort reader's next read that arrives at the same instant.
+#[test]
+fn a_real_time_request_preempts_a_best_effort_queue() {
+    let mut h = harness("bfq:low_latency=0");
+    reader(&mut h, 1, best_effort(0), 0, 64, Duration::ZERO, Instant::from_millis(100));
+    let real_time = with_priority(read(2, 9_000_000, 64), IoPriority::realtime(4).unwrap());
+    h.submit_at(Instant::from_nanos(20_500_000), real_time);
+    h.run();
+    let issued = issued_by(&h, 2);
+    assert_eq!(issued.len(), 1);
+    assert_eq!(issued[0].at, Instant::from_millis(21));
+    assert_eq!(counter(&h, "preemptions"), 1);
+    let best_effort_at_21 = issued_by(&h, 1).iter().any(|i| i.at == Instant::from_millis(21));
+    assert!(!best_effort_at_21, "the real-time read went first");
+}
+
+// Proves FIFO expiry (§3.4): a read 1,000,000 sectors behind a stream of forward reads from the
+// same process "wraps" (farther back than back_seek_max) and would be served last; but once it
+// has waited fifo_expire_sync (125 ms) the FIFO, looked at once per slot, hands it out first
+// thing in the queue's next slot. The slot ends by budget timeout at 125 ms, the slot's first
+// read goes at 125 ms and the expired one right after, at 126 ms. With a long expiry it is
+// served last.
+#[test]
+fn a_read_past_fifo_expire_sync_is_served_at_the_next_slot() {
+    for (spec, expected) in
+        [("bfq:low_latency=0", Some(126)), ("bfq:low_latency=0,fifo_expire_sync=5s", None)]
+    {
+        let mut h = harness(spec);
+        h.submit(read(1, 1_000_000, 64));
+        h.submit(read(1, 10, 64));
+        for i in 0..300 {
+            h.submit(read(1, 1_000_128 + i * 128, 64));
+        }
+        h.run();
+        let old = h.issued().iter().position(|issued| issued.start == 10).unwrap();
+        match expected {
+            Some(millis) => {
+                assert_eq!(h.issued()[old].at, Instant::from_millis(millis), "{spec}");
+                assert_eq!(counter(&h, "fifo_expiries"), 1);
+                assert!(counter(&h, "budget_timeouts") >= 1);
+            }
+            None => assert_eq!(old, h.issued().len() - 1, "{spec}: sector order serves it last"),
+        }
+    }
+}
+
+// Proves the back-seek rule (§3.4): with the head at sector 1,000,000, a request 200 sectors
+// behind costs 400 (back_seek_penalty 2) and goes before one 500 ahead but after one 300
+// ahead; one 100,000 behind (past back_seek_max, 16 MiB = 32768 sectors) "wraps" and goes after
+// one 250,000 ahead; with back_seek_max=64 MiB it is near again, costs 200,000, and goes first.
+#[test]
+fn backward_seeks_within_back_seek_max_cost_twice_and_farther_ones_wrap() {
+    let order = |spec: &str, behind: u64, ahead: u64| {
+        let mut h = harness(spec);
+        // The first read goes to the device at once; its end is the head position.
+        h.submit(read(1, 999_936, 64));
+        h.submit(read(1, 1_000_000 - behind, 64));
+        h.submit(read(1, 1_000_000 + ahead, 64));
+        h.run();
+        h.issued_starts()[1..].to_vec()
+    };
+    let spec = "bfq:low_latency=0";
+    assert_eq!(order(spec, 200, 500), [999_800, 1_000_500]);
+    assert_eq!(order(spec, 200, 300), [1_000_300, 999_800]);
+    assert_eq!(order(spec, 100_000, 250_000), [1_250_000, 900_000]);
+    let far = "bfq:low_latency=0,back_seek_max=64m";
+    assert_eq!(order(far, 100_000, 250_000), [900_000, 1_250_000]);
+}
+
+// Proves weighted sharing through B-WF2Q+ on the scripted device: three saturating readers at
+// best-effort levels 0, 4 and 6 (weights 80, 40, 20) complete bytes in the ratio 4:2:1 within
+// 10 % over 3 s. (max_budget=2048 keeps slots short, so that 3 s hold many rounds.)
+#[test]
+fn saturating_readers_share_by_weight() {
+    let mut h = harness("bfq:low_latency=0,max_budget=2048");
+    let stop = Instant::from_millis(3000);
+    for (process, level) in [(1, 0), (2, 4), (3, 6)] {
+        let start = u64::from(process) * 10_000_000;
+        reader(&mut h, process, best_effort(level), start, 256, Duration::ZERO, stop);
+    }
+    h.run();
+    let bytes: Vec<f64> = (1..=3).map(|process| h.completed_bytes(process) as f64).collect();
+    let (first, second) = (bytes[0] / bytes[2], bytes[1] / bytes[2]);
+    assert!((first - 4.0).abs() < 0.4, "80:20 came out {first:.2}");
+    assert!((second - 2.0).abs() < 0.2, "40:20 came out {second:.2}");
+}
+
+// Proves interactive weight raising (§3.9): a default-weight reader that starts while another
+// default-weight reader streams is raised (coefficient 30, weight 1200), preempts the streaming
+// queue and, raised, gets its reads served ahead; without low_latency it waits for the other
+// queue's slot.
+#[test]
+fn a_new_default_weight_reader_is_raised_and_preempts() {
+    let first_read_at = |spec: &str| {
+        let mut h = harness(spec);
+        reader(&mut h, 1, IoPriority::DEFAULT, 0, 256, Duration::ZERO, Instant::from_millis(4000));
+        // Let the streaming reader's own start-up raising run out (120000 sectors).
+        h.submit_at(Instant::from_nanos(3_000_500_000), read(2, 50_000_000, 64));
+        h.run();
+        (issued_by(&h, 2)[0].at, counter(&h, "wr_interactive_starts"))
+    };
+    let (raised_at, starts) = first_read_at("bfq");
+    assert_eq!(raised_at, Instant::from_millis(3001), "right after the read at the device");
+    assert_eq!(starts, 2, "each new queue was idle long enough to count as interactive");
+    let (plain_at, starts) = first_read_at("bfq:low_latency=0");
+    assert_eq!(starts, 0);
+    assert!(plain_at > raised_at, "without raising it waits: {plain_at}");
+}
+
+#[test]
+fn tunables_read_back_in_their_units() {
+    let mut bfq = Bfq::new();
+    bfq.set_tunable("slice_idle_us", 2500).unwrap();
+    assert_eq!(bfq.tunable("slice_idle"), Ok(2));
+    assert_eq!(bfq.tunable("slice_idle_us"), Ok(2500));
+    bfq.set_tunable("strict_guarantees", 1).unwrap();
+    assert_eq!(bfq.tunable("slice_idle"), Ok(8), "strict guarantees raise slice_idle to 8 ms");
+    assert!(bfq.set_tunable("low_latency", 2).is_err());
+    bfq.set_tunable("max_budget", 4096).unwrap();
+    assert_eq!(bfq.max_budget, 4096);
+    bfq.set_tunable("max_budget", 0).unwrap();
+    // Auto: the initial peak rate (2/3 of 14000 sectors/µs << 16) over 125 ms.
+    assert_eq!(bfq.max_budget, (9333 * 125_000) >> 16);
+}
