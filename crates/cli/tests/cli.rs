@@ -23,7 +23,7 @@ fn list_schedulers_prints_the_sysfs_line_and_tunables() {
     let text = stdout(&output);
     assert_eq!(
         text.lines().next(),
-        Some("schedulers: noop anticipatory deadline [cfq] none mq-deadline kyber")
+        Some("schedulers: noop anticipatory deadline [cfq] none mq-deadline bfq kyber")
     );
     let (_, deadline) = text.split_once("\ndeadline — ").unwrap();
     let read_expire = deadline.lines().find(|line| line.contains("read_expire")).unwrap();
@@ -47,7 +47,7 @@ fn list_schedulers_as_json() {
     let output = elevator(&["list", "schedulers", "--format", "json"]);
     assert!(output.status.success());
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(json["scheduler_line"], "noop anticipatory deadline [cfq] none mq-deadline kyber");
+    assert_eq!(json["scheduler_line"], "noop anticipatory deadline [cfq] none mq-deadline bfq kyber");
     let deadline = json["schedulers"].as_array().unwrap().iter().find(|s| s["name"] == "deadline");
     let deadline = deadline.unwrap();
     assert_eq!(deadline["default"], false);
@@ -78,7 +78,7 @@ fn bad_specs_exit_2_naming_the_token() {
     for (spec, expected) in [
         (
             "cfqq",
-            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, mq-deadline, kyber)",
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, mq-deadline, bfq, kyber)",
         ),
         ("deadline:read_expiry=1", "deadline has no tunable `read_expiry` (accepted: read_expire"),
         ("deadline:fifo_batch=-1", "fifo_batch: -1 is out of range (accepted: 0..=2147483647"),
