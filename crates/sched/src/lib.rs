@@ -375,7 +375,7 @@ mod tests {
         );
         assert_eq!(
             sysfs_line(SchedulerKind::MqDeadline),
-            "noop anticipatory deadline cfq none [mq-deadline] kyber"
+            "noop anticipatory deadline cfq none [mq-deadline] bfq kyber"
         );
     }
 }
