@@ -151,21 +151,8 @@ pub(crate) struct KernelCompareArgs {
     #[arg(long)]
     pub(crate) drop_caches: bool,
 
-    /// Write even where the safety checks refuse (a mounted or signed device). This
-    /// destroys data.
-    #[arg(long)]
-    pub(crate) force: bool,
-
-    /// The I/O backend of each issuer's direct I/O.
-    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
-    pub(crate) engine: EngineChoice,
-
-    /// The seed of the workload's random streams.
-    #[arg(long, default_value_t = 1)]
-    pub(crate) seed: u64,
-
     #[command(flatten)]
-    pub(crate) report: ReportArgs,
+    pub(crate) io: RealIoArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -250,7 +237,14 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) verify: bool,
 
-    /// Write even where the safety checks refuse (a mounted or signed device, a file
+    #[command(flatten)]
+    pub(crate) io: RealIoArgs,
+}
+
+/// What every command doing real I/O takes: safety override, backend, seed, report.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RealIoArgs {
+    /// Write even where the safety checks refuse (a mounted, held or signed device, a file
     /// elevator did not create). This destroys data.
     #[arg(long)]
     pub(crate) force: bool,

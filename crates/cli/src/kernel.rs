@@ -180,7 +180,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
     };
     let target = Target::open(
         &path,
-        &TargetOptions { write: workload.may_write(), force: args.force, create_bytes: None },
+        &TargetOptions { write: workload.may_write(), force: args.io.force, create_bytes: None },
     )?;
     let guard = RestoreGuard::new(sysfs, &device)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -199,14 +199,14 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         }
     })
     .context("installing the signal handler")?;
-    let backend = match args.engine {
+    let backend = match args.io.engine {
         EngineChoice::Auto => BackendChoice::Auto,
         EngineChoice::IoUring => BackendChoice::IoUring,
         EngineChoice::Threads => BackendChoice::Threads,
     };
     let options = CompareOptions {
         schedulers,
-        seed: args.seed,
+        seed: args.io.seed,
         passthrough: PassthroughOptions {
             backend,
             cache_drop: if args.drop_caches { CacheDrop::System } else { CacheDrop::Target },
@@ -251,7 +251,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
     if !restored.is_empty() {
         note(&format!("{device}: restored {}", restored.join(", ")));
     }
-    let mut report = Report::new(args.seed, env!("CARGO_PKG_VERSION"));
+    let mut report = Report::new(args.io.seed, env!("CARGO_PKG_VERSION"));
     let mut failures = Vec::new();
     let mut interrupted = false;
     for run in runs {
@@ -264,8 +264,8 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         interrupted |= run.interrupted;
         report.runs.push(run.run);
     }
-    let format = output_format(args.report.format, args.report.output.as_deref());
-    write_report(&report, format, args.report.output.as_deref(), stdout)?;
+    let format = output_format(args.io.report.format, args.io.report.output.as_deref());
+    write_report(&report, format, args.io.report.output.as_deref(), stdout)?;
     if interrupted {
         note(
             "interrupted: stopped issuing, waited for I/O in flight, restored the device; the report is partial",

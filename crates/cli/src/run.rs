@@ -71,7 +71,7 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
     let missing = !path.exists();
     let options = TargetOptions {
         write: workload.may_write(),
-        force: args.force,
+        force: args.io.force,
         create_bytes: if missing { Some(size.unwrap_or(DEFAULT_SCRATCH_BYTES)) } else { size },
     };
     let target = Target::open(&path, &options)?;
@@ -82,12 +82,12 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
     let handler_stop = Arc::clone(&stop);
     ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst))
         .context("installing the Ctrl-C handler")?;
-    let backend = match args.engine {
+    let backend = match args.io.engine {
         EngineChoice::Auto => BackendChoice::Auto,
         EngineChoice::IoUring => BackendChoice::IoUring,
         EngineChoice::Threads => BackendChoice::Threads,
     };
-    let mut report = Report::new(args.seed, env!("CARGO_PKG_VERSION"));
+    let mut report = Report::new(args.io.seed, env!("CARGO_PKG_VERSION"));
     let mut failures = Vec::new();
     let mut interrupted = false;
     let mut said_fallback = false;
@@ -102,7 +102,7 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
                 ring_entries: None,
             },
             verify: args.verify,
-            seed: args.seed,
+            seed: args.io.seed,
             stop: Some(Arc::clone(&stop)),
         };
         let bar = ProgressBar::new_spinner();
@@ -136,8 +136,8 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             break;
         }
     }
-    let format = output_format(args.report.format, args.report.output.as_deref());
-    write_report(&report, format, args.report.output.as_deref(), stdout)?;
+    let format = output_format(args.io.report.format, args.io.report.output.as_deref());
+    write_report(&report, format, args.io.report.output.as_deref(), stdout)?;
     if interrupted {
         note("interrupted: stopped issuing, waited for I/O in flight; the report is partial");
         return Err(Interrupted.into());

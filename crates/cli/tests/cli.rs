@@ -47,7 +47,10 @@ fn list_schedulers_as_json() {
     let output = elevator(&["list", "schedulers", "--format", "json"]);
     assert!(output.status.success());
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(json["scheduler_line"], "noop anticipatory deadline [cfq] none mq-deadline bfq kyber");
+    assert_eq!(
+        json["scheduler_line"],
+        "noop anticipatory deadline [cfq] none mq-deadline bfq kyber"
+    );
     let deadline = json["schedulers"].as_array().unwrap().iter().find(|s| s["name"] == "deadline");
     let deadline = deadline.unwrap();
     assert_eq!(deadline["default"], false);
