@@ -21,7 +21,7 @@ fn list_schedulers_prints_the_sysfs_line_and_tunables() {
     let output = elevator(&["list", "schedulers"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    assert_eq!(text.lines().next(), Some("schedulers: noop anticipatory deadline [cfq]"));
+    assert_eq!(text.lines().next(), Some("schedulers: noop anticipatory deadline [cfq] none mq-deadline bfq"));
     let (_, deadline) = text.split_once("\ndeadline — ").unwrap();
     let read_expire = deadline.lines().find(|line| line.contains("read_expire")).unwrap();
     for field in ["500", "ms", "0..=2147483647", "deadline of a read"] {
@@ -29,6 +29,7 @@ fn list_schedulers_prints_the_sysfs_line_and_tunables() {
     }
     assert!(text.contains("noop — Linux 2.6.18"));
     assert!(text.contains("anticipatory (alias as) — Linux 2.6.18"));
+    assert!(text.contains("bfq — Linux 6.12"));
     let antic_expire = text.lines().find(|line| line.contains("antic_expire")).unwrap();
     assert_eq!(antic_expire.split_whitespace().nth(1), Some("6"), "{antic_expire:?}");
     assert!(text.contains("no tunables"));
@@ -41,7 +42,7 @@ fn list_schedulers_as_json() {
     let output = elevator(&["list", "schedulers", "--format", "json"]);
     assert!(output.status.success());
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(json["scheduler_line"], "noop anticipatory deadline [cfq]");
+    assert_eq!(json["scheduler_line"], "noop anticipatory deadline [cfq] none mq-deadline bfq");
     let deadline = json["schedulers"].as_array().unwrap().iter().find(|s| s["name"] == "deadline");
     let deadline = deadline.unwrap();
     assert_eq!(deadline["default"], false);
@@ -70,7 +71,11 @@ fn a_spec_lists_resolved() {
 #[test]
 fn bad_specs_exit_2_naming_the_token() {
     for (spec, expected) in [
-        ("cfqq", "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq)"),
+        (
+            "cfqq",
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, \
+             mq-deadline, bfq)",
+        ),
         ("deadline:read_expiry=1", "deadline has no tunable `read_expiry` (accepted: read_expire"),
         ("deadline:fifo_batch=-1", "fifo_batch: -1 is out of range (accepted: 0..=2147483647"),
         ("deadline:read_expire=5fortnights", "`5fortnights` is not a time"),
