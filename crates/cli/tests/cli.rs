@@ -21,7 +21,10 @@ fn list_schedulers_prints_the_sysfs_line_and_tunables() {
     let output = elevator(&["list", "schedulers"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    assert_eq!(text.lines().next(), Some("schedulers: noop anticipatory deadline [cfq] none mq-deadline bfq"));
+    assert_eq!(
+        text.lines().next(),
+        Some("schedulers: noop anticipatory deadline [cfq] none mq-deadline bfq")
+    );
     let (_, deadline) = text.split_once("\ndeadline — ").unwrap();
     let read_expire = deadline.lines().find(|line| line.contains("read_expire")).unwrap();
     for field in ["500", "ms", "0..=2147483647", "deadline of a read"] {
