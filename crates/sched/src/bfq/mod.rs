@@ -100,10 +100,10 @@
 //!   expiration (`next_in_service`); the idle-class timeout is checked at that lookup.
 //!   Preemption therefore needs no "next candidate differs from the queue in service" test: a
 //!   queue that just became busy is always a candidate other than the one in service.
-//! * When nothing is active and `V` has passed every idle entity, the whole idle tree is
-//!   forgotten without moving `V` (the kernel's code sets `V` to the last idle finish time).
 //! * Charging a slow queue for time uses the `timeout_sync` in force.
-//! * `strict_guarantees` and `low_latency` reject values above 1 (the kernel stores 1).
+//! * `strict_guarantees` and `low_latency` reject values above 1 (the kernel stores 1). Turning
+//!   `low_latency` off ends every raising as of bfq's latest event (a tunable store carries no
+//!   time).
 //! * A sync queue takes the priority of its process's next request (the kernel notices
 //!   `ioprio_set` at the next request too); class none is best-effort at the request's level
 //!   (a real-time or `SCHED_IDLE` task without an I/O priority is not told apart).

@@ -302,3 +302,25 @@ fn tunables_read_back_in_their_units() {
     // Auto: the initial peak rate (2/3 of 14000 sectors/µs << 16) over 125 ms.
     assert_eq!(bfq.max_budget, (9333 * 125_000) >> 16);
 }
+
+// Proves soft real-time detection (§3.9): a default-weight process that reads 64 sectors every
+// 50 ms (640 sectors/s, far under 7000) next to a streaming reader is raised as interactive at
+// its first read and switched to soft real-time raising (coefficient 3000) once its next batch
+// comes after `soft_rt_next_start`; each of its reads is then served right after the read at
+// the device, never waiting for the streaming queue's slot.
+#[test]
+fn a_periodic_low_rate_reader_is_raised_as_soft_real_time() {
+    let mut h = harness("bfq");
+    let stop = Instant::from_millis(4000);
+    reader(&mut h, 1, IoPriority::DEFAULT, 0, 256, Duration::ZERO, stop);
+    for i in 0..20 {
+        let at = Instant::from_nanos(2_000_500_000 + i * 50_000_000);
+        h.submit_at(at, read(2, 50_000_000 + i * 1024, 64));
+    }
+    h.run();
+    assert!(counter(&h, "wr_soft_rt_starts") >= 1);
+    for issued in issued_by(&h, 2) {
+        let submitted_ns = (issued.at.as_nanos() - 2_000_500_000) % 50_000_000;
+        assert!(submitted_ns <= 500_000, "a periodic read waited until {}", issued.at);
+    }
+}
