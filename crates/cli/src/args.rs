@@ -271,6 +271,16 @@ pub(crate) enum EngineChoice {
     Threads,
 }
 
+impl From<EngineChoice> for elevator_live::BackendChoice {
+    fn from(choice: EngineChoice) -> Self {
+        match choice {
+            EngineChoice::Auto => elevator_live::BackendChoice::Auto,
+            EngineChoice::IoUring => elevator_live::BackendChoice::IoUring,
+            EngineChoice::Threads => elevator_live::BackendChoice::Threads,
+        }
+    }
+}
+
 /// Where a report goes and in what form.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReportArgs {

@@ -12,15 +12,14 @@ use elevator_kernel::queue::{self, QueueInfo};
 use elevator_kernel::{RestoreGuard, Setting, Sysfs};
 use elevator_live::passthrough::{CacheDrop, PassthroughOptions};
 use elevator_live::run::Progress;
-use elevator_live::{BackendChoice, Target, TargetOptions};
+use elevator_live::{Target, TargetOptions};
 use elevator_report::Report;
 use elevator_workload::WorkloadSpec;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::CheckFailed;
 use crate::args::{
-    EngineChoice, KernelArgs, KernelCommand, KernelCompareArgs, KernelPersistArgs, KernelShowArgs,
-    ListFormat,
+    KernelArgs, KernelCommand, KernelCompareArgs, KernelPersistArgs, KernelShowArgs, ListFormat,
 };
 use crate::run::Interrupted;
 use crate::sim::{output_format, write_report};
@@ -161,18 +160,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         .collect::<Result<_, _>>()?;
     let offered = sysfs.scheduler(&device)?;
     for scheduler in &schedulers {
-        let canonical = if scheduler.name == "deadline" { "mq-deadline" } else { &scheduler.name };
-        if !offered.available.iter().any(|name| name == canonical)
-            && !queue::KERNEL_SCHEDULERS.contains(&canonical)
-        {
-            return Err(elevator_kernel::KernelError::UnknownScheduler {
-                device: device.name.clone(),
-                name: scheduler.name.clone(),
-                available: offered.available.clone(),
-                hint: String::new(),
-            }
-            .into());
-        }
+        queue::check_scheduler_name(&device, &offered, &scheduler.name)?;
     }
     let path = match &device.partition {
         Some(partition) => PathBuf::from("/dev").join(partition),
@@ -199,16 +187,11 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         }
     })
     .context("installing the signal handler")?;
-    let backend = match args.io.engine {
-        EngineChoice::Auto => BackendChoice::Auto,
-        EngineChoice::IoUring => BackendChoice::IoUring,
-        EngineChoice::Threads => BackendChoice::Threads,
-    };
     let options = CompareOptions {
         schedulers,
         seed: args.io.seed,
         passthrough: PassthroughOptions {
-            backend,
+            backend: args.io.engine.into(),
             cache_drop: if args.drop_caches { CacheDrop::System } else { CacheDrop::Target },
             stop: Some(Arc::clone(&stop)),
             ..PassthroughOptions::default()

@@ -15,7 +15,7 @@ use elevator_workload::WorkloadSpec;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::CheckFailed;
-use crate::args::{EngineChoice, RunArgs};
+use crate::args::RunArgs;
 use crate::sim::{output_format, write_report};
 
 /// The workload `elevator run` uses when none is given: two processes reading 4 KiB blocks at
@@ -82,11 +82,7 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
     let handler_stop = Arc::clone(&stop);
     ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst))
         .context("installing the Ctrl-C handler")?;
-    let backend = match args.io.engine {
-        EngineChoice::Auto => BackendChoice::Auto,
-        EngineChoice::IoUring => BackendChoice::IoUring,
-        EngineChoice::Threads => BackendChoice::Threads,
-    };
+    let backend = BackendChoice::from(args.io.engine);
     let mut report = Report::new(args.io.seed, env!("CARGO_PKG_VERSION"));
     let mut failures = Vec::new();
     let mut interrupted = false;

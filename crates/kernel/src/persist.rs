@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::KernelError;
-use crate::queue::{KERNEL_SCHEDULERS, Setting, sysfs_value};
+use crate::queue::{Setting, check_scheduler_name, sysfs_value};
 use crate::sysfs::{BlockDevice, Sysfs};
 
 /// The comment every rule file carries about `elevator=`.
@@ -126,15 +126,7 @@ pub fn plan(
     command: &str,
 ) -> Result<PersistPlan, KernelError> {
     let line = sysfs.scheduler(device)?;
-    let scheduler = if scheduler == "deadline" { "mq-deadline" } else { scheduler };
-    if !line.available.iter().any(|s| s == scheduler) && !KERNEL_SCHEDULERS.contains(&scheduler) {
-        return Err(KernelError::UnknownScheduler {
-            device: device.name.clone(),
-            name: scheduler.to_owned(),
-            available: line.available.clone(),
-            hint: String::new(),
-        });
-    }
+    let scheduler = check_scheduler_name(device, &line, scheduler)?;
     let mut warnings = Vec::new();
     if !line.available.iter().any(|s| s == scheduler) {
         warnings.push(format!(

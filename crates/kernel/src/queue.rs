@@ -84,6 +84,28 @@ pub fn queue_info(sysfs: &Sysfs, device: &BlockDevice) -> Result<QueueInfo, Kern
 /// write to `queue/scheduler` loads).
 pub const KERNEL_SCHEDULERS: &[&str] = &["none", "mq-deadline", "kyber", "bfq"];
 
+/// The kernel's name for `name` on a device whose scheduler line is `line`, or the error that
+/// says what the device offers. The kernel takes `deadline` for mq-deadline; a blk-mq name the
+/// device does not list yet is accepted (writing it loads the module `NAME-iosched`).
+pub fn check_scheduler_name<'a>(
+    device: &BlockDevice,
+    line: &SchedulerLine,
+    name: &'a str,
+) -> Result<&'a str, KernelError> {
+    let canonical = if name == "deadline" { "mq-deadline" } else { name };
+    if line.available.iter().any(|offered| offered == canonical)
+        || KERNEL_SCHEDULERS.contains(&canonical)
+    {
+        return Ok(canonical);
+    }
+    Err(KernelError::UnknownScheduler {
+        device: device.name.clone(),
+        name: name.to_owned(),
+        available: line.available.clone(),
+        hint: legacy_hint(name),
+    })
+}
+
 /// Switches `device` to `name` and checks that it took. Returns the new scheduler line.
 ///
 /// A name the device does not list yet is still tried when it is one of the kernel's blk-mq
@@ -94,21 +116,9 @@ pub fn set_scheduler(
     name: &str,
 ) -> Result<SchedulerLine, KernelError> {
     let line = sysfs.scheduler(device)?;
-    // The kernel takes `deadline` for mq-deadline.
-    let canonical = if name == "deadline" { "mq-deadline" } else { name };
+    let canonical = check_scheduler_name(device, &line, name)?;
     if line.current == canonical {
         return Ok(line);
-    }
-    let unknown = |line: &SchedulerLine, hint: String| KernelError::UnknownScheduler {
-        device: device.name.clone(),
-        name: name.to_owned(),
-        available: line.available.clone(),
-        hint,
-    };
-    if !line.available.iter().any(|offered| offered == canonical)
-        && !KERNEL_SCHEDULERS.contains(&canonical)
-    {
-        return Err(unknown(&line, legacy_hint(name)));
     }
     let path = device.queue_attr("scheduler");
     match sysfs.write(&path, canonical) {
@@ -117,7 +127,12 @@ pub fn set_scheduler(
             let hint = format!(
                 " (the kernel refused `{canonical}`: not built in and no `{canonical}-iosched` module)"
             );
-            return Err(unknown(&sysfs.scheduler(device).unwrap_or(line), hint));
+            return Err(KernelError::UnknownScheduler {
+                device: device.name.clone(),
+                name: name.to_owned(),
+                available: sysfs.scheduler(device).unwrap_or(line).available,
+                hint,
+            });
         }
         Err(other) => return Err(other),
     }

@@ -262,12 +262,11 @@ impl Sysfs {
         self.io.write(path, value).map_err(|error| {
             let path = path.to_owned();
             let value = value.to_owned();
-            match error.raw_os_error() {
-                Some(libc_errno::EBUSY) => KernelError::Busy { path, value },
-                Some(libc_errno::EACCES | libc_errno::EPERM) => {
-                    KernelError::PermissionDenied { path, value }
-                }
-                Some(libc_errno::EINVAL) => KernelError::Rejected { path, value },
+            use rustix::io::Errno;
+            match error.raw_os_error().map(Errno::from_raw_os_error) {
+                Some(Errno::BUSY) => KernelError::Busy { path, value },
+                Some(Errno::ACCESS | Errno::PERM) => KernelError::PermissionDenied { path, value },
+                Some(Errno::INVAL) => KernelError::Rejected { path, value },
                 _ if error.kind() == io::ErrorKind::PermissionDenied => {
                     KernelError::PermissionDenied { path, value }
                 }
@@ -301,14 +300,6 @@ impl Sysfs {
         tunables.sort();
         tunables
     }
-}
-
-/// errno values the kernel's sysfs stores return (Linux numbering).
-mod libc_errno {
-    pub(crate) const EPERM: i32 = 1;
-    pub(crate) const EACCES: i32 = 13;
-    pub(crate) const EBUSY: i32 = 16;
-    pub(crate) const EINVAL: i32 = 22;
 }
 
 /// Sorts `sda`, `sdb`, `loop2`, `loop10` as a person would.
