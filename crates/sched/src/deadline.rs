@@ -9,7 +9,7 @@
 //! last one in the same direction while that request is sector-contiguous with the last and the
 //! batch has had fewer than `fifo_batch` requests. When a batch ends it chooses a direction —
 //! reads, unless writes are waiting and reads have already been chosen `writes_starved` times
-//! in a row — and starts the new batch at the FIFO head if that request's deadline has passed,
+//! while they waited — and starts the new batch at the FIFO head if that request's deadline has passed,
 //! otherwise where the sweep left off, otherwise at the lowest sector (one-way, C-SCAN).
 //! Deadline never idles, never looks at processes or priorities, and has no timers.
 //!
@@ -25,8 +25,8 @@
 //! * deadlines are checked only when a batch starts; a running batch is never interrupted.
 //!
 //! When a new request has the same start sector as a queued one (possible with O_DIRECT), the
-//! queued one is moved straight out, as the kernel's alias rule does, and is the next request
-//! dispatched.
+//! queued one is moved straight out, as the kernel's alias rule does: it is the next request
+//! dispatched, and no bio merges into it any more (in the kernel it is on the dispatch list).
 //!
 //! # Tunables
 //!
@@ -34,7 +34,7 @@
 //! |---|---|---|---|---|
 //! | `read_expire` | ms | 500 | 0..=2147483647 | deadline of a read after insertion |
 //! | `write_expire` | ms | 5000 | 0..=2147483647 | deadline of a write after insertion |
-//! | `writes_starved` | count | 2 | −2147483648..=2147483647 | direction choices that may go to reads while writes wait |
+//! | `writes_starved` | count | 2 | −2147483648..=2147483647 | direction choices that may go to reads while writes wait (negative: never prefer writes while a read waits) |
 //! | `fifo_batch` | requests | 16 | 0..=2147483647 | most requests in one batch |
 //! | `front_merges` | bool | 1 | 0..=1 | look up front merges in the sector tree |
 //!
@@ -43,7 +43,8 @@
 //! * HZ is fixed at 1000, so one jiffy is one millisecond; deadlines are compared in jiffies,
 //!   strictly after, as the kernel does.
 //! * Back merges use the block layer's index instead of deadline's private 32-bucket hash; the
-//!   lookup finds the same request except when several queued requests end at one sector.
+//!   lookup finds the same request except when several queued requests end at one sector
+//!   (then the newest is the one candidate, and if it is an alias, no merge happens).
 //! * The core's merge rules require equal sync-ness (2.6.20+), where 2.6.18 would merge an
 //!   O_DIRECT write into an asynchronous write-back request.
 //! * `batching` saturates instead of overflowing after 2^32 non-contiguous dispatches.
@@ -52,7 +53,7 @@ use std::collections::BTreeMap;
 
 use elevator_core::tunable::INT_MAX;
 use elevator_core::{
-    Counter, Ctx, Direction, Dispatch, DispatchInsert, HZ, IdList, ListLinks, MergeKind,
+    Bio, Counter, Ctx, Direction, Dispatch, DispatchInsert, HZ, IdList, ListLinks, MergeKind,
     MergeLookups, RequestId, Scheduler, Sector, SideTable, TunableError, TunableSpec, Unit,
 };
 
@@ -146,8 +147,8 @@ pub struct Deadline {
     batching: u64,
     /// End of the last dispatched request: the contiguity test of a batch.
     last_sector: Sector,
-    /// Direction choices that went to reads while writes waited.
-    starved: i64,
+    /// Direction choices that went to reads while writes waited (unsigned, as in 2.6.18).
+    starved: u32,
     /// Requests moved out by the alias rule, handed out before anything else.
     aliases: IdList,
     counters: Counters,
@@ -247,6 +248,12 @@ impl Scheduler for Deadline {
         MergeLookups { back: true, front: self.tunables.front_merges }
     }
 
+    fn allow_merge(&self, cx: &Ctx<'_>, target: RequestId, _bio: &Bio) -> bool {
+        // A request the alias rule moved out is on the kernel's dispatch list, out of every
+        // merge lookup (issue 27: a front merge into it took its sector-mate out of the tree).
+        self.is_sorted(cx, target)
+    }
+
     fn merged(&mut self, cx: &Ctx<'_>, target: RequestId, kind: MergeKind) {
         if let MergeKind::Front { old_start } = kind {
             let direction = cx.requests[target].direction().index();
@@ -326,15 +333,24 @@ impl Scheduler for Deadline {
 }
 
 impl Deadline {
-    /// Reads, unless writes wait and reads were chosen `writes_starved` times already; the
-    /// comparison happens before the increment, so 2 lets two read choices pass.
+    /// Reads, unless writes wait and reads were chosen `writes_starved` times already while
+    /// they waited. The count runs only while writes wait (a read choice with no write queued
+    /// leaves it alone) and is compared before the increment, so 2 lets two read choices pass.
+    /// As in 2.6.18, where `starved` is unsigned and `writes_starved` an int, the comparison is
+    /// unsigned: a negative `writes_starved` is a count of over two billion, in practice never
+    /// reached.
     fn dispatch_choose_direction(&mut self) -> Option<Direction> {
         let reads = !self.fifo[Direction::Read.index()].is_empty();
         let writes = !self.fifo[Direction::Write.index()].is_empty();
         if reads {
+            if !writes {
+                return Some(Direction::Read);
+            }
             let starved = self.starved;
-            self.starved = self.starved.saturating_add(1);
-            if !(writes && starved >= self.tunables.writes_starved) {
+            self.starved = self.starved.wrapping_add(1);
+            // The int-to-unsigned conversion of the C comparison: -1 becomes u32::MAX.
+            let limit = self.tunables.writes_starved as i32 as u32;
+            if starved < limit {
                 return Some(Direction::Read);
             }
             self.counters.write_starvation_switches += 1;
@@ -397,6 +413,12 @@ impl Deadline {
         if self.next[index] == Some(id) {
             self.next[index] = self.sort[index].range(start..).next().map(|(_, &id)| id);
         }
+    }
+
+    /// Whether `id` is in its direction's sector tree (queued, and not moved out as an alias).
+    fn is_sorted(&self, cx: &Ctx<'_>, id: RequestId) -> bool {
+        let request = &cx.requests[id];
+        self.sort[request.direction().index()].get(&request.start) == Some(&id)
     }
 
     /// Puts `id` in its direction's tree. A queued request with the same start sector (an
@@ -575,6 +597,66 @@ mod tests {
         h.release_device();
         h.run();
         assert_eq!(h.issued_extents()[0], (5000, 8));
+    }
+
+    /// The direction of each issued request, `R` or `W`.
+    fn directions(h: &Harness) -> String {
+        let op = |issued: &crate::testkit::Issued| match issued.op {
+            elevator_core::Op::Read => 'R',
+            _ => 'W',
+        };
+        h.issued().iter().map(op).collect()
+    }
+
+    // Proves the starvation count runs only while writes wait (issue 27, bug 2; 2.6.18 counts
+    // inside its "writes queued" test): after a stretch of reads with no write queued, three
+    // non-contiguous reads and a write queued together go out R, R, W, R — the write waits its
+    // two read choices, as it would have without the read-only stretch, and then starvation
+    // switches to it. Counting every read choice served the write first (W, R, R, R).
+    #[test]
+    fn read_choices_with_no_write_waiting_do_not_count_as_starvation() {
+        let mut h = harness("deadline");
+        for i in 0..5 {
+            h.submit(read(1, 100_000 + i * 10_000, 8));
+            h.run();
+        }
+        let bios = [read(1, 300_000, 8), read(1, 400_000, 8), read(1, 500_000, 8)];
+        queue_all(&mut h, &[&bios[..], &[write(2, 900_000, 8)]].concat());
+        assert_eq!(&directions(&h)[5..], "RRWR");
+        assert_eq!(h.queue().scheduler().counters()[2].value, 1, "one starvation switch");
+    }
+
+    // Proves the unsigned comparison of 2.6.18 (`starved` unsigned, `writes_starved` int): a
+    // negative writes_starved is a count never reached, so reads always go first while any
+    // waits (R, R, R, W), where a signed comparison would prefer writes every time (W, R, R, R).
+    #[test]
+    fn a_negative_writes_starved_never_prefers_writes_while_a_read_waits() {
+        let mut h = harness("deadline:writes_starved=-1");
+        let bios: Vec<_> = (0..3)
+            .map(|i| read(1, 100_000 + i * 10_000, 8))
+            .chain([write(2, 900_000, 8)])
+            .collect();
+        queue_all(&mut h, &bios);
+        assert_eq!(directions(&h), "RRRW");
+    }
+
+    // Proves no bio merges into an alias (issue 27, bug 3): once a second read at sector 5000
+    // moves the first one out, a bio ending at 5000 front-merges into the second (found through
+    // the index, not through the one-hit cache that still names the alias), a bio starting at
+    // 5008 back-merges into the second too, and the alias goes out as it was. Before the fix the
+    // cache front merge took the alias's sector-mate out of the tree and panicked.
+    #[test]
+    fn no_bio_merges_into_an_alias() {
+        let mut h = harness("deadline");
+        h.hold_device();
+        let Submitted::Queued { request: alias } = h.submit(read(1, 5000, 8)) else { panic!() };
+        let Submitted::Queued { request: second } = h.submit(read(2, 5000, 8)) else { panic!() };
+        assert_eq!(h.submit(read(3, 4992, 8)), Submitted::Merged { into: second });
+        assert_eq!(h.submit(read(4, 5008, 8)), Submitted::Merged { into: second });
+        assert_ne!(alias, second);
+        h.release_device();
+        h.run();
+        assert_eq!(h.issued_extents(), [(5000, 8), (4992, 24)]);
     }
 
     // Proves deadline files reads and writes by data direction only: a sync write is a write.

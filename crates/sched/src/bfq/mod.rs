@@ -1413,7 +1413,8 @@ impl Bfq {
         entry.busy = true;
         self.busy_queues[class_index(entry.class)] += 1;
         if entry.dispatched == 0 && entry.wr_coeff == 1 {
-            self.weights_add(queue);
+            let weight = self.wf2q.entity(queue.0).weight;
+            self.weights_add(queue, weight);
         }
         if self.queues[queue.slot()].wr_coeff > 1 {
             self.wr_busy_queues += 1;
@@ -1470,9 +1471,13 @@ impl Bfq {
         let weight = entry.orig_weight * entry.wr_coeff;
         let class = class_index(entry.class);
         if weight != self.wf2q.entity(queue.0).weight {
+            // The entity takes `weight` only when the caller hands it to B-WF2Q+; count the
+            // queue under it now, as the kernel stores the weight before counting
+            // (issue 27: counted under the old, raised weight, the queue looked asymmetric
+            // for as long as it stayed backlogged and starved an equal reader).
             self.weights_remove(queue);
             if self.queues[queue.slot()].wr_coeff == 1 {
-                self.weights_add(queue);
+                self.weights_add(queue, weight);
             }
         }
         Some((weight, class))
@@ -1504,11 +1509,11 @@ impl Bfq {
         entity.budget.saturating_sub(entity.service)
     }
 
-    fn weights_add(&mut self, queue: QueueIndex) {
+    /// Counts `queue` under `weight` (`bfq_weights_tree_add`), unless it is counted already.
+    fn weights_add(&mut self, queue: QueueIndex, weight: u64) {
         if self.queues[queue.slot()].weight_counter.is_some() {
             return;
         }
-        let weight = self.wf2q.entity(queue.0).weight;
         *self.weights.entry(weight).or_default() += 1;
         self.queues[queue.slot()].weight_counter = Some(weight);
     }
