@@ -50,7 +50,7 @@ fn plan(args: &SimArgs) -> Result<Plan> {
             depth: args.depth,
         },
         bounds: Bounds::default(),
-        check_invariants: args.check,
+        check_invariants: args.check || elevator_sim::CHECK_BY_DEFAULT,
     };
     Ok(Plan { config, schedulers, workload, format })
 }

@@ -86,6 +86,7 @@ pub mod queue;
 mod request;
 mod scheduler;
 pub mod spec;
+pub mod submit;
 mod table;
 pub mod time;
 pub mod tunable;
@@ -110,6 +111,7 @@ pub use scheduler::{
 pub use spec::{
     ComponentSpec, KeyKind, KeySpec, Param, ParamError, Params, SpecError, SpecProblem, format_size,
 };
+pub use submit::{Offered, Submitter};
 pub use table::{RequestId, RequestTable, SideTable};
 pub use time::{Duration, HZ, Instant};
 pub use tunable::{TunableError, TunableSpec, Unit};

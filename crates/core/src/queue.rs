@@ -394,6 +394,31 @@ impl BlockQueue {
         Ok(Submitted::Queued { request: id })
     }
 
+    /// Whether the queue could ever take `bio`: a read, write or discard carries sectors, a
+    /// flush none, it fits in one request, and it stays inside the sector space. (Whether there
+    /// is room for it now is for [`BlockQueue::submit`] to say.)
+    pub fn check(&self, bio: &Bio) -> Result<(), SubmitError> {
+        if bio.op == Op::Flush {
+            if bio.sector_count != 0 {
+                return Err(SubmitError::FlushWithData { sector_count: bio.sector_count });
+            }
+            return Ok(());
+        }
+        if bio.sector_count == 0 {
+            return Err(SubmitError::Empty { op: bio.op.name(), start: bio.start });
+        }
+        if bio.sector_count > self.config.max_sectors() {
+            return Err(SubmitError::TooLarge {
+                sector_count: bio.sector_count,
+                max_sectors: self.config.max_sectors(),
+            });
+        }
+        if bio.start.0.checked_add(u64::from(bio.sector_count)).is_none_or(|end| end >= 1 << 62) {
+            return Err(SubmitError::Overflow { start: bio.start, sector_count: bio.sector_count });
+        }
+        Ok(())
+    }
+
     /// Picks what the device should do next. Call it until it returns something other than
     /// [`Pull::Issue`].
     pub fn next_request(&mut self, now: Instant) -> Pull {
@@ -679,28 +704,7 @@ impl BlockQueue {
     // ---- helpers of submit ----
 
     fn validate(&self, mut bio: Bio) -> Result<Bio, SubmitError> {
-        if bio.op == Op::Flush {
-            if bio.sector_count != 0 {
-                return Err(SubmitError::FlushWithData { sector_count: bio.sector_count });
-            }
-        } else {
-            if bio.sector_count == 0 {
-                return Err(SubmitError::Empty { op: bio.op.name(), start: bio.start });
-            }
-            if bio.sector_count > self.config.max_sectors() {
-                return Err(SubmitError::TooLarge {
-                    sector_count: bio.sector_count,
-                    max_sectors: self.config.max_sectors(),
-                });
-            }
-            if bio.start.0.checked_add(u64::from(bio.sector_count)).is_none_or(|end| end >= 1 << 62)
-            {
-                return Err(SubmitError::Overflow {
-                    start: bio.start,
-                    sector_count: bio.sector_count,
-                });
-            }
-        }
+        self.check(&bio)?;
         if !self.bios.has_room() {
             return Err(SubmitError::TooManyBios { limit: self.config.max_bios });
         }

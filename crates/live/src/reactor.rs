@@ -1,16 +1,19 @@
-//! The reactor: one thread's `BlockQueue` and scheduler in front of a backend. It splits each
-//! I/O into bios at `max_sectors_kb`, offers them to the queue (parking those the request pool
-//! refuses until the queue wakes their process), issues what the queue releases as one
+//! The reactor: one thread's `BlockQueue` and scheduler in front of a backend. Through the
+//! queue's [`Submitter`] — the same submit path the simulator and the test harness drive — it
+//! splits each I/O into bios at `max_sectors_kb` and offers them to the queue (parking those the
+//! request pool refuses until the queue wakes their process); it issues what the queue releases as one
 //! vectored transfer per request (its bios' buffers in sector order, so merged requests really
 //! are one device I/O), turns `Idle`/`Plugged` into the wait's deadline, and hands completed
 //! I/Os back. Everything here is single-threaded; `Engine` and `run` put it on a thread.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::io;
+
+use elevator_core::check::check_queue;
+use slab::Slab;
 
 use elevator_core::{
     Bio, BioTag, BlockQueue, Instant, IoPriority, Op, ProcessId, Pull, RequestFlags, RequestId,
-    SECTOR_SIZE_BYTES, Scheduler, Sector, Submitted,
+    SECTOR_SIZE_BYTES, Scheduler, Sector, Submitter,
 };
 
 use crate::backend::{Backend, Done, Transfer, TransferOp, Waker};
@@ -64,7 +67,8 @@ struct IoSlot {
 
 #[derive(Clone, Copy, Debug)]
 struct BioSlot {
-    io: u32,
+    /// The I/O it belongs to (its key in `ios`).
+    io: usize,
     ptr: *mut u8,
     len: usize,
 }
@@ -80,48 +84,6 @@ struct InFlight {
     rest: Vec<libc::iovec>,
     total: usize,
     done: usize,
-}
-
-/// A slab with a free list: stable indices, reused.
-#[derive(Debug)]
-struct Slab<T> {
-    slots: Vec<Option<T>>,
-    free: Vec<u32>,
-}
-
-impl<T> Default for Slab<T> {
-    fn default() -> Self {
-        Slab { slots: Vec::new(), free: Vec::new() }
-    }
-}
-
-impl<T> Slab<T> {
-    fn insert(&mut self, value: T) -> u32 {
-        match self.free.pop() {
-            Some(index) => {
-                self.slots[index as usize] = Some(value);
-                index
-            }
-            None => {
-                self.slots.push(Some(value));
-                (self.slots.len() - 1) as u32
-            }
-        }
-    }
-
-    fn remove(&mut self, index: u32) -> T {
-        let value = self.slots[index as usize].take().expect("a live slab slot");
-        self.free.push(index);
-        value
-    }
-
-    fn get_mut(&mut self, index: u32) -> &mut T {
-        self.slots[index as usize].as_mut().expect("a live slab slot")
-    }
-
-    fn len(&self) -> usize {
-        self.slots.len() - self.free.len()
-    }
 }
 
 /// Counters of the reactor itself (the queue and scheduler keep their own).
@@ -141,22 +103,24 @@ pub struct ReactorStats {
     pub busy_ns: u64,
 }
 
-/// A `BlockQueue` in front of a backend.
+/// A `BlockQueue` in front of a backend. I/Os and bios live in slabs (`slab`): stable keys,
+/// reused, so a bio's tag is its key and needs no map.
 pub(crate) struct Reactor {
-    queue: BlockQueue,
+    /// The queue with its submit side: splitting, parking and resubmitting bios.
+    submitter: Submitter,
     backend: Box<dyn Backend>,
     clock: Clock,
     ios: Slab<IoSlot>,
     bios: Slab<BioSlot>,
     /// By request slot index.
     in_flight: Vec<Option<InFlight>>,
-    /// Bios the pool refused, per process, in submission order.
-    parked: BTreeMap<ProcessId, VecDeque<Bio>>,
     /// When the queue wants to be asked again (the scheduler idles or the queue is plugged).
     timer: Option<Instant>,
     /// Since when the device has had a transfer (none: idle).
     busy_since: Option<Instant>,
     tags: Vec<BioTag>,
+    /// Scratch for the bios of one I/O.
+    split: Vec<Bio>,
     done: Vec<Done>,
     stats: ReactorStats,
 }
@@ -180,16 +144,16 @@ impl std::fmt::Debug for Reactor {
 impl Reactor {
     pub(crate) fn new(queue: BlockQueue, backend: Box<dyn Backend>, clock: Clock) -> Reactor {
         Reactor {
-            queue,
+            submitter: Submitter::new(queue),
             backend,
             clock,
-            ios: Slab::default(),
-            bios: Slab::default(),
+            ios: Slab::new(),
+            bios: Slab::new(),
             in_flight: Vec::new(),
-            parked: BTreeMap::new(),
             timer: None,
             busy_since: None,
             tags: Vec::new(),
+            split: Vec::new(),
             done: Vec::new(),
             stats: ReactorStats::default(),
         }
@@ -200,7 +164,7 @@ impl Reactor {
     }
 
     pub(crate) fn queue(&self) -> &BlockQueue {
-        &self.queue
+        self.submitter.queue()
     }
 
     pub(crate) fn backend_name(&self) -> &'static str {
@@ -212,7 +176,7 @@ impl Reactor {
     }
 
     pub(crate) fn stats(&self) -> ReactorStats {
-        self.stats
+        ReactorStats { parked_bios: self.submitter.refused_count(), ..self.stats }
     }
 
     /// I/Os taken and not yet finished.
@@ -223,7 +187,7 @@ impl Reactor {
     /// Replaces the scheduler; every queued request moves to the new one (the queue's rule).
     pub(crate) fn switch_scheduler(&mut self, scheduler: Box<dyn Scheduler>) -> Box<dyn Scheduler> {
         let now = self.clock.now();
-        let old = self.queue.switch_scheduler(now, scheduler);
+        let old = self.submitter.queue_mut().switch_scheduler(now, scheduler);
         self.timer = None;
         old
     }
@@ -232,75 +196,49 @@ impl Reactor {
     /// alignment and bounds.
     pub(crate) fn submit(&mut self, io: IoRequest) -> Result<(), LiveError> {
         let now = self.clock.now();
-        let max_bytes = self.queue.config().max_sectors() as usize * SECTOR_SIZE_BYTES as usize;
         let op = match io.op {
             IoOp::Read => Op::Read,
             IoOp::Write => Op::Write,
             IoOp::Flush => Op::Flush,
         };
-        let pieces = if io.op == IoOp::Flush { 1 } else { io.len.div_ceil(max_bytes).max(1) };
+        let start = Sector(io.offset / SECTOR_SIZE_BYTES);
+        let template = Bio {
+            op,
+            start,
+            sector_count: 0,
+            flags: io.flags,
+            priority: io.priority,
+            process: io.process,
+            tag: BioTag(0),
+        };
+        let mut bios = std::mem::take(&mut self.split);
+        bios.clear();
+        self.submitter.split(template, start, io.len as u64 / SECTOR_SIZE_BYTES, &mut bios);
+        if bios.is_empty() {
+            self.split = bios;
+            return Err(LiveError::BadIo(format!("an I/O of {} bytes moves nothing", io.len)));
+        }
         let slot = self.ios.insert(IoSlot {
             key: io.key,
-            bios_left: pieces as u32,
+            bios_left: bios.len() as u32,
             bytes: 0,
             error: None,
             submitted: now,
         });
-        let mut offset = 0usize;
-        for _ in 0..pieces {
-            let len = if io.op == IoOp::Flush { 0 } else { (io.len - offset).min(max_bytes) };
-            // Within the caller's buffer: `offset + len <= io.len`.
+        let mut result = Ok(());
+        for bio in &mut bios {
+            let offset = ((bio.start.0 - start.0) * SECTOR_SIZE_BYTES) as usize;
+            let len = bio.sector_count as usize * SECTOR_SIZE_BYTES as usize;
+            // Within the caller's buffer: the bios cover `io.len` bytes from its start.
             let ptr = io.ptr.wrapping_add(offset);
-            let tag = self.bios.insert(BioSlot { io: slot, ptr, len });
-            let bio = Bio {
-                op,
-                start: Sector((io.offset + offset as u64) / SECTOR_SIZE_BYTES),
-                sector_count: (len as u64 / SECTOR_SIZE_BYTES) as u32,
-                flags: io.flags,
-                priority: io.priority,
-                process: io.process,
-                tag: BioTag(u64::from(tag)),
-            };
-            self.offer(now, bio)?;
-            offset += len;
-        }
-        Ok(())
-    }
-
-    /// Offers `bio`, or parks it behind its process's parked bios.
-    fn offer(&mut self, now: Instant, bio: Bio) -> Result<(), LiveError> {
-        if let Some(parked) = self.parked.get_mut(&bio.process) {
-            parked.push_back(bio);
-            return Ok(());
-        }
-        match self.queue.submit(now, bio).map_err(|e| LiveError::BadIo(e.to_string()))? {
-            Submitted::Merged { .. } | Submitted::Queued { .. } => {}
-            Submitted::Blocked => {
-                self.stats.parked_bios += 1;
-                self.parked.entry(bio.process).or_default().push_back(bio);
+            bio.tag = BioTag(self.bios.insert(BioSlot { io: slot, ptr, len }) as u64);
+            if let Err(error) = self.submitter.submit(now, *bio) {
+                result = Err(LiveError::BadIo(error.to_string()));
+                break;
             }
         }
-        Ok(())
-    }
-
-    /// Offers parked bios of the processes the queue woke, in order, until one is refused.
-    fn resubmit_woken(&mut self, now: Instant) -> Result<(), LiveError> {
-        while let Some(process) = self.queue.pop_woken() {
-            let Some(mut parked) = self.parked.remove(&process) else { continue };
-            while let Some(bio) = parked.pop_front() {
-                match self.queue.submit(now, bio).map_err(|e| LiveError::BadIo(e.to_string()))? {
-                    Submitted::Merged { .. } | Submitted::Queued { .. } => {}
-                    Submitted::Blocked => {
-                        parked.push_front(bio);
-                        break;
-                    }
-                }
-            }
-            if !parked.is_empty() {
-                self.parked.insert(process, parked);
-            }
-        }
-        Ok(())
+        self.split = bios;
+        result
     }
 
     /// Issues what the queue releases; remembers its timer.
@@ -308,7 +246,7 @@ impl Reactor {
         let now = self.clock.now();
         self.timer = None;
         loop {
-            match self.queue.next_request(now) {
+            match self.submitter.queue_mut().next_request(now) {
                 Pull::Issue(id) => self.issue(id)?,
                 Pull::Idle { until } | Pull::Plugged { until } => {
                     self.timer = Some(until);
@@ -323,7 +261,8 @@ impl Reactor {
         if self.busy_since.is_none() {
             self.busy_since = Some(self.clock.now());
         }
-        let request = self.queue.request(id).expect("an issued request is live");
+        let queue = self.submitter.queue();
+        let request = queue.request(id).expect("an issued request is live");
         let op = match request.op {
             Op::Read => TransferOp::Read,
             Op::Write => TransferOp::Write,
@@ -332,11 +271,11 @@ impl Reactor {
         };
         let offset = request.start.0 * SECTOR_SIZE_BYTES;
         self.tags.clear();
-        self.queue.bio_tags(id, &mut self.tags);
+        queue.bio_tags(id, &mut self.tags);
         let mut iov = Vec::with_capacity(self.tags.len());
         let mut total = 0;
         for tag in &self.tags {
-            let bio = self.bios.slots[tag.0 as usize].as_ref().expect("a live bio");
+            let bio = &self.bios[tag.0 as usize];
             if bio.len > 0 {
                 iov.push(libc::iovec { iov_base: bio.ptr.cast(), iov_len: bio.len });
                 total += bio.len;
@@ -417,8 +356,20 @@ impl Reactor {
                 .map_err(|source| LiveError::Backend { backend: self.backend.name(), source })?;
         }
         self.done = done;
-        self.resubmit_woken(now)?;
-        self.pump().map_err(|source| LiveError::Backend { backend: self.backend.name(), source })
+        let mut accepted = std::mem::take(&mut self.tags);
+        accepted.clear();
+        let resubmitted = self.submitter.resubmit_woken(now, &mut accepted);
+        self.tags = accepted;
+        resubmitted.map_err(|error| LiveError::BadIo(error.to_string()))?;
+        self.pump()
+            .map_err(|source| LiveError::Backend { backend: self.backend.name(), source })?;
+        // The full audit, on in debug builds (so in every test), as the simulator's is.
+        if cfg!(debug_assertions)
+            && let Err(violation) = check_queue(self.submitter.queue())
+        {
+            panic!("live queue under {}: {violation}", self.queue().scheduler().name());
+        }
+        Ok(())
     }
 
     fn complete(
@@ -449,15 +400,15 @@ impl Reactor {
         }
         self.tags.clear();
         let id = flight.request;
-        let _ = self.queue.complete(now, id, &mut self.tags);
-        if self.queue.in_flight() == 0
+        let _ = self.submitter.queue_mut().complete(now, id, &mut self.tags);
+        if self.submitter.queue().in_flight() == 0
             && let Some(since) = self.busy_since.take()
         {
             self.stats.busy_ns += now.saturating_since(since).as_nanos();
         }
         for tag in std::mem::take(&mut self.tags) {
-            let bio = self.bios.remove(tag.0 as u32);
-            let io = self.ios.get_mut(bio.io);
+            let bio = self.bios.remove(tag.0 as usize);
+            let io = &mut self.ios[bio.io];
             io.bios_left -= 1;
             match error {
                 Some(code) => {

@@ -15,12 +15,12 @@
 //!
 //! This is test support, public so that integration tests and benchmarks share it.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use elevator_core::check::check_queue;
 use elevator_core::{
     Bio, BioTag, BlockQueue, Duration, Instant, IoPriority, Op, ProcessId, Pull, QueueConfig,
-    Request, RequestFlags, RequestId, Scheduler, Sector, Submitted,
+    Request, RequestFlags, RequestId, Scheduler, Sector, Submitted, Submitter,
 };
 
 /// How long the scripted device takes for a request, given where its head was.
@@ -115,7 +115,8 @@ pub const STEP_LIMIT: u64 = 20_000_000;
 
 /// A queue, a scripted device and scripted issuers.
 pub struct Harness {
-    queue: BlockQueue,
+    /// The queue with its submit side (splitting, parking, resubmitting).
+    submitter: Submitter,
     now: Instant,
     service: ServiceTime,
     followers: Vec<Follower>,
@@ -123,8 +124,6 @@ pub struct Harness {
     arrivals: BTreeMap<(Instant, u64), Bio>,
     /// Requests at the device by (completion time, order).
     device: BTreeMap<(Instant, u64), RequestId>,
-    /// Bios refused by a full pool, per process, in submission order.
-    blocked: BTreeMap<ProcessId, VecDeque<Bio>>,
     /// Bios submitted and not yet completed: tag -> (bio, first submission time).
     pending: BTreeMap<BioTag, (Bio, Instant)>,
     wake: Option<Instant>,
@@ -144,7 +143,7 @@ impl std::fmt::Debug for Harness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Harness")
             .field("now", &self.now)
-            .field("scheduler", &self.queue.scheduler().name())
+            .field("scheduler", &self.submitter.queue().scheduler().name())
             .field("issued", &self.issued.len())
             .field("done", &self.done.len())
             .finish_non_exhaustive()
@@ -156,13 +155,12 @@ impl Harness {
     pub fn new(scheduler: Box<dyn Scheduler>, config: QueueConfig) -> Harness {
         let queue = BlockQueue::new(config, scheduler).expect("valid queue config in a test");
         Harness {
-            queue,
+            submitter: Submitter::new(queue),
             now: Instant::ZERO,
             service: fixed_service(Duration::from_millis(1)),
             followers: Vec::new(),
             arrivals: BTreeMap::new(),
             device: BTreeMap::new(),
-            blocked: BTreeMap::new(),
             pending: BTreeMap::new(),
             wake: None,
             device_held: false,
@@ -214,7 +212,7 @@ impl Harness {
 
     /// `process` exits now (the scheduler is told; its later bios are still served).
     pub fn exit_process(&mut self, process: u32) {
-        self.queue.process_exited(self.now, ProcessId(process));
+        self.submitter.queue_mut().process_exited(self.now, ProcessId(process));
         self.pump();
     }
 
@@ -237,9 +235,9 @@ impl Harness {
             "{} bios never completed (first: {:?}); queue: {} queued, {} held, {} in flight",
             self.pending.len(),
             self.pending.values().next(),
-            self.queue.queued(),
-            self.queue.held_count(),
-            self.queue.in_flight()
+            self.submitter.queue().queued(),
+            self.submitter.queue().held_count(),
+            self.submitter.queue().in_flight()
         );
     }
 
@@ -298,27 +296,17 @@ impl Harness {
         self.pump();
     }
 
-    /// Submits a bio that already has its tag, parking it if the pool is full.
+    /// Submits a bio that already has its tag; the submitter parks it if its process waits.
     fn offer(&mut self, bio: Bio) -> Submitted {
-        // A process with bios already parked keeps its order: the new one queues behind them.
-        if let Some(parked) = self.blocked.get_mut(&bio.process)
-            && !parked.is_empty()
-        {
-            parked.push_back(bio);
-            return Submitted::Blocked;
-        }
-        let outcome = self.queue.submit(self.now, bio).expect("harness bios are valid");
-        if outcome == Submitted::Blocked {
-            self.blocked.entry(bio.process).or_default().push_back(bio);
-        }
+        let offered = self.submitter.submit(self.now, bio).expect("harness bios are valid");
         self.audit();
-        outcome
+        offered.into()
     }
 
     fn complete(&mut self, id: RequestId) {
         let mut tags = std::mem::take(&mut self.bios_scratch);
         tags.clear();
-        self.queue.complete(self.now, id, &mut tags);
+        self.submitter.queue_mut().complete(self.now, id, &mut tags);
         self.audit();
         for &tag in &tags {
             let (bio, submitted) =
@@ -342,21 +330,11 @@ impl Harness {
             }
         }
         self.bios_scratch = tags;
-        while let Some(process) = self.queue.pop_woken() {
-            self.retry_blocked(process);
-        }
-    }
-
-    /// A woken process submits its parked bios until one blocks again.
-    fn retry_blocked(&mut self, process: ProcessId) {
-        while let Some(bio) = self.blocked.get_mut(&process).and_then(VecDeque::pop_front) {
-            let outcome = self.queue.submit(self.now, bio).expect("harness bios are valid");
-            self.audit();
-            if outcome == Submitted::Blocked {
-                self.blocked.entry(process).or_default().push_front(bio);
-                break;
-            }
-        }
+        let mut accepted = std::mem::take(&mut self.bios_scratch);
+        accepted.clear();
+        self.submitter.resubmit_woken(self.now, &mut accepted).expect("harness bios are valid");
+        self.bios_scratch = accepted;
+        self.audit();
     }
 
     /// Lets the device take whatever the queue gives it now.
@@ -366,9 +344,9 @@ impl Harness {
         }
         self.wake = None;
         loop {
-            match self.queue.next_request(self.now) {
+            match self.submitter.queue_mut().next_request(self.now) {
                 Pull::Issue(id) => {
-                    let request = self.queue.request(id).expect("issued request lives");
+                    let request = self.submitter.queue().request(id).expect("issued request lives");
                     let service = (self.service)(request, self.head);
                     let done_at = self.now + service;
                     self.issued.push(Issued {
@@ -402,9 +380,13 @@ impl Harness {
 
     fn audit(&self) {
         if self.checking
-            && let Err(violation) = check_queue(&self.queue)
+            && let Err(violation) = check_queue(self.submitter.queue())
         {
-            panic!("at {:?} under {}: {violation}", self.now, self.queue.scheduler().name());
+            panic!(
+                "at {:?} under {}: {violation}",
+                self.now,
+                self.submitter.queue().scheduler().name()
+            );
         }
     }
 
@@ -415,17 +397,17 @@ impl Harness {
 
     /// The queue, for its counters and state.
     pub fn queue(&self) -> &BlockQueue {
-        &self.queue
+        self.submitter.queue()
     }
 
     /// The queue, to switch schedulers or change tunables mid-run.
     pub fn queue_mut(&mut self) -> &mut BlockQueue {
-        &mut self.queue
+        self.submitter.queue_mut()
     }
 
     /// Switches the scheduler now and lets the device go on.
     pub fn switch_scheduler(&mut self, scheduler: Box<dyn Scheduler>) {
-        self.queue.switch_scheduler(self.now, scheduler);
+        self.submitter.queue_mut().switch_scheduler(self.now, scheduler);
         self.audit();
         self.pump();
     }

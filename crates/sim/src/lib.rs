@@ -25,4 +25,6 @@ pub(crate) type LookupMap<K, V> = std::collections::HashMap<K, V, rustc_hash::Fx
 
 pub use device::{DeviceKind, DeviceModel, DeviceSpec};
 pub use host::spec::HostSpec;
-pub use runner::{Bounds, QueueSettings, SimConfig, SimError, run, run_plan, targets};
+pub use runner::{
+    Bounds, CHECK_BY_DEFAULT, QueueSettings, SimConfig, SimError, run, run_plan, targets,
+};

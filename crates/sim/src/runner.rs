@@ -13,9 +13,11 @@
 //! transfers, the host's timers and the host's finished operations. After every event the
 //! devices it touched are pumped: the queue is asked for requests while the device has room.
 //!
-//! A bio the request pool refuses is **parked** with every later bio of the same process for
-//! that device, in order; when the pool wakes the process, its parked bios go in until one is
-//! refused again. A process is one sleeping task, so whether the bios came from its own O_DIRECT
+//! Each device's queue is driven through its [`Submitter`], the one submit path that the live
+//! engine and the test harness use too: I/O is split into bios at `max_sectors_kb`, a bio the
+//! request pool refuses is **parked** with every later bio of the same process for that device,
+//! in order, and when the pool wakes the process its parked bios go in until one is refused
+//! again. A process is one sleeping task, so whether the bios came from its own O_DIRECT
 //! call or from the host acting for it (read-ahead, a throttled writer's write-back, the
 //! flusher), they wait in one line. The host learns that a batch of its bios has been taken in
 //! full, which is what a throttled writer and the flusher wait for.
@@ -26,12 +28,12 @@
 //! them), is an error that says where and when.
 
 use crate::LookupMap;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use elevator_core::check::check_queue;
 use elevator_core::{
-    Bio, BioTag, BlockQueue, Direction, Duration, Instant, IoPriority, Op, Prng, ProcessId, Pull,
-    QueueConfig, RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector, Submitted,
+    Bio, BioTag, BlockQueue, Direction, Duration, Instant, IoPriority, Offered, Op, Prng,
+    ProcessId, Pull, QueueConfig, RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector, Submitter,
 };
 use elevator_report::{
     DeviceStats as ReportDeviceStats, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run,
@@ -102,9 +104,14 @@ pub struct SimConfig {
     pub queue: QueueSettings,
     /// Limits.
     pub bounds: Bounds,
-    /// Audit every queue after every event (slow; for tests).
+    /// Audit every queue after every event ([`CHECK_BY_DEFAULT`]: on in debug builds, and so
+    /// in every test, off in release builds, where it would cost more than the simulation).
     pub check_invariants: bool,
 }
+
+/// Whether simulations audit their queues unless told otherwise: in debug builds (every test
+/// and `cargo run` without `--release`) yes, in release builds no.
+pub const CHECK_BY_DEFAULT: bool = cfg!(debug_assertions);
 
 impl SimConfig {
     /// A configuration with the default host, queue settings and bounds.
@@ -115,7 +122,7 @@ impl SimConfig {
             host: HostSpec::default_host(),
             queue: QueueSettings::default(),
             bounds: Bounds::default(),
-            check_invariants: false,
+            check_invariants: CHECK_BY_DEFAULT,
         }
     }
 }
@@ -264,7 +271,8 @@ enum Event {
 struct DeviceSlot {
     name: String,
     capacity_sectors: u64,
-    queue: BlockQueue,
+    /// The device's block queue with its submit side (splitting, parking, resubmitting).
+    submitter: Submitter,
     model: Box<dyn crate::device::DeviceModel>,
     link: Option<usize>,
     /// Requests at the device by slot index (the command id).
@@ -282,24 +290,14 @@ struct DeviceSlot {
 enum BioOwner {
     /// A direct operation of an issuer: done when all its bios are.
     Issuer { issuer: usize, io: IoId, submitted: Instant, bytes: u64 },
-    /// The host's bio `bio`.
-    Host { bio: u64 },
+    /// The host's bio `bio`, submitted in `batch`.
+    Host { bio: u64, batch: u64 },
 }
 
 #[derive(Clone, Copy, Debug)]
 struct Pending {
     owner: BioOwner,
     bios_left: u32,
-}
-
-/// A bio waiting for its process to be let back into the request pool.
-#[derive(Clone, Copy, Debug)]
-struct Parked {
-    bio: Bio,
-    /// The issuer whose call it belongs to, which may go on once its last bio is in.
-    issuer: Option<usize>,
-    /// The host batch it belongs to.
-    batch: Option<u64>,
 }
 
 struct IssuerSlot {
@@ -335,7 +333,6 @@ struct Simulation {
     host_wake_at: Option<Instant>,
     /// Bios of each host batch not yet taken by their queue.
     unaccepted: BTreeMap<u64, u32>,
-    parked: BTreeMap<(usize, ProcessId), VecDeque<Parked>>,
     issuers: Vec<IssuerSlot>,
     pending: Vec<Option<Pending>>,
     free_pending: Vec<usize>,
@@ -381,6 +378,7 @@ impl Simulation {
             }
             let queue = BlockQueue::new(queue_config.clone(), scheduler.build())?;
             let capacity = queue.requests().capacity();
+            let submitter = Submitter::new(queue);
             host_devices.push(HostDevice {
                 capacity_sectors: device.model.capacity_sectors(),
                 max_sectors: queue_config.max_sectors(),
@@ -389,7 +387,7 @@ impl Simulation {
             devices.push(DeviceSlot {
                 name: device.name,
                 capacity_sectors: device.model.capacity_sectors(),
-                queue,
+                submitter,
                 model: device.model,
                 link: device.link,
                 commands: vec![None; capacity],
@@ -418,7 +416,6 @@ impl Simulation {
             host_wake_generation: 0,
             host_wake_at: None,
             unaccepted: BTreeMap::new(),
-            parked: BTreeMap::new(),
             issuers: Vec::new(),
             pending: Vec::new(),
             free_pending: Vec::new(),
@@ -540,7 +537,7 @@ impl Simulation {
             }
             Event::ReachDevice { device, request } => {
                 let slot = &mut self.devices[device];
-                let command = command_for(&slot.queue, request);
+                let command = command_for(slot.submitter.queue(), request);
                 slot.model.submit(self.now, command);
                 self.reschedule_device(device);
             }
@@ -571,10 +568,11 @@ impl Simulation {
             let request = slot.commands[index as usize]
                 .take()
                 .unwrap_or_else(|| panic!("{}: finished unknown command {index}", slot.name));
-            let is_read = slot.queue.request(request).is_some_and(|r| r.op == Op::Read);
+            let is_read = slot.submitter.queue().request(request).is_some_and(|r| r.op == Op::Read);
             match slot.link {
                 Some(link) if is_read => {
-                    let bytes = slot.queue.request(request).map_or(0, |r| r.size_bytes());
+                    let bytes =
+                        slot.submitter.queue().request(request).map_or(0, |r| r.size_bytes());
                     let at = self.links[link].transfer(self.now, bytes);
                     self.events.push(at, Event::ReachHost { device, request });
                 }
@@ -595,7 +593,7 @@ impl Simulation {
         let mut tags = std::mem::take(&mut self.tags);
         tags.clear();
         let slot = &mut self.devices[device];
-        slot.queue.complete(self.now, request, &mut tags);
+        slot.submitter.queue_mut().complete(self.now, request, &mut tags);
         slot.dirty = true;
         for &BioTag(index) in &tags {
             let entry = self.pending[index as usize].as_mut().expect("a live pending bio");
@@ -609,11 +607,11 @@ impl Simulation {
                 BioOwner::Issuer { issuer, io, submitted, bytes } => {
                     self.finish_io(issuer, io, submitted, bytes, recorder);
                 }
-                BioOwner::Host { bio } => self.host.bio_done(self.now, bio),
+                BioOwner::Host { bio, .. } => self.host.bio_done(self.now, bio),
             }
         }
         self.tags = tags;
-        self.wake_parked(device);
+        self.wake_parked(device)?;
         self.report_congestion(device);
         self.run_host_actions()?;
         self.audit(device)
@@ -638,77 +636,51 @@ impl Simulation {
     }
 
     /// Lets processes the pool woke submit their parked bios.
-    fn wake_parked(&mut self, device: usize) {
-        while let Some(process) = self.devices[device].queue.pop_woken() {
-            self.submit_parked(device, process);
+    fn wake_parked(&mut self, device: usize) -> Result<(), SimError> {
+        let mut accepted = std::mem::take(&mut self.tags);
+        accepted.clear();
+        self.devices[device].submitter.resubmit_woken(self.now, &mut accepted).map_err(
+            |error| SimError::BadIo { issuer: "parked bio".to_owned(), problem: error.to_string() },
+        )?;
+        for &BioTag(index) in &accepted {
+            self.accepted(index as usize);
         }
+        self.tags = accepted;
+        Ok(())
     }
 
-    /// Submits `process`'s parked bios for `device` in order, until one is refused again.
-    fn submit_parked(&mut self, device: usize, process: ProcessId) {
-        let key = (device, process);
-        while let Some(parked) = self.parked.get_mut(&key).and_then(VecDeque::pop_front) {
-            let outcome = self.devices[device]
-                .queue
-                .submit(self.now, parked.bio)
-                .expect("parked bios were validated when first submitted");
-            self.devices[device].dirty = true;
-            if outcome == Submitted::Blocked {
-                self.parked.get_mut(&key).expect("still there").push_front(parked);
-                return;
+    /// A parked bio of pending entry `index` got in: its issuer may go on, its host batch may be
+    /// complete.
+    fn accepted(&mut self, index: usize) {
+        let owner = self.pending[index].as_ref().expect("a parked bio is pending").owner;
+        match owner {
+            BioOwner::Issuer { issuer, .. } => {
+                let slot = &mut self.issuers[issuer];
+                slot.parked -= 1;
+                if slot.parked == 0 && !slot.sleeping && !slot.done {
+                    self.ready.push(issuer);
+                }
             }
-            self.accepted(parked);
-        }
-        self.parked.remove(&key);
-    }
-
-    /// A parked bio got in: its issuer may go on, its batch may be complete.
-    fn accepted(&mut self, parked: Parked) {
-        if let Some(issuer) = parked.issuer {
-            let slot = &mut self.issuers[issuer];
-            slot.parked -= 1;
-            if slot.parked == 0 && !slot.sleeping && !slot.done {
-                self.ready.push(issuer);
-            }
-        }
-        if let Some(batch) = parked.batch {
-            let left = self.unaccepted.get_mut(&batch).expect("a batch with parked bios");
-            *left -= 1;
-            if *left == 0 {
-                self.unaccepted.remove(&batch);
-                self.host.batch_accepted(self.now, batch);
+            BioOwner::Host { batch, .. } => {
+                let left = self.unaccepted.get_mut(&batch).expect("a batch with parked bios");
+                *left -= 1;
+                if *left == 0 {
+                    self.unaccepted.remove(&batch);
+                    self.host.batch_accepted(self.now, batch);
+                }
             }
         }
     }
 
-    /// Submits `bios` to `device` for `process`, parking the rest behind the first refused
-    /// one (or behind bios already parked). Returns how many were parked.
-    fn submit_bios(
-        &mut self,
-        device: usize,
-        process: ProcessId,
-        bios: &[Bio],
-        issuer: Option<usize>,
-        batch: Option<u64>,
-    ) -> Result<u32, String> {
-        let key = (device, process);
+    /// Submits `bios` to `device`; the device's submitter parks those whose process waits for
+    /// a request. Returns how many were parked.
+    fn submit_bios(&mut self, device: usize, bios: &[Bio]) -> Result<u32, String> {
         let mut parked = 0;
         for &bio in bios {
-            if self.parked.contains_key(&key) {
-                self.parked.get_mut(&key).expect("checked").push_back(Parked {
-                    bio,
-                    issuer,
-                    batch,
-                });
-                parked += 1;
-                continue;
-            }
-            let outcome = self.devices[device]
-                .queue
-                .submit(self.now, bio)
-                .map_err(|error| error.to_string())?;
-            if outcome == Submitted::Blocked {
-                self.parked.entry(key).or_default().push_back(Parked { bio, issuer, batch });
+            let submitter = &mut self.devices[device].submitter;
+            if submitter.submit(self.now, bio).map_err(|error| error.to_string())?
+                == Offered::Parked
+            {
                 parked += 1;
             }
         }
@@ -785,7 +757,7 @@ impl Simulation {
                     if slot.exits {
                         let process = slot.issuer.process();
                         for device in &mut self.devices {
-                            device.queue.process_exited(self.now, process);
+                            device.submitter.queue_mut().process_exited(self.now, process);
                             device.dirty = true;
                         }
                     }
@@ -859,7 +831,6 @@ impl Simulation {
             }
         };
         let op = if device_flush { Op::Flush } else { block_op.expect("direct block I/O") };
-        let max_sectors = u64::from(self.devices[device].queue.config().max_sectors());
         let template = Bio {
             op,
             start: Sector(0),
@@ -871,20 +842,7 @@ impl Simulation {
         };
         let mut bios = Vec::new();
         for (start, sectors) in pieces {
-            if sectors == 0 {
-                bios.push(Bio { start: Sector(start), ..template });
-                continue;
-            }
-            let mut done = 0;
-            while done < sectors {
-                let count = (sectors - done).min(max_sectors);
-                bios.push(Bio {
-                    start: Sector(start + done),
-                    sector_count: count as u32,
-                    ..template
-                });
-                done += count;
-            }
+            self.devices[device].submitter.split(template, Sector(start), sectors, &mut bios);
         }
         let slot = &mut self.issuers[index];
         slot.outstanding += 1;
@@ -910,9 +868,7 @@ impl Simulation {
             bio.tag = BioTag(tag as u64);
         }
         self.host.charge_direct(process, bios.len() as u64, self.scheduler_name);
-        let parked = self
-            .submit_bios(device, process, &bios, Some(index), None)
-            .map_err(|problem| bad(self, problem))?;
+        let parked = self.submit_bios(device, &bios).map_err(|problem| bad(self, problem))?;
         self.issuers[index].parked += parked;
         Ok(())
     }
@@ -970,7 +926,7 @@ impl Simulation {
                         let mut block_bios = Vec::with_capacity(bios.len());
                         for host_bio in &bios {
                             let tag = self.new_pending(Pending {
-                                owner: BioOwner::Host { bio: host_bio.id },
+                                owner: BioOwner::Host { bio: host_bio.id, batch },
                                 bios_left: 1,
                             });
                             block_bios.push(Bio {
@@ -984,12 +940,9 @@ impl Simulation {
                             });
                         }
                         self.host.charge_requests(process, bios.len() as u64, self.scheduler_name);
-                        let parked = self
-                            .submit_bios(device, process, &block_bios, None, Some(batch))
-                            .map_err(|problem| SimError::BadIo {
-                                issuer: "host".to_owned(),
-                                problem,
-                            })?;
+                        let parked = self.submit_bios(device, &block_bios).map_err(|problem| {
+                            SimError::BadIo { issuer: "host".to_owned(), problem }
+                        })?;
                         if parked == 0 {
                             self.host.batch_accepted(self.now, batch);
                         } else {
@@ -1016,7 +969,8 @@ impl Simulation {
     }
 
     fn report_congestion(&mut self, device: usize) {
-        let congested = self.devices[device].queue.is_direction_congested(Direction::Write);
+        let congested =
+            self.devices[device].submitter.queue().is_direction_congested(Direction::Write);
         if congested != self.devices[device].congested {
             self.devices[device].congested = congested;
             self.host.set_congested(self.now, device, congested);
@@ -1052,14 +1006,14 @@ impl Simulation {
     fn pump(&mut self, device: usize) {
         loop {
             let slot = &mut self.devices[device];
-            match slot.queue.next_request(self.now) {
+            match slot.submitter.queue_mut().next_request(self.now) {
                 Pull::Issue(request) => {
                     let index = request.index();
                     if index >= slot.commands.len() {
                         slot.commands.resize(index + 1, None);
                     }
                     slot.commands[index] = Some(request);
-                    let command = command_for(&slot.queue, request);
+                    let command = command_for(slot.submitter.queue(), request);
                     match slot.link {
                         Some(link) => {
                             let link_state = &mut self.links[link];
@@ -1102,7 +1056,7 @@ impl Simulation {
 
     fn audit(&self, device: usize) -> Result<(), SimError> {
         if self.check {
-            check_queue(&self.devices[device].queue)?;
+            check_queue(self.devices[device].submitter.queue())?;
         }
         Ok(())
     }
@@ -1158,7 +1112,7 @@ impl Simulation {
         let mut device_stats = ReportDeviceStats::default();
         let mut descriptions = std::collections::BTreeSet::new();
         for device in &self.devices {
-            let queue = device.queue.config();
+            let queue = device.submitter.queue().config();
             let prefix = format!("queue.{}", device.name);
             settings.insert(format!("{prefix}.nr_requests"), queue.nr_requests.to_string());
             settings.insert(format!("{prefix}.depth"), queue.depth.to_string());
@@ -1167,8 +1121,8 @@ impl Simulation {
                 .insert(format!("{prefix}.read_ahead_kb"), config.queue.read_ahead_kb.to_string());
             settings.insert(format!("{prefix}.plugging"), u8::from(queue.plugging).to_string());
             descriptions.insert(format!("{}: {}", device.name, device.model.describe()));
-            let stats = device.queue.stats(self.now);
-            scheduler_stats.add_queue(&stats, &device.queue.scheduler().counters());
+            let stats = device.submitter.queue().stats(self.now);
+            scheduler_stats.add_queue(&stats, &device.submitter.queue().scheduler().counters());
             queue_stats.add_queue(&stats);
             let model = device.model.stats();
             device_stats.requests += model.commands;
