@@ -340,6 +340,16 @@ impl Params {
                     accepted: keys.iter().map(|key| key.key).collect(),
                 });
             };
+            if param.value.trim().is_empty() {
+                // `key=` would leave a key the component expects without a value (a panic at
+                // use) or silently drop it: a given key must say something.
+                return Err(ParamError::BadValue {
+                    component,
+                    key: keys[index].key,
+                    value: String::new(),
+                    expected: keys[index].kind.describe(),
+                });
+            }
             values[index] = (param.value.clone(), true);
         }
         let params = Params { component, keys, values };
@@ -556,6 +566,22 @@ mod params_tests {
         assert!(message("hdd:overhead=2s").contains("a time 0s..=1s"));
         assert!(message("hdd:skew=nan").contains("a number 0..=1 rev"));
         assert!(message("hdd:wce=2").contains("0 or 1"));
+    }
+
+    // Proves an empty value is refused for every kind of key, naming the key and what it takes
+    // (issue 14: `job:bs=` panicked later, and keys with no default silently lost the value).
+    #[test]
+    fn an_empty_value_is_refused_naming_the_key() {
+        for key in KEYS {
+            let text = format!("hdd:{}=", key.key);
+            let error = resolve(&text).unwrap_err();
+            let ParamError::BadValue { key: named, ref value, ref expected, .. } = error else {
+                panic!("{text}: {error:?}");
+            };
+            assert_eq!((named, value.as_str()), (key.key, ""));
+            assert_eq!(*expected, key.kind.describe());
+            assert!(error.to_string().starts_with(&format!("hdd: {}= is not valid", key.key)));
+        }
     }
 
     #[test]

@@ -318,6 +318,11 @@ impl JobConfig {
         } else {
             params.integer("iodepth") as u32
         };
+        let runtime = params.time("runtime");
+        if params.flag("time_based") && runtime == Duration::ZERO {
+            // fio runs such a job forever; a run here always has an end.
+            return Err(params.impossible("runtime", "time_based=1 needs a runtime (e.g. 10s)"));
+        }
         let filenames = if params.has("filename") {
             params.text("filename").split(':').map(|name| name.trim().to_owned()).collect()
         } else {
@@ -329,7 +334,7 @@ impl JobConfig {
             block_size,
             size_bytes,
             io_size_bytes,
-            runtime: params.time("runtime"),
+            runtime,
             time_based: params.flag("time_based"),
             depth,
             clones: params.integer("numjobs") as u32,
@@ -751,6 +756,17 @@ mod tests {
         assert_eq!(log.len(), 16);
         let spread = log.iter().map(|(_, _, io)| io.offset_bytes).max().unwrap();
         assert!(spread > 1 << 28, "random offsets cover the whole 1 GiB device: {spread}");
+    }
+
+    // Proves a time-based job without a runtime is refused (issue 14: it never ended), naming
+    // the key to set.
+    #[test]
+    fn a_time_based_job_needs_a_runtime() {
+        for text in ["job:time_based=1", "job:time_based=1,runtime=0"] {
+            let message = WorkloadSpec::parse(text).unwrap_err().to_string();
+            assert_eq!(message, "job: runtime: time_based=1 needs a runtime (e.g. 10s)");
+        }
+        assert!(WorkloadSpec::parse("job:time_based=1,runtime=1ms").is_ok());
     }
 
     // Proves runtime caps a time-based job, and the job finishes its in-flight I/O.
