@@ -195,3 +195,33 @@ proptest! {
         let _ = elevator_sim::run(&bounded(seed, device, host), &scheduler, &workload);
     }
 }
+
+// Proves every key of every device kind, host and workload kind refuses an empty value with a
+// message naming the key (issue 14: 13 keys panicked later and 8 silently lost the value).
+#[test]
+fn every_key_refuses_an_empty_value() {
+    let mut tried = 0;
+    let mut check = |text: String, error: Option<String>| {
+        let error = error.unwrap_or_else(|| panic!("`{text}` was accepted"));
+        let key = text.rsplit_once(':').unwrap().1.trim_end_matches('=');
+        assert!(error.contains(&format!("{key}= is not valid")), "`{text}`: {error}");
+        tried += 1;
+    };
+    for kind in DeviceKind::ALL {
+        for key in kind.keys() {
+            let text = format!("{}:{}=", kind.name(), key.key);
+            check(text.clone(), DeviceSpec::parse(&text).err().map(|e| e.to_string()));
+        }
+    }
+    for key in HOST_KEYS {
+        let text = format!("host:{}=", key.key);
+        check(text.clone(), HostSpec::parse(&text).err().map(|e| e.to_string()));
+    }
+    for kind in WorkloadKind::ALL {
+        for key in kind.keys() {
+            let text = format!("{}:{}=", kind.name(), key.key);
+            check(text.clone(), WorkloadSpec::parse(&text).err().map(|e| e.to_string()));
+        }
+    }
+    assert!(tried > 100, "only {tried} keys");
+}
