@@ -557,6 +557,17 @@ impl BlockQueue {
         }
     }
 
+    /// Forced dispatch (the kernel's `elv_drain_elevator`): everything the scheduler holds
+    /// goes onto the dispatch list at once, idling and batching ignored, and is issued as the
+    /// device has room. For a driver that is stopping (a run's end, Ctrl-C) and must not wait
+    /// for an idle window that no arrival will end. Returns how many requests moved.
+    pub fn drain_scheduler(&mut self, now: Instant) -> usize {
+        let count = self.drain_to_dispatch(now, "forced dispatch");
+        self.plugged_until = None;
+        self.end_idle(now);
+        count
+    }
+
     /// Replaces the scheduler at run time and returns the old one. Everything the old scheduler
     /// holds moves to the new one; requests already dispatched finish normally.
     pub fn switch_scheduler(
@@ -886,11 +897,20 @@ impl BlockQueue {
             return Submitted::Blocked;
         };
         self.stats.bios += 1;
+        self.drain_to_dispatch(now, "flush");
+        self.table[id].state = RequestState::Dispatched;
+        self.dispatch.add(&self.table, id, crate::scheduler::DispatchInsert::Tail);
+        self.unplug();
+        Submitted::Queued { request: id }
+    }
+
+    /// Moves everything the scheduler holds onto the dispatch list, in its drain order.
+    fn drain_to_dispatch(&mut self, now: Instant, call: &str) -> usize {
         let mut drained = std::mem::take(&mut self.scratch);
         drained.clear();
         let queued = self.scheduler.queued();
         self.scheduler.drain(&cx!(self, now), &mut drained);
-        self.check_drained(&drained, queued, "flush");
+        self.check_drained(&drained, queued, call);
         let mode = self.scheduler.dispatch_insert();
         for &id in &drained {
             self.merge.remove(id);
@@ -898,11 +918,9 @@ impl BlockQueue {
             self.dispatch.add(&self.table, id, mode);
             self.stats.dispatched += 1;
         }
+        let count = drained.len();
         self.scratch = drained;
-        self.table[id].state = RequestState::Dispatched;
-        self.dispatch.add(&self.table, id, crate::scheduler::DispatchInsert::Tail);
-        self.unplug();
-        Submitted::Queued { request: id }
+        count
     }
 
     // ---- helpers of next_request ----

@@ -241,6 +241,25 @@ impl Reactor {
         result
     }
 
+    /// `process` is gone (its issuer is done for the run): the scheduler stops idling for it,
+    /// as the kernel's do when a task exits.
+    pub(crate) fn process_exited(&mut self, process: ProcessId) -> Result<(), LiveError> {
+        let now = self.clock.now();
+        self.submitter.queue_mut().process_exited(now, process);
+        self.pump().map_err(|source| LiveError::Backend { backend: self.backend.name(), source })
+    }
+
+    /// Forced dispatch for a driver that is stopping: whatever the scheduler holds goes to the
+    /// device as it has room, without waiting for an idle window no arrival will end.
+    pub(crate) fn force_dispatch(&mut self) -> Result<(), LiveError> {
+        let now = self.clock.now();
+        if self.submitter.queue_mut().drain_scheduler(now) > 0 {
+            self.pump()
+                .map_err(|source| LiveError::Backend { backend: self.backend.name(), source })?;
+        }
+        Ok(())
+    }
+
     /// Issues what the queue releases; remembers its timer.
     pub(crate) fn pump(&mut self) -> io::Result<()> {
         let now = self.clock.now();

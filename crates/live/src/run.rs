@@ -188,7 +188,14 @@ pub fn run_plan(
     let mut counters_by_phase = Vec::new();
     let mut interrupted = false;
     let mut last_progress = Instant::ZERO;
-    for phase in plan.phases {
+    // The phase after which each process has nothing left to do: there it exits.
+    let mut last_phase_of = BTreeMap::new();
+    for (index, phase) in plan.phases.iter().enumerate() {
+        for issuer in &phase.issuers {
+            last_phase_of.insert(issuer.process(), index);
+        }
+    }
+    for (phase_index, phase) in plan.phases.into_iter().enumerate() {
         let started = clock.now();
         let names = phase.issuers.iter().map(|issuer| issuer.name().to_owned()).collect();
         let mut recorder = PhaseRecorder::new(phase.name.clone(), started, names).histogram_only();
@@ -211,7 +218,12 @@ pub fn run_plan(
             }
             if !interrupted {
                 for (index, state) in issuers.iter_mut().enumerate() {
+                    let was_done = state.done;
                     driver.poll_issuer(index, state, now, phase.stonewall, &mut recorder)?;
+                    let process = state.issuer.process();
+                    if state.done && !was_done && last_phase_of[&process] == phase_index {
+                        driver.reactor.process_exited(process)?;
+                    }
                 }
             }
             let all_done = interrupted || issuers.iter().all(|state| state.done);
@@ -219,14 +231,18 @@ pub fn run_plan(
                 recorder.extend_to(clock.now());
                 break;
             }
+            let now = clock.now();
+            if all_done || issuers.iter().all(|s| s.done || s.issuer.finishing(now)) {
+                // Nothing more will arrive: a scheduler idling for a next request (cfq's
+                // slice_idle, anticipation) would hold the rest back for nothing, and the run
+                // past its runtime or its stop.
+                driver.reactor.force_dispatch()?;
+            }
             let wake = issuers.iter().filter(|s| !s.done).filter_map(|s| s.sleeping_until).min();
-            // While stopping, check the flag again at least every 100 ms.
-            let wake = if stop.is_some() {
-                let check = now + Duration::from_millis(100);
-                Some(wake.map_or(check, |at| at.min(check)))
-            } else {
-                wake
-            };
+            // Look again at least every 100 ms: for the stop flag, and for issuers whose
+            // runtime passed while they waited (the run then stops waiting for idling).
+            let check = now + Duration::from_millis(100);
+            let wake = Some(wake.map_or(check, |at| at.min(check)));
             driver.reactor.wait(wake, true, &mut finished)?;
             for done in finished.drain(..) {
                 driver.finish(done, &mut issuers, &mut recorder);

@@ -278,3 +278,35 @@ fn nr_requests_can_grow_at_run_time() {
     check_queue(&q).unwrap();
     assert!(q.set_nr_requests(3).is_err());
 }
+
+// Proves forced dispatch (`drain_scheduler`, the kernel's `elv_drain_elevator`): under every
+// scheduler, with reads of two processes queued and the scheduler idling (or ready to), one
+// call moves everything the scheduler holds onto the dispatch list, and the queue then issues
+// each of them without another Idle answer — what a stopping run needs, whatever slice_idle
+// or antic_expire says (issue 14: a live run with cfq:slice_idle=10s ran 9 s past its end).
+#[test]
+fn forced_dispatch_issues_everything_without_idling() {
+    for &kind in SchedulerKind::ALL {
+        let mut q = queue(kind, QueueConfig::default());
+        // Process 1 reads sequentially (idling is worth it); process 2 waits behind it.
+        q.submit(T0, tagged(read(1, 0, 8), 1)).unwrap();
+        let Pull::Issue(first) = q.next_request(T0) else { panic!("{kind}: nothing issued") };
+        for i in 0..4 {
+            q.submit(T0, tagged(read(2, 1_000_000 + i * 100_000, 8), 10 + i)).unwrap();
+        }
+        let now = Instant::from_nanos(100_000);
+        q.complete(now, first, &mut Vec::new());
+        let moved = q.drain_scheduler(now);
+        assert_eq!(moved, 4, "{kind}");
+        assert_eq!(q.queued(), 0, "{kind}");
+        check_queue(&q).unwrap();
+        for i in 0..4 {
+            let Pull::Issue(id) = q.next_request(now) else {
+                panic!("{kind}: request {i} was not issued after forced dispatch");
+            };
+            q.complete(now, id, &mut Vec::new());
+        }
+        assert_eq!(q.next_request(now), Pull::Empty, "{kind}");
+        check_queue(&q).unwrap();
+    }
+}

@@ -452,6 +452,7 @@ impl JobConfig {
                 outstanding: 0,
                 deadline: None,
                 think_until: None,
+                finishing: false,
                 prng: prng.fork_indexed("job", u64::from(clone)),
                 next_id: 0,
                 clone_index: clone,
@@ -552,6 +553,8 @@ struct JobIssuer {
     outstanding: u32,
     deadline: Option<Instant>,
     think_until: Option<Instant>,
+    /// Past its runtime or its amount: it submits nothing more.
+    finishing: bool,
     prng: Prng,
     next_id: u64,
     /// Which clone it is (its entry in per-clone lists such as `prio=0:7`).
@@ -580,6 +583,7 @@ impl Issuer for JobIssuer {
         let out_of_time = now >= deadline;
         let out_of_bytes = !self.config.time_based && self.issued_bytes >= self.budget_bytes;
         if out_of_time || out_of_bytes {
+            self.finishing = true;
             return if self.outstanding == 0 { Poll::Done } else { Poll::Wait };
         }
         if self.outstanding >= self.config.depth {
@@ -599,6 +603,10 @@ impl Issuer for JobIssuer {
             None if self.outstanding == 0 => Poll::Done,
             None => Poll::Wait,
         }
+    }
+
+    fn finishing(&self, now: Instant) -> bool {
+        self.finishing || self.deadline.is_some_and(|deadline| now >= deadline)
     }
 
     fn complete(&mut self, now: Instant, _io: IoId) {

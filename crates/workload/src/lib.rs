@@ -139,6 +139,13 @@ pub trait Issuer: fmt::Debug + Send {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+
+    /// Whether, at `now`, it has stopped submitting for good (past its runtime, its amount
+    /// done) and only waits for its outstanding operations. A live driver whose issuers are
+    /// all finishing stops waiting for a scheduler's idle window, which no arrival would end.
+    fn finishing(&self, _now: Instant) -> bool {
+        false
+    }
 }
 
 /// A device a workload can address.
