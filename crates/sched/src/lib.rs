@@ -35,6 +35,9 @@ pub mod kyber;
 pub mod mq_deadline;
 pub mod none;
 pub mod noop;
+// Test support: behind the `testkit` feature (dev-dependencies turn it on), and always in
+// this crate's own unit tests; not part of the library's surface.
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
 /// Every scheduler elevator implements.
