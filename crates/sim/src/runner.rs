@@ -345,7 +345,7 @@ struct Simulation {
     next_wake_generation: u64,
     bounds: Bounds,
     check: bool,
-    scheduler_name: &'static str,
+    scheduler_kind: elevator_sched::SchedulerKind,
     finished: Vec<CommandId>,
     tags: Vec<BioTag>,
     ready: Vec<usize>,
@@ -426,7 +426,7 @@ impl Simulation {
             next_wake_generation: 0,
             bounds: config.bounds,
             check: config.check_invariants,
-            scheduler_name: scheduler.kind().name(),
+            scheduler_kind: scheduler.kind(),
             finished: Vec::new(),
             tags: Vec::new(),
             ready: Vec::new(),
@@ -909,7 +909,7 @@ impl Simulation {
         for bio in &mut bios {
             bio.tag = BioTag(tag as u64);
         }
-        self.host.charge_direct(process, bios.len() as u64, self.scheduler_name);
+        self.host.charge_direct(process, bios.len() as u64, self.scheduler_kind);
         let parked = self
             .submit_bios(device, process, &bios, Some(index), None)
             .map_err(|problem| bad(self, problem))?;
@@ -983,7 +983,7 @@ impl Simulation {
                                 tag: BioTag(tag as u64),
                             });
                         }
-                        self.host.charge_requests(process, bios.len() as u64, self.scheduler_name);
+                        self.host.charge_requests(process, bios.len() as u64, self.scheduler_kind);
                         let parked = self
                             .submit_bios(device, process, &block_bios, None, Some(batch))
                             .map_err(|problem| SimError::BadIo {
