@@ -35,6 +35,7 @@ use elevator_core::{
 pub mod anticipatory;
 pub mod bfq;
 pub mod cfq;
+mod common;
 pub mod deadline;
 pub mod kyber;
 pub mod mq_deadline;
