@@ -66,7 +66,7 @@
 //!   `cfq_init_prio_data`: class none is best-effort at the level its nice value maps to, the
 //!   idle class is level 7), and the async queue of a class and level is
 //!   `common::async_queue_slot` (2.6.18 keys async queues by priority). The request choice
-//!   inside a queue, [`choose_first`] (`cfq_choose_req`), puts a sync request before an async
+//!   inside a queue, `choose_first` (`cfq_choose_req`), puts a sync request before an async
 //!   one and otherwise applies the shared seek rule `common::seek_prefers_first` with the
 //!   `back_seek_max` and `back_seek_penalty` tunables.
 //!
