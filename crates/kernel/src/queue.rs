@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use elevator_sched::{BlockLayer, SchedulerKind};
+
 use crate::error::KernelError;
 use crate::sysfs::{BlockDevice, SchedulerLine, Sysfs};
 
@@ -80,9 +82,17 @@ pub fn queue_info(sysfs: &Sysfs, device: &BlockDevice) -> Result<QueueInfo, Kern
     })
 }
 
-/// The blk-mq schedulers a kernel may offer (built in or as `NAME-iosched` modules that a
-/// write to `queue/scheduler` loads).
-pub const KERNEL_SCHEDULERS: &[&str] = &["none", "mq-deadline", "kyber", "bfq"];
+/// The blk-mq scheduler a current kernel knows as `name` (its name or one of the kernel's
+/// aliases), built in or as a `NAME-iosched` module that a write to `queue/scheduler` loads.
+fn kernel_scheduler(name: &str) -> Option<SchedulerKind> {
+    SchedulerKind::ALL.iter().copied().filter(|kind| kind.block_layer() == BlockLayer::BlkMq).find(
+        |kind| {
+            kind.name() == name
+                || kind.aliases().contains(&name)
+                || kind.kernel_aliases().contains(&name)
+        },
+    )
+}
 
 /// The kernel's name for `name` on a device whose scheduler line is `line`, or the error that
 /// says what the device offers. The kernel takes `deadline` for mq-deadline; a blk-mq name the
@@ -92,10 +102,9 @@ pub fn check_scheduler_name<'a>(
     line: &SchedulerLine,
     name: &'a str,
 ) -> Result<&'a str, KernelError> {
-    let canonical = if name == "deadline" { "mq-deadline" } else { name };
-    if line.available.iter().any(|offered| offered == canonical)
-        || KERNEL_SCHEDULERS.contains(&canonical)
-    {
+    let known = kernel_scheduler(name);
+    let canonical = known.map_or(name, |kind| kind.name());
+    if known.is_some() || line.available.iter().any(|offered| offered == canonical) {
         return Ok(canonical);
     }
     Err(KernelError::UnknownScheduler {
@@ -149,12 +158,9 @@ pub fn set_scheduler(
 
 /// Why a 2.6 name is not on a modern kernel, and where elevator still has it.
 fn legacy_hint(name: &str) -> String {
-    let successor = match name {
-        "noop" => Some("none"),
-        "cfq" => Some("bfq"),
-        "anticipatory" | "as" => Some("bfq"),
-        _ => None,
-    };
+    let successor = SchedulerKind::from_name(name)
+        .filter(|kind| kind.block_layer() == BlockLayer::Legacy)
+        .and_then(SchedulerKind::successor);
     match successor {
         Some(successor) => format!(
             " (`{name}` is a 2.6 scheduler; the legacy block layer left in Linux 5.0 — the \
@@ -242,7 +248,7 @@ pub fn sysfs_value(
     if setting.value.parse::<i64>().is_ok() {
         return Ok(setting.value.clone());
     }
-    let ours = elevator_sched::SchedulerKind::from_name(scheduler)
+    let ours = SchedulerKind::from_name(scheduler)
         .filter(|kind| kind.name() == scheduler)
         .and_then(|kind| kind.tunables().iter().find(|t| t.name == setting.key));
     match ours {
@@ -287,9 +293,9 @@ pub fn tune(
                 .map(|attr| (*attr).to_owned())
                 .collect();
             accepted.extend(offered.iter().cloned());
-            let elsewhere: Vec<&str> = elevator_sched::SchedulerKind::ALL
+            let elsewhere: Vec<&str> = SchedulerKind::ALL
                 .iter()
-                .filter(|kind| KERNEL_SCHEDULERS.contains(&kind.name()))
+                .filter(|kind| kind.block_layer() == BlockLayer::BlkMq)
                 .filter(|kind| kind.tunables().iter().any(|t| t.name == setting.key))
                 .map(|kind| kind.name())
                 .collect();
@@ -412,10 +418,25 @@ mod tests {
         }
     }
 
+    // Proves the driver's blk-mq names are the registry's: each blk-mq entry by its name,
+    // mq-deadline also by the kernel's `deadline` alias, and no 2.6 name.
+    #[test]
+    fn kernel_names_come_from_the_registry() {
+        let lookup = |name| kernel_scheduler(name).map(SchedulerKind::name);
+        for name in ["none", "mq-deadline", "kyber", "bfq"] {
+            assert_eq!(lookup(name), Some(name));
+        }
+        assert_eq!(lookup("deadline"), Some("mq-deadline"));
+        for name in ["noop", "anticipatory", "as", "cfq", "bfq-iosched"] {
+            assert_eq!(lookup(name), None, "{name}");
+        }
+    }
+
     #[test]
     fn legacy_names_point_to_their_successors() {
         assert!(legacy_hint("cfq").contains("bfq"));
         assert!(legacy_hint("noop").contains("none"));
+        assert!(legacy_hint("as").contains("`bfq`"));
         assert_eq!(legacy_hint("mystery"), "");
     }
 }

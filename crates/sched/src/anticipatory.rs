@@ -38,6 +38,12 @@
 //! safety bound of `antic_expire` (at least one jiffy) and asked again on every completion and
 //! arrival anyway.
 //!
+//! **Choosing between two requests** (`as_choose_req`, for the next request after a dispatch
+//! or a removal) uses the shared seek rule `common::seek_prefers_first` with 2.6.18's fixed
+//! limits: a backward seek of up to `MAXBACK` (1 048 576 sectors) costs twice its distance.
+//! The two candidates are always of one direction (the kernel asserts it), so unlike cfq and
+//! bfq there is no sync-before-async step.
+//!
 //! # Tunables
 //!
 //! | name | unit | default | range | meaning |
@@ -116,6 +122,8 @@ use elevator_core::{
     SideTable, TunableError, TunableSpec, Unit,
 };
 use history::{FIXED_ONE, History, ProcessStats, decay};
+
+use crate::common;
 
 mod history;
 
@@ -986,17 +994,10 @@ impl Anticipatory {
         first: Option<RequestId>,
         second: Option<RequestId>,
     ) -> Option<RequestId> {
-        match (first, second) {
-            (None, second) => second,
-            (first, None) => first,
-            (Some(first), Some(second)) if first == second => Some(first),
-            (Some(first), Some(second)) => {
-                let last = self.last_sector[class.index()];
-                let pick_first =
-                    prefers_first(last, cx.requests[first].start, cx.requests[second].start);
-                Some(if pick_first { first } else { second })
-            }
-        }
+        let last = self.last_sector[class.index()];
+        common::choose_request(first, second, |first, second| {
+            prefers_first(last, cx.requests[first].start, cx.requests[second].start)
+        })
     }
 
     /// Puts `id` in its class's tree. A queued request with the same start sector (an alias)
@@ -1087,27 +1088,12 @@ impl Batch {
 }
 
 /// `as_choose_req`'s rule for two candidates at `first` and `second` with the head at `last`:
-/// ahead costs the distance, behind by at most [`MAXBACK_SECTORS`] twice the distance, further
-/// behind wraps to the next sweep. Not wrapping beats wrapping; of two wrapping, the lower
-/// sector wins; otherwise the cheaper, and on a tie the higher sector.
+/// the shared seek rule (`common::seek_prefers_first`) with AS's fixed limits — ahead costs
+/// the distance, behind by at most [`MAXBACK_SECTORS`] twice the distance, further behind
+/// wraps to the next sweep. Not wrapping beats wrapping; of two wrapping, the lower sector
+/// wins; otherwise the cheaper, and on a tie the higher sector.
 fn prefers_first(last: Sector, first: Sector, second: Sector) -> bool {
-    let cost = |sector: Sector| {
-        if sector >= last {
-            Some(sector.0 - last.0)
-        } else if sector.0 + MAXBACK_SECTORS >= last.0 {
-            Some((last.0 - sector.0) * BACK_PENALTY)
-        } else {
-            None
-        }
-    };
-    match (cost(first), cost(second)) {
-        (Some(_), None) => true,
-        (None, Some(_)) => false,
-        (None, None) => first <= second,
-        (Some(first_cost), Some(second_cost)) => {
-            first_cost < second_cost || (first_cost == second_cost && first >= second)
-        }
-    }
+    common::seek_prefers_first(last, MAXBACK_SECTORS, BACK_PENALTY, first, second)
 }
 
 #[cfg(test)]

@@ -6,8 +6,11 @@
 //! tests. The kernel version each module follows is part of its contract: a behaviour that
 //! changed between versions is reproduced as that version had it.
 //!
-//! [`SchedulerKind`] is the registry: the kernel names (and aliases), the tunable tables, and
-//! `build`. [`SchedulerSpec`] parses the command line's `NAME[:key=value,...]` form.
+//! [`SchedulerKind`] is the registry: one [`Registration`] per scheduler holds every fact the
+//! rest of the project reads about it — the kernel names (and aliases), the kernel version it
+//! follows, its block layer (legacy or blk-mq), its tunable tables, the simulated CPU cost per
+//! request, and `build`. Adding a scheduler is adding a variant and its entry; an entry missing
+//! a fact does not compile. [`SchedulerSpec`] parses the command line's `NAME[:key=value,...]` form.
 //!
 //! ```
 //! use elevator_sched::{SchedulerKind, SchedulerSpec};
@@ -25,16 +28,22 @@
 
 use std::fmt;
 
-use elevator_core::{ComponentSpec, Scheduler, SpecError, TunableError, TunableSpec, tunable};
+use elevator_core::{
+    ComponentSpec, Duration, Scheduler, SpecError, TunableError, TunableSpec, tunable,
+};
 
 pub mod anticipatory;
 pub mod bfq;
 pub mod cfq;
+mod common;
 pub mod deadline;
 pub mod kyber;
 pub mod mq_deadline;
 pub mod none;
 pub mod noop;
+// Test support: behind the `testkit` feature (dev-dependencies turn it on), and always in
+// this crate's own unit tests; not part of the library's surface.
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
 /// Every scheduler elevator implements.
@@ -72,7 +81,7 @@ impl SchedulerKind {
         SchedulerKind::Kyber,
     ];
 
-    /// The 2.6 set that the classic study compared.
+    /// The 2.6 set that the classic study compared: every [`BlockLayer::Legacy`] entry.
     pub const LEGACY: &'static [SchedulerKind] = &[
         SchedulerKind::Noop,
         SchedulerKind::Anticipatory,
@@ -80,7 +89,8 @@ impl SchedulerKind {
         SchedulerKind::Cfq,
     ];
 
-    /// The blk-mq set: the schedulers a current (5.0 and later) kernel offers.
+    /// The blk-mq set: the schedulers a current (5.0 and later) kernel offers; every
+    /// [`BlockLayer::BlkMq`] entry.
     pub const MODERN: &'static [SchedulerKind] =
         &[SchedulerKind::None, SchedulerKind::MqDeadline, SchedulerKind::Bfq, SchedulerKind::Kyber];
 
@@ -88,87 +98,200 @@ impl SchedulerKind {
     /// `CONFIG_DEFAULT_IOSCHED`.
     pub const DEFAULT: SchedulerKind = SchedulerKind::Cfq;
 
-    /// The kernel's name, as `/sys/block/DEV/queue/scheduler` prints it.
-    pub const fn name(self) -> &'static str {
+    /// The registry entry: every fact about the scheduler besides its code.
+    pub const fn registration(self) -> &'static Registration {
+        // One entry per scheduler. The match is exhaustive, and every field of an entry is
+        // required, so a new scheduler without (say) its CPU cost does not compile.
+        //
+        // `cpu_cost`: the CPU time the scheduler adds to a request (insert, merge lookups,
+        // dispatch and completion) on a 2005 processor: estimates scaled from the per-request
+        // costs measured by `cargo bench --bench per_request` (noop cheapest, cfq dearest) to
+        // a processor about five times slower than today's, rounded.
         match self {
-            SchedulerKind::Noop => noop::NAME,
-            SchedulerKind::Anticipatory => anticipatory::NAME,
-            SchedulerKind::Deadline => deadline::NAME,
-            SchedulerKind::Cfq => cfq::NAME,
-            SchedulerKind::None => none::NAME,
-            SchedulerKind::MqDeadline => mq_deadline::NAME,
-            SchedulerKind::Bfq => bfq::NAME,
-            SchedulerKind::Kyber => kyber::NAME,
+            SchedulerKind::Noop => {
+                const {
+                    &Registration {
+                        name: noop::NAME,
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "2.6.18",
+                        block_layer: BlockLayer::Legacy,
+                        successor: Some(SchedulerKind::None),
+                        summary: noop::SUMMARY,
+                        tunables: noop::TUNABLES,
+                        cpu_cost: Duration::from_nanos(300),
+                        build: || Box::new(noop::Noop::new()),
+                    }
+                }
+            }
+            SchedulerKind::Anticipatory => {
+                const {
+                    &Registration {
+                        name: anticipatory::NAME,
+                        aliases: &["as"],
+                        kernel_aliases: &[],
+                        kernel_version: "2.6.18",
+                        block_layer: BlockLayer::Legacy,
+                        // bfq took over anticipation (idling for a process's next request).
+                        successor: Some(SchedulerKind::Bfq),
+                        summary: anticipatory::SUMMARY,
+                        tunables: anticipatory::TUNABLES,
+                        cpu_cost: Duration::from_nanos(1_500),
+                        build: || Box::new(anticipatory::Anticipatory::new()),
+                    }
+                }
+            }
+            SchedulerKind::Deadline => {
+                const {
+                    &Registration {
+                        name: deadline::NAME,
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "2.6.18",
+                        block_layer: BlockLayer::Legacy,
+                        successor: Some(SchedulerKind::MqDeadline),
+                        summary: deadline::SUMMARY,
+                        tunables: deadline::TUNABLES,
+                        cpu_cost: Duration::from_nanos(700),
+                        build: || Box::new(deadline::Deadline::new()),
+                    }
+                }
+            }
+            SchedulerKind::Cfq => {
+                const {
+                    &Registration {
+                        name: cfq::NAME,
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "2.6.18",
+                        block_layer: BlockLayer::Legacy,
+                        successor: Some(SchedulerKind::Bfq),
+                        summary: cfq::SUMMARY,
+                        tunables: cfq::TUNABLES,
+                        cpu_cost: Duration::from_nanos(1_700),
+                        build: || Box::new(cfq::Cfq::new()),
+                    }
+                }
+            }
+            SchedulerKind::None => {
+                const {
+                    &Registration {
+                        name: none::NAME,
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "6.17",
+                        block_layer: BlockLayer::BlkMq,
+                        successor: None,
+                        summary: none::SUMMARY,
+                        tunables: none::TUNABLES,
+                        cpu_cost: Duration::from_nanos(300),
+                        build: || Box::new(none::NoneScheduler::new()),
+                    }
+                }
+            }
+            SchedulerKind::MqDeadline => {
+                const {
+                    &Registration {
+                        name: mq_deadline::NAME,
+                        aliases: &[],
+                        // The kernel registers `deadline` as mq-deadline's alias; here that name
+                        // is the 2.6.18 scheduler's, so only the kernel driver honours it.
+                        kernel_aliases: &["deadline"],
+                        kernel_version: "6.17",
+                        block_layer: BlockLayer::BlkMq,
+                        successor: None,
+                        summary: mq_deadline::SUMMARY,
+                        tunables: mq_deadline::TUNABLES,
+                        cpu_cost: Duration::from_nanos(700),
+                        build: || Box::new(mq_deadline::MqDeadline::new()),
+                    }
+                }
+            }
+            SchedulerKind::Bfq => {
+                const {
+                    &Registration {
+                        name: bfq::NAME,
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "6.12",
+                        block_layer: BlockLayer::BlkMq,
+                        successor: None,
+                        summary: bfq::SUMMARY,
+                        tunables: bfq::TUNABLES,
+                        cpu_cost: Duration::from_nanos(1_700),
+                        build: || Box::new(bfq::Bfq::new()),
+                    }
+                }
+            }
+            SchedulerKind::Kyber => {
+                const {
+                    &Registration {
+                        name: kyber::NAME,
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "6.17",
+                        block_layer: BlockLayer::BlkMq,
+                        successor: None,
+                        summary: kyber::SUMMARY,
+                        tunables: kyber::TUNABLES,
+                        cpu_cost: Duration::from_nanos(900),
+                        build: || Box::new(kyber::Kyber::new()),
+                    }
+                }
+            }
         }
     }
 
-    /// Other names the kernel accepted for it (boot parameter or sysfs). The kernel's
-    /// `deadline` alias of mq-deadline is left out: `deadline` names the 2.6.18 scheduler here.
+    /// The kernel's name, as `/sys/block/DEV/queue/scheduler` prints it.
+    pub const fn name(self) -> &'static str {
+        self.registration().name
+    }
+
+    /// Other names the kernel accepted for it (boot parameter or sysfs) that name it here too.
+    /// The kernel's `deadline` alias of mq-deadline is left out: `deadline` names the 2.6.18
+    /// scheduler here (see [`kernel_aliases`](SchedulerKind::kernel_aliases)).
     pub const fn aliases(self) -> &'static [&'static str] {
-        match self {
-            SchedulerKind::Anticipatory => &["as"],
-            SchedulerKind::Noop
-            | SchedulerKind::Deadline
-            | SchedulerKind::Cfq
-            | SchedulerKind::None
-            | SchedulerKind::MqDeadline
-            | SchedulerKind::Bfq
-            | SchedulerKind::Kyber => &[],
-        }
+        self.registration().aliases
+    }
+
+    /// Names a running kernel also accepts for it that elevator gives to another scheduler.
+    pub const fn kernel_aliases(self) -> &'static [&'static str] {
+        self.registration().kernel_aliases
     }
 
     /// The kernel version whose behaviour the module reproduces.
     pub const fn kernel_version(self) -> &'static str {
-        match self {
-            SchedulerKind::Noop
-            | SchedulerKind::Anticipatory
-            | SchedulerKind::Deadline
-            | SchedulerKind::Cfq => "2.6.18",
-            SchedulerKind::None | SchedulerKind::MqDeadline | SchedulerKind::Kyber => "6.17",
-            SchedulerKind::Bfq => "6.12",
-        }
+        self.registration().kernel_version
+    }
+
+    /// The block layer it belongs to.
+    pub const fn block_layer(self) -> BlockLayer {
+        self.registration().block_layer
+    }
+
+    /// For a legacy scheduler, the blk-mq scheduler nearest to it on a current kernel.
+    pub const fn successor(self) -> Option<SchedulerKind> {
+        self.registration().successor
     }
 
     /// One line on what it does.
     pub const fn summary(self) -> &'static str {
-        match self {
-            SchedulerKind::Noop => noop::SUMMARY,
-            SchedulerKind::Anticipatory => anticipatory::SUMMARY,
-            SchedulerKind::Deadline => deadline::SUMMARY,
-            SchedulerKind::Cfq => cfq::SUMMARY,
-            SchedulerKind::None => none::SUMMARY,
-            SchedulerKind::MqDeadline => mq_deadline::SUMMARY,
-            SchedulerKind::Bfq => bfq::SUMMARY,
-            SchedulerKind::Kyber => kyber::SUMMARY,
-        }
+        self.registration().summary
     }
 
     /// Its tunables, in sysfs order.
     pub const fn tunables(self) -> &'static [TunableSpec] {
-        match self {
-            SchedulerKind::Noop => noop::TUNABLES,
-            SchedulerKind::Anticipatory => anticipatory::TUNABLES,
-            SchedulerKind::Deadline => deadline::TUNABLES,
-            SchedulerKind::Cfq => cfq::TUNABLES,
-            SchedulerKind::None => none::TUNABLES,
-            SchedulerKind::MqDeadline => mq_deadline::TUNABLES,
-            SchedulerKind::Bfq => bfq::TUNABLES,
-            SchedulerKind::Kyber => kyber::TUNABLES,
-        }
+        self.registration().tunables
+    }
+
+    /// The simulated CPU time it adds to each request, on the simulator's 2005 processor.
+    pub const fn cpu_cost(self) -> Duration {
+        self.registration().cpu_cost
     }
 
     /// A new instance with the kernel's defaults.
     pub fn build(self) -> Box<dyn Scheduler> {
-        match self {
-            SchedulerKind::Noop => Box::new(noop::Noop::new()),
-            SchedulerKind::Anticipatory => Box::new(anticipatory::Anticipatory::new()),
-            SchedulerKind::Deadline => Box::new(deadline::Deadline::new()),
-            SchedulerKind::Cfq => Box::new(cfq::Cfq::new()),
-            SchedulerKind::None => Box::new(none::NoneScheduler::new()),
-            SchedulerKind::MqDeadline => Box::new(mq_deadline::MqDeadline::new()),
-            SchedulerKind::Bfq => Box::new(bfq::Bfq::new()),
-            SchedulerKind::Kyber => Box::new(kyber::Kyber::new()),
-        }
+        (self.registration().build)()
     }
 
     /// The scheduler called `name` (kernel name or alias).
@@ -192,6 +315,40 @@ impl fmt::Display for SchedulerKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// A registry entry: what [`SchedulerKind`]'s accessors answer for one scheduler.
+#[derive(Clone, Copy, Debug)]
+pub struct Registration {
+    /// The kernel's name.
+    pub name: &'static str,
+    /// Other names it answers to, here and in the kernel.
+    pub aliases: &'static [&'static str],
+    /// Names only the kernel gives it (elevator uses them for another scheduler).
+    pub kernel_aliases: &'static [&'static str],
+    /// The kernel version the module follows (its header says which files).
+    pub kernel_version: &'static str,
+    /// Legacy (2.6) or blk-mq.
+    pub block_layer: BlockLayer,
+    /// For a legacy scheduler, the nearest blk-mq scheduler.
+    pub successor: Option<SchedulerKind>,
+    /// One line on what it does.
+    pub summary: &'static str,
+    /// Its tunables, in sysfs order.
+    pub tunables: &'static [TunableSpec],
+    /// Simulated CPU time per request (see [`SchedulerKind::registration`] for the source).
+    pub cpu_cost: Duration,
+    /// A new instance with the kernel's defaults.
+    pub build: fn() -> Box<dyn Scheduler>,
+}
+
+/// Which block layer a scheduler belongs to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum BlockLayer {
+    /// The single-queue block layer of 2.6 (removed in Linux 5.0).
+    Legacy,
+    /// blk-mq, the only block layer since Linux 5.0.
+    BlkMq,
 }
 
 /// The sysfs `scheduler` line: every registered scheduler, `current` in brackets.
@@ -361,6 +518,62 @@ mod tests {
         assert_eq!(resolved[0], ("read_expire", 2000));
         assert_eq!(resolved[1], ("write_expire", 5000));
         assert_eq!(SchedulerSpec::parse(&spec.to_string()).unwrap(), spec);
+    }
+
+    // Proves the LEGACY and MODERN lists are exactly the registry's entries of each block
+    // layer, in `ALL`'s order, so a new entry cannot be left out of (or put in) the wrong one.
+    #[test]
+    fn the_sets_follow_the_block_layer_of_each_entry() {
+        let of = |layer| -> Vec<SchedulerKind> {
+            SchedulerKind::ALL.iter().copied().filter(|kind| kind.block_layer() == layer).collect()
+        };
+        assert_eq!(SchedulerKind::LEGACY, of(BlockLayer::Legacy));
+        assert_eq!(SchedulerKind::MODERN, of(BlockLayer::BlkMq));
+        for &kind in SchedulerKind::ALL {
+            // Only a legacy scheduler has a successor, and it is a blk-mq one.
+            let successor_layer = kind.successor().map(SchedulerKind::block_layer);
+            match kind.block_layer() {
+                BlockLayer::Legacy => assert_eq!(successor_layer, Some(BlockLayer::BlkMq)),
+                BlockLayer::BlkMq => assert_eq!(successor_layer, None, "{kind}"),
+            }
+            assert_eq!(SchedulerKind::from_name(kind.name()), Some(kind));
+            assert_eq!(kind.build().name(), kind.name());
+        }
+    }
+
+    // Proves each entry's kernel version is the one its module's header says it follows.
+    #[test]
+    fn versions_match_the_module_headers() {
+        for &kind in SchedulerKind::ALL {
+            let source = match kind {
+                SchedulerKind::Noop => include_str!("noop.rs"),
+                SchedulerKind::Anticipatory => include_str!("anticipatory.rs"),
+                SchedulerKind::Deadline => include_str!("deadline.rs"),
+                SchedulerKind::Cfq => include_str!("cfq/mod.rs"),
+                SchedulerKind::None => include_str!("none.rs"),
+                SchedulerKind::MqDeadline => include_str!("mq_deadline.rs"),
+                SchedulerKind::Bfq => include_str!("bfq/mod.rs"),
+                SchedulerKind::Kyber => include_str!("kyber.rs"),
+            };
+            // The header's "Follows ... Linux X.Y" sentence, within its first lines.
+            let header: String = source.lines().take(8).collect::<Vec<_>>().join(" ");
+            let follows = header.find("Follows").expect("the header says what it follows");
+            let wanted = format!("Linux {}", kind.kernel_version());
+            assert!(header[follows..].contains(&wanted), "{kind}: header lacks `{wanted}`");
+        }
+    }
+
+    // Proves the CPU costs keep the order their source states: noop (and none) cheapest, cfq
+    // dearest, every other scheduler in between.
+    #[test]
+    fn cpu_costs_keep_the_measured_order() {
+        let cheapest = SchedulerKind::Noop.cpu_cost();
+        let dearest = SchedulerKind::Cfq.cpu_cost();
+        for &kind in SchedulerKind::ALL {
+            let cost = kind.cpu_cost();
+            assert!(cheapest <= cost && cost <= dearest, "{kind}: {cost:?}");
+        }
+        assert!(cheapest < dearest);
     }
 
     #[test]

@@ -30,8 +30,9 @@
 //! `async_depth` of the queue's requests at once (counted from insertion to completion); an
 //! issuer that would exceed it waits, as for a full request pool. Reads are never limited.
 //!
-//! A bio merges only into a request of its own I/O priority (the 6.x block layer's rule), so a
-//! request never changes level. When a merge fuses two requests, the survivor takes the absorbed
+//! A bio merges only into a request of its own I/O priority, and two requests fuse only if
+//! their priorities are equal (the 6.x block layer's rule, `common::same_ioprio`, shared with
+//! `none`), so a request never changes level. When a merge fuses two requests, the survivor takes the absorbed
 //! one's FIFO place and deadline if that was earlier.
 //!
 //! # Tunables
@@ -99,6 +100,8 @@ use elevator_core::{
     IoClass, IoPriority, ListLinks, MayQueue, MergeKind, MergeLookups, Op, ProcessId, RequestId,
     Scheduler, Sector, SideTable, TunableError, TunableSpec, Unit,
 };
+
+use crate::common;
 
 /// The kernel's name.
 pub const NAME: &str = "mq-deadline";
@@ -410,7 +413,7 @@ impl Scheduler for MqDeadline {
     }
 
     fn allow_merge(&self, cx: &Ctx<'_>, target: RequestId, bio: &Bio) -> bool {
-        crate::none::same_ioprio(cx, target, bio)
+        common::same_ioprio(cx.requests[target].priority, bio.priority)
     }
 
     fn merged(&mut self, cx: &Ctx<'_>, target: RequestId, kind: MergeKind) {
@@ -439,9 +442,7 @@ impl Scheduler for MqDeadline {
         }
         .map(|(_, &neighbour)| neighbour)?;
         // The 6.x block layer fuses only requests of the same I/O priority.
-        let same_ioprio =
-            cx.requests[neighbour].priority.to_ioprio_value() == request.priority.to_ioprio_value();
-        same_ioprio.then_some(neighbour)
+        common::same_ioprio(cx.requests[neighbour].priority, request.priority).then_some(neighbour)
     }
 
     fn requests_merged(&mut self, cx: &Ctx<'_>, kept: RequestId, absorbed: RequestId) {

@@ -10,7 +10,8 @@
 //! and through a small window, the last eight requests of the submitting CPU's staging list,
 //! both at their back and at their front. Unlike an elevator, `none` never fuses two queued
 //! requests after a bio merge closes the gap between them, and, as everywhere in the 6.x block
-//! layer, a bio merges only into a request of the same I/O priority.
+//! layer, a bio merges only into a request of the same I/O priority (`common::same_ioprio`,
+//! shared with mq-deadline: the priorities are compared as the kernel encodes them).
 //!
 //! # Tunables
 //!
@@ -35,6 +36,8 @@ use elevator_core::{
     Bio, Ctx, Dispatch, DispatchInsert, IdList, ListLinks, MergeLookups, RequestId, Scheduler,
     TunableError, TunableSpec, tunable,
 };
+
+use crate::common;
 
 /// The kernel's name.
 pub const NAME: &str = "none";
@@ -104,7 +107,7 @@ impl Scheduler for NoneScheduler {
     }
 
     fn allow_merge(&self, cx: &Ctx<'_>, target: RequestId, bio: &Bio) -> bool {
-        same_ioprio(cx, target, bio)
+        common::same_ioprio(cx.requests[target].priority, bio.priority)
     }
 
     // No `merge_neighbour`: without an elevator the kernel never fuses queued requests.
@@ -126,12 +129,6 @@ impl Scheduler for NoneScheduler {
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         crate::checked(TUNABLES, NAME, name, value).map(|_| ())
     }
-}
-
-/// The 6.x block layer's merge rule: a bio joins only a request of the same I/O priority, as
-/// the kernel encodes it (so class none at any nice level is one priority).
-pub(crate) fn same_ioprio(cx: &Ctx<'_>, target: RequestId, bio: &Bio) -> bool {
-    cx.requests[target].priority.to_ioprio_value() == bio.priority.to_ioprio_value()
 }
 
 #[cfg(test)]

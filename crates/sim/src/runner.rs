@@ -342,7 +342,7 @@ struct Simulation {
     next_wake_generation: u64,
     bounds: Bounds,
     check: bool,
-    scheduler_name: &'static str,
+    scheduler_kind: elevator_sched::SchedulerKind,
     finished: Vec<CommandId>,
     tags: Vec<BioTag>,
     ready: Vec<usize>,
@@ -423,7 +423,7 @@ impl Simulation {
             next_wake_generation: 0,
             bounds: config.bounds,
             check: config.check_invariants,
-            scheduler_name: scheduler.kind().name(),
+            scheduler_kind: scheduler.kind(),
             finished: Vec::new(),
             tags: Vec::new(),
             ready: Vec::new(),
@@ -867,7 +867,7 @@ impl Simulation {
         for bio in &mut bios {
             bio.tag = BioTag(tag as u64);
         }
-        self.host.charge_direct(process, bios.len() as u64, self.scheduler_name);
+        self.host.charge_direct(process, bios.len() as u64, self.scheduler_kind);
         let parked = self.submit_bios(device, &bios).map_err(|problem| bad(self, problem))?;
         self.issuers[index].parked += parked;
         Ok(())
@@ -939,7 +939,7 @@ impl Simulation {
                                 tag: BioTag(tag as u64),
                             });
                         }
-                        self.host.charge_requests(process, bios.len() as u64, self.scheduler_name);
+                        self.host.charge_requests(process, bios.len() as u64, self.scheduler_kind);
                         let parked = self.submit_bios(device, &block_bios).map_err(|problem| {
                             SimError::BadIo { issuer: "host".to_owned(), problem }
                         })?;

@@ -56,6 +56,14 @@
 //! * `drain` (a scheduler switch, or a flush that must see everything before it) hands out
 //!   every queued request queue by queue, in sector order, as dispatched but uncharged, and
 //!   ends the slot in service.
+//! * **Shared helpers** (`crate::common`, one copy for the schedulers whose kernels agree): a
+//!   queue's class and level come from `common::queue_priority` (6.12's
+//!   `bfq_set_next_ioprio_data`, as 2.6.18 cfq: class none is best-effort at the level its
+//!   nice value maps to, the idle class is level 7), and the shared async queue of a class and
+//!   level is `common::async_queue_slot` (6.12's `async_bfqq[class][level]` plus the idle
+//!   one). The request choice inside a queue (`bfq_choose_req`) puts sync before async, then
+//!   metadata before data — a step 2.6.18 cfq lacks — then applies the shared seek rule
+//!   `common::seek_prefers_first` with the `back_seek_max` and `back_seek_penalty` tunables.
 //!
 //! # Tunables
 //!
@@ -124,17 +132,17 @@ use std::ops::Bound;
 
 use elevator_core::tunable::INT_MAX;
 use elevator_core::{
-    Bio, Completion, Counter, Ctx, Dispatch, DispatchInsert, Duration, Instant, IoClass,
-    IoPriority, ListLinks, MergeKind, MergeLookups, ProcessId, Request, RequestFlags, RequestId,
-    Scheduler, Sector, SideTable, TunableError, TunableSpec, Unit,
+    Bio, Completion, Counter, Ctx, Dispatch, DispatchInsert, Duration, Instant, IoClass, ListLinks,
+    MergeKind, MergeLookups, ProcessId, Request, RequestFlags, RequestId, Scheduler, Sector,
+    SideTable, TunableError, TunableSpec, Unit,
 };
 
 use self::peak_rate::{MIN_TT, PeakRate, RATE_SHIFT, Sample};
 use self::queue::{
-    BfqQueue, DEFAULT_WEIGHT, Expiration, LEVELS, Owner, QueueIndex, class_index, is_seeky,
-    weight_of,
+    BfqQueue, DEFAULT_WEIGHT, Expiration, Owner, QueueIndex, class_index, is_seeky, weight_of,
 };
 use self::wf2q::{CLASSES, Wf2q};
+use crate::common::{self, ASYNC_QUEUE_SLOTS, queue_priority};
 
 /// The kernel's name.
 pub const NAME: &str = "bfq";
@@ -271,8 +279,6 @@ const HW_QUEUE_THRESHOLD: u32 = 3;
 const HW_QUEUE_SAMPLES: u32 = 32;
 /// A hole is recovered if the next request arrives within this many `slice_idle`s.
 const HOLE_SLICES: u64 = 3;
-/// Async queue slots: real-time levels 0–7, best-effort 0–7, idle.
-const ASYNC_SLOTS: usize = 2 * LEVELS as usize + 1;
 
 /// bfq's tunables in their working form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -363,7 +369,7 @@ pub struct Bfq {
     free_queues: Vec<QueueIndex>,
     wf2q: Wf2q,
     processes: BTreeMap<ProcessId, ProcessQueues>,
-    async_queues: [Option<QueueIndex>; ASYNC_SLOTS],
+    async_queues: [Option<QueueIndex>; ASYNC_QUEUE_SLOTS],
     in_service: Option<QueueIndex>,
     /// When the idle timer fires (armed for the queue in service).
     idle_timer: Option<Instant>,
@@ -409,7 +415,7 @@ impl Bfq {
             free_queues: Vec::new(),
             wf2q: Wf2q::new(),
             processes: BTreeMap::new(),
-            async_queues: [None; ASYNC_SLOTS],
+            async_queues: [None; ASYNC_QUEUE_SLOTS],
             in_service: None,
             idle_timer: None,
             busy_queues: [0; CLASSES],
@@ -773,11 +779,7 @@ impl Bfq {
             self.counters.sync_queues_created += 1;
             return queue;
         }
-        let slot = match class {
-            IoClass::RealTime => usize::from(level),
-            IoClass::Idle => 2 * LEVELS as usize,
-            _ => LEVELS as usize + usize::from(level),
-        };
+        let slot = common::async_queue_slot(class, level);
         let queue = match self.async_queues[slot] {
             Some(queue) => queue,
             None => {
@@ -1359,27 +1361,23 @@ impl Bfq {
         second: Option<RequestId>,
         last: Sector,
     ) -> Option<RequestId> {
-        let (first, second) = match (first, second) {
-            (Some(first), Some(second)) if first != second => (first, second),
-            (None, other) | (other, None) => return other,
-            (Some(_), same) => return same,
-        };
-        let (a, b) = (&cx.requests[first], &cx.requests[second]);
-        if a.is_sync() != b.is_sync() {
-            return Some(if a.is_sync() { first } else { second });
-        }
-        let meta = |request: &Request| request.flags.contains(RequestFlags::META);
-        if meta(a) != meta(b) {
-            return Some(if meta(a) { first } else { second });
-        }
-        let first_wins = crate::cfq::choose_first(
-            last,
-            self.tunables.back_seek_max_kib * 2,
-            self.tunables.back_seek_penalty,
-            (a.start, a.is_sync()),
-            (b.start, b.is_sync()),
-        );
-        Some(if first_wins { first } else { second })
+        common::choose_request(first, second, |first, second| {
+            let (a, b) = (&cx.requests[first], &cx.requests[second]);
+            if a.is_sync() != b.is_sync() {
+                return a.is_sync();
+            }
+            let meta = |request: &Request| request.flags.contains(RequestFlags::META);
+            if meta(a) != meta(b) {
+                return meta(a);
+            }
+            common::seek_prefers_first(
+                last,
+                self.tunables.back_seek_max_kib * 2,
+                self.tunables.back_seek_penalty,
+                a.start,
+                b.start,
+            )
+        })
     }
 
     /// The next request of a queue not in service changed: its budget must fit it
@@ -1687,14 +1685,5 @@ impl Bfq {
         };
         self.max_in_driver = 0;
         self.hw_tag_samples = 0;
-    }
-}
-
-/// The class and level bfq gives a queue for `priority`: class none is best-effort at its
-/// level; the idle class is level 7.
-fn queue_priority(priority: IoPriority) -> (IoClass, u8) {
-    match priority.effective_class() {
-        IoClass::Idle => (IoClass::Idle, LEVELS - 1),
-        class => (class, priority.level()),
     }
 }

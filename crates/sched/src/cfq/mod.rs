@@ -61,6 +61,14 @@
 //!   for; `process_exited` is the task's exit: the active slice ends if it belongs to one of
 //!   the process's queues, its idle window closes, and its sync queue is freed once its last
 //!   request completes.
+//! * **Shared helpers** (`crate::common`, one copy for the schedulers whose kernels agree): a
+//!   queue's class and level come from `common::queue_priority` (2.6.18's
+//!   `cfq_init_prio_data`: class none is best-effort at the level its nice value maps to, the
+//!   idle class is level 7), and the async queue of a class and level is
+//!   `common::async_queue_slot` (2.6.18 keys async queues by priority). The request choice
+//!   inside a queue, `choose_first` (`cfq_choose_req`), puts a sync request before an async
+//!   one and otherwise applies the shared seek rule `common::seek_prefers_first` with the
+//!   `back_seek_max` and `back_seek_penalty` tunables.
 //!
 //! # Tunables
 //!
@@ -148,6 +156,7 @@ use elevator_core::{
 
 use self::process::Process;
 use self::rr::{LEVELS, ListId, QueueIndex, RoundRobin};
+use crate::common::{self, ASYNC_QUEUE_SLOTS, queue_priority};
 
 /// The kernel's name.
 pub const NAME: &str = "cfq";
@@ -255,8 +264,6 @@ const SEEKY_IDLE_JIFFIES: u64 = 2 * HZ / 1000;
 const HW_TAG_IN_FLIGHT: u32 = 4;
 /// How long to wait for a completion that 2.6.18 waits for without a timer.
 const COMPLETION_WAIT_JIFFIES: u64 = HZ;
-/// Async queue slots: RT levels 0–7, BE levels 0–7, idle.
-const ASYNC_SLOTS: usize = 2 * LEVELS as usize + 1;
 
 /// The slice of a queue at `level` whose class slice is `base_jiffies`: the base at level 4,
 /// a fifth of it more per level above, less per level below (`cfq_prio_to_slice`).
@@ -273,10 +280,11 @@ pub(crate) const fn max_async_requests(slice_async_rq: u64, level: u8) -> u64 {
 }
 
 /// Which of two candidates the head at `last` should serve first (`cfq_choose_req`, lifted from
-/// anticipatory): a sync request beats an async one; then the one nearer ahead of the head,
-/// where a request up to `back_max_sectors` behind costs `penalty` times its distance and one
-/// further behind "wraps" and loses to any that does not; of two that wrap, the lower sector;
-/// on equal cost, the higher sector.
+/// anticipatory): a sync request beats an async one; then the shared seek rule
+/// (`common::seek_prefers_first`): the one nearer ahead of the head, where a request up to
+/// `back_max_sectors` behind costs `penalty` times its distance and one further behind "wraps"
+/// and loses to any that does not; of two that wrap, the lower sector; on equal cost, the
+/// higher sector.
 pub(crate) fn choose_first(
     last: Sector,
     back_max_sectors: u64,
@@ -288,36 +296,12 @@ pub(crate) fn choose_first(
     if first_sync != second_sync {
         return first_sync;
     }
-    let cost = |start: Sector| {
-        if start >= last {
-            Some(start.0 - last.0)
-        } else if start.0.saturating_add(back_max_sectors) >= last.0 {
-            Some((last.0 - start.0).saturating_mul(penalty))
-        } else {
-            None
-        }
-    };
-    match (cost(first_start), cost(second_start)) {
-        (Some(first_cost), Some(second_cost)) => {
-            first_cost < second_cost || (first_cost == second_cost && first_start >= second_start)
-        }
-        (Some(_), None) => true,
-        (None, Some(_)) => false,
-        (None, None) => first_start <= second_start,
-    }
+    common::seek_prefers_first(last, back_max_sectors, penalty, first_start, second_start)
 }
 
 /// Whether cfq files `request` as sync: in 2.6.18, reads and nothing else.
 fn is_sync(request: &Request) -> bool {
     request.op == Op::Read
-}
-
-/// The class and level cfq gives a queue for `priority`.
-fn queue_priority(priority: IoPriority) -> (IoClass, u8) {
-    match priority.effective_class() {
-        IoClass::Idle => (IoClass::Idle, LEVELS - 1),
-        class => (class, priority.level()),
-    }
 }
 
 /// cfq's tunables in their working form.
@@ -461,7 +445,7 @@ pub struct Cfq {
     free_queues: Vec<QueueIndex>,
     /// Per-process contexts, which also find a process's sync queue.
     processes: BTreeMap<ProcessId, Process>,
-    async_queues: [Option<QueueIndex>; ASYNC_SLOTS],
+    async_queues: [Option<QueueIndex>; ASYNC_QUEUE_SLOTS],
     lists: RoundRobin,
     /// Queues with queued requests (`busy_queues`).
     busy_queues: usize,
@@ -504,7 +488,7 @@ impl Cfq {
             queues: Vec::new(),
             free_queues: Vec::new(),
             processes: BTreeMap::new(),
-            async_queues: [None; ASYNC_SLOTS],
+            async_queues: [None; ASYNC_QUEUE_SLOTS],
             lists: RoundRobin::new(),
             busy_queues: 0,
             active: None,
@@ -869,11 +853,7 @@ impl Cfq {
     /// The shared async queue for `priority`, created on first use.
     fn insert_async_queue(&mut self, process: ProcessId, priority: IoPriority) -> QueueIndex {
         let (class, level) = queue_priority(priority);
-        let slot = match class {
-            IoClass::RealTime => usize::from(level),
-            IoClass::Idle => 2 * LEVELS as usize,
-            _ => LEVELS as usize + usize::from(level),
-        };
+        let slot = common::async_queue_slot(class, level);
         let queue = match self.async_queues[slot] {
             Some(queue) => queue,
             None => {
@@ -1037,21 +1017,17 @@ impl Cfq {
         first: Option<RequestId>,
         second: Option<RequestId>,
     ) -> Option<RequestId> {
-        let (first, second) = match (first, second) {
-            (Some(first), Some(second)) if first != second => (first, second),
-            (None, other) | (other, None) => return other,
-            (Some(_), same) => return same,
-        };
         let candidate = |id: RequestId| (cx.requests[id].start, is_sync(&cx.requests[id]));
         let back_max_sectors = self.tunables.back_seek_max_kib * 2;
-        let first_wins = choose_first(
-            self.last_sector,
-            back_max_sectors,
-            self.tunables.back_seek_penalty,
-            candidate(first),
-            candidate(second),
-        );
-        Some(if first_wins { first } else { second })
+        common::choose_request(first, second, |first, second| {
+            choose_first(
+                self.last_sector,
+                back_max_sectors,
+                self.tunables.back_seek_penalty,
+                candidate(first),
+                candidate(second),
+            )
+        })
     }
 
     /// Makes `queue` busy (`cfq_add_cfqq_rr`).

@@ -23,6 +23,13 @@
 //! Members keep their own queues (a member with command queuing reorders its own); the
 //! controller feeds each member from two FIFOs, host-driven work first, destaging second.
 //!
+//! A large sequential read stream runs at the member's sequential bandwidth times the members
+//! that hold distinct data — RAID 0 all of them, RAID 1 one, RAID 10 half, RAID 5 all but one
+//! — within 5 %. Mirrors do not add to one sequential stream: a mirror that took every other
+//! unit would skip the units its twin reads and lose a revolution, so the shorter-queue rule
+//! keeps each stream on one side. A `san`'s link is outside the model and may cap it further
+//! (`tests/device_conformance.rs` checks every preset).
+//!
 //! # Keys
 //!
 //! | key | default | meaning |
@@ -892,6 +899,8 @@ impl DeviceModel for Array {
     }
 
     fn submit(&mut self, now: Instant, command: Command) {
+        // The engine promises never to exceed the depth; check it, as hdd and ssd do.
+        assert!(self.host.len() < self.depth as usize, "array: submit beyond depth {}", self.depth);
         self.host.insert(command.id, command);
         self.busy_since.get_or_insert(now);
         self.timer(now + self.overhead, Timer::Ready(command.id));

@@ -249,6 +249,11 @@ impl DeviceSpec {
         self.params.resolved()
     }
 
+    /// The checked values, typed (for tools and tests that derive figures from them).
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
     /// A new model instance.
     pub fn build(&self) -> Result<Box<dyn DeviceModel>, ParamError> {
         self.kind.build(&self.params)

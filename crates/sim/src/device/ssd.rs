@@ -35,6 +35,15 @@
 //! 4 KiB random reads on the MQSim device bus-bound at C·B/4 KiB ≈ 650 k IOPS (devices.md §2.4).
 //! A partial-page write still programs a whole page.
 //!
+//! # Sequential bandwidth
+//!
+//! Large sequential reads (whole stripes, several in flight) run at the least of the host link
+//! (`host_rate`), the channels (`channels × channel_rate`) and the dies (`channels × dies`
+//! dies, each sensing `planes` pages in `read_time` and shifting them over its channel), within
+//! 5 %: the first sense and the last transfer are not overlapped, and every resource is served
+//! in arrival order rather than by a perfect pipeline (`tests/device_conformance.rs` checks
+//! every preset).
+//!
 //! # Mapping
 //!
 //! Location `n` (a page number) lives on die `n mod (C·D)`, whose channel is `die mod C` and

@@ -29,7 +29,8 @@
 //! * **CPU**: every call costs `syscall` of system time plus its copy at `copy_rate` and `user`
 //!   of user time, run on the first free of `cpus` processors (so cached reads complete at
 //!   memory speed, and many processes contend for few CPUs); every request submitted costs
-//!   `request_cost` plus the scheduler's own cost ([`spec::scheduler_cost`]).
+//!   `request_cost` plus the scheduler's own cost (its registry entry's
+//!   [`cpu_cost`](elevator_sched::SchedulerKind::cpu_cost)).
 //!
 //! # Deviations from Linux
 //!
@@ -51,10 +52,12 @@ use elevator_core::{
     Duration, Instant, IoPriority, Op, ProcessId, RequestFlags, SECTOR_SIZE_BYTES, Sector,
 };
 
+use elevator_sched::SchedulerKind;
+
 use self::cache::{CHUNK_PAGES, PAGE_BYTES, PageCache, SpaceId, page_mask};
 use self::layout::{Layouts, OutOfSpace};
 use self::readahead::{Decision, ReadAhead};
-use self::spec::{HostSpec, scheduler_cost};
+use self::spec::HostSpec;
 
 /// The flusher thread's process (pdflush): its write-back lands in cfq's async queues like
 /// anyone's, but is charged to no workload process.
@@ -433,8 +436,13 @@ impl Host {
     }
 
     /// Charges `process` the system time of one direct call that made `requests` requests.
-    pub(crate) fn charge_direct(&mut self, process: ProcessId, requests: u64, scheduler: &str) {
-        let per_request = self.request_cost + scheduler_cost(scheduler);
+    pub(crate) fn charge_direct(
+        &mut self,
+        process: ProcessId,
+        requests: u64,
+        scheduler: SchedulerKind,
+    ) {
+        let per_request = self.request_cost + scheduler.cpu_cost();
         let cpu = self.cpu.entry(process).or_default();
         cpu.sys_ns += self.syscall.as_nanos() + per_request.as_nanos() * requests;
         cpu.user_ns += self.user.as_nanos();
@@ -1247,8 +1255,13 @@ impl Host {
     }
 
     /// Charges `process` for requests the host submitted on its behalf.
-    pub(crate) fn charge_requests(&mut self, process: ProcessId, requests: u64, scheduler: &str) {
-        let per_request = self.request_cost + scheduler_cost(scheduler);
+    pub(crate) fn charge_requests(
+        &mut self,
+        process: ProcessId,
+        requests: u64,
+        scheduler: SchedulerKind,
+    ) {
+        let per_request = self.request_cost + scheduler.cpu_cost();
         self.cpu.entry(process).or_default().sys_ns += per_request.as_nanos() * requests;
     }
 

@@ -217,21 +217,6 @@ impl fmt::Display for HostSpec {
     }
 }
 
-/// The CPU time each scheduler adds to a request (insert, merge lookups, dispatch and
-/// completion) on a 2005 processor: estimates scaled from the per-request costs measured by
-/// `cargo bench --bench per_request` (noop cheapest, cfq dearest) to a processor about five
-/// times slower than today's, rounded.
-pub fn scheduler_cost(name: &str) -> Duration {
-    Duration::from_nanos(match name {
-        "noop" | "none" => 300,
-        "deadline" | "mq-deadline" => 700,
-        "anticipatory" => 1_500,
-        "cfq" | "bfq" => 1_700,
-        "kyber" => 900,
-        _ => 1_000,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,6 +31,12 @@
 //! oldest first among equals; with `depth=1` there is only ever one, so the order is the
 //! host's.
 //!
+//! A long sequential read from the start of the disk runs at the outer zone's sustained rate
+//! ([`Hdd::sustained_read_bytes_per_s`]: a cylinder's tracks plus its track and cylinder
+//! skews, capped by the bus) within 5 %: the first seek and rotation, and the per-command
+//! overhead that read-ahead does not hide, are the difference (`tests/device_conformance.rs`
+//! checks every preset).
+//!
 //! Everything is deterministic: there is no spindle-speed jitter (DiskSim's "percent error in
 //! rpms" is out of scope), no clock and no randomness.
 //!
@@ -621,6 +627,24 @@ impl Hdd {
             stats: DeviceStats::default(),
             counters: Counters::default(),
         })
+    }
+
+    /// The sustained rate of a long sequential read from the outermost zone, in bytes per
+    /// second: a cylinder's tracks, one revolution each, plus a track skew between surfaces and
+    /// a cylinder skew to the next cylinder (the datasheet formula), capped by the host bus.
+    /// A large sequential transfer runs within 5 % of it: the rest is the first positioning
+    /// and the per-command overhead that read-ahead does not hide.
+    pub fn sustained_read_bytes_per_s(&self) -> f64 {
+        let geometry = &self.mechanics.geometry;
+        let zone = &geometry.zones()[0];
+        let revolution_ns = 60e9 / geometry.rpm() as f64;
+        let sector_ns = revolution_ns / f64::from(zone.sectors_per_track);
+        let surfaces = f64::from(geometry.surfaces());
+        let cylinder_ns = surfaces * revolution_ns
+            + (surfaces - 1.0) * f64::from(zone.track_skew_sectors) * sector_ns
+            + f64::from(zone.cylinder_skew_sectors) * sector_ns;
+        let cylinder_bytes = surfaces * f64::from(zone.sectors_per_track) * 512.0;
+        (cylinder_bytes / cylinder_ns * 1e9).min(self.bus_bytes_per_s as f64)
     }
 
     /// The seek time for a move of `distance_cylinders`, for tests and tools.
