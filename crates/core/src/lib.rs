@@ -108,7 +108,8 @@ pub use scheduler::{
     Scheduler,
 };
 pub use spec::{
-    ComponentSpec, KeyKind, KeySpec, Param, ParamError, Params, SpecError, SpecProblem, format_size,
+    ComponentSpec, KeyKind, KeySpec, Param, ParamError, Params, SpecError, SpecListError,
+    SpecListProblem, SpecProblem, format_size, split_spec_list,
 };
 pub use table::{RequestId, RequestTable, SideTable};
 pub use time::{Duration, HZ, Instant};

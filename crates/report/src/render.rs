@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use comfy_table::{CellAlignment, Table, presets};
 
-use crate::model::{Phase, Report, Run};
+use crate::model::{CONFIG_MACHINE, CONFIG_SCALE, CONFIG_TITLE, Phase, Report, Run};
 
 /// An output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +21,10 @@ pub enum Format {
 pub fn render(report: &Report, format: Format, out: &mut dyn Write) -> io::Result<()> {
     match format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+            // Keep the kind of an I/O error underneath (a closed pipe) visible to the caller.
+            serde_json::to_writer_pretty(&mut *out, report).map_err(|error| {
+                io::Error::new(error.io_error_kind().unwrap_or(io::ErrorKind::Other), error)
+            })?;
             writeln!(out)
         }
         Format::Csv => render_csv(report, out),
@@ -77,9 +80,9 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let first = group[0];
         let title = match &first.experiment {
             Some(experiment) => {
-                let title = first.config.get("experiment.title").map_or("", String::as_str);
-                let machine = first.config.get("experiment.machine").map_or("", String::as_str);
-                let scale = match first.config.get("study.scale") {
+                let title = first.config.get(CONFIG_TITLE).map_or("", String::as_str);
+                let machine = first.config.get(CONFIG_MACHINE).map_or("", String::as_str);
+                let scale = match first.config.get(CONFIG_SCALE) {
                     Some(scale) => format!(" [sizes and host RAM x{scale}]"),
                     None => String::new(),
                 };
