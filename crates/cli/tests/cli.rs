@@ -319,3 +319,15 @@ fn help_states_the_units() {
         assert!(help.contains(text), "--help lacks {text:?}:\n{help}");
     }
 }
+
+// Proves the phase tables state their units and the best line names which way each measure
+// is better.
+#[test]
+fn sim_tables_state_units_and_directions() {
+    let output = elevator(&["sim", "-d", "ram", "-w", "job:size=64k", "-s", "deadline,noop"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s"), "{text}");
+    assert!(text.contains("best: MB/s (higher is better) "), "{text}");
+    assert!(text.contains("; p99 (lower is better) "), "{text}");
+}

@@ -169,9 +169,14 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 writeln!(out, "{}", best_line(&rows))?;
             }
         }
+        writeln!(out, "{PHASE_TABLE_UNITS}")?;
     }
     Ok(())
 }
+
+/// The footnote of the phase tables: fio's convention (kB, MB powers of ten; KiB, MiB powers
+/// of two), of which these tables use the decimal MB.
+const PHASE_TABLE_UNITS: &str = "units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s";
 
 /// A tool's table: a row per scheduler, then the best of each column.
 fn render_tool_table(
@@ -194,6 +199,7 @@ fn render_tool_table(
         rendered.add_row(cells);
     }
     write_table(out, &rendered)?;
+    writeln!(out, "{}", table.units)?;
     let schedulers: Vec<&str> = group.iter().map(|run| run.scheduler.as_str()).collect();
     let lines = crate::tools::best_lines(table, &schedulers);
     if !lines.is_empty() {
@@ -219,7 +225,7 @@ fn best_line(rows: &[(&Run, &Phase)]) -> String {
     let fastest = rows.iter().min_by_key(|row| row.1.latency_ns.p99).expect("rows");
     let slowest = rows.iter().max_by_key(|row| row.1.latency_ns.p99).expect("rows");
     format!(
-        "best: MB/s {} ({} over {}); p99 {} ({} of {}'s)",
+        "best: MB/s (higher is better) {} ({} over {}); p99 (lower is better) {} ({} of {}'s)",
         best.0.scheduler,
         margin(best.1.throughput_bytes_per_s, worst.1.throughput_bytes_per_s),
         worst.0.scheduler,
