@@ -135,6 +135,34 @@ fn schedulers(specs: &[String]) -> Result<Vec<SchedulerEntry>> {
         .collect())
 }
 
+impl ComponentEntry {
+    /// A component with `keys` and the values `resolved` puts in force, without presets.
+    fn new(
+        name: String,
+        summary: &'static str,
+        keys: &'static [KeySpec],
+        resolved: &[(&'static str, String)],
+    ) -> ComponentEntry {
+        ComponentEntry { name, summary, keys: key_entries(keys, resolved), presets: Vec::new() }
+    }
+
+    fn with_presets(mut self, presets: &[Preset]) -> ComponentEntry {
+        self.presets = presets
+            .iter()
+            .map(|preset| PresetEntry {
+                name: preset.name,
+                help: preset.help,
+                values: preset
+                    .values
+                    .iter()
+                    .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                    .collect(),
+            })
+            .collect();
+        self
+    }
+}
+
 fn key_entries(keys: &'static [KeySpec], resolved: &[(&'static str, String)]) -> Vec<KeyEntry> {
     keys.iter()
         .map(|key| KeyEntry {
@@ -165,16 +193,10 @@ fn devices(specs: &[String]) -> Result<Vec<ComponentEntry>> {
         .map(|spec| {
             let kind = spec.kind();
             let listed_alone = specs.len() == DeviceKind::ALL.len();
-            ComponentEntry {
-                name: spec.to_string(),
-                summary: kind.summary(),
-                keys: key_entries(kind.keys(), &spec.resolved()),
-                presets: if listed_alone || spec.to_string() == kind.presets()[0].name {
-                    preset_entries(kind.presets())
-                } else {
-                    Vec::new()
-                },
-            }
+            let bare = spec.to_string() == kind.presets()[0].name;
+            let presets = if listed_alone || bare { kind.presets() } else { &[] };
+            ComponentEntry::new(spec.to_string(), kind.summary(), kind.keys(), &spec.resolved())
+                .with_presets(presets)
         })
         .collect())
 }
@@ -189,32 +211,12 @@ fn hosts(specs: &[String]) -> Result<Vec<ComponentEntry>> {
     };
     Ok(specs
         .iter()
-        .map(|spec| ComponentEntry {
-            name: spec.to_string(),
-            summary: host::SUMMARY,
-            keys: key_entries(host::KEYS, &spec.resolved()),
-            presets: if spec.to_string() == host::PRESETS[0].name {
-                preset_entries(host::PRESETS)
-            } else {
-                Vec::new()
-            },
+        .map(|spec| {
+            let bare = spec.to_string() == host::PRESETS[0].name;
+            ComponentEntry::new(spec.to_string(), host::SUMMARY, host::KEYS, &spec.resolved())
+                .with_presets(if bare { host::PRESETS } else { &[] })
         })
         .collect())
-}
-
-fn preset_entries(presets: &[Preset]) -> Vec<PresetEntry> {
-    presets
-        .iter()
-        .map(|preset| PresetEntry {
-            name: preset.name,
-            help: preset.help,
-            values: preset
-                .values
-                .iter()
-                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-                .collect(),
-        })
-        .collect()
 }
 
 fn workloads(specs: &[String]) -> Result<Vec<ComponentEntry>> {
@@ -228,11 +230,9 @@ fn workloads(specs: &[String]) -> Result<Vec<ComponentEntry>> {
     };
     Ok(specs
         .iter()
-        .map(|spec| ComponentEntry {
-            name: spec.to_string(),
-            summary: spec.kind().summary(),
-            keys: key_entries(spec.kind().keys(), &spec.resolved()),
-            presets: Vec::new(),
+        .map(|spec| {
+            let kind = spec.kind();
+            ComponentEntry::new(spec.to_string(), kind.summary(), kind.keys(), &spec.resolved())
         })
         .collect())
 }

@@ -14,6 +14,13 @@ fn stderr(output: &Output) -> String {
     String::from_utf8(output.stderr.clone()).unwrap()
 }
 
+/// `elevator sim` of a small read on a RAM disk, with `args` after it.
+fn sim_on_ram(args: &[&str]) -> Output {
+    let mut all = vec!["sim", "-d", "ram", "-w", "job:size=64k"];
+    all.extend(args);
+    elevator(&all)
+}
+
 // Proves `list schedulers` prints the sysfs-style line with the default in brackets and every
 // tunable with value, unit, default, range and help.
 #[test]
@@ -146,17 +153,7 @@ fn sim_writes_to_a_file() {
     let dir = std::env::temp_dir().join(format!("elevator-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("report.csv");
-    let output = elevator(&[
-        "sim",
-        "-d",
-        "ram",
-        "-w",
-        "job:size=64k",
-        "-s",
-        "deadline:fifo_batch=4",
-        "-o",
-        path.to_str().unwrap(),
-    ]);
+    let output = sim_on_ram(&["-s", "deadline:fifo_batch=4", "-o", path.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(output.stdout.is_empty());
     let csv = std::fs::read_to_string(&path).unwrap();
@@ -208,12 +205,7 @@ fn list_devices_and_workloads() {
 // repeated, a spec's own comma-separated tunables kept whole, in the order given.
 #[test]
 fn sim_takes_comma_separated_and_repeated_schedulers() {
-    let output = elevator(&[
-        "sim",
-        "-d",
-        "ram",
-        "-w",
-        "job:size=64k",
+    let output = sim_on_ram(&[
         "-s",
         "deadline,cfq:slice_idle=0,quantum=8",
         "-s",
@@ -324,7 +316,7 @@ fn help_states_the_units() {
 // is better.
 #[test]
 fn sim_tables_state_units_and_directions() {
-    let output = elevator(&["sim", "-d", "ram", "-w", "job:size=64k", "-s", "deadline,noop"]);
+    let output = sim_on_ram(&["-s", "deadline,noop"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.contains("units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s"), "{text}");
