@@ -1,9 +1,20 @@
 //! The command line as the user types it (clap's "low" arguments). Validation into built
-//! objects happens in the command modules.
+//! objects happens in the command modules; defaults come from the libraries that own them.
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use elevator_live::EngineOptions;
+use elevator_sim::QueueSettings;
+
+/// The unit convention, said once for `--help` and the man pages (the report's tables say it
+/// in their own footnote).
+const UNITS_HELP: &str = "\
+Units (fio's convention): kB, MB, GB are powers of ten (10^3, 10^6, 10^9 bytes); KiB, MiB, GiB
+are powers of two. Rates in tables are MB/s. Tools that printed KB/s or MB/sec in powers of two
+(iozone, hdparm) keep their label with kb_base=1024 stated under the table. Sizes typed in specs
+take binary suffixes: 512k = 512 KiB, 24g = 24 GiB; times take ns, us, ms, s. JSON field names
+carry their unit (bytes, ns, bytes_per_s).";
 
 /// Run, measure and compare Linux I/O schedulers.
 ///
@@ -11,7 +22,14 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// defaults, and runs them in a deterministic simulator, live in front of a real device, or
 /// side by side with the kernel's own.
 #[derive(Debug, Parser)]
-#[command(name = "elevator", version, about, long_about, propagate_version = true)]
+#[command(
+    name = "elevator",
+    version,
+    about,
+    long_about,
+    propagate_version = true,
+    after_long_help = UNITS_HELP
+)]
 pub(crate) struct Args {
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -19,7 +37,7 @@ pub(crate) struct Args {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// List schedulers, devices and workloads with their keys, units and defaults.
+    /// List schedulers, devices, hosts and workloads with their keys, units and defaults.
     ///
     /// `elevator list schedulers deadline:fifo_batch=8` shows the tunables a spec resolves to,
     /// which is also a way to check a spec before using it.
@@ -53,6 +71,33 @@ pub(crate) enum Command {
     /// original scheduler, tunables and nr_requests back when it ends, fails or is
     /// interrupted. Changing anything needs root.
     Kernel(KernelArgs),
+    /// Print a shell completion script: bash, zsh, fish, elvish or powershell.
+    ///
+    /// bash: `elevator completions bash > ~/.local/share/bash-completion/completions/elevator`;
+    /// zsh: `elevator completions zsh > ~/.zfunc/_elevator` (with ~/.zfunc on $fpath);
+    /// fish: `elevator completions fish > ~/.config/fish/completions/elevator.fish`.
+    Completions(CompletionsArgs),
+    /// Write the manual pages (roff): the top page to stdout, or with -o DIR elevator.1 and a
+    /// page per subcommand (elevator-sim.1, elevator-kernel-show.1, ...) into DIR.
+    ///
+    /// Read the top page with `elevator man | man -l -`; install all of them with
+    /// `elevator man -o ~/.local/share/man/man1`.
+    Man(ManArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ManArgs {
+    /// Write every page into this directory (created if missing) instead of the top page to
+    /// stdout.
+    #[arg(short, long, value_name = "DIR")]
+    pub(crate) output: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -142,7 +187,8 @@ pub(crate) struct KernelCompareArgs {
     pub(crate) workload: String,
 
     /// Kernel schedulers with optional tunables, comma separated or repeated
-    /// (`-s mq-deadline:fifo_batch=8 -s bfq`; default: every one the device offers).
+    /// (`-s mq-deadline:fifo_batch=8,bfq` or `-s mq-deadline:fifo_batch=8 -s bfq`; default:
+    /// every one the device offers).
     #[arg(short, long = "scheduler", value_name = "SCHED[:K=V]")]
     pub(crate) schedulers: Vec<String>,
 
@@ -192,7 +238,7 @@ pub(crate) struct CompareArgs {
     #[arg(long)]
     pub(crate) host: Option<String>,
 
-    /// `read_ahead_kb` for -w workloads (default: 128).
+    /// `read_ahead_kb` (KiB) for -w workloads (default: 128).
     #[arg(long)]
     pub(crate) read_ahead_kb: Option<u32>,
 
@@ -203,33 +249,34 @@ pub(crate) struct CompareArgs {
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
     /// The target: a regular file or a block device (default: a scratch file
-    /// /var/tmp/elevator.scratch, created at --size when missing).
+    /// /var/tmp/elevator.scratch, created at --size when missing; 1 GiB without --size).
     #[arg(short, long, value_name = "PATH")]
     pub(crate) target: Option<PathBuf>,
 
     /// The workload: block-level (`job`, `dd:mode=read`, `hdparm`), e.g.
     /// `job:rw=randread,bs=4k,iodepth=32,numjobs=2,runtime=10s`.
-    #[arg(short, long, default_value = crate::run::DEFAULT_WORKLOAD)]
+    #[arg(short, long, default_value = elevator_live::run::DEFAULT_WORKLOAD)]
     pub(crate) workload: String,
 
-    /// A scheduler spec; repeat to compare (default: every registered scheduler).
-    #[arg(short, long = "scheduler", value_name = "SCHED")]
+    /// Schedulers, comma separated or repeated (`-s deadline,cfq:slice_idle=0`; default: every
+    /// registered scheduler).
+    #[arg(short, long = "scheduler", value_name = "SCHED,...")]
     pub(crate) schedulers: Vec<String>,
 
     /// Transfers in flight at once: the device queue depth the scheduler sees.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = EngineOptions::default().depth)]
     pub(crate) depth: u32,
 
     /// The request pool's size per direction (`nr_requests`).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = EngineOptions::default().nr_requests)]
     pub(crate) nr_requests: u32,
 
     /// The largest request in KiB (`max_sectors_kb`); larger I/Os are split.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = EngineOptions::default().max_sectors_kb)]
     pub(crate) max_sectors_kb: u32,
 
-    /// Size of the scratch file to create when the target does not exist (default 1g; units
-    /// k, m, g); for an existing target, the least size it must have.
+    /// Size of the scratch file to create when the target does not exist (default 1g; k, m, g
+    /// are KiB, MiB, GiB); for an existing target, the least size it must have.
     #[arg(long)]
     pub(crate) size: Option<String>,
 
@@ -299,7 +346,8 @@ pub(crate) struct ListArgs {
     #[arg(value_enum)]
     pub(crate) what: Option<ListWhat>,
 
-    /// Specs to show resolved instead of every default (schedulers, devices or workloads).
+    /// Specs to show resolved instead of every default (schedulers, devices, hosts or
+    /// workloads).
     #[arg(value_name = "SPEC")]
     pub(crate) specs: Vec<String>,
 
@@ -314,6 +362,8 @@ pub(crate) enum ListWhat {
     Schedulers,
     /// Simulated device models and their presets.
     Devices,
+    /// Simulated hosts (memory, processors, write-back) and their presets.
+    Hosts,
     /// Workloads.
     Workloads,
 }
@@ -329,15 +379,16 @@ pub(crate) enum ListFormat {
 #[derive(Debug, clap::Args)]
 pub(crate) struct SimArgs {
     /// The device: a kind or preset with keys, e.g. `hdd`, `sas-15k-2008:depth=1`, `ssd`.
-    #[arg(short, long, default_value = crate::sim::DEFAULT_DEVICE)]
+    #[arg(short, long, default_value = elevator_sim::DEFAULT_DEVICE)]
     pub(crate) device: String,
 
     /// The workload, e.g. `job:rw=randread,bs=4k,iodepth=32,numjobs=2,size=1g`.
-    #[arg(short, long, default_value = crate::sim::DEFAULT_WORKLOAD)]
+    #[arg(short, long, default_value = elevator_sim::DEFAULT_WORKLOAD)]
     pub(crate) workload: String,
 
-    /// A scheduler spec; repeat to compare (default: every registered scheduler).
-    #[arg(short, long = "scheduler", value_name = "SCHED")]
+    /// Schedulers, comma separated or repeated (`-s deadline,cfq:slice_idle=0 -s noop`;
+    /// default: every registered scheduler).
+    #[arg(short, long = "scheduler", value_name = "SCHED,...")]
     pub(crate) schedulers: Vec<String>,
 
     /// The seed; the same seed and arguments give byte-identical JSON.
@@ -349,19 +400,19 @@ pub(crate) struct SimArgs {
 
     /// The host: memory, processors, write-back tunables, e.g. `fileserver-2007` or
     /// `host:ram=12g,cpus=4,dirty_ratio=20` (used by buffered I/O).
-    #[arg(long, default_value = "host")]
+    #[arg(long, default_value = elevator_sim::DEFAULT_HOST)]
     pub(crate) host: String,
 
     /// Requests per pool class (`nr_requests`).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = QueueSettings::default().nr_requests)]
     pub(crate) nr_requests: u32,
 
     /// Largest read-ahead window of buffered reads in KiB (`read_ahead_kb`).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = QueueSettings::default().read_ahead_kb)]
     pub(crate) read_ahead_kb: u32,
 
     /// Largest request in KiB (`max_sectors_kb`).
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = QueueSettings::default().max_sectors_kb)]
     pub(crate) max_sectors_kb: u32,
 
     /// Commands at the device at once (default: the device's own queue depth).

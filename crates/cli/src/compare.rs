@@ -7,13 +7,14 @@ use std::sync::Mutex;
 use anyhow::{Context, Result, bail};
 use elevator_report::{Report, Run};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
-use elevator_sim::study::{EXPERIMENTS, Experiment};
-use elevator_sim::{DeviceSpec, HostSpec, QueueSettings, SimConfig, run};
+use elevator_sim::study::{EXPERIMENTS, Experiment, stamp_scale};
+use elevator_sim::{
+    DEFAULT_DEVICE, DEFAULT_HOST, DeviceSpec, HostSpec, QueueSettings, SimConfig, run,
+};
 use elevator_workload::WorkloadSpec;
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::CompareArgs;
-use crate::sim::{output_format, write_report};
+use crate::{plan, term};
 
 /// One simulation to run: what it belongs to, its configuration, its workload.
 struct Job {
@@ -23,30 +24,9 @@ struct Job {
     scheduler: SchedulerSpec,
 }
 
-/// Splits `-s` values at commas, keeping `name:key=value,key=value` specs whole: a piece
-/// holding `=` but no `:` continues the spec before it.
-fn scheduler_specs(values: &[String]) -> Result<Vec<SchedulerSpec>> {
-    let mut texts: Vec<String> = Vec::new();
-    for value in values {
-        for piece in value.split(',') {
-            match texts.last_mut() {
-                Some(last) if piece.contains('=') && !piece.contains(':') => {
-                    last.push(',');
-                    last.push_str(piece);
-                }
-                _ => texts.push(piece.to_owned()),
-            }
-        }
-    }
-    Ok(texts.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?)
-}
-
 fn schedulers(args: &CompareArgs) -> Result<Vec<SchedulerSpec>> {
-    if !args.schedulers.is_empty() {
-        return scheduler_specs(&args.schedulers);
-    }
-    let kinds = if args.all { SchedulerKind::ALL } else { SchedulerKind::LEGACY };
-    Ok(kinds.iter().map(|&kind| SchedulerSpec::new(kind)).collect())
+    let default = if args.all { SchedulerKind::ALL } else { SchedulerKind::LEGACY };
+    plan::schedulers(&args.schedulers, default)
 }
 
 fn jobs(args: &CompareArgs, schedulers: &[SchedulerSpec]) -> Result<Vec<Job>> {
@@ -87,13 +67,12 @@ fn jobs(args: &CompareArgs, schedulers: &[SchedulerSpec]) -> Result<Vec<Job>> {
     if !args.only.is_empty() {
         bail!("--only picks experiments of the classic study; it does not go with -w");
     }
-    let device = DeviceSpec::parse(args.device.as_deref().unwrap_or("hdd"))?;
+    let device = DeviceSpec::parse(args.device.as_deref().unwrap_or(DEFAULT_DEVICE))?;
     let mut config = SimConfig::new(args.seed, device);
-    config.host = HostSpec::parse(args.host.as_deref().unwrap_or("host"))?;
-    config.queue = QueueSettings {
-        read_ahead_kb: args.read_ahead_kb.unwrap_or(128),
-        ..QueueSettings::default()
-    };
+    config.host = HostSpec::parse(args.host.as_deref().unwrap_or(DEFAULT_HOST))?;
+    let queue = QueueSettings::default();
+    config.queue =
+        QueueSettings { read_ahead_kb: args.read_ahead_kb.unwrap_or(queue.read_ahead_kb), ..queue };
     for text in &args.workloads {
         let workload = WorkloadSpec::parse(text)?;
         let workload = if args.scale == 1.0 { workload } else { workload.scaled(args.scale)? };
@@ -117,11 +96,7 @@ fn run_all(jobs: &[Job]) -> Vec<Result<Run, elevator_sim::SimError>> {
     let next = Mutex::new(0usize);
     let results: Vec<Mutex<Option<Result<Run, elevator_sim::SimError>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
-    let progress = ProgressBar::new(jobs.len() as u64);
-    progress.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}")
-            .expect("a valid template"),
-    );
+    let progress = term::simulation_counter(jobs.len());
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
@@ -152,7 +127,6 @@ fn run_all(jobs: &[Job]) -> Vec<Result<Run, elevator_sim::SimError>> {
 pub(crate) fn run_command(args: &CompareArgs, stdout: &mut dyn Write) -> Result<()> {
     let schedulers = schedulers(args)?;
     let jobs = jobs(args, &schedulers)?;
-    let format = output_format(args.report.format, args.report.output.as_deref());
     let results = run_all(&jobs);
     let mut report = Report::new(args.seed, env!("CARGO_PKG_VERSION"));
     for (job, result) in jobs.iter().zip(results) {
@@ -160,27 +134,10 @@ pub(crate) fn run_command(args: &CompareArgs, stdout: &mut dyn Write) -> Result<
         let mut run =
             result.with_context(|| format!("simulating {what} under {}", job.scheduler))?;
         if let Some(experiment) = job.experiment {
-            run.experiment = Some(experiment.id.to_owned());
-            run.config.insert("experiment.title".to_owned(), experiment.title.to_owned());
-            run.config.insert("experiment.machine".to_owned(), experiment.machine.to_owned());
+            experiment.stamp(&mut run);
         }
-        if args.scale != 1.0 {
-            run.config.insert("study.scale".to_owned(), args.scale.to_string());
-        }
+        stamp_scale(&mut run, args.scale);
         report.runs.push(run);
     }
-    write_report(&report, format, args.report.output.as_deref(), stdout)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scheduler_lists_keep_specs_whole() {
-        let specs = scheduler_specs(&["deadline,cfq:slice_idle=0,quantum=8".into(), "noop".into()])
-            .unwrap();
-        let names: Vec<String> = specs.iter().map(ToString::to_string).collect();
-        assert_eq!(names, ["deadline", "cfq:slice_idle=0,quantum=8", "noop"]);
-    }
+    plan::write_report(&report, &args.report, stdout)
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use anyhow::{Context, Result};
+use elevator_core::split_spec_list;
 use elevator_kernel::compare::{self, CompareOptions, KernelScheduler};
 use elevator_kernel::persist;
 use elevator_kernel::queue::{self, QueueInfo};
@@ -15,22 +16,12 @@ use elevator_live::run::Progress;
 use elevator_live::{Target, TargetOptions};
 use elevator_report::Report;
 use elevator_workload::WorkloadSpec;
-use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::CheckFailed;
 use crate::args::{
     KernelArgs, KernelCommand, KernelCompareArgs, KernelPersistArgs, KernelShowArgs, ListFormat,
 };
-use crate::run::Interrupted;
-use crate::sim::{output_format, write_report};
-
-/// Says something to the person at the terminal, on stderr.
-fn note(text: &str) {
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!("elevator: {text}");
-    }
-}
+use crate::term::{LiveProgress, note};
+use crate::{CheckFailed, EXIT_INTERRUPTED, Interrupted, plan};
 
 pub(crate) fn run_command(args: &KernelArgs, stdout: &mut dyn Write) -> Result<()> {
     let sysfs = Sysfs::at(&args.sysfs_root);
@@ -152,11 +143,9 @@ static SIGNALS: AtomicU32 = AtomicU32::new(0);
 fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) -> Result<()> {
     let device = sysfs.device(&args.device)?;
     let workload = WorkloadSpec::parse(&args.workload)?;
-    let schedulers: Vec<KernelScheduler> = args
-        .schedulers
+    let schedulers: Vec<KernelScheduler> = split_spec_list("scheduler", &args.schedulers)?
         .iter()
-        .flat_map(|text| split_schedulers(text))
-        .map(|text| KernelScheduler::parse(&device.name, &text))
+        .map(|text| KernelScheduler::parse(&device.name, text))
         .collect::<Result<_, _>>()?;
     let offered = sysfs.scheduler(&device)?;
     for scheduler in &schedulers {
@@ -183,7 +172,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
             if let Err(error) = &restored {
                 note(&format!("could not restore the device: {error}"));
             }
-            std::process::exit(i32::from(crate::run::EXIT_INTERRUPTED));
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
     })
     .context("installing the signal handler")?;
@@ -197,27 +186,13 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
             ..PassthroughOptions::default()
         },
     };
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("a valid template"));
+    let bar = LiveProgress::new();
     let current = std::cell::RefCell::new(String::new());
     let mut starting = |scheduler: &KernelScheduler| {
         *current.borrow_mut() = scheduler.label();
         note(&format!("{device}: running {workload} under the kernel's {}", scheduler.label()));
     };
-    let mut progress = |now: &Progress| {
-        if now.elapsed.as_secs_f64() >= 3.0 {
-            let seconds = now.elapsed.as_secs_f64();
-            bar.set_message(format!(
-                "{} {}: {:.1} s, {:.1} MB, {:.0} IOPS",
-                current.borrow(),
-                now.phase,
-                seconds,
-                now.bytes as f64 / 1e6,
-                now.ios as f64 / seconds
-            ));
-            bar.tick();
-        }
-    };
+    let mut progress = |now: &Progress| bar.show(&current.borrow(), now);
     let runs = compare::compare(
         sysfs,
         &device,
@@ -229,7 +204,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         &mut progress,
     )
     .with_context(|| format!("comparing kernel schedulers on {device} with {workload}"))?;
-    bar.finish_and_clear();
+    bar.finish();
     let restored = guard.restore().context("restoring the device's scheduler settings")?;
     if !restored.is_empty() {
         note(&format!("{device}: restored {}", restored.join(", ")));
@@ -247,8 +222,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         interrupted |= run.interrupted;
         report.runs.push(run.run);
     }
-    let format = output_format(args.io.report.format, args.io.report.output.as_deref());
-    write_report(&report, format, args.io.report.output.as_deref(), stdout)?;
+    plan::write_report(&report, &args.io.report, stdout)?;
     if interrupted {
         note(
             "interrupted: stopped issuing, waited for I/O in flight, restored the device; the report is partial",
@@ -259,35 +233,4 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         return Err(CheckFailed(failures.join("\n")).into());
     }
     Ok(())
-}
-
-/// `-s mq-deadline:fifo_batch=8,read_expire=100,bfq` → the two schedulers: a comma starts a
-/// new scheduler unless what follows it is a `key=value`.
-fn split_schedulers(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for part in text.split(',') {
-        match out.last_mut() {
-            Some(last) if part.contains('=') && last.contains(':') => {
-                last.push(',');
-                last.push_str(part);
-            }
-            _ if part.trim().is_empty() => {}
-            _ => out.push(part.trim().to_owned()),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_schedulers;
-
-    #[test]
-    fn scheduler_lists_split_between_schedulers_not_settings() {
-        assert_eq!(
-            split_schedulers("mq-deadline:fifo_batch=8,read_expire=100,bfq,kyber"),
-            ["mq-deadline:fifo_batch=8,read_expire=100", "bfq", "kyber"]
-        );
-        assert_eq!(split_schedulers("none"), ["none"]);
-    }
 }

@@ -1,5 +1,5 @@
-//! `elevator list`: schedulers, devices and workloads with their keys, from the same tables the
-//! parsers, the reports and the kernel driver read.
+//! `elevator list`: schedulers, devices, hosts and workloads with their keys, from the same
+//! tables the parsers, the reports and the kernel driver read.
 
 use std::io::Write;
 
@@ -7,7 +7,9 @@ use anyhow::Result;
 use comfy_table::{Table, presets};
 use elevator_core::{KeySpec, TunableSpec};
 use elevator_sched::{SchedulerKind, SchedulerSpec, sysfs_line};
-use elevator_sim::{DeviceKind, DeviceSpec};
+use elevator_sim::device::Preset;
+use elevator_sim::host::spec as host;
+use elevator_sim::{DeviceKind, DeviceSpec, HostSpec};
 use elevator_workload::{WorkloadKind, WorkloadSpec};
 use serde::Serialize;
 
@@ -21,6 +23,8 @@ struct Listing {
     schedulers: Vec<SchedulerEntry>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     devices: Vec<ComponentEntry>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    hosts: Vec<ComponentEntry>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     workloads: Vec<ComponentEntry>,
 }
@@ -76,7 +80,7 @@ pub(crate) fn run(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
     let all = args.what.is_none();
     if !args.specs.is_empty() && all {
         anyhow::bail!(
-            "name what the specs are: `elevator list schedulers|devices|workloads SPEC...`"
+            "name what the specs are: `elevator list schedulers|devices|hosts|workloads SPEC...`"
         );
     }
     if all || args.what == Some(ListWhat::Schedulers) {
@@ -85,6 +89,9 @@ pub(crate) fn run(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
     }
     if all || args.what == Some(ListWhat::Devices) {
         listing.devices = devices(&args.specs)?;
+    }
+    if all || args.what == Some(ListWhat::Hosts) {
+        listing.hosts = hosts(&args.specs)?;
     }
     if all || args.what == Some(ListWhat::Workloads) {
         listing.workloads = workloads(&args.specs)?;
@@ -128,6 +135,34 @@ fn schedulers(specs: &[String]) -> Result<Vec<SchedulerEntry>> {
         .collect())
 }
 
+impl ComponentEntry {
+    /// A component with `keys` and the values `resolved` puts in force, without presets.
+    fn new(
+        name: String,
+        summary: &'static str,
+        keys: &'static [KeySpec],
+        resolved: &[(&'static str, String)],
+    ) -> ComponentEntry {
+        ComponentEntry { name, summary, keys: key_entries(keys, resolved), presets: Vec::new() }
+    }
+
+    fn with_presets(mut self, presets: &[Preset]) -> ComponentEntry {
+        self.presets = presets
+            .iter()
+            .map(|preset| PresetEntry {
+                name: preset.name,
+                help: preset.help,
+                values: preset
+                    .values
+                    .iter()
+                    .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                    .collect(),
+            })
+            .collect();
+        self
+    }
+}
+
 fn key_entries(keys: &'static [KeySpec], resolved: &[(&'static str, String)]) -> Vec<KeyEntry> {
     keys.iter()
         .map(|key| KeyEntry {
@@ -158,27 +193,28 @@ fn devices(specs: &[String]) -> Result<Vec<ComponentEntry>> {
         .map(|spec| {
             let kind = spec.kind();
             let listed_alone = specs.len() == DeviceKind::ALL.len();
-            ComponentEntry {
-                name: spec.to_string(),
-                summary: kind.summary(),
-                keys: key_entries(kind.keys(), &spec.resolved()),
-                presets: if listed_alone || spec.to_string() == kind.presets()[0].name {
-                    kind.presets()
-                        .iter()
-                        .map(|preset| PresetEntry {
-                            name: preset.name,
-                            help: preset.help,
-                            values: preset
-                                .values
-                                .iter()
-                                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-                                .collect(),
-                        })
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-            }
+            let bare = spec.to_string() == kind.presets()[0].name;
+            let presets = if listed_alone || bare { kind.presets() } else { &[] };
+            ComponentEntry::new(spec.to_string(), kind.summary(), kind.keys(), &spec.resolved())
+                .with_presets(presets)
+        })
+        .collect())
+}
+
+/// Hosts: the host's keys from the same table `--host` is parsed with, and its presets when
+/// the bare host (or nothing) is listed.
+fn hosts(specs: &[String]) -> Result<Vec<ComponentEntry>> {
+    let specs: Vec<HostSpec> = if specs.is_empty() {
+        vec![HostSpec::default_host()]
+    } else {
+        specs.iter().map(|text| HostSpec::parse(text)).collect::<Result<_, _>>()?
+    };
+    Ok(specs
+        .iter()
+        .map(|spec| {
+            let bare = spec.to_string() == host::PRESETS[0].name;
+            ComponentEntry::new(spec.to_string(), host::SUMMARY, host::KEYS, &spec.resolved())
+                .with_presets(if bare { host::PRESETS } else { &[] })
         })
         .collect())
 }
@@ -194,11 +230,9 @@ fn workloads(specs: &[String]) -> Result<Vec<ComponentEntry>> {
     };
     Ok(specs
         .iter()
-        .map(|spec| ComponentEntry {
-            name: spec.to_string(),
-            summary: spec.kind().summary(),
-            keys: key_entries(spec.kind().keys(), &spec.resolved()),
-            presets: Vec::new(),
+        .map(|spec| {
+            let kind = spec.kind();
+            ComponentEntry::new(spec.to_string(), kind.summary(), kind.keys(), &spec.resolved())
         })
         .collect())
 }
@@ -262,7 +296,11 @@ fn render_table(listing: &Listing, out: &mut dyn Write) -> Result<()> {
             write_table(out, &table)?;
         }
     }
-    for (title, entries) in [("devices", &listing.devices), ("workloads", &listing.workloads)] {
+    for (title, entries) in [
+        ("devices", &listing.devices),
+        ("hosts", &listing.hosts),
+        ("workloads", &listing.workloads),
+    ] {
         if entries.is_empty() {
             continue;
         }

@@ -10,8 +10,11 @@ mod args;
 mod compare;
 mod kernel;
 mod list;
+mod manual;
+mod plan;
 mod run;
 mod sim;
+mod term;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -26,6 +29,20 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_TEMPORARY: u8 = 75;
 /// A check failed (a verified block read back wrong, an I/O failed).
 const EXIT_CHECK_FAILED: u8 = 1;
+/// A live or kernel run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
+
+/// The run was stopped by Ctrl-C; its partial report was printed. Exit code 130.
+#[derive(Debug)]
+pub(crate) struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 /// A check that failed: the command ran, and what it found is wrong. Exit code 1.
 #[derive(Debug)]
@@ -49,13 +66,15 @@ fn main() -> ExitCode {
         Command::Compare(compare_args) => compare::run_command(compare_args, &mut out),
         Command::Run(run_args) => run::run_command(run_args, &mut out),
         Command::Kernel(kernel_args) => kernel::run_command(kernel_args, &mut out),
+        Command::Completions(completions) => manual::completions(completions.shell, &mut out),
+        Command::Man(man) => manual::man(man.output.as_deref(), &mut out),
     };
     let result = result.and_then(|()| out.flush().map_err(anyhow::Error::from));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
-        Err(error) if error.downcast_ref::<run::Interrupted>().is_some() => {
-            ExitCode::from(run::EXIT_INTERRUPTED)
+        Err(error) if error.downcast_ref::<Interrupted>().is_some() => {
+            ExitCode::from(EXIT_INTERRUPTED)
         }
         Err(error) if is_busy(&error) => {
             #[allow(clippy::print_stderr)]
@@ -88,7 +107,10 @@ fn is_busy(error: &anyhow::Error) -> bool {
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
-        cause.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+        cause.downcast_ref::<elevator_report::WriteError>().is_some_and(|e| e.is_broken_pipe())
+            || cause
+                .downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
             || cause
                 .downcast_ref::<serde_json::Error>()
                 .and_then(|json| json.io_error_kind())

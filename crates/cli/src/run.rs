@@ -7,57 +7,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use elevator_core::units::parse_size_bytes;
-use elevator_live::run::{LiveRun, Progress, RunOptions, run_workload};
+use elevator_live::run::{
+    DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_PATH, LiveRun, Progress, RunOptions, run_workload,
+};
 use elevator_live::{BackendChoice, EngineOptions, Target, TargetOptions};
 use elevator_report::Report;
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 use elevator_workload::WorkloadSpec;
-use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::CheckFailed;
 use crate::args::RunArgs;
-use crate::sim::{output_format, write_report};
-
-/// The workload `elevator run` uses when none is given: two processes reading 4 KiB blocks at
-/// random, 16 at a time each, for five seconds.
-pub(crate) const DEFAULT_WORKLOAD: &str =
-    "job:rw=randread,bs=4k,iodepth=16,numjobs=2,runtime=5s,time_based=1";
-/// The target when none is given: a scratch file on a disk-backed filesystem.
-pub(crate) const DEFAULT_TARGET: &str = "/var/tmp/elevator.scratch";
-/// The size of a scratch file created without --size.
-const DEFAULT_SCRATCH_BYTES: u64 = 1 << 30;
-/// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
-pub(crate) const EXIT_INTERRUPTED: u8 = 130;
-/// Progress is shown for runs that last longer than this.
-const PROGRESS_AFTER_SECS: u64 = 3;
-
-/// The run was stopped by Ctrl-C; its partial report was printed.
-#[derive(Debug)]
-pub(crate) struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
-    }
-}
-
-impl std::error::Error for Interrupted {}
-
-/// Says something to the person at the terminal, on stderr.
-fn note(text: &str) {
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!("elevator: {text}");
-    }
-}
+use crate::term::{LiveProgress, note};
+use crate::{CheckFailed, Interrupted, plan};
 
 pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> {
     let workload = WorkloadSpec::parse(&args.workload)?;
-    let schedulers: Vec<SchedulerSpec> = if args.schedulers.is_empty() {
-        SchedulerKind::ALL.iter().map(|&kind| SchedulerSpec::new(kind)).collect()
-    } else {
-        args.schedulers.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?
-    };
+    let schedulers = plan::schedulers(&args.schedulers, SchedulerKind::ALL)?;
     let size = args
         .size
         .as_deref()
@@ -67,7 +31,7 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             })
         })
         .transpose()?;
-    let path = args.target.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_TARGET));
+    let path = args.target.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SCRATCH_PATH));
     let missing = !path.exists();
     let options = TargetOptions {
         write: workload.may_write(),
@@ -101,26 +65,14 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             seed: args.io.seed,
             stop: Some(Arc::clone(&stop)),
         };
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("a valid template"));
-        let mut progress = |now: &Progress| {
-            if now.elapsed.as_nanos() >= PROGRESS_AFTER_SECS * 1_000_000_000 {
-                let seconds = now.elapsed.as_secs_f64();
-                bar.set_message(format!(
-                    "{scheduler} {}: {:.1} s, {:.1} MB, {:.0} IOPS",
-                    now.phase,
-                    seconds,
-                    now.bytes as f64 / 1e6,
-                    now.ios as f64 / seconds
-                ));
-                bar.tick();
-            }
-        };
+        let bar = LiveProgress::new();
+        let label = scheduler.to_string();
+        let mut progress = |now: &Progress| bar.show(&label, now);
         let live =
             run_workload(&target, &workload, &options, &mut progress).with_context(|| {
                 format!("running {workload} under {scheduler} on {}", path.display())
             })?;
-        bar.finish_and_clear();
+        bar.finish();
         if let (Some(reason), false) = (&live.fallback, said_fallback) {
             note(reason);
             said_fallback = true;
@@ -132,8 +84,7 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             break;
         }
     }
-    let format = output_format(args.io.report.format, args.io.report.output.as_deref());
-    write_report(&report, format, args.io.report.output.as_deref(), stdout)?;
+    plan::write_report(&report, &args.io.report, stdout)?;
     if interrupted {
         note("interrupted: stopped issuing, waited for I/O in flight; the report is partial");
         return Err(Interrupted.into());

@@ -14,6 +14,13 @@ fn stderr(output: &Output) -> String {
     String::from_utf8(output.stderr.clone()).unwrap()
 }
 
+/// `elevator sim` of a small read on a RAM disk, with `args` after it.
+fn sim_on_ram(args: &[&str]) -> Output {
+    let mut all = vec!["sim", "-d", "ram", "-w", "job:size=64k"];
+    all.extend(args);
+    elevator(&all)
+}
+
 // Proves `list schedulers` prints the sysfs-style line with the default in brackets and every
 // tunable with value, unit, default, range and help.
 #[test]
@@ -146,17 +153,7 @@ fn sim_writes_to_a_file() {
     let dir = std::env::temp_dir().join(format!("elevator-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("report.csv");
-    let output = elevator(&[
-        "sim",
-        "-d",
-        "ram",
-        "-w",
-        "job:size=64k",
-        "-s",
-        "deadline:fifo_batch=4",
-        "-o",
-        path.to_str().unwrap(),
-    ]);
+    let output = sim_on_ram(&["-s", "deadline:fifo_batch=4", "-o", path.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(output.stdout.is_empty());
     let csv = std::fs::read_to_string(&path).unwrap();
@@ -202,4 +199,127 @@ fn list_devices_and_workloads() {
     assert!(
         json["devices"].is_array() && json["workloads"].is_array() && json["schedulers"].is_array()
     );
+}
+
+// Proves `sim` and `run` take scheduler lists the way `compare` does: comma separated and
+// repeated, a spec's own comma-separated tunables kept whole, in the order given.
+#[test]
+fn sim_takes_comma_separated_and_repeated_schedulers() {
+    let output = sim_on_ram(&[
+        "-s",
+        "deadline,cfq:slice_idle=0,quantum=8",
+        "-s",
+        "noop",
+        "--format",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let schedulers: Vec<&str> =
+        json["runs"].as_array().unwrap().iter().map(|r| r["scheduler"].as_str().unwrap()).collect();
+    assert_eq!(schedulers, ["deadline", "cfq:slice_idle=0,quantum=8", "noop"]);
+}
+
+// Proves a scheduler list that reads two ways is refused before anything runs (exit 2, one
+// line naming the piece and the accepted shape), by sim and by run alike.
+#[test]
+fn ambiguous_scheduler_lists_exit_2() {
+    for command in ["sim", "run"] {
+        for (list, expected) in [
+            ("deadline,fifo_batch=8", "`fifo_batch=8` follows `deadline`, which has no `:`"),
+            ("deadline,,cfq", "empty entry between commas"),
+        ] {
+            let output = elevator(&[command, "-s", list]);
+            assert_eq!(output.status.code(), Some(2), "{command} {list}: {}", stderr(&output));
+            let message = stderr(&output);
+            assert_eq!(message.lines().count(), 1, "{message}");
+            assert!(message.contains(expected), "{command} {list}: {message}");
+            assert!(message.contains("expected NAME[:key=value,...]"), "{message}");
+            assert!(output.stdout.is_empty());
+        }
+    }
+}
+
+// Proves `list hosts` prints the host's keys and its presets with their values, from the
+// simulator's own table, and resolves a host spec.
+#[test]
+fn list_hosts_prints_keys_and_presets() {
+    let output = elevator(&["list", "hosts"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with("hosts:\n"), "{text}");
+    let ram = text.lines().find(|line| line.trim_start().starts_with("ram ")).unwrap();
+    assert!(ram.contains("4g") && ram.contains("a size"), "{ram}");
+    assert!(text.contains("preset fileserver-2007: "), "{text}");
+    assert!(text.contains("ram=12g,cpus=4"), "{text}");
+    let output = elevator(&["list", "hosts", "desktop-2004:cpus=2", "--format", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let keys = json["hosts"][0]["keys"].as_array().unwrap();
+    let value = |key: &str| keys.iter().find(|k| k["key"] == key).unwrap()["value"].clone();
+    assert_eq!(value("cpus"), "2");
+    assert_eq!(value("ram"), "1g", "the preset's value");
+    let everything = elevator(&["list", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&everything.stdout).unwrap();
+    assert!(json["hosts"].is_array());
+    let bad = elevator(&["list", "hosts", "mainframe"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("unknown host `mainframe` (accepted: host, fileserver-2007"));
+}
+
+// Proves the completion scripts come out for each shell and know the subcommands.
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    for (shell, marker) in
+        [("bash", "_elevator()"), ("zsh", "#compdef elevator"), ("fish", "complete -c elevator")]
+    {
+        let output = elevator(&["completions", shell]);
+        assert!(output.status.success(), "{shell}: {}", stderr(&output));
+        let script = stdout(&output);
+        assert!(script.contains(marker), "{shell}");
+        assert!(script.contains("compare") && script.contains("kernel"), "{shell}");
+    }
+    assert_eq!(elevator(&["completions", "tcsh"]).status.code(), Some(2));
+}
+
+// Proves `man` prints the top page to stdout, with the units convention, and `man -o DIR`
+// writes it and a page per subcommand, nested ones included, naming each file it wrote.
+#[test]
+fn man_pages_to_stdout_and_to_a_directory() {
+    let output = elevator(&["man"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let page = stdout(&output);
+    assert!(page.contains(".TH elevator 1"), "{page}");
+    assert!(page.contains("powers of ten"), "the units convention is in the page");
+    let dir = std::env::temp_dir().join(format!("elevator-cli-man-{}", std::process::id()));
+    let output = elevator(&["man", "-o", dir.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for name in ["elevator", "elevator-sim", "elevator-compare", "elevator-kernel-compare"] {
+        let path = dir.join(format!("{name}.1"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(text.contains(&format!(".TH {name} 1")), "{name}: {text}");
+        assert!(stdout(&output).contains(path.to_str().unwrap()));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// Proves --help states the unit convention.
+#[test]
+fn help_states_the_units() {
+    let help = stdout(&elevator(&["--help"]));
+    for text in ["kB, MB, GB are powers of ten", "KiB, MiB, GiB", "kb_base=1024"] {
+        assert!(help.contains(text), "--help lacks {text:?}:\n{help}");
+    }
+}
+
+// Proves the phase tables state their units and the best line names which way each measure
+// is better.
+#[test]
+fn sim_tables_state_units_and_directions() {
+    let output = sim_on_ram(&["-s", "deadline,noop"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s"), "{text}");
+    assert!(text.contains("best: MB/s (higher is better) "), "{text}");
+    assert!(text.contains("; p99 (lower is better) "), "{text}");
 }

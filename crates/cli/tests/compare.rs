@@ -106,10 +106,33 @@ fn only_runs_a_subset_and_prints_tool_tables() {
     for column in ["MB/s", "seconds", "user s", "sys s"] {
         assert!(header.contains(column), "{header}");
         assert!(
-            dd.lines().any(|line| line.trim_start().starts_with(&format!("{column}: "))),
+            dd.lines().any(|line| line.trim_start().starts_with(&format!("{column} ("))),
             "a best line for {column}:\n{dd}"
         );
     }
+}
+
+// Proves the tables state their units and name the direction of every best line: the hdparm
+// table names the disks hda..hdd as the study's machine did (and says which simulated device
+// each is), in hdparm's MB of 2^20 bytes; dd's CPU columns are judged per MB moved.
+#[test]
+fn tables_state_units_directions_and_the_study_disk_names() {
+    let output = elevator(&["compare", "--only", "hdparm,dd-read", "--scale", "0.02"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let (hdparm, dd) = text.split_once("dd-read — ").unwrap();
+    let header = hdparm.lines().find(|line| line.trim_start().starts_with("scheduler")).unwrap();
+    for disk in ["hda -T MB/s", "hdb -t MB/s", "hdd -t MB/s"] {
+        assert!(header.contains(disk), "{header}");
+    }
+    assert!(!header.contains("sda"), "{header}");
+    assert!(hdparm.contains("units: kb_base=1024: MB = 2^20 bytes"), "{hdparm}");
+    assert!(hdparm.contains("hda = sda"), "{hdparm}");
+    assert!(hdparm.contains("  hda -t MB/s (higher is better): "), "{hdparm}");
+    assert!(dd.contains("units: MB = 10^6 bytes"), "{dd}");
+    assert!(dd.contains("  seconds (lower is better): "), "{dd}");
+    assert!(dd.contains("  sys s (per MB moved, lower is better): "), "{dd}");
+    assert!(dd.contains(" µs/MB"), "{dd}");
 }
 
 // Proves `--all` compares every registered scheduler.

@@ -109,7 +109,8 @@ pub use scheduler::{
     Scheduler,
 };
 pub use spec::{
-    ComponentSpec, KeyKind, KeySpec, Param, ParamError, Params, SpecError, SpecProblem, format_size,
+    ComponentSpec, KeyKind, KeySpec, Param, ParamError, Params, SpecError, SpecListError,
+    SpecListProblem, SpecProblem, format_size, split_spec_list,
 };
 pub use submit::{Offered, Submitter};
 pub use table::{RequestId, RequestTable, SideTable};

@@ -128,6 +128,100 @@ impl fmt::Display for ComponentSpec {
     }
 }
 
+/// A list of specs as an option takes it, comma separated or repeated, that does not split
+/// into specs.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{kind} list `{text}`: {problem} (expected NAME[:key=value,...][,NAME[:key=value,...]...])"
+)]
+pub struct SpecListError {
+    /// What kind of component the list names (`scheduler`).
+    pub kind: &'static str,
+    /// The option's value as given.
+    pub text: String,
+    /// What is wrong with it.
+    pub problem: SpecListProblem,
+}
+
+/// What is wrong with a list of specs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SpecListProblem {
+    /// Nothing between two commas, or before the first, or after the last.
+    EmptyEntry,
+    /// A `key=value` with no spec before it to belong to (`fifo_batch=8` first in the list).
+    ParameterFirst(String),
+    /// A `key=value` after a spec that has no parameters yet, so it cannot tell whether the
+    /// comma was meant as `:` (`deadline,fifo_batch=8`).
+    ParameterWithoutColon {
+        /// The spec before it.
+        spec: String,
+        /// The `key=value`.
+        parameter: String,
+    },
+}
+
+impl fmt::Display for SpecListProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpecListProblem::EmptyEntry => f.write_str("empty entry between commas"),
+            SpecListProblem::ParameterFirst(parameter) => {
+                write!(f, "`{parameter}` is a key=value with no name before it")
+            }
+            SpecListProblem::ParameterWithoutColon { spec, parameter } => {
+                write!(
+                    f,
+                    "`{parameter}` follows `{spec}`, which has no `:` (write {spec}:{parameter})"
+                )
+            }
+        }
+    }
+}
+
+/// Splits the values of a repeatable option that takes comma-separated specs
+/// (`-s deadline,cfq:slice_idle=0,quantum=8 -s noop`) into one text per spec, in order.
+///
+/// A spec's own parameters are separated by commas too, so a comma starts a new spec unless
+/// the piece after it is a parameter — a `key=value` whose key has no `:` — and the spec before
+/// it already has a `:`. `cfq:slice_idle=0,quantum=8,noop` is `cfq:slice_idle=0,quantum=8` and
+/// `noop`; `cfq:slice_idle=0,bfq:low_latency=0` is two specs. Each value is split on its own,
+/// pieces are trimmed, and what cannot be read one way only (an empty piece, a parameter first
+/// or after a spec without `:`) is an error rather than a guess. The texts are not parsed:
+/// schedulers, kernel schedulers and devices each have their own parser.
+pub fn split_spec_list<S: AsRef<str>>(
+    kind: &'static str,
+    values: &[S],
+) -> Result<Vec<String>, SpecListError> {
+    let mut specs: Vec<String> = Vec::new();
+    for value in values {
+        let value = value.as_ref();
+        let error = |problem| SpecListError { kind, text: value.to_owned(), problem };
+        let first_of_value = specs.len();
+        for piece in value.split(',').map(str::trim) {
+            if piece.is_empty() {
+                return Err(error(SpecListProblem::EmptyEntry));
+            }
+            let is_parameter = piece.split_once('=').is_some_and(|(key, _)| !key.contains(':'));
+            if !is_parameter {
+                specs.push(piece.to_owned());
+                continue;
+            }
+            let in_this_value = specs.len() > first_of_value;
+            match specs.last_mut() {
+                Some(spec) if in_this_value && spec.contains(':') => {
+                    spec.push(',');
+                    spec.push_str(piece);
+                }
+                Some(spec) if in_this_value => {
+                    let (spec, parameter) = (spec.clone(), piece.to_owned());
+                    return Err(error(SpecListProblem::ParameterWithoutColon { spec, parameter }));
+                }
+                _ => return Err(error(SpecListProblem::ParameterFirst(piece.to_owned()))),
+            }
+        }
+    }
+    Ok(specs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +234,58 @@ mod tests {
         assert_eq!(spec.params[1], Param { key: "quantum".into(), value: "8".into() });
         assert_eq!(spec.to_string(), "cfq:slice_idle=0,quantum=8");
         assert_eq!(ComponentSpec::parse("scheduler", "noop").unwrap().params, []);
+    }
+
+    // Proves the list splitter keeps a spec's own comma-separated parameters whole and splits
+    // between specs, across repeated values, the way both `-s` splitters it replaces did.
+    #[test]
+    fn spec_lists_split_between_specs_not_parameters() {
+        let split = |values: &[&str]| split_spec_list("scheduler", values).unwrap();
+        assert_eq!(
+            split(&["deadline,cfq:slice_idle=0,quantum=8", "noop"]),
+            ["deadline", "cfq:slice_idle=0,quantum=8", "noop"]
+        );
+        assert_eq!(
+            split(&["mq-deadline:fifo_batch=8,read_expire=100,bfq,kyber"]),
+            ["mq-deadline:fifo_batch=8,read_expire=100", "bfq", "kyber"]
+        );
+        assert_eq!(split(&["none"]), ["none"]);
+        assert_eq!(split(&["deadline", "cfq"]), ["deadline", "cfq"]);
+        // A piece with its own name and `:` is a new spec even after one with parameters.
+        assert_eq!(
+            split(&["cfq:slice_idle=0,bfq:low_latency=0"]),
+            ["cfq:slice_idle=0", "bfq:low_latency=0"]
+        );
+        // Blanks around commas are the shell's, not the spec's.
+        assert_eq!(split(&[" deadline , cfq:quantum=8 "]), ["deadline", "cfq:quantum=8"]);
+        // A value with `:` after the `=` is still a parameter.
+        assert_eq!(split(&["job:filename=sda:sdb,bs=4k"]), ["job:filename=sda:sdb,bs=4k"]);
+        assert_eq!(split(&[] as &[&str]), [] as [String; 0]);
+    }
+
+    // Proves the lists that cannot be read one way only are errors naming the piece.
+    #[test]
+    fn ambiguous_spec_lists_are_errors() {
+        let problem = |values: &[&str]| split_spec_list("scheduler", values).unwrap_err().problem;
+        assert_eq!(problem(&["deadline,,cfq"]), SpecListProblem::EmptyEntry);
+        assert_eq!(problem(&["deadline,"]), SpecListProblem::EmptyEntry);
+        assert_eq!(
+            problem(&["fifo_batch=8"]),
+            SpecListProblem::ParameterFirst("fifo_batch=8".into())
+        );
+        // A parameter does not reach back into the previous value of a repeated option.
+        assert_eq!(
+            problem(&["cfq:slice_idle=0", "quantum=8"]),
+            SpecListProblem::ParameterFirst("quantum=8".into())
+        );
+        let message =
+            split_spec_list("scheduler", &["deadline,fifo_batch=8"]).unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "scheduler list `deadline,fifo_batch=8`: `fifo_batch=8` follows `deadline`, which \
+             has no `:` (write deadline:fifo_batch=8) \
+             (expected NAME[:key=value,...][,NAME[:key=value,...]...])"
+        );
     }
 
     // Proves each malformed shape is named in the error.

@@ -32,6 +32,16 @@ use crate::reactor::{IoFinished, IoOp, IoRequest, Reactor};
 use crate::target::Target;
 use crate::verify::{self, Generations, Mismatch, VERIFY_BLOCK_BYTES};
 
+/// The workload a live run uses when none is named: two processes reading 4 KiB blocks at
+/// random, 16 at a time each, for five seconds.
+pub const DEFAULT_WORKLOAD: &str =
+    "job:rw=randread,bs=4k,iodepth=16,numjobs=2,runtime=5s,time_based=1";
+/// The target when none is named: a scratch file on a disk-backed filesystem (not /tmp, which
+/// is often tmpfs and would measure memory).
+pub const DEFAULT_SCRATCH_PATH: &str = "/var/tmp/elevator.scratch";
+/// The size of a scratch file created without an explicit size.
+pub const DEFAULT_SCRATCH_BYTES: u64 = 1 << 30;
+
 /// How to run.
 #[derive(Clone, Debug)]
 pub struct RunOptions {

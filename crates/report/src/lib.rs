@@ -16,6 +16,7 @@
 
 pub mod metrics;
 pub mod model;
+pub mod output;
 pub mod render;
 mod tools;
 
@@ -24,4 +25,5 @@ pub use model::{
     DeviceStats, IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Mode, Phase,
     QueueStats, Report, Run, SCHEMA, SchedulerStats, Tool,
 };
+pub use output::{WriteError, write_report};
 pub use render::{Format, render};

@@ -7,6 +7,13 @@ use serde::{Deserialize, Serialize};
 /// The schema this crate writes. Bumped whenever a field's meaning changes.
 pub const SCHEMA: &str = "elevator.report/1";
 
+/// The config key of a study experiment's title (the table heading prints it).
+pub const CONFIG_TITLE: &str = "experiment.title";
+/// The config key of a study experiment's machine, as the write-ups describe it.
+pub const CONFIG_MACHINE: &str = "experiment.machine";
+/// The config key of the factor a scaled-down study ran at (absent at full size).
+pub const CONFIG_SCALE: &str = "study.scale";
+
 /// A whole report: one or more runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use comfy_table::{CellAlignment, Table, presets};
 
-use crate::model::{Phase, Report, Run};
+use crate::model::{CONFIG_MACHINE, CONFIG_SCALE, CONFIG_TITLE, Phase, Report, Run};
 
 /// An output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +21,10 @@ pub enum Format {
 pub fn render(report: &Report, format: Format, out: &mut dyn Write) -> io::Result<()> {
     match format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+            // Keep the kind of an I/O error underneath (a closed pipe) visible to the caller.
+            serde_json::to_writer_pretty(&mut *out, report).map_err(|error| {
+                io::Error::new(error.io_error_kind().unwrap_or(io::ErrorKind::Other), error)
+            })?;
             writeln!(out)
         }
         Format::Csv => render_csv(report, out),
@@ -77,9 +80,9 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let first = group[0];
         let title = match &first.experiment {
             Some(experiment) => {
-                let title = first.config.get("experiment.title").map_or("", String::as_str);
-                let machine = first.config.get("experiment.machine").map_or("", String::as_str);
-                let scale = match first.config.get("study.scale") {
+                let title = first.config.get(CONFIG_TITLE).map_or("", String::as_str);
+                let machine = first.config.get(CONFIG_MACHINE).map_or("", String::as_str);
+                let scale = match first.config.get(CONFIG_SCALE) {
                     Some(scale) => format!(" [sizes and host RAM x{scale}]"),
                     None => String::new(),
                 };
@@ -166,9 +169,14 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 writeln!(out, "{}", best_line(&rows))?;
             }
         }
+        writeln!(out, "{PHASE_TABLE_UNITS}")?;
     }
     Ok(())
 }
+
+/// The footnote of the phase tables: fio's convention (kB, MB powers of ten; KiB, MiB powers
+/// of two), of which these tables use the decimal MB.
+const PHASE_TABLE_UNITS: &str = "units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s";
 
 /// A tool's table: a row per scheduler, then the best of each column.
 fn render_tool_table(
@@ -191,6 +199,7 @@ fn render_tool_table(
         rendered.add_row(cells);
     }
     write_table(out, &rendered)?;
+    writeln!(out, "{}", table.units)?;
     let schedulers: Vec<&str> = group.iter().map(|run| run.scheduler.as_str()).collect();
     let lines = crate::tools::best_lines(table, &schedulers);
     if !lines.is_empty() {
@@ -216,7 +225,7 @@ fn best_line(rows: &[(&Run, &Phase)]) -> String {
     let fastest = rows.iter().min_by_key(|row| row.1.latency_ns.p99).expect("rows");
     let slowest = rows.iter().max_by_key(|row| row.1.latency_ns.p99).expect("rows");
     format!(
-        "best: MB/s {} ({} over {}); p99 {} ({} of {}'s)",
+        "best: MB/s (higher is better) {} ({} over {}); p99 (lower is better) {} ({} of {}'s)",
         best.0.scheduler,
         margin(best.1.throughput_bytes_per_s, worst.1.throughput_bytes_per_s),
         worst.0.scheduler,

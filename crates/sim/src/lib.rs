@@ -23,6 +23,16 @@ pub mod topology;
 #[allow(clippy::disallowed_types)]
 pub(crate) type LookupMap<K, V> = std::collections::HashMap<K, V, rustc_hash::FxBuildHasher>;
 
+/// The device a simulation uses when none is named: a 2005 desktop disk.
+pub const DEFAULT_DEVICE: &str = "hdd";
+/// The host a simulation uses when none is named (the first of [`host::spec::PRESETS`]).
+pub const DEFAULT_HOST: &str = "host";
+/// The workload `elevator sim` runs when none is named: two processes each reading a file
+/// sequentially, 200 GiB apart on the disk — the case where a scheduler that waits for a
+/// reader's next request (anticipatory, cfq) beats one that does not (deadline, noop) by an
+/// order of magnitude.
+pub const DEFAULT_WORKLOAD: &str = "job:rw=read,bs=64k,numjobs=2,offset_increment=200g,size=64m";
+
 pub use device::{DeviceKind, DeviceModel, DeviceSpec};
 pub use host::spec::HostSpec;
 pub use runner::{

@@ -7,6 +7,8 @@
 //! shows comes from the schedulers and the models.
 
 use elevator_core::ParamError;
+use elevator_report::Run;
+use elevator_report::model::{CONFIG_MACHINE, CONFIG_SCALE, CONFIG_TITLE};
 use elevator_workload::WorkloadSpec;
 
 use crate::device::DeviceSpec;
@@ -148,11 +150,46 @@ impl Experiment {
         let workload = if scale == 1.0 { workload } else { workload.scaled(scale)? };
         Ok((config, workload))
     }
+
+    /// Marks `run` as this experiment's: its id, and its title and machine in the config,
+    /// which is what the report's heading for the experiment prints.
+    pub fn stamp(&self, run: &mut Run) {
+        run.experiment = Some(self.id.to_owned());
+        run.config.insert(CONFIG_TITLE.to_owned(), self.title.to_owned());
+        run.config.insert(CONFIG_MACHINE.to_owned(), self.machine.to_owned());
+    }
+}
+
+/// Records in `run` that it ran at `scale` (see [`Experiment::prepare`]); at full size (1.0)
+/// nothing is recorded, so full-size reports stay as they always were.
+pub fn stamp_scale(run: &mut Run, scale: f64) {
+    if scale != 1.0 {
+        run.config.insert(CONFIG_SCALE.to_owned(), scale.to_string());
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Proves a stamped run carries the experiment's id, title and machine, and the scale only
+    // when the study was scaled down.
+    #[test]
+    fn stamps_name_the_experiment_and_a_scale_below_one() {
+        let experiment = experiment("dd-read").unwrap();
+        let (config, workload) = experiment.prepare(1, 0.01).unwrap();
+        let scheduler = elevator_sched::SchedulerSpec::parse("noop").unwrap();
+        let mut run = crate::run(&config, &scheduler, &workload).unwrap();
+        assert_eq!(run.experiment, None);
+        experiment.stamp(&mut run);
+        stamp_scale(&mut run, 1.0);
+        assert_eq!(run.experiment.as_deref(), Some("dd-read"));
+        assert_eq!(run.config[CONFIG_TITLE], experiment.title);
+        assert_eq!(run.config[CONFIG_MACHINE], experiment.machine);
+        assert!(!run.config.contains_key(CONFIG_SCALE));
+        stamp_scale(&mut run, 0.01);
+        assert_eq!(run.config[CONFIG_SCALE], "0.01");
+    }
 
     // Proves every experiment's machine and tool parse, at full size and scaled down.
     #[test]

@@ -1,0 +1,62 @@
+//! What the person at the terminal sees besides the requested output: one-line notes and
+//! progress, all on stderr so that stdout carries only the report. indicatif hides the
+//! progress when stderr is not a terminal.
+
+use elevator_live::run::Progress;
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Live progress appears only for runs longer than this; short runs would just flicker.
+const LIVE_PROGRESS_AFTER_SECS: f64 = 3.0;
+
+/// Says something to the person at the terminal, on stderr.
+pub(crate) fn note(text: &str) {
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("elevator: {text}");
+    }
+}
+
+/// The spinner line of a live run (ours or the kernel's): what runs, for how long, how much it
+/// moved. Sizes are in MB (10^6 bytes), as in every table.
+#[derive(Debug)]
+pub(crate) struct LiveProgress {
+    bar: ProgressBar,
+}
+
+impl LiveProgress {
+    pub(crate) fn new() -> LiveProgress {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("a valid template"));
+        LiveProgress { bar }
+    }
+
+    /// Shows where the run `label` is, once it has run long enough to be worth showing.
+    pub(crate) fn show(&self, label: &str, now: &Progress) {
+        let seconds = now.elapsed.as_secs_f64();
+        if seconds < LIVE_PROGRESS_AFTER_SECS {
+            return;
+        }
+        self.bar.set_message(format!(
+            "{label} {}: {seconds:.1} s, {:.1} MB, {:.0} IOPS",
+            now.phase,
+            now.bytes as f64 / 1e6,
+            now.ios as f64 / seconds
+        ));
+        self.bar.tick();
+    }
+
+    /// Removes the line, before the report is printed.
+    pub(crate) fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// A bar counting finished simulations out of `total`.
+pub(crate) fn simulation_counter(total: usize) -> ProgressBar {
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}")
+            .expect("a valid template"),
+    );
+    bar
+}
