@@ -1149,11 +1149,6 @@ mod tests {
         h
     }
 
-    fn counter(h: &Harness, name: &str) -> u64 {
-        let counters = h.queue().scheduler().counters();
-        counters.iter().find(|counter| counter.name == name).unwrap().value
-    }
-
     /// Each Idle answer with the process it waited for: at depth 1, the owner of the last
     /// request issued before it.
     fn awaited(h: &Harness) -> Vec<(Instant, Instant, u32)> {
@@ -1189,10 +1184,10 @@ mod tests {
         // Every wait was ended by the awaited reader's own next read; the streaks end at FIFO
         // expiries, and both readers get a fair share.
         assert_eq!(
-            counter(&anticipatory, "anticipation_hits"),
-            counter(&anticipatory, "anticipation_waits")
+            anticipatory.counter("anticipation_hits"),
+            anticipatory.counter("anticipation_waits")
         );
-        assert!(counter(&anticipatory, "expired_fifo_heads") >= 4);
+        assert!(anticipatory.counter("expired_fifo_heads") >= 4);
         let (first, second) = (anticipatory.completed_bytes(1), anticipatory.completed_bytes(2));
         assert!(first.abs_diff(second) * 10 < first + second, "{first} vs {second}");
     }
@@ -1229,7 +1224,7 @@ mod tests {
         let plain = two_readers("anticipatory:antic_expire=0");
         let deadline = two_readers("deadline");
         assert!(plain.idle_answers().is_empty());
-        assert_eq!(counter(&plain, "anticipation_waits"), 0);
+        assert_eq!(plain.counter("anticipation_waits"), 0);
         let (plain_seeks, deadline_seeks) =
             (plain.long_seeks(LONG_SEEK_SECTORS), deadline.long_seeks(LONG_SEEK_SECTORS));
         assert!(plain_seeks.abs_diff(deadline_seeks) * 10 <= deadline_seeks, "{plain_seeks}");
@@ -1256,7 +1251,7 @@ mod tests {
         let position = h.issued().iter().position(|issued| issued.process.0 == 9).unwrap();
         assert_eq!(h.issued()[position].at.jiffies(), 250);
         assert!(h.issued()[..position].iter().all(|issued| issued.process.0 == 1));
-        assert_eq!(counter(&h, "expired_fifo_heads"), 1);
+        assert_eq!(h.counter("expired_fifo_heads"), 1);
     }
 
     // Proves batches alternate when both classes wait: a 1 ms-think reader keeps a read batch
@@ -1283,8 +1278,8 @@ mod tests {
         let pattern = pattern(&h);
         assert!(pattern[..first_write].bytes().all(|op| op == b'R'));
         assert_eq!(&pattern[first_write..first_write + 21], "WWWWWWWWWWWWWWWWWWWWR");
-        assert_eq!(counter(&h, "write_batches"), 1);
-        assert_eq!(counter(&h, "read_batches"), 2);
+        assert_eq!(h.counter("write_batches"), 1);
+        assert_eq!(h.counter("read_batches"), 2);
     }
 
     // Proves a close request of another process ends the wait at once (§4.6 rule 4): after
@@ -1298,7 +1293,7 @@ mod tests {
             h.submit(read(2, start, 8));
             h.run();
             assert_eq!(h.idle_answers().len(), waits, "other read at {start}");
-            assert_eq!(counter(&h, "anticipation_timeouts"), waits as u64);
+            assert_eq!(h.counter("anticipation_timeouts"), waits as u64);
         }
     }
 
@@ -1357,14 +1352,14 @@ mod tests {
         let mut h = harness("anticipatory");
         let waited = exit_rounds(&mut h, false);
         assert_eq!(waited, [[true; 6].as_slice(), &[false; 6]].concat());
-        assert_eq!(counter(&h, "anticipation_timeouts"), 6);
+        assert_eq!(h.counter("anticipation_timeouts"), 6);
 
         let mut h = harness("anticipatory");
         let waited = exit_rounds(&mut h, true);
         assert_eq!(waited, [[true; 10].as_slice(), &[false; 2]].concat());
-        assert_eq!(counter(&h, "anticipation_timeouts"), 10);
-        assert_eq!(counter(&h, "est_exit_no_coop_percent"), 100 * 186 / 256);
-        assert!(counter(&h, "est_exit_prob_percent") > 71);
+        assert_eq!(h.counter("anticipation_timeouts"), 10);
+        assert_eq!(h.counter("est_exit_no_coop_percent"), 100 * 186 / 256);
+        assert!(h.counter("est_exit_prob_percent") > 71);
     }
 
     // Proves the alias rule: a second request at an already queued start sector sends the
@@ -1376,7 +1371,7 @@ mod tests {
         h.submit(read(1, 5000, 8));
         h.submit(read(2, 100, 8));
         h.submit(read(3, 5000, 16));
-        assert_eq!(counter(&h, "aliases"), 1);
+        assert_eq!(h.counter("aliases"), 1);
         h.release_device();
         h.run();
         assert_eq!(h.issued_extents()[0], (5000, 8));
@@ -1392,7 +1387,7 @@ mod tests {
         h.submit(read(1, 100, 8));
         h.submit(read(2, 92, 4));
         assert!(matches!(h.submit(read(3, 92, 8)), elevator_core::Submitted::Merged { .. }));
-        assert_eq!(counter(&h, "aliases"), 1);
+        assert_eq!(h.counter("aliases"), 1);
         h.switch_scheduler(SchedulerSpec::parse("deadline").unwrap().build());
         h.release_device();
         h.run();

@@ -16,8 +16,17 @@
 //!   in 2.6.18 cfq (`cfq_init_prio_data`, its async queue per priority) and 6.12 bfq
 //!   (`bfq_set_next_ioprio_data`, `async_bfqq[class][level]` plus the idle one).
 //!   mq-deadline's three priority levels are a different table and stay in `mq_deadline`.
+//! * [`BACK_SEEK_MAX`] and [`BACK_SEEK_PENALTY`]: the two back-seek tunables, the same sysfs
+//!   attributes with the same defaults and ranges in 2.6.18 cfq and 6.12 bfq (which took them
+//!   from cfq).
+//! * [`ArrivalOrder`]: requests in the order they arrived, which is all 2.6.18 noop and
+//!   blk-mq's none keep (noop's `queue` list, none's staging list).
 
-use elevator_core::{IOPRIO_LEVELS, IoClass, IoPriority, Sector};
+use elevator_core::tunable::INT_MAX;
+use elevator_core::{
+    Ctx, IOPRIO_LEVELS, IdList, IoClass, IoPriority, ListLinks, RequestId, Sector, TunableSpec,
+    Unit,
+};
 
 /// Shared async queues: one per real-time level, one per best-effort level, one idle.
 pub(crate) const ASYNC_QUEUE_SLOTS: usize = 2 * IOPRIO_LEVELS as usize + 1;
@@ -93,6 +102,77 @@ pub(crate) fn async_queue_slot(class: IoClass, level: u8) -> usize {
         IoClass::RealTime => usize::from(level),
         IoClass::Idle => 2 * IOPRIO_LEVELS as usize,
         _ => IOPRIO_LEVELS as usize + usize::from(level),
+    }
+}
+
+/// `back_seek_max`: the longest backward seek to a queue's next request, 16 MiB.
+pub(crate) const BACK_SEEK_MAX: TunableSpec = TunableSpec {
+    name: "back_seek_max",
+    unit: Unit::Kibibytes,
+    default: 16 * 1024,
+    min: 0,
+    max: INT_MAX,
+    help: "longest backward seek to a queue's next request",
+};
+
+/// `back_seek_penalty`: what a backward seek costs against a forward one of the same length.
+pub(crate) const BACK_SEEK_PENALTY: TunableSpec = TunableSpec {
+    name: "back_seek_penalty",
+    unit: Unit::Factor,
+    default: 2,
+    min: 1,
+    max: INT_MAX,
+    help: "cost of a backward seek relative to a forward one of the same length",
+};
+
+/// Queued requests in arrival order.
+#[derive(Debug)]
+pub(crate) struct ArrivalOrder {
+    fifo: IdList,
+    links: ListLinks,
+}
+
+impl ArrivalOrder {
+    pub(crate) fn new() -> ArrivalOrder {
+        ArrivalOrder { fifo: IdList::new(), links: ListLinks::new(0) }
+    }
+
+    /// Appends a new request.
+    pub(crate) fn push(&mut self, cx: &Ctx<'_>, id: RequestId) {
+        self.links.ensure_capacity(cx.requests.capacity());
+        self.fifo.push_back(&mut self.links, id);
+    }
+
+    /// The oldest request, taken out.
+    pub(crate) fn pop(&mut self) -> Option<RequestId> {
+        self.fifo.pop_front(&mut self.links)
+    }
+
+    /// Every request, oldest first, taken out.
+    pub(crate) fn drain(&mut self, out: &mut Vec<RequestId>) {
+        while let Some(id) = self.pop() {
+            out.push(id);
+        }
+    }
+
+    /// Takes `id` out wherever it is.
+    pub(crate) fn remove(&mut self, id: RequestId) {
+        self.fifo.remove(&mut self.links, id);
+    }
+
+    /// The request that arrived right after `id`.
+    pub(crate) fn next(&self, id: RequestId) -> Option<RequestId> {
+        self.fifo.next(&self.links, id)
+    }
+
+    /// The request that arrived right before `id`.
+    pub(crate) fn prev(&self, id: RequestId) -> Option<RequestId> {
+        self.fifo.prev(&self.links, id)
+    }
+
+    /// How many requests it holds.
+    pub(crate) fn count(&self) -> usize {
+        self.fifo.count()
     }
 }
 

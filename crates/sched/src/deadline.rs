@@ -446,35 +446,6 @@ mod tests {
         Harness::new(SchedulerSpec::parse(spec).unwrap().build(), QueueConfig::default())
     }
 
-    /// A reader that keeps two reads queued just above the head, 16 sectors apart, until
-    /// `stop`, so the upward sweep never runs dry.
-    fn busy_reader_above(h: &mut Harness, process: u32, start: u64, stop: Instant) {
-        // Both reads queue before the first dispatch, so the sweep's next request is set.
-        h.hold_device();
-        h.submit(read(process, start, 8));
-        h.submit(read(process, start + 16, 8));
-        h.release_device();
-        let mut next_sector = start + 32;
-        h.on_complete(move |done| {
-            if done.process.0 != process || done.completed > stop {
-                return Vec::new();
-            }
-            let bio = read(process, next_sector, 8);
-            next_sector += 16;
-            vec![(done.completed, bio)]
-        });
-    }
-
-    /// Submits bios while the device is held, so that dispatch sees them all at once.
-    fn queue_all(h: &mut Harness, bios: &[elevator_core::Bio]) {
-        h.hold_device();
-        for &bio in bios {
-            h.submit(bio);
-        }
-        h.release_device();
-        h.run();
-    }
-
     // Proves the expiry rule: a read at sector 10, queued at t=0 while a reader above it keeps
     // two reads ahead of the head, is skipped by the upward sweep until its deadline passes
     // (jiffy 500, so from t=501 ms), and is then dispatched at the next batch start, ahead of
@@ -482,7 +453,7 @@ mod tests {
     #[test]
     fn an_expired_read_goes_ahead_of_the_sector_sorted_next_request() {
         let mut h = harness("deadline");
-        busy_reader_above(&mut h, 2, 400, Instant::from_millis(700));
+        h.busy_reader_above(2, 400, Instant::from_millis(700));
         h.submit(read(1, 10, 8));
         h.run();
         let position = h.issued().iter().position(|issued| issued.start == 10).unwrap();
@@ -503,7 +474,7 @@ mod tests {
             bios.push(read(1, 100_000 + i * 5_000, 8));
             bios.push(write(2, 900_000 + i * 5_000, 8));
         }
-        queue_all(&mut h, &bios);
+        h.queue_all(&bios);
         let pattern: String = h
             .issued()
             .iter()
@@ -513,7 +484,7 @@ mod tests {
         assert_eq!(pattern, "RRWRRWRRW");
 
         let mut eager = harness("deadline:writes_starved=0");
-        queue_all(&mut eager, &bios);
+        eager.queue_all(&bios);
         assert_eq!(eager.issued()[0].op, elevator_core::Op::Write, "0 never lets reads pass");
     }
 
@@ -527,7 +498,7 @@ mod tests {
             // Maximum-size requests cannot merge, so each stays one request.
             let mut bios: Vec<_> = (0..40).map(|i| read(1, i * 1024, 1024)).collect();
             bios.extend((0..3).map(|i| write(2, 10_000_000 + i * 1024, 1024)));
-            queue_all(&mut h, &bios);
+            h.queue_all(&bios);
             let first_write =
                 h.issued().iter().position(|i| i.op == elevator_core::Op::Write).unwrap();
             assert_eq!(first_write, reads_first, "fifo_batch={fifo_batch}");
@@ -543,7 +514,7 @@ mod tests {
         let mut h = harness("deadline");
         let mut bios: Vec<_> = (0..4).map(|i| read(1, i * 2048, 1024)).collect();
         bios.push(write(2, 10_000_000, 8));
-        queue_all(&mut h, &bios);
+        h.queue_all(&bios);
         assert_eq!(h.issued()[2].op, elevator_core::Op::Write);
     }
 
@@ -572,7 +543,7 @@ mod tests {
     #[test]
     fn a_fused_request_keeps_the_earlier_deadline() {
         let mut h = harness("deadline");
-        busy_reader_above(&mut h, 2, 5000, Instant::from_millis(800));
+        h.busy_reader_above(2, 5000, Instant::from_millis(800));
         h.submit(read(1, 1016, 8));
         h.advance_to(Instant::from_millis(100));
         h.submit(read(1, 1000, 8));
@@ -621,7 +592,7 @@ mod tests {
             h.run();
         }
         let bios = [read(1, 300_000, 8), read(1, 400_000, 8), read(1, 500_000, 8)];
-        queue_all(&mut h, &[&bios[..], &[write(2, 900_000, 8)]].concat());
+        h.queue_all(&[&bios[..], &[write(2, 900_000, 8)]].concat());
         assert_eq!(&directions(&h)[5..], "RRWR");
         assert_eq!(h.queue().scheduler().counters()[2].value, 1, "one starvation switch");
     }
@@ -636,7 +607,7 @@ mod tests {
             .map(|i| read(1, 100_000 + i * 10_000, 8))
             .chain([write(2, 900_000, 8)])
             .collect();
-        queue_all(&mut h, &bios);
+        h.queue_all(&bios);
         assert_eq!(directions(&h), "RRRW");
     }
 
@@ -664,7 +635,7 @@ mod tests {
     fn sync_writes_are_writes() {
         let mut h = harness("deadline");
         let bios = [sync_write(1, 100_000, 8), read(2, 500_000, 8)];
-        queue_all(&mut h, &bios);
+        h.queue_all(&bios);
         assert_eq!(h.issued()[0].op, elevator_core::Op::Read);
     }
 }

@@ -690,39 +690,6 @@ mod tests {
         with_priority(bio, IoPriority::idle())
     }
 
-    fn counter(h: &Harness, name: &str) -> u64 {
-        let counters = h.queue().scheduler().counters();
-        counters.iter().find(|counter| counter.name == name).unwrap().value
-    }
-
-    /// Submits bios while the device is held, so that dispatch sees them all at once.
-    fn queue_all(h: &mut Harness, bios: &[Bio]) {
-        h.hold_device();
-        for &bio in bios {
-            h.submit(bio);
-        }
-        h.release_device();
-        h.run();
-    }
-
-    /// A reader that keeps two reads queued just above the head, 16 sectors apart, until
-    /// `stop`, so the upward sweep never runs dry.
-    fn busy_reader_above(h: &mut Harness, process: u32, start: u64, stop: Instant) {
-        h.hold_device();
-        h.submit(read(process, start, 8));
-        h.submit(read(process, start + 16, 8));
-        h.release_device();
-        let mut next_sector = start + 32;
-        h.on_complete(move |done| {
-            if done.process.0 != process || done.completed > stop {
-                return Vec::new();
-            }
-            let bio = read(process, next_sector, 8);
-            next_sector += 16;
-            vec![(done.completed, bio)]
-        });
-    }
-
     // Proves the strict order between levels: best-effort reads queued first (lower sectors,
     // earlier) still wait while a real-time read queued after them goes out first.
     #[test]
@@ -730,11 +697,11 @@ mod tests {
         let mut h = harness("mq-deadline");
         let mut bios: Vec<Bio> = (0..6).map(|i| best_effort(read(1, 1000 + i * 100, 8))).collect();
         bios.push(realtime(read(2, 50_000, 8)));
-        queue_all(&mut h, &bios);
+        h.queue_all(&bios);
         assert_eq!(h.issued()[0].process.0, 2, "the real-time read goes first");
         assert!(h.issued()[1..].iter().all(|issued| issued.process.0 == 1));
-        assert_eq!(counter(&h, "dispatched_realtime"), 1);
-        assert_eq!(counter(&h, "dispatched_best_effort"), 6);
+        assert_eq!(h.counter("dispatched_realtime"), 1);
+        assert_eq!(h.counter("dispatched_best_effort"), 6);
     }
 
     // Proves priority aging: a best-effort read queued at t=0 under a real-time reader that
@@ -772,7 +739,7 @@ mod tests {
             h.issued()[position + 1..].iter().any(|issued| issued.process.0 == 2),
             "real-time reads were still coming"
         );
-        assert_eq!(counter(&h, "aged_dispatches"), 1);
+        assert_eq!(h.counter("aged_dispatches"), 1);
     }
 
     // Proves the expiry rule: a read at sector 10, queued at t=0 while a reader above it keeps
@@ -782,7 +749,7 @@ mod tests {
     #[test]
     fn an_expired_read_goes_ahead_of_the_sector_sorted_next_request() {
         let mut h = harness("mq-deadline");
-        busy_reader_above(&mut h, 2, 400, Instant::from_millis(700));
+        h.busy_reader_above(2, 400, Instant::from_millis(700));
         h.submit(read(1, 10, 8));
         h.run();
         let position = h.issued().iter().position(|issued| issued.start == 10).unwrap();
@@ -790,7 +757,7 @@ mod tests {
         assert_eq!(served.at, Instant::from_millis(512));
         assert!(h.issued()[..position].iter().all(|issued| issued.process.0 == 2));
         assert!(h.issued()[position + 1].start > h.issued()[position - 1].start);
-        assert!(counter(&h, "expired_batch_starts") >= 1);
+        assert!(h.counter("expired_batch_starts") >= 1);
     }
 
     // Proves writes_starved: with fifo_batch=1 every dispatch after the first chooses a
@@ -807,13 +774,13 @@ mod tests {
         }
         let pattern = |spec: &str| {
             let mut h = harness(spec);
-            queue_all(&mut h, &bios);
+            h.queue_all(&bios);
             let pattern: String = h
                 .issued()
                 .iter()
                 .map(|issued| if issued.op == Op::Read { 'R' } else { 'W' })
                 .collect();
-            (pattern, counter(&h, "write_starvation_switches"))
+            (pattern, h.counter("write_starvation_switches"))
         };
         assert_eq!(pattern("mq-deadline:fifo_batch=1"), ("WRRWRRWRRWWW".to_owned(), 2));
         assert_eq!(pattern("mq-deadline:fifo_batch=1,writes_starved=0").0, "WWWWWWRRRRRR");
@@ -856,13 +823,13 @@ mod tests {
         let mut h = Harness::new(SchedulerSpec::parse("mq-deadline").unwrap().build(), config);
         let bios =
             [idle(read(3, 100, 8)), best_effort(read(1, 5_000, 8)), realtime(read(2, 9_000, 8))];
-        queue_all(&mut h, &bios);
+        h.queue_all(&bios);
         let order: Vec<u32> = h.issued().iter().map(|issued| issued.process.0).collect();
         assert_eq!(order, [2, 1, 3]);
         let [rt, be, idle] = [h.issued()[0], h.issued()[1], h.issued()[2]];
         assert!(be.at >= rt.done_at, "best-effort waits for the real-time read at the device");
         assert!(idle.at >= be.done_at, "idle waits for the best-effort read at the device");
-        assert!(counter(&h, "priority_waits") >= 2);
+        assert!(h.counter("priority_waits") >= 2);
     }
 
     // Proves front_merges: with the one-hit cache pointing elsewhere, a bio ending where a
@@ -894,7 +861,7 @@ mod tests {
         assert!(matches!(h.submit(write(2, 5_000, 8)), Submitted::Queued { .. }));
         assert_eq!(h.submit(write(3, 9_000, 8)), Submitted::Blocked);
         assert!(matches!(h.submit(read(4, 20_000, 8)), Submitted::Queued { .. }));
-        assert_eq!(counter(&h, "async_depth_refusals"), 1);
+        assert_eq!(h.counter("async_depth_refusals"), 1);
         h.release_device();
         h.run();
         assert_eq!(h.completed_bios(), 4);
@@ -924,7 +891,7 @@ mod tests {
     #[test]
     fn a_fused_request_keeps_the_earlier_deadline() {
         let mut h = harness("mq-deadline");
-        busy_reader_above(&mut h, 2, 5000, Instant::from_millis(800));
+        h.busy_reader_above(2, 5000, Instant::from_millis(800));
         h.submit(read(1, 1016, 8));
         h.advance_to(Instant::from_millis(100));
         h.submit(read(1, 1000, 8));
@@ -958,7 +925,7 @@ mod tests {
         let mut h = harness("mq-deadline");
         let starts = [7_000u64, 100, 90_000, 3_000, 50_000];
         let bios: Vec<Bio> = starts.iter().map(|&start| read(1, start, 8)).collect();
-        queue_all(&mut h, &bios);
+        h.queue_all(&bios);
         assert_eq!(h.issued_starts(), [100, 3_000, 7_000, 50_000, 90_000]);
     }
 }

@@ -33,11 +33,11 @@
 //!   machinery does not wait for earlier requests.
 
 use elevator_core::{
-    Bio, Ctx, Dispatch, DispatchInsert, IdList, ListLinks, MergeLookups, RequestId, Scheduler,
-    TunableError, TunableSpec, tunable,
+    Bio, Ctx, Dispatch, DispatchInsert, MergeLookups, RequestId, Scheduler, TunableError,
+    TunableSpec, tunable,
 };
 
-use crate::common;
+use crate::common::{self, ArrivalOrder};
 
 /// The kernel's name.
 pub const NAME: &str = "none";
@@ -53,14 +53,13 @@ pub const TUNABLES: &[TunableSpec] = &[];
 #[derive(Debug)]
 pub struct NoneScheduler {
     /// Requests in arrival order (the staging lists and the hardware dispatch list).
-    fifo: IdList,
-    links: ListLinks,
+    fifo: ArrivalOrder,
 }
 
 impl NoneScheduler {
     /// A new, empty `none`.
     pub fn new() -> NoneScheduler {
-        NoneScheduler { fifo: IdList::new(), links: ListLinks::new(0) }
+        NoneScheduler { fifo: ArrivalOrder::new() }
     }
 }
 
@@ -76,21 +75,15 @@ impl Scheduler for NoneScheduler {
     }
 
     fn insert(&mut self, cx: &Ctx<'_>, id: RequestId) {
-        self.links.ensure_capacity(cx.requests.capacity());
-        self.fifo.push_back(&mut self.links, id);
+        self.fifo.push(cx, id);
     }
 
     fn dispatch(&mut self, _cx: &Ctx<'_>) -> Dispatch {
-        match self.fifo.pop_front(&mut self.links) {
-            Some(id) => Dispatch::Issue(id),
-            None => Dispatch::Empty,
-        }
+        self.fifo.pop().map_or(Dispatch::Empty, Dispatch::Issue)
     }
 
     fn drain(&mut self, _cx: &Ctx<'_>, out: &mut Vec<RequestId>) {
-        while let Some(id) = self.fifo.pop_front(&mut self.links) {
-            out.push(id);
-        }
+        self.fifo.drain(out);
     }
 
     fn queued(&self) -> usize {
@@ -115,7 +108,7 @@ impl Scheduler for NoneScheduler {
     fn requests_merged(&mut self, _cx: &Ctx<'_>, _kept: RequestId, absorbed: RequestId) {
         // Never called while `merge_neighbour` answers none; kept so that the FIFO stays true to
         // what the queue holds if the core ever fuses on its own.
-        self.fifo.remove(&mut self.links, absorbed);
+        self.fifo.remove(absorbed);
     }
 
     fn tunables(&self) -> &'static [TunableSpec] {

@@ -24,9 +24,11 @@
 //!   O_DIRECT write into an asynchronous write-back request.
 
 use elevator_core::{
-    Ctx, Dispatch, DispatchInsert, IdList, ListLinks, MergeKind, MergeLookups, RequestId,
-    Scheduler, TunableError, TunableSpec, tunable,
+    Ctx, Dispatch, DispatchInsert, MergeKind, MergeLookups, RequestId, Scheduler, TunableError,
+    TunableSpec, tunable,
 };
+
+use crate::common::ArrivalOrder;
 
 /// The kernel's name.
 pub const NAME: &str = "noop";
@@ -41,14 +43,13 @@ pub const TUNABLES: &[TunableSpec] = &[];
 #[derive(Debug)]
 pub struct Noop {
     /// Requests in arrival order (the kernel's `queue` list).
-    fifo: IdList,
-    links: ListLinks,
+    fifo: ArrivalOrder,
 }
 
 impl Noop {
     /// A new, empty noop.
     pub fn new() -> Noop {
-        Noop { fifo: IdList::new(), links: ListLinks::new(0) }
+        Noop { fifo: ArrivalOrder::new() }
     }
 }
 
@@ -64,21 +65,15 @@ impl Scheduler for Noop {
     }
 
     fn insert(&mut self, cx: &Ctx<'_>, id: RequestId) {
-        self.links.ensure_capacity(cx.requests.capacity());
-        self.fifo.push_back(&mut self.links, id);
+        self.fifo.push(cx, id);
     }
 
     fn dispatch(&mut self, _cx: &Ctx<'_>) -> Dispatch {
-        match self.fifo.pop_front(&mut self.links) {
-            Some(id) => Dispatch::Issue(id),
-            None => Dispatch::Empty,
-        }
+        self.fifo.pop().map_or(Dispatch::Empty, Dispatch::Issue)
     }
 
     fn drain(&mut self, _cx: &Ctx<'_>, out: &mut Vec<RequestId>) {
-        while let Some(id) = self.fifo.pop_front(&mut self.links) {
-            out.push(id);
-        }
+        self.fifo.drain(out);
     }
 
     fn queued(&self) -> usize {
@@ -95,13 +90,13 @@ impl Scheduler for Noop {
 
     fn merge_neighbour(&self, _cx: &Ctx<'_>, id: RequestId, kind: MergeKind) -> Option<RequestId> {
         match kind {
-            MergeKind::Back => self.fifo.next(&self.links, id),
-            MergeKind::Front { .. } => self.fifo.prev(&self.links, id),
+            MergeKind::Back => self.fifo.next(id),
+            MergeKind::Front { .. } => self.fifo.prev(id),
         }
     }
 
     fn requests_merged(&mut self, _cx: &Ctx<'_>, _kept: RequestId, absorbed: RequestId) {
-        self.fifo.remove(&mut self.links, absorbed);
+        self.fifo.remove(absorbed);
     }
 
     fn tunables(&self) -> &'static [TunableSpec] {

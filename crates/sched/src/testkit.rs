@@ -390,6 +390,43 @@ impl Harness {
         }
     }
 
+    /// Submits `bios` while the device is held, so that dispatch sees them all at once, then
+    /// runs to the end.
+    pub fn queue_all(&mut self, bios: &[Bio]) {
+        self.hold_device();
+        for &bio in bios {
+            self.submit(bio);
+        }
+        self.release_device();
+        self.run();
+    }
+
+    /// A reader `process` that keeps two 8-sector reads queued just above the head, 16 sectors
+    /// apart, from `start` until a completion after `stop`, so an upward sweep never runs dry.
+    pub fn busy_reader_above(&mut self, process: u32, start: u64, stop: Instant) {
+        // Both reads queue before the first dispatch, so a sweep's next request is set.
+        self.hold_device();
+        self.submit(read(process, start, 8));
+        self.submit(read(process, start + 16, 8));
+        self.release_device();
+        let mut next_sector = start + 32;
+        self.on_complete(move |done| {
+            if done.process.0 != process || done.completed > stop {
+                return Vec::new();
+            }
+            let bio = read(process, next_sector, 8);
+            next_sector += 16;
+            vec![(done.completed, bio)]
+        });
+    }
+
+    /// The scheduler's counter `name` (panics if it has none of that name).
+    pub fn counter(&self, name: &str) -> u64 {
+        let counters = self.queue().scheduler().counters();
+        let counter = counters.iter().find(|counter| counter.name == name);
+        counter.unwrap_or_else(|| panic!("no counter `{name}` in {counters:?}")).value
+    }
+
     /// The current time.
     pub fn now(&self) -> Instant {
         self.now

@@ -13,11 +13,6 @@ fn harness(spec: &str) -> Harness {
         .with_service(fixed_service(Duration::from_millis(1)))
 }
 
-fn counter(h: &Harness, name: &str) -> u64 {
-    let counters = h.queue().scheduler().counters();
-    counters.iter().find(|counter| counter.name == name).unwrap().value
-}
-
 fn issued_by(h: &Harness, process: u32) -> Vec<Issued> {
     h.issued().iter().copied().filter(|issued| issued.process.0 == process).collect()
 }
@@ -162,8 +157,8 @@ fn idling_waits_for_a_sync_readers_next_request_and_expires_after_slice_idle() {
     assert!(second.iter().all(|issued| issued.at > last));
     assert_eq!(second[0].at, last + Duration::from_millis(8));
     assert!(h.idle_answers().len() >= first.len());
-    assert!(counter(&h, "idle_waits") >= first.len() as u64 - 1);
-    assert_eq!(counter(&h, "idle_expirations"), 1);
+    assert!(h.counter("idle_waits") >= first.len() as u64 - 1);
+    assert_eq!(h.counter("idle_expirations"), 1);
 
     let mut h = harness("bfq:low_latency=0,slice_idle=0");
     reader(&mut h, 1, best_effort(4), 0, 64, think, Instant::from_millis(50));
@@ -172,7 +167,7 @@ fn idling_waits_for_a_sync_readers_next_request_and_expires_after_slice_idle() {
     }
     h.run();
     assert_eq!(issued_by(&h, 2)[0].at, Instant::from_millis(1), "no idling: served at once");
-    assert_eq!(counter(&h, "idle_waits"), 0);
+    assert_eq!(h.counter("idle_waits"), 0);
 }
 
 // Proves class priority with preemption: a real-time read arriving at 20.5 ms, while a
@@ -189,7 +184,7 @@ fn a_real_time_request_preempts_a_best_effort_queue() {
     let issued = issued_by(&h, 2);
     assert_eq!(issued.len(), 1);
     assert_eq!(issued[0].at, Instant::from_millis(21));
-    assert_eq!(counter(&h, "preemptions"), 1);
+    assert_eq!(h.counter("preemptions"), 1);
     let best_effort_at_21 = issued_by(&h, 1).iter().any(|i| i.at == Instant::from_millis(21));
     assert!(!best_effort_at_21, "the real-time read went first");
 }
@@ -216,8 +211,8 @@ fn a_read_past_fifo_expire_sync_is_served_at_the_next_slot() {
         match expected {
             Some(millis) => {
                 assert_eq!(h.issued()[old].at, Instant::from_millis(millis), "{spec}");
-                assert_eq!(counter(&h, "fifo_expiries"), 1);
-                assert!(counter(&h, "budget_timeouts") >= 1);
+                assert_eq!(h.counter("fifo_expiries"), 1);
+                assert!(h.counter("budget_timeouts") >= 1);
             }
             None => assert_eq!(old, h.issued().len() - 1, "{spec}: sector order serves it last"),
         }
@@ -277,7 +272,7 @@ fn a_new_default_weight_reader_is_raised_and_preempts() {
         // Let the streaming reader's own start-up raising run out (120000 sectors).
         h.submit_at(Instant::from_nanos(3_000_500_000), read(2, 50_000_000, 64));
         h.run();
-        (issued_by(&h, 2)[0].at, counter(&h, "wr_interactive_starts"))
+        (issued_by(&h, 2)[0].at, h.counter("wr_interactive_starts"))
     };
     let (raised_at, starts) = first_read_at("bfq");
     assert_eq!(raised_at, Instant::from_millis(3001), "right after the read at the device");
@@ -318,7 +313,7 @@ fn a_periodic_low_rate_reader_is_raised_as_soft_real_time() {
         h.submit_at(at, read(2, 50_000_000 + i * 1024, 64));
     }
     h.run();
-    assert!(counter(&h, "wr_soft_rt_starts") >= 1);
+    assert!(h.counter("wr_soft_rt_starts") >= 1);
     for issued in issued_by(&h, 2) {
         let submitted_ns = (issued.at.as_nanos() - 2_000_500_000) % 50_000_000;
         assert!(submitted_ns <= 500_000, "a periodic read waited until {}", issued.at);
@@ -473,7 +468,7 @@ fn two_equal_readers_that_think_between_requests_share_evenly() {
     h.run();
     let shares: Vec<f64> =
         [1, 2].iter().zip(&before).map(|(&p, &b)| (h.completed_bytes(p) - b) as f64).collect();
-    assert!(counter(&h, "wr_ends") >= 2, "both readers' raising ended");
+    assert!(h.counter("wr_ends") >= 2, "both readers' raising ended");
     let ratio = shares[0] / shares[1];
     assert!((0.9..=1.1).contains(&ratio), "shares {shares:?}: ratio {ratio:.3}");
 }

@@ -18,11 +18,6 @@ fn best_effort(level: u8) -> IoPriority {
     IoPriority::best_effort(level).unwrap()
 }
 
-fn counter(h: &Harness, name: &str) -> u64 {
-    let counters = h.queue().scheduler().counters();
-    counters.iter().find(|counter| counter.name == name).unwrap().value
-}
-
 /// A reader that always has one read outstanding: it issues the next read (64 sectors, 128
 /// sectors further on, so that reads never merge) the moment the previous one completes, and
 /// stops issuing once a completion comes at or after `stop`.
@@ -108,7 +103,7 @@ fn a_real_time_reader_is_always_served_before_best_effort_ones() {
     let real_time = issued_by(&h, 1);
     let last_real_time = real_time.last().unwrap().done_at;
     assert!(last_real_time >= stop);
-    assert!(counter(&h, "slices") >= 6, "several real-time slices went by");
+    assert!(h.counter("slices") >= 6, "several real-time slices went by");
     let best_effort_issued = issued_by(&h, 2);
     // The best-effort reader's first read was queued at t=0, before the real-time reader's.
     assert!(best_effort_issued.iter().all(|issued| issued.at >= last_real_time));
@@ -120,7 +115,7 @@ fn a_real_time_reader_is_always_served_before_best_effort_ones() {
     dependent_reader(&mut h, 1, IoPriority::realtime(4).unwrap(), 0, Instant::from_millis(400));
     h.run();
     assert_eq!(issued_by(&h, 1)[0].at, Instant::from_millis(181));
-    assert_eq!(counter(&h, "preemptions"), 0);
+    assert_eq!(h.counter("preemptions"), 0);
 }
 
 // Proves the idle class and its 2.6.18 grace period: an idle-class reader whose read is queued
@@ -136,7 +131,7 @@ fn an_idle_class_reader_waits_for_the_grace_period() {
     let last_busy = issued_by(&h, 1).last().unwrap().done_at;
     let idle = issued_by(&h, 2);
     assert_eq!(idle[0].at, last_busy + Duration::from_millis(100));
-    assert!(counter(&h, "idle_class_waits") >= 1);
+    assert!(h.counter("idle_class_waits") >= 1);
     // Its own completions do not restart the grace period: one read per millisecond.
     assert_eq!(idle[1].at, idle[0].done_at);
     assert_eq!(idle.last().unwrap().at, Instant::from_millis(599));
@@ -179,11 +174,11 @@ fn buffered_writes_share_one_async_queue_per_priority() {
         h.submit(write(process, (i * 7919) % 64 * 1024, 8));
     }
     h.submit(sync_write(30, 70_000, 8));
-    assert_eq!(counter(&h, "async_queues_created"), 1);
+    assert_eq!(h.counter("async_queues_created"), 1);
     h.submit(with_priority(write(20, 80_000, 8), best_effort(0)));
     h.submit(with_priority(write(21, 90_000, 8), best_effort(0)));
-    assert_eq!(counter(&h, "async_queues_created"), 2);
-    assert_eq!(counter(&h, "sync_queues_created"), 0);
+    assert_eq!(h.counter("async_queues_created"), 2);
+    assert_eq!(h.counter("sync_queues_created"), 0);
     h.release_device();
     h.run();
     // Level 0 comes first in the level window; then the default queue is served as one
@@ -208,10 +203,10 @@ fn slice_idle_0_never_idles() {
     };
     let default = run("cfq");
     assert!(!default.idle_answers().is_empty());
-    assert!(counter(&default, "idle_waits") > 0);
+    assert!(default.counter("idle_waits") > 0);
     let no_idle = run("cfq:slice_idle=0");
     assert_eq!(no_idle.idle_answers(), []);
-    assert_eq!(counter(&no_idle, "idle_waits"), 0);
+    assert_eq!(no_idle.counter("idle_waits"), 0);
 }
 
 // Proves the slice formula of §5.2 with its integer math: sync 180..40 ms and async 72..16 ms
@@ -246,7 +241,7 @@ fn async_request_cap_per_level() {
     h.run();
     let first_read = h.issued().iter().position(|issued| issued.op == Op::Read).unwrap();
     assert_eq!(first_read, 16);
-    assert!(counter(&h, "async_cap_expiries") >= 1);
+    assert!(h.counter("async_cap_expiries") >= 1);
 }
 
 // Proves the request choice inside a queue (choose_req with back_seek_max and
@@ -431,7 +426,7 @@ fn hw_tag_is_set_by_more_than_four_in_flight() {
         }
         h.release_device();
         h.run();
-        assert_eq!(counter(&h, "hw_tag"), tagged, "depth {depth}");
+        assert_eq!(h.counter("hw_tag"), tagged, "depth {depth}");
     }
 }
 
@@ -453,5 +448,5 @@ fn an_expired_fifo_head_goes_ahead_of_the_sweep() {
     // Rounds come every fourth request (quantum 4, one request per millisecond).
     assert_eq!(served, Instant::from_millis(136));
     assert!(h.issued()[..position].iter().all(|issued| issued.start >= 20_000_000));
-    assert_eq!(counter(&h, "fifo_expiries"), 1);
+    assert_eq!(h.counter("fifo_expiries"), 1);
 }
