@@ -284,6 +284,19 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) verify: bool,
 
+    /// Inject faults between the queue and the device, repeatable:
+    /// `fail:op=read,every=100,errno=EIO` or `delay:op=write,by=20ms` (keys: op, every, after,
+    /// count, offset, length, errno, by).
+    #[arg(long, value_name = "FAULT")]
+    pub(crate) inject: Vec<String>,
+
+    /// Go on after failed I/O of these kinds, as fio's continue_on_error: none (stop at the
+    /// first failure, exit 1), read, write, io, verify, all (bare flag: all). Tolerated
+    /// failures are still counted in the report, but do not fail the run.
+    #[arg(long, value_name = "KIND", num_args = 0..=1, default_missing_value = "all",
+          default_value = "none")]
+    pub(crate) continue_on_error: String,
+
     #[command(flatten)]
     pub(crate) io: RealIoArgs,
 }

@@ -227,7 +227,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         note(
             "interrupted: stopped issuing, waited for I/O in flight, restored the device; the report is partial",
         );
-        return Err(Interrupted.into());
+        return Err(Interrupted::default().into());
     }
     if !failures.is_empty() {
         return Err(CheckFailed(failures.join("\n")).into());

@@ -1,8 +1,8 @@
 //! `elevator`: parse the command line, run the command, render, exit.
 //!
 //! Exit codes: 0 success, 1 a check or comparison failed, 2 a usage or input error, 75 the
-//! kernel said busy (try again), 130 a live or kernel run stopped by Ctrl-C or SIGTERM
-//! (after printing its partial report). stdout
+//! kernel said busy (try again), 128 + the signal for a live or kernel run stopped by one
+//! (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), after printing its partial report. stdout
 //! carries only the requested output; diagnostics go to stderr. A closed stdout (`| head`)
 //! counts as success.
 
@@ -29,12 +29,22 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_TEMPORARY: u8 = 75;
 /// A check failed (a verified block read back wrong, an I/O failed).
 const EXIT_CHECK_FAILED: u8 = 1;
-/// A live or kernel run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+/// A live or kernel run stopped by Ctrl-C (128 + SIGINT, as shells report it).
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
-/// The run was stopped by Ctrl-C; its partial report was printed. Exit code 130.
-#[derive(Debug)]
-pub(crate) struct Interrupted;
+/// The run was stopped by a signal; its partial report was printed. Exit code 128 + the
+/// signal (130 when the signal is not known).
+#[derive(Debug, Default)]
+pub(crate) struct Interrupted {
+    /// The signal, when known.
+    pub(crate) signal: Option<i32>,
+}
+
+impl Interrupted {
+    fn exit_code(&self) -> u8 {
+        self.signal.and_then(|signal| u8::try_from(128 + signal).ok()).unwrap_or(EXIT_INTERRUPTED)
+    }
+}
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -74,7 +84,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) if error.downcast_ref::<Interrupted>().is_some() => {
-            ExitCode::from(EXIT_INTERRUPTED)
+            ExitCode::from(error.downcast_ref::<Interrupted>().map_or(130, Interrupted::exit_code))
         }
         Err(error) if is_busy(&error) => {
             #[allow(clippy::print_stderr)]

@@ -3,25 +3,37 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use elevator_core::units::parse_size_bytes;
 use elevator_live::run::{
-    DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_PATH, LiveRun, Progress, RunOptions, run_workload,
+    ContinueOnError, DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_PATH, LiveRun, Progress, RunOptions,
+    run_workload,
 };
-use elevator_live::{BackendChoice, EngineOptions, Target, TargetOptions};
-use elevator_report::Report;
+use elevator_live::{BackendChoice, EngineOptions, Fault, Target, TargetOptions};
+use elevator_report::{IoErrors, Report};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
+use elevator_workload::IoKind;
 use elevator_workload::WorkloadSpec;
 
 use crate::args::RunArgs;
-use crate::term::{LiveProgress, note};
+use crate::term::{LiveProgress, StopSignals, note};
 use crate::{CheckFailed, Interrupted, plan};
 
 pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> {
     let workload = WorkloadSpec::parse(&args.workload)?;
     let schedulers = plan::schedulers(&args.schedulers, SchedulerKind::ALL)?;
+    let faults = args
+        .inject
+        .iter()
+        .map(|text| Fault::parse(text).with_context(|| format!("--inject {text}")))
+        .collect::<Result<Vec<_>>>()?;
+    let continue_on_error = ContinueOnError::parse(&args.continue_on_error).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--continue-on-error {}: not a kind (accepted: none, read, write, io, verify, all)",
+            args.continue_on_error
+        )
+    })?;
     let size = args
         .size
         .as_deref()
@@ -39,13 +51,20 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
         create_bytes: if missing { Some(size.unwrap_or(DEFAULT_SCRATCH_BYTES)) } else { size },
     };
     let target = Target::open(&path, &options)?;
+    if args.verify && !workload.may_write() && !target.is_scratch() {
+        // A scratch file's content is known (elevator wrote it); a device or file it did not
+        // create holds what it holds, and a run that never writes has nothing to check.
+        anyhow::bail!(
+            "--verify on {} needs a workload that writes (its content before the run is \
+             unknown, so reads alone check nothing); `{workload}` only reads",
+            target.describe()
+        );
+    }
     if target.created() {
         note(&format!("created {} (later runs reuse it; delete it when done)", target.describe()));
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let handler_stop = Arc::clone(&stop);
-    ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst))
-        .context("installing the Ctrl-C handler")?;
+    let signals = StopSignals::install().context("installing the signal handlers")?;
+    let stop = Arc::clone(&signals.stop);
     let backend = BackendChoice::from(args.io.engine);
     let mut report = Report::new(args.io.seed, env!("CARGO_PKG_VERSION"));
     let mut failures = Vec::new();
@@ -60,10 +79,12 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
                 max_sectors_kb: args.max_sectors_kb,
                 backend,
                 ring_entries: None,
+                faults: faults.clone(),
             },
             verify: args.verify,
             seed: args.io.seed,
             stop: Some(Arc::clone(&stop)),
+            continue_on_error,
         };
         let bar = LiveProgress::new();
         let label = scheduler.to_string();
@@ -77,9 +98,13 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             note(reason);
             said_fallback = true;
         }
-        failures.extend(check(&live, scheduler));
-        interrupted |= live.interrupted;
-        report.runs.push(live.run);
+        failures.extend(check(&live, scheduler, continue_on_error));
+        interrupted |= live.interrupted && signals.received().is_some();
+        let mut run = live.run;
+        if let Some(reason) = signals.reason().filter(|_| run.partial) {
+            run.partial_reason = Some(reason);
+        }
+        report.runs.push(run);
         if interrupted {
             break;
         }
@@ -87,7 +112,7 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
     plan::write_report(&report, &args.io.report, stdout)?;
     if interrupted {
         note("interrupted: stopped issuing, waited for I/O in flight; the report is partial");
-        return Err(Interrupted.into());
+        return Err(Interrupted { signal: signals.received() }.into());
     }
     if !failures.is_empty() {
         return Err(CheckFailed(failures.join("\n")).into());
@@ -96,10 +121,20 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
 }
 
 /// What went wrong in a run that completed: verify mismatches and failed I/O.
-fn check(live: &LiveRun, scheduler: &SchedulerSpec) -> Vec<String> {
+fn check(
+    live: &LiveRun,
+    scheduler: &SchedulerSpec,
+    continue_on_error: ContinueOnError,
+) -> Vec<String> {
     let mut failures = Vec::new();
     if let Some(verify) = &live.verify {
-        if verify.mismatches > 0 {
+        if verify.blocks_checked == 0 && !live.interrupted {
+            failures.push(format!(
+                "verify under {scheduler}: no block was read back and checked ({} written): the \
+                 workload must read what it writes",
+                verify.blocks_written
+            ));
+        } else if verify.mismatches > 0 && !continue_on_error.tolerates_verify() {
             let examples: Vec<String> =
                 verify.examples.iter().map(|mismatch| format!("  {mismatch}")).collect();
             failures.push(format!(
@@ -116,8 +151,22 @@ fn check(live: &LiveRun, scheduler: &SchedulerSpec) -> Vec<String> {
             ));
         }
     }
+    let errors = live.run.phases.iter().fold(IoErrors::default(), |mut all, phase| {
+        all.add(&phase.errors);
+        all
+    });
+    let tolerated = |count: u64, kind| count == 0 || continue_on_error.tolerates(kind);
+    let all_tolerated = tolerated(errors.read, IoKind::Read)
+        && tolerated(errors.write, IoKind::Write)
+        && tolerated(errors.other, IoKind::Sync);
     if let (count @ 1.., Some(first)) = &live.io_errors {
-        failures.push(format!("{count} I/Os failed under {scheduler}; the first: {first}"));
+        if all_tolerated {
+            note(&format!(
+                "{count} I/Os failed under {scheduler} (--continue-on-error); the first: {first}"
+            ));
+        } else {
+            failures.push(format!("{count} I/Os failed under {scheduler}; the first: {first}"));
+        }
     }
     failures
 }

@@ -206,6 +206,8 @@ pub fn compare(
                 extra,
             },
             host_stats: BTreeMap::new(),
+            partial: result.interrupted,
+            partial_reason: result.interrupted.then(|| elevator_live::run::STOPPED.to_owned()),
         };
         let interrupted = result.interrupted;
         runs.push(KernelRun { run, interrupted, io_errors: result.io_errors });

@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use elevator_core::{BlockQueue, Duration, IoPriority, ProcessId, QueueConfig, RequestFlags};
 use elevator_sched::SchedulerSpec;
 
+use crate::backend::inject::Fault;
 use crate::backend::{self, BackendChoice, Waker};
 use crate::buffer::AlignedBuf;
 use crate::clock::Clock;
@@ -34,6 +35,8 @@ pub struct EngineOptions {
     pub backend: BackendChoice,
     /// Submission-queue entries of the ring (default: depth + 1).
     pub ring_entries: Option<u32>,
+    /// Faults to inject between the queue and the device (`--inject`; none by default).
+    pub faults: Vec<Fault>,
 }
 
 impl Default for EngineOptions {
@@ -45,6 +48,7 @@ impl Default for EngineOptions {
             max_sectors_kb: QueueConfig::default().max_sectors_kb,
             backend: BackendChoice::Auto,
             ring_entries: None,
+            faults: Vec::new(),
         }
     }
 }
@@ -222,7 +226,9 @@ impl Engine {
             backend::build(options.backend, target.fd(), options.depth, options.ring_entries)
                 .map_err(|source| LiveError::Backend { backend: "setup", source })?;
         let backend_name = backend.name();
-        let reactor = Reactor::new(queue, backend, Clock::start());
+        let clock = Clock::start();
+        let backend = backend::with_faults(backend, clock, &options.faults);
+        let reactor = Reactor::new(queue, backend, clock);
         let shared = Arc::new(Shared {
             commands: Mutex::new(VecDeque::new()),
             waker: reactor.waker(),

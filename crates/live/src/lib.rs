@@ -57,6 +57,7 @@ pub mod target;
 pub mod verify;
 
 pub use backend::BackendChoice;
+pub use backend::inject::{Fault, FaultAction, InjectStats};
 pub use buffer::{AlignedBuf, BufferPool};
 pub use clock::Clock;
 pub use engine::{Completion, Engine, EngineOptions, EngineStats, Handle, IoContext, Ticket};

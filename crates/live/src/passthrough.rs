@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use elevator_core::{Duration, Instant, IoPriority};
-use elevator_report::{Phase, PhaseRecorder};
+use elevator_report::{ErrorDirection, Phase, PhaseRecorder};
 use elevator_workload::{FileSpec, Io, IoKind, Issuer, Place, Poll, WorkloadPlan};
 
 use crate::backend::{self, Backend, BackendChoice, Done, Transfer, TransferOp};
@@ -265,9 +265,10 @@ pub fn run_plan(
                         total_ios += 1;
                         recorder.record(issuer, bytes, submitted, completed);
                     }
-                    Ok(Event::IoError { what }) => {
+                    Ok(Event::IoError { issuer, direction, completed, what }) => {
                         io_errors.0 += 1;
-                        io_errors.1.get_or_insert(what);
+                        io_errors.1.get_or_insert_with(|| what.clone());
+                        recorder.record_error(issuer, direction, completed, || what);
                     }
                     Ok(Event::Finished { at, counters: finished }) => {
                         if phase.stonewall {
@@ -354,7 +355,7 @@ struct Shared<'a> {
 /// What an issuer thread tells the run.
 enum Event {
     Record { issuer: usize, bytes: u64, submitted: Instant, completed: Instant },
-    IoError { what: String },
+    IoError { issuer: usize, direction: ErrorDirection, completed: Instant, what: String },
     Finished { at: Instant, counters: Vec<(&'static str, u64)> },
 }
 
@@ -563,8 +564,9 @@ impl<'a> IssuerThread<'a> {
     /// Reports a synchronous operation and tells the issuer it returned.
     fn finish_sync(&mut self, io: Io, submitted: Instant, result: std::io::Result<u64>) {
         let completed = self.shared.clock.now();
-        let bytes = self.account(&io, result);
-        if matches!(io.kind, IoKind::Read | IoKind::Write) {
+        if let Some(bytes) = self.account(&io, completed, result)
+            && matches!(io.kind, IoKind::Read | IoKind::Write)
+        {
             drop(self.events.send(Event::Record {
                 issuer: self.index,
                 bytes,
@@ -575,22 +577,27 @@ impl<'a> IssuerThread<'a> {
         self.issuer.complete(completed, io.id);
     }
 
-    /// The bytes an operation moved, counting a failure.
-    fn account(&self, io: &Io, result: std::io::Result<u64>) -> u64 {
-        match result {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                let what = format!(
-                    "{}: {:?} of {} bytes at byte {}: {error}",
-                    self.issuer.name(),
-                    io.kind,
-                    io.size_bytes,
-                    io.offset_bytes
-                );
-                drop(self.events.send(Event::IoError { what }));
-                0
-            }
-        }
+    /// The bytes an operation moved; a failure is reported as an error (never as an
+    /// operation) and gives `None`.
+    fn account(&self, io: &Io, completed: Instant, result: std::io::Result<u64>) -> Option<u64> {
+        let error = match result {
+            Ok(bytes) => return Some(bytes),
+            Err(error) => error,
+        };
+        let what = format!(
+            "{}: {} of {} bytes at byte {}: {error}",
+            self.issuer.name(),
+            io.kind.name(),
+            io.size_bytes,
+            io.offset_bytes
+        );
+        let direction = match io.kind {
+            IoKind::Read => ErrorDirection::Read,
+            IoKind::Write => ErrorDirection::Write,
+            _ => ErrorDirection::Other,
+        };
+        drop(self.events.send(Event::IoError { issuer: self.index, direction, completed, what }));
+        None
     }
 
     fn start_direct(&mut self, io: Io, offset: u64) -> Result<(), LiveError> {
@@ -629,6 +636,7 @@ impl<'a> IssuerThread<'a> {
             offset,
             iov: &*iov,
             iov_count: 1,
+            length_bytes: iov.iov_len as u64,
         };
         self.in_flight[key] =
             Some(InFlight { io, _buf: buf, _iov: iov, submitted: self.shared.clock.now() });
@@ -659,13 +667,14 @@ impl<'a> IssuerThread<'a> {
             } else {
                 Ok(done.result as u64)
             };
-            let bytes = self.account(&live.io, result);
-            drop(self.events.send(Event::Record {
-                issuer: self.index,
-                bytes,
-                submitted: live.submitted,
-                completed,
-            }));
+            if let Some(bytes) = self.account(&live.io, completed, result) {
+                drop(self.events.send(Event::Record {
+                    issuer: self.index,
+                    bytes,
+                    submitted: live.submitted,
+                    completed,
+                }));
+            }
             self.issuer.complete(completed, live.io.id);
         }
         self.done = finished_now;

@@ -101,6 +101,10 @@ pub struct ReactorStats {
     pub timer_wakeups: u64,
     /// Time with at least one transfer on the device.
     pub busy_ns: u64,
+    /// Transfers failed by fault injection (`--inject fail:...`).
+    pub injected_failures: u64,
+    /// Transfers delayed by fault injection (`--inject delay:...`).
+    pub injected_delays: u64,
 }
 
 /// A `BlockQueue` in front of a backend. I/Os and bios live in slabs (`slab`): stable keys,
@@ -176,7 +180,13 @@ impl Reactor {
     }
 
     pub(crate) fn stats(&self) -> ReactorStats {
-        ReactorStats { parked_bios: self.submitter.refused_count(), ..self.stats }
+        let injected = self.backend.inject_stats();
+        ReactorStats {
+            parked_bios: self.submitter.refused_count(),
+            injected_failures: injected.failed,
+            injected_delays: injected.delayed,
+            ..self.stats
+        }
     }
 
     /// I/Os taken and not yet finished.
@@ -335,6 +345,7 @@ impl Reactor {
             offset: flight.offset + flight.done as u64,
             iov,
             iov_count,
+            length_bytes: (flight.total - flight.done) as u64,
         };
         // The vectors' heap storage does not move with `flight`.
         self.in_flight[index] = Some(flight);

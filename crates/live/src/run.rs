@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use elevator_core::{Duration, Instant, Prng};
 use elevator_report::{
-    DeviceStats, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run, SchedulerStats,
+    DeviceStats, ErrorDirection, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run,
+    SchedulerStats,
 };
 use elevator_workload::{Io, IoKind, Issuer, Place, Poll, Target as WorkloadTarget, WorkloadSpec};
 
@@ -54,6 +55,57 @@ pub struct RunOptions {
     /// Set (by a Ctrl-C handler) to stop issuing: in-flight I/O finishes and the run reports
     /// what it did.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Which failed I/Os the run goes on after (fio's `continue_on_error`); on any other, it
+    /// stops issuing at the first failure, as fio stops a job.
+    pub continue_on_error: ContinueOnError,
+}
+
+/// fio's `continue_on_error`: which errors a run goes on after.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ContinueOnError {
+    /// Stop at the first failed I/O (fio's default).
+    #[default]
+    None,
+    /// Go on after failed reads.
+    Read,
+    /// Go on after failed writes.
+    Write,
+    /// Go on after any failed I/O.
+    Io,
+    /// Go on after verify mismatches (they are reported at the end).
+    Verify,
+    /// Go on after anything.
+    All,
+}
+
+impl ContinueOnError {
+    /// Parses fio's words: `none`, `read`, `write`, `io`, `verify`, `all`.
+    pub fn parse(text: &str) -> Option<ContinueOnError> {
+        Some(match text {
+            "none" => ContinueOnError::None,
+            "read" => ContinueOnError::Read,
+            "write" => ContinueOnError::Write,
+            "io" => ContinueOnError::Io,
+            "verify" => ContinueOnError::Verify,
+            "all" => ContinueOnError::All,
+            _ => return None,
+        })
+    }
+
+    /// Whether a failed I/O of `kind` lets the run go on.
+    pub fn tolerates(self, kind: IoKind) -> bool {
+        match self {
+            ContinueOnError::None | ContinueOnError::Verify => false,
+            ContinueOnError::Read => kind == IoKind::Read,
+            ContinueOnError::Write => kind == IoKind::Write,
+            ContinueOnError::Io | ContinueOnError::All => true,
+        }
+    }
+
+    /// Whether verify mismatches leave the run's outcome alone.
+    pub fn tolerates_verify(self) -> bool {
+        matches!(self, ContinueOnError::Verify | ContinueOnError::All)
+    }
 }
 
 /// Where a run is, for a progress line.
@@ -101,6 +153,9 @@ pub struct LiveRun {
     /// Why io_uring was not used, when the run fell back to the thread pool.
     pub fallback: Option<String>,
 }
+
+/// Why an interrupted run is partial, unless its caller knows better (which signal).
+pub const STOPPED: &str = "stopped on request: issuing ended, I/O in flight completed";
 
 /// How many mismatches a summary keeps as examples.
 const MISMATCH_EXAMPLES: usize = 10;
@@ -177,6 +232,7 @@ pub fn run_plan(
     )
     .map_err(|source| LiveError::Backend { backend: "setup", source })?;
     let clock = Clock::start();
+    let backend = backend::with_faults(backend, clock, &options.engine.faults);
     let mut driver = Driver {
         reactor: Reactor::new(queue, backend, clock),
         target,
@@ -189,6 +245,8 @@ pub fn run_plan(
             .then(|| Generations::new(target.is_scratch(), Generations::random_first())),
         verify: options.verify.then(VerifySummary::default),
         io_errors: (0, None),
+        continue_on_error: options.continue_on_error,
+        stopping_error: None,
         bytes: 0,
         completed: 0,
     };
@@ -223,7 +281,7 @@ pub fn run_plan(
         let mut finished = Vec::new();
         loop {
             let now = clock.now();
-            if !interrupted && stopped() {
+            if !interrupted && (stopped() || driver.stopping_error.is_some()) {
                 interrupted = true;
             }
             if !interrupted {
@@ -288,7 +346,14 @@ pub fn run_plan(
             break;
         }
     }
-    let run = driver.report(label, settings, options, phases, fallback.as_deref());
+    let mut run = driver.report(label, settings, options, phases, fallback.as_deref());
+    if interrupted {
+        run.partial = true;
+        run.partial_reason = Some(match &driver.stopping_error {
+            Some(what) => format!("stopped at the first failed I/O: {what}"),
+            None => STOPPED.to_owned(),
+        });
+    }
     Ok(LiveRun {
         run,
         verify: driver.verify,
@@ -310,6 +375,9 @@ struct Driver<'t> {
     generations: Option<Generations>,
     verify: Option<VerifySummary>,
     io_errors: (u64, Option<String>),
+    continue_on_error: ContinueOnError,
+    /// The failed I/O that stops the run (one `continue_on_error` does not cover).
+    stopping_error: Option<String>,
     bytes: u64,
     completed: u64,
 }
@@ -448,22 +516,32 @@ impl Driver<'_> {
         let key = done.key as usize;
         let live = self.ios[key].take().expect("a live I/O");
         self.free.push(key);
-        let bytes = match done.result {
-            Ok(bytes) => bytes as u64,
-            Err(code) => {
-                self.io_errors.0 += 1;
-                if self.io_errors.1.is_none() {
-                    self.io_errors.1 = Some(format!(
-                        "{:?} of {} bytes at byte {}: {}",
-                        live.io.kind,
-                        live.io.size_bytes,
-                        live.io.offset_bytes,
-                        Reactor::error_of(code)
-                    ));
-                }
-                0
+        if let Err(code) = done.result {
+            let what = || {
+                format!(
+                    "{} of {} bytes at byte {}: {}",
+                    live.io.kind.name(),
+                    live.io.size_bytes,
+                    live.io.offset_bytes,
+                    Reactor::error_of(code)
+                )
+            };
+            self.io_errors.0 += 1;
+            if self.io_errors.1.is_none() {
+                self.io_errors.1 = Some(what());
             }
-        };
+            let direction = match live.io.kind {
+                IoKind::Read => ErrorDirection::Read,
+                IoKind::Write => ErrorDirection::Write,
+                _ => ErrorDirection::Other,
+            };
+            if !self.continue_on_error.tolerates(live.io.kind) && self.stopping_error.is_none() {
+                self.stopping_error = Some(what());
+            }
+            // A failed operation moves nothing: it is an error, never an operation or a
+            // latency sample.
+            recorder.record_error(live.issuer, direction, done.completed, what);
+        }
         if let (Some(summary), Some(buf), Ok(_)) = (&mut self.verify, &live.buf, done.result)
             && live.io.kind == IoKind::Read
         {
@@ -478,9 +556,11 @@ impl Driver<'_> {
         if let Some(buf) = live.buf {
             self.pool.give(buf);
         }
-        self.bytes += bytes;
-        self.completed += 1;
-        recorder.record(live.issuer, bytes, done.submitted, done.completed);
+        if let Ok(bytes) = done.result {
+            self.bytes += bytes as u64;
+            self.completed += 1;
+            recorder.record(live.issuer, bytes as u64, done.submitted, done.completed);
+        }
         let state = &mut issuers[live.issuer];
         state.issuer.complete(done.completed, live.io.id);
         state.wants_poll = true;
@@ -530,6 +610,8 @@ impl Driver<'_> {
             ("failed_transfers", reactor.failed_transfers),
             ("parked_bios", reactor.parked_bios),
             ("timer_wakeups", reactor.timer_wakeups),
+            ("injected_failures", reactor.injected_failures),
+            ("injected_delays", reactor.injected_delays),
         ]
         .into_iter()
         .map(|(name, value)| (name.to_owned(), value))
@@ -544,6 +626,8 @@ impl Driver<'_> {
             phases,
             scheduler_stats,
             queue_stats,
+            partial: false,
+            partial_reason: None,
             device_stats: DeviceStats {
                 requests: reactor.transfers,
                 busy_ns: reactor.busy_ns,

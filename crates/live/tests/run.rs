@@ -9,8 +9,10 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 
 use elevator_core::{Duration, Instant, IoPriority, Prng, ProcessId};
-use elevator_live::run::{LiveRun, RunOptions, run_plan, run_workload, workload_target};
-use elevator_live::{BackendChoice, EngineOptions, Target, TargetOptions};
+use elevator_live::run::{
+    ContinueOnError, LiveRun, RunOptions, run_plan, run_workload, workload_target,
+};
+use elevator_live::{BackendChoice, EngineOptions, Fault, Target, TargetOptions};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 use elevator_workload::{IoId, Issuer, PhasePlan, Poll, WorkloadPlan, WorkloadSpec};
 
@@ -43,6 +45,7 @@ fn options(scheduler: &str, backend: BackendChoice, verify: bool) -> RunOptions 
         verify,
         seed: 3,
         stop: None,
+        continue_on_error: Default::default(),
     }
 }
 
@@ -253,4 +256,83 @@ fn a_run_ends_at_its_runtime_whatever_the_scheduler_idles() {
         assert!(duration < Duration::from_secs(1), "{scheduler}: the run took {duration}");
         assert!(live.run.phases[0].ops > 0, "{scheduler}");
     }
+}
+
+/// `scheduler` on the thread pool or io_uring with `faults` injected and `continue_on_error`.
+fn faulty(scheduler: &str, faults: &[&str], continue_on_error: &str) -> RunOptions {
+    let mut options = options(scheduler, BackendChoice::Auto, false);
+    options.engine.faults = faults.iter().map(|text| Fault::parse(text).unwrap()).collect();
+    options.continue_on_error = ContinueOnError::parse(continue_on_error).unwrap();
+    options
+}
+
+// Proves failed I/O is an error, never throughput (issue 14): with every 10th read failing
+// with EIO and fio's continue_on_error=io, the run goes on to its end; the failures are
+// counted per direction in the phase and the issuer (with the first one described), and the
+// operations, bytes and latencies count only the reads that moved data: completed + failed =
+// issued, bytes = completed × 4 KiB.
+#[test]
+fn failed_reads_are_errors_not_throughput() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let target = scratch(&dir, 16 * MIB);
+    let workload = "job:rw=randread,bs=4k,iodepth=4,io_size=400k";
+    let options = faulty("deadline", &["fail:op=read,every=10,errno=EIO"], "io");
+    let live = run(&target, workload, &options);
+    let phase = &live.run.phases[0];
+    assert!(!live.run.partial);
+    assert_eq!(phase.errors.read, 10, "{:?}", phase.errors);
+    assert_eq!((phase.errors.write, phase.errors.other), (0, 0));
+    assert!(phase.errors.first.as_deref().unwrap().contains("Input/output error"));
+    assert_eq!(phase.ops + phase.errors.total(), 100, "every issued read is one or the other");
+    assert_eq!(phase.bytes, phase.ops * 4096);
+    assert_eq!(phase.issuers[0].errors.read, 10);
+    assert_eq!(live.run.device_stats.extra["injected_failures"], 10);
+    assert_eq!(live.io_errors.0, 10);
+}
+
+// Proves fio's default: without continue_on_error, the first failed I/O stops the run — it
+// issues nothing more, lets what is in flight finish, and says it is partial and why.
+#[test]
+fn the_first_failed_io_stops_the_run_by_default() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let target = scratch(&dir, 16 * MIB);
+    let workload = "job:rw=randread,bs=4k,iodepth=4,io_size=4m";
+    let options = faulty("cfq", &["fail:op=read,after=20,count=1,errno=EIO"], "none");
+    let live = run(&target, workload, &options);
+    assert!(live.interrupted && live.run.partial);
+    let reason = live.run.partial_reason.as_deref().unwrap();
+    assert!(reason.starts_with("stopped at the first failed I/O: read of 4096 bytes"), "{reason}");
+    let phase = &live.run.phases[0];
+    assert_eq!(phase.errors.read, 1);
+    // 20 reads went through before the fault, at most depth more were in flight.
+    assert!((20..=24).contains(&phase.ops), "{} reads completed", phase.ops);
+}
+
+// Proves delay injection holds transfers back by the stated time: with every write delayed
+// 20 ms, no write completes sooner than 20 ms after its submission, and reads are untouched.
+#[test]
+fn delayed_writes_take_at_least_the_delay() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let target = scratch(&dir, 16 * MIB);
+    let plan = processes(
+        &target,
+        &[
+            ("job:rw=write,bs=4k,iodepth=2,io_size=64k", IoPriority::DEFAULT),
+            ("job:rw=read,bs=4k,iodepth=1,io_size=64k,offset=8m", IoPriority::DEFAULT),
+        ],
+    );
+    let options = faulty("noop", &["delay:op=write,by=20ms"], "none");
+    let live = run_plan(&target, plan, "delayed writes", &[], &options, &mut |_| {}).unwrap();
+    let phase = &live.run.phases[0];
+    assert!(phase.errors.is_empty());
+    let writer = &phase.issuers[0];
+    assert_eq!(writer.ops, 16);
+    assert!(writer.latency_ns.p50 >= 20_000_000, "write p50 {} ns", writer.latency_ns.p50);
+    // One delay per write transfer: adjacent writes may have merged into one.
+    let delayed = live.run.device_stats.extra["injected_delays"];
+    assert!((1..=16).contains(&delayed), "{delayed} transfers delayed");
+    assert!(phase.issuers[1].latency_ns.max < 20_000_000, "reads were not delayed");
 }

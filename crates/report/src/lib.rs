@@ -20,10 +20,10 @@ pub mod output;
 pub mod render;
 mod tools;
 
-pub use metrics::{LatencyRecorder, PhaseRecorder};
+pub use metrics::{ErrorDirection, LatencyRecorder, PhaseRecorder};
 pub use model::{
-    DeviceStats, IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Mode, Phase,
-    QueueStats, Report, Run, SCHEMA, SchedulerStats, Tool,
+    DeviceStats, IoErrors, IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Mode,
+    Phase, QueueStats, Report, Run, SCHEMA, SchedulerStats, Tool,
 };
 pub use output::{WriteError, write_report};
 pub use render::{Format, render};

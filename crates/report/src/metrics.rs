@@ -8,7 +8,7 @@
 use elevator_core::{Duration, Instant};
 use hdrhistogram::Histogram;
 
-use crate::model::{IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Phase};
+use crate::model::{IoErrors, IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Phase};
 
 /// Raw samples one recorder keeps before switching to a histogram.
 pub const EXACT_SAMPLE_LIMIT: usize = 4 << 20;
@@ -160,6 +160,18 @@ struct IssuerRecord {
     cpu_ns: Option<(u64, u64)>,
     /// Bytes done when the phase was stonewalled.
     bytes_at_stonewall: Option<u64>,
+    errors: IoErrors,
+}
+
+/// Which way a failed operation went, for [`PhaseRecorder::record_error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorDirection {
+    /// A read.
+    Read,
+    /// A write.
+    Write,
+    /// A flush, sync or discard.
+    Other,
 }
 
 /// Everything measured in one phase, per issuer.
@@ -173,6 +185,8 @@ pub struct PhaseRecorder {
     counters: std::collections::BTreeMap<String, u64>,
     /// The whole process's CPU over the phase, when measured as one.
     process_cpu_ns: Option<(u64, u64)>,
+    /// The phase's first failure, whichever issuer had it.
+    first_error: Option<String>,
 }
 
 impl PhaseRecorder {
@@ -193,11 +207,13 @@ impl PhaseRecorder {
                     latency: LatencyRecorder::default(),
                     cpu_ns: None,
                     bytes_at_stonewall: None,
+                    errors: IoErrors::default(),
                 })
                 .collect(),
             stonewall: None,
             counters: Default::default(),
             process_cpu_ns: None,
+            first_error: None,
         }
     }
 
@@ -249,6 +265,31 @@ impl PhaseRecorder {
         self.ended = self.ended.max(completed);
     }
 
+    /// Issuer `issuer`'s operation failed at `completed`: it counts as an error of its
+    /// direction, never as bytes, an operation or a latency. `what` describes the failure (kept
+    /// if it is the first).
+    pub fn record_error(
+        &mut self,
+        issuer: usize,
+        direction: ErrorDirection,
+        completed: Instant,
+        what: impl FnOnce() -> String,
+    ) {
+        let errors = &mut self.issuers[issuer].errors;
+        match direction {
+            ErrorDirection::Read => errors.read += 1,
+            ErrorDirection::Write => errors.write += 1,
+            ErrorDirection::Other => errors.other += 1,
+        }
+        if errors.first.is_none() {
+            errors.first = Some(what());
+        }
+        if self.first_error.is_none() {
+            self.first_error = errors.first.clone();
+        }
+        self.ended = self.ended.max(completed);
+    }
+
     /// Moves the phase's end to at least `at` (an issuer that finished without I/O).
     pub fn extend_to(&mut self, at: Instant) {
         self.ended = self.ended.max(at);
@@ -286,6 +327,10 @@ impl PhaseRecorder {
                 .then(|| 100.0 * (user + sys) as f64 / duration.as_nanos() as f64)
         });
         let stonewall = self.stonewall;
+        let mut errors = IoErrors { first: self.first_error.clone(), ..IoErrors::default() };
+        for issuer in &self.issuers {
+            errors.add(&issuer.errors);
+        }
         Phase {
             name: self.name.clone(),
             duration_ns: duration.as_nanos(),
@@ -325,11 +370,13 @@ impl PhaseRecorder {
                         },
                         cpu_user_ns: issuer.cpu_ns.map(|(user, _)| user),
                         cpu_sys_ns: issuer.cpu_ns.map(|(_, sys)| sys),
+                        errors: issuer.errors.clone(),
                     }
                 })
                 .collect(),
             counters: self.counters.clone(),
             stonewall_ns: stonewall.map(|at| at.saturating_since(started).as_nanos()),
+            errors,
         }
     }
 }

@@ -88,6 +88,51 @@ pub struct Run {
     /// What the host's page cache and write-back did (simulated buffered I/O only).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub host_stats: BTreeMap<String, u64>,
+    /// The run stopped before its workload finished (a signal, a stop request): its figures
+    /// cover only what was done. Absent when the run finished.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    /// Why the run is partial (`interrupted by SIGINT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_reason: Option<String>,
+}
+
+/// Operations that failed, per direction (fio's `total_err`, split), and the first failure
+/// (fio's `error`). Failed operations count in no throughput, IOPS or latency figure.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoErrors {
+    /// Failed reads.
+    pub read: u64,
+    /// Failed writes.
+    pub write: u64,
+    /// Failed flushes, syncs and discards.
+    pub other: u64,
+    /// The first failure: what, where and the system's error (`read of 4096 bytes at byte
+    /// 8192: Input/output error (os error 5)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<String>,
+}
+
+impl IoErrors {
+    /// No failure.
+    pub fn is_empty(&self) -> bool {
+        self.total() == 0
+    }
+
+    /// Every failure.
+    pub fn total(&self) -> u64 {
+        self.read + self.write + self.other
+    }
+
+    /// Adds `other`'s counts; keeps this one's first failure if it has one.
+    pub fn add(&mut self, other: &IoErrors) {
+        self.read += other.read;
+        self.write += other.write;
+        self.other += other.other;
+        if self.first.is_none() {
+            self.first.clone_from(&other.first);
+        }
+    }
 }
 
 /// One phase of a workload (iozone's write, re-write, read, re-read; a fio job's one phase).
@@ -129,6 +174,9 @@ pub struct Phase {
     /// finishing: issuers' throughput counts only what they did until then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stonewall_ns: Option<u64>,
+    /// Operations that failed, over every issuer (absent when none did).
+    #[serde(default, skip_serializing_if = "IoErrors::is_empty")]
+    pub errors: IoErrors,
 }
 
 /// Latency statistics in nanoseconds.
@@ -184,6 +232,9 @@ pub struct IssuerSummary {
     /// System CPU time it used in the phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_sys_ns: Option<u64>,
+    /// Its operations that failed (absent when none did).
+    #[serde(default, skip_serializing_if = "IoErrors::is_empty")]
+    pub errors: IoErrors,
 }
 
 /// An issuer's latency figures in nanoseconds.

@@ -1166,6 +1166,8 @@ impl Simulation {
             queue_stats,
             device_stats,
             host_stats,
+            partial: false,
+            partial_reason: None,
         }
     }
 }

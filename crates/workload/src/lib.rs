@@ -57,6 +57,19 @@ pub enum IoKind {
     DropCaches,
 }
 
+impl IoKind {
+    /// A word for messages: `read`, `write`, `sync`, `discard`, `drop-caches`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            IoKind::Read => "read",
+            IoKind::Write => "write",
+            IoKind::Sync => "sync",
+            IoKind::Discard => "discard",
+            IoKind::DropCaches => "drop-caches",
+        }
+    }
+}
+
 /// Where an operation goes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Place {

@@ -7,6 +7,7 @@ use std::io;
 
 use elevator_core::Duration;
 
+pub mod inject;
 pub(crate) mod threads;
 pub(crate) mod uring;
 
@@ -32,6 +33,8 @@ pub(crate) struct Transfer {
     pub(crate) offset: u64,
     pub(crate) iov: *const libc::iovec,
     pub(crate) iov_count: u32,
+    /// The bytes the segments add up to (0 for a flush).
+    pub(crate) length_bytes: u64,
 }
 
 impl fmt::Debug for Transfer {
@@ -93,6 +96,11 @@ pub(crate) trait Backend: Send {
 
     /// A waker for other threads.
     fn waker(&self) -> Waker;
+
+    /// Faults injected so far (only [`inject::Inject`] injects any).
+    fn inject_stats(&self) -> inject::InjectStats {
+        inject::InjectStats::default()
+    }
 }
 
 /// Which backend to use.
@@ -117,6 +125,15 @@ impl BackendChoice {
             _ => None,
         }
     }
+}
+
+/// `backend` with `faults` in front of it (none: as it is).
+pub(crate) fn with_faults(
+    backend: Box<dyn Backend>,
+    clock: crate::clock::Clock,
+    faults: &[inject::Fault],
+) -> Box<dyn Backend> {
+    if faults.is_empty() { backend } else { Box::new(inject::Inject::new(backend, clock, faults)) }
 }
 
 /// Builds the backend `choice` names for `fd` with room for `depth` transfers at once.
