@@ -240,7 +240,7 @@ pub fn run_plan(
         for issuer in &phase.issuers {
             priorities.push((issuer.name().to_owned(), issuer.priority().to_string()));
         }
-        let mut recorder = PhaseRecorder::new(phase.name.clone(), started, names).histogram_only();
+        let mut recorder = PhaseRecorder::new(phase.name.clone(), started, names);
         let cpu_at_start = process_cpu_ns();
         let (sender, events) = mpsc::channel::<Event>();
         let mut counters: BTreeMap<&'static str, u64> = BTreeMap::new();

@@ -266,7 +266,7 @@ pub fn run_plan(
     for (phase_index, phase) in plan.phases.into_iter().enumerate() {
         let started = clock.now();
         let names = phase.issuers.iter().map(|issuer| issuer.name().to_owned()).collect();
-        let mut recorder = PhaseRecorder::new(phase.name.clone(), started, names).histogram_only();
+        let mut recorder = PhaseRecorder::new(phase.name.clone(), started, names);
         let mut issuers: Vec<IssuerState> = phase
             .issuers
             .into_iter()

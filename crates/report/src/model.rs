@@ -201,7 +201,8 @@ pub struct LatencySummary {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum LatencyMethod {
     /// Over every sample, nearest rank (the smallest value with at least p % of samples at
-    /// or below it).
+    /// or below it). Reports before latencies became histograms only (issue 14) used it; it
+    /// is kept so that they still read.
     ExactNearestRank,
     /// From an HDR histogram keeping `significant_digits` decimal digits of every value
     /// (relative error below 10^-digits).
@@ -237,7 +238,8 @@ pub struct IssuerSummary {
     pub errors: IoErrors,
 }
 
-/// An issuer's latency figures in nanoseconds.
+/// An issuer's latency figures in nanoseconds: percentiles from its own histogram, at two
+/// significant digits (`metrics::ISSUER_DIGITS`, under 1 % error); the maximum is exact.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IssuerLatency {
     /// Median.
