@@ -4,7 +4,8 @@
 //!
 //! The order matters: switching scheduler resets `nr_requests` to the kernel's default and
 //! brings the new scheduler's tunables up at their defaults, so the scheduler goes back
-//! first, then its tunables, then the queue attributes.
+//! first, then its tunables, then the queue attributes — `read_ahead_kb` last, because
+//! writing a queue limit or feature flag recomputes it.
 //!
 //! A guard also keeps its snapshot on disk ([`crate::store`]) for as long as it is armed, so
 //! that a process killed where no destructor runs (SIGKILL, the OOM killer) still leaves a
@@ -68,7 +69,11 @@ impl Snapshot {
             let path = device.queue_attr(&format!("iosched/{name}"));
             restore_one(sysfs, &path, name, value, &mut changed)?;
         }
-        for (name, value) in &self.attributes {
+        // Writing a queue limit or feature (max_sectors_kb, rotational, add_random, iostats)
+        // makes the kernel recompute read-ahead from the limits, so read_ahead_kb goes last.
+        let (read_ahead, others): (Vec<_>, Vec<_>) =
+            self.attributes.iter().partition(|(name, _)| name == "read_ahead_kb");
+        for (name, value) in others.into_iter().chain(read_ahead) {
             let path = device.queue_attr(name);
             restore_one(sysfs, &path, name, value, &mut changed)?;
         }

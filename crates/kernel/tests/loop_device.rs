@@ -190,6 +190,9 @@ fn the_guard_keeps_its_snapshot_on_disk_until_the_device_is_back() {
     };
     let (sysfs, device) = (disk.sysfs(), disk.device());
     set_scheduler(sysfs, device, "mq-deadline").unwrap();
+    // Not the default read-ahead: writing rotational recomputes it, so a restore that wrote
+    // read_ahead_kb before rotational would end at the default instead.
+    tune(sysfs, device, &[Setting::parse("x", "read_ahead_kb=64").unwrap()]).unwrap();
     let before = Snapshot::take(sysfs, device).unwrap();
     let guard = RestoreGuard::new(sysfs, device).unwrap();
     let file = guard.file().unwrap();
