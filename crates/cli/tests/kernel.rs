@@ -60,37 +60,15 @@ fn sigterm_mid_compare_restores_the_device() {
         return;
     };
     let name = disk.name();
-    let state_dir = disk.state_arg();
     non_default_start(&disk);
     let before = state(&name);
 
-    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args([
-            "kernel",
-            &state_dir,
-            "compare",
-            &name,
-            "-w",
-            "job:rw=randread,bs=4k,iodepth=8,numjobs=2,runtime=60s,time_based=1",
-            "-s",
-            "bfq:slice_idle=0,nr_requests=16",
-            "--format",
-            "json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = start_compare(&disk, "bfq:slice_idle=0,nr_requests=16");
     // Wait until the child has switched to bfq and set its tunable: the middle of the run.
-    let mut waited = 0;
-    while !(attr(&name, "scheduler").contains("[bfq]")
-        && std::fs::read_to_string(format!("/sys/block/{name}/queue/iosched/slice_idle"))
-            .is_ok_and(|v| v.trim() == "0"))
-    {
-        waited += 1;
-        assert!(waited < 1000, "the compare never switched to bfq");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_switched(&name, || {
+        std::fs::read_to_string(format!("/sys/block/{name}/queue/iosched/slice_idle"))
+            .is_ok_and(|v| v.trim() == "0")
+    });
     std::thread::sleep(Duration::from_millis(500));
     assert_ne!(state(&name), before, "mid-run the device is changed");
     let signal = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
@@ -103,6 +81,29 @@ fn sigterm_mid_compare_restores_the_device() {
     assert_eq!(json["runs"][0]["scheduler"], "bfq:slice_idle=0,nr_requests=16");
     assert_eq!(json["runs"][0]["config"]["scheduler.slice_idle"], "0");
     assert_eq!(snapshots(&disk), 0, "the snapshot goes with the restore");
+}
+
+/// Starts a minute-long compare of `disk` under the kernel's `scheduler` (a JSON report on
+/// its piped stdout).
+fn start_compare(disk: &TestDisk, scheduler: &str) -> std::process::Child {
+    let workload = "job:rw=randread,bs=4k,iodepth=8,numjobs=2,runtime=60s,time_based=1";
+    Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["kernel", &disk.state_arg(), "compare", &disk.name(), "-w", workload])
+        .args(["-s", scheduler, "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `device` runs bfq and `tuned` holds: the compare is in its run.
+fn wait_until_switched(device: &str, tuned: impl Fn() -> bool) {
+    let mut waited = 0;
+    while !(attr(device, "scheduler").contains("[bfq]") && tuned()) {
+        waited += 1;
+        assert!(waited < 1000, "the compare never switched to bfq and tuned it");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Sets `disk` to a state unlike the defaults: mq-deadline with its own tunable changed, a
@@ -150,30 +151,9 @@ fn sigkill_mid_compare_leaves_a_snapshot_that_restore_puts_back() {
     let before = state(&name);
     let rotational_before = attr(&name, "rotational");
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args([
-            "kernel",
-            &state_dir,
-            "compare",
-            &name,
-            "-w",
-            "job:rw=randread,bs=4k,iodepth=8,runtime=60s,time_based=1",
-            "-s",
-            "bfq:slice_idle=0,nr_requests=16,rotational=0",
-            "--format",
-            "json",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start_compare(&disk, "bfq:slice_idle=0,nr_requests=16,rotational=0");
     // Killed once it has switched and set everything it was asked to (rotational is the last).
-    let mut waited = 0;
-    while !(attr(&name, "scheduler").contains("[bfq]") && attr(&name, "rotational") == "0") {
-        waited += 1;
-        assert!(waited < 1000, "the compare never switched to bfq");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_switched(&name, || attr(&name, "rotational") == "0");
     child.kill().unwrap();
     child.wait().unwrap();
     assert_ne!(state(&name), before, "killed mid-run, the device is left changed");
@@ -221,16 +201,13 @@ fn compare_checks_every_entry_first_and_reports_what_the_kernel_rounded() {
     let name = disk.name();
     let state_dir = disk.state_arg();
     let before = state(&name);
-    let output = elevator(&[
-        "kernel",
-        &state_dir,
-        "compare",
-        &name,
-        "-w",
-        "job:rw=read,bs=64k,size=4m",
-        "-s",
-        "none,bfq:nosuch=1",
-    ]);
+    // A short read of the device under `schedulers`, with a JSON report.
+    let compare = |schedulers: &str| {
+        let workload = "job:rw=read,bs=64k,size=4m";
+        let args = ["compare", &name, "-w", workload, "-s", schedulers, "--format", "json"];
+        elevator(&[&["kernel", state_dir.as_str()][..], &args].concat())
+    };
+    let output = compare("none,bfq:nosuch=1");
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let message = stderr(&output);
     assert!(message.contains("unknown key `nosuch` for scheduler bfq"), "{message}");
@@ -240,18 +217,7 @@ fn compare_checks_every_entry_first_and_reports_what_the_kernel_rounded() {
     assert_eq!(state(&name), before);
     assert_eq!(snapshots(&disk), 0);
 
-    let output = elevator(&[
-        "kernel",
-        &state_dir,
-        "compare",
-        &name,
-        "-w",
-        "job:rw=read,bs=64k,size=4m",
-        "-s",
-        "mq-deadline:read_ahead_kb=5",
-        "--format",
-        "json",
-    ]);
+    let output = compare("mq-deadline:read_ahead_kb=5");
     assert!(output.status.success(), "{}", stderr(&output));
     let message = stderr(&output);
     assert!(message.contains("read_ahead_kb: asked 5, the kernel keeps 4"), "{message}");
