@@ -106,6 +106,11 @@ pub(crate) struct KernelArgs {
     #[arg(long, value_name = "DIR", default_value = "/sys", hide = true, global = true)]
     pub(crate) sysfs_root: PathBuf,
 
+    /// Keep snapshots of changed devices here instead of /run/elevator (for /sys) or
+    /// SYSFS_ROOT/elevator-state (for another tree), for tests.
+    #[arg(long, value_name = "DIR", hide = true, global = true)]
+    pub(crate) state_dir: Option<PathBuf>,
+
     #[command(subcommand)]
     pub(crate) command: KernelCommand,
 }
@@ -126,6 +131,19 @@ pub(crate) enum KernelCommand {
     Persist(KernelPersistArgs),
     /// Run a workload under each of the kernel's schedulers on DEV and compare.
     Compare(KernelCompareArgs),
+    /// Put back what an elevator command killed mid-change left changed (the snapshot it
+    /// kept in /run/elevator), on DEV or on every device with a snapshot, and print what
+    /// changed.
+    Restore(KernelRestoreArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct KernelRestoreArgs {
+    /// The device; default: every device with a snapshot.
+    pub(crate) device: Option<String>,
+    /// Forget the snapshot instead: the device keeps the settings it has now.
+    #[arg(long)]
+    pub(crate) discard: bool,
 }
 
 #[derive(Debug, clap::Args)]

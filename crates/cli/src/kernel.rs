@@ -1,4 +1,11 @@
-//! `elevator kernel`: show, set, tune, persist and compare the kernel's own schedulers.
+//! `elevator kernel`: show, set, tune, persist, compare and restore the kernel's own
+//! schedulers.
+//!
+//! Every command that changes a device (`set`, `tune`, `compare`) first keeps a snapshot of
+//! it on disk through a `RestoreGuard`, and refuses while another command's snapshot of it
+//! is there. `compare` restores when it ends; `set` and `tune` mean their change to last, so
+//! they restore only when they fail half-way (a `tune` applies all its settings or none) and
+//! otherwise forget the snapshot — it covers the moments of the change itself.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,7 +17,9 @@ use elevator_core::split_spec_list;
 use elevator_kernel::compare::{self, CompareOptions, KernelScheduler};
 use elevator_kernel::persist;
 use elevator_kernel::queue::{self, QueueInfo};
-use elevator_kernel::{RestoreGuard, Setting, Sysfs};
+use elevator_kernel::{
+    Applied, BlockDevice, KernelError, RestoreGuard, Setting, SnapshotStore, Sysfs,
+};
 use elevator_live::passthrough::{CacheDrop, PassthroughOptions};
 use elevator_live::run::Progress;
 use elevator_live::{Target, TargetOptions};
@@ -18,19 +27,27 @@ use elevator_report::Report;
 use elevator_workload::WorkloadSpec;
 
 use crate::args::{
-    KernelArgs, KernelCommand, KernelCompareArgs, KernelPersistArgs, KernelShowArgs, ListFormat,
+    KernelArgs, KernelCommand, KernelCompareArgs, KernelPersistArgs, KernelRestoreArgs,
+    KernelShowArgs, ListFormat,
 };
 use crate::term::{LiveProgress, note};
 use crate::{CheckFailed, EXIT_INTERRUPTED, Interrupted, plan};
 
 pub(crate) fn run_command(args: &KernelArgs, stdout: &mut dyn Write) -> Result<()> {
-    let sysfs = Sysfs::at(&args.sysfs_root);
+    let mut sysfs = Sysfs::at(&args.sysfs_root);
+    if let Some(dir) = &args.state_dir {
+        sysfs = sysfs.with_state_dir(dir);
+    }
+    let sysfs = sysfs;
     match &args.command {
         KernelCommand::Show(show) => run_show(&sysfs, show, stdout),
         KernelCommand::Set(set) => {
             let device = sysfs.device(&set.device)?;
             let before = sysfs.scheduler(&device)?;
+            queue::check_scheduler_name(&device, &before, &set.scheduler)?;
+            let guard = RestoreGuard::new(&sysfs, &device)?;
             let after = queue::set_scheduler(&sysfs, &device, &set.scheduler)?;
+            guard.keep_changes()?;
             writeln!(stdout, "{device}: {} -> {}", before.render(), after.render())?;
             Ok(())
         }
@@ -41,23 +58,97 @@ pub(crate) fn run_command(args: &KernelArgs, stdout: &mut dyn Write) -> Result<(
                 .iter()
                 .map(|text| Setting::parse(&device.name, text))
                 .collect::<Result<Vec<_>, _>>()?;
-            for applied in queue::tune(&sysfs, &device, &settings)? {
-                let rounded = if applied.after != applied.written {
-                    format!(" (wrote {}; the kernel keeps {})", applied.written, applied.after)
-                } else {
-                    String::new()
-                };
+            let line = sysfs.scheduler(&device)?;
+            queue::check_settings(&sysfs, &device, &line, &line.current, &settings)?;
+            // Should a later setting be refused, the guard puts the earlier ones back.
+            let guard = RestoreGuard::new(&sysfs, &device)?;
+            let applied = queue::tune(&sysfs, &device, &settings)?;
+            guard.keep_changes()?;
+            for applied in applied {
                 writeln!(
                     stdout,
-                    "{device}: {}: {} -> {}{rounded}",
+                    "{device}: {}: {} -> {}",
                     applied.key, applied.before, applied.after
                 )?;
+                warn_adjusted(&device, None, &applied);
             }
             Ok(())
         }
         KernelCommand::Persist(persist_args) => run_persist(&sysfs, persist_args, stdout),
         KernelCommand::Compare(compare_args) => run_compare(&sysfs, compare_args, stdout),
+        KernelCommand::Restore(restore_args) => run_restore(&sysfs, restore_args, stdout),
     }
+}
+
+/// The warning line for a setting the kernel clamped or rounded.
+fn warn_adjusted(device: &BlockDevice, scheduler: Option<&str>, applied: &Applied) {
+    if let Some(adjustment) = applied.adjustment() {
+        let under = scheduler.map(|s| format!(" under {s}")).unwrap_or_default();
+        note(&format!("warning: {device}{under}: {adjustment}"));
+    }
+}
+
+/// Says so when `device` carries a snapshot an earlier command left (commands that only
+/// read go on; those that change the device refuse through their guard).
+fn warn_stale(sysfs: &Sysfs, device: &BlockDevice) {
+    if let Ok(Some(stored)) = SnapshotStore::new(sysfs).load(device) {
+        let refusal = stored.refusal();
+        if matches!(refusal, KernelError::StaleSnapshot { .. }) {
+            note(&format!("warning: {refusal}"));
+        }
+    }
+}
+
+fn run_restore(sysfs: &Sysfs, args: &KernelRestoreArgs, stdout: &mut dyn Write) -> Result<()> {
+    let store = SnapshotStore::new(sysfs);
+    let devices: Vec<BlockDevice> = match &args.device {
+        Some(given) => vec![sysfs.device(given)?],
+        None => {
+            let mut devices = Vec::new();
+            for stored in store.all()? {
+                match stored {
+                    // Its owner restores it when it ends; every other device still goes back.
+                    Ok(stored) if stored.owner.is_running() => note(&stored.refusal().to_string()),
+                    Ok(stored) => devices.push(stored.snapshot.device),
+                    Err(error) => note(&format!("skipping a snapshot: {error}")),
+                }
+            }
+            devices
+        }
+    };
+    if devices.is_empty() && args.device.is_none() {
+        note(&format!("no snapshots in {}: nothing to restore", sysfs.state_dir().display()));
+    }
+    for device in devices {
+        if args.discard {
+            match store.discard(&device)? {
+                Some(stored) => writeln!(
+                    stdout,
+                    "{device}: forgot the snapshot from before `{}`; the device keeps its \
+                     settings",
+                    stored.owner.command
+                )?,
+                None => note(&format!("{device}: no snapshot to forget")),
+            }
+            continue;
+        }
+        match store.restore(&device)? {
+            None => note(&format!("{device}: no snapshot; nothing to restore")),
+            Some((stored, changed)) => {
+                if changed.is_empty() {
+                    writeln!(
+                        stdout,
+                        "{device}: already as before `{}`; nothing to change",
+                        stored.owner.command
+                    )?;
+                }
+                for change in changed {
+                    writeln!(stdout, "{device}: {change}")?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn run_show(sysfs: &Sysfs, args: &KernelShowArgs, stdout: &mut dyn Write) -> Result<()> {
@@ -67,6 +158,9 @@ fn run_show(sysfs: &Sysfs, args: &KernelShowArgs, stdout: &mut dyn Write) -> Res
     };
     let infos: Vec<QueueInfo> =
         devices.iter().map(|device| queue::queue_info(sysfs, device)).collect::<Result<_, _>>()?;
+    for device in &devices {
+        warn_stale(sysfs, device);
+    }
     if args.format == ListFormat::Json {
         let document = serde_json::json!({ "schema": "elevator.kernel-show/1", "devices": infos });
         serde_json::to_writer_pretty(&mut *stdout, &document)?;
@@ -103,6 +197,7 @@ fn run_show(sysfs: &Sysfs, args: &KernelShowArgs, stdout: &mut dyn Write) -> Res
 
 fn run_persist(sysfs: &Sysfs, args: &KernelPersistArgs, stdout: &mut dyn Write) -> Result<()> {
     let device = sysfs.device(&args.device)?;
+    warn_stale(sysfs, &device);
     let settings = args
         .settings
         .iter()
@@ -147,10 +242,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         .iter()
         .map(|text| KernelScheduler::parse(&device.name, text))
         .collect::<Result<_, _>>()?;
-    let offered = sysfs.scheduler(&device)?;
-    for scheduler in &schedulers {
-        queue::check_scheduler_name(&device, &offered, &scheduler.name)?;
-    }
+    compare::validate(sysfs, &device, &schedulers)?;
     let path = match &device.partition {
         Some(partition) => PathBuf::from("/dev").join(partition),
         None => device.dev_path(),
@@ -188,8 +280,11 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
     };
     let bar = LiveProgress::new();
     let current = std::cell::RefCell::new(String::new());
-    let mut starting = |scheduler: &KernelScheduler| {
+    let mut starting = |scheduler: &KernelScheduler, applied: &[Applied]| {
         *current.borrow_mut() = scheduler.label();
+        for setting in applied {
+            warn_adjusted(&device, Some(&scheduler.name), setting);
+        }
         note(&format!("{device}: running {workload} under the kernel's {}", scheduler.label()));
     };
     let mut progress = |now: &Progress| bar.show(&current.borrow(), now);

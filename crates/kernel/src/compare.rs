@@ -7,7 +7,10 @@
 //! thread with its I/O priority set; see [`elevator_live::passthrough`]), and read the
 //! device's own counters (`/sys/block/DEV/stat`) around the run. A [`RestoreGuard`] puts
 //! the original scheduler, tunables and queue attributes back when the comparison ends,
-//! fails, panics or is interrupted.
+//! fails, panics or is interrupted, and keeps its snapshot on disk meanwhile.
+//!
+//! Every scheduler and setting is checked ([`validate`]) before the first switch, so that a
+//! typo in the last `-s` entry stops the comparison before it has changed or run anything.
 
 use std::collections::BTreeMap;
 
@@ -20,7 +23,9 @@ use elevator_workload::WorkloadSpec;
 
 use crate::error::KernelError;
 use crate::guard::RestoreGuard;
-use crate::queue::{DiskStats, Setting, set_scheduler, tune};
+use crate::queue::{
+    Applied, DiskStats, Setting, check_scheduler_name, check_settings, set_scheduler, tune,
+};
 use crate::sysfs::{BlockDevice, Sysfs};
 
 /// A kernel scheduler and the tunables to set on it: `bfq`, `mq-deadline:fifo_batch=8`,
@@ -96,9 +101,26 @@ pub fn schedulers_to_run(
         .collect())
 }
 
+/// Checks every scheduler name and every setting against what `device` offers, before
+/// anything is switched: tunables of a scheduler that is not current are checked against
+/// elevator's table of it (the kernel's names), queue attributes against the device.
+pub fn validate(
+    sysfs: &Sysfs,
+    device: &BlockDevice,
+    schedulers: &[KernelScheduler],
+) -> Result<(), KernelError> {
+    let line = sysfs.scheduler(device)?;
+    for scheduler in schedulers {
+        let name = check_scheduler_name(device, &line, &scheduler.name)?;
+        check_settings(sysfs, device, &line, name, &scheduler.settings)?;
+    }
+    Ok(())
+}
+
 /// Runs `workload` on `target` (the device node of `device`, opened by the caller with the
 /// live engine's safety checks) under each scheduler. `guard` restores the device whatever
-/// happens; `starting` is told each scheduler before it runs.
+/// happens; `starting` is told each scheduler once it is switched to and tuned, with what the
+/// settings became (the kernel may clamp or round: [`Applied::adjustment`]), before it runs.
 #[allow(clippy::too_many_arguments)]
 pub fn compare(
     sysfs: &Sysfs,
@@ -107,16 +129,17 @@ pub fn compare(
     workload: &WorkloadSpec,
     options: &CompareOptions,
     guard: &RestoreGuard,
-    starting: &mut dyn FnMut(&KernelScheduler),
+    starting: &mut dyn FnMut(&KernelScheduler, &[Applied]),
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Vec<KernelRun>, KernelError> {
     let schedulers = schedulers_to_run(sysfs, device, options)?;
+    validate(sysfs, device, &schedulers)?;
     let original = guard.snapshot();
     let mut runs = Vec::new();
     for scheduler in schedulers {
-        starting(&scheduler);
         set_scheduler(sysfs, device, &scheduler.name)?;
         let applied = tune(sysfs, device, &scheduler.settings)?;
+        starting(&scheduler, &applied);
         let plan = workload.plan(&[workload_target(target)], &Prng::new(options.seed))?;
         let before = DiskStats::read(sysfs, device)?;
         let result = passthrough::run_plan(target, plan, &options.passthrough, progress)?;
@@ -138,6 +161,9 @@ pub fn compare(
         }
         for change in &applied {
             set(format!("kernel.set.{}", change.key), change.after.clone());
+            if change.adjustment().is_some() {
+                set(format!("kernel.asked.{}", change.key), change.written.clone());
+            }
         }
         if let Some(original) = &original {
             set("kernel.original_scheduler".into(), original.scheduler.clone());

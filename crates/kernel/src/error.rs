@@ -113,6 +113,50 @@ pub enum KernelError {
         #[source]
         source: std::io::Error,
     },
+    /// An earlier elevator command changed the device, kept a snapshot of what it changed,
+    /// and ended without putting it back (killed, or the machine's power failed mid-run).
+    /// Nothing new is changed over it: the snapshot is the only record of the settings from
+    /// before.
+    #[error(
+        "{device}: `{command}` (pid {pid}, no longer running) changed this device and left a \
+         snapshot of its settings from before it ({path}); put them back with `elevator kernel \
+         restore {device}`, or keep the device as it is now with `elevator kernel restore \
+         --discard {device}`"
+    )]
+    StaleSnapshot {
+        /// The device.
+        device: String,
+        /// The command that left it.
+        command: String,
+        /// Its process id.
+        pid: u32,
+        /// The snapshot file.
+        path: PathBuf,
+    },
+    /// Another elevator command is changing the device now. Trying again when it has ended
+    /// may work.
+    #[error(
+        "{device}: `{command}` (pid {pid}) is changing this device now and will put it back \
+         when it ends; wait for it and try again"
+    )]
+    InUse {
+        /// The device.
+        device: String,
+        /// The command that holds it.
+        command: String,
+        /// Its process id.
+        pid: u32,
+    },
+    /// A snapshot file is not one this version wrote.
+    #[error("{path}: line {line}: {why}")]
+    BadSnapshot {
+        /// The file.
+        path: PathBuf,
+        /// The line (1-based; 0 for the file as a whole).
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
     /// udev could not be told about a rule.
     #[error("{0}")]
     Udev(String),
@@ -127,7 +171,7 @@ pub enum KernelError {
 impl KernelError {
     /// Whether trying again later may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, KernelError::Busy { .. })
+        matches!(self, KernelError::Busy { .. } | KernelError::InUse { .. })
     }
 
     /// A failed system call on `path` while doing `what`.

@@ -12,7 +12,9 @@
 //! * [`persist`] — a udev rule that sets the choice at every boot (the `elevator=` boot
 //!   parameter no longer does anything);
 //! * [`compare`] — one workload under each kernel scheduler, reported like a simulated or
-//!   live run, with a [`guard::RestoreGuard`] that leaves the device as it was found.
+//!   live run, with a [`guard::RestoreGuard`] that leaves the device as it was found;
+//! * [`store`] — the guard's snapshot kept on disk while a device is changed, so that a
+//!   process killed outright still leaves a way back (`elevator kernel restore`).
 //!
 //! Every function takes a [`sysfs::Sysfs`], the real `/sys` or a fake tree in a temp
 //! directory, so the driver's logic and its error paths are testable without a kernel.
@@ -25,10 +27,12 @@ pub mod error;
 pub mod guard;
 pub mod persist;
 pub mod queue;
+pub mod store;
 pub mod sysfs;
 
 pub use compare::{CompareOptions, KernelRun, KernelScheduler};
 pub use error::KernelError;
 pub use guard::{RestoreGuard, RestoreHandle, Snapshot};
 pub use queue::{Applied, DiskStats, QueueInfo, Setting};
+pub use store::{Owner, SnapshotStore, Stored};
 pub use sysfs::{AttrIo, BlockDevice, FileIo, SchedulerLine, Sysfs};

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::KernelError;
-use crate::queue::{Setting, check_scheduler_name, sysfs_value};
+use crate::queue::{Setting, check_scheduler_name, scheduler_tunables, sysfs_value};
 use crate::sysfs::{BlockDevice, Sysfs};
 
 /// The comment every rule file carries about `elevator=`.
@@ -134,10 +134,7 @@ pub fn plan(
              if the kernel has one"
         ));
     }
-    let offered_now: Option<Vec<String>> = (line.current == scheduler)
-        .then(|| sysfs.iosched(device).into_iter().map(|(name, _)| name).collect());
-    let ours =
-        elevator_sched::SchedulerKind::from_name(scheduler).filter(|k| k.name() == scheduler);
+    let known = scheduler_tunables(sysfs, device, &line, scheduler);
     let mut iosched = Vec::new();
     let mut attributes = Vec::new();
     for setting in settings {
@@ -152,16 +149,13 @@ pub fn plan(
             attributes.push((setting, sysfs_value(&device.name, scheduler, setting)?));
             continue;
         }
-        let known: Option<Vec<String>> = offered_now.clone().or_else(|| {
-            ours.map(|kind| kind.tunables().iter().map(|t| t.name.to_owned()).collect())
-        });
-        match known {
+        match &known {
             Some(names) if !names.contains(&setting.key) => {
                 return Err(KernelError::UnknownKey {
                     device: device.name.clone(),
                     key: setting.key.clone(),
                     scheduler: scheduler.to_owned(),
-                    accepted: names,
+                    accepted: names.clone(),
                     hint: String::new(),
                 });
             }

@@ -269,22 +269,42 @@ pub fn sysfs_value(
     }
 }
 
-/// Checks every setting against what `device` offers now (its queue attributes and its
-/// current scheduler's tunables), then writes them in order and reads each back. Nothing is
-/// written when any setting is unknown or malformed.
-pub fn tune(
+/// The tunables `scheduler` takes on `device`: what `iosched/` lists when it is current, else
+/// elevator's table of that kernel scheduler (whose names are the kernel's), so that settings
+/// can be checked before switching. `None` for a scheduler that is not current and that
+/// elevator has no table for.
+pub fn scheduler_tunables(
     sysfs: &Sysfs,
     device: &BlockDevice,
+    line: &SchedulerLine,
+    scheduler: &str,
+) -> Option<Vec<String>> {
+    if line.current == scheduler {
+        return Some(sysfs.iosched(device).into_iter().map(|(name, _)| name).collect());
+    }
+    kernel_scheduler(scheduler)
+        .filter(|kind| kind.name() == scheduler)
+        .map(|kind| kind.tunables().iter().map(|t| t.name.to_owned()).collect())
+}
+
+/// Checks every setting for `scheduler` on `device` before anything is written: each key is a
+/// queue attribute the device has or a tunable of `scheduler` ([`scheduler_tunables`]), each
+/// value one the attribute takes ([`sysfs_value`]). Returns the values to write, in order.
+/// The tunables of a scheduler elevator cannot list pass; the kernel checks them on writing.
+pub fn check_settings(
+    sysfs: &Sysfs,
+    device: &BlockDevice,
+    line: &SchedulerLine,
+    scheduler: &str,
     settings: &[Setting],
-) -> Result<Vec<Applied>, KernelError> {
-    let line = sysfs.scheduler(device)?;
-    let offered: Vec<String> = sysfs.iosched(device).into_iter().map(|(name, _)| name).collect();
-    let mut planned = Vec::new();
+) -> Result<Vec<String>, KernelError> {
+    let tunables = scheduler_tunables(sysfs, device, line, scheduler);
+    let mut values = Vec::new();
     for setting in settings {
         let known = if setting.is_queue_attribute() {
             device.queue_attr(&setting.key).exists()
         } else {
-            offered.contains(&setting.key)
+            tunables.as_ref().is_none_or(|names| names.contains(&setting.key))
         };
         if !known {
             let mut accepted: Vec<String> = QUEUE_ATTRIBUTES
@@ -292,36 +312,59 @@ pub fn tune(
                 .filter(|attr| device.queue_attr(attr).exists())
                 .map(|attr| (*attr).to_owned())
                 .collect();
-            accepted.extend(offered.iter().cloned());
+            accepted.extend(tunables.iter().flatten().cloned());
             let elsewhere: Vec<&str> = SchedulerKind::ALL
                 .iter()
                 .filter(|kind| kind.block_layer() == BlockLayer::BlkMq)
                 .filter(|kind| kind.tunables().iter().any(|t| t.name == setting.key))
                 .map(|kind| kind.name())
                 .collect();
-            let hint = if elsewhere.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " (`{}` is a tunable of {}; switch with `elevator kernel set {} {}` first)",
+            let hint = match elsewhere.first() {
+                None => String::new(),
+                Some(first) if line.current == scheduler => format!(
+                    " (`{}` is a tunable of {}; switch with `elevator kernel set {} {first}` \
+                     first)",
                     setting.key,
                     elsewhere.join(", "),
                     device.name,
-                    elsewhere[0]
-                )
+                ),
+                Some(_) => format!(" (`{}` is a tunable of {})", setting.key, elsewhere.join(", ")),
             };
             return Err(KernelError::UnknownKey {
                 device: device.name.clone(),
                 key: setting.key.clone(),
-                scheduler: line.current.clone(),
+                scheduler: scheduler.to_owned(),
                 accepted,
                 hint,
             });
         }
-        planned.push((setting, sysfs_value(&device.name, &line.current, setting)?));
+        values.push(sysfs_value(&device.name, scheduler, setting)?);
     }
+    Ok(values)
+}
+
+impl Applied {
+    /// `key: asked W, the kernel keeps A` when the kernel clamped or rounded what was written
+    /// (read_ahead_kb to whole pages, nr_requests to at least 4), else `None`.
+    pub fn adjustment(&self) -> Option<String> {
+        (self.after != self.written).then(|| {
+            format!("{}: asked {}, the kernel keeps {}", self.key, self.written, self.after)
+        })
+    }
+}
+
+/// Checks every setting against what `device` offers now (its queue attributes and its
+/// current scheduler's tunables; [`check_settings`]), then writes them in order and reads each
+/// back. Nothing is written when any setting is unknown or malformed.
+pub fn tune(
+    sysfs: &Sysfs,
+    device: &BlockDevice,
+    settings: &[Setting],
+) -> Result<Vec<Applied>, KernelError> {
+    let line = sysfs.scheduler(device)?;
+    let values = check_settings(sysfs, device, &line, &line.current, settings)?;
     let mut applied = Vec::new();
-    for (setting, value) in planned {
+    for (setting, value) in settings.iter().zip(values) {
         let path = device.queue_attr(&setting.attr());
         let before = sysfs.read(&path)?;
         sysfs.write(&path, &value)?;

@@ -49,11 +49,17 @@ impl AttrIo for FileIo {
     }
 }
 
-/// A sysfs tree.
+/// Where the system's snapshots of changed devices live: a tmpfs that a reboot clears, as it
+/// clears every setting a snapshot could restore.
+pub const SYSTEM_STATE_DIR: &str = "/run/elevator";
+
+/// A sysfs tree, and the directory where snapshots of the devices it changes are kept (see
+/// [`crate::store`]).
 #[derive(Clone, Debug)]
 pub struct Sysfs {
     root: PathBuf,
     io: Arc<dyn AttrIo>,
+    state_dir: PathBuf,
 }
 
 /// A whole disk with a request queue, as `/sys/block` names it.
@@ -134,8 +140,29 @@ impl Sysfs {
     }
 
     /// A tree rooted at `root` (a directory laid out like `/sys`: `block/NAME/queue/...`).
+    ///
+    /// The real `/sys` keeps its snapshots in [`SYSTEM_STATE_DIR`]; any other tree keeps them
+    /// in its own `elevator-state/`, so that a fake tree can never leave a snapshot that names
+    /// a real device.
     pub fn at(root: impl Into<PathBuf>) -> Sysfs {
-        Sysfs { root: root.into(), io: Arc::new(FileIo) }
+        let root = root.into();
+        let state_dir = if root == Path::new("/sys") {
+            PathBuf::from(SYSTEM_STATE_DIR)
+        } else {
+            root.join("elevator-state")
+        };
+        Sysfs { root, io: Arc::new(FileIo), state_dir }
+    }
+
+    /// The same tree, its snapshots kept in `dir` instead.
+    pub fn with_state_dir(mut self, dir: impl Into<PathBuf>) -> Sysfs {
+        self.state_dir = dir.into();
+        self
+    }
+
+    /// Where snapshots of the devices it changes are kept.
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
     }
 
     /// The same tree, read and written through `io`.
@@ -273,6 +300,11 @@ impl Sysfs {
                 _ => KernelError::Io { path, what: "writing", source: error },
             }
         })
+    }
+
+    /// The device's `MAJ:MIN` (`7:0`), where the tree says (a fake tree may not).
+    pub fn dev_id(&self, device: &BlockDevice) -> Option<String> {
+        self.read_optional(&device.dir.join("dev")).filter(|id| !id.is_empty())
     }
 
     /// The device's scheduler line.

@@ -6,9 +6,12 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
+use elevator_kernel::compare::{KernelScheduler, validate};
 use elevator_kernel::persist::{self, Rule};
 use elevator_kernel::queue::{queue_info, set_scheduler, tune};
-use elevator_kernel::{AttrIo, FileIo, KernelError, RestoreGuard, Setting, Snapshot, Sysfs};
+use elevator_kernel::{
+    AttrIo, FileIo, KernelError, RestoreGuard, Setting, Snapshot, SnapshotStore, Sysfs,
+};
 
 /// Writes `path` under `root`, creating directories.
 fn put(root: &Path, path: &str, content: &str) {
@@ -43,6 +46,7 @@ fn fake_tree() -> tempfile::TempDir {
     put(root, "block/sdz/queue/iosched/low_latency", "1\n");
     put(root, "block/sdy/queue/iosched/fifo_batch", "16\n");
     put(root, "block/sdz/sdz1/partition", "1\n");
+    put(root, "block/sdz/dev", "8:0\n");
     std::fs::create_dir_all(root.join("class/block")).unwrap();
     std::os::unix::fs::symlink(root.join("block/sdz/sdz1"), root.join("class/block/sdz1")).unwrap();
     dir
@@ -315,4 +319,199 @@ fn a_device_without_a_stable_id_is_matched_by_name_with_a_warning() {
         "{:?}",
         plan.warnings
     );
+}
+
+/// Makes the owner recorded in `file` a process that is gone: the same pid with another
+/// start time, as after the kernel reused the pid.
+fn orphan(file: &Path) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let text: Vec<String> = text
+        .lines()
+        .map(|line| {
+            if line.starts_with("owner_start_ticks ") {
+                "owner_start_ticks 1".to_owned()
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect();
+    std::fs::write(file, text.join("\n") + "\n").unwrap();
+}
+
+// Proves the life of a snapshot on disk: the guard writes it under the tree's state directory
+// keyed by name and MAJ:MIN; a guard whose process died (its destructor never ran) leaves it
+// stale; nothing takes a new snapshot over a stale one; the store's restore puts the device
+// back as the snapshot says and removes it, after which the device can be changed again.
+#[test]
+fn a_snapshot_left_by_a_dead_process_blocks_changes_until_restored() {
+    let tree = fake_tree();
+    let sysfs = Sysfs::at(tree.path());
+    let device = sysfs.device("sdz").unwrap();
+    let before = Snapshot::take(&sysfs, &device).unwrap();
+    let guard = RestoreGuard::new(&sysfs, &device).unwrap();
+    let file = guard.file().unwrap();
+    assert_eq!(file, tree.path().join("elevator-state/sdz@8:0/snapshot"));
+    set_scheduler(&sysfs, &device, "kyber").unwrap();
+    tune(&sysfs, &device, &[Setting::parse("sdz", "read_ahead_kb=16").unwrap()]).unwrap();
+    // Killed: no destructor runs, and the pid now belongs to no process of that start time.
+    std::mem::forget(guard);
+    orphan(&file);
+
+    let store = SnapshotStore::new(&sysfs);
+    let refused = RestoreGuard::new(&sysfs, &device).unwrap_err();
+    assert!(matches!(refused, KernelError::StaleSnapshot { .. }), "{refused}");
+    assert!(!refused.is_retryable());
+    assert!(refused.to_string().contains("elevator kernel restore sdz"), "{refused}");
+    assert!(refused.to_string().contains("--discard"), "{refused}");
+    assert_eq!(read(tree.path(), "block/sdz/queue/scheduler"), "kyber", "nothing changed");
+
+    let all = store.all().unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].as_ref().unwrap().snapshot, before);
+    let (stored, changed) = store.restore(&device).unwrap().expect("a snapshot");
+    assert_eq!(stored.dev.as_deref(), Some("8:0"));
+    assert!(changed.contains(&"scheduler: kyber -> bfq".to_owned()), "{changed:?}");
+    assert!(changed.contains(&"read_ahead_kb: 16 -> 128".to_owned()), "{changed:?}");
+    assert_eq!(Snapshot::take(&sysfs, &device).unwrap(), before);
+    assert!(!file.exists() && !file.parent().unwrap().exists(), "the snapshot is gone");
+    assert!(store.restore(&device).unwrap().is_none());
+    drop(RestoreGuard::new(&sysfs, &device).unwrap());
+}
+
+// Proves `--discard`: the snapshot goes and the device keeps what it has; and a snapshot
+// whose owner still runs is neither restored nor discarded by another process (retryable).
+#[test]
+fn a_snapshot_can_be_discarded_but_not_taken_from_its_running_owner() {
+    let tree = fake_tree();
+    let sysfs = Sysfs::at(tree.path());
+    let device = sysfs.device("sdy").unwrap();
+    let guard = RestoreGuard::new(&sysfs, &device).unwrap();
+    let file = guard.file().unwrap();
+    assert_eq!(file, tree.path().join("elevator-state/sdy/snapshot"), "no MAJ:MIN: the name");
+    set_scheduler(&sysfs, &device, "none").unwrap();
+    let store = SnapshotStore::new(&sysfs);
+    std::mem::forget(guard);
+    orphan(&file);
+    let discarded = store.discard(&device).unwrap().expect("a snapshot");
+    assert_eq!(discarded.snapshot.scheduler, "mq-deadline");
+    assert!(!file.exists());
+    assert_eq!(read(tree.path(), "block/sdy/queue/scheduler"), "none", "kept as it is");
+
+    // A snapshot whose owner runs (here: init, with its real start time) is its owner's.
+    let guard = RestoreGuard::new(&sysfs, &device).unwrap();
+    let file = guard.file().unwrap();
+    std::mem::forget(guard);
+    let stat = std::fs::read_to_string("/proc/1/stat").unwrap();
+    let start = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(19).unwrap().to_owned();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let text: Vec<String> = text
+        .lines()
+        .map(|line| match line.split_once(' ') {
+            Some(("owner_pid", _)) => "owner_pid 1".to_owned(),
+            Some(("owner_start_ticks", _)) => format!("owner_start_ticks {start}"),
+            _ => line.to_owned(),
+        })
+        .collect();
+    std::fs::write(&file, text.join("\n") + "\n").unwrap();
+    for error in [store.restore(&device).unwrap_err(), store.discard(&device).unwrap_err()] {
+        assert!(matches!(error, KernelError::InUse { pid: 1, .. }), "{error}");
+        assert!(error.is_retryable());
+    }
+    assert!(file.exists());
+}
+
+// Proves a guard's `keep_changes` (what `kernel set` and `tune` do on success) forgets the
+// snapshot without restoring, and that a tune refused half-way is undone by the guard.
+#[test]
+fn kept_changes_forget_the_snapshot_and_a_failed_tune_is_undone() {
+    let tree = fake_tree();
+    let sysfs = Sysfs::at(tree.path());
+    let device = sysfs.device("sdz").unwrap();
+    let guard = RestoreGuard::new(&sysfs, &device).unwrap();
+    let file = guard.file().unwrap();
+    tune(&sysfs, &device, &[Setting::parse("sdz", "slice_idle=2").unwrap()]).unwrap();
+    guard.keep_changes().unwrap();
+    assert!(!file.exists());
+    assert_eq!(read(tree.path(), "block/sdz/queue/iosched/slice_idle"), "2");
+
+    let refusing = refusing(tree.path(), "nr_requests", 22);
+    let settings = [
+        Setting::parse("sdz", "slice_idle=0").unwrap(),
+        Setting::parse("sdz", "nr_requests=100000").unwrap(),
+    ];
+    {
+        let _guard = RestoreGuard::new(&refusing, &device).unwrap();
+        let error = tune(&refusing, &device, &settings).unwrap_err();
+        assert!(matches!(error, KernelError::Rejected { .. }), "{error}");
+        assert_eq!(read(tree.path(), "block/sdz/queue/iosched/slice_idle"), "0", "half-way");
+    }
+    assert_eq!(read(tree.path(), "block/sdz/queue/iosched/slice_idle"), "2", "undone");
+    assert!(SnapshotStore::new(&sysfs).all().unwrap().is_empty());
+}
+
+// Proves every `-s` entry is checked before anything is switched: a tunable of a scheduler
+// that is not current is checked against that scheduler's kernel tunables, and the error
+// names the key, the scheduler and what it accepts.
+#[test]
+fn compare_settings_are_checked_before_the_first_switch() {
+    let tree = fake_tree();
+    let sysfs = Sysfs::at(tree.path());
+    let device = sysfs.device("sdy").unwrap();
+    let parse = |text: &str| KernelScheduler::parse("sdy", text).unwrap();
+    let good = [parse("none"), parse("bfq:slice_idle=0,nr_requests=32"), parse("kyber")];
+    validate(&sysfs, &device, &good).unwrap();
+    let error = validate(&sysfs, &device, &[parse("none"), parse("bfq:nosuch=1")]).unwrap_err();
+    match &error {
+        KernelError::UnknownKey { key, scheduler, accepted, .. } => {
+            assert_eq!((key.as_str(), scheduler.as_str()), ("nosuch", "bfq"));
+            for name in ["slice_idle", "low_latency", "nr_requests", "read_ahead_kb"] {
+                assert!(accepted.iter().any(|a| a == name), "{name}: {accepted:?}");
+            }
+            assert!(!accepted.iter().any(|a| a == "fifo_batch"), "{accepted:?}");
+        }
+        other => panic!("expected UnknownKey, got {other}"),
+    }
+    let error = validate(&sysfs, &device, &[parse("bfq:fifo_batch=8")]).unwrap_err();
+    assert!(error.to_string().contains("is a tunable of mq-deadline"), "{error}");
+    let error = validate(&sysfs, &device, &[parse("kyber:read_lat_nsec=soon")]).unwrap_err();
+    assert!(matches!(error, KernelError::BadSetting { .. }), "{error}");
+    let error = validate(&sysfs, &device, &[parse("none"), parse("cfq")]).unwrap_err();
+    assert!(matches!(error, KernelError::UnknownScheduler { .. }), "{error}");
+    assert_eq!(read(tree.path(), "block/sdy/queue/scheduler"), "[mq-deadline] kyber bfq none");
+}
+
+/// Plain files, except that `read_ahead_kb` keeps whole 4 KiB pages, as the kernel does.
+#[derive(Debug)]
+struct Rounding;
+
+impl AttrIo for Rounding {
+    fn read(&self, path: &Path) -> io::Result<String> {
+        FileIo.read(path)
+    }
+
+    fn write(&self, path: &Path, value: &str) -> io::Result<()> {
+        if path.ends_with("read_ahead_kb") {
+            let kb: u64 = value.parse().map_err(|_| io::Error::from_raw_os_error(22))?;
+            return FileIo.write(path, &(kb / 4 * 4).to_string());
+        }
+        FileIo.write(path, value)
+    }
+}
+
+// Proves a value the kernel rounds is reported as asked and kept.
+#[test]
+fn a_rounded_value_is_reported_as_asked_and_kept() {
+    let tree = fake_tree();
+    let sysfs = Sysfs::at(tree.path()).with_io(Arc::new(Rounding));
+    let device = sysfs.device("sdz").unwrap();
+    let settings = [
+        Setting::parse("sdz", "read_ahead_kb=5").unwrap(),
+        Setting::parse("sdz", "slice_idle=3").unwrap(),
+    ];
+    let applied = tune(&sysfs, &device, &settings).unwrap();
+    assert_eq!(
+        applied[0].adjustment().as_deref(),
+        Some("read_ahead_kb: asked 5, the kernel keeps 4")
+    );
+    assert_eq!(applied[1].adjustment(), None);
 }

@@ -1,19 +1,20 @@
 //! The driver against the real sysfs of loop devices the tests create and remove (as root;
-//! skipped with the reason otherwise).
+//! skipped with the reason otherwise, failed under CI=true). Each device is put back as found
+//! before it is detached ([`support::TestDisk`]).
 
-#[path = "../../live/tests/common/mod.rs"]
-mod common;
+mod support;
 
 use elevator_kernel::compare::{self, CompareOptions, KernelScheduler};
 use elevator_kernel::persist::{self, Rule};
 use elevator_kernel::queue::{queue_info, set_scheduler, tune};
-use elevator_kernel::{RestoreGuard, Setting, Snapshot, Sysfs};
+use elevator_kernel::{KernelError, RestoreGuard, Setting, Snapshot, SnapshotStore, Sysfs};
 use elevator_live::passthrough::PassthroughOptions;
 use elevator_live::{Target, TargetOptions};
 use elevator_report::Mode;
 use elevator_workload::WorkloadSpec;
 
-use common::LoopDevice;
+use support::TestDisk;
+use support::common;
 
 /// A writable tunable of the current scheduler and a different value for it.
 fn some_tunable(sysfs: &Sysfs, device: &elevator_kernel::BlockDevice) -> Option<(String, String)> {
@@ -34,12 +35,10 @@ fn some_tunable(sysfs: &Sysfs, device: &elevator_kernel::BlockDevice) -> Option<
 
 #[test]
 fn show_parses_a_loop_devices_sysfs() {
-    let Some(disk) =
-        LoopDevice::attach("show_parses_a_loop_devices_sysfs", 16 << 20, false, |_| {})
-    else {
+    let Some(disk) = TestDisk::attach("show_parses_a_loop_devices_sysfs", 16 << 20) else {
         return;
     };
-    let sysfs = Sysfs::system();
+    let sysfs = disk.sysfs().clone();
     let device = sysfs.device(disk.path().to_str().unwrap()).unwrap();
     assert_eq!(device.name, disk.name());
     let info = queue_info(&sysfs, &device).unwrap();
@@ -58,12 +57,10 @@ fn show_parses_a_loop_devices_sysfs() {
 
 #[test]
 fn set_and_tune_round_trip_on_a_loop_device() {
-    let Some(disk) =
-        LoopDevice::attach("set_and_tune_round_trip_on_a_loop_device", 16 << 20, false, |_| {})
-    else {
+    let Some(disk) = TestDisk::attach("set_and_tune_round_trip_on_a_loop_device", 16 << 20) else {
         return;
     };
-    let sysfs = Sysfs::system();
+    let sysfs = disk.sysfs().clone();
     let device = sysfs.device(&disk.name()).unwrap();
     let before = Snapshot::take(&sysfs, &device).unwrap();
     let guard = RestoreGuard::new(&sysfs, &device).unwrap();
@@ -89,12 +86,10 @@ fn set_and_tune_round_trip_on_a_loop_device() {
 
 #[test]
 fn compare_runs_every_offered_scheduler_and_leaves_the_device_as_found() {
-    let Some(disk) =
-        LoopDevice::attach("compare_runs_every_offered_scheduler", 64 << 20, false, |_| {})
-    else {
+    let Some(disk) = TestDisk::attach("compare_runs_every_offered_scheduler", 64 << 20) else {
         return;
     };
-    let sysfs = Sysfs::system();
+    let sysfs = disk.sysfs().clone();
     let device = sysfs.device(&disk.name()).unwrap();
     // Start from something other than the defaults, so that restoring is visible.
     set_scheduler(&sysfs, &device, "mq-deadline").unwrap();
@@ -127,7 +122,7 @@ fn compare_runs_every_offered_scheduler_and_leaves_the_device_as_found() {
         &workload,
         &options,
         &guard,
-        &mut |scheduler: &KernelScheduler| started.push(scheduler.name.clone()),
+        &mut |scheduler: &KernelScheduler, _: &[_]| started.push(scheduler.name.clone()),
         &mut |_| {},
     )
     .unwrap();
@@ -150,9 +145,9 @@ fn compare_runs_every_offered_scheduler_and_leaves_the_device_as_found() {
 
 #[test]
 fn a_persisted_rule_matches_the_loop_device_by_its_backing_file_only() {
-    let Some(first) = LoopDevice::attach("persist_first", 8 << 20, false, |_| {}) else { return };
-    let Some(second) = LoopDevice::attach("persist_second", 8 << 20, false, |_| {}) else { return };
-    let sysfs = Sysfs::system();
+    let Some(first) = TestDisk::attach("persist_first", 8 << 20) else { return };
+    let Some(second) = TestDisk::attach("persist_second", 8 << 20) else { return };
+    let sysfs = first.sysfs().clone();
     let device = sysfs.device(&first.name()).unwrap();
     let settings = [Setting::parse("x", "read_ahead_kb=256").unwrap()];
     let plan = persist::plan(&sysfs, &device, "mq-deadline", &settings, "test").unwrap();
@@ -183,4 +178,59 @@ fn a_persisted_rule_matches_the_loop_device_by_its_backing_file_only() {
             assert!(output.status.success(), "udevadm verify: {stderr}");
         }
     }
+}
+
+// Proves the guard keeps its snapshot on disk while armed (so a killed process leaves a way
+// back), that the file holds the scheduler, its tunables and the queue attributes `-s` may
+// set, and that restoring removes it.
+#[test]
+fn the_guard_keeps_its_snapshot_on_disk_until_the_device_is_back() {
+    let Some(disk) = TestDisk::attach("the_guard_keeps_its_snapshot_on_disk", 16 << 20) else {
+        return;
+    };
+    let (sysfs, device) = (disk.sysfs(), disk.device());
+    set_scheduler(sysfs, device, "mq-deadline").unwrap();
+    // Not the default read-ahead: writing rotational recomputes it, so a restore that wrote
+    // read_ahead_kb before rotational would end at the default instead.
+    tune(sysfs, device, &[Setting::parse("x", "read_ahead_kb=64").unwrap()]).unwrap();
+    let before = Snapshot::take(sysfs, device).unwrap();
+    let guard = RestoreGuard::new(sysfs, device).unwrap();
+    let file = guard.file().unwrap();
+    assert!(file.starts_with(disk.state_dir()), "{}", file.display());
+    let dev = sysfs.read(&device.dir.join("dev")).unwrap();
+    assert!(file.ends_with(format!("{}@{dev}/snapshot", device.name)), "{}", file.display());
+    let text = std::fs::read_to_string(&file).unwrap();
+    for line in ["scheduler mq-deadline", "tunable fifo_batch ", "attribute nr_requests "] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
+    assert!(text.contains("attribute rotational "), "queue attributes -s may set: {text}");
+    // A second guard on the same device is refused while the first is armed.
+    let second = RestoreGuard::new(sysfs, device).unwrap_err();
+    assert!(matches!(second, KernelError::InUse { .. }), "{second}");
+    set_scheduler(sysfs, device, "bfq").unwrap();
+    tune(sysfs, device, &[Setting::parse("x", "rotational=0").unwrap()]).unwrap();
+    let changed = guard.restore().unwrap();
+    assert!(changed.iter().any(|c| c.starts_with("scheduler: bfq -> mq-deadline")), "{changed:?}");
+    assert!(changed.iter().any(|c| c.starts_with("rotational:")), "{changed:?}");
+    assert_eq!(Snapshot::take(sysfs, device).unwrap(), before);
+    assert!(!file.exists(), "the snapshot is removed once restored");
+    assert!(SnapshotStore::new(sysfs).all().unwrap().is_empty());
+}
+
+// Proves the test disks put their device back before detaching it: a device changed in every
+// way the tests change one (scheduler, tunable, queue attributes) reads as found afterwards.
+#[test]
+fn a_test_disk_is_put_back_as_found() {
+    let Some(disk) = TestDisk::attach("a_test_disk_is_put_back_as_found", 8 << 20) else {
+        return;
+    };
+    let (sysfs, device) = (disk.sysfs(), disk.device());
+    let other = if disk.found().scheduler == "bfq" { "kyber" } else { "bfq" };
+    set_scheduler(sysfs, device, other).unwrap();
+    let settings = ["nr_requests=16", "read_ahead_kb=8", "rotational=0", "nomerges=1"];
+    let settings: Vec<Setting> = settings.iter().map(|s| Setting::parse("x", s).unwrap()).collect();
+    tune(sysfs, device, &settings).unwrap();
+    assert_ne!(&disk.now(), disk.found());
+    assert!(!disk.put_back().is_empty());
+    assert_eq!(&disk.now(), disk.found());
 }
