@@ -1,7 +1,7 @@
 //! `elevator kernel`: show, set, tune, persist and compare the kernel's own schedulers.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -10,10 +10,10 @@ use elevator_core::split_spec_list;
 use elevator_kernel::compare::{self, CompareOptions, KernelScheduler};
 use elevator_kernel::persist;
 use elevator_kernel::queue::{self, QueueInfo};
-use elevator_kernel::{RestoreGuard, Setting, Sysfs};
+use elevator_kernel::{BlockDevice, RestoreGuard, Setting, Sysfs};
 use elevator_live::passthrough::{CacheDrop, PassthroughOptions};
 use elevator_live::run::Progress;
-use elevator_live::{Target, TargetOptions};
+use elevator_live::{Target, TargetLock, TargetOptions};
 use elevator_report::Report;
 use elevator_workload::WorkloadSpec;
 
@@ -29,6 +29,7 @@ pub(crate) fn run_command(args: &KernelArgs, stdout: &mut dyn Write) -> Result<(
         KernelCommand::Show(show) => run_show(&sysfs, show, stdout),
         KernelCommand::Set(set) => {
             let device = sysfs.device(&set.device)?;
+            let _lock = lock_queue(&sysfs, &device)?;
             let before = sysfs.scheduler(&device)?;
             let after = queue::set_scheduler(&sysfs, &device, &set.scheduler)?;
             writeln!(stdout, "{device}: {} -> {}", before.render(), after.render())?;
@@ -36,6 +37,7 @@ pub(crate) fn run_command(args: &KernelArgs, stdout: &mut dyn Write) -> Result<(
         }
         KernelCommand::Tune(tune) => {
             let device = sysfs.device(&tune.device)?;
+            let _lock = lock_queue(&sysfs, &device)?;
             let settings = tune
                 .settings
                 .iter()
@@ -58,6 +60,16 @@ pub(crate) fn run_command(args: &KernelArgs, stdout: &mut dyn Write) -> Result<(
         KernelCommand::Persist(persist_args) => run_persist(&sysfs, persist_args, stdout),
         KernelCommand::Compare(compare_args) => run_compare(&sysfs, compare_args, stdout),
     }
+}
+
+/// Locks the disk whose queue `set`/`tune` is about to change, so that a run or a compare
+/// on it (which hold the same lock) is not changed under its feet. Only against the real
+/// `/sys`: a fake tree's devices have no nodes to lock.
+fn lock_queue(sysfs: &Sysfs, device: &BlockDevice) -> Result<Option<TargetLock>> {
+    if sysfs.root() != Path::new("/sys") {
+        return Ok(None);
+    }
+    Ok(TargetLock::acquire_queue(&device.dev_path())?)
 }
 
 fn run_show(sysfs: &Sysfs, args: &KernelShowArgs, stdout: &mut dyn Write) -> Result<()> {
@@ -157,7 +169,12 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
     };
     let target = Target::open(
         &path,
-        &TargetOptions { write: workload.may_write(), force: args.io.force, create_bytes: None },
+        &TargetOptions {
+            write: workload.may_write(),
+            force: args.io.force,
+            create_bytes: None,
+            stop: None,
+        },
     )?;
     let guard = RestoreGuard::new(sysfs, &device)?;
     let stop = Arc::new(AtomicBool::new(false));

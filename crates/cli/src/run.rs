@@ -10,7 +10,7 @@ use elevator_core::units::parse_size_bytes;
 use elevator_live::run::{
     DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_PATH, LiveRun, Progress, RunOptions, run_workload,
 };
-use elevator_live::{BackendChoice, EngineOptions, Target, TargetOptions};
+use elevator_live::{BackendChoice, EngineOptions, LiveError, Target, TargetOptions};
 use elevator_report::Report;
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 use elevator_workload::WorkloadSpec;
@@ -33,19 +33,28 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
         .transpose()?;
     let path = args.target.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SCRATCH_PATH));
     let missing = !path.exists();
-    let options = TargetOptions {
-        write: workload.may_write(),
-        force: args.io.force,
-        create_bytes: if missing { Some(size.unwrap_or(DEFAULT_SCRATCH_BYTES)) } else { size },
-    };
-    let target = Target::open(&path, &options)?;
-    if target.created() {
-        note(&format!("created {} (later runs reuse it; delete it when done)", target.describe()));
-    }
+    // Installed before the target opens: creating a large scratch file takes a while, and
+    // Ctrl-C then stops it and removes what was written.
     let stop = Arc::new(AtomicBool::new(false));
     let handler_stop = Arc::clone(&stop);
     ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst))
         .context("installing the Ctrl-C handler")?;
+    let options = TargetOptions {
+        write: workload.may_write(),
+        force: args.io.force,
+        create_bytes: if missing { Some(size.unwrap_or(DEFAULT_SCRATCH_BYTES)) } else { size },
+        stop: Some(Arc::clone(&stop)),
+    };
+    let target = match Target::open(&path, &options) {
+        Err(error @ LiveError::Interrupted { .. }) => {
+            note(&format!("interrupted: {error}"));
+            return Err(Interrupted.into());
+        }
+        opened => opened?,
+    };
+    if target.created() {
+        note(&format!("created {} (later runs reuse it; delete it when done)", target.describe()));
+    }
     let backend = BackendChoice::from(args.io.engine);
     let mut report = Report::new(args.io.seed, env!("CARGO_PKG_VERSION"));
     let mut failures = Vec::new();
