@@ -170,29 +170,22 @@ fn a_block_that_reads_back_wrong_fails_the_run() {
 fn ctrl_c_prints_the_partial_report() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("scratch");
-    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args([
-            "run",
-            "--target",
-            path(&target),
-            "--size",
-            "16m",
-            "-w",
-            "job:rw=randread,bs=4k,iodepth=8,runtime=60s,time_based=1",
-            "-s",
-            "deadline",
-            "--format",
-            "json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&[
+        "run",
+        "--target",
+        path(&target),
+        "--size",
+        "16m",
+        "-w",
+        "job:rw=randread,bs=4k,iodepth=8,runtime=60s,time_based=1",
+        "-s",
+        "deadline",
+        "--format",
+        "json",
+    ]);
     // Let it create the file and run for a moment.
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    let signal = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(signal.success());
-    let output = child.wait_with_output().unwrap();
+    let output = interrupt(child);
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
     assert!(stderr(&output).contains("interrupted"), "{}", stderr(&output));
     let json: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -244,19 +237,8 @@ const LONG_READS: &str = "job:rw=randread,bs=4k,iodepth=4,runtime=60s,time_based
 fn a_second_run_on_a_busy_target_is_refused_naming_the_first() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("scratch");
-    let first = spawn(&[
-        "run",
-        "--target",
-        path(&target),
-        "--size",
-        "8m",
-        "-w",
-        LONG_READS,
-        "-s",
-        "noop",
-        "--format",
-        "json",
-    ]);
+    let command = format!("run --target {} --size 8m -w {LONG_READS} -s noop", path(&target));
+    let first = spawn(&command.split(' ').collect::<Vec<_>>());
     wait_for_lock(first.id());
     let second = elevator(&["run", "--target", path(&target), "-w", "job:rw=write,size=1m"]);
     let message = stderr(&second);
@@ -335,4 +317,26 @@ fn a_size_beyond_the_free_space_is_refused_before_creation() {
     assert_eq!(output.status.code(), Some(2), "{message}");
     assert!(message.contains("a scratch file of 16m does not fit: only 4m is free"), "{message}");
     assert!(!target.exists());
+}
+
+// Proves Ctrl-C while the scratch file is being created stops the creation, removes the
+// partial file and exits 130 (before, the signal was ignored until a multi-gigabyte file was
+// written). The signal is sent as soon as the file exists, long before 4 GiB are written.
+#[test]
+fn ctrl_c_while_creating_the_scratch_file_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("scratch");
+    let child = spawn(&["run", "--target", path(&target), "--size", "4g", "-w", LONG_READS]);
+    for _ in 0..1000 {
+        if target.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(target.exists(), "the run never started creating its file");
+    let output = interrupt(child);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(130), "{message}");
+    assert!(message.contains("stopped while creating the scratch file; removed it"), "{message}");
+    assert!(!target.exists(), "the partial scratch file must be removed");
 }
