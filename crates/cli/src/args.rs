@@ -59,10 +59,13 @@ pub(crate) enum Command {
     /// io_uring with O_DIRECT, once per scheduler on the same target.
     ///
     /// The target is a regular file (created with real data when missing, at --size) or a
-    /// block device. Writing is refused to a device that is mounted, in use or carries a
-    /// filesystem or partition-table signature, and to a file elevator did not create, unless
-    /// --force. Ctrl-C stops issuing, waits for in-flight I/O and prints the partial report
-    /// (exit 130). With --verify, any block that reads back wrong fails the run (exit 1).
+    /// block device. Writing is refused to a device that has partitions, is mounted, in use
+    /// or carries any signature blkid finds (filesystem, RAID, LVM, swap, partition table...),
+    /// and to a file elevator did not create, unless --force. One run per target at a time:
+    /// a target in use is refused, naming the PID using it. A new file must fit the free
+    /// space. Ctrl-C stops issuing (or creating the file, which is then removed), waits for
+    /// in-flight I/O and prints the partial report (exit 130). With --verify, any block that
+    /// reads back wrong fails the run (exit 1).
     Run(RunArgs),
     /// Show, switch, tune, persist and benchmark the kernel's own I/O schedulers.
     ///

@@ -8,7 +8,7 @@
 //! otherwise forget the snapshot — it covers the moments of the change itself.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -22,7 +22,7 @@ use elevator_kernel::{
 };
 use elevator_live::passthrough::{CacheDrop, PassthroughOptions};
 use elevator_live::run::Progress;
-use elevator_live::{Target, TargetOptions};
+use elevator_live::{Target, TargetLock, TargetOptions};
 use elevator_report::Report;
 use elevator_workload::WorkloadSpec;
 
@@ -43,6 +43,7 @@ pub(crate) fn run_command(args: &KernelArgs, stdout: &mut dyn Write) -> Result<(
         KernelCommand::Show(show) => run_show(&sysfs, show, stdout),
         KernelCommand::Set(set) => {
             let device = sysfs.device(&set.device)?;
+            let _lock = lock_queue(&sysfs, &device)?;
             let before = sysfs.scheduler(&device)?;
             queue::check_scheduler_name(&device, &before, &set.scheduler)?;
             let guard = RestoreGuard::new(&sysfs, &device)?;
@@ -53,6 +54,7 @@ pub(crate) fn run_command(args: &KernelArgs, stdout: &mut dyn Write) -> Result<(
         }
         KernelCommand::Tune(tune) => {
             let device = sysfs.device(&tune.device)?;
+            let _lock = lock_queue(&sysfs, &device)?;
             let settings = tune
                 .settings
                 .iter()
@@ -149,6 +151,16 @@ fn run_restore(sysfs: &Sysfs, args: &KernelRestoreArgs, stdout: &mut dyn Write) 
         }
     }
     Ok(())
+}
+
+/// Locks the disk whose queue `set`/`tune` is about to change, so that a run or a compare
+/// on it (which hold the same lock) is not changed under its feet. Only against the real
+/// `/sys`: a fake tree's devices have no nodes to lock.
+fn lock_queue(sysfs: &Sysfs, device: &BlockDevice) -> Result<Option<TargetLock>> {
+    if sysfs.root() != Path::new("/sys") {
+        return Ok(None);
+    }
+    Ok(TargetLock::acquire_queue(&device.dev_path())?)
 }
 
 fn run_show(sysfs: &Sysfs, args: &KernelShowArgs, stdout: &mut dyn Write) -> Result<()> {
@@ -249,7 +261,12 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
     };
     let target = Target::open(
         &path,
-        &TargetOptions { write: workload.may_write(), force: args.io.force, create_bytes: None },
+        &TargetOptions {
+            write: workload.may_write(),
+            force: args.io.force,
+            create_bytes: None,
+            stop: None,
+        },
     )?;
     let guard = RestoreGuard::new(sysfs, &device)?;
     let stop = Arc::new(AtomicBool::new(false));

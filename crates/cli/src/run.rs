@@ -10,7 +10,7 @@ use elevator_live::run::{
     ContinueOnError, DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_PATH, LiveRun, Progress, RunOptions,
     run_workload,
 };
-use elevator_live::{BackendChoice, EngineOptions, Fault, Target, TargetOptions};
+use elevator_live::{BackendChoice, EngineOptions, Fault, LiveError, Target, TargetOptions};
 use elevator_report::{IoErrors, Report};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 use elevator_workload::IoKind;
@@ -45,12 +45,23 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
         .transpose()?;
     let path = args.target.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SCRATCH_PATH));
     let missing = !path.exists();
+    // Installed before the target opens: creating a large scratch file takes a while, and a
+    // signal then stops it and removes what was written.
+    let signals = StopSignals::install().context("installing the signal handlers")?;
+    let stop = Arc::clone(&signals.stop);
     let options = TargetOptions {
         write: workload.may_write(),
         force: args.io.force,
         create_bytes: if missing { Some(size.unwrap_or(DEFAULT_SCRATCH_BYTES)) } else { size },
+        stop: Some(Arc::clone(&stop)),
     };
-    let target = Target::open(&path, &options)?;
+    let target = match Target::open(&path, &options) {
+        Err(error @ LiveError::Interrupted { .. }) => {
+            note(&format!("interrupted: {error}"));
+            return Err(Interrupted { signal: signals.received() }.into());
+        }
+        opened => opened?,
+    };
     if args.verify && !workload.may_write() && !target.is_scratch() {
         // A scratch file's content is known (elevator wrote it); a device or file it did not
         // create holds what it holds, and a run that never writes has nothing to check.
@@ -63,8 +74,6 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
     if target.created() {
         note(&format!("created {} (later runs reuse it; delete it when done)", target.describe()));
     }
-    let signals = StopSignals::install().context("installing the signal handlers")?;
-    let stop = Arc::clone(&signals.stop);
     let backend = BackendChoice::from(args.io.engine);
     let mut report = Report::new(args.io.seed, env!("CARGO_PKG_VERSION"));
     let mut failures = Vec::new();

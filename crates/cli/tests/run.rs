@@ -1,5 +1,8 @@
 //! `elevator run` as a user runs it: live runs on scratch files, the safety refusals, --verify
-//! failing a run, workloads that need the simulator, and Ctrl-C.
+//! failing a run, workloads that need the simulator, Ctrl-C, and one run per target.
+
+#[path = "../../live/tests/common/mod.rs"]
+mod common;
 
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -286,4 +289,151 @@ fn verify_refuses_a_read_only_workload_on_unknown_content() {
     ]);
     assert_eq!(read_only.status.code(), Some(2), "{}", stderr(&read_only));
     assert!(stderr(&read_only).contains("needs a workload that writes"), "{}", stderr(&read_only));
+}
+
+/// Starts `elevator` with `args` in the background.
+fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (up to about twenty seconds, counted sleeps) until process `pid` holds a `flock`,
+/// as the kernel's lock table shows: the run has opened and locked its target.
+fn wait_for_lock(pid: u32) {
+    for _ in 0..1000 {
+        let table = std::fs::read_to_string("/proc/locks").unwrap();
+        let holds = table.lines().any(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            fields.get(1) == Some(&"FLOCK") && fields.get(4) == Some(&pid.to_string().as_str())
+        });
+        if holds {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("process {pid} never took its lock");
+}
+
+/// Stops a background run with SIGINT and waits for it.
+fn interrupt(child: std::process::Child) -> Output {
+    let signal = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(signal.success());
+    child.wait_with_output().unwrap()
+}
+
+const LONG_READS: &str = "job:rw=randread,bs=4k,iodepth=4,runtime=60s,time_based=1";
+
+// Proves one run per target: while a run holds a scratch file, a second run on it exits 2 at
+// once, naming the first's PID, and the first run is not disturbed (it ends normally on its
+// Ctrl-C with a report).
+#[test]
+fn a_second_run_on_a_busy_target_is_refused_naming_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("scratch");
+    let command = format!("run --target {} --size 8m -w {LONG_READS} -s noop", path(&target));
+    let first = spawn(&command.split(' ').collect::<Vec<_>>());
+    wait_for_lock(first.id());
+    let second = elevator(&["run", "--target", path(&target), "-w", "job:rw=write,size=1m"]);
+    let message = stderr(&second);
+    assert_eq!(second.status.code(), Some(2), "{message}");
+    assert!(message.contains(&format!("in use by PID {} (", first.id())), "{message}");
+    assert!(message.contains("one run per target at a time"), "{message}");
+    assert_eq!(message.trim().lines().count(), 1, "one line: {message}");
+    let first = interrupt(first);
+    assert_eq!(first.status.code(), Some(130), "{}", stderr(&first));
+}
+
+// Proves `kernel set`, `kernel tune` and `kernel compare` are refused on a device a run is
+// using (exit 2, naming the run's PID) and leave its scheduler as it was.
+#[test]
+fn kernel_commands_are_refused_on_a_device_a_run_uses() {
+    let Some(device) =
+        common::LoopDevice::attach("kernel_commands_refused", 32 << 20, false, |_| {})
+    else {
+        return;
+    };
+    let node = path(device.path());
+    let name = device.name();
+    let scheduler =
+        || std::fs::read_to_string(format!("/sys/block/{name}/queue/scheduler")).unwrap();
+    let before = scheduler();
+    let run = spawn(&["run", "--target", node, "-w", LONG_READS, "-s", "noop", "--format", "json"]);
+    wait_for_lock(run.id());
+    let holder = format!("in use by PID {}", run.id());
+    for args in [
+        vec!["kernel", "set", name.as_str(), "none"],
+        vec!["kernel", "tune", name.as_str(), "read_ahead_kb=64"],
+        vec!["kernel", "compare", node, "-w", "job:rw=read,size=1m", "-s", "none"],
+    ] {
+        let output = elevator(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(&holder), "{args:?}: {}", stderr(&output));
+    }
+    assert_eq!(scheduler(), before);
+    let run = interrupt(run);
+    assert_eq!(run.status.code(), Some(130), "{}", stderr(&run));
+}
+
+// Proves a write run on a device carrying a signature the old hand-written table missed
+// (minix) is refused with exit 2 in one line naming it, and not one byte changes; with
+// --force the same run writes.
+#[test]
+fn a_write_run_on_a_minix_device_is_refused_and_the_device_left_intact() {
+    let Some(device) = common::LoopDevice::attach("minix_run", 32 << 20, false, |_| {}) else {
+        return;
+    };
+    if !common::require("minix_run", "mkfs.minix", "util-linux") {
+        return;
+    }
+    common::run(common::which("mkfs.minix").unwrap().to_str().unwrap(), &[path(device.path())]);
+    let before = common::checksum(device.path());
+    let write = ["run", "--target", path(device.path()), "-w", "job:rw=write,bs=64k,size=1m"];
+    let refused = elevator(&write);
+    let message = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{message}");
+    assert!(message.contains("a signature of type minix (filesystem"), "{message}");
+    assert_eq!(message.trim().lines().count(), 1, "one line: {message}");
+    assert_eq!(common::checksum(device.path()), before, "a refused run changed the device");
+    let forced = elevator(&[&write[..], &["--force", "-s", "noop"]].concat());
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_ne!(common::checksum(device.path()), before, "the forced run wrote");
+}
+
+// Proves a --size larger than the free space is refused before anything is created, with
+// exit 2 and one line saying what was needed, what is free, and where.
+#[test]
+fn a_size_beyond_the_free_space_is_refused_before_creation() {
+    let Some(tmpfs) = common::Tmpfs::mount("size_beyond_free_space", 4 << 20) else { return };
+    let target = tmpfs.path().join("scratch");
+    let output = elevator(&["run", "--target", path(&target), "--size", "16m", "-w", LONG_READS]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains("a scratch file of 16m does not fit: only 4m is free"), "{message}");
+    assert!(!target.exists());
+}
+
+// Proves Ctrl-C while the scratch file is being created stops the creation, removes the
+// partial file and exits 130 (before, the signal was ignored until a multi-gigabyte file was
+// written). The signal is sent as soon as the file exists, long before 4 GiB are written.
+#[test]
+fn ctrl_c_while_creating_the_scratch_file_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("scratch");
+    let child = spawn(&["run", "--target", path(&target), "--size", "4g", "-w", LONG_READS]);
+    for _ in 0..1000 {
+        if target.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(target.exists(), "the run never started creating its file");
+    let output = interrupt(child);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(130), "{message}");
+    assert!(message.contains("stopped while creating the scratch file; removed it"), "{message}");
+    assert!(!target.exists(), "the partial scratch file must be removed");
 }

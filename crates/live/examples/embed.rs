@@ -23,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = given
         .clone()
         .map_or_else(|| std::env::temp_dir().join("elevator-embed.scratch"), Into::into);
-    let options = TargetOptions { write: false, create_bytes: Some(SIZE), force: false };
+    let options = TargetOptions { write: false, create_bytes: Some(SIZE), ..Default::default() };
     let target = Target::open(&path, &options)?;
     println!("target: {}", target.describe());
     let engine = Engine::open(

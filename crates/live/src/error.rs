@@ -24,6 +24,21 @@ pub enum LiveError {
         /// What was found (a mount, a holder, a signature, a file the tool did not create).
         found: String,
     },
+    /// Another process holds the target's lock: one run per target at a time. Retrying after
+    /// the holder finishes succeeds.
+    #[error("{path}: in use by {holder}; one run per target at a time, wait for it to finish")]
+    Busy {
+        /// The node locked (the target, or a partition's whole disk).
+        path: PathBuf,
+        /// Who holds it: `PID 1234 (elevator run ...)`.
+        holder: String,
+    },
+    /// Creating the scratch file was stopped (Ctrl-C); what was written is removed.
+    #[error("{path}: stopped while creating the scratch file; removed it")]
+    Interrupted {
+        /// The scratch file that was being created.
+        path: PathBuf,
+    },
     /// The target cannot serve this run (too small, wrong kind, no O_DIRECT).
     #[error("{path}: {problem}")]
     Target {

@@ -15,7 +15,8 @@ const MIB: u64 = 1 << 20;
 /// is ext4, and `TMPDIR` can point elsewhere).
 fn scratch(size_bytes: u64) -> (tempfile::TempDir, Target) {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let options = TargetOptions { write: true, create_bytes: Some(size_bytes), force: false };
+    let options =
+        TargetOptions { write: true, create_bytes: Some(size_bytes), ..Default::default() };
     let target = Target::open(&dir.path().join("scratch"), &options).expect("a scratch target");
     (dir, target)
 }

@@ -40,7 +40,7 @@ fn without_io_uring_the_engine_says_why_and_uses_threads() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let options = TargetOptions { write: true, create_bytes: Some(1 << 20), force: false };
+    let options = TargetOptions { write: true, create_bytes: Some(1 << 20), ..Default::default() };
     let path = dir.path().join("scratch");
     drop(Target::open(&path, &options).unwrap());
     let open = |backend| {

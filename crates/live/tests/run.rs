@@ -30,7 +30,8 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn scratch(dir: &tempfile::TempDir, size_bytes: u64) -> Target {
-    let options = TargetOptions { write: true, create_bytes: Some(size_bytes), force: false };
+    let options =
+        TargetOptions { write: true, create_bytes: Some(size_bytes), ..Default::default() };
     Target::open(&dir.path().join("scratch"), &options).expect("a scratch file")
 }
 
