@@ -30,7 +30,7 @@ use crate::args::{
     KernelArgs, KernelCommand, KernelCompareArgs, KernelPersistArgs, KernelRestoreArgs,
     KernelShowArgs, ListFormat,
 };
-use crate::term::{LiveProgress, note};
+use crate::term::{LiveProgress, StopSignals, note};
 use crate::{CheckFailed, EXIT_INTERRUPTED, Interrupted, plan};
 
 pub(crate) fn run_command(args: &KernelArgs, stdout: &mut dyn Write) -> Result<()> {
@@ -285,6 +285,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         }
     })
     .context("installing the signal handler")?;
+    let signals = StopSignals::record_only().context("installing the signal handlers")?;
     let options = CompareOptions {
         schedulers,
         seed: args.io.seed,
@@ -324,7 +325,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
     let mut report = Report::new(args.io.seed, env!("CARGO_PKG_VERSION"));
     let mut failures = Vec::new();
     let mut interrupted = false;
-    for run in runs {
+    for mut run in runs {
         if let (count @ 1.., Some(first)) = &run.io_errors {
             failures.push(format!(
                 "{count} I/Os failed under {}; the first: {first}",
@@ -332,6 +333,9 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
             ));
         }
         interrupted |= run.interrupted;
+        if let Some(reason) = signals.reason().filter(|_| run.run.partial) {
+            run.run.partial_reason = Some(reason);
+        }
         report.runs.push(run.run);
     }
     plan::write_report(&report, &args.io.report, stdout)?;
@@ -339,7 +343,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         note(
             "interrupted: stopped issuing, waited for I/O in flight, restored the device; the report is partial",
         );
-        return Err(Interrupted::default().into());
+        return Err(Interrupted { signal: signals.received() }.into());
     }
     if !failures.is_empty() {
         return Err(CheckFailed(failures.join("\n")).into());

@@ -33,6 +33,20 @@ impl StopSignals {
         Ok(StopSignals { stop, signal })
     }
 
+    /// Only remembers which of SIGINT, SIGTERM and SIGHUP arrived, beside a handler of the
+    /// caller's own (kernel compare's, which restores the device on a second signal);
+    /// `stop` is never set.
+    pub(crate) fn record_only() -> anyhow::Result<StopSignals> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let signal = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for number in [SIGINT, SIGTERM, SIGHUP] {
+            // signal-hook chains to the handler installed before it.
+            signal_hook::flag::register_usize(number, signal.clone(), number as usize)?;
+        }
+        Ok(StopSignals { stop, signal })
+    }
+
     /// The signal that stopped the run, if one did.
     pub(crate) fn received(&self) -> Option<i32> {
         match self.signal.load(std::sync::atomic::Ordering::SeqCst) {

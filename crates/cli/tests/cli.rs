@@ -143,7 +143,8 @@ fn sim_is_deterministic_and_side_by_side() {
     assert_eq!(schedulers, registered);
     assert!(registered.len() >= 2);
     assert_eq!(json["runs"][0]["mode"], "sim");
-    assert_eq!(json["runs"][0]["phases"][0]["latency_method"]["kind"], "exact-nearest-rank");
+    let method = &json["runs"][0]["phases"][0]["latency_method"];
+    assert_eq!((&method["kind"], &method["significant_digits"]), (&"histogram".into(), &3.into()));
 }
 
 // Proves -o writes the report to a file in the format its extension names, leaving stdout

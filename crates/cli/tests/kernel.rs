@@ -53,7 +53,8 @@ fn state(device: &str) -> Vec<(String, String)> {
 
 // Proves the guard: a compare killed with SIGTERM while the kernel's bfq (with a changed
 // tunable) is running puts the original scheduler, its tunables and nr_requests back, and
-// exits 130 after printing the partial report.
+// exits 143 (128 + SIGTERM) after printing the partial report, which says it is partial and
+// why.
 #[test]
 fn sigterm_mid_compare_restores_the_device() {
     let Some(disk) = TestDisk::attach("sigterm_mid_compare_restores_the_device", 64 << 20) else {
@@ -74,10 +75,13 @@ fn sigterm_mid_compare_restores_the_device() {
     let signal = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(signal.success());
     let output = child.wait_with_output().unwrap();
-    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(143), "{}", stderr(&output));
     assert_eq!(state(&name), before, "restored: {}", stderr(&output));
     let json: Value = serde_json::from_slice(&output.stdout).expect("a partial report");
     assert_eq!(json["runs"][0]["mode"], "kernel");
+    assert_eq!(json["runs"][0]["partial"], true);
+    let reason = json["runs"][0]["partial_reason"].as_str().unwrap();
+    assert!(reason.starts_with("interrupted by SIGTERM"), "{reason}");
     assert_eq!(json["runs"][0]["scheduler"], "bfq:slice_idle=0,nr_requests=16");
     assert_eq!(json["runs"][0]["config"]["scheduler.slice_idle"], "0");
     assert_eq!(snapshots(&disk), 0, "the snapshot goes with the restore");

@@ -346,6 +346,9 @@ pub fn run_plan(
             break;
         }
     }
+    if !interrupted {
+        driver.verify_written()?;
+    }
     let mut run = driver.report(label, settings, options, phases, fallback.as_deref());
     if interrupted {
         run.partial = true;
@@ -504,6 +507,49 @@ impl Driver<'_> {
             priority: owner.priority(),
             flags: io.flags,
         })
+    }
+
+    /// fio's verify phase (`do_verify`): reads back every block the run wrote and checks it
+    /// holds the last write's stamp, so that a run that writes without reading verifies too.
+    /// Plain positional reads after the run, outside the queue and the report's figures.
+    fn verify_written(&mut self) -> Result<(), LiveError> {
+        let (Some(generations), Some(summary)) = (&self.generations, &mut self.verify) else {
+            return Ok(());
+        };
+        const CHUNK_BYTES: u64 = 1 << 20;
+        let mut buf = AlignedBuf::zeroed(CHUNK_BYTES as usize);
+        for (start, end) in generations.written() {
+            let mut offset = start;
+            while offset < end {
+                let len = (end - offset).min(CHUNK_BYTES) as usize;
+                let chunk = &mut buf.as_mut_slice()[..len];
+                let mut done = 0;
+                while done < len {
+                    let read = rustix::io::pread(
+                        self.target.fd(),
+                        &mut chunk[done..],
+                        offset + done as u64,
+                    )
+                    .map_err(|e| {
+                        LiveError::io(self.target.path(), "reading back for verify", e.into())
+                    })?;
+                    if read == 0 {
+                        break;
+                    }
+                    done += read;
+                }
+                let expected: Vec<verify::Expect> = (0..done / VERIFY_BLOCK_BYTES)
+                    .map(|block| generations.expected(offset + (block * VERIFY_BLOCK_BYTES) as u64))
+                    .collect();
+                let (mismatches, checked) = verify::check_read(&chunk[..done], offset, &expected);
+                summary.blocks_checked += checked;
+                summary.mismatches += mismatches.len() as u64;
+                let room = MISMATCH_EXAMPLES.saturating_sub(summary.examples.len());
+                summary.examples.extend(mismatches.into_iter().take(room));
+                offset += len as u64;
+            }
+        }
+        Ok(())
     }
 
     /// Accounts a finished I/O and tells its issuer.

@@ -196,6 +196,11 @@ impl Generations {
     pub fn ranges(&self) -> usize {
         self.written.len()
     }
+
+    /// Every written byte range, `start..end`, in order.
+    pub fn written(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.written.iter().map(|(&start, &(end, _))| (start, end))
+    }
 }
 
 /// Checks a read of `buf` at `offset` against `expected` (one entry per block). Returns the

@@ -337,3 +337,24 @@ fn delayed_writes_take_at_least_the_delay() {
     assert!((1..=16).contains(&delayed), "{delayed} transfers delayed");
     assert!(phase.issuers[1].latency_ns.max < 20_000_000, "reads were not delayed");
 }
+
+// Proves --verify never passes by checking nothing (issue 14): a workload that only writes is
+// read back after the run, as fio's verify phase does, so every block it wrote is checked
+// against its last write's stamp.
+#[test]
+fn a_write_only_verified_run_reads_back_what_it_wrote() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let target = scratch(&dir, 16 * MIB);
+    let live = run(
+        &target,
+        "job:rw=randwrite,bs=4k,iodepth=8,io_size=1m",
+        &options("deadline", BackendChoice::Auto, true),
+    );
+    let verify = live.verify.expect("verify ran");
+    assert_eq!(verify.mismatches, 0, "{:?}", verify.examples);
+    assert!(verify.blocks_written >= 2048, "{verify:?}");
+    // Random 4 KiB writes may land on one block twice: the distinct blocks are all checked.
+    assert!(verify.blocks_checked > 0 && verify.blocks_checked <= verify.blocks_written);
+    assert!(verify.blocks_checked >= 1500, "{verify:?}");
+}
