@@ -110,6 +110,14 @@ pub(crate) fn block_device_hazards(path: &Path) -> Vec<String> {
     hazards
 }
 
+/// Whether the kernel holds the block device at `path` read-only (`/sys/dev/block/MAJ:MIN/ro`).
+pub(crate) fn is_read_only(path: &Path) -> bool {
+    let Ok(metadata) = std::fs::metadata(path) else { return false };
+    let number = DevNum::from_raw(metadata.rdev());
+    let ro = Path::new(SYS_DEV_BLOCK).join(number.to_string()).join("ro");
+    std::fs::read_to_string(ro).is_ok_and(|text| text.trim() == "1")
+}
+
 /// The device numbered `number` (at `path`) and its partitions, from sysfs under
 /// `sys_dev_block`. A sysfs entry that cannot be read adds a hazard, since a partition missed
 /// is a mount or holder missed.

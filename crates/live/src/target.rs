@@ -141,6 +141,15 @@ impl Target {
                 TargetKind::File => {}
             }
         }
+        if options.write && kind == TargetKind::BlockDevice && safety::is_read_only(path) {
+            // Not a hazard --force could override: the kernel refuses every write.
+            return Err(LiveError::Target {
+                path: path.into(),
+                problem: "the device is read-only (its `ro` attribute is 1: `losetup -r`, a \
+                          write-protected disk, `blockdev --setro`); the workload writes"
+                    .into(),
+            });
+        }
         let file = open_direct(path, kind, options)?;
         let (size_bytes, align_bytes) = match kind {
             TargetKind::File => (metadata.len(), FILE_ALIGN_BYTES),

@@ -274,6 +274,32 @@ impl LoopDevice {
         })
     }
 
+    /// A read-only loop device (`losetup -r`) over `size_bytes` of zeroes.
+    pub(crate) fn attach_read_only(test: &str, size_bytes: u64) -> Option<LoopDevice> {
+        if let Some(reason) = loop_devices_missing() {
+            eprintln!("skipping {test}: {reason}");
+            return None;
+        }
+        let backing_dir = tempfile::tempdir().expect("a temporary directory");
+        let backing = backing_dir.path().join("backing");
+        File::create(&backing).expect("a backing file").set_len(size_bytes).expect("its size");
+        let device = {
+            let _one_at_a_time = LOSETUP.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            run("losetup", &["--find", "--show", "--read-only", backing.to_str().unwrap()])
+        };
+        Some(LoopDevice {
+            device: PathBuf::from(device),
+            mounts: Vec::new(),
+            swapped: None,
+            _backing_dir: backing_dir,
+        })
+    }
+
+    /// The device was detached already (by the test): nothing to undo but the backing file.
+    pub(crate) fn forget(mut self) {
+        self.device = PathBuf::new();
+    }
+
     pub(crate) fn path(&self) -> &Path {
         &self.device
     }
@@ -308,6 +334,8 @@ impl Drop for LoopDevice {
         for dir in self.mounts.iter().rev() {
             cleanup("umount", &[dir.path().to_str().unwrap()]);
         }
-        cleanup("losetup", &["-d", self.device.to_str().unwrap()]);
+        if !self.device.as_os_str().is_empty() {
+            cleanup("losetup", &["-d", self.device.to_str().unwrap()]);
+        }
     }
 }
