@@ -106,7 +106,7 @@ pub enum TunableError {
         accepted: Vec<&'static str>,
     },
     /// The value did not parse.
-    #[error("{name}: {problem} (expected {expected})")]
+    #[error("{name}: {}", parse_message(problem, expected))]
     Parse {
         /// The tunable.
         name: &'static str,
@@ -212,6 +212,15 @@ pub fn find<'a>(
 /// The largest value a kernel `int` tunable accepts (`INT_MAX`).
 pub const INT_MAX: i64 = i32::MAX as i64;
 
+/// A parse error's text, with what the unit accepts said once (an empty value's message
+/// already says what it expected).
+fn parse_message(problem: &QuantityError, expected: &str) -> String {
+    match problem {
+        QuantityError::Empty { .. } => format!("empty value (expected {expected})"),
+        _ => format!("{problem} (expected {expected})"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,5 +260,21 @@ mod tests {
             error.to_string(),
             "deadline has no tunable `read_expiry` (accepted: read_expire)"
         );
+    }
+
+    // Proves an empty value says what is accepted once, not twice.
+    #[test]
+    fn an_empty_value_says_what_is_accepted_once() {
+        let spec = TunableSpec {
+            name: "slice_idle",
+            unit: Unit::Milliseconds,
+            default: 8,
+            min: 0,
+            max: INT_MAX,
+            help: "",
+        };
+        let message = spec.parse("").unwrap_err().to_string();
+        assert_eq!(message.matches("expected").count(), 1, "{message}");
+        assert!(message.starts_with("slice_idle: empty value (expected"), "{message}");
     }
 }
