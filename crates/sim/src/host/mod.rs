@@ -1268,6 +1268,11 @@ impl Host {
         (self.cache.chunk_count(), self.cache.dirty_pages(), self.cache.writeback_pages())
     }
 
+    /// The page cache's capacity in pages.
+    pub(crate) fn cache_capacity_pages(&self) -> u64 {
+        self.cache.capacity_pages()
+    }
+
     /// The dirty limit in pages: dirty plus write-back pages above it throttle writers.
     pub(crate) fn dirty_limit_pages(&self) -> u64 {
         self.dirty_limit_pages
