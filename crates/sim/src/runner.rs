@@ -245,7 +245,7 @@ pub fn targets(config: &SimConfig) -> Result<Vec<Target>, SimError> {
     Ok(topology_targets(&config.device.topology()?))
 }
 
-fn topology_targets(topology: &Topology) -> Vec<Target> {
+pub(crate) fn topology_targets(topology: &Topology) -> Vec<Target> {
     topology
         .devices
         .iter()

@@ -46,7 +46,9 @@ use elevator_workload::{Target, WorkloadKind, WorkloadSpec};
 
 use crate::device::{DeviceKind, DeviceSpec};
 use crate::host::spec::{HostSpec, KEYS as HOST_KEYS, PRESETS as HOST_PRESETS};
-use crate::runner::{Bounds, QueueSettings, RunAudit, SimConfig, SimError, run_audited};
+use crate::runner::{
+    Bounds, QueueSettings, RunAudit, SimConfig, SimError, run_audited, topology_targets,
+};
 use crate::topology::LINK_TYPES;
 
 /// Limits of every sweep run. The workloads are derived small (a few MiB, tens of
@@ -139,7 +141,8 @@ impl Case {
         let queue = derive_queue(&mut root.fork("queue"), &features, &device);
         // The workload is drawn until it fits the device: the plan checks sizes and device
         // counts against the topology, and a case that cannot start tests nothing.
-        let targets = device.topology().map(|topology| targets_of(&topology)).unwrap_or_default();
+        let targets =
+            device.topology().map(|topology| topology_targets(&topology)).unwrap_or_default();
         let plan_prng = Prng::new(seed).fork("workload");
         let (workload_text, workload) =
             derive_workload(&root.fork("workload"), &features, &targets, &plan_prng);
@@ -868,17 +871,6 @@ fn derive_queue(prng: &mut Prng, features: &Features, device: &DeviceSpec) -> Qu
         settings.depth = Some(log_uniform_u64(prng, 1, u64::from(device_depth)) as u32);
     }
     settings
-}
-
-fn targets_of(topology: &crate::topology::Topology) -> Vec<Target> {
-    topology
-        .devices
-        .iter()
-        .map(|device| Target {
-            name: device.name.clone(),
-            capacity_bytes: device.model.capacity_sectors() * elevator_core::SECTOR_SIZE_BYTES,
-        })
-        .collect()
 }
 
 fn derive_workload(
