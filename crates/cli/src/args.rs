@@ -55,6 +55,14 @@ pub(crate) enum Command {
     /// each under noop, deadline, anticipatory and cfq, and prints each experiment's table as
     /// the tool printed it, with the best scheduler of each column.
     Compare(CompareArgs),
+    /// Run thousands of random simulations with every invariant check on (a seeded sweep).
+    ///
+    /// Each seed derives a scheduler with tunables, a device, a host, queue settings and a
+    /// small workload, runs it with tight bounds and checks that every request completes
+    /// exactly once, time never goes back and memory stays bounded; every 8th seed runs twice
+    /// to check identical output. Failures print their seed and a replaying command line;
+    /// the exit code is 1 if any case failed.
+    Sweep(SweepArgs),
     /// Run a workload live: our schedulers in front of a real file or block device, over
     /// io_uring with O_DIRECT, once per scheduler on the same target.
     ///
@@ -86,6 +94,29 @@ pub(crate) enum Command {
     /// Read the top page with `elevator man | man -l -`; install all of them with
     /// `elevator man -o ~/.local/share/man/man1`.
     Man(ManArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct SweepArgs {
+    /// How many seeds to run.
+    #[arg(long, default_value_t = 1000, conflicts_with = "seed")]
+    pub(crate) seeds: u64,
+
+    /// The first seed.
+    #[arg(long, value_name = "SEED", default_value_t = 0, conflicts_with = "seed")]
+    pub(crate) from: u64,
+
+    /// Replay one seed: print its configuration and outcome.
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+
+    /// Threads (default: the machine's processors).
+    #[arg(short, long)]
+    pub(crate) jobs: Option<usize>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub(crate) format: ListFormat,
 }
 
 #[derive(Debug, clap::Args)]

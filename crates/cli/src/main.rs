@@ -14,6 +14,7 @@ mod manual;
 mod plan;
 mod run;
 mod sim;
+mod sweep;
 mod term;
 
 use std::io::{self, Write};
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
         Command::List(list_args) => list::run(list_args, &mut out),
         Command::Sim(sim_args) => sim::run_command(sim_args, &mut out),
         Command::Compare(compare_args) => compare::run_command(compare_args, &mut out),
+        Command::Sweep(sweep_args) => sweep::run_command(sweep_args, &mut out),
         Command::Run(run_args) => run::run_command(run_args, &mut out),
         Command::Kernel(kernel_args) => kernel::run_command(kernel_args, &mut out),
         Command::Completions(completions) => manual::completions(completions.shell, &mut out),

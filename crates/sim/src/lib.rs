@@ -15,6 +15,7 @@ pub mod engine;
 pub mod host;
 pub mod runner;
 pub mod study;
+pub mod sweep;
 pub mod topology;
 
 /// A hash map for lookups only: inserted into, looked up and removed from, never iterated, so
@@ -36,5 +37,6 @@ pub const DEFAULT_WORKLOAD: &str = "job:rw=read,bs=64k,numjobs=2,offset_incremen
 pub use device::{DeviceKind, DeviceModel, DeviceSpec};
 pub use host::spec::HostSpec;
 pub use runner::{
-    Bounds, CHECK_BY_DEFAULT, QueueSettings, SimConfig, SimError, run, run_plan, targets,
+    Bounds, CHECK_BY_DEFAULT, QueueSettings, RunAudit, SimConfig, SimError, run, run_audited,
+    run_plan, targets,
 };

@@ -156,6 +156,15 @@ pub enum SimError {
         /// Who was waiting on what.
         detail: String,
     },
+    /// Files grew past the space left on their device: the extents files are allocated in
+    /// round each file up, so files that fit by size may not fit once written.
+    #[error("issuer {issuer}: {problem}")]
+    NoSpace {
+        /// The issuer.
+        issuer: String,
+        /// Which device filled up.
+        problem: String,
+    },
     /// An issuer asked for I/O the devices cannot take.
     #[error("issuer {issuer}: {problem}")]
     BadIo {
@@ -175,6 +184,51 @@ pub fn run(
     scheduler: &SchedulerSpec,
     workload: &WorkloadSpec,
 ) -> Result<Run, SimError> {
+    run_audited(config, scheduler, workload).map(|(run, _)| run)
+}
+
+/// What a finished run held at its peak, for checking that its memory stayed bounded (the
+/// seeded sweep, [`crate::sweep`]). Counts, not bytes: each is a structure whose entries
+/// have a fixed size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunAudit {
+    /// Events processed.
+    pub events: u64,
+    /// Most events pending at once, superseded wake-ups included: a device step or queue
+    /// wake-up rescheduled leaves its old event in the heap until its time.
+    pub events_pending_peak: usize,
+    /// Most events pending at once that were not superseded: at most one wake-up per issuer,
+    /// one completion per host operation, one transfer or completion per request, one step
+    /// and one wake-up per device and one host timer.
+    pub live_events_peak: usize,
+    /// Most host operations (buffered I/O of issuers) outstanding at once.
+    pub host_ops_peak: usize,
+    /// Devices in the topology.
+    pub devices: usize,
+    /// Most bios outstanding at once: the slab of bios waiting for their request (it is
+    /// reused, so its length is its peak).
+    pub bios_pending_peak: usize,
+    /// Issuers of the largest phase.
+    pub issuers_peak: usize,
+    /// Requests every device's queue can hold at once, summed (their tables' capacity).
+    pub requests_capacity: usize,
+    /// Commands every device takes at once, summed (the queue depths in force).
+    pub depth_total: u64,
+    /// Page-cache chunks held at the end of the run.
+    pub cache_chunks_at_end: u64,
+    /// The page cache's capacity in chunks (it may overshoot while chunks are pinned, and
+    /// evicts back on the next insertion).
+    pub cache_capacity_chunks: u64,
+}
+
+/// [`run`], also returning the run's [`RunAudit`]. With `check_invariants`, the end of the run
+/// is audited too: every request allocated completed exactly once or was merged away, every
+/// queue, device, link and pending-bio slot is empty, every host operation finished.
+pub fn run_audited(
+    config: &SimConfig,
+    scheduler: &SchedulerSpec,
+    workload: &WorkloadSpec,
+) -> Result<(Run, RunAudit), SimError> {
     // The topology is built once: device models can be costly to set up (zone tables).
     let topology = config.device.topology()?;
     let targets = topology_targets(&topology);
@@ -191,7 +245,7 @@ pub fn targets(config: &SimConfig) -> Result<Vec<Target>, SimError> {
     Ok(topology_targets(&config.device.topology()?))
 }
 
-fn topology_targets(topology: &Topology) -> Vec<Target> {
+pub(crate) fn topology_targets(topology: &Topology) -> Vec<Target> {
     topology
         .devices
         .iter()
@@ -212,6 +266,7 @@ pub fn run_plan(
     settings: &[(String, String)],
 ) -> Result<Run, SimError> {
     run_topology(config, scheduler, config.device.topology()?, plan, label, settings)
+        .map(|(run, _)| run)
 }
 
 fn run_topology(
@@ -221,11 +276,12 @@ fn run_topology(
     plan: elevator_workload::WorkloadPlan,
     label: &str,
     settings: &[(String, String)],
-) -> Result<Run, SimError> {
+) -> Result<(Run, RunAudit), SimError> {
     let files: Vec<(usize, u64)> = plan.files.iter().map(|f| (f.device, f.size_bytes)).collect();
     let mut sim = Simulation::new(config, scheduler, topology, &files)?;
     let last_phase_of = last_phase_of_each_process(&plan);
     let mut phases = Vec::with_capacity(plan.phases.len());
+    let issuers_peak = plan.phases.iter().map(|phase| phase.issuers.len()).max().unwrap_or(0);
     for (index, phase) in plan.phases.into_iter().enumerate() {
         let exits: Vec<bool> =
             phase.issuers.iter().map(|issuer| last_phase_of[&issuer.process()] == index).collect();
@@ -235,7 +291,11 @@ fn run_topology(
         phases.push(recorder.finish());
     }
     sim.settle()?;
-    Ok(sim.report(config, scheduler, label, settings, phases))
+    if sim.check {
+        sim.audit_end()?;
+    }
+    let audit = sim.run_audit(issuers_peak);
+    Ok((sim.report(config, scheduler, label, settings, phases), audit))
 }
 
 fn last_phase_of_each_process(
@@ -280,6 +340,8 @@ struct DeviceSlot {
     step_generation: u64,
     step_at: Option<Instant>,
     wake_generation: u64,
+    /// Whether the latest queue wake-up is still pending (the older ones are superseded).
+    wake_pending: bool,
     dirty: bool,
     /// The write congestion last reported to the host.
     congested: bool,
@@ -337,6 +399,15 @@ struct Simulation {
     pending: Vec<Option<Pending>>,
     free_pending: Vec<usize>,
     event_count: u64,
+    /// Most events pending at once (checked when an event is taken).
+    events_pending_peak: usize,
+    /// Pending events already superseded by a later one (a device step or queue or host
+    /// wake-up rescheduled): they stay in the heap until their time and are then ignored.
+    superseded: usize,
+    /// Most pending events at once that were not superseded.
+    live_events_peak: usize,
+    /// Most host operations outstanding at once.
+    host_ops_peak: usize,
     /// Sleep generations are unique across phases, so a stale wake-up of an issuer of an
     /// earlier phase never wakes the one that took its index.
     next_wake_generation: u64,
@@ -394,6 +465,7 @@ impl Simulation {
                 step_generation: 0,
                 step_at: None,
                 wake_generation: 0,
+                wake_pending: false,
                 dirty: false,
                 congested: false,
             });
@@ -420,6 +492,10 @@ impl Simulation {
             pending: Vec::new(),
             free_pending: Vec::new(),
             event_count: 0,
+            events_pending_peak: 0,
+            superseded: 0,
+            live_events_peak: 0,
+            host_ops_peak: 0,
             next_wake_generation: 0,
             bounds: config.bounds,
             check: config.check_invariants,
@@ -493,7 +569,13 @@ impl Simulation {
     }
 
     fn advance_clock(&mut self, at: Instant) -> Result<(), SimError> {
-        debug_assert!(at >= self.now, "event in the past");
+        // Cheap, so on in release builds too: time going back is a bug in whoever scheduled
+        // the event, and every later figure would be wrong.
+        assert!(at >= self.now, "event at {at} is in the past (now {})", self.now);
+        // The event being handled was just popped: count it as still pending.
+        let pending = self.events.count() + 1;
+        self.events_pending_peak = self.events_pending_peak.max(pending);
+        self.live_events_peak = self.live_events_peak.max(pending - self.superseded);
         self.now = at;
         self.event_count += 1;
         if self.event_count > self.bounds.max_events {
@@ -528,11 +610,16 @@ impl Simulation {
                 if self.devices[device].step_generation == generation {
                     self.devices[device].step_at = None;
                     self.step_device(device, recorder)?;
+                } else {
+                    self.superseded -= 1;
                 }
             }
             Event::QueueWake { device, generation } => {
                 if self.devices[device].wake_generation == generation {
+                    self.devices[device].wake_pending = false;
                     self.devices[device].dirty = true;
+                } else {
+                    self.superseded -= 1;
                 }
             }
             Event::ReachDevice { device, request } => {
@@ -549,6 +636,8 @@ impl Simulation {
                     self.host_wake_at = None;
                     self.host.wake(self.now);
                     self.run_host_actions()?;
+                } else {
+                    self.superseded -= 1;
                 }
             }
             Event::HostDone { op } => {
@@ -826,7 +915,9 @@ impl Simulation {
                 let pieces = self
                     .host
                     .map_direct(file, io.offset_bytes, io.size_bytes, write)
-                    .map_err(|error| bad(self, host_error_text(&error, &self.devices)))?;
+                    .map_err(|error| {
+                        host_io_error(self.issuers[index].issuer.name(), &error, &self.devices)
+                    })?;
                 (device, pieces)
             }
         };
@@ -852,6 +943,7 @@ impl Simulation {
             self.next_host_op += 1;
             self.host_ops
                 .insert(op, HostOp { issuer: index, io: io.id, submitted: self.now, bytes: 0 });
+            self.host_ops_peak = self.host_ops_peak.max(self.host_ops.len());
             self.events.push(self.now, Event::HostDone { op });
             return Ok(());
         }
@@ -901,12 +993,12 @@ impl Simulation {
         let bytes =
             if matches!(kind, HostOpKind::Read | HostOpKind::Write) { io.size_bytes } else { 0 };
         self.host_ops.insert(op, HostOp { issuer: index, io: io.id, submitted: self.now, bytes });
+        self.host_ops_peak = self.host_ops_peak.max(self.host_ops.len());
         self.issuers[index].outstanding += 1;
         self.host
             .submit(self.now, op, process, priority, kind, place, io.offset_bytes, io.size_bytes)
-            .map_err(|error| SimError::BadIo {
-                issuer: self.issuers[index].issuer.name().to_owned(),
-                problem: host_error_text(&error, &self.devices),
+            .map_err(|error| {
+                host_io_error(self.issuers[index].issuer.name(), &error, &self.devices)
             })
     }
 
@@ -958,6 +1050,7 @@ impl Simulation {
         }
         let next = self.host.next_timer();
         if next != self.host_wake_at {
+            self.superseded += usize::from(self.host_wake_at.is_some());
             self.host_wake_generation += 1;
             self.host_wake_at = next;
             if let Some(at) = next {
@@ -1029,6 +1122,8 @@ impl Simulation {
                     }
                 }
                 Pull::Idle { until } | Pull::Plugged { until } => {
+                    self.superseded += usize::from(slot.wake_pending);
+                    slot.wake_pending = true;
                     slot.wake_generation += 1;
                     let generation = slot.wake_generation;
                     self.events.push(until, Event::QueueWake { device, generation });
@@ -1045,6 +1140,7 @@ impl Simulation {
         let slot = &mut self.devices[device];
         let next = slot.model.next_event();
         if next != slot.step_at {
+            self.superseded += usize::from(slot.step_at.is_some());
             slot.step_generation += 1;
             slot.step_at = next;
             if let Some(at) = next {
@@ -1059,6 +1155,96 @@ impl Simulation {
             check_queue(self.devices[device].submitter.queue())?;
         }
         Ok(())
+    }
+
+    /// Checks that the run left nothing behind: each queue completed every request it issued
+    /// exactly once (less those the device gave back) and every request it allocated was
+    /// completed or fused into another; nothing is queued, held, in flight, parked or at a
+    /// device or link; every bio and host operation finished.
+    fn audit_end(&self) -> Result<(), SimError> {
+        let broken = |detail: String| {
+            SimError::Invariant(elevator_core::check::InvariantViolation(format!(
+                "at the end of the run: {detail}"
+            )))
+        };
+        for device in &self.devices {
+            let queue = device.submitter.queue();
+            let stats = queue.stats(self.now);
+            let name = &device.name;
+            if stats.completed + stats.requeued != stats.issued {
+                return Err(broken(format!(
+                    "{name}: {} requests issued, {} requeued, {} completed",
+                    stats.issued, stats.requeued, stats.completed
+                )));
+            }
+            if stats.requests_allocated != stats.completed + stats.requests_fused {
+                return Err(broken(format!(
+                    "{name}: {} requests allocated, {} completed, {} fused",
+                    stats.requests_allocated, stats.completed, stats.requests_fused
+                )));
+            }
+            if !queue.is_quiet() || queue.queued() > 0 || queue.in_flight() > 0 {
+                return Err(broken(format!(
+                    "{name}: {} requests outstanding, {} queued, {} in flight",
+                    queue.outstanding(),
+                    queue.queued(),
+                    queue.in_flight()
+                )));
+            }
+            if device.submitter.parked_count() > 0 {
+                return Err(broken(format!(
+                    "{name}: {} bios still parked",
+                    device.submitter.parked_count()
+                )));
+            }
+            if let Some(at) = device.model.next_event() {
+                return Err(broken(format!("{name}: the device still has work due at {at}")));
+            }
+            let finished = device.model.stats().commands;
+            if finished != stats.issued - stats.requeued {
+                return Err(broken(format!(
+                    "{name}: the device finished {finished} commands, the queue completed {}",
+                    stats.completed
+                )));
+            }
+            if device.commands.iter().any(Option::is_some) {
+                return Err(broken(format!("{name}: a command is still at the device")));
+            }
+        }
+        let pending = self.pending.iter().filter(|slot| slot.is_some()).count();
+        if pending > 0 || !self.unaccepted.is_empty() || !self.host_ops.is_empty() {
+            return Err(broken(format!(
+                "{pending} bios, {} host batches and {} host operations unfinished",
+                self.unaccepted.len(),
+                self.host_ops.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn run_audit(&self, issuers_peak: usize) -> RunAudit {
+        RunAudit {
+            events: self.event_count,
+            events_pending_peak: self.events_pending_peak,
+            live_events_peak: self.live_events_peak,
+            host_ops_peak: self.host_ops_peak,
+            devices: self.devices.len(),
+            bios_pending_peak: self.pending.len(),
+            issuers_peak,
+            requests_capacity: self
+                .devices
+                .iter()
+                .map(|device| device.submitter.queue().requests().capacity())
+                .sum(),
+            depth_total: self
+                .devices
+                .iter()
+                .map(|device| u64::from(device.submitter.queue().config().depth))
+                .sum(),
+            cache_chunks_at_end: self.host.occupancy().0,
+            cache_capacity_chunks: self.host.cache_capacity_pages()
+                / crate::host::cache::CHUNK_PAGES,
+        }
     }
 
     fn stall(&self) -> SimError {
@@ -1169,6 +1355,16 @@ impl Simulation {
             partial: false,
             partial_reason: None,
         }
+    }
+}
+
+/// An issuer's operation the host refused: a device full of growing files is
+/// [`SimError::NoSpace`], anything else [`SimError::BadIo`].
+fn host_io_error(issuer: &str, error: &HostError, devices: &[DeviceSlot]) -> SimError {
+    let (issuer, problem) = (issuer.to_owned(), host_error_text(error, devices));
+    match error {
+        HostError::OutOfSpace { .. } => SimError::NoSpace { issuer, problem },
+        HostError::NoSuchPlace => SimError::BadIo { issuer, problem },
     }
 }
 

@@ -264,15 +264,23 @@ impl PageCache {
     }
 
     /// Starts writing back the dirty pages of `mask`: they are clean from now on (a write after
-    /// this dirties them again), and in flight until [`PageCache::finish_writeback`].
-    pub(crate) fn start_writeback(&mut self, slot: u32, mask: u64) {
+    /// this dirties them again), and in flight until [`PageCache::finish_writeback`]. Returns
+    /// how many pages were cleaned and how many of them were not already under write-back.
+    ///
+    /// A page written again while its write-back is in flight is written back a second time;
+    /// it counts once under write-back (it is one page, and the first completion clears it),
+    /// or the count would never come back to zero and an fsync waiting for it would stall
+    /// (sweep seed 189).
+    pub(crate) fn start_writeback(&mut self, slot: u32, mask: u64) -> (u64, u64) {
         let chunk = &mut self.chunks[slot as usize];
         let pages = mask & chunk.dirty;
+        let newly = pages & !chunk.writeback;
         chunk.dirty &= !pages;
         chunk.writeback |= pages;
-        let count = u64::from(pages.count_ones());
-        self.dirty_pages -= count;
-        self.writeback_pages += count;
+        let (cleaned, started) = (u64::from(pages.count_ones()), u64::from(newly.count_ones()));
+        self.dirty_pages -= cleaned;
+        self.writeback_pages += started;
+        (cleaned, started)
     }
 
     /// A write-back of `mask` finished.
@@ -375,5 +383,22 @@ mod tests {
         assert_eq!(cache.writeback_pages(), 0);
         assert_eq!(cache.drop_clean(None), 0, "a chunk with a dirty page stays");
         assert_eq!(cache.chunk(slot).uptodate, 0x0001, "its clean pages are forgotten");
+    }
+
+    // Proves a page written again and written back again while its first write-back is in
+    // flight counts once under write-back, so the count returns to zero when it completes
+    // (sweep seed 189: the count stayed at 1 and an fsync waited for it forever).
+    #[test]
+    fn regression_seed_189_writeback_of_a_page_under_writeback_counts_once() {
+        let mut cache = PageCache::new(16 * CHUNK_BYTES);
+        let slot = cache.get_or_insert(7, 0);
+        cache.dirty(slot, 0x0003, Instant::ZERO);
+        assert_eq!(cache.start_writeback(slot, 0x0003), (2, 2));
+        cache.dirty(slot, 0x0002, Instant::ZERO);
+        assert_eq!(cache.start_writeback(slot, 0x0002), (1, 0), "cleaned, already in flight");
+        assert_eq!((cache.dirty_pages(), cache.writeback_pages()), (0, 2));
+        cache.finish_writeback(slot, 0x0003);
+        cache.finish_writeback(slot, 0x0002);
+        assert_eq!(cache.writeback_pages(), 0);
     }
 }

@@ -909,14 +909,12 @@ impl Host {
             from = chunk + 1;
             let slot = self.cache.find(space, chunk).expect("dirty chunks are cached");
             let dirty = self.cache.chunk(slot).dirty;
-            let before = self.cache.writeback_pages();
-            self.cache.start_writeback(slot, dirty);
-            let started = self.cache.writeback_pages() - before;
+            let (cleaned, started) = self.cache.start_writeback(slot, dirty);
             let entry = &mut self.spaces[space as usize];
-            entry.dirty_pages -= started;
+            entry.dirty_pages -= cleaned;
             entry.writeback_pages += started;
             self.dirty_chunks.remove(&(space, chunk));
-            pages += started;
+            pages += cleaned;
             last_chunk = chunk;
             // The chunk's runs of dirty pages, a whole run at a time.
             let mut mask = dirty;
@@ -1268,6 +1266,11 @@ impl Host {
     /// Cache and dirty figures for reports: (cached chunks, dirty pages, write-back pages).
     pub(crate) fn occupancy(&self) -> (u64, u64, u64) {
         (self.cache.chunk_count(), self.cache.dirty_pages(), self.cache.writeback_pages())
+    }
+
+    /// The page cache's capacity in pages.
+    pub(crate) fn cache_capacity_pages(&self) -> u64 {
+        self.cache.capacity_pages()
     }
 
     /// The dirty limit in pages: dirty plus write-back pages above it throttle writers.
