@@ -130,3 +130,19 @@ fn regression_seed_189_fdatasync_after_a_page_rewritten_under_writeback() {
     // dd copy reports the bytes it read and the bytes it wrote.
     assert_eq!(run.phases.iter().map(|phase| phase.bytes).sum::<u64>(), 2 * 19 * 1313);
 }
+
+// Sweep seed 11394 (issue 14): a disk whose buffer has one segment gave that segment to
+// writes as well as reads, and a write could wait for room a read stream held: every OLTP
+// user stalled with one I/O outstanding. One segment is always kept for reads (the hdd
+// model's rule), so a one-segment buffer caches no writes and they take the mechanical path.
+#[test]
+fn regression_seed_11394_a_one_segment_buffer_with_write_cache() {
+    let mut config =
+        SimConfig::new(11394, DeviceSpec::parse("hdd:spt_outer=1,segments=1").unwrap());
+    config.check_invariants = true;
+    let workload = WorkloadSpec::parse("oltp:size=8m,runtime=81298986ns").unwrap();
+    let scheduler = SchedulerSpec::parse("noop").unwrap();
+    let (run, _) = run_audited(&config, &scheduler, &workload).expect("no stall");
+    assert!(run.phases[0].ops > 0);
+    assert_eq!(run.device_stats.extra.get("cached_writes").copied().unwrap_or(0), 0);
+}

@@ -80,7 +80,10 @@ impl Cache {
         Cache {
             segments: vec![Segment::default(); segment_count],
             segment_sectors,
-            write_segments_max: segment_count.saturating_sub(1).max(1),
+            // One segment is always kept for reads, so a one-segment buffer caches no writes
+            // (they take the mechanical path); giving it to writes could leave a write waiting
+            // for room that a read stream holds (sweep seed 11394 stalled so).
+            write_segments_max: segment_count.saturating_sub(1),
             clock: 0,
             write_segments: 0,
             destages_pending: 0,
