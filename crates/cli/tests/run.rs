@@ -289,6 +289,29 @@ fn verify_refuses_a_read_only_workload_on_unknown_content() {
     ]);
     assert_eq!(read_only.status.code(), Some(2), "{}", stderr(&read_only));
     assert!(stderr(&read_only).contains("needs a workload that writes"), "{}", stderr(&read_only));
+
+    // The same on a block device (where --verify used to check nothing and exit 0); a
+    // workload that writes is read back after the run and checked.
+    let Some(device) = common::LoopDevice::attach("verify_on_a_device", 16 << 20, false, |_| {})
+    else {
+        return;
+    };
+    let device = path(device.path()).to_owned();
+    let verify = |workload: &str| {
+        elevator(&["run", "--target", &device, "-w", workload, "-s", "noop", "--verify"])
+    };
+    let read_only = verify("job:rw=randread,bs=4k,io_size=64k");
+    assert_eq!(read_only.status.code(), Some(2), "{}", stderr(&read_only));
+    let written = verify("job:rw=randwrite,bs=4k,io_size=256k");
+    assert_eq!(written.status.code(), Some(0), "{}", stderr(&written));
+    let message = stderr(&written);
+    let checked: u64 = message
+        .split(" read back and checked")
+        .next()
+        .and_then(|before| before.rsplit(' ').next())
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("no count of blocks checked: {message}"));
+    assert!(checked > 0, "{message}");
 }
 
 /// Starts `elevator` with `args` in the background.
