@@ -342,13 +342,6 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "FAULT")]
     pub(crate) inject: Vec<String>,
 
-    /// Go on after failed I/O of these kinds, as fio's continue_on_error: none (stop at the
-    /// first failure, exit 1), read, write, io, verify, all (bare flag: all). Tolerated
-    /// failures are still counted in the report, but do not fail the run.
-    #[arg(long, value_name = "KIND", num_args = 0..=1, default_missing_value = "all",
-          default_value = "none")]
-    pub(crate) continue_on_error: String,
-
     #[command(flatten)]
     pub(crate) io: RealIoArgs,
 }
@@ -368,6 +361,13 @@ pub(crate) struct RealIoArgs {
     /// The seed of the workload's random streams.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
+
+    /// Go on after failed I/O of these kinds, as fio's continue_on_error: none (stop at the
+    /// first failure, exit 1), read, write, io, verify, all (bare flag: all). Tolerated
+    /// failures are still counted in the report, but do not fail the run.
+    #[arg(long, value_name = "KIND", num_args = 0..=1, default_missing_value = "all",
+          default_value = "none")]
+    pub(crate) continue_on_error: String,
 
     #[command(flatten)]
     pub(crate) report: ReportArgs,

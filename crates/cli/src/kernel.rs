@@ -255,6 +255,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         .map(|text| KernelScheduler::parse(&device.name, text))
         .collect::<Result<_, _>>()?;
     compare::validate(sysfs, &device, &schedulers)?;
+    let continue_on_error = plan::continue_on_error(&args.io)?;
     let path = match &device.partition {
         Some(partition) => PathBuf::from("/dev").join(partition),
         None => device.dev_path(),
@@ -293,6 +294,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
             backend: args.io.engine.into(),
             cache_drop: if args.drop_caches { CacheDrop::System } else { CacheDrop::Target },
             stop: Some(Arc::clone(&stop)),
+            continue_on_error,
             ..PassthroughOptions::default()
         },
     };
@@ -326,13 +328,9 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
     let mut failures = Vec::new();
     let mut interrupted = false;
     for mut run in runs {
-        if let (count @ 1.., Some(first)) = &run.io_errors {
-            failures.push(format!(
-                "{count} I/Os failed under {}; the first: {first}",
-                run.run.scheduler
-            ));
-        }
-        interrupted |= run.interrupted;
+        failures.extend(plan::io_error_failure(&run.run, &run.io_errors, continue_on_error));
+        // A run stopped by a failed I/O is partial too, but failed rather than interrupted.
+        interrupted |= run.interrupted && signals.received().is_some();
         if let Some(reason) = signals.reason().filter(|_| run.run.partial) {
             run.run.partial_reason = Some(reason);
         }

@@ -11,9 +11,8 @@ use elevator_live::run::{
     run_workload,
 };
 use elevator_live::{BackendChoice, EngineOptions, Fault, LiveError, Target, TargetOptions};
-use elevator_report::{IoErrors, Report};
+use elevator_report::Report;
 use elevator_sched::{SchedulerKind, SchedulerSpec};
-use elevator_workload::IoKind;
 use elevator_workload::WorkloadSpec;
 
 use crate::args::RunArgs;
@@ -28,12 +27,7 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
         .iter()
         .map(|text| Fault::parse(text).with_context(|| format!("--inject {text}")))
         .collect::<Result<Vec<_>>>()?;
-    let continue_on_error = ContinueOnError::parse(&args.continue_on_error).ok_or_else(|| {
-        anyhow::anyhow!(
-            "--continue-on-error {}: not a kind (accepted: none, read, write, io, verify, all)",
-            args.continue_on_error
-        )
-    })?;
+    let continue_on_error = plan::continue_on_error(&args.io)?;
     let size = args
         .size
         .as_deref()
@@ -160,22 +154,6 @@ fn check(
             ));
         }
     }
-    let errors = live.run.phases.iter().fold(IoErrors::default(), |mut all, phase| {
-        all.add(&phase.errors);
-        all
-    });
-    let tolerated = |count: u64, kind| count == 0 || continue_on_error.tolerates(kind);
-    let all_tolerated = tolerated(errors.read, IoKind::Read)
-        && tolerated(errors.write, IoKind::Write)
-        && tolerated(errors.other, IoKind::Sync);
-    if let (count @ 1.., Some(first)) = &live.io_errors {
-        if all_tolerated {
-            note(&format!(
-                "{count} I/Os failed under {scheduler} (--continue-on-error); the first: {first}"
-            ));
-        } else {
-            failures.push(format!("{count} I/Os failed under {scheduler}; the first: {first}"));
-        }
-    }
+    failures.extend(plan::io_error_failure(&live.run, &live.io_errors, continue_on_error));
     failures
 }

@@ -419,3 +419,69 @@ fn a_stale_snapshot_on_a_fake_tree_is_named_and_restored() {
 fn attr_in(tree: &Path, name: &str) -> String {
     std::fs::read_to_string(tree.join("block/vdz/queue").join(name)).unwrap().trim().to_owned()
 }
+
+/// A loop device over a sparse 64 MiB file on a 4 MiB tmpfs: writes past what fits fail
+/// (the loop driver turns the backing file's ENOSPC into an I/O error). Detached and
+/// unmounted when dropped.
+struct FillingDisk {
+    device: String,
+    _tmpfs: common::Tmpfs,
+}
+
+impl FillingDisk {
+    fn attach(test: &str) -> Option<FillingDisk> {
+        let tmpfs = common::Tmpfs::mount(test, 4 << 20)?;
+        let backing = tmpfs.path().join("backing");
+        std::fs::File::create(&backing).unwrap().set_len(64 << 20).unwrap();
+        let device = common::run("losetup", &["--find", "--show", backing.to_str().unwrap()]);
+        Some(FillingDisk { device, _tmpfs: tmpfs })
+    }
+
+    fn name(&self) -> &str {
+        self.device.trim_start_matches("/dev/")
+    }
+}
+
+impl Drop for FillingDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.device]).status();
+    }
+}
+
+// Proves failed I/O in a kernel compare (issue 14): on a device whose backing store fills up,
+// the kernel's scheduler run stops at the first failed write, the report says it is partial
+// and why, counts the failures as write errors, the command exits 1, and the device is put
+// back; with --continue-on-error the run goes on, counts every failure, and exits 0.
+#[test]
+fn failed_writes_stop_a_kernel_compare_unless_continue_on_error() {
+    let Some(disk) = FillingDisk::attach("failed_writes_stop_a_kernel_compare") else { return };
+    let state_dir = tempfile::tempdir().unwrap();
+    let state_arg = format!("--state-dir={}", state_dir.path().display());
+    let before = state(disk.name());
+    let compare = |extra: &[&str]| {
+        let mut args = vec!["kernel", &state_arg, "compare", disk.name()];
+        args.extend(["-w", "job:rw=write,bs=64k,iodepth=4,size=32m", "-s", "none"]);
+        args.extend(["--format", "json", "--force"]);
+        args.extend(extra);
+        elevator(&args)
+    };
+    let stopped = compare(&[]);
+    assert_eq!(stopped.status.code(), Some(1), "{}", stderr(&stopped));
+    let json: Value = serde_json::from_slice(&stopped.stdout).unwrap();
+    let run = &json["runs"][0];
+    assert_eq!(run["partial"], true);
+    let reason = run["partial_reason"].as_str().unwrap();
+    assert!(reason.starts_with("stopped at the first failed I/O: job/0: write of"), "{reason}");
+    assert!(run["phases"][0]["errors"]["write"].as_u64().unwrap() >= 1);
+    assert_eq!(state(disk.name()), before, "put back");
+
+    let tolerated = compare(&["--continue-on-error"]);
+    assert_eq!(tolerated.status.code(), Some(0), "{}", stderr(&tolerated));
+    let json: Value = serde_json::from_slice(&tolerated.stdout).unwrap();
+    let phase = &json["runs"][0]["phases"][0];
+    assert!(json["runs"][0].get("partial").is_none());
+    let failed = phase["errors"]["write"].as_u64().unwrap();
+    let done = phase["ops"].as_u64().unwrap();
+    assert_eq!(failed + done, 512, "every 64 KiB write of 32 MiB either moved or failed");
+    assert!(failed > 0 && done > 0, "{done} done, {failed} failed");
+}

@@ -233,7 +233,10 @@ pub fn compare(
             },
             host_stats: BTreeMap::new(),
             partial: result.interrupted,
-            partial_reason: result.interrupted.then(|| elevator_live::run::STOPPED.to_owned()),
+            partial_reason: result.interrupted.then(|| match &result.stopping_error {
+                Some(what) => format!("stopped at the first failed I/O: {what}"),
+                None => elevator_live::run::STOPPED.to_owned(),
+            }),
         };
         let interrupted = result.interrupted;
         runs.push(KernelRun { run, interrupted, io_errors: result.io_errors });

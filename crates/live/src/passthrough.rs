@@ -38,7 +38,7 @@ use crate::buffer::AlignedBuf;
 use crate::clock::Clock;
 use crate::cpu::process_cpu_ns;
 use crate::error::LiveError;
-use crate::run::Progress;
+use crate::run::{ContinueOnError, Progress};
 use crate::target::{Target, TargetKind};
 
 /// Which cached pages a drop writes and drops.
@@ -63,6 +63,9 @@ pub struct PassthroughOptions {
     pub cache_drop: CacheDrop,
     /// Set to stop issuing: in-flight I/O finishes and the run reports what it did.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Which failed I/Os the run goes on after; on any other it stops at the first failure,
+    /// as `elevator run` and fio do.
+    pub continue_on_error: ContinueOnError,
 }
 
 impl Default for PassthroughOptions {
@@ -72,6 +75,7 @@ impl Default for PassthroughOptions {
             ring_entries_per_issuer: 64,
             cache_drop: CacheDrop::Target,
             stop: None,
+            continue_on_error: ContinueOnError::None,
         }
     }
 }
@@ -92,10 +96,12 @@ pub struct FileRegion {
 pub struct PassthroughRun {
     /// One per phase, as the recorder made them (latencies from a histogram).
     pub phases: Vec<Phase>,
-    /// Stopped early by the stop flag.
+    /// Stopped early by the stop flag, or by a failed I/O (`stopping_error`).
     pub interrupted: bool,
     /// I/Os that failed, and the first error.
     pub io_errors: (u64, Option<String>),
+    /// The failed I/O that stopped the run, when one did.
+    pub stopping_error: Option<String>,
     /// `io_uring` or `threads`, for direct I/O; `none` when the run had none.
     pub backend: &'static str,
     /// Why io_uring was not used, when the run fell back to the thread pool.
@@ -218,9 +224,14 @@ pub fn run_plan(
         clock,
         options,
         backend_used: std::sync::Mutex::new((None, None)),
+        error_stop: AtomicBool::new(false),
     };
     let stop = options.stop.clone();
-    let stopped = || stop.as_ref().is_some_and(|flag| flag.load(Ordering::SeqCst));
+    let stopped = || {
+        stop.as_ref().is_some_and(|flag| flag.load(Ordering::SeqCst))
+            || shared.error_stop.load(Ordering::SeqCst)
+    };
+    let mut stopping_error: Option<String> = None;
     let mut phases = Vec::new();
     let mut interrupted = false;
     let mut io_errors: (u64, Option<String>) = (0, None);
@@ -265,9 +276,13 @@ pub fn run_plan(
                         total_ios += 1;
                         recorder.record(issuer, bytes, submitted, completed);
                     }
-                    Ok(Event::IoError { issuer, direction, completed, what }) => {
+                    Ok(Event::IoError { issuer, direction, kind, completed, what }) => {
                         io_errors.0 += 1;
                         io_errors.1.get_or_insert_with(|| what.clone());
+                        if !options.continue_on_error.tolerates(kind) && stopping_error.is_none() {
+                            stopping_error = Some(what.clone());
+                            shared.error_stop.store(true, Ordering::SeqCst);
+                        }
                         recorder.record_error(issuer, direction, completed, || what);
                     }
                     Ok(Event::Finished { at, counters: finished }) => {
@@ -325,6 +340,7 @@ pub fn run_plan(
         phases,
         interrupted,
         io_errors,
+        stopping_error,
         backend: backend.unwrap_or("none"),
         fallback,
         files,
@@ -350,13 +366,29 @@ struct Shared<'a> {
     options: &'a PassthroughOptions,
     /// The backend the first direct I/O set up, and why it fell back.
     backend_used: std::sync::Mutex<(Option<&'static str>, Option<String>)>,
+    /// Set by the run at a failed I/O that `continue_on_error` does not cover.
+    error_stop: AtomicBool,
 }
 
 /// What an issuer thread tells the run.
 enum Event {
-    Record { issuer: usize, bytes: u64, submitted: Instant, completed: Instant },
-    IoError { issuer: usize, direction: ErrorDirection, completed: Instant, what: String },
-    Finished { at: Instant, counters: Vec<(&'static str, u64)> },
+    Record {
+        issuer: usize,
+        bytes: u64,
+        submitted: Instant,
+        completed: Instant,
+    },
+    IoError {
+        issuer: usize,
+        direction: ErrorDirection,
+        kind: IoKind,
+        completed: Instant,
+        what: String,
+    },
+    Finished {
+        at: Instant,
+        counters: Vec<(&'static str, u64)>,
+    },
 }
 
 /// A direct I/O at the backend.
@@ -406,6 +438,7 @@ impl<'a> IssuerThread<'a> {
 
     fn stopped(&self) -> bool {
         self.shared.options.stop.as_ref().is_some_and(|flag| flag.load(Ordering::SeqCst))
+            || self.shared.error_stop.load(Ordering::SeqCst)
     }
 
     /// Polls the issuer and does what it asks until it is done (or the run stops), then waits
@@ -596,7 +629,13 @@ impl<'a> IssuerThread<'a> {
             IoKind::Write => ErrorDirection::Write,
             _ => ErrorDirection::Other,
         };
-        drop(self.events.send(Event::IoError { issuer: self.index, direction, completed, what }));
+        drop(self.events.send(Event::IoError {
+            issuer: self.index,
+            direction,
+            kind: io.kind,
+            completed,
+            what,
+        }));
         None
     }
 
