@@ -324,3 +324,41 @@ fn sim_tables_state_units_and_directions() {
     assert!(text.contains("best: MB/s (higher is better) "), "{text}");
     assert!(text.contains("; p99 (lower is better) "), "{text}");
 }
+
+// Proves every report says why (issue 15, item 10): on a disk that takes one command at a
+// time, four random readers keep the scheduler's queue full — the JSON's queue_stats has the
+// mean scheduler-queue occupancy above one and the device's at most one, the longest wait,
+// and mean and max seek distances; the table ends each experiment with a `why:` line per
+// scheduler.
+#[test]
+fn reports_say_why_the_schedulers_differ() {
+    let args = [
+        "sim",
+        "-d",
+        "hdd:depth=1",
+        "-w",
+        "job:rw=randread,bs=4k,iodepth=8,numjobs=4,io_size=256k",
+        "-s",
+        "deadline,noop",
+    ];
+    let json = elevator(&[&args[..], &["--format", "json"]].concat());
+    assert!(json.status.success(), "{}", stderr(&json));
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    for run in json["runs"].as_array().unwrap() {
+        let queue = &run["queue_stats"];
+        let held = queue["sched_queue_mean"].as_f64().unwrap();
+        let at_device = queue["device_queue_mean"].as_f64().unwrap();
+        assert!(held > 1.0, "{}: the scheduler held {held}", run["scheduler"]);
+        assert!(at_device > 0.5 && at_device <= 1.0 + 1e-9, "{at_device}");
+        assert!(queue["max_wait_ns"].as_u64().unwrap() > 0);
+        let mean = queue["seek_distance_mean_sectors"].as_f64().unwrap();
+        let max = queue["seek_distance_max_sectors"].as_u64().unwrap();
+        assert!(mean > 0.0 && max as f64 >= mean, "{mean} {max}");
+        assert_eq!(queue["blocked_ns"], 0);
+    }
+    let table = elevator(&args);
+    let text = String::from_utf8(table.stdout).unwrap();
+    let why = text.split("\nwhy:\n").nth(1).expect("a why section");
+    assert!(why.lines().any(|line| line.starts_with("  deadline: merges ")), "{why}");
+    assert!(why.lines().any(|line| line.starts_with("  noop: merges ")), "{why}");
+}

@@ -272,6 +272,36 @@ pub struct QueueStats {
     /// Sum over issued requests of the distance from the previous request's end to its start,
     /// in sectors: the head movement the queue asked of the device.
     pub seek_distance_sectors: u64,
+    /// The longest of those distances.
+    pub seek_distance_max_sectors: u64,
+    /// Requests held by the scheduler, integrated over time (request·ns): over the time since
+    /// the queue was created, the mean number the scheduler held.
+    pub sched_queue_area: u128,
+    /// Requests at the device, integrated over time (request·ns).
+    pub device_queue_area: u128,
+    /// Time covered by the two areas: from the queue's first call to the last.
+    pub observed_ns: u64,
+    /// The longest a request waited in the block layer, from its creation to its issue.
+    pub max_wait_ns: u64,
+    /// Time processes spent waiting for a request (their bios parked on a full pool), summed
+    /// over processes; kept by the [`Submitter`](crate::Submitter) in front of the queue.
+    pub blocked_ns: u64,
+}
+
+impl QueueStats {
+    /// The mean number of requests the scheduler held.
+    pub fn sched_queue_mean(&self) -> f64 {
+        mean_of(self.sched_queue_area, self.observed_ns)
+    }
+
+    /// The mean number of requests at the device.
+    pub fn device_queue_mean(&self) -> f64 {
+        mean_of(self.device_queue_area, self.observed_ns)
+    }
+}
+
+fn mean_of(area: u128, span_ns: u64) -> f64 {
+    if span_ns == 0 { 0.0 } else { area as f64 / span_ns as f64 }
 }
 
 /// Builds the context of a scheduler call from the queue's fields, without borrowing the
@@ -316,6 +346,8 @@ pub struct BlockQueue {
     head_position: Sector,
     next_sequence: u64,
     pub(crate) stats: QueueStats,
+    /// Up to when the occupancy areas are counted (`None` before the first call).
+    accounted_to: Option<Instant>,
     scratch: Vec<RequestId>,
 }
 
@@ -348,6 +380,7 @@ impl BlockQueue {
             head_position: Sector(0),
             next_sequence: 0,
             stats: QueueStats::default(),
+            accounted_to: None,
             scratch: Vec::new(),
             config,
         })
@@ -360,6 +393,7 @@ impl BlockQueue {
 
     /// Offers a bio to the queue.
     pub fn submit(&mut self, now: Instant, bio: Bio) -> Result<Submitted, SubmitError> {
+        self.account(now);
         let bio = self.validate(bio)?;
         if bio.op == Op::Flush {
             return Ok(self.submit_flush(now, bio));
@@ -422,6 +456,7 @@ impl BlockQueue {
     /// Picks what the device should do next. Call it until it returns something other than
     /// [`Pull::Issue`].
     pub fn next_request(&mut self, now: Instant) -> Pull {
+        self.account(now);
         loop {
             if self.in_flight >= self.config.depth {
                 return Pull::Busy;
@@ -495,6 +530,7 @@ impl BlockQueue {
         id: RequestId,
         bios: &mut Vec<BioTag>,
     ) -> CompletedRequest {
+        self.account(now);
         let request = self.table.get(id).unwrap_or_else(|| panic!("completing stale {id:?}"));
         assert!(
             request.state == RequestState::InFlight,
@@ -542,6 +578,7 @@ impl BlockQueue {
     /// The device gave `id` back unfinished (its queue was full after all): it goes back to the
     /// front of the dispatch list and will be the next request issued.
     pub fn requeue(&mut self, now: Instant, id: RequestId) {
+        self.account(now);
         let request = &mut self.table[id];
         assert!(request.state == RequestState::InFlight, "requeue of {id:?} not in flight");
         request.state = RequestState::Dispatched;
@@ -562,6 +599,7 @@ impl BlockQueue {
     /// device has room. For a driver that is stopping (a run's end, Ctrl-C) and must not wait
     /// for an idle window that no arrival will end. Returns how many requests moved.
     pub fn drain_scheduler(&mut self, now: Instant) -> usize {
+        self.account(now);
         let count = self.drain_to_dispatch(now, "forced dispatch");
         self.plugged_until = None;
         self.end_idle(now);
@@ -575,6 +613,7 @@ impl BlockQueue {
         now: Instant,
         scheduler: Box<dyn Scheduler>,
     ) -> Box<dyn Scheduler> {
+        self.account(now);
         let mut moved = std::mem::take(&mut self.scratch);
         moved.clear();
         let queued = self.scheduler.queued();
@@ -596,6 +635,7 @@ impl BlockQueue {
 
     /// `process` exited; the scheduler may stop waiting for it.
     pub fn process_exited(&mut self, now: Instant, process: ProcessId) {
+        self.account(now);
         self.scheduler.process_exited(&cx!(self, now), process);
     }
 
@@ -703,13 +743,31 @@ impl BlockQueue {
         self.plugged_until.is_some_and(|until| now < until)
     }
 
-    /// Counters since creation, with idle time counted up to `now`.
+    /// Counters since creation, with idle time and occupancy counted up to `now`.
     pub fn stats(&self, now: Instant) -> QueueStats {
         let mut stats = self.stats;
         if let Some(since) = self.idle_since {
             stats.idle_ns += now.saturating_since(since).as_nanos();
         }
+        if let Some(last) = self.accounted_to {
+            let span = now.saturating_since(last).as_nanos();
+            stats.sched_queue_area += u128::from(span) * self.scheduler.queued() as u128;
+            stats.device_queue_area += u128::from(span) * u128::from(self.in_flight);
+            stats.observed_ns += span;
+        }
         stats
+    }
+
+    /// Counts the occupancy since the last call, at the counts it had all that time (they
+    /// change only inside the queue's calls, each of which accounts first).
+    fn account(&mut self, now: Instant) {
+        if let Some(last) = self.accounted_to {
+            let span = now.saturating_since(last).as_nanos();
+            self.stats.sched_queue_area += u128::from(span) * self.scheduler.queued() as u128;
+            self.stats.device_queue_area += u128::from(span) * u128::from(self.in_flight);
+            self.stats.observed_ns += span;
+        }
+        self.accounted_to = Some(self.accounted_to.map_or(now, |last| last.max(now)));
     }
 
     // ---- helpers of submit ----
@@ -946,7 +1004,11 @@ impl BlockQueue {
         request.state = RequestState::InFlight;
         request.started = true;
         request.issued_at = now;
-        self.stats.seek_distance_sectors += self.head_position.distance(request.start);
+        let distance = self.head_position.distance(request.start);
+        self.stats.seek_distance_sectors += distance;
+        self.stats.seek_distance_max_sectors = self.stats.seek_distance_max_sectors.max(distance);
+        let waited = now.saturating_since(request.created).as_nanos();
+        self.stats.max_wait_ns = self.stats.max_wait_ns.max(waited);
         self.head_position = request.end();
         let owned_by_current = request.owner == Some(self.epoch);
         if request.op == Op::Flush {

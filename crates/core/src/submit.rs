@@ -61,6 +61,10 @@ pub struct Submitter {
     /// Bios waiting for their process to be let back into the request pool, per process, in
     /// submission order. A process with an entry here has at least one bio parked.
     parked: BTreeMap<ProcessId, VecDeque<Bio>>,
+    /// Since when each process with parked bios has been waiting.
+    parked_since: BTreeMap<ProcessId, Instant>,
+    /// Time processes spent waiting, summed, for waits that ended.
+    blocked_ns: u64,
     /// Bios the pool refused when first offered.
     refused_count: u64,
 }
@@ -68,7 +72,13 @@ pub struct Submitter {
 impl Submitter {
     /// The submit side of `queue`.
     pub fn new(queue: BlockQueue) -> Submitter {
-        Submitter { queue, parked: BTreeMap::new(), refused_count: 0 }
+        Submitter {
+            queue,
+            parked: BTreeMap::new(),
+            parked_since: BTreeMap::new(),
+            blocked_ns: 0,
+            refused_count: 0,
+        }
     }
 
     /// The queue.
@@ -113,6 +123,7 @@ impl Submitter {
             Submitted::Blocked => {
                 self.refused_count += 1;
                 self.parked.entry(bio.process).or_default().push_back(bio);
+                self.parked_since.insert(bio.process, now);
                 Offered::Parked
             }
         })
@@ -135,11 +146,25 @@ impl Submitter {
                 }
                 accepted.push(bio.tag);
             }
-            if !parked.is_empty() {
+            if parked.is_empty() {
+                if let Some(since) = self.parked_since.remove(&process) {
+                    self.blocked_ns += now.saturating_since(since).as_nanos();
+                }
+            } else {
                 self.parked.insert(process, parked);
             }
         }
         Ok(())
+    }
+
+    /// The queue's counters up to `now`, with the time processes spent waiting for a request
+    /// (waits still going on counted up to `now`).
+    pub fn stats(&self, now: Instant) -> crate::QueueStats {
+        let mut stats = self.queue.stats(now);
+        let ongoing: u64 =
+            self.parked_since.values().map(|&since| now.saturating_since(since).as_nanos()).sum();
+        stats.blocked_ns = self.blocked_ns + ongoing;
+        stats
     }
 
     /// Bios parked now.
@@ -270,6 +295,42 @@ mod tests {
             assert_eq!(submitter.submit(now, write(1, 98_000, 98)).unwrap(), Offered::Parked);
             assert_eq!(submitter.parked_count(), 2, "a new bio queues behind the parked one");
         }
+    }
+
+    // Proves the occupancy and waiting figures a report explains itself with: two reads
+    // queued at 0 behind a device that takes one at a time, served 2 ms each — the scheduler
+    // held one request for 2 of 4 ms (mean 0.5), the device one all along (mean 1.0), the
+    // second read waited 2 ms for the device, the head moved 992 sectors at most; and a
+    // process parked on a full pool from 0 to 10 ms waited 10 ms.
+    #[test]
+    fn occupancy_waits_and_blocked_time_are_counted() {
+        let mut submitter = submitter(128);
+        let t = Instant::from_millis;
+        let read = |start, tag| Bio::read(ProcessId(1), Sector(start), 8, BioTag(tag));
+        submitter.submit(t(0), read(0, 1)).unwrap();
+        submitter.submit(t(0), read(1000, 2)).unwrap();
+        let Pull::Issue(first) = submitter.queue_mut().next_request(t(0)) else { panic!() };
+        submitter.queue_mut().complete(t(2), first, &mut Vec::new());
+        let Pull::Issue(second) = submitter.queue_mut().next_request(t(2)) else { panic!() };
+        submitter.queue_mut().complete(t(4), second, &mut Vec::new());
+        let stats = submitter.stats(t(4));
+        assert_eq!(stats.observed_ns, 4_000_000);
+        assert!((stats.sched_queue_mean() - 0.5).abs() < 1e-9, "{}", stats.sched_queue_mean());
+        assert!((stats.device_queue_mean() - 1.0).abs() < 1e-9, "{}", stats.device_queue_mean());
+        assert_eq!(stats.max_wait_ns, 2_000_000);
+        assert_eq!(stats.seek_distance_max_sectors, 992);
+        assert_eq!(stats.blocked_ns, 0);
+
+        let mut submitter = self::submitter(4);
+        fill_pool(&mut submitter);
+        assert_eq!(submitter.stats(t(3)).blocked_ns, 3_000_000, "a wait still going on");
+        let mut accepted = Vec::new();
+        while submitter.is_parked(ProcessId(1)) {
+            let Pull::Issue(id) = submitter.queue_mut().next_request(t(10)) else { panic!() };
+            submitter.queue_mut().complete(t(10), id, &mut Vec::new());
+            submitter.resubmit_woken(t(10), &mut accepted).unwrap();
+        }
+        assert_eq!(submitter.stats(t(20)).blocked_ns, 10_000_000, "the wait ended at 10 ms");
     }
 
     // Proves a bio the queue can never take is an error at once, even behind parked bios,

@@ -434,7 +434,6 @@ fn engine_loop(mut reactor: Reactor, shared: &Shared) -> Result<(), LiveError> {
     let mut finished: Vec<IoFinished> = Vec::new();
     let mut commands = VecDeque::new();
     let mut shutting_down = false;
-    let clock = reactor.clock();
     loop {
         std::mem::swap(&mut commands, &mut *shared.commands.lock().expect("no panic holds it"));
         for command in commands.drain(..) {
@@ -487,7 +486,7 @@ fn engine_loop(mut reactor: Reactor, shared: &Shared) -> Result<(), LiveError> {
                     let _ = reply.send(EngineStats {
                         scheduler: queue.scheduler().name().to_owned(),
                         backend: reactor.backend_name(),
-                        queue: queue.stats(clock.now()),
+                        queue: reactor.queue_stats(),
                         scheduler_counters: queue.scheduler().counters(),
                         reactor: reactor.stats(),
                     });

@@ -163,12 +163,13 @@ impl Reactor {
         }
     }
 
-    pub(crate) fn clock(&self) -> Clock {
-        self.clock
-    }
-
     pub(crate) fn queue(&self) -> &BlockQueue {
         self.submitter.queue()
+    }
+
+    /// The queue's counters up to now, with the time processes waited for a request.
+    pub(crate) fn queue_stats(&self) -> elevator_core::QueueStats {
+        self.submitter.stats(self.clock.now())
     }
 
     pub(crate) fn backend_name(&self) -> &'static str {

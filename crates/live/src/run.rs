@@ -236,7 +236,6 @@ pub fn run_plan(
     let mut driver = Driver {
         reactor: Reactor::new(queue, backend, clock),
         target,
-        clock,
         pool: BufferPool::default(),
         ios: Vec::new(),
         free: Vec::new(),
@@ -371,7 +370,6 @@ pub fn run_plan(
 struct Driver<'t> {
     reactor: Reactor,
     target: &'t Target,
-    clock: Clock,
     pool: BufferPool,
     ios: Vec<Option<LiveIo>>,
     free: Vec<usize>,
@@ -645,7 +643,7 @@ impl Driver<'_> {
             set(&format!("workload.{key}"), value.clone());
         }
         let queue = self.reactor.queue();
-        let stats = queue.stats(self.clock.now());
+        let stats = self.reactor.queue_stats();
         let mut scheduler_stats = SchedulerStats::default();
         scheduler_stats.add_queue(&stats, &queue.scheduler().counters());
         let mut queue_stats = ReportQueueStats::default();

@@ -264,7 +264,7 @@ pub struct SchedulerStats {
 }
 
 /// What the block layer did over a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueueStats {
     /// Bios accepted.
     pub bios: u64,
@@ -284,6 +284,25 @@ pub struct QueueStats {
     pub plugs: u64,
     /// Head movement the issued order asked for, in sectors.
     pub seek_distance_sectors: u64,
+    /// Mean head movement per issued request, in sectors.
+    #[serde(default)]
+    pub seek_distance_mean_sectors: f64,
+    /// The longest single head movement, in sectors.
+    #[serde(default)]
+    pub seek_distance_max_sectors: u64,
+    /// Mean number of requests the schedulers held (time-weighted, summed over queues): how
+    /// much the scheduler had to choose from.
+    #[serde(default)]
+    pub sched_queue_mean: f64,
+    /// Mean number of requests at the devices (time-weighted, summed over queues).
+    #[serde(default)]
+    pub device_queue_mean: f64,
+    /// The longest any request waited in the block layer, from creation to issue.
+    #[serde(default)]
+    pub max_wait_ns: u64,
+    /// Time processes spent blocked waiting for a free request, summed over processes.
+    #[serde(default)]
+    pub blocked_ns: u64,
 }
 
 impl SchedulerStats {
@@ -315,6 +334,17 @@ impl QueueStats {
         self.held += stats.held;
         self.plugs += stats.plugs;
         self.seek_distance_sectors += stats.seek_distance_sectors;
+        self.seek_distance_mean_sectors = if self.requests_issued == 0 {
+            0.0
+        } else {
+            self.seek_distance_sectors as f64 / self.requests_issued as f64
+        };
+        self.seek_distance_max_sectors =
+            self.seek_distance_max_sectors.max(stats.seek_distance_max_sectors);
+        self.sched_queue_mean += stats.sched_queue_mean();
+        self.device_queue_mean += stats.device_queue_mean();
+        self.max_wait_ns = self.max_wait_ns.max(stats.max_wait_ns);
+        self.blocked_ns += stats.blocked_ns;
     }
 }
 

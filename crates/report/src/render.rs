@@ -103,6 +103,7 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{title}")?;
         if let Some(table) = crate::tools::tool_table(group) {
             render_tool_table(out, group, &table)?;
+            write_why(out, group)?;
             continue;
         }
         let phase_names: Vec<&str> = first.phases.iter().map(|p| p.name.as_str()).collect();
@@ -170,8 +171,41 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             }
         }
         writeln!(out, "{PHASE_TABLE_UNITS}")?;
+        write_why(out, group)?;
     }
     Ok(())
+}
+
+/// One compact line per run saying why its figures are what they are: what the scheduler had
+/// to work with (merges, plugs, how many requests it held, how many the device did), how far
+/// the head moved, how long the scheduler idled, how long processes waited for a request, and
+/// the longest any request waited. The same figures are in the JSON's `queue_stats` and
+/// `scheduler_stats`.
+fn write_why(out: &mut dyn Write, group: &[&Run]) -> io::Result<()> {
+    writeln!(out, "why:")?;
+    for run in group {
+        writeln!(out, "  {}", why_line(run))?;
+    }
+    Ok(())
+}
+
+fn why_line(run: &Run) -> String {
+    let queue = &run.queue_stats;
+    format!(
+        "{}: merges {} back + {} front, {} plugs; held {:.1} in the scheduler, {:.1} at the \
+         device; seeks mean {} max {} sectors; idle {} ms; blocked {} ms; longest wait {} ms",
+        run.scheduler,
+        queue.back_merges,
+        queue.front_merges,
+        queue.plugs,
+        queue.sched_queue_mean,
+        queue.device_queue_mean,
+        crate::tools::compact_count(queue.seek_distance_mean_sectors),
+        crate::tools::compact_count(queue.seek_distance_max_sectors as f64),
+        millis(run.scheduler_stats.idle_ns),
+        millis(queue.blocked_ns),
+        millis(queue.max_wait_ns),
+    )
 }
 
 /// The footnote of the phase tables: fio's convention (kB, MB powers of ten; KiB, MiB powers

@@ -59,6 +59,25 @@ pub(crate) struct ToolTable {
 /// The hdparm experiment's machine called its four PATA disks `hda`..`hdd`; the simulator
 /// names every device the SCSI way (`sda`..). The table shows the machine's names, and its
 /// footnote says which simulated device each is.
+/// A count in three significant figures with a k/M/G suffix (powers of ten): `950`, `12.3k`,
+/// `4.19M`.
+pub(crate) fn compact_count(value: f64) -> String {
+    let (scaled, suffix) = match value {
+        v if v >= 1e9 => (v / 1e9, "G"),
+        v if v >= 1e6 => (v / 1e6, "M"),
+        v if v >= 1e3 => (v / 1e3, "k"),
+        v => return format!("{v:.0}"),
+    };
+    let decimals = if scaled >= 100.0 {
+        0
+    } else if scaled >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{scaled:.decimals$}{suffix}")
+}
+
 fn hdparm_disk_name(index: usize) -> String {
     format!("hd{}", (b'a' + index as u8) as char)
 }

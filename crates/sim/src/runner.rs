@@ -1307,7 +1307,7 @@ impl Simulation {
                 .insert(format!("{prefix}.read_ahead_kb"), config.queue.read_ahead_kb.to_string());
             settings.insert(format!("{prefix}.plugging"), u8::from(queue.plugging).to_string());
             descriptions.insert(format!("{}: {}", device.name, device.model.describe()));
-            let stats = device.submitter.queue().stats(self.now);
+            let stats = device.submitter.stats(self.now);
             scheduler_stats.add_queue(&stats, &device.submitter.queue().scheduler().counters());
             queue_stats.add_queue(&stats);
             let model = device.model.stats();
