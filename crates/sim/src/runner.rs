@@ -46,7 +46,7 @@ use crate::device::{Command, CommandId, DeviceSpec};
 use crate::engine::EventQueue;
 use crate::host::spec::HostSpec;
 use crate::host::{Host, HostAction, HostDevice, HostError, HostOpKind, HostPlace};
-use crate::topology::Topology;
+use crate::topology::{Flow, Multipath, Topology};
 
 /// Limits on a run. Reaching one is an error, never a silent stop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,7 +203,8 @@ pub struct RunAudit {
     pub live_events_peak: usize,
     /// Most host operations (buffered I/O of issuers) outstanding at once.
     pub host_ops_peak: usize,
-    /// Devices in the topology.
+    /// Queues in the topology: one per device, or one per path of a multipath device (each
+    /// has a wake-up pending at most, and there are no more devices than queues to step).
     pub devices: usize,
     /// Most bios outstanding at once: the slab of bios waiting for their request (it is
     /// reused, so its length is its peak).
@@ -317,34 +318,49 @@ enum Event {
     /// A device's next internal event (stale unless the generation matches).
     DeviceStep { device: usize, generation: u64 },
     /// A scheduler's idle or a plug times out (stale unless the generation matches).
-    QueueWake { device: usize, generation: u64 },
+    QueueWake { device: usize, path: usize, generation: u64 },
     /// A command reaches the device after crossing the link.
-    ReachDevice { device: usize, request: RequestId },
+    ReachDevice { device: usize, path: usize, request: RequestId },
     /// A read's data has crossed the link back: the request is done.
-    ReachHost { device: usize, request: RequestId },
+    ReachHost { device: usize, path: usize, request: RequestId },
     /// The host's timer (stale unless the generation matches).
     HostWake { generation: u64 },
     /// The host finished a buffered operation.
     HostDone { op: u64 },
 }
 
+/// A device as the host sees it (`sda`, or a multipath LUN's `dm-N`), with its queues.
 struct DeviceSlot {
     name: String,
     capacity_sectors: u64,
-    /// The device's block queue with its submit side (splitting, parking, resubmitting).
-    submitter: Submitter,
+    /// Its queues: one, or one per path under dm-multipath, which has no queue of its own.
+    paths: Vec<PathSlot>,
+    /// dm-multipath's policy and path selector, if the device is reached through it.
+    multipath: Option<Multipath>,
     model: Box<dyn crate::device::DeviceModel>,
     link: Option<usize>,
-    /// Requests at the device by slot index (the command id).
-    commands: Vec<Option<RequestId>>,
     step_generation: u64,
     step_at: Option<Instant>,
+    /// Whether some path is dirty.
+    dirty: bool,
+    /// The write congestion last reported to the host.
+    congested: bool,
+}
+
+/// One queue of a device: the device's own, or one multipath path's SCSI device.
+struct PathSlot {
+    /// For reports: the device's name, or `sda.path1`.
+    name: String,
+    /// The block queue with its submit side (splitting, parking, resubmitting).
+    submitter: Submitter,
+    /// The link path its commands cross; `None`: whichever frees first.
+    link_path: Option<usize>,
+    /// Requests at the device by slot index (the command id, see [`command_for`]).
+    commands: Vec<Option<RequestId>>,
     wake_generation: u64,
     /// Whether the latest queue wake-up is still pending (the older ones are superseded).
     wake_pending: bool,
     dirty: bool,
-    /// The write congestion last reported to the host.
-    congested: bool,
 }
 
 /// Who waits for a bio.
@@ -429,27 +445,55 @@ impl Simulation {
         let mut devices = Vec::with_capacity(topology.devices.len());
         let mut host_devices = Vec::with_capacity(topology.devices.len());
         for device in topology.devices {
+            // A multipath path's depth is the HBA's per-LUN depth; a lone queue's the device's.
+            let (paths, depth) = match &device.multipath {
+                Some(multipath) => (multipath.paths, multipath.path_depth),
+                None => (1, device.model.queue_depth()),
+            };
             let queue_config = QueueConfig {
                 nr_requests: config.queue.nr_requests,
-                depth: config.queue.depth.unwrap_or_else(|| device.model.queue_depth()),
+                depth: config.queue.depth.unwrap_or(depth),
                 max_sectors_kb: config.queue.max_sectors_kb,
                 plugging: config.queue.plugging,
                 ..QueueConfig::default()
             };
-            if queue_config.depth > device.model.queue_depth() {
+            if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())
+            {
+                let paths_text = if paths > 1 {
+                    format!(" ({paths} paths of that depth)")
+                } else {
+                    String::new()
+                };
                 return Err(SimError::Param(elevator_core::ParamError::Impossible {
                     component: "queue".to_owned(),
                     key: "depth",
                     problem: format!(
-                        "{} accepts at most {} commands",
+                        "{} accepts at most {} commands{paths_text}",
                         device.name,
                         device.model.queue_depth()
                     ),
                 }));
             }
-            let queue = BlockQueue::new(queue_config.clone(), scheduler.build())?;
-            let capacity = queue.requests().capacity();
-            let submitter = Submitter::new(queue);
+            let mut path_slots = Vec::with_capacity(paths);
+            for path in 0..paths {
+                // Each path is a SCSI device of its own: its own queue and scheduler instance.
+                let queue = BlockQueue::new(queue_config.clone(), scheduler.build())?;
+                let capacity = queue.requests().capacity();
+                let multipath = device.multipath.is_some();
+                path_slots.push(PathSlot {
+                    name: if multipath {
+                        format!("{}.path{path}", device.name)
+                    } else {
+                        device.name.clone()
+                    },
+                    submitter: Submitter::new(queue),
+                    link_path: multipath.then_some(path),
+                    commands: vec![None; capacity],
+                    wake_generation: 0,
+                    wake_pending: false,
+                    dirty: false,
+                });
+            }
             host_devices.push(HostDevice {
                 capacity_sectors: device.model.capacity_sectors(),
                 max_sectors: queue_config.max_sectors(),
@@ -458,14 +502,12 @@ impl Simulation {
             devices.push(DeviceSlot {
                 name: device.name,
                 capacity_sectors: device.model.capacity_sectors(),
-                submitter,
+                paths: path_slots,
+                multipath: device.multipath,
                 model: device.model,
                 link: device.link,
-                commands: vec![None; capacity],
                 step_generation: 0,
                 step_at: None,
-                wake_generation: 0,
-                wake_pending: false,
                 dirty: false,
                 congested: false,
             });
@@ -614,22 +656,29 @@ impl Simulation {
                     self.superseded -= 1;
                 }
             }
-            Event::QueueWake { device, generation } => {
-                if self.devices[device].wake_generation == generation {
-                    self.devices[device].wake_pending = false;
-                    self.devices[device].dirty = true;
+            Event::QueueWake { device, path, generation } => {
+                let slot = &mut self.devices[device];
+                if slot.paths[path].wake_generation == generation {
+                    slot.paths[path].wake_pending = false;
+                    slot.paths[path].dirty = true;
+                    slot.dirty = true;
                 } else {
                     self.superseded -= 1;
                 }
             }
-            Event::ReachDevice { device, request } => {
+            Event::ReachDevice { device, path, request } => {
                 let slot = &mut self.devices[device];
-                let command = command_for(slot.submitter.queue(), request);
+                let command = command_for(
+                    slot.paths[path].submitter.queue(),
+                    request,
+                    path,
+                    slot.paths.len(),
+                );
                 slot.model.submit(self.now, command);
                 self.reschedule_device(device);
             }
-            Event::ReachHost { device, request } => {
-                self.complete_request(device, request, recorder)?;
+            Event::ReachHost { device, path, request } => {
+                self.complete_request(device, path, request, recorder)?;
             }
             Event::HostWake { generation } => {
                 if self.host_wake_generation == generation {
@@ -652,20 +701,26 @@ impl Simulation {
         let mut finished = std::mem::take(&mut self.finished);
         finished.clear();
         self.devices[device].model.advance(self.now, &mut finished);
-        for &CommandId(index) in &finished {
+        for &CommandId(id) in &finished {
             let slot = &mut self.devices[device];
-            let request = slot.commands[index as usize]
+            let (path, index) = path_and_index(id, slot.paths.len());
+            let queue_slot = &mut slot.paths[path];
+            let request = queue_slot.commands[index]
                 .take()
-                .unwrap_or_else(|| panic!("{}: finished unknown command {index}", slot.name));
-            let is_read = slot.submitter.queue().request(request).is_some_and(|r| r.op == Op::Read);
+                .unwrap_or_else(|| panic!("{}: finished unknown command {id}", queue_slot.name));
+            let queue = queue_slot.submitter.queue();
+            let is_read = queue.request(request).is_some_and(|r| r.op == Op::Read);
             match slot.link {
                 Some(link) if is_read => {
-                    let bytes =
-                        slot.submitter.queue().request(request).map_or(0, |r| r.size_bytes());
-                    let at = self.links[link].transfer(self.now, bytes);
-                    self.events.push(at, Event::ReachHost { device, request });
+                    let bytes = queue.request(request).map_or(0, |r| r.size_bytes());
+                    let link = &mut self.links[link];
+                    let at = match queue_slot.link_path {
+                        Some(on) => link.transfer_on(on, self.now, bytes, Flow::ToHost),
+                        None => link.transfer(self.now, bytes, Flow::ToHost),
+                    };
+                    self.events.push(at, Event::ReachHost { device, path, request });
                 }
-                _ => self.complete_request(device, request, recorder)?,
+                _ => self.complete_request(device, path, request, recorder)?,
             }
         }
         self.finished = finished;
@@ -676,13 +731,15 @@ impl Simulation {
     fn complete_request(
         &mut self,
         device: usize,
+        path: usize,
         request: RequestId,
         recorder: &mut PhaseRecorder,
     ) -> Result<(), SimError> {
         let mut tags = std::mem::take(&mut self.tags);
         tags.clear();
         let slot = &mut self.devices[device];
-        slot.submitter.queue_mut().complete(self.now, request, &mut tags);
+        slot.paths[path].submitter.queue_mut().complete(self.now, request, &mut tags);
+        slot.paths[path].dirty = true;
         slot.dirty = true;
         for &BioTag(index) in &tags {
             let entry = self.pending[index as usize].as_mut().expect("a live pending bio");
@@ -700,7 +757,7 @@ impl Simulation {
             }
         }
         self.tags = tags;
-        self.wake_parked(device)?;
+        self.wake_parked(device, path)?;
         self.report_congestion(device);
         self.run_host_actions()?;
         self.audit(device)
@@ -724,13 +781,17 @@ impl Simulation {
         }
     }
 
-    /// Lets processes the pool woke submit their parked bios.
-    fn wake_parked(&mut self, device: usize) -> Result<(), SimError> {
+    /// Lets processes the pool of `path`'s queue woke submit their parked bios.
+    fn wake_parked(&mut self, device: usize, path: usize) -> Result<(), SimError> {
         let mut accepted = std::mem::take(&mut self.tags);
         accepted.clear();
-        self.devices[device].submitter.resubmit_woken(self.now, &mut accepted).map_err(
-            |error| SimError::BadIo { issuer: "parked bio".to_owned(), problem: error.to_string() },
-        )?;
+        self.devices[device].paths[path]
+            .submitter
+            .resubmit_woken(self.now, &mut accepted)
+            .map_err(|error| SimError::BadIo {
+                issuer: "parked bio".to_owned(),
+                problem: error.to_string(),
+            })?;
         for &BioTag(index) in &accepted {
             self.accepted(index as usize);
         }
@@ -761,19 +822,24 @@ impl Simulation {
         }
     }
 
-    /// Submits `bios` to `device`; the device's submitter parks those whose process waits for
-    /// a request. Returns how many were parked.
+    /// Submits `bios` to `device`: each to the path dm-multipath chooses for it (bio-based
+    /// dm decides before any queue), or to the one queue; the queue's submitter parks those
+    /// whose process waits for a request. Returns how many were parked.
     fn submit_bios(&mut self, device: usize, bios: &[Bio]) -> Result<u32, String> {
         let mut parked = 0;
+        let slot = &mut self.devices[device];
         for &bio in bios {
-            let submitter = &mut self.devices[device].submitter;
-            if submitter.submit(self.now, bio).map_err(|error| error.to_string())?
+            let path = slot.multipath.as_mut().map_or(0, |multipath| multipath.selector.select());
+            let path_slot = &mut slot.paths[path];
+            path_slot.dirty = true;
+            if path_slot.submitter.submit(self.now, bio).map_err(|error| error.to_string())?
                 == Offered::Parked
             {
                 parked += 1;
             }
         }
-        self.devices[device].dirty = true;
+        slot.paths[0].dirty |= slot.multipath.is_none();
+        slot.dirty = true;
         Ok(parked)
     }
 
@@ -846,7 +912,10 @@ impl Simulation {
                     if slot.exits {
                         let process = slot.issuer.process();
                         for device in &mut self.devices {
-                            device.submitter.queue_mut().process_exited(self.now, process);
+                            for path in &mut device.paths {
+                                path.submitter.queue_mut().process_exited(self.now, process);
+                                path.dirty = true;
+                            }
                             device.dirty = true;
                         }
                     }
@@ -933,7 +1002,13 @@ impl Simulation {
         };
         let mut bios = Vec::new();
         for (start, sectors) in pieces {
-            self.devices[device].submitter.split(template, Sector(start), sectors, &mut bios);
+            // dm's limits are its paths', all alike: any path's queue splits as dm would.
+            self.devices[device].paths[0].submitter.split(
+                template,
+                Sector(start),
+                sectors,
+                &mut bios,
+            );
         }
         let slot = &mut self.issuers[index];
         slot.outstanding += 1;
@@ -1061,9 +1136,13 @@ impl Simulation {
         Ok(())
     }
 
+    /// Tells the host whether `device` is write-congested: for dm, when any path is
+    /// (`dm_table_any_congested`).
     fn report_congestion(&mut self, device: usize) {
-        let congested =
-            self.devices[device].submitter.queue().is_direction_congested(Direction::Write);
+        let congested = self.devices[device]
+            .paths
+            .iter()
+            .any(|path| path.submitter.queue().is_direction_congested(Direction::Write));
         if congested != self.devices[device].congested {
             self.devices[device].congested = congested;
             self.host.set_congested(self.now, device, congested);
@@ -1095,44 +1174,58 @@ impl Simulation {
         self.run_host_actions()
     }
 
-    /// Gives the device what the queue lets it have now.
+    /// Gives the device what its dirty queues let it have now.
     fn pump(&mut self, device: usize) {
+        for path in 0..self.devices[device].paths.len() {
+            if std::mem::take(&mut self.devices[device].paths[path].dirty) {
+                self.pump_path(device, path);
+            }
+        }
+        self.reschedule_device(device);
+    }
+
+    /// Gives the device what `path`'s queue lets it have now.
+    fn pump_path(&mut self, device: usize, path: usize) {
+        let paths = self.devices[device].paths.len();
         loop {
             let slot = &mut self.devices[device];
-            match slot.submitter.queue_mut().next_request(self.now) {
+            let path_slot = &mut slot.paths[path];
+            match path_slot.submitter.queue_mut().next_request(self.now) {
                 Pull::Issue(request) => {
                     let index = request.index();
-                    if index >= slot.commands.len() {
-                        slot.commands.resize(index + 1, None);
+                    if index >= path_slot.commands.len() {
+                        path_slot.commands.resize(index + 1, None);
                     }
-                    slot.commands[index] = Some(request);
-                    let command = command_for(slot.submitter.queue(), request);
+                    path_slot.commands[index] = Some(request);
+                    let command = command_for(path_slot.submitter.queue(), request, path, paths);
                     match slot.link {
                         Some(link) => {
                             let link_state = &mut self.links[link];
                             let ready = self.now + link_state.spec().command_latency;
-                            let at = if command.op == Op::Write {
-                                link_state.transfer(ready, command.size_bytes())
-                            } else {
-                                ready
+                            let bytes = command.size_bytes();
+                            let at = match (command.op == Op::Write, path_slot.link_path) {
+                                (true, Some(on)) => {
+                                    link_state.transfer_on(on, ready, bytes, Flow::ToDevice)
+                                }
+                                (true, None) => link_state.transfer(ready, bytes, Flow::ToDevice),
+                                (false, _) => ready,
                             };
-                            self.events.push(at, Event::ReachDevice { device, request });
+                            self.events.push(at, Event::ReachDevice { device, path, request });
                         }
                         None => slot.model.submit(self.now, command),
                     }
                 }
                 Pull::Idle { until } | Pull::Plugged { until } => {
-                    self.superseded += usize::from(slot.wake_pending);
-                    slot.wake_pending = true;
-                    slot.wake_generation += 1;
-                    let generation = slot.wake_generation;
-                    self.events.push(until, Event::QueueWake { device, generation });
+                    self.superseded += usize::from(path_slot.wake_pending);
+                    path_slot.wake_pending = true;
+                    path_slot.wake_generation += 1;
+                    let generation = path_slot.wake_generation;
+                    self.events.push(until, Event::QueueWake { device, path, generation });
                     break;
                 }
                 Pull::Busy | Pull::Empty => break,
             }
         }
-        self.reschedule_device(device);
     }
 
     /// Keeps exactly one live step event per device, at its model's next event.
@@ -1152,7 +1245,9 @@ impl Simulation {
 
     fn audit(&self, device: usize) -> Result<(), SimError> {
         if self.check {
-            check_queue(self.devices[device].submitter.queue())?;
+            for path in &self.devices[device].paths {
+                check_queue(path.submitter.queue())?;
+            }
         }
         Ok(())
     }
@@ -1168,47 +1263,54 @@ impl Simulation {
             )))
         };
         for device in &self.devices {
-            let queue = device.submitter.queue();
-            let stats = queue.stats(self.now);
             let name = &device.name;
-            if stats.completed + stats.requeued != stats.issued {
-                return Err(broken(format!(
-                    "{name}: {} requests issued, {} requeued, {} completed",
-                    stats.issued, stats.requeued, stats.completed
-                )));
-            }
-            if stats.requests_allocated != stats.completed + stats.requests_fused {
-                return Err(broken(format!(
-                    "{name}: {} requests allocated, {} completed, {} fused",
-                    stats.requests_allocated, stats.completed, stats.requests_fused
-                )));
-            }
-            if !queue.is_quiet() || queue.queued() > 0 || queue.in_flight() > 0 {
-                return Err(broken(format!(
-                    "{name}: {} requests outstanding, {} queued, {} in flight",
-                    queue.outstanding(),
-                    queue.queued(),
-                    queue.in_flight()
-                )));
-            }
-            if device.submitter.parked_count() > 0 {
-                return Err(broken(format!(
-                    "{name}: {} bios still parked",
-                    device.submitter.parked_count()
-                )));
+            let mut issued = 0;
+            let mut completed = 0;
+            for path in &device.paths {
+                let queue = path.submitter.queue();
+                let stats = queue.stats(self.now);
+                let name = &path.name;
+                if stats.completed + stats.requeued != stats.issued {
+                    return Err(broken(format!(
+                        "{name}: {} requests issued, {} requeued, {} completed",
+                        stats.issued, stats.requeued, stats.completed
+                    )));
+                }
+                if stats.requests_allocated != stats.completed + stats.requests_fused {
+                    return Err(broken(format!(
+                        "{name}: {} requests allocated, {} completed, {} fused",
+                        stats.requests_allocated, stats.completed, stats.requests_fused
+                    )));
+                }
+                if !queue.is_quiet() || queue.queued() > 0 || queue.in_flight() > 0 {
+                    return Err(broken(format!(
+                        "{name}: {} requests outstanding, {} queued, {} in flight",
+                        queue.outstanding(),
+                        queue.queued(),
+                        queue.in_flight()
+                    )));
+                }
+                if path.submitter.parked_count() > 0 {
+                    return Err(broken(format!(
+                        "{name}: {} bios still parked",
+                        path.submitter.parked_count()
+                    )));
+                }
+                if path.commands.iter().any(Option::is_some) {
+                    return Err(broken(format!("{name}: a command is still at the device")));
+                }
+                issued += stats.issued - stats.requeued;
+                completed += stats.completed;
             }
             if let Some(at) = device.model.next_event() {
                 return Err(broken(format!("{name}: the device still has work due at {at}")));
             }
             let finished = device.model.stats().commands;
-            if finished != stats.issued - stats.requeued {
+            if finished != issued {
                 return Err(broken(format!(
-                    "{name}: the device finished {finished} commands, the queue completed {}",
-                    stats.completed
+                    "{name}: the device finished {finished} commands, the queue completed \
+                     {completed}"
                 )));
-            }
-            if device.commands.iter().any(Option::is_some) {
-                return Err(broken(format!("{name}: a command is still at the device")));
             }
         }
         let pending = self.pending.iter().filter(|slot| slot.is_some()).count();
@@ -1222,24 +1324,27 @@ impl Simulation {
         Ok(())
     }
 
+    /// Every queue of every device.
+    fn queues(&self) -> impl Iterator<Item = &PathSlot> {
+        self.devices.iter().flat_map(|device| device.paths.iter())
+    }
+
     fn run_audit(&self, issuers_peak: usize) -> RunAudit {
         RunAudit {
             events: self.event_count,
             events_pending_peak: self.events_pending_peak,
             live_events_peak: self.live_events_peak,
             host_ops_peak: self.host_ops_peak,
-            devices: self.devices.len(),
+            devices: self.devices.iter().map(|device| device.paths.len()).sum(),
             bios_pending_peak: self.pending.len(),
             issuers_peak,
             requests_capacity: self
-                .devices
-                .iter()
-                .map(|device| device.submitter.queue().requests().capacity())
+                .queues()
+                .map(|path| path.submitter.queue().requests().capacity())
                 .sum(),
             depth_total: self
-                .devices
-                .iter()
-                .map(|device| u64::from(device.submitter.queue().config().depth))
+                .queues()
+                .map(|path| u64::from(path.submitter.queue().config().depth))
                 .sum(),
             cache_chunks_at_end: self.host.occupancy().0,
             cache_capacity_chunks: self.host.cache_capacity_pages()
@@ -1298,24 +1403,53 @@ impl Simulation {
         let mut device_stats = ReportDeviceStats::default();
         let mut descriptions = std::collections::BTreeSet::new();
         for device in &self.devices {
-            let queue = device.submitter.queue().config();
-            let prefix = format!("queue.{}", device.name);
-            settings.insert(format!("{prefix}.nr_requests"), queue.nr_requests.to_string());
-            settings.insert(format!("{prefix}.depth"), queue.depth.to_string());
-            settings.insert(format!("{prefix}.max_sectors_kb"), queue.max_sectors_kb.to_string());
-            settings
-                .insert(format!("{prefix}.read_ahead_kb"), config.queue.read_ahead_kb.to_string());
-            settings.insert(format!("{prefix}.plugging"), u8::from(queue.plugging).to_string());
-            descriptions.insert(format!("{}: {}", device.name, device.model.describe()));
-            let stats = device.submitter.stats(self.now);
-            scheduler_stats.add_queue(&stats, &device.submitter.queue().scheduler().counters());
-            queue_stats.add_queue(&stats);
+            // Per-path queues are reported each under its own name and summed in the stats,
+            // as several devices' queues are.
+            for path in &device.paths {
+                let queue = path.submitter.queue().config();
+                let prefix = format!("queue.{}", path.name);
+                settings.insert(format!("{prefix}.nr_requests"), queue.nr_requests.to_string());
+                settings.insert(format!("{prefix}.depth"), queue.depth.to_string());
+                settings
+                    .insert(format!("{prefix}.max_sectors_kb"), queue.max_sectors_kb.to_string());
+                settings.insert(
+                    format!("{prefix}.read_ahead_kb"),
+                    config.queue.read_ahead_kb.to_string(),
+                );
+                settings.insert(format!("{prefix}.plugging"), u8::from(queue.plugging).to_string());
+                let stats = path.submitter.stats(self.now);
+                scheduler_stats.add_queue(&stats, &path.submitter.queue().scheduler().counters());
+                queue_stats.add_queue(&stats);
+            }
+            let access = device.multipath.as_ref().map_or(String::new(), |multipath| {
+                let group: Vec<String> =
+                    multipath.selector.group().iter().map(usize::to_string).collect();
+                format!(
+                    "; dm-multipath {} over {} paths, active path {} (rr_min_io {}), {} commands \
+                     a path",
+                    multipath.policy.name(),
+                    multipath.paths,
+                    group.join("+"),
+                    multipath.selector.rr_min_io(),
+                    multipath.path_depth
+                )
+            });
+            descriptions.insert(format!("{}: {}{access}", device.name, device.model.describe()));
             let model = device.model.stats();
             device_stats.requests += model.commands;
             device_stats.busy_ns += model.busy_ns;
             device_stats.seek_distance_sectors += model.seek_distance_sectors;
             for (name, value) in model.extra {
                 *device_stats.extra.entry(name.to_owned()).or_default() += value;
+            }
+        }
+        // Which paths carried the data, where dm-multipath chose them.
+        if self.devices.iter().any(|device| device.multipath.is_some()) {
+            for link in &self.links {
+                for (path, &bytes) in link.path_bytes().iter().enumerate() {
+                    *device_stats.extra.entry(format!("link_path{path}_bytes")).or_default() +=
+                        bytes;
+                }
             }
         }
         for (index, description) in descriptions.into_iter().enumerate() {
@@ -1379,13 +1513,22 @@ fn host_error_text(error: &HostError, devices: &[DeviceSlot]) -> String {
     }
 }
 
-fn command_for(queue: &BlockQueue, request: RequestId) -> Command {
+/// The command for `request` of queue `path` of a device with `paths` queues: its id is the
+/// request's slot index times `paths` plus `path`, so one device's paths never share an id (and
+/// a lone queue's ids are its slot indexes).
+fn command_for(queue: &BlockQueue, request: RequestId, path: usize, paths: usize) -> Command {
     let r = queue.request(request).expect("an issued request lives until it completes");
     Command {
-        id: CommandId(request.index() as u64),
+        id: CommandId((request.index() * paths + path) as u64),
         op: r.op,
         start: r.start,
         sector_count: r.sector_count,
         fua: r.flags.contains(RequestFlags::FUA),
     }
+}
+
+/// The queue and slot index a command id stands for (see [`command_for`]).
+fn path_and_index(id: u64, paths: usize) -> (usize, usize) {
+    let id = id as usize;
+    (id % paths, id / paths)
 }

@@ -39,8 +39,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         id: "iozone-1",
         title: "iozone throughput, 1 process: iozone -s24g -r512 -i 0 -i 1 -t 1 -+u",
-        machine: "IBM x3650-class file server, 4 CPUs, 12 GB, dual 4 Gb FC to two SAN LUNs, \
-                  XFS, read-ahead 16386 sectors, kernel 2.6.18 (RHEL5)",
+        machine: "IBM x3650-class file server, 4 CPUs, 12 GB, dual 4 Gb FC to two SAN LUNs \
+                  (dm-multipath failover: the array is not named), XFS, read-ahead 16386 \
+                  sectors, kernel 2.6.18 (RHEL5)",
         device: "san",
         host: "fileserver-2007",
         read_ahead_kb: 8193,

@@ -42,6 +42,9 @@
 //! | `depth` | 128 | host commands the controller accepts |
 //! | `overhead` | 50us | controller processing per host command |
 //! | `link` | — | used by `san`: the link in front of the LUNs |
+//! | `multipath` | — | used by `san`: dm-multipath policy over the link's paths (`topology.rs`) |
+//! | `rr_min_io` | — | used by `san`: bios per path before round robin moves on (1000) |
+//! | `path_depth` | — | used by `san`: commands per LUN per path (HBA depth, 32) |
 
 use crate::LookupMap;
 use std::collections::{BTreeMap, VecDeque};
@@ -115,6 +118,29 @@ pub const SAN_KEYS: &[KeySpec] = &[
         help: "[N x] 1gfc|2gfc|4gfc|8gfc|gige|iscsi|10gige shared by the LUNs, or none (a local \
                RAID controller)",
     },
+    KeySpec {
+        key: "multipath",
+        kind: KeyKind::Choice(crate::topology::MULTIPATH_POLICIES),
+        default: "failover",
+        help: "dm-multipath over the link's paths, each path its own queue: failover (one \
+               path), multibus (round robin), group_by_prio (round robin over the paths to \
+               the owning controller), or none (one queue, transfers on whichever path frees \
+               first); without a link there is one queue whatever this says",
+    },
+    KeySpec {
+        key: "rr_min_io",
+        kind: KeyKind::Integer { min: 1, max: 100_000 },
+        default: "1000",
+        help: "bios sent down a path before round robin moves to the next (multipath-tools \
+               default)",
+    },
+    KeySpec {
+        key: "path_depth",
+        kind: KeyKind::Integer { min: 1, max: 4096 },
+        default: "32",
+        help: "commands each path may have at a LUN: the HBA driver's per-LUN depth (qla2xxx \
+               32, lpfc 30)",
+    },
     MEMBERS,
     MEMBER,
     RAID,
@@ -151,17 +177,21 @@ pub const JBOD_PRESETS: &[Preset] = &[Preset {
 }];
 
 /// One line for `elevator list devices` (`san`).
-pub const SAN_SUMMARY: &str = "SAN: RAID LUNs behind a shared Fibre Channel or iSCSI link";
+pub const SAN_SUMMARY: &str =
+    "SAN: RAID LUNs behind a shared Fibre Channel or iSCSI link, reached through dm-multipath";
 
 /// `san`'s presets.
 pub const SAN_PRESETS: &[Preset] = &[
     Preset {
         name: "san",
         help: "the classic study's file server storage: two LUNs, each 8 x 15k disks in RAID 5 \
-               with a 128 KiB segment and 1 GiB of controller cache, behind dual 4 Gb/s FC paths",
+               with a 128 KiB segment and 1 GiB of controller cache, behind dual 4 Gb/s FC paths \
+               (qla2xxx, depth 32 per LUN per path); the study does not name the array, so \
+               dm-multipath's default policy applies: failover, one active path",
         values: &[
             ("luns", "2"),
             ("link", "2x4gfc"),
+            ("multipath", "failover"),
             ("raid", "5"),
             ("members", "8"),
             ("stripe", "128k"),
@@ -177,6 +207,8 @@ pub const SAN_PRESETS: &[Preset] = &[
         values: &[
             ("luns", "8"),
             ("link", "none"),
+            // A local controller: no paths to choose between.
+            ("multipath", "none"),
             ("raid", "1"),
             ("members", "2"),
             ("member", "scsi-15k-2005"),
@@ -191,6 +223,9 @@ pub const SAN_PRESETS: &[Preset] = &[
         values: &[
             ("luns", "1"),
             ("link", "2xiscsi"),
+            // The study's iSCSI server is a ZFS host, not dm-multipath: one queue whose
+            // transfers use whichever link frees first.
+            ("multipath", "none"),
             ("raid", "10"),
             ("members", "4"),
             ("member", "desktop-7200-2005"),

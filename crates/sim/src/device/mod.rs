@@ -20,7 +20,9 @@ use std::fmt;
 
 use elevator_core::{ComponentSpec, Instant, KeySpec, Op, ParamError, Params, Sector};
 
-use crate::topology::{Link, LinkSpec, Topology, TopologyDevice, device_name};
+use crate::topology::{
+    Link, LinkSpec, Multipath, MultipathPolicy, PathSelector, Topology, TopologyDevice, device_name,
+};
 
 /// The engine's handle for a command at a device.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -260,7 +262,8 @@ impl DeviceSpec {
     }
 
     /// The devices (and links) this spec stands for: one device for most kinds; `san`'s LUNs
-    /// behind their shared link.
+    /// behind their shared link, each reached through dm-multipath over the link's paths
+    /// unless `multipath=none`.
     pub fn topology(&self) -> Result<Topology, ParamError> {
         let (count, link) = match self.kind {
             DeviceKind::San => {
@@ -275,12 +278,41 @@ impl DeviceSpec {
             DeviceKind::Jbod => (self.params.integer("disks") as usize, None),
             _ => (1, None),
         };
+        let policy = match (self.kind, link) {
+            (DeviceKind::San, Some(_)) => MultipathPolicy::parse(self.params.text("multipath")),
+            _ => None,
+        };
         let devices = (0..count)
             .map(|index| {
+                let model = self.build()?;
+                let multipath = match (policy, link) {
+                    (Some(policy), Some(link)) => {
+                        let paths = link.paths as usize;
+                        let path_depth = self.params.integer("path_depth") as u32;
+                        // Every path's queue may fill at once; the controller must take them.
+                        if paths as u64 * u64::from(path_depth) > u64::from(model.queue_depth()) {
+                            return Err(ParamError::Impossible {
+                                component: self.params.component().to_owned(),
+                                key: "path_depth",
+                                problem: format!(
+                                    "{paths} paths of {path_depth} commands exceed the \
+                                     controller's depth of {}",
+                                    model.queue_depth()
+                                ),
+                            });
+                        }
+                        let rr_min_io = self.params.integer("rr_min_io") as u32;
+                        let selector =
+                            PathSelector::new(policy.active_group(index, paths), rr_min_io);
+                        Some(Multipath { policy, paths, path_depth, selector })
+                    }
+                    _ => None,
+                };
                 Ok(TopologyDevice {
                     name: device_name(index),
-                    model: self.build()?,
+                    model,
                     link: link.map(|_| 0),
+                    multipath,
                 })
             })
             .collect::<Result<_, ParamError>>()?;
