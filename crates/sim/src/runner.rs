@@ -55,11 +55,21 @@ pub struct Bounds {
     pub max_events: u64,
     /// Simulated time.
     pub max_time: Duration,
+    /// Events at a single instant before the run is stopped as stuck: a device that completes
+    /// work in no time, behind issuers that never wait, would otherwise run forever without
+    /// simulated time moving (sweep seed 203349: an array with `overhead=0` and a write-back
+    /// cache under OLTP users with no think time). The default, 2^22, is generous: a phase
+    /// start with thousands of issuers takes a few thousand.
+    pub max_events_at_one_instant: u64,
 }
 
 impl Default for Bounds {
     fn default() -> Bounds {
-        Bounds { max_events: 1 << 36, max_time: Duration::from_secs(7 * 24 * 3600) }
+        Bounds {
+            max_events: 1 << 36,
+            max_time: Duration::from_secs(7 * 24 * 3600),
+            max_events_at_one_instant: 1 << 22,
+        }
     }
 }
 
@@ -415,6 +425,8 @@ struct Simulation {
     pending: Vec<Option<Pending>>,
     free_pending: Vec<usize>,
     event_count: u64,
+    /// Events handled at the current instant, for `Bounds::max_events_at_one_instant`.
+    events_at_this_instant: u64,
     /// Most events pending at once (checked when an event is taken).
     events_pending_peak: usize,
     /// Pending events already superseded by a later one (a device step or queue or host
@@ -534,6 +546,7 @@ impl Simulation {
             pending: Vec::new(),
             free_pending: Vec::new(),
             event_count: 0,
+            events_at_this_instant: 0,
             events_pending_peak: 0,
             superseded: 0,
             live_events_peak: 0,
@@ -618,6 +631,19 @@ impl Simulation {
         let pending = self.events.count() + 1;
         self.events_pending_peak = self.events_pending_peak.max(pending);
         self.live_events_peak = self.live_events_peak.max(pending - self.superseded);
+        self.events_at_this_instant =
+            if at == self.now { self.events_at_this_instant + 1 } else { 1 };
+        if self.events_at_this_instant > self.bounds.max_events_at_one_instant {
+            return Err(SimError::Stalled {
+                at,
+                detail: format!(
+                    "simulated time stands still: {} events at one instant; some device or \
+                     host completes work in no time (a zero overhead or latency) for issuers \
+                     that never wait",
+                    self.bounds.max_events_at_one_instant
+                ),
+            });
+        }
         self.now = at;
         self.event_count += 1;
         if self.event_count > self.bounds.max_events {

@@ -54,8 +54,11 @@ use crate::topology::LINK_TYPES;
 /// Limits of every sweep run. The workloads are derived small (a few MiB, tens of
 /// milliseconds of run time), so a run that needs more events than this is going round in
 /// circles, and one that needs more simulated time waits for something that never comes.
-pub const BOUNDS: Bounds =
-    Bounds { max_events: 4_000_000, max_time: Duration::from_secs(365 * 24 * 3600) };
+pub const BOUNDS: Bounds = Bounds {
+    max_events: 4_000_000,
+    max_time: Duration::from_secs(365 * 24 * 3600),
+    max_events_at_one_instant: 1 << 22,
+};
 
 /// Every how many seeds the run is repeated to check that it gives identical JSON.
 pub const DETERMINISM_EVERY: u64 = 8;

@@ -57,11 +57,13 @@ fn bounds_are_errors() {
     let scheduler = SchedulerSpec::parse("noop").unwrap();
     let workload = WorkloadSpec::parse("job:rw=randread,size=64m").unwrap();
     let mut tight = config("ram", 1);
-    tight.bounds = Bounds { max_events: 100, max_time: Duration::from_secs(60) };
+    tight.bounds =
+        Bounds { max_events: 100, max_time: Duration::from_secs(60), ..Bounds::default() };
     let error = run(&tight, &scheduler, &workload).unwrap_err();
     assert!(matches!(error, SimError::Bound { what: "events", .. }), "{error}");
     let mut short = config("ram", 1);
-    short.bounds = Bounds { max_events: u64::MAX, max_time: Duration::from_millis(1) };
+    short.bounds =
+        Bounds { max_events: u64::MAX, max_time: Duration::from_millis(1), ..Bounds::default() };
     let error = run(&short, &scheduler, &workload).unwrap_err();
     assert!(error.to_string().contains("simulated time"), "{error}");
 }

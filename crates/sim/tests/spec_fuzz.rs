@@ -140,7 +140,8 @@ fn scheduler_spec() -> impl Strategy<Value = String> {
 fn bounded(seed: u64, device: DeviceSpec, host: HostSpec) -> SimConfig {
     let mut config = SimConfig::new(seed, device);
     config.host = host;
-    config.bounds = Bounds { max_events: 2_000, max_time: Duration::from_secs(2) };
+    config.bounds =
+        Bounds { max_events: 2_000, max_time: Duration::from_secs(2), ..Bounds::default() };
     config
 }
 

@@ -146,3 +146,23 @@ fn regression_seed_11394_a_one_segment_buffer_with_write_cache() {
     assert!(run.phases[0].ops > 0);
     assert_eq!(run.device_stats.extra.get("cached_writes").copied().unwrap_or(0), 0);
 }
+
+// Sweep seed 203349 (issue 14): an array with no controller overhead and a write-back cache
+// finishes writes in no time, and OLTP users with no think time then never let simulated time
+// move: the run spun at t=0 until the default event bound (2^36, hours). It now stops as
+// stuck once one instant has seen `max_events_at_one_instant` events (lowered here so that
+// the test is quick in a debug build).
+#[test]
+fn regression_seed_203349_time_standing_still_is_an_error() {
+    let device = DeviceSpec::parse("array:raid=0,depth=3,overhead=0ns").unwrap();
+    let mut config = SimConfig::new(203349, device);
+    config.bounds.max_events_at_one_instant = 20_000;
+    config.check_invariants = false;
+    let workload = WorkloadSpec::parse(
+        "oltp:users=16,reads=0,ios_per_txn=2,block=1m,think=0ns,log_block=1m,size=8m,runtime=1ms",
+    )
+    .unwrap();
+    let scheduler = SchedulerSpec::parse("none").unwrap();
+    let error = elevator_sim::run(&config, &scheduler, &workload).unwrap_err();
+    assert!(error.to_string().contains("simulated time stands still"), "{error}");
+}
