@@ -427,6 +427,8 @@ struct Simulation {
     event_count: u64,
     /// Events handled at the current instant, for `Bounds::max_events_at_one_instant`.
     events_at_this_instant: u64,
+    /// Scratch for the bios of one direct operation.
+    bio_scratch: Vec<Bio>,
     /// Most events pending at once (checked when an event is taken).
     events_pending_peak: usize,
     /// Pending events already superseded by a later one (a device step or queue or host
@@ -547,6 +549,7 @@ impl Simulation {
             free_pending: Vec::new(),
             event_count: 0,
             events_at_this_instant: 0,
+            bio_scratch: Vec::new(),
             events_pending_peak: 0,
             superseded: 0,
             live_events_peak: 0,
@@ -1026,7 +1029,9 @@ impl Simulation {
             process,
             tag: BioTag(0),
         };
-        let mut bios = Vec::new();
+        // Reused across calls: one operation's bios, so no allocation per I/O.
+        let mut bios = std::mem::take(&mut self.bio_scratch);
+        bios.clear();
         for (start, sectors) in pieces {
             // dm's limits are its paths', all alike: any path's queue splits as dm would.
             self.devices[device].paths[0].submitter.split(
@@ -1046,6 +1051,7 @@ impl Simulation {
                 .insert(op, HostOp { issuer: index, io: io.id, submitted: self.now, bytes: 0 });
             self.host_ops_peak = self.host_ops_peak.max(self.host_ops.len());
             self.events.push(self.now, Event::HostDone { op });
+            self.bio_scratch = bios;
             return Ok(());
         }
         let tag = self.new_pending(Pending {
@@ -1061,7 +1067,9 @@ impl Simulation {
             bio.tag = BioTag(tag as u64);
         }
         self.host.charge_direct(process, bios.len() as u64, self.scheduler_kind);
-        let parked = self.submit_bios(device, &bios).map_err(|problem| bad(self, problem))?;
+        let submitted = self.submit_bios(device, &bios);
+        self.bio_scratch = bios;
+        let parked = submitted.map_err(|problem| bad(self, problem))?;
         self.issuers[index].parked += parked;
         Ok(())
     }
