@@ -749,25 +749,27 @@ impl BlockQueue {
         if let Some(since) = self.idle_since {
             stats.idle_ns += now.saturating_since(since).as_nanos();
         }
-        if let Some(last) = self.accounted_to {
-            let span = now.saturating_since(last).as_nanos();
-            stats.sched_queue_area += u128::from(span) * self.scheduler.queued() as u128;
-            stats.device_queue_area += u128::from(span) * u128::from(self.in_flight);
-            stats.observed_ns += span;
-        }
+        self.add_occupancy(&mut stats, now);
         stats
     }
 
     /// Counts the occupancy since the last call, at the counts it had all that time (they
     /// change only inside the queue's calls, each of which accounts first).
     fn account(&mut self, now: Instant) {
+        let mut stats = self.stats;
+        self.add_occupancy(&mut stats, now);
+        self.stats = stats;
+        self.accounted_to = Some(self.accounted_to.map_or(now, |last| last.max(now)));
+    }
+
+    /// Adds to `stats` the occupancy from the last accounting to `now`.
+    fn add_occupancy(&self, stats: &mut QueueStats, now: Instant) {
         if let Some(last) = self.accounted_to {
             let span = now.saturating_since(last).as_nanos();
-            self.stats.sched_queue_area += u128::from(span) * self.scheduler.queued() as u128;
-            self.stats.device_queue_area += u128::from(span) * u128::from(self.in_flight);
-            self.stats.observed_ns += span;
+            stats.sched_queue_area += u128::from(span) * self.scheduler.queued() as u128;
+            stats.device_queue_area += u128::from(span) * u128::from(self.in_flight);
+            stats.observed_ns += span;
         }
-        self.accounted_to = Some(self.accounted_to.map_or(now, |last| last.max(now)));
     }
 
     // ---- helpers of submit ----
