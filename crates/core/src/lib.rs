@@ -78,6 +78,7 @@ mod bios;
 pub mod check;
 mod dispatch_list;
 mod hazard;
+pub mod kernel;
 pub mod list;
 mod merge;
 pub mod pool;
@@ -93,6 +94,7 @@ pub mod tunable;
 pub mod units;
 
 pub use dispatch_list::DispatchList;
+pub use kernel::{KernelBase, KernelVersion};
 pub use list::{IdList, ListLinks};
 pub use pool::PoolSplit;
 pub use prng::{Prng, Zipf, ZipfError};

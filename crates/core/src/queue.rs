@@ -39,6 +39,7 @@ use std::collections::VecDeque;
 use crate::bios::BioTable;
 use crate::dispatch_list::DispatchList;
 use crate::hazard::Hazards;
+use crate::kernel::KernelVersion;
 use crate::merge::{self, MergeCheck, MergeIndex};
 use crate::pool::{MIN_NR_REQUESTS, PoolSplit, RequestPool};
 use crate::request::{Bio, BioTag, Direction, Op, Request, RequestFlags, RequestState, Sector};
@@ -68,6 +69,9 @@ pub struct QueueConfig {
     pub pool_split: PoolSplit,
     /// Bound on bios outstanding at once; hitting it is an error, not a silent stall.
     pub max_bios: usize,
+    /// The kernel release whose block-layer rules apply (unplug test, congestion
+    /// thresholds; default vanilla 2.6.18).
+    pub kernel: KernelVersion,
 }
 
 impl Default for QueueConfig {
@@ -79,6 +83,7 @@ impl Default for QueueConfig {
             plugging: false,
             pool_split: PoolSplit::ByDirection,
             max_bios: 1 << 20,
+            kernel: KernelVersion::Linux2_6_18,
         }
     }
 }

@@ -469,6 +469,7 @@ impl Simulation {
                 depth: config.queue.depth.unwrap_or(depth),
                 max_sectors_kb: config.queue.max_sectors_kb,
                 plugging: config.queue.plugging,
+                kernel: config.host.kernel(),
                 ..QueueConfig::default()
             };
             if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())

@@ -2,12 +2,19 @@
 
 use std::fmt;
 
-use elevator_core::{ComponentSpec, Duration, KeyKind, KeySpec, ParamError, Params};
+use elevator_core::kernel::KERNEL_NAMES;
+use elevator_core::{ComponentSpec, Duration, KeyKind, KernelVersion, KeySpec, ParamError, Params};
 
 use crate::device::Preset;
 
 /// The keys of `host`.
 pub const KEYS: &[KeySpec] = &[
+    KeySpec {
+        key: "kernel",
+        kind: KeyKind::Choice(KERNEL_NAMES),
+        default: "2.6.18",
+        help: "the kernel release: every version-dependent block-layer and host behaviour follows it (2.6.9, 2.6.9-5.EL = rhel4, 2.6.18, 2.6.18-8.el5 = rhel5.0, 2.6.18-194.11.4.el5 = rhel5.5)",
+    },
     KeySpec {
         key: "ram",
         kind: KeyKind::Size { min_bytes: 64 << 20, max_bytes: 1 << 42 },
@@ -110,26 +117,30 @@ pub const KEYS: &[KeySpec] = &[
 
 /// `host`'s presets; the first is what the bare name means.
 pub const PRESETS: &[Preset] = &[
-    Preset { name: "host", help: "a 2005-era two-processor machine with 4 GiB", values: &[] },
+    Preset {
+        name: "host",
+        help: "a 2005-era two-processor machine with 4 GiB, vanilla 2.6.18",
+        values: &[],
+    },
     Preset {
         name: "fileserver-2007",
-        help: "the classic study's IBM x3650-class file server: 4 processors, 12 GiB",
-        values: &[("ram", "12g"), ("cpus", "4"), ("copy_rate", "3g")],
+        help: "the classic study's IBM x3650-class file server: 4 processors, 12 GiB, RHEL 5.5 (2.6.18-194.11.4.el5, as its write-up gives)",
+        values: &[("ram", "12g"), ("cpus", "4"), ("copy_rate", "3g"), ("kernel", "2.6.18-194.11.4.el5")],
     },
     Preset {
         name: "desktop-2004",
-        help: "the classic study's desktop with four IDE disks: one processor, 1 GiB",
+        help: "the classic study's desktop with four IDE disks: one processor, 1 GiB; a self-built vanilla kernel whose version the write-up does not give: a default scheduler chosen in its configuration suggests a kernel after 2.6.9, so 2.6.18 is assumed (host-mechanisms.md §7.2)",
         values: &[("ram", "1g"), ("cpus", "1"), ("copy_rate", "1500m"), ("reserve", "128m")],
     },
     Preset {
         name: "server-2006",
-        help: "the classic study's dd server with one SCSI disk: 2 processors, 2 GiB",
-        values: &[("ram", "2g"), ("cpus", "2")],
+        help: "the classic study's dd server with one SCSI disk: 2 processors, 2 GiB, RHEL 5.0 (2.6.18-8.el5, from its boot-loader line)",
+        values: &[("ram", "2g"), ("cpus", "2"), ("kernel", "2.6.18-8.el5")],
     },
     Preset {
         name: "dbserver-2005",
-        help: "the classic study's database server: 2 Hyper-Threading processors (4 logical), 4 GiB",
-        values: &[("ram", "4g"), ("cpus", "4"), ("copy_rate", "1500m")],
+        help: "the classic study's database server: 2 Hyper-Threading processors (4 logical), 4 GiB, RHEL 4 GA/U1 (2.6.9-5.EL; inferred from the article's date, June 2005)",
+        values: &[("ram", "4g"), ("cpus", "4"), ("copy_rate", "1500m"), ("kernel", "2.6.9-5.EL")],
     },
 ];
 
@@ -166,6 +177,11 @@ impl HostSpec {
             ));
         }
         Ok(HostSpec { preset, params })
+    }
+
+    /// The kernel release the host runs.
+    pub fn kernel(&self) -> KernelVersion {
+        KernelVersion::parse(self.params.text("kernel")).expect("the key accepts release names only")
     }
 
     /// The default host.

@@ -1,0 +1,285 @@
+//! Which Linux kernel a simulated host runs: the release decides every version-dependent
+//! value and behaviour of the block layer and the host above it (specs/host-mechanisms.md
+//! §7, §7.1, §7.2).
+//!
+//! `kernel=2.6.9` or `kernel=2.6.18` alone does not fix what the classic study's machines
+//! did: Red Hat's builds of those kernels differ from vanilla in what matters to a scheduler
+//! (RHEL 4's congestion threshold and ext3 reservation windows; RHEL 5.5's cfq treating
+//! O_DIRECT writes as sync). So a host names a *release*; the two vanilla versions are
+//! releases too. Each question the host or the queue asks is a method here, answered from
+//! the spec's tables, so that a newcomer finds every version difference in one place.
+
+use std::fmt;
+
+/// The mainline version a release is built on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KernelBase {
+    /// Linux 2.6.9 (RHEL 4).
+    V2_6_9,
+    /// Linux 2.6.18 (RHEL 5).
+    V2_6_18,
+}
+
+/// A kernel release a host runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KernelVersion {
+    /// Vanilla 2.6.9 (anticipatory by default, congestion off at 111, no ext3 reservation
+    /// windows).
+    Linux2_6_9,
+    /// RHEL 4 GA/U1, 2.6.9-5.EL / 2.6.9-11.EL: what a June 2005 RHEL 4 machine ran (§7).
+    Rhel4,
+    /// Vanilla 2.6.18.
+    Linux2_6_18,
+    /// RHEL 5.0, 2.6.18-8.el5: its schedulers and block layer equal vanilla 2.6.18's.
+    Rhel5_0,
+    /// RHEL 5.5, 2.6.18-194.11.4.el5: cfq files O_DIRECT writes as sync (from 194.8.1.el5),
+    /// XFS is the 5.4 backport.
+    Rhel5_5,
+}
+
+/// Every release, in the order `elevator list` shows them.
+pub const KERNEL_VERSIONS: [KernelVersion; 5] = [
+    KernelVersion::Linux2_6_9,
+    KernelVersion::Rhel4,
+    KernelVersion::Linux2_6_18,
+    KernelVersion::Rhel5_0,
+    KernelVersion::Rhel5_5,
+];
+
+/// The names `host:kernel=` accepts, canonical names first, then aliases.
+pub const KERNEL_NAMES: &[&str] = &[
+    "2.6.9",
+    "2.6.9-5.EL",
+    "2.6.18",
+    "2.6.18-8.el5",
+    "2.6.18-194.11.4.el5",
+    "rhel4",
+    "rhel5.0",
+    "rhel5.5",
+];
+
+/// How an insertion unplugs a plugged queue once enough requests wait (§2.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnplugTest {
+    /// Vanilla 2.6.9 and RHEL 4 up to U4: only an insertion that makes the count *exactly*
+    /// the threshold unplugs; one that finds more leaves it to the timer or a waiting task.
+    Exactly,
+    /// RHEL 4 from U5, 2.6.18 and RHEL 5: at or above the threshold.
+    AtLeast,
+}
+
+/// How a sequential buffered reader's read-ahead is decided (§1.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadAheadAlgorithm {
+    /// 2.6.9 and RHEL 4 up to U2: called once per page, current and ahead windows.
+    PerPage,
+    /// 2.6.18 (Pratt and Pai's rewrite): called once per `read()`.
+    PerCall,
+}
+
+impl KernelVersion {
+    /// The release a name denotes (canonical name or alias), if any.
+    pub fn parse(name: &str) -> Option<KernelVersion> {
+        Some(match name {
+            "2.6.9" => KernelVersion::Linux2_6_9,
+            "2.6.9-5.EL" | "2.6.9-11.EL" | "rhel4" => KernelVersion::Rhel4,
+            "2.6.18" => KernelVersion::Linux2_6_18,
+            "2.6.18-8.el5" | "rhel5.0" => KernelVersion::Rhel5_0,
+            "2.6.18-194.11.4.el5" | "rhel5.5" => KernelVersion::Rhel5_5,
+            _ => return None,
+        })
+    }
+
+    /// The canonical name (`uname -r` of the release).
+    pub const fn name(self) -> &'static str {
+        match self {
+            KernelVersion::Linux2_6_9 => "2.6.9",
+            KernelVersion::Rhel4 => "2.6.9-5.EL",
+            KernelVersion::Linux2_6_18 => "2.6.18",
+            KernelVersion::Rhel5_0 => "2.6.18-8.el5",
+            KernelVersion::Rhel5_5 => "2.6.18-194.11.4.el5",
+        }
+    }
+
+    /// One line for `elevator list`.
+    pub const fn help(self) -> &'static str {
+        match self {
+            KernelVersion::Linux2_6_9 => "vanilla 2.6.9: anticipatory default, congestion off at 111, no ext3 reservation windows",
+            KernelVersion::Rhel4 => "RHEL 4 GA/U1 (2.6.9-5.EL, 11.EL): cfq default, congestion off at 103, ext3 reservation windows",
+            KernelVersion::Linux2_6_18 => "vanilla 2.6.18",
+            KernelVersion::Rhel5_0 => "RHEL 5.0 (2.6.18-8.el5): block layer and schedulers as vanilla 2.6.18",
+            KernelVersion::Rhel5_5 => "RHEL 5.5 (2.6.18-194.11.4.el5): as 2.6.18, XFS the 5.4 backport",
+        }
+    }
+
+    /// The mainline version it is built on.
+    pub const fn base(self) -> KernelBase {
+        match self {
+            KernelVersion::Linux2_6_9 | KernelVersion::Rhel4 => KernelBase::V2_6_9,
+            KernelVersion::Linux2_6_18 | KernelVersion::Rhel5_0 | KernelVersion::Rhel5_5 => {
+                KernelBase::V2_6_18
+            }
+        }
+    }
+
+    /// Whether it is Red Hat's build rather than vanilla.
+    pub const fn is_rhel(self) -> bool {
+        matches!(self, KernelVersion::Rhel4 | KernelVersion::Rhel5_0 | KernelVersion::Rhel5_5)
+    }
+
+    /// The scheduler a queue starts with (§0: anticipatory in vanilla 2.6.9, cfq elsewhere).
+    pub const fn default_scheduler(self) -> &'static str {
+        match self {
+            KernelVersion::Linux2_6_9 => "anticipatory",
+            _ => "cfq",
+        }
+    }
+
+    /// How an insertion tests the unplug threshold (§2.1).
+    pub const fn unplug_test(self) -> UnplugTest {
+        match self.base() {
+            KernelBase::V2_6_9 => UnplugTest::Exactly,
+            KernelBase::V2_6_18 => UnplugTest::AtLeast,
+        }
+    }
+
+    /// The request count below which a congested pool class clears, for `nr_requests` `n`
+    /// (§2.4): `n − n/8 − 1` in vanilla 2.6.9 (111 for 128), `n − n/8 − n/16 − 1` in every
+    /// RHEL 4 kernel and in 2.6.18 (103).
+    pub const fn congestion_off(self, nr_requests: u32) -> u32 {
+        let n = nr_requests;
+        let off = match self {
+            KernelVersion::Linux2_6_9 => n - n / 8 - 1,
+            _ => n - n / 8 - n / 16 - 1,
+        };
+        if off < 1 { 1 } else { off }
+    }
+
+    /// Whether 2.6.18's hard cap of 3/2 · `nr_requests` per class exists (2.6.9 has none).
+    pub const fn has_request_hard_cap(self) -> bool {
+        matches!(self.base(), KernelBase::V2_6_18)
+    }
+
+    /// Whether noop merges only into `last_merge` (2.6.18: no merge function) rather than
+    /// scanning its whole list (2.6.9) (§2.2).
+    pub const fn noop_merges_last_only(self) -> bool {
+        matches!(self.base(), KernelBase::V2_6_18)
+    }
+
+    /// Whether an O_DIRECT write is a `WRITE_SYNC` bio (2.6.18: sync for anticipatory, and
+    /// it unplugs the queue at once) rather than a plain `WRITE` (2.6.9) (§1.4, §1.6).
+    pub const fn direct_writes_sync(self) -> bool {
+        matches!(self.base(), KernelBase::V2_6_18)
+    }
+
+    /// Whether writes inside `fsync`/`fdatasync`/`O_SYNC` are sync for anticipatory
+    /// (2.6.9's `PF_SYNCWRITE`); 2.6.18 sends them async (§1.6).
+    pub const fn fsync_writes_sync(self) -> bool {
+        matches!(self.base(), KernelBase::V2_6_9)
+    }
+
+    /// Whether cfq files a write flagged sync (`REQ_RW_SYNC`) in the process's sync queue:
+    /// only from RHEL 5.5's 2.6.18-194.8.1.el5; vanilla 2.6.18 and earlier RHEL 5 compare
+    /// the data direction and file every write async (§1.6).
+    pub const fn cfq_sync_writes(self) -> bool {
+        matches!(self, KernelVersion::Rhel5_5)
+    }
+
+    /// Read-ahead's algorithm (§1.1; RHEL 4 from U3 runs it at `next_index`, not modelled:
+    /// the RHEL 4 release here is GA/U1).
+    pub const fn read_ahead(self) -> ReadAheadAlgorithm {
+        match self.base() {
+            KernelBase::V2_6_9 => ReadAheadAlgorithm::PerPage,
+            KernelBase::V2_6_18 => ReadAheadAlgorithm::PerCall,
+        }
+    }
+
+    /// The largest request a driver's `max_sectors` (in sectors) allows (§2.3): 2.6.9 takes
+    /// the driver's value; 2.6.18 caps it at `BLK_DEF_MAX_SECTORS` (1024 sectors, 512 KiB).
+    pub const fn max_sectors(self, driver_sectors: u32) -> u32 {
+        match self.base() {
+            KernelBase::V2_6_9 => driver_sectors,
+            KernelBase::V2_6_18 => {
+                if driver_sectors < 1024 {
+                    driver_sectors
+                } else {
+                    1024
+                }
+            }
+        }
+    }
+
+    /// cfq's `nr_requests` once attached: 8192 on vanilla 2.6.9 and RHEL 4 up to U5 (no limit
+    /// below 8191 per direction), the queue's own elsewhere (§2.4).
+    pub const fn cfq_nr_requests(self) -> Option<u32> {
+        match self.base() {
+            KernelBase::V2_6_9 => Some(8192),
+            KernelBase::V2_6_18 => None,
+        }
+    }
+
+    /// The most blocks an ext3 reservation window grows to: none in vanilla 2.6.9, 1024 in
+    /// RHEL 4, 1027 in 2.6.18 (§4.1).
+    pub const fn ext3_reservation_max_blocks(self) -> Option<u32> {
+        match self {
+            KernelVersion::Linux2_6_9 => None,
+            KernelVersion::Rhel4 => Some(1024),
+            _ => Some(1027),
+        }
+    }
+
+    /// Buffers kjournald submits per batch of ordered data (`j_wbufsize`): 64 in 2.6.9 and
+    /// RHEL 4, 512 in 2.6.18 (§4.1).
+    pub const fn journal_batch_blocks(self) -> u32 {
+        match self.base() {
+            KernelBase::V2_6_9 => 64,
+            KernelBase::V2_6_18 => 512,
+        }
+    }
+}
+
+impl fmt::Display for KernelVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves every name `host:kernel=` accepts parses, and each release's canonical name
+    // parses back to it.
+    #[test]
+    fn names_round_trip() {
+        for name in KERNEL_NAMES {
+            assert!(KernelVersion::parse(name).is_some(), "{name}");
+        }
+        for version in KERNEL_VERSIONS {
+            assert_eq!(KernelVersion::parse(version.name()), Some(version));
+        }
+        assert_eq!(KernelVersion::parse("2.6.10"), None);
+    }
+
+    // Proves the version tables give the spec's values: congestion off 111 (vanilla 2.6.9)
+    // and 103 (RHEL 4, 2.6.18) for 128 requests, the 2.6.18 cap on max_sectors, the unplug
+    // test and the sync rules.
+    #[test]
+    fn values_per_release() {
+        assert_eq!(KernelVersion::Linux2_6_9.congestion_off(128), 111);
+        assert_eq!(KernelVersion::Rhel4.congestion_off(128), 103);
+        assert_eq!(KernelVersion::Linux2_6_18.congestion_off(128), 103);
+        assert_eq!(KernelVersion::Linux2_6_9.max_sectors(2048), 2048);
+        assert_eq!(KernelVersion::Rhel5_0.max_sectors(2048), 1024);
+        assert_eq!(KernelVersion::Rhel5_0.max_sectors(128), 128);
+        assert_eq!(KernelVersion::Rhel4.unplug_test(), UnplugTest::Exactly);
+        assert_eq!(KernelVersion::Rhel5_5.unplug_test(), UnplugTest::AtLeast);
+        assert!(KernelVersion::Linux2_6_18.direct_writes_sync());
+        assert!(!KernelVersion::Rhel4.direct_writes_sync());
+        assert!(KernelVersion::Rhel4.fsync_writes_sync());
+        assert!(!KernelVersion::Linux2_6_18.cfq_sync_writes());
+        assert!(KernelVersion::Rhel5_5.cfq_sync_writes());
+        assert_eq!(KernelVersion::Linux2_6_9.default_scheduler(), "anticipatory");
+        assert_eq!(KernelVersion::Rhel4.default_scheduler(), "cfq");
+    }
+}
