@@ -104,11 +104,19 @@ impl KernelVersion {
     /// One line for `elevator list`.
     pub const fn help(self) -> &'static str {
         match self {
-            KernelVersion::Linux2_6_9 => "vanilla 2.6.9: anticipatory default, congestion off at 111, no ext3 reservation windows",
-            KernelVersion::Rhel4 => "RHEL 4 GA/U1 (2.6.9-5.EL, 11.EL): cfq default, congestion off at 103, ext3 reservation windows",
+            KernelVersion::Linux2_6_9 => {
+                "vanilla 2.6.9: anticipatory default, congestion off at 111, no ext3 reservation windows"
+            }
+            KernelVersion::Rhel4 => {
+                "RHEL 4 GA/U1 (2.6.9-5.EL, 11.EL): cfq default, congestion off at 103, ext3 reservation windows"
+            }
             KernelVersion::Linux2_6_18 => "vanilla 2.6.18",
-            KernelVersion::Rhel5_0 => "RHEL 5.0 (2.6.18-8.el5): block layer and schedulers as vanilla 2.6.18",
-            KernelVersion::Rhel5_5 => "RHEL 5.5 (2.6.18-194.11.4.el5): as 2.6.18, XFS the 5.4 backport",
+            KernelVersion::Rhel5_0 => {
+                "RHEL 5.0 (2.6.18-8.el5): block layer and schedulers as vanilla 2.6.18"
+            }
+            KernelVersion::Rhel5_5 => {
+                "RHEL 5.5 (2.6.18-194.11.4.el5): as 2.6.18, XFS the 5.4 backport"
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use elevator_core::kernel::KERNEL_NAMES;
-use elevator_core::{ComponentSpec, Duration, KeyKind, KernelVersion, KeySpec, ParamError, Params};
+use elevator_core::{ComponentSpec, Duration, KernelVersion, KeyKind, KeySpec, ParamError, Params};
 
 use crate::device::Preset;
 
@@ -14,6 +14,12 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Choice(KERNEL_NAMES),
         default: "2.6.18",
         help: "the kernel release: every version-dependent block-layer and host behaviour follows it (2.6.9, 2.6.9-5.EL = rhel4, 2.6.18, 2.6.18-8.el5 = rhel5.0, 2.6.18-194.11.4.el5 = rhel5.5)",
+    },
+    KeySpec {
+        key: "fs",
+        kind: KeyKind::Choice(&["ext3", "xfs"]),
+        default: "ext3",
+        help: "the filesystem of the workload's files: ext3 in ordered mode (allocation at write time, kjournald) or XFS (delayed allocation, clustered write-back)",
     },
     KeySpec {
         key: "ram",
@@ -125,7 +131,13 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "fileserver-2007",
         help: "the classic study's IBM x3650-class file server: 4 processors, 12 GiB, RHEL 5.5 (2.6.18-194.11.4.el5, as its write-up gives)",
-        values: &[("ram", "12g"), ("cpus", "4"), ("copy_rate", "3g"), ("kernel", "2.6.18-194.11.4.el5")],
+        values: &[
+            ("ram", "12g"),
+            ("cpus", "4"),
+            ("copy_rate", "3g"),
+            ("kernel", "2.6.18-194.11.4.el5"),
+            ("fs", "xfs"),
+        ],
     },
     Preset {
         name: "desktop-2004",
@@ -147,6 +159,15 @@ pub const PRESETS: &[Preset] = &[
 /// One line for `elevator list`.
 pub const SUMMARY: &str =
     "host: page cache, read-ahead, write-back with the kernel's dirty thresholds, CPU costs";
+
+/// The filesystem a host's files live on (host-mechanisms.md §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Filesystem {
+    /// ext3 with `data=ordered`, 4 KiB blocks.
+    Ext3,
+    /// XFS.
+    Xfs,
+}
 
 /// A host as written, checked: `host[:key=value,...]` or a preset.
 #[derive(Clone, Debug, PartialEq)]
@@ -170,6 +191,14 @@ impl HostSpec {
         if params.size("reserve") >= params.size("ram") {
             return Err(params.impossible("reserve", "must be less than ram"));
         }
+        if params.text("fs") == "xfs"
+            && KernelVersion::parse(params.text("kernel")) == Some(KernelVersion::Rhel5_0)
+        {
+            return Err(params.impossible(
+                "fs",
+                "RHEL 5.0 (2.6.18-8.el5) did not build XFS; Red Hat shipped it from RHEL 5.4 (use kernel=2.6.18 or 2.6.18-194.11.4.el5)",
+            ));
+        }
         if params.integer("dirty_background_ratio") > params.integer("dirty_ratio") {
             return Err(params.impossible(
                 "dirty_background_ratio",
@@ -181,7 +210,16 @@ impl HostSpec {
 
     /// The kernel release the host runs.
     pub fn kernel(&self) -> KernelVersion {
-        KernelVersion::parse(self.params.text("kernel")).expect("the key accepts release names only")
+        KernelVersion::parse(self.params.text("kernel"))
+            .expect("the key accepts release names only")
+    }
+
+    /// The filesystem of the workload's files.
+    pub fn filesystem(&self) -> Filesystem {
+        match self.params.text("fs") {
+            "xfs" => Filesystem::Xfs,
+            _ => Filesystem::Ext3,
+        }
     }
 
     /// The default host.
@@ -246,6 +284,11 @@ mod tests {
         let error = HostSpec::parse("host:dirty_background_ratio=50,dirty_ratio=20").unwrap_err();
         assert!(error.to_string().contains("dirty_background_ratio"), "{error}");
         assert!(HostSpec::parse("host:ram=1g,reserve=2g").is_err());
+        assert_eq!(HostSpec::parse("fileserver-2007").unwrap().filesystem(), Filesystem::Xfs);
+        assert_eq!(HostSpec::parse("dbserver-2005").unwrap().kernel(), KernelVersion::Rhel4);
+        let error = HostSpec::parse("host:kernel=rhel5.0,fs=xfs").unwrap_err();
+        assert!(error.to_string().contains("did not build XFS"), "{error}");
+        assert!(HostSpec::parse("host:kernel=2.6.10").unwrap_err().to_string().contains("2.6.18"));
         assert!(HostSpec::parse("mainframe").unwrap_err().to_string().contains("fileserver-2007"));
     }
 }
