@@ -39,7 +39,7 @@ use std::collections::VecDeque;
 use crate::bios::BioTable;
 use crate::dispatch_list::DispatchList;
 use crate::hazard::Hazards;
-use crate::kernel::KernelVersion;
+use crate::kernel::{KernelVersion, UnplugTest};
 use crate::merge::{self, MergeCheck, MergeIndex};
 use crate::pool::{MIN_NR_REQUESTS, PoolSplit, RequestPool};
 use crate::request::{Bio, BioTag, Direction, Op, Request, RequestFlags, RequestState, Sector};
@@ -72,6 +72,12 @@ pub struct QueueConfig {
     /// The kernel release whose block-layer rules apply (unplug test, congestion
     /// thresholds; default vanilla 2.6.18).
     pub kernel: KernelVersion,
+    /// Whether a read bio unplugs the queue as soon as it is queued. The kernel's reader
+    /// unplugs when it goes to wait for its page (`sync_page`), which the simulator's runner
+    /// does itself ([`BlockQueue::unplug`] when a process waits), so it turns this off; the
+    /// live engine has no such moment and leaves it on (default), so a read never waits for
+    /// the plug timer.
+    pub reads_unplug: bool,
 }
 
 impl Default for QueueConfig {
@@ -84,6 +90,7 @@ impl Default for QueueConfig {
             pool_split: PoolSplit::ByDirection,
             max_bios: 1 << 20,
             kernel: KernelVersion::Linux2_6_18,
+            reads_unplug: true,
         }
     }
 }
@@ -371,7 +378,7 @@ impl BlockQueue {
             bios: BioTable::new(config.max_bios),
             merge: MergeIndex::new(capacity),
             hazards: Hazards::default(),
-            pool: RequestPool::new(config.nr_requests, config.pool_split),
+            pool: RequestPool::new(config.nr_requests, config.pool_split).for_kernel(config.kernel),
             scheduler,
             epoch: 0,
             dispatch: DispatchList::new(),
@@ -412,7 +419,7 @@ impl BlockQueue {
             && let Some(into) = self.try_merge(now, &bio)
         {
             self.stats.bios += 1;
-            if bio.flags.is_sync() {
+            if self.runs_queue(&bio) {
                 self.unplug();
             }
             return Ok(Submitted::Merged { into });
@@ -429,7 +436,7 @@ impl BlockQueue {
         } else {
             self.insert_into_scheduler(now, id);
         }
-        self.plug_after_insert(now, was_empty && !overlaps, bio.flags.is_sync());
+        self.plug_after_insert(now, was_empty && !overlaps, self.runs_queue(&bio));
         Ok(Submitted::Queued { request: id })
     }
 
@@ -822,7 +829,14 @@ impl BlockQueue {
         self.stats.inserted += 1;
     }
 
-    fn plug_after_insert(&mut self, now: Instant, queue_was_empty: bool, sync: bool) {
+    /// Whether `bio` unplugs the queue once queued: a sync write (`BIO_RW_SYNC`: 2.6.18's
+    /// O_DIRECT writes, integrity write-back) always; a read when [`QueueConfig::reads_unplug`]
+    /// says so.
+    fn runs_queue(&self, bio: &Bio) -> bool {
+        bio.flags.is_sync() && (bio.op != Op::Read || self.config.reads_unplug)
+    }
+
+    fn plug_after_insert(&mut self, now: Instant, queue_was_empty: bool, run_now: bool) {
         if !self.config.plugging {
             return;
         }
@@ -830,8 +844,19 @@ impl BlockQueue {
             self.plugged_until = Some(now + UNPLUG_DELAY);
             self.stats.plugs += 1;
         }
+        if self.plugged_until.is_none() {
+            return;
+        }
+        // Requests allocated but not at the device: the kernel's `rq.count − in_flight`.
         let pending = self.table.live_count() as u32 - self.in_flight;
-        if sync || pending >= UNPLUG_THRESHOLD {
+        // 2.6.9 (and RHEL 4 to U4) unplugs only when an insertion makes the count exactly the
+        // threshold: one that finds more leaves the queue plugged for the timer or a waiting
+        // task (host-mechanisms.md §2.1).
+        let threshold_reached = match self.config.kernel.unplug_test() {
+            UnplugTest::Exactly => pending == UNPLUG_THRESHOLD,
+            UnplugTest::AtLeast => pending >= UNPLUG_THRESHOLD,
+        };
+        if run_now || threshold_reached {
             self.unplug();
         }
     }

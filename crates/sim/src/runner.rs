@@ -32,14 +32,15 @@ use std::collections::BTreeMap;
 
 use elevator_core::check::check_queue;
 use elevator_core::{
-    Bio, BioTag, BlockQueue, Direction, Duration, Instant, IoPriority, Offered, Op, Prng,
-    ProcessId, Pull, QueueConfig, RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector, Submitter,
+    Bio, BioTag, BlockQueue, Direction, Duration, Instant, IoPriority, KernelVersion, Offered, Op,
+    Prng, ProcessId, Pull, QueueConfig, RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector,
+    Submitter,
 };
 use elevator_report::{
     DeviceStats as ReportDeviceStats, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run,
     SchedulerStats,
 };
-use elevator_sched::SchedulerSpec;
+use elevator_sched::{BlockLayer, SchedulerSpec};
 use elevator_workload::{Io, IoId, IoKind, Issuer, Place, Poll, Target, WorkloadSpec};
 
 use crate::device::{Command, CommandId, DeviceSpec};
@@ -82,7 +83,7 @@ pub struct QueueSettings {
     pub max_sectors_kb: u32,
     /// `read_ahead_kb`: the largest read-ahead window of buffered reads.
     pub read_ahead_kb: u32,
-    /// Plugging on or off.
+    /// Plugging on or off (default on, as every 2.6 kernel).
     pub plugging: bool,
     /// Overrides the device's own queue depth.
     pub depth: Option<u32>,
@@ -95,7 +96,8 @@ impl Default for QueueSettings {
             nr_requests: defaults.nr_requests,
             max_sectors_kb: defaults.max_sectors_kb,
             read_ahead_kb: 128,
-            plugging: defaults.plugging,
+            // Every 2.6 kernel plugged its queues; the simulator does too unless told not to.
+            plugging: true,
             depth: None,
         }
     }
@@ -398,6 +400,10 @@ struct IssuerSlot {
     done: bool,
     exits: bool,
     cpu_at_start: crate::host::CpuTime,
+    /// Whether it runs the queues it submitted to when it next waits: it waits for its own
+    /// I/O (a read, O_DIRECT, fsync), as the kernel's `sync_page`/direct-I/O wait unplugs;
+    /// not after a buffered write, whose writer sleeps in the congestion wait instead.
+    wait_unplugs: bool,
 }
 
 /// A buffered operation the host holds for an issuer.
@@ -416,6 +422,10 @@ struct Simulation {
     links: Vec<crate::topology::Link>,
     host: Host,
     host_ops: LookupMap<u64, HostOp>,
+    /// The host's kernel release.
+    kernel: KernelVersion,
+    /// Devices each process submitted to since it last waited (see `unplug_touched`).
+    touched: LookupMap<ProcessId, Vec<usize>>,
     next_host_op: u64,
     host_wake_generation: u64,
     host_wake_at: Option<Instant>,
@@ -468,8 +478,13 @@ impl Simulation {
                 nr_requests: config.queue.nr_requests,
                 depth: config.queue.depth.unwrap_or(depth),
                 max_sectors_kb: config.queue.max_sectors_kb,
-                plugging: config.queue.plugging,
+                // The 2.6 queue plug (3 ms timer, 4 requests) belongs to the legacy request
+                // queue; blk-mq replaced it with per-task plug lists, not modelled here.
+                plugging: config.queue.plugging
+                    && scheduler.kind().registration().block_layer == BlockLayer::Legacy,
                 kernel: config.host.kernel(),
+                // The runner unplugs when a process waits, as the kernel's reader did.
+                reads_unplug: false,
                 ..QueueConfig::default()
             };
             if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())
@@ -513,6 +528,7 @@ impl Simulation {
                 capacity_sectors: device.model.capacity_sectors(),
                 max_sectors: queue_config.max_sectors(),
                 read_ahead_pages: u64::from(config.queue.read_ahead_kb) / 4,
+                block_bytes: HostDevice::block_bytes_for(device.model.capacity_sectors()),
             });
             devices.push(DeviceSlot {
                 name: device.name,
@@ -541,6 +557,8 @@ impl Simulation {
             links: topology.links,
             host,
             host_ops: LookupMap::default(),
+            kernel: config.host.kernel(),
+            touched: LookupMap::default(),
             next_host_op: 0,
             host_wake_generation: 0,
             host_wake_at: None,
@@ -586,6 +604,7 @@ impl Simulation {
                     done: false,
                     exits,
                     cpu_at_start,
+                    wait_unplugs: false,
                 }
             })
             .collect();
@@ -856,9 +875,15 @@ impl Simulation {
     /// dm decides before any queue), or to the one queue; the queue's submitter parks those
     /// whose process waits for a request. Returns how many were parked.
     fn submit_bios(&mut self, device: usize, bios: &[Bio]) -> Result<u32, String> {
+        if let Some(first) = bios.first() {
+            let touched = self.touched.entry(first.process).or_default();
+            if !touched.contains(&device) {
+                touched.push(device);
+            }
+        }
         let mut parked = 0;
-        let slot = &mut self.devices[device];
         for &bio in bios {
+            let slot = &mut self.devices[device];
             let path = slot.multipath.as_mut().map_or(0, |multipath| multipath.selector.select());
             let path_slot = &mut slot.paths[path];
             path_slot.dirty = true;
@@ -867,10 +892,33 @@ impl Simulation {
             {
                 parked += 1;
             }
+            // An unplugged queue runs its driver at each insertion, as `__make_request` did:
+            // the device takes the request before the next bio can merge into it.
+            if !path_slot.submitter.queue().is_plugged(self.now) {
+                self.pump_path(device, path);
+            }
         }
+        let slot = &mut self.devices[device];
         slot.paths[0].dirty |= slot.multipath.is_none();
         slot.dirty = true;
         Ok(parked)
+    }
+
+    /// `process` is about to wait for its I/O: it runs (unplugs) every queue it submitted to
+    /// since it last waited — under dm-multipath every path of the device, as dm's unplug
+    /// does.
+    fn unplug_touched(&mut self, process: ProcessId) {
+        let Some(devices) = self.touched.remove(&process) else { return };
+        for device in devices {
+            let slot = &mut self.devices[device];
+            for path in &mut slot.paths {
+                if path.submitter.queue().is_plugged(self.now) {
+                    path.submitter.queue_mut().unplug();
+                    path.dirty = true;
+                    slot.dirty = true;
+                }
+            }
+        }
     }
 
     fn run_ready_issuers(
@@ -912,6 +960,13 @@ impl Simulation {
                     return Ok(());
                 }
                 Poll::Wait => {
+                    let slot = &mut self.issuers[index];
+                    let process = slot.issuer.process();
+                    if std::mem::take(&mut slot.wait_unplugs) {
+                        self.unplug_touched(process);
+                    } else {
+                        self.touched.remove(&process);
+                    }
                     if self.issuers[index].outstanding == 0 {
                         return Err(SimError::Stalled {
                             at: self.now,
@@ -1021,15 +1076,16 @@ impl Simulation {
             }
         };
         let op = if device_flush { Op::Flush } else { block_op.expect("direct block I/O") };
-        let template = Bio {
-            op,
-            start: Sector(0),
-            sector_count: 0,
-            flags: io.flags,
-            priority,
-            process,
-            tag: BioTag(0),
+        // An O_DIRECT write is `WRITE_SYNC` in 2.6.18 (sync for anticipatory; it runs the
+        // queue at once) and a plain `WRITE` in 2.6.9 (host-mechanisms.md §1.4, §1.6).
+        let flags = match op {
+            Op::Write if self.kernel.direct_writes_sync() => io.flags | RequestFlags::SYNC,
+            Op::Write => io.flags.without(RequestFlags::SYNC),
+            _ => io.flags,
         };
+        self.issuers[index].wait_unplugs = true;
+        let template =
+            Bio { op, start: Sector(0), sector_count: 0, flags, priority, process, tag: BioTag(0) };
         // Reused across calls: one operation's bios, so no allocation per I/O.
         let mut bios = std::mem::take(&mut self.bio_scratch);
         bios.clear();
@@ -1100,6 +1156,7 @@ impl Simulation {
         };
         let op = self.next_host_op;
         self.next_host_op += 1;
+        self.issuers[index].wait_unplugs = kind != HostOpKind::Write;
         let bytes =
             if matches!(kind, HostOpKind::Read | HostOpKind::Write) { io.size_bytes } else { 0 };
         self.host_ops.insert(op, HostOp { issuer: index, io: io.id, submitted: self.now, bytes });

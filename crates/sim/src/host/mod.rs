@@ -55,9 +55,12 @@ use elevator_core::{
 use elevator_sched::SchedulerKind;
 
 use self::cache::{CHUNK_PAGES, PAGE_BYTES, PageCache, SpaceId, page_mask};
+
+/// Sectors in a page.
+const PAGE_SECTORS: u64 = PAGE_BYTES / SECTOR_SIZE_BYTES;
 use self::layout::{Layouts, OutOfSpace};
 use self::readahead::{Decision, ReadAhead};
-use self::spec::HostSpec;
+use self::spec::{Filesystem, HostSpec};
 
 /// The flusher thread's process (pdflush): its write-back lands in cfq's async queues like
 /// anyone's, but is charged to no workload process.
@@ -117,6 +120,22 @@ pub(crate) struct HostDevice {
     pub(crate) capacity_sectors: u64,
     pub(crate) max_sectors: u32,
     pub(crate) read_ahead_pages: u64,
+    /// The block size of its block-device page cache: set at first open to the largest of
+    /// 512, 1024, 2048 and 4096 bytes that divides the device's size (`bd_set_size`,
+    /// host-mechanisms.md §1.5). A raw read or write makes one bio per block.
+    pub(crate) block_bytes: u32,
+}
+
+impl HostDevice {
+    /// The block size the kernel gives a block device of `capacity_sectors` at first open.
+    pub(crate) fn block_bytes_for(capacity_sectors: u64) -> u32 {
+        let bytes = capacity_sectors * SECTOR_SIZE_BYTES;
+        let mut block = SECTOR_SIZE_BYTES as u32;
+        while block < PAGE_BYTES as u32 && bytes % (2 * u64::from(block)) == 0 {
+            block *= 2;
+        }
+        block
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,6 +257,7 @@ pub(crate) struct Host {
     user: Duration,
     request_cost: Duration,
     fsync_flags: RequestFlags,
+    filesystem: Filesystem,
     /// Counters for reports.
     pub(crate) stats: HostStats,
 }
@@ -335,6 +355,7 @@ impl Host {
             } else {
                 RequestFlags::NONE
             },
+            filesystem: spec.filesystem(),
             stats: HostStats::default(),
         })
     }
@@ -676,6 +697,18 @@ impl Host {
     ) {
         let entry = self.spaces[space as usize];
         let max_sectors = u64::from(self.devices[entry.device].max_sectors);
+        // How large one bio may be — the kernel's bios, not the requests merging makes of
+        // them (host-mechanisms.md §1.2–§1.5): the block device's page cache (`def_blk_aops`)
+        // and ext3's write-back (`block_write_full_page`, no `writepages`) submit one bio per
+        // block; file reads (`mpage_readpages`) and XFS's clustered write-back grow one bio
+        // to the queue's limit.
+        let bio_limit_sectors = match entry.kind {
+            SpaceKind::Raw => u64::from(self.devices[entry.device].block_bytes) / SECTOR_SIZE_BYTES,
+            SpaceKind::File(_) if write && self.filesystem == Filesystem::Ext3 => {
+                PAGE_BYTES / SECTOR_SIZE_BYTES
+            }
+            SpaceKind::File(_) => max_sectors - max_sectors % 8,
+        };
         let mut page = first;
         while page < end {
             let offset = page * PAGE_BYTES;
@@ -693,11 +726,22 @@ impl Host {
             let sectors = pages * PAGE_BYTES / SECTOR_SIZE_BYTES;
             let mut done_sectors = 0;
             while done_sectors < sectors {
-                let count = (sectors - done_sectors).min(max_sectors - max_sectors % 8);
+                let count = (sectors - done_sectors).min(bio_limit_sectors);
                 let id = self.next_bio;
                 self.next_bio += 1;
+                // A bio smaller than a page (a block-device block of 512 B–2 KiB) belongs to
+                // the page it starts in, which completes with the page's last block.
                 let first_page = page + done_sectors * SECTOR_SIZE_BYTES / PAGE_BYTES;
-                let page_count = count * SECTOR_SIZE_BYTES / PAGE_BYTES;
+                let end_page = page
+                    + (done_sectors + count).div_ceil(PAGE_SECTORS)
+                        * PAGE_SECTORS
+                        * SECTOR_SIZE_BYTES
+                        / PAGE_BYTES;
+                let page_count = if (done_sectors + count) % PAGE_SECTORS == 0 {
+                    end_page - first_page
+                } else {
+                    0
+                };
                 self.bios.insert(id, BioState { space, first_page, page_count, write, batch });
                 bios.push(HostBio {
                     id,
