@@ -429,7 +429,11 @@ impl Host {
         let space = self.space_of(place)?;
         match kind {
             HostOpKind::Read => self.read(now, op, process, priority, space, offset, size),
-            HostOpKind::Write => self.write(now, op, process, priority, space, offset, size)?,
+            HostOpKind::Write => {
+                // Before the write, which may finish at once and run the process's charges.
+                self.charge_written_pages(now, process, offset, size);
+                self.write(now, op, process, priority, space, offset, size)?;
+            }
             HostOpKind::Sync => self.sync(now, op, process, priority, vec![space], false),
             HostOpKind::DropCaches => match place {
                 HostPlace::File(_) => {
@@ -1191,6 +1195,7 @@ impl Host {
             return;
         }
         self.batches.get_mut(&batch).expect("a live batch").outstanding = bios.len() as u32;
+        self.charge_read_pages(process, &bios);
         self.actions.push(HostAction::Submit { batch, device, process, priority, bios });
     }
 
