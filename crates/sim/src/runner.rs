@@ -388,6 +388,8 @@ enum BioOwner {
 struct Pending {
     owner: BioOwner,
     bios_left: u32,
+    /// The process its bios are submitted as (charged for the requests they allocate).
+    process: ProcessId,
 }
 
 struct IssuerSlot {
@@ -787,6 +789,10 @@ impl Simulation {
         let mut tags = std::mem::take(&mut self.tags);
         tags.clear();
         let slot = &mut self.devices[device];
+        if let Some(owner) = slot.paths[path].submitter.queue().request(request) {
+            // The completion interrupt, charged to the process whose bio created the request.
+            self.host.charge_completion(self.now, owner.process);
+        }
         slot.paths[path].submitter.queue_mut().complete(self.now, request, &mut tags);
         slot.paths[path].dirty = true;
         slot.dirty = true;
@@ -834,13 +840,19 @@ impl Simulation {
     fn wake_parked(&mut self, device: usize, path: usize) -> Result<(), SimError> {
         let mut accepted = std::mem::take(&mut self.tags);
         accepted.clear();
-        self.devices[device].paths[path]
-            .submitter
-            .resubmit_woken(self.now, &mut accepted)
-            .map_err(|error| SimError::BadIo {
-                issuer: "parked bio".to_owned(),
-                problem: error.to_string(),
-            })?;
+        let submitter = &mut self.devices[device].paths[path].submitter;
+        let allocated_before = submitter.queue().stats(self.now).requests_allocated;
+        submitter.resubmit_woken(self.now, &mut accepted).map_err(|error| SimError::BadIo {
+            issuer: "parked bio".to_owned(),
+            problem: error.to_string(),
+        })?;
+        if let Some(&BioTag(first)) = accepted.first() {
+            // The bios were charged when first offered; the requests they allocated now are
+            // charged to the first process let back in (host/cpu.rs, deviations).
+            let allocated = submitter.queue().stats(self.now).requests_allocated - allocated_before;
+            let process = self.pending[first as usize].as_ref().expect("a parked bio").process;
+            self.host.charge_bios(self.now, process, 0, allocated, self.scheduler_kind);
+        }
         for &BioTag(index) in &accepted {
             self.accepted(index as usize);
         }
@@ -882,15 +894,16 @@ impl Simulation {
             }
         }
         let mut parked = 0;
+        let mut requests = 0;
         for &bio in bios {
             let slot = &mut self.devices[device];
             let path = slot.multipath.as_mut().map_or(0, |multipath| multipath.selector.select());
             let path_slot = &mut slot.paths[path];
             path_slot.dirty = true;
-            if path_slot.submitter.submit(self.now, bio).map_err(|error| error.to_string())?
-                == Offered::Parked
-            {
-                parked += 1;
+            match path_slot.submitter.submit(self.now, bio).map_err(|error| error.to_string())? {
+                Offered::Parked => parked += 1,
+                Offered::Queued { .. } => requests += 1,
+                Offered::Merged { .. } => {}
             }
             // An unplugged queue runs its driver at each insertion, as `__make_request` did:
             // the device takes the request before the next bio can merge into it.
@@ -901,6 +914,11 @@ impl Simulation {
         let slot = &mut self.devices[device];
         slot.paths[0].dirty |= slot.multipath.is_none();
         slot.dirty = true;
+        if let Some(first) = bios.first() {
+            // Every bio costs its process; a new request costs it more (a merged bio does not).
+            let count = bios.len() as u64;
+            self.host.charge_bios(self.now, first.process, count, requests, self.scheduler_kind);
+        }
         Ok(parked)
     }
 
@@ -1119,11 +1137,12 @@ impl Simulation {
                 bytes: io.size_bytes,
             },
             bios_left: bios.len() as u32,
+            process,
         });
         for bio in &mut bios {
             bio.tag = BioTag(tag as u64);
         }
-        self.host.charge_direct(process, bios.len() as u64, self.scheduler_kind);
+        self.host.charge_direct(self.now, process);
         let submitted = self.submit_bios(device, &bios);
         self.bio_scratch = bios;
         let parked = submitted.map_err(|problem| bad(self, problem))?;
@@ -1187,6 +1206,7 @@ impl Simulation {
                             let tag = self.new_pending(Pending {
                                 owner: BioOwner::Host { bio: host_bio.id, batch },
                                 bios_left: 1,
+                                process,
                             });
                             block_bios.push(Bio {
                                 op: host_bio.op,
@@ -1198,7 +1218,6 @@ impl Simulation {
                                 tag: BioTag(tag as u64),
                             });
                         }
-                        self.host.charge_requests(process, bios.len() as u64, self.scheduler_kind);
                         let parked = self.submit_bios(device, &block_bios).map_err(|problem| {
                             SimError::BadIo { issuer: "host".to_owned(), problem }
                         })?;

@@ -26,11 +26,8 @@
 //!   forgets a file's clean pages.
 //! * **Files** are laid out by [`layout`]; a raw block device is a space of its own (dd of a
 //!   partition reads through the block device's page cache).
-//! * **CPU**: every call costs `syscall` of system time plus its copy at `copy_rate` and `user`
-//!   of user time, run on the first free of `cpus` processors (so cached reads complete at
-//!   memory speed, and many processes contend for few CPUs); every request submitted costs
-//!   `request_cost` plus the scheduler's own cost (its registry entry's
-//!   [`cpu_cost`](elevator_sched::SchedulerKind::cpu_cost)).
+//! * **CPU** ([`cpu`]): what calls, pages, bios, requests and interrupts cost, who is
+//!   charged, and the processors that run the work.
 //!
 //! # Deviations from Linux
 //!
@@ -41,6 +38,7 @@
 //!   last write-back stopped, as 2.6.18 does; it does not model per-superblock lists.
 
 pub(crate) mod cache;
+pub(crate) mod cpu;
 pub(crate) mod layout;
 pub(crate) mod readahead;
 pub mod spec;
@@ -52,15 +50,15 @@ use elevator_core::{
     Duration, Instant, IoPriority, Op, ProcessId, RequestFlags, SECTOR_SIZE_BYTES, Sector,
 };
 
-use elevator_sched::SchedulerKind;
-
 use self::cache::{CHUNK_PAGES, PAGE_BYTES, PageCache, SpaceId, page_mask};
-
-/// Sectors in a page.
-const PAGE_SECTORS: u64 = PAGE_BYTES / SECTOR_SIZE_BYTES;
+use self::cpu::CpuModel;
+pub(crate) use self::cpu::CpuTime;
 use self::layout::{Layouts, OutOfSpace};
 use self::readahead::{Decision, ReadAhead};
 use self::spec::{Filesystem, HostSpec};
+
+/// Sectors in a page.
+const PAGE_SECTORS: u64 = PAGE_BYTES / SECTOR_SIZE_BYTES;
 
 /// The flusher thread's process (pdflush): its write-back lands in cfq's async queues like
 /// anyone's, but is charged to no workload process.
@@ -215,13 +213,6 @@ struct Flusher {
     periodic_at: Option<Instant>,
 }
 
-/// CPU time a process used, in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct CpuTime {
-    pub(crate) user_ns: u64,
-    pub(crate) sys_ns: u64,
-}
-
 /// The host.
 #[derive(Debug)]
 pub(crate) struct Host {
@@ -241,8 +232,8 @@ pub(crate) struct Host {
     next_batch: u64,
     flusher: Flusher,
     congested: Vec<bool>,
-    cpu_free_at: Vec<Instant>,
-    cpu: BTreeMap<ProcessId, CpuTime>,
+    /// Processors and what each process has used of them ([`cpu`]).
+    cpu: CpuModel,
     actions: Vec<HostAction>,
     /// Set by every entry point that may have moved a timer; cleared when the runner asks.
     timers_changed: bool,
@@ -252,10 +243,6 @@ pub(crate) struct Host {
     write_chunk_pages: u64,
     dirty_expire: Duration,
     writeback_interval: Duration,
-    copy_rate_bytes_per_s: u64,
-    syscall: Duration,
-    user: Duration,
-    request_cost: Duration,
     fsync_flags: RequestFlags,
     filesystem: Filesystem,
     /// Counters for reports.
@@ -337,8 +324,7 @@ impl Host {
             next_bio: 0,
             next_batch: 0,
             flusher: Flusher::default(),
-            cpu_free_at: vec![Instant::ZERO; cpus],
-            cpu: BTreeMap::new(),
+            cpu: CpuModel::new(spec),
             actions: Vec::new(),
             timers_changed: false,
             dirty_limit_pages: percent(params.integer("dirty_ratio")),
@@ -346,10 +332,6 @@ impl Host {
             write_chunk_pages: ratelimit_pages + ratelimit_pages / 2,
             dirty_expire: params.time("dirty_expire"),
             writeback_interval: params.time("dirty_writeback_interval"),
-            copy_rate_bytes_per_s: params.size("copy_rate"),
-            syscall: params.time("syscall"),
-            user: params.time("user"),
-            request_cost: params.time("request_cost"),
             fsync_flags: if params.text("fsync") == "sync" {
                 RequestFlags::SYNC
             } else {
@@ -406,11 +388,6 @@ impl Host {
         parts.join("; ")
     }
 
-    /// CPU time `process` has used so far.
-    pub(crate) fn cpu_time(&self, process: ProcessId) -> CpuTime {
-        self.cpu.get(&process).copied().unwrap_or_default()
-    }
-
     /// The device a file lives on.
     pub(crate) fn file_device(&self, file: usize) -> Option<usize> {
         self.layouts.files.get(file).map(|layout| layout.device)
@@ -456,19 +433,6 @@ impl Host {
         Ok(pieces)
     }
 
-    /// Charges `process` the system time of one direct call that made `requests` requests.
-    pub(crate) fn charge_direct(
-        &mut self,
-        process: ProcessId,
-        requests: u64,
-        scheduler: SchedulerKind,
-    ) {
-        let per_request = self.request_cost + scheduler.cpu_cost();
-        let cpu = self.cpu.entry(process).or_default();
-        cpu.sys_ns += self.syscall.as_nanos() + per_request.as_nanos() * requests;
-        cpu.user_ns += self.user.as_nanos();
-    }
-
     /// Takes a buffered operation `op` of `process`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn submit(
@@ -486,7 +450,11 @@ impl Host {
         let space = self.space_of(place)?;
         match kind {
             HostOpKind::Read => self.read(now, op, process, priority, space, offset, size),
-            HostOpKind::Write => self.write(now, op, process, priority, space, offset, size)?,
+            HostOpKind::Write => {
+                // Before the write, which may finish at once and run the process's charges.
+                self.charge_written_pages(now, process, offset, size);
+                self.write(now, op, process, priority, space, offset, size)?;
+            }
             HostOpKind::Sync => self.sync(now, op, process, priority, vec![space], false),
             HostOpKind::DropCaches => match place {
                 HostPlace::File(_) => {
@@ -1271,40 +1239,8 @@ impl Host {
             return;
         }
         self.batches.get_mut(&batch).expect("a live batch").outstanding = bios.len() as u32;
+        self.charge_read_pages(process, &bios);
         self.actions.push(HostAction::Submit { batch, device, process, priority, bios });
-    }
-
-    /// The call of `process` for `op` is done once its CPU work (system call, copy of `bytes`,
-    /// user time) has run on the first free processor.
-    fn finish(&mut self, now: Instant, op: u64, process: ProcessId, bytes: u64) {
-        let copy_ns =
-            (u128::from(bytes) * 1_000_000_000 / u128::from(self.copy_rate_bytes_per_s)) as u64;
-        let sys = self.syscall + Duration::from_nanos(copy_ns);
-        let work = sys + self.user;
-        let (cpu, &free_at) = self
-            .cpu_free_at
-            .iter()
-            .enumerate()
-            .min_by_key(|&(index, free)| (*free, index))
-            .expect("at least one processor");
-        let start = now.max(free_at);
-        let at = start + work;
-        self.cpu_free_at[cpu] = at;
-        let time = self.cpu.entry(process).or_default();
-        time.sys_ns += sys.as_nanos();
-        time.user_ns += self.user.as_nanos();
-        self.actions.push(HostAction::Complete { op, at });
-    }
-
-    /// Charges `process` for requests the host submitted on its behalf.
-    pub(crate) fn charge_requests(
-        &mut self,
-        process: ProcessId,
-        requests: u64,
-        scheduler: SchedulerKind,
-    ) {
-        let per_request = self.request_cost + scheduler.cpu_cost();
-        self.cpu.entry(process).or_default().sys_ns += per_request.as_nanos() * requests;
     }
 
     /// Cache and dirty figures for reports: (cached chunks, dirty pages, write-back pages).
