@@ -245,6 +245,16 @@ pub struct CompletedRequest {
     pub total_time: Duration,
 }
 
+/// The maxima of [`QueueStats`] over a window of time (a phase of a run), which unlike the
+/// counters cannot be had by subtracting two snapshots.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct WindowMaxima {
+    /// The longest distance the head moved to a request issued in the window.
+    pub seek_distance_max_sectors: u64,
+    /// The longest a request issued in the window waited, from creation to issue.
+    pub max_wait_ns: u64,
+}
+
 /// Counters of one queue since it was created.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct QueueStats {
@@ -301,6 +311,37 @@ pub struct QueueStats {
 }
 
 impl QueueStats {
+    /// What happened between `earlier` (a snapshot of the same queue) and `self`: every
+    /// counter and time area the difference of the two. The maxima cannot be differenced;
+    /// they are `window_maxima` (see [`BlockQueue::take_window_maxima`]).
+    pub fn since(&self, earlier: &QueueStats, window_maxima: WindowMaxima) -> QueueStats {
+        QueueStats {
+            bios: self.bios - earlier.bios,
+            back_merges: self.back_merges - earlier.back_merges,
+            front_merges: self.front_merges - earlier.front_merges,
+            requests_fused: self.requests_fused - earlier.requests_fused,
+            requests_allocated: self.requests_allocated - earlier.requests_allocated,
+            inserted: self.inserted - earlier.inserted,
+            dispatched: self.dispatched - earlier.dispatched,
+            switched: self.switched - earlier.switched,
+            issued: self.issued - earlier.issued,
+            completed: self.completed - earlier.completed,
+            requeued: self.requeued - earlier.requeued,
+            blocked: self.blocked - earlier.blocked,
+            held: self.held - earlier.held,
+            plugs: self.plugs - earlier.plugs,
+            switches: self.switches - earlier.switches,
+            idle_ns: self.idle_ns - earlier.idle_ns,
+            seek_distance_sectors: self.seek_distance_sectors - earlier.seek_distance_sectors,
+            seek_distance_max_sectors: window_maxima.seek_distance_max_sectors,
+            sched_queue_area: self.sched_queue_area - earlier.sched_queue_area,
+            device_queue_area: self.device_queue_area - earlier.device_queue_area,
+            observed_ns: self.observed_ns - earlier.observed_ns,
+            max_wait_ns: window_maxima.max_wait_ns,
+            blocked_ns: self.blocked_ns - earlier.blocked_ns,
+        }
+    }
+
     /// The mean number of requests the scheduler held.
     pub fn sched_queue_mean(&self) -> f64 {
         mean_of(self.sched_queue_area, self.observed_ns)
@@ -352,6 +393,8 @@ pub struct BlockQueue {
     flush_in_flight: Option<RequestId>,
     /// Plugged until this instant.
     plugged_until: Option<Instant>,
+    /// Maxima since [`BlockQueue::take_window_maxima`] last ran.
+    window: WindowMaxima,
     woken: VecDeque<ProcessId>,
     idle_since: Option<Instant>,
     /// End of the last request issued, for seek accounting.
@@ -387,6 +430,7 @@ impl BlockQueue {
             depth_slack: 0,
             flush_in_flight: None,
             plugged_until: None,
+            window: WindowMaxima::default(),
             woken: VecDeque::new(),
             idle_since: None,
             head_position: Sector(0),
@@ -649,6 +693,12 @@ impl BlockQueue {
     pub fn process_exited(&mut self, now: Instant, process: ProcessId) {
         self.account(now);
         self.scheduler.process_exited(&cx!(self, now), process);
+    }
+
+    /// The maxima since the last call (or since the queue was created), starting a new
+    /// window: a run's phases each get their own longest wait and seek.
+    pub fn take_window_maxima(&mut self) -> WindowMaxima {
+        std::mem::take(&mut self.window)
     }
 
     /// Unplugs now: an issuer is about to wait for its I/O.
@@ -1041,6 +1091,8 @@ impl BlockQueue {
         self.stats.seek_distance_max_sectors = self.stats.seek_distance_max_sectors.max(distance);
         let waited = now.saturating_since(request.created).as_nanos();
         self.stats.max_wait_ns = self.stats.max_wait_ns.max(waited);
+        self.window.seek_distance_max_sectors = self.window.seek_distance_max_sectors.max(distance);
+        self.window.max_wait_ns = self.window.max_wait_ns.max(waited);
         self.head_position = request.end();
         let owned_by_current = request.owner == Some(self.epoch);
         if request.op == Op::Flush {

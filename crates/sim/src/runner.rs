@@ -300,8 +300,11 @@ fn run_topology(
             phase.issuers.iter().map(|issuer| last_phase_of[&issuer.process()] == index).collect();
         let names = phase.issuers.iter().map(|issuer| issuer.name().to_owned()).collect();
         let mut recorder = PhaseRecorder::new(phase.name, sim.now, names);
+        let before = sim.start_queue_window();
         sim.run_phase(phase.issuers, &exits, phase.stonewall, &mut recorder)?;
-        phases.push(recorder.finish());
+        let mut finished = recorder.finish();
+        finished.queue_stats = Some(sim.queue_window_since(&before));
+        phases.push(finished);
     }
     sim.settle()?;
     if sim.check {
@@ -583,6 +586,33 @@ impl Simulation {
             tags: Vec::new(),
             ready: Vec::new(),
         })
+    }
+
+    /// Every queue's counters now, starting a new window for their maxima: a phase's "why"
+    /// figures are what happened between this and [`Simulation::queue_window_since`].
+    fn start_queue_window(&mut self) -> Vec<elevator_core::QueueStats> {
+        let now = self.now;
+        let mut snapshot = Vec::new();
+        for device in &mut self.devices {
+            for path in &mut device.paths {
+                path.submitter.queue_mut().take_window_maxima();
+                snapshot.push(path.submitter.stats(now));
+            }
+        }
+        snapshot
+    }
+
+    /// What every queue did since `before` (from [`Simulation::start_queue_window`]), summed
+    /// as the run's figures are.
+    fn queue_window_since(&mut self, before: &[elevator_core::QueueStats]) -> ReportQueueStats {
+        let now = self.now;
+        let mut total = ReportQueueStats::default();
+        let paths = self.devices.iter_mut().flat_map(|device| device.paths.iter_mut());
+        for (path, earlier) in paths.zip(before) {
+            let maxima = path.submitter.queue_mut().take_window_maxima();
+            total.add_queue(&path.submitter.stats(now).since(earlier, maxima));
+        }
+        total
     }
 
     fn run_phase(

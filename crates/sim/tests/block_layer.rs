@@ -76,3 +76,30 @@ fn raw_device_reads_are_one_bio_per_block() {
     assert!(even.queue_stats.bios >= 512, "{:?}", even.queue_stats);
     assert!(odd.queue_stats.requests_issued * 64 < odd.queue_stats.bios, "{:?}", odd.queue_stats);
 }
+
+// Proves every phase carries its own block-layer figures, and that they partition the run's:
+// the phases' bios and merges add up to no more than the run's (write-back may go on after
+// the last phase), each phase's longest wait and seek are at most the run's, and a phase that
+// only reads cached data shows no device work of its own.
+#[test]
+fn phases_say_why_on_their_own() {
+    let run = simulate("hdd", "host", true, "deadline", "iozone:threads=2,size=16m,fsync=1");
+    let phases: Vec<_> =
+        run.phases.iter().map(|phase| phase.queue_stats.clone().expect("simulated")).collect();
+    assert!(phases.len() >= 2);
+    let total = &run.queue_stats;
+    let bios: u64 = phases.iter().map(|queue| queue.bios).sum();
+    let merges: u64 = phases.iter().map(|queue| queue.back_merges + queue.front_merges).sum();
+    assert!(bios <= total.bios && merges <= total.back_merges + total.front_merges);
+    assert!(phases[0].bios > 0, "the write phase's fsync writes back: {:?}", phases[0]);
+    let reads = phases.last().unwrap();
+    assert_eq!(reads.bios, 0, "the re-read finds everything cached: {reads:?}");
+    for queue in &phases {
+        assert!(queue.max_wait_ns <= total.max_wait_ns);
+        assert!(queue.seek_distance_max_sectors <= total.seek_distance_max_sectors);
+    }
+    if bios == total.bios {
+        let longest = phases.iter().map(|queue| queue.max_wait_ns).max();
+        assert_eq!(longest, Some(total.max_wait_ns), "no I/O outside the phases");
+    }
+}
