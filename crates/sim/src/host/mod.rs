@@ -41,6 +41,7 @@
 //!   last write-back stopped, as 2.6.18 does; it does not model per-superblock lists.
 
 pub(crate) mod cache;
+pub(crate) mod journal;
 pub(crate) mod layout;
 pub(crate) mod readahead;
 pub mod spec;
@@ -127,7 +128,7 @@ struct Space {
     writeback_pages: u64,
     /// When the space first became dirty (the kernel's `dirtied_when`).
     dirtied_at: Option<Instant>,
-    /// Chunk where the next write-back of this space starts (`writeback_index`).
+    /// Page where the next write-back of this space starts (`writeback_index`).
     cursor: u64,
 }
 
@@ -151,7 +152,6 @@ enum BatchOwner {
 #[derive(Clone, Copy, Debug)]
 struct Batch {
     owner: BatchOwner,
-    pages: u64,
     /// Bios not yet completed.
     outstanding: u32,
 }
@@ -264,7 +264,7 @@ impl Host {
             })
             .collect();
         let cpus = params.integer("cpus") as usize;
-        let writeback = Writeback::new(spec, cache_pages, devices.len());
+        let writeback = Writeback::new(spec, cache_pages, &capacities);
         Ok(Host {
             cache,
             layouts,
@@ -705,7 +705,8 @@ impl Host {
             self.batches.remove(&state.batch);
         }
         if let BatchOwner::Writeback(owner) = owner {
-            self.writeback_bio_done(now, state.batch, owner, batch_done);
+            let device = self.spaces[state.space as usize].device;
+            self.writeback_bio_done(now, state.batch, device, owner, batch_done);
         } else {
             let readers: Vec<u64> = self
                 .ops
@@ -741,7 +742,7 @@ impl Host {
     fn new_batch(&mut self, owner: BatchOwner) -> u64 {
         let batch = self.next_batch;
         self.next_batch += 1;
-        self.batches.insert(batch, Batch { owner, pages: 0, outstanding: 0 });
+        self.batches.insert(batch, Batch { owner, outstanding: 0 });
         batch
     }
 
