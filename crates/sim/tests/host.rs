@@ -337,3 +337,34 @@ fn readers_reread_pages_evicted_before_use() {
     assert!(run.phases[0].issuers.iter().all(|issuer| issuer.bytes == 32 * MIB));
     assert!(host_stat(&run, "reread_evicted_pages") > 0, "{:?}", run.host_stats);
 }
+
+// Proves throttling starts at the dirty limit, not before: on a 256 MiB page cache (limit
+// ≈ 95 MiB) a 32 MiB buffered write finishes at memory speed, while a 512 MiB one runs at
+// about the disk's pace because its writer writes back itself once past the limit.
+#[test]
+fn a_write_under_the_dirty_limit_runs_at_memory_speed_and_one_over_it_at_the_disks() {
+    let run = |mib: u64| {
+        let writes = Script::sequential(1, IoKind::Write, Place::File(0), 0, MIB, mib);
+        simulate(
+            "hdd",
+            "host:ram=320m,reserve=64m",
+            "deadline",
+            vec![file(0, 0)],
+            vec![phase("write", vec![writes])],
+        )
+    };
+    let small = run(32);
+    assert_eq!(host_stat(&small, "throttled_writes"), 0);
+    assert!(
+        small.phases[0].throughput_bytes_per_s > 1e9,
+        "{}",
+        small.phases[0].throughput_bytes_per_s
+    );
+    let large = run(512);
+    assert!(host_stat(&large, "throttled_writes") > 0);
+    assert!(
+        large.phases[0].throughput_bytes_per_s < 150e6,
+        "{}",
+        large.phases[0].throughput_bytes_per_s
+    );
+}

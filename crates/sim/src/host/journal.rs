@@ -416,3 +416,124 @@ impl Host {
         self.journal_commit_step(now, device);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::writeback::tests::{host, settle, take};
+    use crate::host::{HostOpKind, HostPlace};
+
+    fn write(host: &mut Host, now: Instant, op: u64, file: usize, first_page: u64, pages: u64) {
+        host.submit(
+            now,
+            op,
+            ProcessId(op as u32),
+            IoPriority::DEFAULT,
+            HostOpKind::Write,
+            HostPlace::File(file),
+            first_page * PAGE_BYTES,
+            pages * PAGE_BYTES,
+        )
+        .unwrap();
+        settle(host, now);
+    }
+
+    // Proves kjournald's commit: 5 s after the first write (no pdflush: under background) it
+    // writes the ordered data still dirty in dirtying order across files (A, B, A again), as
+    // 4 KiB bios in batches of 64 under 2.6.9, then journal blocks and a commit block inside
+    // the journal region at the device's start, as kjournald's own process.
+    #[test]
+    fn kjournald_writes_ordered_data_in_dirtying_order_then_the_journal() {
+        let mut host = host("host:kernel=2.6.9,ram=1g", 2);
+        let t0 = Instant::from_nanos(1_000);
+        write(&mut host, t0, 1, 0, 0, 100);
+        write(&mut host, t0, 2, 1, 0, 100);
+        write(&mut host, t0, 3, 0, 100, 100);
+        assert_eq!(host.next_timer(), Some(t0 + COMMIT_INTERVAL), "kjournald's 5 s");
+        let at = t0 + COMMIT_INTERVAL;
+        host.wake(at);
+        // Accept and complete every batch, noting each bio's file (journal blocks: none).
+        let mut seen = Vec::new();
+        let mut spaces = Vec::new();
+        loop {
+            let (batches, _) = take(&mut host);
+            if batches.is_empty() {
+                break;
+            }
+            for batch in &batches {
+                for bio in &batch.bios {
+                    let state = host.bios[&bio.id];
+                    if state.page_count > 0 {
+                        spaces.push(state.space);
+                    }
+                }
+                host.batch_accepted(at, batch.batch);
+                for bio in &batch.bios {
+                    host.bio_done(at, bio.id);
+                }
+            }
+            seen.extend(batches);
+        }
+        assert!(seen.iter().all(|b| b.process == kjournald_process(0)));
+        let runs: Vec<(SpaceId, usize)> =
+            spaces.chunk_by(|a, b| a == b).map(|r| (r[0], r.len())).collect();
+        assert_eq!(runs, [(0, 100), (1, 100), (0, 100)], "dirtying order across files");
+        assert!(seen.iter().all(|b| b.bios.len() <= 64), "2.6.9 batches of 64 blocks");
+        assert!(seen.iter().flat_map(|b| &b.bios).all(|bio| bio.sector_count == 8));
+        let (first, sectors) = journal_region(Filesystem::Ext3, 160_000_000);
+        let bios: Vec<&HostBio> = seen.iter().flat_map(|b| &b.bios).collect();
+        let journal: Vec<u64> = bios[300..].iter().map(|bio| bio.start.0).collect();
+        assert!(journal.iter().all(|&sector| sector >= first && sector < first + sectors));
+        // One descriptor, one block per inode (2), a commit block: sequential.
+        assert_eq!(journal, [0, 8, 16, 24]);
+        assert_eq!(host.writeback.journals[0].commits, 1);
+        assert_eq!(host.cache.dirty_pages(), 0);
+    }
+
+    // Proves fsync on ext3 forces a commit long before the 5 s timer: the file's pages are
+    // written, then kjournald commits (journal blocks in the region), and only then the fsync
+    // finishes.
+    #[test]
+    fn fsync_forces_a_commit() {
+        let mut host = host("host:ram=1g", 1);
+        let t0 = Instant::from_nanos(1_000);
+        write(&mut host, t0, 1, 0, 0, 16);
+        host.submit(
+            t0,
+            2,
+            ProcessId(2),
+            IoPriority::DEFAULT,
+            HostOpKind::Sync,
+            HostPlace::File(0),
+            0,
+            0,
+        )
+        .unwrap();
+        let (first, sectors) = journal_region(Filesystem::Ext3, 160_000_000);
+        let (seen, _) = take(&mut host);
+        assert!(seen.iter().all(|b| b.process == ProcessId(2)), "the file's pages first");
+        for batch in &seen {
+            host.batch_accepted(t0, batch.batch);
+            for bio in &batch.bios {
+                host.bio_done(t0, bio.id);
+            }
+        }
+        let (commit, done) = settle(&mut host, t0);
+        assert!(commit.iter().all(|b| b.process == kjournald_process(0)));
+        let journal_bios = commit.iter().flat_map(|b| &b.bios).count();
+        assert_eq!(journal_bios, 3, "descriptor, inode block, commit block");
+        assert!(commit.iter().flat_map(|b| &b.bios).all(|bio| bio.start.0 < first + sectors));
+        assert_eq!(done, [2], "the fsync returns once the commit is on disk");
+        assert_eq!(host.writeback.journals[0].commits, 1);
+    }
+
+    // Proves mke2fs's default journal sizes and placement.
+    #[test]
+    fn journal_region_follows_mke2fs() {
+        assert_eq!(journal_region(Filesystem::Ext3, 160_000_000), (0, 32768 * 8));
+        assert_eq!(journal_region(Filesystem::Ext3, 1 << 21), (0, 8192 * 8), "1 GiB");
+        assert_eq!(journal_region(Filesystem::Ext3, 1000), (0, 0), "too small for one");
+        let (start, sectors) = journal_region(Filesystem::Xfs, 160_000_000);
+        assert_eq!((start, sectors), (80_000_000, 32768 * 8));
+    }
+}

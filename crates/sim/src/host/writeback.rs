@@ -700,12 +700,10 @@ impl Host {
                     let owner = WritebackOwner::Throttle { op };
                     let mut pass = self.take_throttle_pass(op);
                     let done = self.pass_run(now, &mut pass, owner, process, priority);
-                    let written = chunk - pass.left_pages.min(chunk);
                     self.put_throttle_pass(op, pass);
                     if !done {
                         return;
                     }
-                    let _ = written;
                     continue;
                 }
                 // The pass is over: `writeback_inodes` returned.
@@ -744,7 +742,13 @@ impl Host {
                 return;
             }
             // `writeback_inodes` of its own device, blocking, `write_chunk` pages.
-            self.throttle_mut(op).pass = Some(Pass::new(Some(device), chunk, None, false));
+            let mut pass = Pass::new(Some(device), chunk, None, false);
+            let owner = WritebackOwner::Throttle { op };
+            let done = self.pass_run(now, &mut pass, owner, process, priority);
+            self.put_throttle_pass(op, pass);
+            if !done {
+                return;
+            }
         }
     }
 
@@ -832,7 +836,9 @@ impl Host {
             if let WritebackOwner::Pdflush { thread } = owner {
                 self.writeback.device_pdflush[device] = Some(thread);
             }
-            self.writeback.inode(space).locked_by = Some(owner);
+            let inode = self.writeback.inode(space);
+            assert!(inode.locked_by.is_none(), "I_LOCK: inode {space} has one flusher at a time");
+            inode.locked_by = Some(owner);
             let start = self.spaces[space as usize].cursor;
             pass.current = Some(Scan { space, page: start, start, wrapped: false });
         }
@@ -1309,7 +1315,9 @@ impl Host {
             }
             sync.batch = Some(batch);
             sync.batches += 1;
-            self.writeback.inode(space).locked_by = Some(owner);
+            let inode = self.writeback.inode(space);
+            assert!(inode.locked_by.is_none(), "I_LOCK: inode {space} has one flusher at a time");
+            inode.locked_by = Some(owner);
             let device = self.spaces[space as usize].device;
             self.submit_batch(batch, device, process, priority, bios);
             return;
@@ -1389,5 +1397,186 @@ impl Host {
         }
         let bio = self.journal_bio(device, sector, self.writeback.fsync_flags, batch);
         self.submit_batch(batch, device, process, priority, vec![bio]);
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::host::{HostAction, HostDevice, HostOpKind, HostPlace};
+
+    const GIB_PAGES: u64 = (1 << 30) / PAGE_BYTES;
+    const MIB_PAGES: u64 = (1 << 20) / PAGE_BYTES;
+
+    /// A host on one 80 GB disk with `files` empty files.
+    pub(in crate::host) fn host(spec: &str, files: usize) -> Host {
+        let device =
+            HostDevice { capacity_sectors: 160_000_000, max_sectors: 1024, read_ahead_pages: 32 };
+        let files: Vec<(usize, u64)> = (0..files).map(|_| (0, 0)).collect();
+        Host::new(&HostSpec::parse(spec).unwrap(), vec![device], &files).unwrap()
+    }
+
+    /// A write-back batch the host asked for: who, which spaces, its bios.
+    #[derive(Debug)]
+    pub(in crate::host) struct Seen {
+        pub(in crate::host) batch: u64,
+        pub(in crate::host) process: ProcessId,
+        pub(in crate::host) bios: Vec<HostBio>,
+    }
+
+    /// Takes the host's actions: submitted batches, and finished operations.
+    pub(in crate::host) fn take(host: &mut Host) -> (Vec<Seen>, Vec<u64>) {
+        let (mut seen, mut done) = (Vec::new(), Vec::new());
+        for action in host.take_actions() {
+            match action {
+                HostAction::Submit { batch, process, bios, .. } => {
+                    seen.push(Seen { batch, process, bios })
+                }
+                HostAction::Complete { op, .. } => done.push(op),
+            }
+        }
+        (seen, done)
+    }
+
+    /// Accepts and completes every batch the host asks for at `now`, as an idle queue would,
+    /// until it asks for nothing more; returns what it submitted and finished.
+    pub(in crate::host) fn settle(host: &mut Host, now: Instant) -> (Vec<Seen>, Vec<u64>) {
+        let (mut all, mut finished) = (Vec::new(), Vec::new());
+        for _ in 0..100_000 {
+            let (seen, done) = take(host);
+            finished.extend(done);
+            if seen.is_empty() {
+                return (all, finished);
+            }
+            for batch in &seen {
+                host.batch_accepted(now, batch.batch);
+            }
+            for batch in &seen {
+                for bio in &batch.bios {
+                    host.bio_done(now, bio.id);
+                }
+            }
+            all.extend(seen);
+        }
+        panic!("the host kept submitting");
+    }
+
+    fn space_of(host: &Host, bio: &HostBio) -> SpaceId {
+        host.bios[&bio.id].space
+    }
+
+    // Proves the spec's examples of get_dirty_limits (§3.2, x86_64, little mapped memory):
+    // 12 GiB → ≈ 4.7 GiB hard / 1.2 GiB background, 2 GiB → ≈ 780 / 195 MiB; the clamp at
+    // half the unmapped share (30 % mapped → 35 %), its 5 % floor, background halving, and
+    // ratelimit/write_chunk (12 GiB, 4 CPUs → 1024 / 1536 pages; floor 16).
+    #[test]
+    fn dirty_limits_follow_get_dirty_limits() {
+        // total = RAM less ≈ 2 % the kernel keeps (pages_high, reservations).
+        let total_12g = 12 * GIB_PAGES * 98 / 100;
+        let limits = DirtyLimits::new(total_12g, 0, 4, 40, 10);
+        let gib = |pages: u64| pages as f64 / GIB_PAGES as f64;
+        assert!((4.6..4.8).contains(&gib(limits.dirty_pages)), "{limits:?}");
+        assert!((1.1..1.25).contains(&gib(limits.background_pages)), "{limits:?}");
+        assert_eq!((limits.ratelimit_pages, limits.write_chunk_pages), (1024, 1536));
+        let total_2g = 2 * 1024 * MIB_PAGES * 95 / 100;
+        let limits = DirtyLimits::new(total_2g, 0, 2, 40, 10);
+        let mib = |pages: u64| pages / MIB_PAGES;
+        assert!((760..=800).contains(&mib(limits.dirty_pages)), "{limits:?}");
+        assert!((185..=200).contains(&mib(limits.background_pages)), "{limits:?}");
+        let mapped = DirtyLimits::new(1000 * MIB_PAGES, 300 * MIB_PAGES, 2, 40, 10);
+        assert_eq!(mapped.dirty_pages, 1000 * MIB_PAGES * 35 / 100);
+        let floor = DirtyLimits::new(1000 * MIB_PAGES, 950 * MIB_PAGES, 2, 40, 10);
+        assert_eq!(floor.dirty_pages, 1000 * MIB_PAGES * 5 / 100);
+        assert_eq!(floor.background_pages, 1000 * MIB_PAGES * 2 / 100, "10 % ≥ 5 %: halved");
+        assert_eq!(DirtyLimits::new(512, 0, 8, 40, 10).ratelimit_pages, 16);
+    }
+
+    // Proves I_LOCK and the throttled writers' streams: eleven writers over the dirty limit,
+    // whose write-back is never accepted (each blocks in the pool holding its inode's lock),
+    // write eleven different inodes — each the oldest not locked, often not its own — and no
+    // two writers' outstanding batches ever share an inode. Without I_LOCK they would all
+    // take the oldest inode and the queue would see one stream.
+    #[test]
+    fn throttled_writers_take_the_oldest_unlocked_inode_each() {
+        // 64 MiB cache, dirty_ratio 10: the limit is 1638 pages.
+        let mut host = host("host:ram=64m,reserve=0,dirty_ratio=10,dirty_background_ratio=5", 11);
+        let now = Instant::from_nanos(1_000_000);
+        let write = |host: &mut Host, op: u64, file: usize, pages: u64| {
+            let process = ProcessId(op as u32);
+            host.submit(
+                now,
+                op,
+                process,
+                IoPriority::DEFAULT,
+                HostOpKind::Write,
+                HostPlace::File(file),
+                0,
+                pages * PAGE_BYTES,
+            )
+            .unwrap();
+        };
+        // Writer 100 fills file 10 past the limit; then writers 1..=10 write 1 MiB each.
+        write(&mut host, 100, 10, 2048);
+        for file in 0..10 {
+            write(&mut host, file as u64 + 1, file, MIB_PAGES);
+        }
+        let (seen, done) = take(&mut host);
+        assert!(done.is_empty(), "every writer is throttled: {done:?}");
+        let mut writer_of: BTreeMap<SpaceId, ProcessId> = BTreeMap::new();
+        for batch in seen.iter().filter(|batch| batch.process.0 <= 100) {
+            for bio in &batch.bios {
+                let space = space_of(&host, bio);
+                let holder = *writer_of.entry(space).or_insert(batch.process);
+                assert_eq!(holder, batch.process, "two writers write inode {space} at once");
+                assert!(host.writeback.locked_by(space).is_some());
+            }
+        }
+        assert_eq!(writer_of.len(), 11, "one inode per throttled writer: {writer_of:?}");
+        assert_eq!(writer_of[&10], ProcessId(100), "the oldest inode goes to the first writer");
+        assert_eq!(writer_of[&0], ProcessId(1), "then the oldest unlocked: writer 1's own");
+        assert!(host.stats.throttled_writes >= 11);
+    }
+
+    // Proves pdflush's non-blocking write-back stops at a congested queue mid-file and goes
+    // on after congestion clears, one bio (one 4 KiB ext3 block) per step; and that the pool
+    // keeps one pdflush per device while a second thread stays idle.
+    #[test]
+    fn pdflush_stops_at_congestion_and_resumes() {
+        let mut host = host("host:ram=64m,reserve=0,dirty_ratio=40,dirty_background_ratio=5", 1);
+        let now = Instant::from_nanos(1_000);
+        // 2 MiB (512 pages) dirty: above background (819 pages)? No: write 4 MiB.
+        host.submit(
+            now,
+            1,
+            ProcessId(1),
+            IoPriority::DEFAULT,
+            HostOpKind::Write,
+            HostPlace::File(0),
+            0,
+            4 << 20,
+        )
+        .unwrap();
+        // The writer's balances start background write-back; each bio is accepted until the
+        // queue reports congestion after the tenth.
+        let mut submitted = 0;
+        for _ in 0..10_000 {
+            let (seen, _) = take(&mut host);
+            let Some(batch) = seen.into_iter().find(|b| b.process == pdflush_process(0)) else {
+                break;
+            };
+            assert_eq!(batch.bios.len(), 1, "non-blocking: one bio per step");
+            assert_eq!(batch.bios[0].sector_count, 8, "ext3: one 4 KiB block per bio");
+            submitted += 1;
+            if submitted == 10 {
+                host.set_congested(now, 0, true);
+            }
+            host.batch_accepted(now, batch.batch);
+        }
+        assert_eq!(submitted, 10, "stops at the congested queue");
+        assert!(host.writeback.pdflush[0].until.is_some(), "in blk_congestion_wait");
+        assert!(host.writeback.pdflush[1].job.is_none(), "the other thread stays idle");
+        host.set_congested(now, 0, false);
+        let (seen, _) = take(&mut host);
+        assert!(seen.iter().any(|b| b.process == pdflush_process(0)), "resumes when it clears");
     }
 }
