@@ -1251,12 +1251,14 @@ impl Simulation {
                         let parked = self.submit_bios(device, &block_bios).map_err(|problem| {
                             SimError::BadIo { issuer: "host".to_owned(), problem }
                         })?;
+                        // Congestion first: a non-blocking flusher resumed by the acceptance
+                        // checks it before its next page (`mpage_writepages`).
+                        self.report_congestion(device);
                         if parked == 0 {
                             self.host.batch_accepted(self.now, batch);
                         } else {
                             self.unaccepted.insert(batch, parked);
                         }
-                        self.report_congestion(device);
                     }
                 }
             }

@@ -23,7 +23,7 @@
 //! bio is submitted as pays the bio and, when the bio needed a new request, the request — so a
 //! reader pays its read-ahead, a throttled writer its own write-back and a direct caller its
 //! submission, while the flusher's write-back is charged to the flusher
-//! ([`FLUSHER`](super::FLUSHER)), never to a workload process. A request's completion
+//! (pdflush's threads and kjournald, [`is_host_process`]), never to a workload process. A request's completion
 //! interrupt is charged to the process whose bio created the request.
 //!
 //! # Processors
@@ -61,7 +61,7 @@ use elevator_sched::SchedulerKind;
 
 use super::cache::PAGE_BYTES;
 use super::spec::HostSpec;
-use super::{FLUSHER, Host, HostAction, HostBio};
+use super::{Host, HostAction, HostBio};
 
 /// CPU time a process used, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -155,10 +155,11 @@ impl CpuModel {
     }
 }
 
-/// Whether `process` is one of the host's own (pdflush): its work occupies a processor but is
-/// never part of a workload's figures.
-fn is_host_process(process: ProcessId) -> bool {
-    process == FLUSHER
+/// Whether `process` is one of the host's own (a pdflush thread, a device's kjournald): its
+/// work occupies a processor but is never part of a workload's figures. They take the top of
+/// the process-id space, far above any workload's.
+pub(crate) fn is_host_process(process: ProcessId) -> bool {
+    process.0 >= super::journal::kjournald_process(super::journal::MAX_DEVICES - 1).0
 }
 
 impl Host {

@@ -145,9 +145,9 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         key: "fsync",
-        kind: KeyKind::Choice(&["sync", "async"]),
-        default: "sync",
-        help: "how fsync's write-back requests are flagged (2.6.18 itself sent them async)",
+        kind: KeyKind::Choice(&["kernel", "sync", "async"]),
+        default: "kernel",
+        help: "how fsync's write-back requests are flagged: kernel = as the release did (sync in 2.6.9, PF_SYNCWRITE; async in 2.6.18), or forced sync or async",
     },
 ];
 
