@@ -59,7 +59,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         id: "hdparm",
         title: "hdparm -tT on each of four IDE disks",
-        machine: "desktop with four 2004 PATA disks (hda..hdd), one CPU, 1 GB",
+        machine: "desktop with four 2004 PATA disks (hda..hdd; models assumed: Maxtor \
+                  DiamondMax Plus 9, Seagate Barracuda 7200.7, WD Caviar SE, Hitachi Deskstar \
+                  7K250), one CPU, 1 GB",
         device: "jbod",
         host: "desktop-2004",
         read_ahead_kb: 128,
@@ -68,7 +70,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         id: "dd-read",
         title: "dd if=/dev/sda1 of=/dev/null bs=2M count=300",
-        machine: "server with one SCSI disk (~90-100 MB/s), 2 CPUs, 2 GB",
+        machine: "server with one Ultra320 SCSI disk (~90-100 MB/s), RHEL 5.0; memory and CPUs \
+                  not given: 512 MB assumed (its buffered write ran at about disk speed, so its \
+                  dirty limit was well below 629 MB), 2 CPUs assumed",
         device: "scsi-15k-2005",
         host: "server-2006",
         read_ahead_kb: 128,
