@@ -196,6 +196,23 @@ mod tests {
         assert_eq!(run.config[CONFIG_SCALE], "0.01");
     }
 
+    // Proves the dd server's memory gives a dirty limit well below dd's 629 MB write (the
+    // write-up's write ran at about the disk's speed, so it was throttled for most of it),
+    // where the 2 GiB once assumed allowed more dirty data than the write holds.
+    #[test]
+    fn the_dd_servers_dirty_limit_is_below_its_write() {
+        let dirty_limit_bytes = |host: &str| {
+            let spec = HostSpec::parse(host).unwrap();
+            let host = crate::host::Host::new(&spec, Vec::new(), &[]).unwrap();
+            host.dirty_limit_pages() * crate::host::cache::PAGE_BYTES
+        };
+        let write_bytes = 300 * 2 * 1024 * 1024;
+        let server = experiment("dd-write").unwrap().host;
+        let limit = dirty_limit_bytes(server);
+        assert!(limit > 0 && limit * 4 < write_bytes, "{server}: dirty limit {limit} B");
+        assert!(dirty_limit_bytes("host:ram=2g,reserve=256m") > write_bytes);
+    }
+
     // Proves every experiment's machine and tool parse, at full size and scaled down.
     #[test]
     fn every_experiment_is_well_formed() {

@@ -47,8 +47,8 @@
 //! | `path_depth` | — | used by `san`: commands per LUN per path (default: the driver's per-LUN depth; 32 for `generic`) |
 //! | `driver` | generic | the driver in front of the LUNs or disks (`device/driver.rs`) |
 //!
-//! `jbod`'s `disk` is one spec for every disk or `SPEC+SPEC+...`, one per disk in order: the
-//! classic study's desktop had four different drives.
+//! `jbod`'s `disk` is one spec for every disk or `SPEC+SPEC+...`, one per disk in order (the
+//! first `disks` of a longer list): the classic study's desktop had four different drives.
 
 use crate::LookupMap;
 use std::collections::{BTreeMap, VecDeque};
@@ -411,12 +411,15 @@ pub(crate) fn jbod_disk(params: &Params) -> Result<DeviceSpec, ParamError> {
 /// The spec of each of a `jbod`'s `count` disks: `disk` is one spec for all, or `A+B+...`,
 /// one per disk.
 pub(crate) fn jbod_disks(params: &Params, count: usize) -> Result<Vec<DeviceSpec>, ParamError> {
+    // A list longer than `disks` is a preset's machine with fewer of its disks in use
+    // (`jbod:disks=2` takes the first two); a shorter one leaves disks without a model.
     let texts: Vec<&str> = params.text("disk").split('+').map(str::trim).collect();
-    if texts.len() != 1 && texts.len() != params.integer("disks") as usize {
+    if texts.len() != 1 && texts.len() < params.integer("disks") as usize {
         return Err(params.impossible(
             "disk",
             format!(
-                "lists {} disks for {} (give one spec for all, or one per disk joined by +)",
+                "lists {} disks for {} (give one spec for all, or at least one per disk \
+                 joined by +)",
                 texts.len(),
                 params.integer("disks")
             ),
