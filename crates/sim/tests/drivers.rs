@@ -39,8 +39,8 @@ const TINY_READ: &str = "job:rw=read,bs=4k,size=64k";
 // Proves each study preset's queue takes its driver's per-device depth and request limit under
 // both kernels: IDE LBA48 1 MiB under 2.6.9 and 512 KiB under 2.6.18, depth 1; megaraid_mbox
 // 64 KiB and 64 per logical drive; mptspi 160 KiB (40 segments) with 31 commands under 2.6.9
-// and 64 under 2.6.18; qla2xxx 32 per path and 512 KiB; a generic device keeps its own depth
-// and 512 KiB.
+// (and 64 under 2.6.18, capped by the disk's 32 tags); qla2xxx 32 per path and 512 KiB; a
+// generic device keeps its own depth and 512 KiB.
 #[test]
 fn each_preset_queue_takes_its_drivers_limits() {
     let old = "host:kernel=2.6.9";
@@ -51,7 +51,8 @@ fn each_preset_queue_takes_its_drivers_limits() {
         ("megaraid-8", old, "sdh", ("64", "64")),
         ("megaraid-8", new, "sda", ("64", "64")),
         ("scsi-15k-2005", old, "sda", ("31", "160")),
-        ("scsi-15k-2005", new, "sda", ("64", "160")),
+        // mptspi allows 64 under 2.6.18; the disk takes 32.
+        ("scsi-15k-2005", new, "sda", ("32", "160")),
         ("san", new, "sda.path0", ("32", "512")),
         ("iscsi-pool", new, "sda", ("32", "512")),
         ("ram", new, "sda", ("128", "512")),
@@ -75,7 +76,7 @@ fn explicit_queue_settings_override_the_driver() {
     let workload = "job:rw=read,bs=1m,size=4m";
     let driver = config("scsi-15k-2005", "server-2006");
     let report = simulate(&driver, "noop", workload);
-    assert_eq!(queue_settings(&report, "sda"), ("64".to_owned(), "160".to_owned()));
+    assert_eq!(queue_settings(&report, "sda"), ("32".to_owned(), "160".to_owned()));
     // 1024 / 160: six full requests and one of 64 KiB per read.
     assert_eq!(report.device_stats.requests, 4 * 7, "160 KiB requests");
     let mut explicit = config("scsi-15k-2005", "server-2006");

@@ -324,13 +324,13 @@ pub const PRESETS: &[Preset] = &[
         help: "the classic study's dd server disk: a Seagate Cheetah 15K.4-class 146 GB Ultra320 \
                SCSI disk (2005), about 96 -> 58 MB/s sustained as the class was sold [U]; 4 \
                heads, 16 zones of 850 -> 515 sectors per track, seek 0.2/3.5/7.0 ms, write +0.5 \
-               ms, 8 MB buffer as 8 x 1 MiB, Ultra320 bus (320 MB/s), write cache off, 64 tags \
-               [U] so that the driver's depth decides. Driver mptspi: the LSI 53C1030 was the \
+               ms, 8 MB buffer as 8 x 1 MiB, Ultra320 bus (320 MB/s), write cache off, 32 tags \
+               [U] (the queue takes the lesser of this and the driver's depth). Driver mptspi: the LSI 53C1030 was the \
                Ultra320 chip on most 2005-2006 two-socket servers' boards (Dell PowerEdge \
                1850/2850, IBM x336/x346) [U: the write-up names no controller]; aic79xx would \
-               give 4 commands in RHEL builds. Under the server's RHEL 5.0: 64 commands, and \
-               CONFIG_FUSION_MAX_SGE 40 limits requests to 160 KiB (2.6.9: 31 commands, 160 \
-               KiB) (host-mechanisms.md 2.3)",
+               give 4 commands in RHEL builds. Under the server's RHEL 5.0 mptspi allows 64 \
+               commands (the disk's 32 bind) and CONFIG_FUSION_MAX_SGE 40 limits requests to \
+               160 KiB (2.6.9: 31 commands, 160 KiB) (host-mechanisms.md 2.3)",
         values: &[
             ("rpm", "15000"),
             ("cylinders", "104000"),
@@ -347,7 +347,7 @@ pub const PRESETS: &[Preset] = &[
             ("segment_size", "1m"),
             ("bus_rate", "320"),
             ("write_cache", "0"),
-            ("depth", "64"),
+            ("depth", "32"),
             ("driver", "mptspi"),
         ],
     },
