@@ -175,7 +175,8 @@ pub const JBOD_KEYS: &[KeySpec] = &[
 ];
 
 /// One line for `elevator list devices` (`jbod`).
-pub const JBOD_SUMMARY: &str = "independent disks of one model, each a device of its own";
+pub const JBOD_SUMMARY: &str =
+    "independent disks, each a device of its own: one model for all, or one per disk";
 
 /// `jbod`'s presets.
 pub const JBOD_PRESETS: &[Preset] = &[Preset {
