@@ -6,9 +6,14 @@
 //! process (reads, read-ahead, write-back), and operations finished at an instant. It never
 //! touches a queue itself, so the runner stays the one place where requests meet schedulers.
 //!
-//! * **Reads** are served from the cache at memory-copy speed; missing pages are read from the
-//!   device, with read-ahead ([`readahead`]) for sequential readers. A process that needs a
-//!   page already being read waits for that read.
+//! * **Reads** walk their pages in order, as `do_generic_mapping_read` did in 2.6.9 and
+//!   2.6.18 (specs/host-mechanisms.md §1.1): read-ahead ([`readahead`]) is called per page
+//!   (2.6.9, RHEL 4 GA–U2) or once per `read()` and again at the page it names (2.6.18,
+//!   RHEL 5), as the host's kernel did, and its windows go out as back-to-back bios of the
+//!   queue's largest size (§1.2); a page being read is waited for; a page not in the cache at
+//!   all is read alone, one synchronous 4 KiB bio. Cached pages are copied at memory speed.
+//!   The runner reports the device's read congestion (§2.4), which makes 2.6.9 skip windows
+//!   and 2.6.18 drop its non-blocking ahead windows.
 //! * **Writes** copy into the cache and mark pages dirty. When dirty plus write-back pages
 //!   exceed `dirty_ratio` of the cache, the writer writes back dirty data itself — `write_chunk`
 //!   pages (1.5 × the 2.6.18 `ratelimit_pages`, at most 1536) — before its write returns; it is
@@ -37,6 +42,11 @@
 //! * A write of part of a page that is not cached does not read the page first.
 //! * Direct I/O to a file does not write back or invalidate cached pages of the same range.
 //! * Mapped files, metadata and journal I/O are not modelled; `fsync` sends no cache flush.
+//! * A `read()` copies its pages as the cache hands them over but is charged the copy at its
+//!   end, so read-ahead calls within one call happen as soon as the pages are in, not after
+//!   each page's copy.
+//! * Read-ahead state lives per process and file for the whole run (there is no `open()`):
+//!   see [`readahead`]'s own deviations.
 //! * Write-back chooses files by when they were first dirtied and writes each from where its
 //!   last write-back stopped, as 2.6.18 does; it does not model per-superblock lists.
 
@@ -263,7 +273,8 @@ pub(crate) struct HostStats {
     pub(crate) reread_evicted_pages: u64,
     /// Pages a reader did not find in the cache and read alone, synchronously.
     pub(crate) single_page_reads: u64,
-    /// Pages of read-ahead windows skipped or dropped because the read pool was congested.
+    /// Pages of read-ahead windows skipped or dropped because the read pool was congested,
+    /// counted at every attempt (a reader retries its dropped window at each call).
     pub(crate) read_ahead_dropped_pages: u64,
     /// The most pages ever dirty or under write-back at once.
     pub(crate) dirty_pages_peak: u64,

@@ -275,7 +275,7 @@ impl PerPage {
 
     /// The run length the next current window should cover.
     fn expected_run(&self) -> u64 {
-        if self.hits > self.average { (self.hits + self.average + 1) / 2 } else { self.average }
+        if self.hits > self.average { (self.hits + self.average).div_ceil(2) } else { self.average }
     }
 
     /// `do_page_cache_readahead`: nothing when the queue is read-congested.
