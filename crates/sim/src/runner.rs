@@ -1003,18 +1003,22 @@ impl Simulation {
     }
 
     /// `process` is about to wait for its I/O: it runs (unplugs) every queue it submitted to
-    /// since it last waited — under dm-multipath every path of the device, as dm's unplug
-    /// does.
+    /// since it last waited.
     fn unplug_touched(&mut self, process: ProcessId) {
         let Some(devices) = self.touched.remove(&process) else { return };
         for device in devices {
-            let slot = &mut self.devices[device];
-            for path in &mut slot.paths {
-                if path.submitter.queue().is_plugged(self.now) {
-                    path.submitter.queue_mut().unplug();
-                    path.dirty = true;
-                    slot.dirty = true;
-                }
+            self.unplug_device(device);
+        }
+    }
+
+    /// Runs `device`'s queues now — under dm-multipath every path's, as dm's unplug does.
+    fn unplug_device(&mut self, device: usize) {
+        let slot = &mut self.devices[device];
+        for path in &mut slot.paths {
+            if path.submitter.queue().is_plugged(self.now) {
+                path.submitter.queue_mut().unplug();
+                path.dirty = true;
+                slot.dirty = true;
             }
         }
     }
@@ -1280,6 +1284,7 @@ impl Simulation {
                     HostAction::Complete { op, at } => {
                         self.events.push(at, Event::HostDone { op });
                     }
+                    HostAction::Unplug { device } => self.unplug_device(device),
                     HostAction::Submit { batch, device, process, priority, bios } => {
                         let mut block_bios = Vec::with_capacity(bios.len());
                         for host_bio in &bios {

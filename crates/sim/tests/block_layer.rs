@@ -136,3 +136,23 @@ fn direct_writes_are_sync_or_async_as_the_kernel_classified_them() {
     let cfq_reader = simulate("hdd", "host:kernel=2.6.18", true, "cfq", reader);
     assert!(counter(&cfq_reader, "idle_waits") > 0, "{:?}", cfq_reader.scheduler_stats);
 }
+
+// Proves a reader that sleeps on a page being read runs the queue (the kernel's `sync_page`),
+// so plugging costs a sequential buffered reader nothing: its read-ahead windows, which no
+// insertion would unplug (one request each), are not left waiting for the 3 ms plug timer.
+#[test]
+fn a_reader_waiting_on_its_page_unplugs_the_queue() {
+    let read = "dd:mode=read,bs=2m,count=16";
+    for host in ["host:kernel=2.6.18", "host:kernel=2.6.9"] {
+        let plugged = simulate("hdd", host, true, "noop", read);
+        let unplugged = simulate("hdd", host, false, "noop", read);
+        let rate = |run: &Run| run.phases.last().unwrap().throughput_bytes_per_s;
+        assert!(plugged.queue_stats.plugs > 0, "{host}");
+        assert!(
+            rate(&plugged) > 0.97 * rate(&unplugged),
+            "{host}: {} vs {}",
+            rate(&plugged),
+            rate(&unplugged)
+        );
+    }
+}

@@ -39,7 +39,7 @@ use elevator_core::{
 use super::cache::{PAGE_BYTES, SpaceId};
 use super::spec::Filesystem;
 use super::writeback::WritebackOwner;
-use super::{BatchOwner, BioState, Host, HostBio};
+use super::{BatchOwner, BioState, Host, HostAction, HostBio};
 
 /// kjournald's commit interval (`JBD_DEFAULT_MAX_COMMIT_AGE`, 5 s).
 const COMMIT_INTERVAL: Duration = Duration::from_secs(5);
@@ -282,6 +282,9 @@ impl Host {
                 }
                 self.batches.remove(&batch);
                 if commit.outstanding > 0 {
+                    // Everything submitted: kjournald sleeps on the buffers, which runs the
+                    // queue (`wait_on_buffer` → `sync_buffer`).
+                    self.actions.push(HostAction::Unplug { device });
                     return;
                 }
                 // (2) metadata and descriptor blocks.
@@ -379,6 +382,8 @@ impl Host {
         commit.batch = Some(batch);
         commit.outstanding += 1;
         self.submit_batch(batch, device, kjournald_process(device), IoPriority::DEFAULT, bios);
+        // kjournald waits for these blocks at once, which runs the queue.
+        self.actions.push(HostAction::Unplug { device });
     }
 
     /// A 4 KiB write at `sector` of `device` that holds no cached page (journal or log).

@@ -97,6 +97,10 @@ pub(crate) enum HostAction {
     },
     /// Operation `op` is finished at `at`.
     Complete { op: u64, at: Instant },
+    /// A process is about to sleep on a page being read from `device`: run its queue now
+    /// (the kernel's `sync_page` → `blk_run_backing_dev`), rather than leave the read behind
+    /// a plug for the timer.
+    Unplug { device: usize },
 }
 
 /// A buffered operation the runner hands over.
@@ -557,6 +561,7 @@ impl Host {
         self.readers.insert(key, reader);
         self.submit_batch(batch, device, process, priority, bios);
         if waiting {
+            self.actions.push(HostAction::Unplug { device });
             let pending = self.ops.get_mut(&op).expect("checked above");
             pending.state = OpState::Read { space, cursor, end, call_at, bytes };
         } else {

@@ -1437,6 +1437,8 @@ pub(super) mod tests {
                     seen.push(Seen { batch, process, bios })
                 }
                 HostAction::Complete { op, .. } => done.push(op),
+                // The test queue runs at once; nothing is ever plugged.
+                HostAction::Unplug { .. } => {}
             }
         }
         (seen, done)
