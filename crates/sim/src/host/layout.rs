@@ -19,7 +19,7 @@
 //!     and doubles, up to the release's maximum, whenever more than half of the old window was
 //!     used; so once ramped, files written together alternate in runs of ≈ 4 MiB.
 //!   * **Without windows** (vanilla 2.6.9) a writer takes its goal if free, else the first free
-//!     block before the next 64-block boundary, else the first free aligned byte of the bitmap
+//!     block before the next 64-block boundary (none when the goal sits on one), else the first free aligned byte of the bitmap
 //!     (8 free blocks) backed over up to 7 free blocks before it, else any free block of the
 //!     group, else the same from the start of each following group: writers whose files meet
 //!     interleave at the grain of their `write()` calls.
@@ -95,8 +95,8 @@ const EXT3_DIRECT_BLOCKS: u64 = 12;
 const EXT3_POINTERS_PER_BLOCK: u64 = 1024;
 /// The first size of a reservation window (`EXT3_DEFAULT_RESERVE_BLOCKS`, §4.1).
 const EXT3_WINDOW_FIRST_BLOCKS: u64 = 8;
-/// Without windows, the free block searched for before the next boundary of this many blocks
-/// (§4.1), and the bitmap byte (8 blocks) searched for after that.
+/// Without windows, an occupied goal is followed by a search for a free block up to the next
+/// multiple of this many blocks (§4.1), then for a free bitmap byte (8 blocks).
 const EXT3_NEAR_SEARCH_BLOCKS: u64 = 64;
 const EXT3_BITMAP_BYTE_BLOCKS: u64 = 8;
 /// The most blocks one XFS extent holds (2^21, 8 GiB of 4 KiB blocks, §4.2).
@@ -343,7 +343,7 @@ impl Volume {
         if self.is_free(from) {
             return Some(from);
         }
-        let boundary = (from + 1).next_multiple_of(EXT3_NEAR_SEARCH_BLOCKS).min(group_end);
+        let boundary = from.next_multiple_of(EXT3_NEAR_SEARCH_BLOCKS).min(group_end);
         if let Some(block) = self.first_free(from, boundary) {
             return Some(block);
         }
