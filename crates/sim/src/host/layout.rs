@@ -750,9 +750,22 @@ mod tests {
         runs.into_iter().map(|(_, length)| length).collect()
     }
 
-    /// Checks no two pieces of file data (and indirect blocks' places aside) share a sector
-    /// and none lies in a device's reserved region.
+    /// Checks no two pieces of file data share a sector and none lies in a device's reserved
+    /// region, and that every block is counted once: free, reserved, data or indirect.
     fn assert_disjoint_and_outside_reserved(layouts: &Layouts) {
+        for (device, volume) in layouts.volumes.iter().enumerate() {
+            let reserved = layouts.reserved_sectors(device);
+            let used: u64 = layouts
+                .files
+                .iter()
+                .filter(|layout| layout.device == device)
+                .map(|layout| layout.allocated_blocks() + layout.indirect_blocks)
+                .sum();
+            let reserved_blocks = (reserved.end - reserved.start) / BLOCK_SECTORS;
+            assert_eq!(volume.free_blocks + reserved_blocks + used, volume.capacity_blocks);
+            let free: u64 = volume.free.iter().map(|(start, end)| end - start).sum();
+            assert_eq!(free, volume.free_blocks);
+        }
         let mut pieces: Vec<(u64, u64)> = Vec::new();
         for layout in &layouts.files {
             let reserved = layouts.reserved_sectors(layout.device);
