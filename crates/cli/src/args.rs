@@ -484,8 +484,16 @@ pub(crate) struct SimArgs {
     #[arg(long)]
     pub(crate) depth: Option<u32>,
 
-    /// Plug an empty queue for up to 3 ms so that bios merge first.
-    #[arg(long)]
+    /// Plug an empty queue for up to 3 ms so that bios merge first, as every 2.6 kernel did:
+    /// `on` (the default) or `off`.
+    #[arg(
+        long,
+        value_name = "on|off",
+        default_value = "on",
+        num_args = 0..=1,
+        default_missing_value = "on",
+        value_parser = parse_on_off
+    )]
     pub(crate) plugging: bool,
 
     /// Audit the block queue after every event (slow; for debugging).
@@ -501,4 +509,13 @@ pub(crate) enum ReportFormat {
     Json,
     /// A row per run and phase.
     Csv,
+}
+
+/// `on` or `off` (also `1`/`0`, `yes`/`no`, `true`/`false`).
+fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" | "1" | "yes" | "true" => Ok(true),
+        "off" | "0" | "no" | "false" => Ok(false),
+        _ => Err(format!("`{text}` is neither on nor off (accepted: on, off)")),
+    }
 }

@@ -100,7 +100,7 @@ pub use pool::PoolSplit;
 pub use prng::{Prng, Zipf, ZipfError};
 pub use queue::{
     BlockQueue, CompletedRequest, Pull, QueueConfig, QueueConfigError, QueueStats, SubmitError,
-    Submitted,
+    Submitted, WindowMaxima,
 };
 pub use request::{
     Bio, BioTag, Direction, IOPRIO_LEVELS, IoClass, IoPriority, IoPriorityError, Op, ProcessId,

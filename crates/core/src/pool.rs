@@ -5,7 +5,9 @@
 //! ([`PoolSplit`]). Allocation follows `get_request`:
 //!
 //! * from `congestion_on = n − n/8 + 1` (113 for 128) the class is marked congested, and it stays
-//!   so until the count drops below `congestion_off = n − n/8 − n/16 − 1` (103);
+//!   so until the count drops below `congestion_off = n − n/8 − n/16 − 1` (103; vanilla
+//!   2.6.9: `n − n/8 − 1`, 111 — the only version-dependent rule here, see
+//!   [`KernelVersion::congestion_off`]);
 //! * at `n` the class is *full*: the first process to hit that becomes a **batcher** and marks
 //!   the queue full; after that only batchers, and processes the scheduler votes
 //!   [`MayQueue::Must`] for, may allocate;
@@ -19,6 +21,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::kernel::KernelVersion;
 use crate::request::{Direction, Op, ProcessId, RequestFlags};
 use crate::scheduler::MayQueue;
 use crate::time::{Duration, HZ, Instant};
@@ -79,6 +82,8 @@ pub(crate) struct RequestPool {
     congested: [bool; 2],
     waiters: [VecDeque<ProcessId>; 2],
     batchers: BTreeMap<ProcessId, Batcher>,
+    /// The release whose congestion-off threshold applies.
+    pub(crate) kernel: KernelVersion,
 }
 
 impl RequestPool {
@@ -91,7 +96,14 @@ impl RequestPool {
             congested: [false; 2],
             waiters: [VecDeque::new(), VecDeque::new()],
             batchers: BTreeMap::new(),
+            kernel: KernelVersion::Linux2_6_18,
         }
+    }
+
+    /// The same pool under `kernel`'s thresholds.
+    pub(crate) fn for_kernel(mut self, kernel: KernelVersion) -> RequestPool {
+        self.kernel = kernel;
+        self
     }
 
     pub(crate) fn set_nr_requests(&mut self, nr_requests: u32) {
@@ -113,9 +125,10 @@ impl RequestPool {
         (n - n / 8 + 1).min(n)
     }
 
+    /// Below this count a congested class clears: 103 of 128 in 2.6.18 and every RHEL 4,
+    /// 111 in vanilla 2.6.9 (host-mechanisms.md §2.4).
     pub(crate) fn congestion_off(&self) -> u32 {
-        let n = self.nr_requests;
-        (n - n / 8 - n / 16).saturating_sub(1).max(1)
+        self.kernel.congestion_off(self.nr_requests)
     }
 
     pub(crate) fn is_congested(&self, class: usize) -> bool {
@@ -207,8 +220,12 @@ mod tests {
     // Proves the thresholds the spec gives for nr_requests = 128.
     #[test]
     fn thresholds_for_128() {
-        let pool = RequestPool::new(128, PoolSplit::ByDirection);
+        let mut pool = RequestPool::new(128, PoolSplit::ByDirection);
         assert_eq!(pool.congestion_on(), 113);
+        assert_eq!(pool.congestion_off(), 103);
+        pool.kernel = KernelVersion::Linux2_6_9;
+        assert_eq!(pool.congestion_off(), 111);
+        pool.kernel = KernelVersion::Rhel4;
         assert_eq!(pool.congestion_off(), 103);
         assert_eq!(RequestPool::hard_cap(128), 192);
     }

@@ -39,7 +39,7 @@ use std::collections::VecDeque;
 use crate::bios::BioTable;
 use crate::dispatch_list::DispatchList;
 use crate::hazard::Hazards;
-use crate::kernel::KernelVersion;
+use crate::kernel::{KernelVersion, UnplugTest};
 use crate::merge::{self, MergeCheck, MergeIndex};
 use crate::pool::{MIN_NR_REQUESTS, PoolSplit, RequestPool};
 use crate::request::{Bio, BioTag, Direction, Op, Request, RequestFlags, RequestState, Sector};
@@ -72,6 +72,12 @@ pub struct QueueConfig {
     /// The kernel release whose block-layer rules apply (unplug test, congestion
     /// thresholds; default vanilla 2.6.18).
     pub kernel: KernelVersion,
+    /// Whether a read bio unplugs the queue as soon as it is queued. The kernel's reader
+    /// unplugs when it goes to wait for its page (`sync_page`), which the simulator's runner
+    /// does itself ([`BlockQueue::unplug`] when a process waits), so it turns this off; the
+    /// live engine has no such moment and leaves it on (default), so a read never waits for
+    /// the plug timer.
+    pub reads_unplug: bool,
 }
 
 impl Default for QueueConfig {
@@ -84,6 +90,7 @@ impl Default for QueueConfig {
             pool_split: PoolSplit::ByDirection,
             max_bios: 1 << 20,
             kernel: KernelVersion::Linux2_6_18,
+            reads_unplug: true,
         }
     }
 }
@@ -238,6 +245,16 @@ pub struct CompletedRequest {
     pub total_time: Duration,
 }
 
+/// The maxima of [`QueueStats`] over a window of time (a phase of a run), which unlike the
+/// counters cannot be had by subtracting two snapshots.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct WindowMaxima {
+    /// The longest distance the head moved to a request issued in the window.
+    pub seek_distance_max_sectors: u64,
+    /// The longest a request issued in the window waited, from creation to issue.
+    pub max_wait_ns: u64,
+}
+
 /// Counters of one queue since it was created.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct QueueStats {
@@ -294,6 +311,37 @@ pub struct QueueStats {
 }
 
 impl QueueStats {
+    /// What happened between `earlier` (a snapshot of the same queue) and `self`: every
+    /// counter and time area the difference of the two. The maxima cannot be differenced;
+    /// they are `window_maxima` (see [`BlockQueue::take_window_maxima`]).
+    pub fn since(&self, earlier: &QueueStats, window_maxima: WindowMaxima) -> QueueStats {
+        QueueStats {
+            bios: self.bios - earlier.bios,
+            back_merges: self.back_merges - earlier.back_merges,
+            front_merges: self.front_merges - earlier.front_merges,
+            requests_fused: self.requests_fused - earlier.requests_fused,
+            requests_allocated: self.requests_allocated - earlier.requests_allocated,
+            inserted: self.inserted - earlier.inserted,
+            dispatched: self.dispatched - earlier.dispatched,
+            switched: self.switched - earlier.switched,
+            issued: self.issued - earlier.issued,
+            completed: self.completed - earlier.completed,
+            requeued: self.requeued - earlier.requeued,
+            blocked: self.blocked - earlier.blocked,
+            held: self.held - earlier.held,
+            plugs: self.plugs - earlier.plugs,
+            switches: self.switches - earlier.switches,
+            idle_ns: self.idle_ns - earlier.idle_ns,
+            seek_distance_sectors: self.seek_distance_sectors - earlier.seek_distance_sectors,
+            seek_distance_max_sectors: window_maxima.seek_distance_max_sectors,
+            sched_queue_area: self.sched_queue_area - earlier.sched_queue_area,
+            device_queue_area: self.device_queue_area - earlier.device_queue_area,
+            observed_ns: self.observed_ns - earlier.observed_ns,
+            max_wait_ns: window_maxima.max_wait_ns,
+            blocked_ns: self.blocked_ns - earlier.blocked_ns,
+        }
+    }
+
     /// The mean number of requests the scheduler held.
     pub fn sched_queue_mean(&self) -> f64 {
         mean_of(self.sched_queue_area, self.observed_ns)
@@ -345,6 +393,8 @@ pub struct BlockQueue {
     flush_in_flight: Option<RequestId>,
     /// Plugged until this instant.
     plugged_until: Option<Instant>,
+    /// Maxima since [`BlockQueue::take_window_maxima`] last ran.
+    window: WindowMaxima,
     woken: VecDeque<ProcessId>,
     idle_since: Option<Instant>,
     /// End of the last request issued, for seek accounting.
@@ -371,7 +421,7 @@ impl BlockQueue {
             bios: BioTable::new(config.max_bios),
             merge: MergeIndex::new(capacity),
             hazards: Hazards::default(),
-            pool: RequestPool::new(config.nr_requests, config.pool_split),
+            pool: RequestPool::new(config.nr_requests, config.pool_split).for_kernel(config.kernel),
             scheduler,
             epoch: 0,
             dispatch: DispatchList::new(),
@@ -380,6 +430,7 @@ impl BlockQueue {
             depth_slack: 0,
             flush_in_flight: None,
             plugged_until: None,
+            window: WindowMaxima::default(),
             woken: VecDeque::new(),
             idle_since: None,
             head_position: Sector(0),
@@ -412,7 +463,7 @@ impl BlockQueue {
             && let Some(into) = self.try_merge(now, &bio)
         {
             self.stats.bios += 1;
-            if bio.flags.is_sync() {
+            if self.runs_queue(&bio) {
                 self.unplug();
             }
             return Ok(Submitted::Merged { into });
@@ -429,7 +480,7 @@ impl BlockQueue {
         } else {
             self.insert_into_scheduler(now, id);
         }
-        self.plug_after_insert(now, was_empty && !overlaps, bio.flags.is_sync());
+        self.plug_after_insert(now, was_empty && !overlaps, self.runs_queue(&bio));
         Ok(Submitted::Queued { request: id })
     }
 
@@ -644,6 +695,12 @@ impl BlockQueue {
         self.scheduler.process_exited(&cx!(self, now), process);
     }
 
+    /// The maxima since the last call (or since the queue was created), starting a new
+    /// window: a run's phases each get their own longest wait and seek.
+    pub fn take_window_maxima(&mut self) -> WindowMaxima {
+        std::mem::take(&mut self.window)
+    }
+
     /// Unplugs now: an issuer is about to wait for its I/O.
     pub fn unplug(&mut self) {
         self.plugged_until = None;
@@ -822,7 +879,14 @@ impl BlockQueue {
         self.stats.inserted += 1;
     }
 
-    fn plug_after_insert(&mut self, now: Instant, queue_was_empty: bool, sync: bool) {
+    /// Whether `bio` unplugs the queue once queued: a sync write (`BIO_RW_SYNC`: 2.6.18's
+    /// O_DIRECT writes, integrity write-back) always; a read when [`QueueConfig::reads_unplug`]
+    /// says so.
+    fn runs_queue(&self, bio: &Bio) -> bool {
+        bio.flags.is_sync() && (bio.op != Op::Read || self.config.reads_unplug)
+    }
+
+    fn plug_after_insert(&mut self, now: Instant, queue_was_empty: bool, run_now: bool) {
         if !self.config.plugging {
             return;
         }
@@ -830,8 +894,19 @@ impl BlockQueue {
             self.plugged_until = Some(now + UNPLUG_DELAY);
             self.stats.plugs += 1;
         }
+        if self.plugged_until.is_none() {
+            return;
+        }
+        // Requests allocated but not at the device: the kernel's `rq.count − in_flight`.
         let pending = self.table.live_count() as u32 - self.in_flight;
-        if sync || pending >= UNPLUG_THRESHOLD {
+        // 2.6.9 (and RHEL 4 to U4) unplugs only when an insertion makes the count exactly the
+        // threshold: one that finds more leaves the queue plugged for the timer or a waiting
+        // task (host-mechanisms.md §2.1).
+        let threshold_reached = match self.config.kernel.unplug_test() {
+            UnplugTest::Exactly => pending == UNPLUG_THRESHOLD,
+            UnplugTest::AtLeast => pending >= UNPLUG_THRESHOLD,
+        };
+        if run_now || threshold_reached {
             self.unplug();
         }
     }
@@ -1016,6 +1091,8 @@ impl BlockQueue {
         self.stats.seek_distance_max_sectors = self.stats.seek_distance_max_sectors.max(distance);
         let waited = now.saturating_since(request.created).as_nanos();
         self.stats.max_wait_ns = self.stats.max_wait_ns.max(waited);
+        self.window.seek_distance_max_sectors = self.window.seek_distance_max_sectors.max(distance);
+        self.window.max_wait_ns = self.window.max_wait_ns.max(waited);
         self.head_position = request.end();
         let owned_by_current = request.owner == Some(self.epoch);
         if request.op == Op::Flush {

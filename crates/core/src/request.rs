@@ -148,6 +148,11 @@ impl RequestFlags {
         RequestFlags(self.0 & other.0)
     }
 
+    /// The flags of `self` without those in `other`.
+    pub const fn without(self, other: RequestFlags) -> RequestFlags {
+        RequestFlags(self.0 & !other.0)
+    }
+
     /// Whether the sync flag is set.
     pub const fn is_sync(self) -> bool {
         self.contains(RequestFlags::SYNC)

@@ -324,6 +324,7 @@ impl PhaseRecorder {
                 .collect(),
             counters: self.counters.clone(),
             stonewall_ns: stonewall.map(|at| at.saturating_since(started).as_nanos()),
+            queue_stats: None,
             errors,
         }
     }

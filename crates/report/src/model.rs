@@ -177,6 +177,10 @@ pub struct Phase {
     /// Operations that failed, over every issuer (absent when none did).
     #[serde(default, skip_serializing_if = "IoErrors::is_empty")]
     pub errors: IoErrors,
+    /// What the block layer did during this phase alone (the run's `queue_stats` cover the
+    /// whole run): simulated runs, which see every queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_stats: Option<QueueStats>,
 }
 
 /// Latency statistics in nanoseconds.
@@ -303,6 +307,10 @@ pub struct QueueStats {
     /// Time processes spent blocked waiting for a free request, summed over processes.
     #[serde(default)]
     pub blocked_ns: u64,
+    /// Time the device sat idle with requests queued because the scheduler chose to wait
+    /// (anticipation, cfq's and bfq's idling), summed over queues.
+    #[serde(default)]
+    pub idle_ns: u64,
 }
 
 impl SchedulerStats {
@@ -345,6 +353,7 @@ impl QueueStats {
         self.device_queue_mean += stats.device_queue_mean();
         self.max_wait_ns = self.max_wait_ns.max(stats.max_wait_ns);
         self.blocked_ns += stats.blocked_ns;
+        self.idle_ns += stats.idle_ns;
     }
 }
 

@@ -107,6 +107,8 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             continue;
         }
         let phase_names: Vec<&str> = first.phases.iter().map(|p| p.name.as_str()).collect();
+        // Simulated runs say why per phase; the others (live, kernel) once per run.
+        let mut why_per_phase = !phase_names.is_empty();
         for name in phase_names {
             let rows: Vec<(&Run, &Phase)> = group
                 .iter()
@@ -127,6 +129,14 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             ]);
             for (run, phase) in &rows {
                 let latency = phase.latency_ns;
+                // The phase's own block-layer figures where the run has them.
+                let (merged, idle_ns) = match &phase.queue_stats {
+                    Some(queue) => (
+                        queue.back_merges + queue.front_merges + queue.requests_fused,
+                        queue.idle_ns,
+                    ),
+                    None => (run.scheduler_stats.merged, run.scheduler_stats.idle_ns),
+                };
                 table.add_row(vec![
                     format!(" {}", run.scheduler),
                     megabytes_per_s(phase.throughput_bytes_per_s),
@@ -136,8 +146,8 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     millis(latency.p99),
                     millis(latency.p99_9),
                     millis(latency.max),
-                    run.scheduler_stats.merged.to_string(),
-                    millis(run.scheduler_stats.idle_ns),
+                    merged.to_string(),
+                    millis(idle_ns),
                 ]);
             }
             write_table(out, &table)?;
@@ -169,9 +179,20 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             if rows.len() > 1 {
                 writeln!(out, "{}", best_line(&rows))?;
             }
+            if rows.iter().all(|(_, phase)| phase.queue_stats.is_some()) {
+                writeln!(out, "why ({name}):")?;
+                for (run, phase) in &rows {
+                    let queue = phase.queue_stats.as_ref().expect("checked above");
+                    writeln!(out, "  {}", why_line(&run.scheduler, queue, queue.idle_ns))?;
+                }
+            } else {
+                why_per_phase = false;
+            }
         }
         writeln!(out, "{PHASE_TABLE_UNITS}")?;
-        write_why(out, group)?;
+        if !why_per_phase {
+            write_why(out, group)?;
+        }
     }
     Ok(())
 }
@@ -184,17 +205,17 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 fn write_why(out: &mut dyn Write, group: &[&Run]) -> io::Result<()> {
     writeln!(out, "why:")?;
     for run in group {
-        writeln!(out, "  {}", why_line(run))?;
+        let line = why_line(&run.scheduler, &run.queue_stats, run.scheduler_stats.idle_ns);
+        writeln!(out, "  {line}")?;
     }
     Ok(())
 }
 
-fn why_line(run: &Run) -> String {
-    let queue = &run.queue_stats;
+fn why_line(scheduler: &str, queue: &crate::model::QueueStats, idle_ns: u64) -> String {
     format!(
         "{}: merges {} back + {} front, {} plugs; held {:.1} in the scheduler, {:.1} at the \
          device; seeks mean {} max {} sectors; idle {} ms; blocked {} ms; longest wait {} ms",
-        run.scheduler,
+        scheduler,
         queue.back_merges,
         queue.front_merges,
         queue.plugs,
@@ -202,7 +223,7 @@ fn why_line(run: &Run) -> String {
         queue.device_queue_mean,
         crate::tools::compact_count(queue.seek_distance_mean_sectors),
         crate::tools::compact_count(queue.seek_distance_max_sectors as f64),
-        millis(run.scheduler_stats.idle_ns),
+        millis(idle_ns),
         millis(queue.blocked_ns),
         millis(queue.max_wait_ns),
     )

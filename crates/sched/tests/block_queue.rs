@@ -3,8 +3,8 @@
 
 use elevator_core::check::check_queue;
 use elevator_core::{
-    Bio, BioTag, BlockQueue, Duration, Instant, Op, ProcessId, Pull, QueueConfig, RequestFlags,
-    Sector, SubmitError, Submitted,
+    Bio, BioTag, BlockQueue, Duration, Instant, KernelVersion, Op, ProcessId, Pull, QueueConfig,
+    RequestFlags, Sector, SubmitError, Submitted,
 };
 use elevator_sched::SchedulerKind;
 use elevator_sched::testkit::{Harness, read, write};
@@ -171,6 +171,55 @@ fn plugging() {
     sync.submit(T0, read(2, 500, 8)).unwrap();
     assert!(!sync.is_plugged(T0), "a sync bio unplugs");
     assert_eq!(sync.stats(T0).plugs, 1);
+}
+
+// Proves the unplug test follows the kernel release (host-mechanisms.md §2.1): an insertion
+// that finds at least 4 requests allocated and not at the device unplugs in 2.6.18; in 2.6.9
+// only one that makes exactly 4 does, so a plug set with more already pending (here: writes
+// held behind an overlapping write at the device) stays until its timer.
+#[test]
+fn the_unplug_threshold_test_follows_the_kernel() {
+    for (kernel, unplugs) in
+        [(KernelVersion::Linux2_6_18, true), (KernelVersion::Linux2_6_9, false)]
+    {
+        let config = QueueConfig { plugging: true, depth: 8, kernel, ..QueueConfig::default() };
+        let mut q = queue(SchedulerKind::Noop, config);
+        q.submit(T0, write(1, 0, 8)).unwrap();
+        q.unplug();
+        assert!(matches!(q.next_request(T0), Pull::Issue(_)));
+        // Four writes of the same sectors wait outside the scheduler for the one at the
+        // device: allocated, pending, but no insertion into the scheduler.
+        for process in 2..6 {
+            q.submit(T0, write(process, 0, 8)).unwrap();
+        }
+        assert!(!q.is_plugged(T0));
+        // A write elsewhere finds the scheduler empty and plugs; it makes 5 pending.
+        q.submit(T0, write(9, 10_000, 8)).unwrap();
+        assert_eq!(q.stats(T0).plugs, 2, "{kernel}: the first write's plug, then this one");
+        assert_eq!(!q.is_plugged(T0), unplugs, "{kernel}: 5 pending at the insertion");
+        check_queue(&q).unwrap();
+    }
+}
+
+// Proves which bios lift a plug at once: a sync write (2.6.18's `WRITE_SYNC`) always; a read
+// only when the queue is told reads unplug (the live engine), not in the simulator, whose
+// runner unplugs when the reading process waits, as the kernel's reader does.
+#[test]
+fn sync_writes_unplug_and_reads_unplug_only_when_configured() {
+    let base = QueueConfig { plugging: true, ..QueueConfig::default() };
+    let sync_write = Bio { flags: RequestFlags::SYNC, ..write(2, 500, 8) };
+    let mut q = queue(SchedulerKind::Noop, base.clone());
+    q.submit(T0, write(1, 0, 8)).unwrap();
+    q.submit(T0, sync_write).unwrap();
+    assert!(!q.is_plugged(T0), "a sync write unplugs");
+
+    let waits = QueueConfig { reads_unplug: false, ..base };
+    let mut q = queue(SchedulerKind::Noop, waits);
+    q.submit(T0, write(1, 0, 8)).unwrap();
+    q.submit(T0, read(2, 500, 8)).unwrap();
+    assert!(q.is_plugged(T0), "a read leaves the plug to its waiting process");
+    q.submit(T0, sync_write).unwrap();
+    assert!(!q.is_plugged(T0));
 }
 
 // Proves a flush is an ordering point: everything submitted before it completes before it is

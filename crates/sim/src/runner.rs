@@ -32,14 +32,15 @@ use std::collections::BTreeMap;
 
 use elevator_core::check::check_queue;
 use elevator_core::{
-    Bio, BioTag, BlockQueue, Direction, Duration, Instant, IoPriority, Offered, Op, Prng,
-    ProcessId, Pull, QueueConfig, RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector, Submitter,
+    Bio, BioTag, BlockQueue, Direction, Duration, Instant, IoPriority, KernelVersion, Offered, Op,
+    Prng, ProcessId, Pull, QueueConfig, RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector,
+    Submitter,
 };
 use elevator_report::{
     DeviceStats as ReportDeviceStats, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run,
     SchedulerStats,
 };
-use elevator_sched::SchedulerSpec;
+use elevator_sched::{BlockLayer, SchedulerSpec};
 use elevator_workload::{Io, IoId, IoKind, Issuer, Place, Poll, Target, WorkloadSpec};
 
 use crate::device::{Command, CommandId, DeviceSpec};
@@ -82,7 +83,7 @@ pub struct QueueSettings {
     pub max_sectors_kb: u32,
     /// `read_ahead_kb`: the largest read-ahead window of buffered reads.
     pub read_ahead_kb: u32,
-    /// Plugging on or off.
+    /// Plugging on or off (default on, as every 2.6 kernel).
     pub plugging: bool,
     /// Overrides the device's own queue depth.
     pub depth: Option<u32>,
@@ -95,7 +96,8 @@ impl Default for QueueSettings {
             nr_requests: defaults.nr_requests,
             max_sectors_kb: defaults.max_sectors_kb,
             read_ahead_kb: 128,
-            plugging: defaults.plugging,
+            // Every 2.6 kernel plugged its queues; the simulator does too unless told not to.
+            plugging: true,
             depth: None,
         }
     }
@@ -299,8 +301,11 @@ fn run_topology(
             phase.issuers.iter().map(|issuer| last_phase_of[&issuer.process()] == index).collect();
         let names = phase.issuers.iter().map(|issuer| issuer.name().to_owned()).collect();
         let mut recorder = PhaseRecorder::new(phase.name, sim.now, names);
+        let before = sim.start_queue_window();
         sim.run_phase(phase.issuers, &exits, phase.stonewall, &mut recorder)?;
-        phases.push(recorder.finish());
+        let mut finished = recorder.finish();
+        finished.queue_stats = Some(sim.queue_window_since(&before));
+        phases.push(finished);
     }
     sim.settle()?;
     if sim.check {
@@ -387,6 +392,8 @@ enum BioOwner {
 struct Pending {
     owner: BioOwner,
     bios_left: u32,
+    /// The process its bios are submitted as (charged for the requests they allocate).
+    process: ProcessId,
 }
 
 struct IssuerSlot {
@@ -399,6 +406,10 @@ struct IssuerSlot {
     done: bool,
     exits: bool,
     cpu_at_start: crate::host::CpuTime,
+    /// Whether it runs the queues it submitted to when it next waits: it waits for its own
+    /// I/O (a read, O_DIRECT, fsync), as the kernel's `sync_page`/direct-I/O wait unplugs;
+    /// not after a buffered write, whose writer sleeps in the congestion wait instead.
+    wait_unplugs: bool,
 }
 
 /// A buffered operation the host holds for an issuer.
@@ -417,6 +428,10 @@ struct Simulation {
     links: Vec<crate::topology::Link>,
     host: Host,
     host_ops: LookupMap<u64, HostOp>,
+    /// The host's kernel release.
+    kernel: KernelVersion,
+    /// Devices each process submitted to since it last waited (see `unplug_touched`).
+    touched: LookupMap<ProcessId, Vec<usize>>,
     next_host_op: u64,
     host_wake_generation: u64,
     host_wake_at: Option<Instant>,
@@ -469,8 +484,13 @@ impl Simulation {
                 nr_requests: config.queue.nr_requests,
                 depth: config.queue.depth.unwrap_or(depth),
                 max_sectors_kb: config.queue.max_sectors_kb,
-                plugging: config.queue.plugging,
+                // The 2.6 queue plug (3 ms timer, 4 requests) belongs to the legacy request
+                // queue; blk-mq replaced it with per-task plug lists, not modelled here.
+                plugging: config.queue.plugging
+                    && scheduler.kind().registration().block_layer == BlockLayer::Legacy,
                 kernel: config.host.kernel(),
+                // The runner unplugs when a process waits, as the kernel's reader did.
+                reads_unplug: false,
                 ..QueueConfig::default()
             };
             if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())
@@ -514,6 +534,7 @@ impl Simulation {
                 capacity_sectors: device.model.capacity_sectors(),
                 max_sectors: queue_config.max_sectors(),
                 read_ahead_pages: u64::from(config.queue.read_ahead_kb) / 4,
+                block_bytes: HostDevice::block_bytes_for(device.model.capacity_sectors()),
             });
             devices.push(DeviceSlot {
                 name: device.name,
@@ -542,6 +563,8 @@ impl Simulation {
             links: topology.links,
             host,
             host_ops: LookupMap::default(),
+            kernel: config.host.kernel(),
+            touched: LookupMap::default(),
             next_host_op: 0,
             host_wake_generation: 0,
             host_wake_at: None,
@@ -566,6 +589,33 @@ impl Simulation {
         })
     }
 
+    /// Every queue's counters now, starting a new window for their maxima: a phase's "why"
+    /// figures are what happened between this and [`Simulation::queue_window_since`].
+    fn start_queue_window(&mut self) -> Vec<elevator_core::QueueStats> {
+        let now = self.now;
+        let mut snapshot = Vec::new();
+        for device in &mut self.devices {
+            for path in &mut device.paths {
+                path.submitter.queue_mut().take_window_maxima();
+                snapshot.push(path.submitter.stats(now));
+            }
+        }
+        snapshot
+    }
+
+    /// What every queue did since `before` (from [`Simulation::start_queue_window`]), summed
+    /// as the run's figures are.
+    fn queue_window_since(&mut self, before: &[elevator_core::QueueStats]) -> ReportQueueStats {
+        let now = self.now;
+        let mut total = ReportQueueStats::default();
+        let paths = self.devices.iter_mut().flat_map(|device| device.paths.iter_mut());
+        for (path, earlier) in paths.zip(before) {
+            let maxima = path.submitter.queue_mut().take_window_maxima();
+            total.add_queue(&path.submitter.stats(now).since(earlier, maxima));
+        }
+        total
+    }
+
     fn run_phase(
         &mut self,
         issuers: Vec<Box<dyn Issuer>>,
@@ -587,6 +637,7 @@ impl Simulation {
                     done: false,
                     exits,
                     cpu_at_start,
+                    wait_unplugs: false,
                 }
             })
             .collect();
@@ -769,6 +820,10 @@ impl Simulation {
         let mut tags = std::mem::take(&mut self.tags);
         tags.clear();
         let slot = &mut self.devices[device];
+        if let Some(owner) = slot.paths[path].submitter.queue().request(request) {
+            // The completion interrupt, charged to the process whose bio created the request.
+            self.host.charge_completion(self.now, owner.process);
+        }
         slot.paths[path].submitter.queue_mut().complete(self.now, request, &mut tags);
         slot.paths[path].dirty = true;
         slot.dirty = true;
@@ -816,13 +871,19 @@ impl Simulation {
     fn wake_parked(&mut self, device: usize, path: usize) -> Result<(), SimError> {
         let mut accepted = std::mem::take(&mut self.tags);
         accepted.clear();
-        self.devices[device].paths[path]
-            .submitter
-            .resubmit_woken(self.now, &mut accepted)
-            .map_err(|error| SimError::BadIo {
-                issuer: "parked bio".to_owned(),
-                problem: error.to_string(),
-            })?;
+        let submitter = &mut self.devices[device].paths[path].submitter;
+        let allocated_before = submitter.queue().stats(self.now).requests_allocated;
+        submitter.resubmit_woken(self.now, &mut accepted).map_err(|error| SimError::BadIo {
+            issuer: "parked bio".to_owned(),
+            problem: error.to_string(),
+        })?;
+        if let Some(&BioTag(first)) = accepted.first() {
+            // The bios were charged when first offered; the requests they allocated now are
+            // charged to the first process let back in (host/cpu.rs, deviations).
+            let allocated = submitter.queue().stats(self.now).requests_allocated - allocated_before;
+            let process = self.pending[first as usize].as_ref().expect("a parked bio").process;
+            self.host.charge_bios(self.now, process, 0, allocated, self.scheduler_kind);
+        }
         for &BioTag(index) in &accepted {
             self.accepted(index as usize);
         }
@@ -857,21 +918,56 @@ impl Simulation {
     /// dm decides before any queue), or to the one queue; the queue's submitter parks those
     /// whose process waits for a request. Returns how many were parked.
     fn submit_bios(&mut self, device: usize, bios: &[Bio]) -> Result<u32, String> {
+        if let Some(first) = bios.first() {
+            let touched = self.touched.entry(first.process).or_default();
+            if !touched.contains(&device) {
+                touched.push(device);
+            }
+        }
         let mut parked = 0;
-        let slot = &mut self.devices[device];
+        let mut requests = 0;
         for &bio in bios {
+            let slot = &mut self.devices[device];
             let path = slot.multipath.as_mut().map_or(0, |multipath| multipath.selector.select());
             let path_slot = &mut slot.paths[path];
             path_slot.dirty = true;
-            if path_slot.submitter.submit(self.now, bio).map_err(|error| error.to_string())?
-                == Offered::Parked
-            {
-                parked += 1;
+            match path_slot.submitter.submit(self.now, bio).map_err(|error| error.to_string())? {
+                Offered::Parked => parked += 1,
+                Offered::Queued { .. } => requests += 1,
+                Offered::Merged { .. } => {}
+            }
+            // An unplugged queue runs its driver at each insertion, as `__make_request` did:
+            // the device takes the request before the next bio can merge into it.
+            if !path_slot.submitter.queue().is_plugged(self.now) {
+                self.pump_path(device, path);
             }
         }
+        let slot = &mut self.devices[device];
         slot.paths[0].dirty |= slot.multipath.is_none();
         slot.dirty = true;
+        if let Some(first) = bios.first() {
+            // Every bio costs its process; a new request costs it more (a merged bio does not).
+            let count = bios.len() as u64;
+            self.host.charge_bios(self.now, first.process, count, requests, self.scheduler_kind);
+        }
         Ok(parked)
+    }
+
+    /// `process` is about to wait for its I/O: it runs (unplugs) every queue it submitted to
+    /// since it last waited — under dm-multipath every path of the device, as dm's unplug
+    /// does.
+    fn unplug_touched(&mut self, process: ProcessId) {
+        let Some(devices) = self.touched.remove(&process) else { return };
+        for device in devices {
+            let slot = &mut self.devices[device];
+            for path in &mut slot.paths {
+                if path.submitter.queue().is_plugged(self.now) {
+                    path.submitter.queue_mut().unplug();
+                    path.dirty = true;
+                    slot.dirty = true;
+                }
+            }
+        }
     }
 
     fn run_ready_issuers(
@@ -913,6 +1009,13 @@ impl Simulation {
                     return Ok(());
                 }
                 Poll::Wait => {
+                    let slot = &mut self.issuers[index];
+                    let process = slot.issuer.process();
+                    if std::mem::take(&mut slot.wait_unplugs) {
+                        self.unplug_touched(process);
+                    } else {
+                        self.touched.remove(&process);
+                    }
                     if self.issuers[index].outstanding == 0 {
                         return Err(SimError::Stalled {
                             at: self.now,
@@ -1022,15 +1125,16 @@ impl Simulation {
             }
         };
         let op = if device_flush { Op::Flush } else { block_op.expect("direct block I/O") };
-        let template = Bio {
-            op,
-            start: Sector(0),
-            sector_count: 0,
-            flags: io.flags,
-            priority,
-            process,
-            tag: BioTag(0),
+        // An O_DIRECT write is `WRITE_SYNC` in 2.6.18 (sync for anticipatory; it runs the
+        // queue at once) and a plain `WRITE` in 2.6.9 (host-mechanisms.md §1.4, §1.6).
+        let flags = match op {
+            Op::Write if self.kernel.direct_writes_sync() => io.flags | RequestFlags::SYNC,
+            Op::Write => io.flags.without(RequestFlags::SYNC),
+            _ => io.flags,
         };
+        self.issuers[index].wait_unplugs = true;
+        let template =
+            Bio { op, start: Sector(0), sector_count: 0, flags, priority, process, tag: BioTag(0) };
         // Reused across calls: one operation's bios, so no allocation per I/O.
         let mut bios = std::mem::take(&mut self.bio_scratch);
         bios.clear();
@@ -1064,11 +1168,12 @@ impl Simulation {
                 bytes: io.size_bytes,
             },
             bios_left: bios.len() as u32,
+            process,
         });
         for bio in &mut bios {
             bio.tag = BioTag(tag as u64);
         }
-        self.host.charge_direct(process, bios.len() as u64, self.scheduler_kind);
+        self.host.charge_direct(self.now, process);
         let submitted = self.submit_bios(device, &bios);
         self.bio_scratch = bios;
         let parked = submitted.map_err(|problem| bad(self, problem))?;
@@ -1101,6 +1206,7 @@ impl Simulation {
         };
         let op = self.next_host_op;
         self.next_host_op += 1;
+        self.issuers[index].wait_unplugs = kind != HostOpKind::Write;
         let bytes =
             if matches!(kind, HostOpKind::Read | HostOpKind::Write) { io.size_bytes } else { 0 };
         self.host_ops.insert(op, HostOp { issuer: index, io: io.id, submitted: self.now, bytes });
@@ -1131,6 +1237,7 @@ impl Simulation {
                             let tag = self.new_pending(Pending {
                                 owner: BioOwner::Host { bio: host_bio.id, batch },
                                 bios_left: 1,
+                                process,
                             });
                             block_bios.push(Bio {
                                 op: host_bio.op,
@@ -1142,16 +1249,17 @@ impl Simulation {
                                 tag: BioTag(tag as u64),
                             });
                         }
-                        self.host.charge_requests(process, bios.len() as u64, self.scheduler_kind);
                         let parked = self.submit_bios(device, &block_bios).map_err(|problem| {
                             SimError::BadIo { issuer: "host".to_owned(), problem }
                         })?;
+                        // Congestion first: a non-blocking flusher resumed by the acceptance
+                        // checks it before its next page (`mpage_writepages`).
+                        self.report_congestion(device);
                         if parked == 0 {
                             self.host.batch_accepted(self.now, batch);
                         } else {
                             self.unaccepted.insert(batch, parked);
                         }
-                        self.report_congestion(device);
                     }
                 }
             }

@@ -213,8 +213,8 @@ impl Case {
         if let Some(depth) = queue.depth {
             let _ = write!(line, " --depth {depth}");
         }
-        if queue.plugging {
-            line.push_str(" --plugging");
+        if !queue.plugging {
+            line.push_str(" --plugging off");
         }
         line.push_str(" --check");
         line

@@ -75,9 +75,8 @@ fn ms(nanos: u64) -> f64 {
 // target (never congested, depths untouched) reads like the FIFO baseline, so the gain is the
 // depth cut, not kyber's read/write batching.
 //
-// Measured (seed 1, 3 s): read p99 7.18 ms with none (blk-mq without a scheduler, the
-// baseline), 7.14 ms with kyber never congested, 4.73 ms with kyber (write depth 40 after 4
-// cuts); read p50 3.66 -> 1.07 ms; writes completed 95298 with none, 93032 with kyber.
+// Measured (seed 1, 3 s): read p99 7.21 ms with none (blk-mq without a scheduler, the
+// baseline), 6.62 ms with kyber never congested, 5.28 ms with kyber.
 #[test]
 fn kyber_cuts_the_write_depth_when_a_write_flood_pushes_reads_past_their_target() {
     let device = "ssd:depth=128";
@@ -108,9 +107,16 @@ fn kyber_cuts_the_write_depth_when_a_write_flood_pushes_reads_past_their_target(
     assert_eq!(counter(&kyber, "read_depth_min"), 256, "reads, beyond target, are never cut");
     // Read p99 is at least 25 % lower than none's (measured 34 %)...
     assert!(kyber_p99 * 4 < baseline_p99 * 3, "{figures}");
-    // ...and the depth cut is what did it: without congestion kyber reads like the baseline.
+    // ...and the depth cut is what did it: without congestion kyber reads almost like the
+    // baseline (its read-first dispatch of the few requests the device cannot take at once
+    // gains a little: with the driver run at every insertion, as blk-mq runs the hardware
+    // queue, 8 %), and most of kyber's gain is the cut.
     assert_eq!(counter(&calm, "write_depth_min"), 128);
-    assert!(calm_p99.abs_diff(baseline_p99) * 20 < baseline_p99, "{figures}");
+    assert!(calm_p99.abs_diff(baseline_p99) * 10 < baseline_p99, "{figures}");
+    assert!(
+        baseline_p99.saturating_sub(kyber_p99) > 2 * baseline_p99.saturating_sub(calm_p99),
+        "{figures}"
+    );
     // Writes keep going: at most 10 % fewer complete.
     let write_ops = |run: &Run| issuer(run, "j1/0").ops;
     assert!(write_ops(&kyber) * 10 > write_ops(&baseline) * 9);

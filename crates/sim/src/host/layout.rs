@@ -40,13 +40,12 @@
 //!   delayed pages — a read of a page never written back finds it in the cache — so
 //!   [`Layouts::map`] allocates when asked for a delayed range and the host's bio builder needs
 //!   no other hook. Reads map whole extents (no boundaries).
-//! * **Journal and log regions** ([`default_reserved_sectors`], [`Layouts::reserved_sectors`]):
-//!   ext3's journal at the start of the filesystem (mke2fs before e2fsprogs 1.41.1, which
-//!   RHEL 4 and 5 ship; 32768 blocks = 128 MiB from 4 GiB up, 1024–16384 blocks below, by
-//!   mke2fs's table) and XFS's internal log in the middle (mkfs.xfs [U]; about 1/2048 of the
-//!   filesystem, 512 blocks to 128 MiB [U]). They are only reserved here; whoever models
-//!   journal or log writes asks for the range (`Layouts::new` takes the ranges, so a journal
-//!   model can impose its own).
+//! * **Journal and log regions** ([`Layouts::new`] takes one per device, the host gives it
+//!   [`journal_region`](super::journal::journal_region)'s): ext3's journal at the start of
+//!   the filesystem (mke2fs before e2fsprogs 1.41.1, which RHEL 4 and 5 ship; 32768 blocks =
+//!   128 MiB from 4 GiB up, 1024–16384 blocks below) and XFS's internal log mid-device
+//!   (mkfs.xfs [U]). File data and indirect blocks never go there; kjournald and XFS's log
+//!   writes do ([`Layouts::reserved_sectors`] says where).
 //! * O_DIRECT writes allocate at the call on both filesystems (XFS's direct path allocates
 //!   real extents at once).
 //!
@@ -103,42 +102,6 @@ const EXT3_BITMAP_BYTE_BLOCKS: u64 = 8;
 const XFS_EXTENT_MAX_BLOCKS: u64 = 1 << 21;
 /// The pid of the process that made the files existing before the run: one writer.
 const SETUP_PROCESS: ProcessId = ProcessId(0);
-
-/// The ext3 journal's size by mke2fs's default for a filesystem of `fs_blocks` 4 KiB blocks
-/// (e2fsprogs `ext2fs_default_journal_size` before 1.41.1, §4.1): none under 2048 blocks,
-/// 1024 blocks under 32768, 4096 under 256 Ki, 8192 under 512 Ki, 16384 under 1 Mi (4 GiB),
-/// 32768 (128 MiB) from there.
-pub(crate) const fn ext3_journal_blocks(fs_blocks: u64) -> u64 {
-    match fs_blocks {
-        0..2048 => 0,
-        2048..32768 => 1024,
-        32768..262_144 => 4096,
-        262_144..524_288 => 8192,
-        524_288..1_048_576 => 16384,
-        _ => 32768,
-    }
-}
-
-/// The XFS internal log's size for a filesystem of `fs_blocks` blocks: mkfs.xfs of the era
-/// made it about 1/2048 of the filesystem, at least 512 blocks and at most 128 MiB [U].
-pub(crate) fn xfs_log_blocks(fs_blocks: u64) -> u64 {
-    (fs_blocks / 2048).clamp(512, (128 << 20) / BLOCK_BYTES).min(fs_blocks / 2)
-}
-
-/// The region of a device that holds the journal (ext3: at the start, §4.1) or the log (XFS:
-/// mid-filesystem [U], §4.2), in sectors: file data never goes there. The default a host uses
-/// until a journal model supplies its own region.
-pub(crate) fn default_reserved_sectors(
-    filesystem: Filesystem,
-    capacity_sectors: u64,
-) -> Range<u64> {
-    let fs_blocks = capacity_sectors / BLOCK_SECTORS;
-    let (start, blocks) = match filesystem {
-        Filesystem::Ext3 => (0, ext3_journal_blocks(fs_blocks)),
-        Filesystem::Xfs => (fs_blocks / 2, xfs_log_blocks(fs_blocks)),
-    };
-    start * BLOCK_SECTORS..(start + blocks) * BLOCK_SECTORS
-}
 
 /// A contiguous piece of a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -418,8 +381,8 @@ pub(crate) struct Layouts {
 
 impl Layouts {
     /// Filesystems of kind `filesystem`, as release `kernel` runs them, on devices of
-    /// `device_capacity_sectors`, each with `reserved_sectors` (its journal or log; see
-    /// [`default_reserved_sectors`]) kept free of file data.
+    /// `device_capacity_sectors`, each with `reserved_sectors` (its journal or log, from
+    /// [`journal_region`](super::journal::journal_region)) kept free of file data.
     pub(crate) fn new(
         device_capacity_sectors: &[u64],
         reserved_sectors: &[Range<u64>],
@@ -703,6 +666,7 @@ fn ext3_next_indirect(logical: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::journal::journal_region;
     use super::*;
 
     const KIB: u64 = 1 << 10;
@@ -711,8 +675,8 @@ mod tests {
 
     fn layouts(capacity_bytes: u64, filesystem: Filesystem, kernel: KernelVersion) -> Layouts {
         let capacity_sectors = capacity_bytes / SECTOR_SIZE_BYTES;
-        let reserved = default_reserved_sectors(filesystem, capacity_sectors);
-        Layouts::new(&[capacity_sectors], &[reserved], filesystem, kernel)
+        let (first, sectors) = journal_region(filesystem, capacity_sectors);
+        Layouts::new(&[capacity_sectors], &[first..first + sectors], filesystem, kernel)
     }
 
     /// `files` (with their writers' pids) written in turn, `write_bytes` per call, until each
@@ -784,27 +748,21 @@ mod tests {
         }
     }
 
-    // Proves the spec's journal sizes (mke2fs's table: 128 MiB from 4 GiB, 64 MiB below, none
-    // under 8 MiB) at the start of an ext3 device, the XFS log in the middle, and the ext3
-    // directory's group the first the journal leaves free.
+    // Proves where the first file goes: ext3's directory is the first group the journal
+    // leaves free (group 1 behind the 128 MiB journal of an 8 GiB device; group 0 when the
+    // device is too small for a journal), XFS's first extent at the device's start.
     #[test]
-    fn journal_and_log_regions() {
+    fn first_files_go_to_the_directory_beside_the_journal() {
+        let sector_of = |capacity_bytes: u64, filesystem: Filesystem| {
+            let mut layouts = layouts(capacity_bytes, filesystem, KernelVersion::Linux2_6_18);
+            let file = layouts.add_file(0, MIB).unwrap();
+            assert_disjoint_and_outside_reserved(&layouts);
+            layouts.files[file].extents[0].sector
+        };
         let sectors = |bytes: u64| bytes / SECTOR_SIZE_BYTES;
-        assert_eq!(
-            default_reserved_sectors(Filesystem::Ext3, sectors(8 * GIB)),
-            0..sectors(128 * MIB)
-        );
-        assert_eq!(
-            default_reserved_sectors(Filesystem::Ext3, sectors(2 * GIB)),
-            0..sectors(64 * MIB)
-        );
-        assert_eq!(default_reserved_sectors(Filesystem::Ext3, sectors(4 * MIB)), 0..0);
-        let log = default_reserved_sectors(Filesystem::Xfs, sectors(64 * GIB));
-        assert_eq!(log.start, sectors(32 * GIB));
-        assert_eq!(log.end - log.start, sectors(32 * MIB), "1/2048 of the filesystem");
-        let mut ext3 = layouts(8 * GIB, Filesystem::Ext3, KernelVersion::Linux2_6_18);
-        let file = ext3.add_file(0, MIB).unwrap();
-        assert_eq!(ext3.files[file].extents[0].sector, sectors(128 * MIB), "group 1, slot 0");
+        assert_eq!(sector_of(8 * GIB, Filesystem::Ext3), sectors(128 * MIB), "group 1, slot 0");
+        assert_eq!(sector_of(4 * MIB, Filesystem::Ext3), 0, "no journal");
+        assert_eq!(sector_of(8 * GIB, Filesystem::Xfs), 0);
     }
 
     // Proves ext3's first-block goal: writers' files start at their pid's slot of the

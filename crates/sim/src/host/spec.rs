@@ -43,7 +43,7 @@ pub const KEYS: &[KeySpec] = &[
         key: "copy_rate",
         kind: KeyKind::Size { min_bytes: 1 << 20, max_bytes: 1 << 40 },
         default: "2g",
-        help: "bytes per second a processor copies between page cache and a process",
+        help: "bytes per second a processor copies between page cache and a process, system time (host-mechanisms.md §6: 0.2-0.7 ns/B, 1.5-3 GB/s NetBurst Xeon, 3-5 GB/s Opteron and Core 2; 2g = 0.47 ns/B)",
     },
     KeySpec {
         key: "syscall",
@@ -53,7 +53,7 @@ pub const KEYS: &[KeySpec] = &[
             bare_unit: "us",
         },
         default: "2us",
-        help: "system time of one read or write call, besides copying",
+        help: "system time of one read or write call, besides copying and page, bio and request work",
     },
     KeySpec {
         key: "user",
@@ -66,14 +66,44 @@ pub const KEYS: &[KeySpec] = &[
         help: "user time a tool spends around each call",
     },
     KeySpec {
+        key: "page_cost",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(10),
+            bare_unit: "us",
+        },
+        default: "2us",
+        help: "system time per page a read allocates (miss or read-ahead) or a write dirties: allocation, radix tree, LRU, lock, dirty and write-back accounting, reclaim (host-mechanisms.md §6: 1-3 us)",
+    },
+    KeySpec {
+        key: "bio_cost",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(10),
+            bare_unit: "us",
+        },
+        default: "1500ns",
+        help: "system time per bio, merged or not: allocation, generic_make_request, merge lookup, completion (host-mechanisms.md §6: 1-2 us)",
+    },
+    KeySpec {
         key: "request_cost",
         kind: KeyKind::Time {
             min: Duration::ZERO,
             max: Duration::from_millis(10),
             bare_unit: "us",
         },
-        default: "6us",
-        help: "system time per block request (block layer, driver, interrupt), before the scheduler's own",
+        default: "8us",
+        help: "system time per request allocated (a bio that merges pays none): elevator, SCSI command, queuecommand, completion softirq, before the scheduler's own cost; with interrupt_cost, a request's whole cost (host-mechanisms.md §6: 5-20 us with its interrupt; 8 + 4 = 12 us, 1.5 x the 8 us per I/O of 2009-10 for a 2005 core)",
+    },
+    KeySpec {
+        key: "interrupt_cost",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(10),
+            bare_unit: "us",
+        },
+        default: "4us",
+        help: "system time of a command's completion interrupt, one per request, charged to the process whose request completed (host-mechanisms.md §6: 2-10 us)",
     },
     KeySpec {
         key: "dirty_ratio",
@@ -109,9 +139,9 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         key: "fsync",
-        kind: KeyKind::Choice(&["sync", "async"]),
-        default: "sync",
-        help: "how fsync's write-back requests are flagged (2.6.18 itself sent them async)",
+        kind: KeyKind::Choice(&["kernel", "sync", "async"]),
+        default: "kernel",
+        help: "how fsync's write-back requests are flagged: kernel = as the release did (sync in 2.6.9, PF_SYNCWRITE; async in 2.6.18), or forced sync or async",
     },
 ];
 
@@ -119,34 +149,47 @@ pub const KEYS: &[KeySpec] = &[
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "host",
-        help: "a 2005-era two-processor machine with 4 GiB, vanilla 2.6.18",
+        help: "a 2005-era two-processor machine with 4 GiB, vanilla 2.6.18; CPU costs inside host-mechanisms.md §6's 2005 ranges (copy 0.47 ns/B, page 2 us, bio 1.5 us, request 8 + interrupt 4 us)",
         values: &[],
     },
     Preset {
         name: "fileserver-2007",
-        help: "the classic study's IBM x3650-class file server: 4 processors, 12 GiB, RHEL 5.5 (2.6.18-194.11.4.el5, as its write-up gives)",
+        help: "the classic study's IBM x3650-class file server: 4 processors, 12 GiB, RHEL 5.5 (2.6.18-194.11.4.el5, as its write-up gives); x3650s shipped with Core-microarchitecture Xeons (5100/5300, an inference: the write-up names no CPU), so host-mechanisms.md §6's Opteron/Core 2 end: copy 3 GiB/s (0.31 ns/B), page 1 us, bio 1 us, request 6 + interrupt 3 us",
         values: &[
             ("ram", "12g"),
             ("cpus", "4"),
             ("copy_rate", "3g"),
             ("kernel", "2.6.18-194.11.4.el5"),
             ("fs", "xfs"),
+            ("page_cost", "1us"),
+            ("bio_cost", "1us"),
+            ("request_cost", "6us"),
+            ("interrupt_cost", "3us"),
         ],
     },
     Preset {
         name: "desktop-2004",
-        help: "the classic study's desktop with four IDE disks: one processor, 1 GiB; a self-built vanilla kernel whose version the write-up does not give: a default scheduler chosen in its configuration suggests a kernel after 2.6.9, so 2.6.18 is assumed (host-mechanisms.md §7.2)",
+        help: "the classic study's desktop with four IDE disks: one processor, 1 GiB; a self-built vanilla kernel whose version the write-up does not give: a default scheduler chosen in its configuration suggests a kernel after 2.6.9, so 2.6.18 is assumed (host-mechanisms.md §7.2); its CPU is not given either: the default 2005-era costs, copying at a NetBurst-class 1.5 GiB/s",
         values: &[("ram", "1g"), ("cpus", "1"), ("copy_rate", "1500m"), ("reserve", "128m")],
     },
     Preset {
         name: "server-2006",
-        help: "the classic study's dd server with one SCSI disk: 2 processors, 2 GiB, RHEL 5.0 (2.6.18-8.el5, from its boot-loader line)",
+        help: "the classic study's dd server with one SCSI disk: 2 processors, 2 GiB, RHEL 5.0 (2.6.18-8.el5, from its boot-loader line); its CPU is not given: the default 2005-era costs",
         values: &[("ram", "2g"), ("cpus", "2"), ("kernel", "2.6.18-8.el5")],
     },
     Preset {
         name: "dbserver-2005",
-        help: "the classic study's database server: 2 Hyper-Threading processors (4 logical), 4 GiB, RHEL 4 GA/U1 (2.6.9-5.EL; inferred from the article's date, June 2005)",
-        values: &[("ram", "4g"), ("cpus", "4"), ("copy_rate", "1500m"), ("kernel", "2.6.9-5.EL")],
+        help: "the classic study's database server: 2 Hyper-Threading processors (4 logical), 4 GiB, RHEL 4 GA/U1 (2.6.9-5.EL; inferred from the article's date, June 2005); Hyper-Threading in 2005 means NetBurst Xeons, so host-mechanisms.md §6's slow end: copy 1.5 GiB/s (0.64 ns/B), page 3 us, bio 2 us, request 12 + interrupt 6 us (1.5-3 x the 2009-10 8 us per I/O)",
+        values: &[
+            ("ram", "4g"),
+            ("cpus", "4"),
+            ("copy_rate", "1500m"),
+            ("kernel", "2.6.9-5.EL"),
+            ("page_cost", "3us"),
+            ("bio_cost", "2us"),
+            ("request_cost", "12us"),
+            ("interrupt_cost", "6us"),
+        ],
     },
 ];
 

@@ -1,0 +1,112 @@
+//! The 2.6 block layer as the simulated host drives it (host-mechanisms.md §1, §2): bios as the
+//! kernel formed them, plugging by kernel release, merging into requests, and which writes are
+//! sync — whole runs through `elevator_sim::run`.
+
+use elevator_report::Run;
+use elevator_sched::SchedulerSpec;
+use elevator_sim::{DeviceSpec, HostSpec, QueueSettings, SimConfig, run};
+use elevator_workload::WorkloadSpec;
+
+fn simulate(device: &str, host: &str, plugging: bool, scheduler: &str, workload: &str) -> Run {
+    let mut config = SimConfig::new(7, DeviceSpec::parse(device).unwrap());
+    config.host = HostSpec::parse(host).unwrap();
+    config.queue = QueueSettings { plugging, ..QueueSettings::default() };
+    let scheduler = SchedulerSpec::parse(scheduler).unwrap();
+    let workload = WorkloadSpec::parse(workload).unwrap();
+    run(&config, &scheduler, &workload).unwrap_or_else(|error| panic!("{workload}: {error}"))
+}
+
+fn merges(run: &Run) -> u64 {
+    run.queue_stats.back_merges + run.queue_stats.front_merges
+}
+
+// Proves a buffered sequential write reaches the device as the kernel's bios merged into
+// large requests: ext3 writes back one 4 KiB bio per block (no `writepages`), so 1 MiB is 256
+// bios, and plugging and merging make them requests of up to `max_sectors_kb` — a handful of
+// requests (the data's and the journal commit's), every other bio merged.
+#[test]
+fn a_buffered_sequential_write_reaches_the_device_merged() {
+    let run = simulate("hdd", "host", true, "noop", "dd:mode=write,bs=1m,count=1,fdatasync=1");
+    let stats = &run.queue_stats;
+    // 256 data bios, one per 4 KiB block, then the fsync's journal commit: a descriptor, an
+    // inode block and the commit block.
+    assert!((256..=260).contains(&stats.bios), "one bio per 4 KiB block: {stats:?}");
+    assert!(
+        stats.requests_issued <= 6,
+        "{} bios became {} requests",
+        stats.bios,
+        stats.requests_issued
+    );
+    assert_eq!(merges(&run), stats.bios - stats.requests_issued, "{stats:?}");
+    assert!(stats.plugs >= 1);
+}
+
+// Proves XFS writes back clustered bios as large as a request, so there is little to merge:
+// the same 1 MiB is a few bios.
+#[test]
+fn xfs_writes_back_large_bios() {
+    let run =
+        simulate("hdd", "host:fs=xfs", true, "noop", "dd:mode=write,bs=1m,count=1,fdatasync=1");
+    assert!(run.queue_stats.bios <= 4, "{:?}", run.queue_stats);
+}
+
+// Proves O_DIRECT bios of a sequential writer merge while the queue is plugged — a deep
+// device (a RAM disk, 128 commands) would otherwise take each 4 KiB bio as its own request —
+// and that random ones do not; and that 2.6.18, whose O_DIRECT writes are `WRITE_SYNC` and run
+// the queue at once, merges far less than 2.6.9, whose plain writes wait for the plug.
+#[test]
+fn direct_sequential_writes_merge_under_the_plug_and_random_ones_do_not() {
+    let sequential = "job:rw=write,bs=4k,direct=1,iodepth=16,io_size=1m";
+    let random = "job:rw=randwrite,bs=4k,direct=1,iodepth=16,io_size=1m";
+    let old = "host:kernel=2.6.9";
+    let plugged = simulate("ram", old, true, "noop", sequential);
+    assert!(merges(&plugged) >= 200, "{:?}", plugged.queue_stats);
+    let unplugged = simulate("ram", old, false, "noop", sequential);
+    assert_eq!(merges(&unplugged), 0, "{:?}", unplugged.queue_stats);
+    let scattered = simulate("ram", old, true, "noop", random);
+    assert!(merges(&scattered) <= 2, "{:?}", scattered.queue_stats);
+    let sync = simulate("ram", "host:kernel=2.6.18", true, "noop", sequential);
+    assert!(merges(&sync) * 4 < merges(&plugged), "2.6.18 {:?}", sync.queue_stats);
+}
+
+// Proves a buffered read of a raw block device goes through the block device's page cache one
+// bio per block, the block size being the largest of 512 B–4 KiB that divides the device
+// (host-mechanisms.md §1.5): a device of an odd number of KiB gets 1 KiB blocks, one of whole
+// pages 4 KiB blocks; merging makes requests of them either way.
+#[test]
+fn raw_device_reads_are_one_bio_per_block() {
+    let read = "dd:mode=read,bs=1m,count=2";
+    // 1 GiB + 1 KiB: 1 KiB blocks.
+    let odd = simulate("ram:capacity=1048577k", "host", true, "noop", read);
+    let even = simulate("ram:capacity=1g", "host", true, "noop", read);
+    assert_eq!(odd.queue_stats.bios, 4 * even.queue_stats.bios, "{odd:?}");
+    assert!(even.queue_stats.bios >= 512, "{:?}", even.queue_stats);
+    assert!(odd.queue_stats.requests_issued * 64 < odd.queue_stats.bios, "{:?}", odd.queue_stats);
+}
+
+// Proves every phase carries its own block-layer figures, and that they partition the run's:
+// the phases' bios and merges add up to no more than the run's (write-back may go on after
+// the last phase), each phase's longest wait and seek are at most the run's, and a phase that
+// only reads cached data shows no device work of its own.
+#[test]
+fn phases_say_why_on_their_own() {
+    let run = simulate("hdd", "host", true, "deadline", "iozone:threads=2,size=16m,fsync=1");
+    let phases: Vec<_> =
+        run.phases.iter().map(|phase| phase.queue_stats.clone().expect("simulated")).collect();
+    assert!(phases.len() >= 2);
+    let total = &run.queue_stats;
+    let bios: u64 = phases.iter().map(|queue| queue.bios).sum();
+    let merges: u64 = phases.iter().map(|queue| queue.back_merges + queue.front_merges).sum();
+    assert!(bios <= total.bios && merges <= total.back_merges + total.front_merges);
+    assert!(phases[0].bios > 0, "the write phase's fsync writes back: {:?}", phases[0]);
+    let reads = phases.last().unwrap();
+    assert_eq!(reads.bios, 0, "the re-read finds everything cached: {reads:?}");
+    for queue in &phases {
+        assert!(queue.max_wait_ns <= total.max_wait_ns);
+        assert!(queue.seek_distance_max_sectors <= total.seek_distance_max_sectors);
+    }
+    if bios == total.bios {
+        let longest = phases.iter().map(|queue| queue.max_wait_ns).max();
+        assert_eq!(longest, Some(total.max_wait_ns), "no I/O outside the phases");
+    }
+}
