@@ -476,9 +476,10 @@ pub(crate) struct SimArgs {
     #[arg(long, default_value_t = QueueSettings::default().read_ahead_kb)]
     pub(crate) read_ahead_kb: u32,
 
-    /// Largest request in KiB (`max_sectors_kb`).
-    #[arg(long, default_value_t = QueueSettings::default().max_sectors_kb)]
-    pub(crate) max_sectors_kb: u32,
+    /// Largest request in KiB (`max_sectors_kb`; default: the device driver's limit under the
+    /// host's kernel).
+    #[arg(long)]
+    pub(crate) max_sectors_kb: Option<u32>,
 
     /// Commands at the device at once (default: the device's own queue depth).
     #[arg(long)]

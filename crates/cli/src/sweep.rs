@@ -64,7 +64,7 @@ fn write_case(out: &mut dyn Write, result: &CaseResult) -> Result<()> {
             out,
             "queue      nr_requests={} max_sectors_kb={} read_ahead_kb={} plugging={} depth={}",
             queue.nr_requests,
-            queue.max_sectors_kb,
+            queue.max_sectors_kb.map_or_else(|| "driver".to_owned(), |kb| kb.to_string()),
             queue.read_ahead_kb,
             u8::from(queue.plugging),
             queue.depth.map_or_else(|| "device".to_owned(), |depth| depth.to_string())

@@ -74,27 +74,34 @@ impl Default for Bounds {
     }
 }
 
-/// Block-layer settings that do not come from the device (`/sys/block/DEV/queue/*`).
+/// Block-layer settings (`/sys/block/DEV/queue/*`). `max_sectors_kb` and `depth` come from
+/// each device's driver (`device/driver.rs`) unless set here.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueSettings {
     /// `nr_requests`.
     pub nr_requests: u32,
-    /// `max_sectors_kb`.
-    pub max_sectors_kb: u32,
+    /// Overrides `max_sectors_kb`, which is otherwise the driver's request limit under the
+    /// host's kernel.
+    pub max_sectors_kb: Option<u32>,
     /// `read_ahead_kb`: the largest read-ahead window of buffered reads.
     pub read_ahead_kb: u32,
     /// Plugging on or off (default on, as every 2.6 kernel).
     pub plugging: bool,
-    /// Overrides the device's own queue depth.
+    /// Overrides the queue depth, which is otherwise the driver's per-device depth (never
+    /// more than the device takes).
     pub depth: Option<u32>,
 }
+
+/// A multipath path's depth when neither the spec nor the driver gives one: qla2xxx's 32,
+/// the FC HBA the simulator assumed before drivers were modelled (host-mechanisms.md §2.3).
+const GENERIC_PATH_DEPTH: u32 = 32;
 
 impl Default for QueueSettings {
     fn default() -> QueueSettings {
         let defaults = QueueConfig::default();
         QueueSettings {
             nr_requests: defaults.nr_requests,
-            max_sectors_kb: defaults.max_sectors_kb,
+            max_sectors_kb: None,
             read_ahead_kb: 128,
             // Every 2.6 kernel plugged its queues; the simulator does too unless told not to.
             plugging: true,
@@ -361,6 +368,16 @@ struct DeviceSlot {
     dirty: bool,
     /// The write congestion last reported to the host.
     congested: bool,
+    /// The adapter whose command limit it shares (an index into `Simulation::adapters`).
+    adapter: Option<usize>,
+}
+
+/// An adapter whose command limit binds across its devices (`topology::HostAdapter`).
+struct AdapterSlot {
+    can_queue: u32,
+    /// Commands it has out (issued, not completed).
+    outstanding: u32,
+    devices: Vec<usize>,
 }
 
 /// One queue of a device: the device's own, or one multipath path's SCSI device.
@@ -426,6 +443,8 @@ struct Simulation {
     events: EventQueue<Event>,
     devices: Vec<DeviceSlot>,
     links: Vec<crate::topology::Link>,
+    /// Adapters whose command limit their devices share.
+    adapters: Vec<AdapterSlot>,
     host: Host,
     host_ops: LookupMap<u64, HostOp>,
     /// The host's kernel release.
@@ -475,15 +494,22 @@ impl Simulation {
         let mut devices = Vec::with_capacity(topology.devices.len());
         let mut host_devices = Vec::with_capacity(topology.devices.len());
         for device in topology.devices {
-            // A multipath path's depth is the HBA's per-LUN depth; a lone queue's the device's.
+            // The driver's limits under the host's kernel (host-mechanisms.md §2.3): its
+            // per-device depth, never more than the device takes, and its request limit.
+            let limits = device.driver.limits(config.host.kernel());
+            let model_depth = device.model.queue_depth();
+            // A multipath path's depth is the HBA's per-LUN depth (32 without a driver).
             let (paths, depth) = match &device.multipath {
-                Some(multipath) => (multipath.paths, multipath.path_depth),
-                None => (1, device.model.queue_depth()),
+                Some(multipath) => (
+                    multipath.paths,
+                    multipath.path_depth.or(limits.lun_depth).unwrap_or(GENERIC_PATH_DEPTH),
+                ),
+                None => (1, limits.lun_depth.map_or(model_depth, |lun| lun.min(model_depth))),
             };
             let queue_config = QueueConfig {
                 nr_requests: config.queue.nr_requests,
                 depth: config.queue.depth.unwrap_or(depth),
-                max_sectors_kb: config.queue.max_sectors_kb,
+                max_sectors_kb: config.queue.max_sectors_kb.unwrap_or(limits.max_sectors_kb()),
                 // The 2.6 queue plug (3 ms timer, 4 requests) belongs to the legacy request
                 // queue; blk-mq replaced it with per-task plug lists, not modelled here.
                 plugging: config.queue.plugging
@@ -547,8 +573,18 @@ impl Simulation {
                 step_at: None,
                 dirty: false,
                 congested: false,
+                adapter: device.adapter,
             });
         }
+        let adapters = topology
+            .adapters
+            .into_iter()
+            .map(|adapter| AdapterSlot {
+                can_queue: adapter.can_queue,
+                outstanding: 0,
+                devices: adapter.devices,
+            })
+            .collect();
         let host = Host::new(&config.host, host_devices, files).map_err(|error| {
             SimError::Param(elevator_core::ParamError::Impossible {
                 component: "workload".to_owned(),
@@ -561,6 +597,7 @@ impl Simulation {
             events: EventQueue::new(),
             devices,
             links: topology.links,
+            adapters,
             host,
             host_ops: LookupMap::default(),
             kernel: config.host.kernel(),
@@ -827,6 +864,16 @@ impl Simulation {
         slot.paths[path].submitter.queue_mut().complete(self.now, request, &mut tags);
         slot.paths[path].dirty = true;
         slot.dirty = true;
+        if let Some(adapter) = slot.adapter {
+            // A slot of the shared adapter is free: every device behind it may take it.
+            let adapter = &mut self.adapters[adapter];
+            adapter.outstanding -= 1;
+            for &sibling in &adapter.devices {
+                let sibling = &mut self.devices[sibling];
+                sibling.dirty = true;
+                sibling.paths.iter_mut().for_each(|path| path.dirty = true);
+            }
+        }
         for &BioTag(index) in &tags {
             let entry = self.pending[index as usize].as_mut().expect("a live pending bio");
             entry.bios_left -= 1;
@@ -1333,9 +1380,20 @@ impl Simulation {
         let paths = self.devices[device].paths.len();
         loop {
             let slot = &mut self.devices[device];
+            // The adapter has all the commands it takes: the queue keeps its requests until
+            // a command of one of the adapter's devices completes (§2.5).
+            if let Some(adapter) = slot.adapter {
+                let adapter = &self.adapters[adapter];
+                if adapter.outstanding >= adapter.can_queue {
+                    break;
+                }
+            }
             let path_slot = &mut slot.paths[path];
             match path_slot.submitter.queue_mut().next_request(self.now) {
                 Pull::Issue(request) => {
+                    if let Some(adapter) = slot.adapter {
+                        self.adapters[adapter].outstanding += 1;
+                    }
                     let index = request.index();
                     if index >= path_slot.commands.len() {
                         path_slot.commands.resize(index + 1, None);
@@ -1575,7 +1633,7 @@ impl Simulation {
                     multipath.paths,
                     group.join("+"),
                     multipath.selector.rr_min_io(),
-                    multipath.path_depth
+                    device.paths[0].submitter.queue().config().depth
                 )
             });
             descriptions.insert(format!("{}: {}{access}", device.name, device.model.describe()));

@@ -59,7 +59,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         id: "hdparm",
         title: "hdparm -tT on each of four IDE disks",
-        machine: "desktop with four 2004 PATA disks (hda..hdd), one CPU, 1 GB",
+        machine: "desktop with four 2004 PATA disks (hda..hdd; models assumed: Maxtor \
+                  DiamondMax Plus 9, Seagate Barracuda 7200.7, WD Caviar SE, Hitachi Deskstar \
+                  7K250), one CPU, 1 GB",
         device: "jbod",
         host: "desktop-2004",
         read_ahead_kb: 128,
@@ -68,7 +70,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         id: "dd-read",
         title: "dd if=/dev/sda1 of=/dev/null bs=2M count=300",
-        machine: "server with one SCSI disk (~90-100 MB/s), 2 CPUs, 2 GB",
+        machine: "server with one Ultra320 SCSI disk (~90-100 MB/s), RHEL 5.0; memory and CPUs \
+                  not given: 512 MB assumed (its buffered write ran at about disk speed, so its \
+                  dirty limit was well below 629 MB), 2 CPUs assumed",
         device: "scsi-15k-2005",
         host: "server-2006",
         read_ahead_kb: 128,
@@ -190,6 +194,23 @@ mod tests {
         assert!(!run.config.contains_key(CONFIG_SCALE));
         stamp_scale(&mut run, 0.01);
         assert_eq!(run.config[CONFIG_SCALE], "0.01");
+    }
+
+    // Proves the dd server's memory gives a dirty limit well below dd's 629 MB write (the
+    // write-up's write ran at about the disk's speed, so it was throttled for most of it),
+    // where the 2 GiB once assumed allowed more dirty data than the write holds.
+    #[test]
+    fn the_dd_servers_dirty_limit_is_below_its_write() {
+        let dirty_limit_bytes = |host: &str| {
+            let spec = HostSpec::parse(host).unwrap();
+            let host = crate::host::Host::new(&spec, Vec::new(), &[]).unwrap();
+            host.dirty_limit_pages() * crate::host::cache::PAGE_BYTES
+        };
+        let write_bytes = 300 * 2 * 1024 * 1024;
+        let server = experiment("dd-write").unwrap().host;
+        let limit = dirty_limit_bytes(server);
+        assert!(limit > 0 && limit * 4 < write_bytes, "{server}: dirty limit {limit} B");
+        assert!(dirty_limit_bytes("host:ram=2g,reserve=256m") > write_bytes);
     }
 
     // Proves every experiment's machine and tool parse, at full size and scaled down.

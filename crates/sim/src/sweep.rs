@@ -204,8 +204,8 @@ impl Case {
         if queue.nr_requests != defaults.nr_requests {
             let _ = write!(line, " --nr-requests {}", queue.nr_requests);
         }
-        if queue.max_sectors_kb != defaults.max_sectors_kb {
-            let _ = write!(line, " --max-sectors-kb {}", queue.max_sectors_kb);
+        if let Some(max_sectors_kb) = queue.max_sectors_kb {
+            let _ = write!(line, " --max-sectors-kb {max_sectors_kb}");
         }
         if queue.read_ahead_kb != defaults.read_ahead_kb {
             let _ = write!(line, " --read-ahead-kb {}", queue.read_ahead_kb);
@@ -855,11 +855,11 @@ fn derive_queue(prng: &mut Prng, features: &Features, device: &DeviceSpec) -> Qu
         debug_assert!(settings.nr_requests <= NR_REQUESTS_LIMIT);
     }
     if prng.chance(0.5) {
-        settings.max_sectors_kb = match prng.below(4) {
+        settings.max_sectors_kb = Some(match prng.below(4) {
             0 => 4,
             1 => MAX_SECTORS_KB_LIMIT,
             _ => power_of_two_in(prng, 4, u64::from(MAX_SECTORS_KB_LIMIT)) as u32,
-        };
+        });
     }
     if prng.chance(0.5) {
         settings.read_ahead_kb = match prng.below(3) {

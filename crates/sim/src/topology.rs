@@ -14,13 +14,21 @@
 //! only. Without it (`multipath=none`, or no link) the device has one queue and each transfer
 //! takes the path that frees first.
 //!
+//! Each device names its **driver** ([`Driver`], `device/driver.rs`), whose per-device depth
+//! and request limit its queue takes; devices behind one **adapter** whose command limit binds
+//! (`host-mechanisms.md` §2.5: megaraid_mbox's 128 commands for all its logical drives, IDE's
+//! one command per channel) share a [`HostAdapter`]: the runner issues no command to any of
+//! them while the adapter has `can_queue` out.
+//!
 //! Left out: path failure and failover itself, queue_if_no_path, `group_by_serial`, the dm
 //! device's own CPU cost, array-port and HBA limits below the link's (the spec notes they were
-//! often lower; nothing here models them).
+//! often lower; nothing here models them), and the FC HBA's own `can_queue` (thousands: it
+//! never binds for the study's LUNs).
 
 use elevator_core::{Duration, Instant, ParamError};
 
 use crate::device::DeviceModel;
+use crate::device::driver::Driver;
 
 /// A link between the host and devices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,8 +246,9 @@ pub struct Multipath {
     pub policy: MultipathPolicy,
     /// Paths, each the link's path of the same index (one queue each).
     pub paths: usize,
-    /// Commands each path's queue may have at the LUN (the HBA's per-LUN depth).
-    pub path_depth: u32,
+    /// Commands each path's queue may have at the LUN, when the spec sets it (`path_depth`);
+    /// otherwise the driver's per-LUN depth.
+    pub path_depth: Option<u32>,
     /// Chooses each bio's path.
     pub selector: PathSelector,
 }
@@ -290,6 +299,37 @@ pub struct Topology {
     pub devices: Vec<TopologyDevice>,
     /// The links.
     pub links: Vec<Link>,
+    /// Adapters whose command limit is shared by several devices.
+    pub adapters: Vec<HostAdapter>,
+}
+
+/// A host adapter (HBA, RAID controller, IDE channel) whose command limit binds across the
+/// devices behind it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostAdapter {
+    /// Commands it has out at once for all its devices (`can_queue`; 1 for an IDE hwgroup).
+    pub can_queue: u32,
+    /// Its devices (indices into `Topology::devices`).
+    pub devices: Vec<usize>,
+}
+
+impl HostAdapter {
+    /// The adapters `driver` puts in front of `count` devices, and each device's adapter.
+    pub fn for_driver(driver: Driver, count: usize) -> (Vec<HostAdapter>, Vec<Option<usize>>) {
+        let Some((can_queue, per_host)) = driver.host_limit() else {
+            return (Vec::new(), vec![None; count]);
+        };
+        let per_host = per_host.unwrap_or(count).max(1);
+        let adapters: Vec<HostAdapter> = (0..count)
+            .step_by(per_host)
+            .map(|first| HostAdapter {
+                can_queue,
+                devices: (first..(first + per_host).min(count)).collect(),
+            })
+            .collect();
+        let of_device = (0..count).map(|index| Some(index / per_host)).collect();
+        (adapters, of_device)
+    }
 }
 
 /// One device of a topology.
@@ -304,6 +344,11 @@ pub struct TopologyDevice {
     /// dm-multipath over the link's paths; without it the device has one queue and its
     /// transfers take whichever path frees first.
     pub multipath: Option<Multipath>,
+    /// The driver whose depth and request limit its queue takes.
+    pub driver: Driver,
+    /// The adapter whose command limit it shares, if one binds (an index into
+    /// `Topology::adapters`).
+    pub adapter: Option<usize>,
 }
 
 /// The kernel's name for the `index`th SCSI disk: sda ... sdz, sdaa ...
@@ -323,6 +368,24 @@ pub fn device_name(index: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Proves adapters group devices as the driver shares its limit: IDE two to a channel
+    // (hda/hdb, hdc/hdd), megaraid every logical drive on one adapter, others none.
+    #[test]
+    fn adapters_group_devices_per_driver() {
+        let (ide, of) = HostAdapter::for_driver(Driver::IdeLba48, 4);
+        assert_eq!(ide.len(), 2);
+        assert_eq!(
+            (ide[0].can_queue, &ide[0].devices, &ide[1].devices),
+            (1, &vec![0, 1], &vec![2, 3])
+        );
+        assert_eq!(of, [Some(0), Some(0), Some(1), Some(1)]);
+        let (megaraid, of) = HostAdapter::for_driver(Driver::MegaraidMbox, 8);
+        assert_eq!((megaraid.len(), megaraid[0].can_queue, megaraid[0].devices.len()), (1, 128, 8));
+        assert!(of.iter().all(|adapter| *adapter == Some(0)));
+        let (none, of) = HostAdapter::for_driver(Driver::Qla2xxx, 2);
+        assert!(none.is_empty() && of == [None, None]);
+    }
 
     #[test]
     fn devices_are_named_like_the_kernel_does() {

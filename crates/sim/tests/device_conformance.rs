@@ -41,7 +41,8 @@ fn every_model() -> Vec<DeviceSpec> {
 ///   unless the write cache takes it, `program_time`.
 /// * `array`, `san`: the controller's `overhead` (a write-back write or a cached read need
 ///   nothing more).
-/// * `jbod`: one of its disks, the `disk` spec.
+/// * `jbod`: one of its disks, the `disk` spec (built as one device: the first of a
+///   `+`-joined list).
 fn min_service(spec: &DeviceSpec, command: &Command) -> Duration {
     let params = spec.params();
     let data = matches!(command.op, Op::Read | Op::Write);
@@ -70,8 +71,13 @@ fn min_service(spec: &DeviceSpec, command: &Command) -> Duration {
                 }
         }
         DeviceKind::Array | DeviceKind::San => params.time("overhead"),
-        DeviceKind::Jbod => min_service(&member_spec(params.text("disk")), command),
+        DeviceKind::Jbod => min_service(&member_spec(first_disk(params.text("disk"))), command),
     }
+}
+
+/// The first disk of a jbod's `disk` list (`A+B+...`), the one a jbod built as one device is.
+fn first_disk(list: &str) -> &str {
+    list.split('+').next().unwrap_or(list)
 }
 
 /// A member written `kind/key=value/key=value` as a spec `kind:key=value,key=value`.
@@ -111,7 +117,7 @@ fn stated_bandwidth(spec: &DeviceSpec) -> (f64, f64) {
             let hdd = Hdd::from_params(params).expect("a parsed spec builds");
             (hdd.sustained_read_bytes_per_s(), 0.05)
         }
-        DeviceKind::Jbod => stated_bandwidth(&member_spec(params.text("disk"))),
+        DeviceKind::Jbod => stated_bandwidth(&member_spec(first_disk(params.text("disk")))),
         DeviceKind::Array | DeviceKind::San => {
             let (member, _) = stated_bandwidth(&member_spec(params.text("member")));
             let members = params.integer("members") as f64;

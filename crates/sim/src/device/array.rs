@@ -44,13 +44,18 @@
 //! | `link` | — | used by `san`: the link in front of the LUNs |
 //! | `multipath` | — | used by `san`: dm-multipath policy over the link's paths (`topology.rs`) |
 //! | `rr_min_io` | — | used by `san`: bios per path before round robin moves on (1000) |
-//! | `path_depth` | — | used by `san`: commands per LUN per path (HBA depth, 32) |
+//! | `path_depth` | — | used by `san`: commands per LUN per path (default: the driver's per-LUN depth; 32 for `generic`) |
+//! | `driver` | generic | the driver in front of the LUNs or disks (`device/driver.rs`) |
+//!
+//! `jbod`'s `disk` is one spec for every disk or `SPEC+SPEC+...`, one per disk in order (the
+//! first `disks` of a longer list): the classic study's desktop had four different drives.
 
 use crate::LookupMap;
 use std::collections::{BTreeMap, VecDeque};
 
 use elevator_core::{Duration, Instant, KeyKind, KeySpec, Op, ParamError, Params, Sector};
 
+use super::driver::DRIVER_KEY;
 use super::{Command, CommandId, DeviceModel, DeviceSpec, DeviceStats, Preset};
 
 /// One line for `elevator list devices`.
@@ -101,7 +106,7 @@ const OVERHEAD: KeySpec = KeySpec {
 };
 
 /// The keys of `array`.
-pub const KEYS: &[KeySpec] = &[MEMBERS, MEMBER, RAID, STRIPE, CACHE, DEPTH, OVERHEAD];
+pub const KEYS: &[KeySpec] = &[MEMBERS, MEMBER, RAID, STRIPE, CACHE, DEPTH, OVERHEAD, DRIVER_KEY];
 
 /// The keys of `san`: LUNs (each an array) behind a shared link.
 pub const SAN_KEYS: &[KeySpec] = &[
@@ -137,9 +142,9 @@ pub const SAN_KEYS: &[KeySpec] = &[
     KeySpec {
         key: "path_depth",
         kind: KeyKind::Integer { min: 1, max: 4096 },
-        default: "32",
-        help: "commands each path may have at a LUN: the HBA driver's per-LUN depth (qla2xxx \
-               32, lpfc 30)",
+        default: "",
+        help: "commands each path may have at a LUN; default the driver's per-LUN depth \
+               (qla2xxx 32, lpfc 30; 32 for generic)",
     },
     MEMBERS,
     MEMBER,
@@ -148,6 +153,7 @@ pub const SAN_KEYS: &[KeySpec] = &[
     CACHE,
     DEPTH,
     OVERHEAD,
+    DRIVER_KEY,
 ];
 
 /// The keys of `jbod`: independent disks, each its own device.
@@ -162,18 +168,30 @@ pub const JBOD_KEYS: &[KeySpec] = &[
         key: "disk",
         kind: KeyKind::Text,
         default: "ide-7200-2004",
-        help: "disk spec, keys written kind/key=value/key=value",
+        help: "disk spec, keys written kind/key=value/key=value; one for every disk, or \
+               SPEC+SPEC+... one per disk in order",
     },
+    DRIVER_KEY,
 ];
 
 /// One line for `elevator list devices` (`jbod`).
-pub const JBOD_SUMMARY: &str = "independent disks of one model, each a device of its own";
+pub const JBOD_SUMMARY: &str =
+    "independent disks, each a device of its own: one model for all, or one per disk";
 
 /// `jbod`'s presets.
 pub const JBOD_PRESETS: &[Preset] = &[Preset {
     name: "jbod",
-    help: "the classic study's desktop: four 2004 PATA disks on their own channels (hda..hdd)",
-    values: &[],
+    help: "the classic study's hdparm desktop: four different 2004 PATA drives, hda..hdd \
+           (reports name them sda..sdd): a Maxtor DiamondMax Plus 9, a Seagate Barracuda \
+           7200.7, a WD Caviar SE and a Hitachi Deskstar 7K250, all 160 GB. Driver ide-disk \
+           with LBA48 (every 160 GB drive has it): one command at a time, one command per \
+           channel (hda/hdb on the primary, hdc/hdd on the secondary), requests up to 1 MiB \
+           under 2.6.9 and 512 KiB under 2.6.18 (host-mechanisms.md 2.3)",
+    values: &[
+        ("disks", "4"),
+        ("disk", "maxtor-6y160p0+seagate-st3160021a+wd-wd1600jb+hitachi-hds722516vlat80"),
+        ("driver", "ide-lba48"),
+    ],
 }];
 
 /// One line for `elevator list devices` (`san`).
@@ -186,9 +204,12 @@ pub const SAN_PRESETS: &[Preset] = &[
         name: "san",
         help: "the classic study's file server storage: two LUNs, each 8 x 15k disks in RAID 5 \
                with a 128 KiB segment and 1 GiB of controller cache, behind dual 4 Gb/s FC paths \
-               (qla2xxx, depth 32 per LUN per path); the study does not name the array, so \
-               dm-multipath's default policy applies: failover, one active path",
+               (qla2xxx: 32 commands per LUN per path under 2.6.18 and RHEL 5 on ISP24xx, \
+               requests up to 512 KiB; the HBA's maker is not given, QLogic assumed [U]); the \
+               study does not name the array, so dm-multipath's default policy applies: \
+               failover, one active path",
         values: &[
+            ("driver", "qla2xxx"),
             ("luns", "2"),
             ("link", "2x4gfc"),
             ("multipath", "failover"),
@@ -203,8 +224,12 @@ pub const SAN_PRESETS: &[Preset] = &[
         name: "megaraid-8",
         help: "the classic study's database storage: eight LUNs on one LSI MegaRAID controller \
                (no network link), each a RAID 1 pair of 15k SCSI disks with its share of the \
-               controller's cache (32 MiB of 256 MiB) and command queue",
+               controller's cache (32 MiB of 256 MiB). Driver megaraid_mbox (the SCSI MegaRAID \
+               of 2005): 64 commands per logical drive and 128 for the adapter, shared by all \
+               eight; requests up to 64 KiB (128 sectors; 26 segments allow 104 KiB) under \
+               2.6.9 and 2.6.18 alike (host-mechanisms.md 2.3, 2.5)",
         values: &[
+            ("driver", "megaraid_mbox"),
             ("luns", "8"),
             ("link", "none"),
             // A local controller: no paths to choose between.
@@ -219,8 +244,11 @@ pub const SAN_PRESETS: &[Preset] = &[
     Preset {
         name: "iscsi-pool",
         help: "the classic study's iSCSI target: one LUN striped over two mirrored pairs of \
-               7200 rpm disks, reached over two gigabit Ethernet links (~118 MB/s each)",
+               7200 rpm disks, reached over two gigabit Ethernet links (~118 MB/s each). \
+               Driver iscsi_tcp (open-iscsi, not in the spec: 32 commands a LUN, requests up \
+               to 512 KiB by the segment limit [U]); the target's kernel is not given",
         values: &[
+            ("driver", "iscsi_tcp"),
             ("luns", "1"),
             ("link", "2xiscsi"),
             // The study's iSCSI server is a ZFS host, not dm-multipath: one queue whose
@@ -376,9 +404,31 @@ pub struct Array {
     read_modify_writes: u64,
 }
 
-/// The disk spec of a `jbod`.
+/// The disk spec of a `jbod` built as one device: its first disk.
 pub(crate) fn jbod_disk(params: &Params) -> Result<DeviceSpec, ParamError> {
-    nested_spec(params, "disk")
+    Ok(jbod_disks(params, 1)?.swap_remove(0))
+}
+
+/// The spec of each of a `jbod`'s `count` disks: `disk` is one spec for all, or `A+B+...`,
+/// one per disk.
+pub(crate) fn jbod_disks(params: &Params, count: usize) -> Result<Vec<DeviceSpec>, ParamError> {
+    // A list longer than `disks` is a preset's machine with fewer of its disks in use
+    // (`jbod:disks=2` takes the first two); a shorter one leaves disks without a model.
+    let texts: Vec<&str> = params.text("disk").split('+').map(str::trim).collect();
+    if texts.len() != 1 && texts.len() < params.integer("disks") as usize {
+        return Err(params.impossible(
+            "disk",
+            format!(
+                "lists {} disks for {} (give one spec for all, or at least one per disk \
+                 joined by +)",
+                texts.len(),
+                params.integer("disks")
+            ),
+        ));
+    }
+    (0..count)
+        .map(|index| parse_nested(params, "disk", texts[index.min(texts.len() - 1)]))
+        .collect()
 }
 
 /// Parses `kind/key=value/key=value` (the member syntax) into a device spec.
@@ -389,7 +439,11 @@ pub(crate) fn member_spec(params: &Params) -> Result<DeviceSpec, ParamError> {
 /// Parses the nested device spec in `key`, written `kind/key=value/key=value` because a spec
 /// cannot hold `:` and `,` inside a value.
 fn nested_spec(params: &Params, key: &'static str) -> Result<DeviceSpec, ParamError> {
-    let text = params.text(key);
+    parse_nested(params, key, params.text(key))
+}
+
+/// Parses one nested device spec `text` of `key`.
+fn parse_nested(params: &Params, key: &'static str, text: &str) -> Result<DeviceSpec, ParamError> {
     let spec_text = match text.split_once('/') {
         Some((kind, rest)) => format!("{kind}:{}", rest.replace('/', ",")),
         None => text.to_owned(),

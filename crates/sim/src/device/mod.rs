@@ -12,6 +12,7 @@
 //! of them; [`DeviceSpec::parse`] checks a spec against both.
 
 pub mod array;
+pub mod driver;
 pub mod hdd;
 pub mod ram;
 pub mod ssd;
@@ -21,8 +22,10 @@ use std::fmt;
 use elevator_core::{ComponentSpec, Instant, KeySpec, Op, ParamError, Params, Sector};
 
 use crate::topology::{
-    Link, LinkSpec, Multipath, MultipathPolicy, PathSelector, Topology, TopologyDevice, device_name,
+    HostAdapter, Link, LinkSpec, Multipath, MultipathPolicy, PathSelector, Topology,
+    TopologyDevice, device_name,
 };
+use driver::Driver;
 
 /// The engine's handle for a command at a device.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -261,6 +264,11 @@ impl DeviceSpec {
         self.kind.build(&self.params)
     }
 
+    /// The driver its devices sit behind (the `driver` key).
+    pub fn driver(&self) -> Driver {
+        Driver::parse(self.params.text("driver")).expect("the key's choices are the drivers")
+    }
+
     /// The devices (and links) this spec stands for: one device for most kinds; `san`'s LUNs
     /// behind their shared link, each reached through dm-multipath over the link's paths
     /// unless `multipath=none`.
@@ -282,15 +290,30 @@ impl DeviceSpec {
             (DeviceKind::San, Some(_)) => MultipathPolicy::parse(self.params.text("multipath")),
             _ => None,
         };
+        let driver = self.driver();
+        let (adapters, adapter_of) = HostAdapter::for_driver(driver, count);
+        // A jbod's disks may each be a different model.
+        let jbod_disks = match self.kind {
+            DeviceKind::Jbod => Some(array::jbod_disks(&self.params, count)?),
+            _ => None,
+        };
         let devices = (0..count)
             .map(|index| {
-                let model = self.build()?;
+                let model = match &jbod_disks {
+                    Some(disks) => disks[index].build()?,
+                    None => self.build()?,
+                };
                 let multipath = match (policy, link) {
                     (Some(policy), Some(link)) => {
                         let paths = link.paths as usize;
-                        let path_depth = self.params.integer("path_depth") as u32;
+                        let path_depth = self
+                            .params
+                            .has("path_depth")
+                            .then(|| self.params.integer("path_depth") as u32);
                         // Every path's queue may fill at once; the controller must take them.
-                        if paths as u64 * u64::from(path_depth) > u64::from(model.queue_depth()) {
+                        if let Some(path_depth) = path_depth
+                            && paths as u64 * u64::from(path_depth) > u64::from(model.queue_depth())
+                        {
                             return Err(ParamError::Impossible {
                                 component: self.params.component().to_owned(),
                                 key: "path_depth",
@@ -313,10 +336,12 @@ impl DeviceSpec {
                     model,
                     link: link.map(|_| 0),
                     multipath,
+                    driver,
+                    adapter: adapter_of[index],
                 })
             })
             .collect::<Result<_, ParamError>>()?;
-        Ok(Topology { devices, links: link.map(Link::new).into_iter().collect() })
+        Ok(Topology { devices, links: link.map(Link::new).into_iter().collect(), adapters })
     }
 }
 

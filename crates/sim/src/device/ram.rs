@@ -17,6 +17,7 @@
 //! | `bandwidth` | 8g | bytes per second of the transfer (per second, binary suffixes) |
 //! | `capacity` | 64g | size |
 //! | `depth` | 128 | commands accepted at once |
+//! | `driver` | generic | the driver in front of it (`device/driver.rs`); generic keeps `depth` and 512 KiB requests |
 
 use std::collections::BTreeMap;
 
@@ -53,11 +54,16 @@ pub const KEYS: &[KeySpec] = &[
         default: "128",
         help: "commands accepted at once",
     },
+    super::driver::DRIVER_KEY,
 ];
 
 /// `ram` has one preset: its defaults.
-pub const PRESETS: &[Preset] =
-    &[Preset { name: "ram", help: "a RAM disk with the defaults above", values: &[] }];
+pub const PRESETS: &[Preset] = &[Preset {
+    name: "ram",
+    help: "a RAM disk with the defaults above; driver generic: its own depth of 128 and \
+           512 KiB requests (SCSI mid-layer defaults; a RAM disk has no driver limit of its own)",
+    values: &[],
+}];
 
 /// The RAM disk.
 #[derive(Debug)]

@@ -100,6 +100,7 @@
 //! | `host_rate` | 300000000 | 1m..=1t | bytes per second of the host link |
 //! | `command_time` | 20us | 0..=1s | controller time per command (a latency) |
 //! | `depth` | 32 | 1..=65536 | commands accepted at once |
+//! | `driver` | generic | — | the driver in front of it (`device/driver.rs`); generic keeps `depth` and 512 KiB requests |
 //! | `capacity` | 80026361856 | 1m..=1024t, a multiple of `page_size` | exported size |
 //! | `op` | 0.07 | 0..=1 | over-provisioning, spare / exported |
 //! | `gc` | 0 | flag | 1: steady state with GC (WA from `op`); 0: fresh, WA 1 |
@@ -252,6 +253,7 @@ pub const KEYS: &[KeySpec] = &[
         default: "256m",
         help: "write cache size (with write_cache=1), at least planes x page_size",
     },
+    super::driver::DRIVER_KEY,
 ];
 
 /// The presets of `ssd`; the first is what a bare `ssd` means.

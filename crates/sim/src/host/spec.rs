@@ -174,8 +174,8 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "server-2006",
-        help: "the classic study's dd server with one SCSI disk: 2 processors, 2 GiB, RHEL 5.0 (2.6.18-8.el5, from its boot-loader line); its CPU is not given: the default 2005-era costs",
-        values: &[("ram", "2g"), ("cpus", "2"), ("kernel", "2.6.18-8.el5")],
+        help: "the classic study's dd server with one SCSI disk, RHEL 5.0 (2.6.18-8.el5, from its boot-loader line). The write-up gives neither its memory nor its processors. Memory 512 MiB, RHEL 5's stated minimum: its 629 MB buffered dd ran at about the disk's sequential speed, so the dirty limit was well below 629 MB, and 2.6.18's limit is 40 % of page-cache memory (host-mechanisms.md 3.2) -- 2 GiB would allow about 780 MiB dirty and the whole write would finish at memory speed; 512 MiB less a 256 MiB reserve (kernel, daemons) leaves 256 MiB of page cache, a dirty limit of at most about 102 MiB (107 MB), and with the reserve counted as mapped and anonymous memory (half the RAM) 2.6.18's clamp of 3.2 lowers the ratio to 25 %, about 64 MiB: most of the write runs at the disk's pace. 2 processors assumed [U]; its CPU is not given: the default 2005-era costs",
+        values: &[("ram", "512m"), ("reserve", "256m"), ("cpus", "2"), ("kernel", "2.6.18-8.el5")],
     },
     Preset {
         name: "dbserver-2005",

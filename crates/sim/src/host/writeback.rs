@@ -1410,8 +1410,12 @@ pub(super) mod tests {
 
     /// A host on one 80 GB disk with `files` empty files.
     pub(in crate::host) fn host(spec: &str, files: usize) -> Host {
-        let device =
-            HostDevice { capacity_sectors: 160_000_000, max_sectors: 1024, read_ahead_pages: 32 };
+        let device = HostDevice {
+            capacity_sectors: 160_000_000,
+            max_sectors: 1024,
+            read_ahead_pages: 32,
+            block_bytes: HostDevice::block_bytes_for(160_000_000),
+        };
         let files: Vec<(usize, u64)> = (0..files).map(|_| (0, 0)).collect();
         Host::new(&HostSpec::parse(spec).unwrap(), vec![device], &files).unwrap()
     }

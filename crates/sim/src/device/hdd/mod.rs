@@ -72,6 +72,7 @@
 //! | `read_ahead` | 1 | read on after a read miss |
 //! | `write_cache` | 1 | acknowledge writes from the buffer (write-back) |
 //! | `depth` | 1 | commands accepted at once (1: no command queuing) |
+//! | `driver` | generic | the driver in front of it (`device/driver.rs`): its queue's depth and largest request |
 //!
 //! The capacity is derived: the sum over zones of cylinders × surfaces × sectors per track.
 //! Skews given as times are converted per zone to whole sectors, rounded up, so that the
@@ -112,6 +113,7 @@ use elevator_core::{
     Duration, Instant, KeyKind, KeySpec, Op, ParamError, Params, SECTOR_SIZE_BYTES,
 };
 
+use super::driver::DRIVER_KEY;
 use super::{Command, CommandId, DeviceModel, DeviceStats, Preset};
 use cache::{Cache, Lookup, Progress, Segment, Stream};
 use layout::{Geometry, Mechanics, Piece, Target, Track, UNITS_PER_REVOLUTION, ZoneSpec};
@@ -249,6 +251,7 @@ pub const KEYS: &[KeySpec] = &[
         default: "1",
         help: "commands accepted at once (above 1: NCQ/TCQ with SPTF)",
     },
+    DRIVER_KEY,
 ];
 
 /// The presets; the first is what bare `hdd` means.
@@ -321,8 +324,13 @@ pub const PRESETS: &[Preset] = &[
         help: "the classic study's dd server disk: a Seagate Cheetah 15K.4-class 146 GB Ultra320 \
                SCSI disk (2005), about 96 -> 58 MB/s sustained as the class was sold [U]; 4 \
                heads, 16 zones of 850 -> 515 sectors per track, seek 0.2/3.5/7.0 ms, write +0.5 \
-               ms, 8 MB buffer as 8 x 1 MiB, Ultra320 bus (320 MB/s), TCQ depth 32 as Linux \
-               SCSI drivers enabled it, write cache off",
+               ms, 8 MB buffer as 8 x 1 MiB, Ultra320 bus (320 MB/s), write cache off, 32 tags \
+               [U] (the queue takes the lesser of this and the driver's depth). Driver mptspi: the LSI 53C1030 was the \
+               Ultra320 chip on most 2005-2006 two-socket servers' boards (Dell PowerEdge \
+               1850/2850, IBM x336/x346) [U: the write-up names no controller]; aic79xx would \
+               give 4 commands in RHEL builds. Under the server's RHEL 5.0 mptspi allows 64 \
+               commands (the disk's 32 bind) and CONFIG_FUSION_MAX_SGE 40 limits requests to \
+               160 KiB (2.6.9: 31 commands, 160 KiB) (host-mechanisms.md 2.3)",
         values: &[
             ("rpm", "15000"),
             ("cylinders", "104000"),
@@ -340,6 +348,7 @@ pub const PRESETS: &[Preset] = &[
             ("bus_rate", "320"),
             ("write_cache", "0"),
             ("depth", "32"),
+            ("driver", "mptspi"),
         ],
     },
     Preset {
@@ -397,6 +406,122 @@ pub const PRESETS: &[Preset] = &[
             ("overhead_read", "0.04ms"),
             ("overhead_write", "0.04ms"),
             ("bus_rate", "100"),
+        ],
+    },
+    // The hdparm desktop's four drives (the `jbod` preset: hda..hdd). All 160 GB, 7200 rpm,
+    // two 80 GB platters (4 heads), 312,581,808 sectors (IDEMA's count for 160 GB); 16 zones
+    // whose outer and inner sectors per track give the drive's sustained rates by Hitachi's
+    // formula (devices.md 1.1) with 1.4/1.8 ms head/cylinder switches (the IBM Deskstar
+    // 60GXP's, devices.md 1.6; the other makers' are not published [U]). Where a maker gives
+    // only its peak media bit rate, the sustained rates are the Deskstar 7K250's scaled by
+    // the ratio of peak bit rates (same formatting efficiency assumed [D/U]). Each on a
+    // UDMA/100 chipset port (a 2004 desktop's ICH5/ICH6 has no UDMA/133 [U]).
+    Preset {
+        name: "maxtor-6y160p0",
+        help: "hda: Maxtor DiamondMax Plus 9 6Y160P0 (160 GB PATA, 7200 rpm, 8 MB buffer: the \
+               8 MB version, Tom's Hardware review). Average seek 9.3 ms (the figure the \
+               competition quoted beside Hitachi's 8.5 and WD's 8.9 in Tom's Hardware's 2004 \
+               roundup [S]); single/full 0.8/17.8 ms [U]; peak media rate 741 Mbit/s [U] -> \
+               sustained about 60 -> 29 MB/s (1154 -> 559 sectors per track) [D]; ATA/133 \
+               interface run at UDMA/100; overheads 40 us [U]; write cache on, no queuing",
+        values: &[
+            ("cylinders", "91238"),
+            ("surfaces", "4"),
+            ("zone_count", "16"),
+            ("spt_outer", "1154"),
+            ("spt_inner", "559"),
+            ("track_skew", "1.4ms"),
+            ("cylinder_skew", "1.8ms"),
+            ("seek_single", "0.8ms"),
+            ("seek_avg", "9.3ms"),
+            ("seek_full", "17.8ms"),
+            ("overhead_read", "0.04ms"),
+            ("overhead_write", "0.04ms"),
+            ("bus_rate", "100"),
+            ("segments", "16"),
+            ("segment_size", "512k"),
+        ],
+    },
+    Preset {
+        name: "seagate-st3160021a",
+        help: "hdb: Seagate Barracuda 7200.7 ST3160021A (160 GB PATA, 7200 rpm, 4 heads; \
+               average seek 8.5 ms, peak media rate 683 Mbit/s, 2 or 8 MB buffer by model, \
+               Red Hill's drive history [S]; this model's 2 MB [U], as 4 x 512 KiB). Sustained \
+               about 55 -> 27 MB/s (1064 -> 515 sectors per track) from the bit-rate ratio \
+               [D]; single/full 0.8/17 ms [U]; ATA/100; overheads 40 us [U]; write cache on, \
+               no queuing",
+        values: &[
+            ("cylinders", "98981"),
+            ("surfaces", "4"),
+            ("zone_count", "16"),
+            ("spt_outer", "1064"),
+            ("spt_inner", "515"),
+            ("track_skew", "1.4ms"),
+            ("cylinder_skew", "1.8ms"),
+            ("seek_single", "0.8ms"),
+            ("seek_avg", "8.5ms"),
+            ("seek_full", "17ms"),
+            ("overhead_read", "0.04ms"),
+            ("overhead_write", "0.04ms"),
+            ("bus_rate", "100"),
+            ("segments", "4"),
+            ("segment_size", "512k"),
+        ],
+    },
+    Preset {
+        name: "wd-wd1600jb",
+        help: "hdc: Western Digital Caviar SE WD1600JB (160 GB PATA, 7200 rpm, 8 MB buffer; \
+               average read seek 8.9 ms, Tom's Hardware on the WD1200JB of the same series \
+               [S]). WD's ATA spec sheets of the Caviar line (WD400BB) give write seek 10.9 ms \
+               (+2.0 ms settle), track-to-track 2.0 ms, full stroke 21 ms and 0.3 ms average \
+               controller overhead [S for the series, U for this model]; peak media rate 748 \
+               Mbit/s [U] -> sustained about 61 -> 29 MB/s (1172 -> 566 sectors per track, \
+               with a 2.0 ms cylinder skew: the track-to-track seek must fit in it) [D]; \
+               ATA/100; write cache on, no queuing",
+        values: &[
+            ("cylinders", "89925"),
+            ("surfaces", "4"),
+            ("zone_count", "16"),
+            ("spt_outer", "1172"),
+            ("spt_inner", "566"),
+            ("track_skew", "1.4ms"),
+            ("cylinder_skew", "2.0ms"),
+            ("seek_single", "2.0ms"),
+            ("seek_avg", "8.9ms"),
+            ("seek_full", "21ms"),
+            ("write_settle", "2.0ms"),
+            ("overhead_read", "0.3ms"),
+            ("overhead_write", "0.3ms"),
+            ("bus_rate", "100"),
+            ("segments", "16"),
+            ("segment_size", "512k"),
+        ],
+    },
+    Preset {
+        name: "hitachi-hds722516vlat80",
+        help: "hdd: Hitachi Deskstar 7K250 HDS722516VLAT80 (160 GB PATA, 7200 rpm, 8 MB \
+               buffer, 80 GB platters; average read seek 8.5 ms, sustained 61.4 -> 29.7 MB/s, \
+               peak media rate 757 Mbit/s: The Tech Report's and Tom's Hardware's copies of \
+               the spec sheet [S]) -> 1179 -> 570 sectors per track; single/full 0.8/17 ms \
+               [U] (its ancestor the Deskstar 60GXP's 14.7 ms full stroke, devices.md 1.6, \
+               cannot go with an 8.5 ms average on this seek curve); ATA/133 run at UDMA/100; \
+               overheads 40 us [U]; write cache on, no queuing",
+        values: &[
+            ("cylinders", "89360"),
+            ("surfaces", "4"),
+            ("zone_count", "16"),
+            ("spt_outer", "1179"),
+            ("spt_inner", "570"),
+            ("track_skew", "1.4ms"),
+            ("cylinder_skew", "1.8ms"),
+            ("seek_single", "0.8ms"),
+            ("seek_avg", "8.5ms"),
+            ("seek_full", "17ms"),
+            ("overhead_read", "0.04ms"),
+            ("overhead_write", "0.04ms"),
+            ("bus_rate", "100"),
+            ("segments", "16"),
+            ("segment_size", "512k"),
         ],
     },
 ];
