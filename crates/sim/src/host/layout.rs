@@ -676,7 +676,8 @@ mod tests {
     fn layouts(capacity_bytes: u64, filesystem: Filesystem, kernel: KernelVersion) -> Layouts {
         let capacity_sectors = capacity_bytes / SECTOR_SIZE_BYTES;
         let (first, sectors) = journal_region(filesystem, capacity_sectors);
-        Layouts::new(&[capacity_sectors], &[first..first + sectors], filesystem, kernel)
+        let reserved = Range { start: first, end: first + sectors };
+        Layouts::new(&[capacity_sectors], std::slice::from_ref(&reserved), filesystem, kernel)
     }
 
     /// `files` (with their writers' pids) written in turn, `write_bytes` per call, until each
