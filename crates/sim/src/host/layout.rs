@@ -19,10 +19,11 @@
 //!     and doubles, up to the release's maximum, whenever more than half of the old window was
 //!     used; so once ramped, files written together alternate in runs of ≈ 4 MiB.
 //!   * **Without windows** (vanilla 2.6.9) a writer takes its goal if free, else the first free
-//!     block before the next 64-block boundary (none when the goal sits on one), else the first free aligned byte of the bitmap
-//!     (8 free blocks) backed over up to 7 free blocks before it, else any free block of the
-//!     group, else the same from the start of each following group: writers whose files meet
-//!     interleave at the grain of their `write()` calls.
+//!     block before the next 64-block boundary (none when the goal sits on one), else the
+//!     first free aligned byte of the bitmap (8 free blocks) backed over up to 7 free blocks
+//!     before it, else any free block of the group, else the same from the start of each
+//!     following group: writers whose files meet interleave at the grain of their `write()`
+//!     calls.
 //!   * **Indirect blocks** are allocated in line, before the data block that needs them: one
 //!     for logical block 12, a double-indirect and an indirect for block 1036, then one every
 //!     1024 data blocks (and a triple-indirect chain at 1049612). So the data of every 4 MiB of
@@ -31,8 +32,10 @@
 //!   * Files that exist before the run are laid out one after the other, contiguously with
 //!     their indirect blocks, as a fresh filesystem gives one writer (a setup process of pid
 //!     0), each file's window dropped when it is done (closed).
-//! * **XFS** (vanilla 2.6.18, §4.2) allocates late: `write()` only reserves space (out of
-//!   space is reported there, as XFS's reservation does); the first time write-back maps a
+//! * **XFS** (vanilla 2.6.18, §4.2; the RHEL 5.4+ backport the file server ran keeps the
+//!   whole-extent allocation, so this approximates it \[U\]) allocates late: `write()` only
+//!   reserves space (out of space is reported there, as XFS's reservation does); the first
+//!   time write-back maps a
 //!   page of the file's delayed range, the whole contiguous delayed range is allocated at once
 //!   ([`Layouts::allocate_delayed`]), in extents of at most 2^21 blocks (8 GiB), each near
 //!   the file's previous extent (the free extent holding that goal, else the closest free
@@ -44,7 +47,7 @@
 //!   [`journal_region`](super::journal::journal_region)'s): ext3's journal at the start of
 //!   the filesystem (mke2fs before e2fsprogs 1.41.1, which RHEL 4 and 5 ship; 32768 blocks =
 //!   128 MiB from 4 GiB up, 1024–16384 blocks below) and XFS's internal log mid-device
-//!   (mkfs.xfs [U]). File data and indirect blocks never go there; kjournald and XFS's log
+//!   (mkfs.xfs \[U\]). File data and indirect blocks never go there; kjournald and XFS's log
 //!   writes do ([`Layouts::reserved_sectors`] says where).
 //! * O_DIRECT writes allocate at the call on both filesystems (XFS's direct path allocates
 //!   real extents at once).
@@ -69,6 +72,14 @@
 //!   extended for a multi-block request (`try_to_extend_reservation`), the requests here
 //!   being one data block plus its indirect blocks; the search for a window treats a block as
 //!   free by the bitmap alone (no journal-committed copy: nothing is ever freed).
+//! * Indirect blocks take their place on disk but are never written or read here (metadata
+//!   I/O is the journal's business; a reader's indirect block is cached after its first use).
+//! * A data block and the indirect blocks it needs are taken as one run (2.6.18's
+//!   `ext3_alloc_blocks`; 2.6.9 takes them one by one with the same goal, which lands them
+//!   alike).
+//! * An O_DIRECT write on XFS allocates the file's whole delayed prefix with the written range
+//!   (XFS allocates the written range only, after flushing cached pages of it); a direct read
+//!   of a range still delayed reads nothing (XFS would flush it first).
 //! * XFS's speculative preallocation past EOF (`allocsize`, 64 KiB) and its allocation-group
 //!   boundaries (an extent may span them) are not modelled; the closest-extent search ignores
 //!   alignment.
