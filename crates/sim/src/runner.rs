@@ -368,6 +368,8 @@ struct DeviceSlot {
     dirty: bool,
     /// The write congestion last reported to the host.
     congested: bool,
+    /// The read congestion last reported to the host.
+    read_congested: bool,
     /// The adapter whose command limit it shares (an index into `Simulation::adapters`).
     adapter: Option<usize>,
 }
@@ -574,6 +576,7 @@ impl Simulation {
                 dirty: false,
                 congested: false,
                 adapter: device.adapter,
+                read_congested: false,
             });
         }
         let adapters = topology
@@ -1327,8 +1330,8 @@ impl Simulation {
         Ok(())
     }
 
-    /// Tells the host whether `device` is write-congested: for dm, when any path is
-    /// (`dm_table_any_congested`).
+    /// Tells the host whether `device` is write-congested, and whether read-congested: for
+    /// dm, when any path is (`dm_table_any_congested`).
     fn report_congestion(&mut self, device: usize) {
         let congested = self.devices[device]
             .paths
@@ -1337,6 +1340,14 @@ impl Simulation {
         if congested != self.devices[device].congested {
             self.devices[device].congested = congested;
             self.host.set_congested(self.now, device, congested);
+        }
+        let read_congested = self.devices[device]
+            .paths
+            .iter()
+            .any(|path| path.submitter.queue().is_direction_congested(Direction::Read));
+        if read_congested != self.devices[device].read_congested {
+            self.devices[device].read_congested = read_congested;
+            self.host.set_read_congested(device, read_congested);
         }
     }
 
@@ -1669,6 +1680,8 @@ impl Simulation {
             ("throttled_writes", host.throttled_writes),
             ("flusher_passes", host.flusher_passes),
             ("reread_evicted_pages", host.reread_evicted_pages),
+            ("single_page_reads", host.single_page_reads),
+            ("read_ahead_dropped_pages", host.read_ahead_dropped_pages),
             ("dirty_bytes_peak", host.dirty_pages_peak * crate::host::cache::PAGE_BYTES),
             ("dirty_bytes_limit", self.host.dirty_limit_pages() * crate::host::cache::PAGE_BYTES),
         ]

@@ -113,3 +113,29 @@ fn phases_say_why_on_their_own() {
         assert_eq!(longest, Some(total.max_wait_ns), "no I/O outside the phases");
     }
 }
+
+fn counter(run: &Run, name: &str) -> u64 {
+    run.scheduler_stats.counters[name]
+}
+
+// Proves an O_DIRECT write is classified as the host's kernel did (host-mechanisms.md §1.6):
+// `WRITE_SYNC` in 2.6.18, so anticipatory serves a lone O_DIRECT writer in its sync (read)
+// batches, and a plain `WRITE` in 2.6.9, so anticipatory serves it in write batches; 2.6.18's
+// cfq compares the data direction only and files the
+// same writes in an async queue, which it never idles for — unlike a reader's sync queue.
+#[test]
+fn direct_writes_are_sync_or_async_as_the_kernel_classified_them() {
+    let writer = "job:rw=write,bs=4k,direct=1,iodepth=1,io_size=2m";
+    let new = simulate("hdd", "host:kernel=2.6.18", true, "anticipatory", writer);
+    assert_eq!(counter(&new, "write_batches"), 0, "{:?}", new.scheduler_stats);
+    assert!(counter(&new, "read_batches") >= 1, "{:?}", new.scheduler_stats);
+    let old = simulate("hdd", "host:kernel=2.6.9", true, "anticipatory", writer);
+    // It starts in the write direction and never leaves it: no sync batch is ever started.
+    assert_eq!(counter(&old, "read_batches"), 0, "{:?}", old.scheduler_stats);
+
+    let cfq_writer = simulate("hdd", "host:kernel=2.6.18", true, "cfq", writer);
+    assert_eq!(counter(&cfq_writer, "idle_waits"), 0, "{:?}", cfq_writer.scheduler_stats);
+    let reader = "job:rw=read,bs=4k,direct=1,iodepth=1,io_size=2m";
+    let cfq_reader = simulate("hdd", "host:kernel=2.6.18", true, "cfq", reader);
+    assert!(counter(&cfq_reader, "idle_waits") > 0, "{:?}", cfq_reader.scheduler_stats);
+}

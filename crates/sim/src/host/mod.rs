@@ -6,9 +6,14 @@
 //! process (reads, read-ahead, write-back), and operations finished at an instant. It never
 //! touches a queue itself, so the runner stays the one place where requests meet schedulers.
 //!
-//! * **Reads** are served from the cache at memory-copy speed; missing pages are read from the
-//!   device, with read-ahead ([`readahead`]) for sequential readers. A process that needs a
-//!   page already being read waits for that read.
+//! * **Reads** walk their pages in order, as `do_generic_mapping_read` did in 2.6.9 and
+//!   2.6.18 (specs/host-mechanisms.md §1.1): read-ahead ([`readahead`]) is called per page
+//!   (2.6.9, RHEL 4 GA–U2) or once per `read()` and again at the page it names (2.6.18,
+//!   RHEL 5), as the host's kernel did, and its windows go out as back-to-back bios of the
+//!   queue's largest size (§1.2); a page being read is waited for; a page not in the cache at
+//!   all is read alone, one synchronous 4 KiB bio. Cached pages are copied at memory speed.
+//!   The runner reports the device's read congestion (§2.4), which makes 2.6.9 skip windows
+//!   and 2.6.18 drop its non-blocking ahead windows.
 //! * **Writes** copy into the cache and mark pages dirty. When dirty plus write-back pages
 //!   exceed `dirty_ratio` of the cache, the writer writes back dirty data itself — `write_chunk`
 //!   pages (1.5 × the 2.6.18 `ratelimit_pages`, at most 1536) — before its write returns; it is
@@ -34,6 +39,11 @@
 //! * A write of part of a page that is not cached does not read the page first.
 //! * Direct I/O to a file does not write back or invalidate cached pages of the same range.
 //! * Mapped files, metadata and journal I/O are not modelled; `fsync` sends no cache flush.
+//! * A `read()` copies its pages as the cache hands them over but is charged the copy at its
+//!   end, so read-ahead calls within one call happen as soon as the pages are in, not after
+//!   each page's copy.
+//! * Read-ahead state lives per process and file for the whole run (there is no `open()`):
+//!   see [`readahead`]'s own deviations.
 //! * Write-back chooses files by when they were first dirtied and writes each from where its
 //!   last write-back stopped, as 2.6.18 does; it does not model per-superblock lists.
 
@@ -48,13 +58,14 @@ pub(crate) mod writeback;
 use crate::LookupMap;
 use std::collections::BTreeMap;
 
+use elevator_core::kernel::ReadAheadAlgorithm;
 use elevator_core::{Instant, IoPriority, Op, ProcessId, RequestFlags, SECTOR_SIZE_BYTES, Sector};
 
 use self::cache::{CHUNK_PAGES, PAGE_BYTES, PageCache, SpaceId, page_mask};
 use self::cpu::CpuModel;
 pub(crate) use self::cpu::CpuTime;
 use self::layout::{Layouts, OutOfSpace};
-use self::readahead::{Decision, ReadAhead};
+use self::readahead::{ReadAhead, ReadAheadIo};
 use self::spec::{Filesystem, HostSpec};
 use self::writeback::{Writeback, WritebackOwner};
 
@@ -173,8 +184,9 @@ struct Batch {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum OpState {
-    /// Waiting for pages `first..end` of `space` to be read.
-    Read { space: SpaceId, first: u64, end: u64, bytes: u64 },
+    /// A `read()` of pages `..end` of `space` waiting at page `cursor` (not yet up to date);
+    /// read-ahead is called again when it reaches `call_at`.
+    Read { space: SpaceId, cursor: u64, end: u64, call_at: u64, bytes: u64 },
 }
 
 #[derive(Clone, Debug)]
@@ -193,7 +205,10 @@ pub(crate) struct Host {
     devices: Vec<HostDevice>,
     /// The raw space of each device.
     raw_space: Vec<SpaceId>,
-    read_ahead: BTreeMap<(ProcessId, SpaceId), ReadAhead>,
+    /// Each reader's read-ahead, by process and file (made at its first read).
+    readers: BTreeMap<(ProcessId, SpaceId), Reader>,
+    /// Which read-ahead the kernel runs.
+    read_ahead_algorithm: ReadAheadAlgorithm,
     ops: BTreeMap<u64, PendingOp>,
     bios: LookupMap<u64, BioState>,
     batches: LookupMap<u64, Batch>,
@@ -201,6 +216,8 @@ pub(crate) struct Host {
     next_batch: u64,
     /// Dirty limits, flushers, throttled writers, syncs and the journal.
     writeback: Writeback,
+    /// Whether each device's read pool is congested (read-ahead skips or drops windows).
+    read_congested: Vec<bool>,
     /// Processors and what each process has used of them ([`cpu`]).
     cpu: CpuModel,
     actions: Vec<HostAction>,
@@ -221,9 +238,14 @@ pub(crate) struct HostStats {
     pub(crate) writeback_pages: u64,
     pub(crate) throttled_writes: u64,
     pub(crate) flusher_passes: u64,
-    /// Pages read again because they were evicted between arriving and being copied to the
-    /// reader waiting for them: read-ahead thrashing when memory is short.
+    /// Pages read again because they were evicted between being read ahead and the reader
+    /// reaching them: read-ahead thrashing when memory is short.
     pub(crate) reread_evicted_pages: u64,
+    /// Pages a reader did not find in the cache and read alone, synchronously.
+    pub(crate) single_page_reads: u64,
+    /// Pages of read-ahead windows skipped or dropped because the read pool was congested,
+    /// counted at every attempt (a reader retries its dropped window at each call).
+    pub(crate) read_ahead_dropped_pages: u64,
     /// The most pages ever dirty or under write-back at once.
     pub(crate) dirty_pages_peak: u64,
 }
@@ -280,10 +302,12 @@ impl Host {
         Ok(Host {
             cache,
             layouts,
+            read_congested: vec![false; devices.len()],
             devices,
             raw_space,
             spaces,
-            read_ahead: BTreeMap::new(),
+            readers: BTreeMap::new(),
+            read_ahead_algorithm: spec.kernel().read_ahead(),
             ops: BTreeMap::new(),
             bios: LookupMap::default(),
             batches: LookupMap::default(),
@@ -347,6 +371,12 @@ impl Host {
     /// Whether the runner should tell the host about `device`'s write congestion.
     pub(crate) fn set_congested(&mut self, now: Instant, device: usize, congested: bool) {
         self.writeback_congestion(now, device, congested);
+    }
+
+    /// Whether `device`'s read pool is congested (§2.4): read-ahead skips (2.6.9) or drops
+    /// (2.6.18's non-blocking ahead window) its windows meanwhile.
+    pub(crate) fn set_read_congested(&mut self, device: usize, congested: bool) {
+        self.read_congested[device] = congested;
     }
 
     /// Device pieces of a direct (O_DIRECT) file operation, allocating space for writes
@@ -442,6 +472,10 @@ impl Host {
 
     // ---- reads ----
 
+    /// A buffered `read()`: the reader walks its pages in order (§1.1, both versions'
+    /// `do_generic_mapping_read`), calling read-ahead where it asks to be called, copying the
+    /// pages that are up to date, waiting for those being read, and reading a page that is not
+    /// in the cache at all alone.
     #[allow(clippy::too_many_arguments)]
     fn read(
         &mut self,
@@ -462,71 +496,118 @@ impl Host {
         let bytes = end_bytes - offset;
         let first = offset / PAGE_BYTES;
         let end = end_bytes.div_ceil(PAGE_BYTES);
-        let missing = self.first_absent(space, first, end);
+        let missing = self.count_not_uptodate(space, first, end);
+        self.stats.cache_miss_pages += missing;
+        self.stats.cache_hit_pages += (end - first) - missing;
+        let state = OpState::Read { space, cursor: first, end, call_at: first, bytes };
+        self.ops.insert(op, PendingOp { process, priority, state });
+        self.read_advance(now, op);
+    }
+
+    /// Moves reader `op` on as far as the cache lets it; finishes the call at its end.
+    fn read_advance(&mut self, now: Instant, op: u64) {
+        let Some(pending) = self.ops.get(&op) else { return };
+        let OpState::Read { space, mut cursor, end, mut call_at, bytes } = pending.state;
+        let (process, priority) = (pending.process, pending.priority);
         let device = self.spaces[space as usize].device;
-        let max_pages = self.devices[device].read_ahead_pages;
-        let decision = self
-            .read_ahead
-            .entry((process, space))
-            .or_default()
-            .on_read(first, end, missing, max_pages);
-        let mut wanted = vec![(first, end)];
-        if let Some(Decision::Window(window)) = decision {
-            let window_end =
-                (window.start + window.size).min(self.space_bytes(space).div_ceil(PAGE_BYTES));
-            if window.start < window_end {
-                wanted.push((window.start, window_end));
-                let ahead_end = window_end.max(end);
-                self.stats.read_ahead_pages += ahead_end.saturating_sub(end.max(window.start));
-            }
-        }
-        let mut batch_bios = Vec::new();
+        let key = (process, space);
+        let mut reader = match self.readers.get(&key) {
+            Some(reader) => *reader,
+            // The state is made at the first read, with the maximum window of that moment (the
+            // kernel copies it into the file at open).
+            None => Reader {
+                read_ahead: ReadAhead::open(
+                    self.read_ahead_algorithm,
+                    self.devices[device].read_ahead_pages,
+                ),
+                issued: (0, 0),
+            },
+        };
         let batch = self.new_batch(BatchOwner::Reader);
-        for (from, to) in wanted {
-            self.read_absent(space, from, to, batch, &mut batch_bios);
-        }
-        self.submit_batch(batch, device, process, priority, batch_bios);
-        let request_missing = self.count_not_uptodate(space, first, end);
-        self.stats.cache_miss_pages += request_missing;
-        self.stats.cache_hit_pages += (end - first) - request_missing;
-        self.touch(space, first, end);
-        if request_missing == 0 {
-            self.finish(now, op, process, bytes);
+        let mut bios = Vec::new();
+        let waiting = loop {
+            if cursor >= end {
+                break false;
+            }
+            if cursor == call_at {
+                let mut io = ReaderIo {
+                    host: self,
+                    space,
+                    batch,
+                    bios: &mut bios,
+                    issued: &mut reader.issued,
+                };
+                call_at = reader.read_ahead.reader_at(cursor, end - cursor, &mut io);
+            }
+            let stop = end.min(call_at);
+            let Some(page) = self.first_not_uptodate(space, cursor, stop) else {
+                cursor = stop;
+                continue;
+            };
+            cursor = page;
+            if !self.page_absent(space, page) {
+                // Being read: wait for it.
+                break true;
+            }
+            // Not in the cache at all: read-ahead hears of the miss, and the page is read
+            // alone, synchronously (`readpage`).
+            reader.read_ahead.missing(page);
+            if (reader.issued.0..reader.issued.1).contains(&page) {
+                // Read ahead for this reader, then evicted before it got there.
+                self.stats.reread_evicted_pages += 1;
+            }
+            self.stats.single_page_reads += 1;
+            self.read_absent(space, page, page + 1, batch, &mut bios);
+            if self.first_not_uptodate(space, page, page + 1).is_some() {
+                break true;
+            }
+            // A hole: read as zeros at once, so the reader goes on.
+        };
+        self.readers.insert(key, reader);
+        self.submit_batch(batch, device, process, priority, bios);
+        if waiting {
+            let pending = self.ops.get_mut(&op).expect("checked above");
+            pending.state = OpState::Read { space, cursor, end, call_at, bytes };
         } else {
-            let state = OpState::Read { space, first, end, bytes };
-            self.ops.insert(op, PendingOp { process, priority, state });
+            self.ops.remove(&op);
+            self.finish(now, op, process, bytes);
         }
     }
 
-    /// The first page of `first..end` neither cached nor being read.
-    fn first_absent(&self, space: SpaceId, first: u64, end: u64) -> Option<u64> {
+    /// The first page of `first..end` that is not up to date; the chunks passed count as used.
+    fn first_not_uptodate(&mut self, space: SpaceId, first: u64, end: u64) -> Option<u64> {
         let mut chunk = first / CHUNK_PAGES;
         while chunk * CHUNK_PAGES < end {
             let base = chunk * CHUNK_PAGES;
             let range = page_mask(first.max(base) - base, end.min(base + CHUNK_PAGES) - base);
-            let present = self.cache.find(space, chunk).map_or(0, |slot| {
-                let chunk = self.cache.chunk(slot);
-                chunk.uptodate | chunk.reading
-            });
-            let absent = range & !present;
-            if absent != 0 {
-                return Some(base + u64::from(absent.trailing_zeros()));
+            let slot = self.cache.find(space, chunk);
+            let uptodate = slot.map_or(0, |slot| self.cache.chunk(slot).uptodate);
+            if let Some(slot) = slot
+                && range & uptodate != 0
+            {
+                self.cache.touch(slot);
+            }
+            let stale = range & !uptodate;
+            if stale != 0 {
+                return Some(base + u64::from(stale.trailing_zeros()));
             }
             chunk += 1;
         }
         None
     }
 
-    fn touch(&mut self, space: SpaceId, first: u64, end: u64) {
-        for chunk in first / CHUNK_PAGES..end.div_ceil(CHUNK_PAGES) {
-            if let Some(slot) = self.cache.find(space, chunk) {
-                self.cache.touch(slot);
-            }
-        }
+    /// Whether `page` is neither cached nor being read.
+    fn page_absent(&self, space: SpaceId, page: u64) -> bool {
+        let bit = 1u64 << (page % CHUNK_PAGES);
+        self.cache.find(space, page / CHUNK_PAGES).is_none_or(|slot| {
+            let chunk = self.cache.chunk(slot);
+            (chunk.uptodate | chunk.reading) & bit == 0
+        })
     }
 
     /// Starts reads of the pages of `first..end` that are neither cached nor being read,
-    /// appending bios to `bios`. Pages with no space on the device (holes) read as zeros.
+    /// appending bios to `bios`; returns how many pages it started. Pages with no space on the
+    /// device (holes) read as zeros.
     fn read_absent(
         &mut self,
         space: SpaceId,
@@ -534,7 +615,8 @@ impl Host {
         end: u64,
         batch: u64,
         bios: &mut Vec<HostBio>,
-    ) {
+    ) -> u64 {
+        let mut started = 0;
         // Runs of absent pages, merged across chunk boundaries.
         let mut run: Option<(u64, u64)> = None;
         let mut chunk = first / CHUNK_PAGES;
@@ -549,6 +631,7 @@ impl Host {
             if absent != 0 {
                 let slot = self.cache.get_or_insert(space, chunk);
                 self.cache.start_read(slot, absent);
+                started += u64::from(absent.count_ones());
             }
             for bit in 0..CHUNK_PAGES {
                 if absent & (1 << bit) == 0 {
@@ -577,6 +660,7 @@ impl Host {
         if let Some((start, stop)) = run {
             self.issue_pages(space, start, stop, false, RequestFlags::SYNC, batch, bios);
         }
+        started
     }
 
     /// How many pages of `first..end` are not up to date.
@@ -727,6 +811,7 @@ impl Host {
             let device = self.spaces[state.space as usize].device;
             self.writeback_bio_done(now, state.batch, device, owner, batch_done);
         } else {
+            // Readers of this space waiting for a page may go on.
             let readers: Vec<u64> = self
                 .ops
                 .iter()
@@ -734,24 +819,7 @@ impl Host {
                 .map(|(&id, _)| id)
                 .collect();
             for op in readers {
-                let pending = &self.ops[&op];
-                let OpState::Read { space, first, end, bytes } = pending.state;
-                let (process, priority) = (pending.process, pending.priority);
-                if self.count_not_uptodate(space, first, end) == 0 {
-                    self.ops.remove(&op);
-                    self.finish(now, op, process, bytes);
-                } else if self.first_absent(space, first, end).is_some() {
-                    // Some of its pages arrived and were evicted before it could copy them
-                    // (the rest were still being read): like the kernel's reader finding a
-                    // page gone, it reads them again.
-                    let batch = self.new_batch(BatchOwner::Reader);
-                    let mut bios = Vec::new();
-                    self.read_absent(space, first, end, batch, &mut bios);
-                    let sectors: u64 = bios.iter().map(|bio| u64::from(bio.sector_count)).sum();
-                    self.stats.reread_evicted_pages += sectors * SECTOR_SIZE_BYTES / PAGE_BYTES;
-                    let device = self.spaces[space as usize].device;
-                    self.submit_batch(batch, device, process, priority, bios);
-                }
+                self.read_advance(now, op);
             }
         }
     }
@@ -801,5 +869,47 @@ impl Host {
 impl Space {
     fn new(device: usize, kind: SpaceKind) -> Space {
         Space { device, kind, dirty_pages: 0, writeback_pages: 0, dirtied_at: None, cursor: 0 }
+    }
+}
+
+/// A reader of one file: its read-ahead state, and the pages read ahead for it last.
+#[derive(Clone, Copy, Debug)]
+struct Reader {
+    read_ahead: ReadAhead,
+    /// The run of pages its latest windows covered (`start..end`): a page of it found missing
+    /// was evicted before the reader got there.
+    issued: (u64, u64),
+}
+
+/// Read-ahead's view of the host for one reader: its windows become bios of one batch.
+struct ReaderIo<'a> {
+    host: &'a mut Host,
+    space: SpaceId,
+    batch: u64,
+    bios: &'a mut Vec<HostBio>,
+    issued: &'a mut (u64, u64),
+}
+
+impl ReadAheadIo for ReaderIo<'_> {
+    fn read_congested(&self) -> bool {
+        self.host.read_congested[self.host.spaces[self.space as usize].device]
+    }
+
+    fn read(&mut self, start: u64, count: u64, speculative: bool) -> u64 {
+        // Nothing past the end of the file (`__do_page_cache_readahead`).
+        let end = (start + count).min(self.host.space_bytes(self.space).div_ceil(PAGE_BYTES));
+        if start >= end {
+            return 0;
+        }
+        let started = self.host.read_absent(self.space, start, end, self.batch, self.bios);
+        if speculative {
+            self.host.stats.read_ahead_pages += started;
+        }
+        *self.issued = if self.issued.1 == start { (self.issued.0, end) } else { (start, end) };
+        started
+    }
+
+    fn skipped(&mut self, count: u64) {
+        self.host.stats.read_ahead_dropped_pages += count;
     }
 }
