@@ -408,8 +408,10 @@ fn sequential_readers(kernel: &str, readers: u32, file_bytes: u64, call: u64) ->
 // once, all of it through read-ahead, none alone.
 #[test]
 fn kernels_read_ahead_differently() {
-    let old = sequential_readers("2.6.9", 1, 256 << 10, 4096);
-    let new = sequential_readers("2.6.18", 1, 256 << 10, 4096);
+    // On XFS, whose whole-extent mapping ends no bio of its own: ext3's first indirect block
+    // (after logical block 11, §1.2) would split 2.6.9's first window in two.
+    let old = sequential_readers("2.6.9,fs=xfs", 1, 256 << 10, 4096);
+    let new = sequential_readers("2.6.18,fs=xfs", 1, 256 << 10, 4096);
     for run in [&old, &new] {
         assert_eq!(host_stat(run, "read_ahead_pages"), 64, "{:?}", run.host_stats);
         assert_eq!(host_stat(run, "single_page_reads"), 0);
