@@ -175,8 +175,9 @@ pub enum SimError {
         /// Who was waiting on what.
         detail: String,
     },
-    /// Files grew past the space left on their device: the extents files are allocated in
-    /// round each file up, so files that fit by size may not fit once written.
+    /// Files grew past the space left on their device: the filesystem's journal or log and
+    /// ext3's indirect blocks take space too, so files that fit by size may not fit once
+    /// written.
     #[error("issuer {issuer}: {problem}")]
     NoSpace {
         /// The issuer.
@@ -1170,7 +1171,7 @@ impl Simulation {
                 let write = io.kind != IoKind::Read;
                 let pieces = self
                     .host
-                    .map_direct(file, io.offset_bytes, io.size_bytes, write)
+                    .map_direct(file, process, io.offset_bytes, io.size_bytes, write)
                     .map_err(|error| {
                         host_io_error(self.issuers[index].issuer.name(), &error, &self.devices)
                     })?;

@@ -426,10 +426,11 @@ fn classify(result: &Caught) -> Outcome {
                 SimError::Param(_) => Outcome::Expected {
                     reason: format!("the configuration is impossible: {detail}"),
                 },
-                // The plan checks files by size; on the device they take whole extents of the
-                // host's `extent` (up to 1 GiB), which a small device may not have.
+                // The plan checks files by size; on the device the filesystem's journal or
+                // log and ext3's indirect blocks take space too, which a small device may not
+                // have.
                 SimError::NoSpace { .. } => Outcome::Expected {
-                    reason: format!("files in whole extents outgrew the device: {detail}"),
+                    reason: format!("files and filesystem metadata outgrew the device: {detail}"),
                 },
                 SimError::Queue(_) => failed(FailureKind::QueueSettings, detail),
                 SimError::Bound { .. } => failed(FailureKind::Bound, detail),

@@ -31,8 +31,11 @@ fn a_buffered_sequential_write_reaches_the_device_merged() {
     // 256 data bios, one per 4 KiB block, then the fsync's journal commit: a descriptor, an
     // inode block and the commit block.
     assert!((256..=260).contains(&stats.bios), "one bio per 4 KiB block: {stats:?}");
+    // ext3's indirect block (after logical block 11) breaks the data's run on disk: a 48 KiB
+    // request, then a few bios on their own while 2.6.18's noop, which tries only
+    // `last_merge`, has none to merge into, then requests of `max_sectors_kb` again.
     assert!(
-        stats.requests_issued <= 6,
+        stats.requests_issued <= 8,
         "{} bios became {} requests",
         stats.bios,
         stats.requests_issued

@@ -279,7 +279,15 @@ impl Host {
         let cache = PageCache::new(cache_bytes);
         let cache_pages = cache.capacity_pages();
         let capacities: Vec<u64> = devices.iter().map(|device| device.capacity_sectors).collect();
-        let mut layouts = Layouts::new(&capacities, params.size("extent"));
+        // Where each device's journal (ext3) or log (XFS) lives: file data stays out of it.
+        let reserved: Vec<_> = capacities
+            .iter()
+            .map(|&capacity| {
+                let (first, sectors) = journal::journal_region(spec.filesystem(), capacity);
+                first..first + sectors
+            })
+            .collect();
+        let mut layouts = Layouts::new(&capacities, &reserved, spec.filesystem(), spec.kernel());
         let mut spaces = Vec::new();
         for &(device, size_bytes) in files {
             if device >= devices.len() {
@@ -375,11 +383,12 @@ impl Host {
         self.read_congested[device] = congested;
     }
 
-    /// Device pieces of a direct (O_DIRECT) file operation, allocating space for writes:
-    /// (first sector, sectors).
+    /// Device pieces of a direct (O_DIRECT) file operation, allocating space for writes
+    /// (as `process`, whose pid picks ext3's goal): (first sector, sectors).
     pub(crate) fn map_direct(
         &mut self,
         file: usize,
+        process: ProcessId,
         offset: u64,
         size: u64,
         write: bool,
@@ -387,15 +396,15 @@ impl Host {
         let layout = self.layouts.files.get(file).ok_or(HostError::NoSuchPlace)?;
         let end = if write { offset + size } else { (offset + size).min(layout.allocated_bytes) };
         if write {
-            self.layouts.grow(file, end)?;
+            self.layouts.grow(file, end, process)?;
             let layout = &mut self.layouts.files[file];
             layout.size_bytes = layout.size_bytes.max(end);
         }
-        let layout = &self.layouts.files[file];
         let mut pieces = Vec::new();
         let mut at = offset;
         while at < end {
-            let Some((sector, bytes)) = layout.map(at, end - at) else { break };
+            // XFS's direct writes allocate at once: `map` allocates a reserved range.
+            let Some((sector, bytes)) = self.layouts.map(file, at, end - at) else { break };
             pieces.push((sector, bytes.div_ceil(SECTOR_SIZE_BYTES)));
             at += bytes;
         }
@@ -707,7 +716,8 @@ impl Host {
             let length = (end - page) * PAGE_BYTES;
             let piece = match entry.kind {
                 SpaceKind::Raw => Some((offset / SECTOR_SIZE_BYTES, length)),
-                SpaceKind::File(file) => self.layouts.files[file].map(offset, length),
+                // XFS: write-back's first page of a delayed range allocates all of it.
+                SpaceKind::File(file) => self.layouts.map(file, offset, length),
             };
             let Some((sector, bytes)) = piece else {
                 // A hole (never written): reads as zeros without I/O; nothing to write back.

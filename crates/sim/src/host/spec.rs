@@ -19,7 +19,7 @@ pub const KEYS: &[KeySpec] = &[
         key: "fs",
         kind: KeyKind::Choice(&["ext3", "xfs"]),
         default: "ext3",
-        help: "the filesystem of the workload's files: ext3 in ordered mode (allocation at write time, kjournald) or XFS (delayed allocation, clustered write-back)",
+        help: "the filesystem of the workload's files, which decides their layout: ext3 in ordered mode (blocks allocated at write() from a pid-coloured start, through reservation windows of up to 4 MiB except on vanilla 2.6.9, an indirect block every 4 MiB, the journal at the device's start) or XFS (delayed allocation: each file's whole dirty range becomes one extent at write-back; the log mid-device)",
     },
     KeySpec {
         key: "ram",
@@ -136,12 +136,6 @@ pub const KEYS: &[KeySpec] = &[
         },
         default: "5s",
         help: "how often the periodic flusher wakes",
-    },
-    KeySpec {
-        key: "extent",
-        kind: KeyKind::Size { min_bytes: 4 << 10, max_bytes: 1 << 30 },
-        default: "4m",
-        help: "allocation unit of growing files; concurrent writers interleave at this size",
     },
     KeySpec {
         key: "fsync",

@@ -612,7 +612,7 @@ impl Host {
         let entry = self.spaces[space as usize];
         match entry.kind {
             SpaceKind::File(file) => {
-                self.layouts.grow(file, end_bytes)?;
+                self.layouts.grow(file, end_bytes, process)?;
                 let layout = &mut self.layouts.files[file];
                 layout.size_bytes = layout.size_bytes.max(end_bytes);
             }
