@@ -159,3 +159,30 @@ fn a_reader_waiting_on_its_page_unplugs_the_queue() {
         );
     }
 }
+
+// Proves the picture of an IDE disk under ten buffered writers: the drive takes one
+// command, the scheduler holds many requests and so has something to order; deadline's sorted
+// sweep and hash merging move the head far less than 2.6.18's noop, which merges only into
+// `last_merge` (host-mechanisms.md §2.2) and so sends the other streams' 4 KiB bios as requests
+// of their own, in arrival order.
+#[test]
+fn ten_buffered_writers_on_ide_fill_the_scheduler_and_noop_and_deadline_part() {
+    let disk = "hitachi-hds722516vlat80:driver=ide-lba48";
+    let host = "host:ram=256m,reserve=64m";
+    let writers = "iozone:threads=10,size=32m,record=64k,tests=write,fsync=1";
+    let noop = simulate(disk, host, true, "noop", writers);
+    let deadline = simulate(disk, host, true, "deadline", writers);
+    for run in [&noop, &deadline] {
+        let queue = &run.queue_stats;
+        assert!(queue.device_queue_mean <= 1.0 + 1e-9, "{queue:?}");
+        assert!(queue.sched_queue_mean > 20.0, "{}: {queue:?}", run.scheduler);
+    }
+    let moved = |run: &Run| run.device_stats.seek_distance_sectors;
+    assert!(
+        moved(&noop) > 2 * moved(&deadline),
+        "noop {} deadline {}",
+        moved(&noop),
+        moved(&deadline)
+    );
+    assert!(noop.queue_stats.requests_issued > 4 * deadline.queue_stats.requests_issued);
+}
