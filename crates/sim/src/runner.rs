@@ -451,8 +451,9 @@ struct Simulation {
     host_ops: LookupMap<u64, HostOp>,
     /// The host's kernel release.
     kernel: KernelVersion,
-    /// Devices each process submitted to since it last waited (see `unplug_touched`).
-    touched: LookupMap<ProcessId, Vec<usize>>,
+    /// Devices each process submitted to since it last waited, one bit per device index
+    /// (see `device_bit` and `unplug_touched`).
+    touched: LookupMap<ProcessId, u64>,
     next_host_op: u64,
     host_wake_generation: u64,
     host_wake_at: Option<Instant>,
@@ -969,10 +970,7 @@ impl Simulation {
     /// whose process waits for a request. Returns how many were parked.
     fn submit_bios(&mut self, device: usize, bios: &[Bio]) -> Result<u32, String> {
         if let Some(first) = bios.first() {
-            let touched = self.touched.entry(first.process).or_default();
-            if !touched.contains(&device) {
-                touched.push(device);
-            }
+            *self.touched.entry(first.process).or_default() |= device_bit(device);
         }
         let mut parked = 0;
         let mut requests = 0;
@@ -1006,9 +1004,19 @@ impl Simulation {
     /// `process` is about to wait for its I/O: it runs (unplugs) every queue it submitted to
     /// since it last waited.
     fn unplug_touched(&mut self, process: ProcessId) {
-        let Some(devices) = self.touched.remove(&process) else { return };
-        for device in devices {
-            self.unplug_device(device);
+        // Kept, not removed: the entry serves the process's next call without allocating.
+        let Some(touched) = self.touched.get_mut(&process) else { return };
+        let mut devices = std::mem::take(touched);
+        while devices != 0 {
+            let device = devices.trailing_zeros() as usize;
+            devices &= devices - 1;
+            if device == 63 {
+                for device in 63..self.devices.len() {
+                    self.unplug_device(device);
+                }
+            } else {
+                self.unplug_device(device);
+            }
         }
     }
 
@@ -1067,8 +1075,8 @@ impl Simulation {
                     let process = slot.issuer.process();
                     if std::mem::take(&mut slot.wait_unplugs) {
                         self.unplug_touched(process);
-                    } else {
-                        self.touched.remove(&process);
+                    } else if let Some(touched) = self.touched.get_mut(&process) {
+                        *touched = 0;
                     }
                     if self.issuers[index].outstanding == 0 {
                         return Err(SimError::Stalled {
@@ -1751,4 +1759,10 @@ fn command_for(queue: &BlockQueue, request: RequestId, path: usize, paths: usize
 fn path_and_index(id: u64, paths: usize) -> (usize, usize) {
     let id = id as usize;
     (id % paths, id / paths)
+}
+
+/// The bit of `device` in a process's set of touched devices: bit 63 stands for every device
+/// from 63 on (no built-in topology has that many).
+fn device_bit(device: usize) -> u64 {
+    1 << device.min(63)
 }
