@@ -358,6 +358,8 @@ fn reports_say_why_the_schedulers_differ() {
     }
     let table = elevator(&args);
     let text = String::from_utf8(table.stdout).unwrap();
+    // The heading names the host's kernel release (the default host runs vanilla 2.6.18).
+    assert!(text.lines().next().unwrap().ends_with("kernel 2.6.18)"), "{text}");
     // One why section per phase, named after it.
     let why = text.split("\nwhy (").nth(1).expect("a why section");
     assert!(why.lines().any(|line| line.starts_with("  deadline: merges ")), "{why}");

@@ -239,6 +239,8 @@ pub struct CompletedRequest {
     pub sector_count: u32,
     /// How many bios it carried.
     pub bio_count: u32,
+    /// The process whose bio created it.
+    pub process: ProcessId,
     /// Time at the device.
     pub device_time: Duration,
     /// Time since the request was created.
@@ -619,6 +621,7 @@ impl BlockQueue {
             start: request.start,
             sector_count: request.sector_count,
             bio_count: request.bios.count,
+            process: request.process,
             device_time: done.device_time,
             total_time: done.total_time,
         }
@@ -693,6 +696,11 @@ impl BlockQueue {
     pub fn process_exited(&mut self, now: Instant, process: ProcessId) {
         self.account(now);
         self.scheduler.process_exited(&cx!(self, now), process);
+    }
+
+    /// Requests allocated so far (`stats().requests_allocated`, without computing the rest).
+    pub fn requests_allocated(&self) -> u64 {
+        self.stats.requests_allocated
     }
 
     /// The maxima since the last call (or since the queue was created), starting a new

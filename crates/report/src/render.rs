@@ -86,14 +86,21 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     Some(scale) => format!(" [sizes and host RAM x{scale}]"),
                     None => String::new(),
                 };
+                let kernel = match first.config.get("host.kernel") {
+                    Some(kernel) => format!(", kernel {kernel}"),
+                    None => String::new(),
+                };
                 format!(
-                    "{experiment} — {title}{scale}\n  {machine}\n  {} on {}",
+                    "{experiment} — {title}{scale}\n  {machine}\n  {} on {}{kernel}",
                     first.workload, first.device
                 )
             }
             None => {
                 let how = match first.mode {
-                    crate::model::Mode::Sim => format!("simulated, seed {}", report.seed),
+                    crate::model::Mode::Sim => match first.config.get("host.kernel") {
+                        Some(kernel) => format!("simulated, seed {}, kernel {kernel}", report.seed),
+                        None => format!("simulated, seed {}", report.seed),
+                    },
                     crate::model::Mode::Live => "live, our schedulers".to_owned(),
                     crate::model::Mode::Kernel => "the kernel's schedulers".to_owned(),
                 };

@@ -429,6 +429,9 @@ struct IssuerSlot {
     /// I/O (a read, O_DIRECT, fsync), as the kernel's `sync_page`/direct-I/O wait unplugs;
     /// not after a buffered write, whose writer sleeps in the congestion wait instead.
     wait_unplugs: bool,
+    /// Devices its own direct I/O went to since it last waited (host work on its behalf is in
+    /// `Simulation::touched`), one bit per device (see `device_bit`).
+    touched: u64,
 }
 
 /// A buffered operation the host holds for an issuer.
@@ -452,7 +455,7 @@ struct Simulation {
     /// The host's kernel release.
     kernel: KernelVersion,
     /// Devices each process submitted to since it last waited, one bit per device index
-    /// (see `device_bit` and `unplug_touched`).
+    /// (see `device_bit` and `unplug_devices`).
     touched: LookupMap<ProcessId, u64>,
     next_host_op: u64,
     host_wake_generation: u64,
@@ -679,6 +682,7 @@ impl Simulation {
                     exits,
                     cpu_at_start,
                     wait_unplugs: false,
+                    touched: 0,
                 }
             })
             .collect();
@@ -861,11 +865,10 @@ impl Simulation {
         let mut tags = std::mem::take(&mut self.tags);
         tags.clear();
         let slot = &mut self.devices[device];
-        if let Some(owner) = slot.paths[path].submitter.queue().request(request) {
-            // The completion interrupt, charged to the process whose bio created the request.
-            self.host.charge_completion(self.now, owner.process);
-        }
-        slot.paths[path].submitter.queue_mut().complete(self.now, request, &mut tags);
+        let done = slot.paths[path].submitter.queue_mut().complete(self.now, request, &mut tags);
+        // The completion interrupt, charged to the process whose bio created the request.
+        self.host.charge_completion(self.now, done.process);
+        let slot = &mut self.devices[device];
         slot.paths[path].dirty = true;
         slot.dirty = true;
         if let Some(adapter) = slot.adapter {
@@ -923,7 +926,7 @@ impl Simulation {
         let mut accepted = std::mem::take(&mut self.tags);
         accepted.clear();
         let submitter = &mut self.devices[device].paths[path].submitter;
-        let allocated_before = submitter.queue().stats(self.now).requests_allocated;
+        let allocated_before = submitter.queue().requests_allocated();
         submitter.resubmit_woken(self.now, &mut accepted).map_err(|error| SimError::BadIo {
             issuer: "parked bio".to_owned(),
             problem: error.to_string(),
@@ -931,7 +934,7 @@ impl Simulation {
         if let Some(&BioTag(first)) = accepted.first() {
             // The bios were charged when first offered; the requests they allocated now are
             // charged to the first process let back in (host/cpu.rs, deviations).
-            let allocated = submitter.queue().stats(self.now).requests_allocated - allocated_before;
+            let allocated = submitter.queue().requests_allocated() - allocated_before;
             let process = self.pending[first as usize].as_ref().expect("a parked bio").process;
             self.host.charge_bios(self.now, process, 0, allocated, self.scheduler_kind);
         }
@@ -968,9 +971,18 @@ impl Simulation {
     /// Submits `bios` to `device`: each to the path dm-multipath chooses for it (bio-based
     /// dm decides before any queue), or to the one queue; the queue's submitter parks those
     /// whose process waits for a request. Returns how many were parked.
-    fn submit_bios(&mut self, device: usize, bios: &[Bio]) -> Result<u32, String> {
-        if let Some(first) = bios.first() {
-            *self.touched.entry(first.process).or_default() |= device_bit(device);
+    fn submit_bios(
+        &mut self,
+        device: usize,
+        bios: &[Bio],
+        issuer: Option<usize>,
+    ) -> Result<u32, String> {
+        match (issuer, bios.first()) {
+            (Some(issuer), _) => self.issuers[issuer].touched |= device_bit(device),
+            (None, Some(first)) => {
+                *self.touched.entry(first.process).or_default() |= device_bit(device);
+            }
+            (None, None) => {}
         }
         let mut parked = 0;
         let mut requests = 0;
@@ -1001,12 +1013,9 @@ impl Simulation {
         Ok(parked)
     }
 
-    /// `process` is about to wait for its I/O: it runs (unplugs) every queue it submitted to
-    /// since it last waited.
-    fn unplug_touched(&mut self, process: ProcessId) {
-        // Kept, not removed: the entry serves the process's next call without allocating.
-        let Some(touched) = self.touched.get_mut(&process) else { return };
-        let mut devices = std::mem::take(touched);
+    /// A process is about to wait for its I/O: it runs (unplugs) every queue it submitted to
+    /// since it last waited, `devices` (bits, see `device_bit`).
+    fn unplug_devices(&mut self, mut devices: u64) {
         while devices != 0 {
             let device = devices.trailing_zeros() as usize;
             devices &= devices - 1;
@@ -1073,10 +1082,15 @@ impl Simulation {
                 Poll::Wait => {
                     let slot = &mut self.issuers[index];
                     let process = slot.issuer.process();
-                    if std::mem::take(&mut slot.wait_unplugs) {
-                        self.unplug_touched(process);
-                    } else if let Some(touched) = self.touched.get_mut(&process) {
-                        *touched = 0;
+                    let own = std::mem::take(&mut slot.touched);
+                    let unplugs = std::mem::take(&mut slot.wait_unplugs);
+                    let on_its_behalf = if self.touched.is_empty() {
+                        0
+                    } else {
+                        self.touched.get_mut(&process).map_or(0, std::mem::take)
+                    };
+                    if unplugs {
+                        self.unplug_devices(own | on_its_behalf);
                     }
                     if self.issuers[index].outstanding == 0 {
                         return Err(SimError::Stalled {
@@ -1236,7 +1250,7 @@ impl Simulation {
             bio.tag = BioTag(tag as u64);
         }
         self.host.charge_direct(self.now, process);
-        let submitted = self.submit_bios(device, &bios);
+        let submitted = self.submit_bios(device, &bios, Some(index));
         self.bio_scratch = bios;
         let parked = submitted.map_err(|problem| bad(self, problem))?;
         self.issuers[index].parked += parked;
@@ -1312,9 +1326,10 @@ impl Simulation {
                                 tag: BioTag(tag as u64),
                             });
                         }
-                        let parked = self.submit_bios(device, &block_bios).map_err(|problem| {
-                            SimError::BadIo { issuer: "host".to_owned(), problem }
-                        })?;
+                        let parked =
+                            self.submit_bios(device, &block_bios, None).map_err(|problem| {
+                                SimError::BadIo { issuer: "host".to_owned(), problem }
+                            })?;
                         // Congestion first: a non-blocking flusher resumed by the acceptance
                         // checks it before its next page (`mpage_writepages`).
                         self.report_congestion(device);
@@ -1346,18 +1361,17 @@ impl Simulation {
     /// Tells the host whether `device` is write-congested, and whether read-congested: for
     /// dm, when any path is (`dm_table_any_congested`).
     fn report_congestion(&mut self, device: usize) {
-        let congested = self.devices[device]
-            .paths
-            .iter()
-            .any(|path| path.submitter.queue().is_direction_congested(Direction::Write));
+        // Both directions in one pass over the paths: this runs after every pump.
+        let (mut congested, mut read_congested) = (false, false);
+        for path in &self.devices[device].paths {
+            let queue = path.submitter.queue();
+            congested |= queue.is_direction_congested(Direction::Write);
+            read_congested |= queue.is_direction_congested(Direction::Read);
+        }
         if congested != self.devices[device].congested {
             self.devices[device].congested = congested;
             self.host.set_congested(self.now, device, congested);
         }
-        let read_congested = self.devices[device]
-            .paths
-            .iter()
-            .any(|path| path.submitter.queue().is_direction_congested(Direction::Read));
         if read_congested != self.devices[device].read_congested {
             self.devices[device].read_congested = read_congested;
             self.host.set_read_congested(device, read_congested);

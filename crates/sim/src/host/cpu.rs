@@ -54,7 +54,7 @@
 //!   started, say): the device is never kept waiting for a busy processor.
 //! * No interrupt coalescing: one interrupt per command.
 
-use std::collections::BTreeMap;
+use crate::LookupMap;
 
 use elevator_core::{Duration, Instant, Op, ProcessId, SECTOR_SIZE_BYTES};
 use elevator_sched::SchedulerKind;
@@ -62,6 +62,13 @@ use elevator_sched::SchedulerKind;
 use super::cache::PAGE_BYTES;
 use super::spec::HostSpec;
 use super::{Host, HostAction, HostBio};
+
+/// A process's CPU time and the system time it owes a processor.
+#[derive(Clone, Copy, Debug, Default)]
+struct Account {
+    time: CpuTime,
+    backlog_ns: u64,
+}
 
 /// CPU time a process used, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -87,11 +94,12 @@ struct Costs {
 pub(crate) struct CpuModel {
     /// When each processor finishes the work it was given.
     cpu_free_at: Vec<Instant>,
-    /// CPU time per process.
-    accounts: BTreeMap<ProcessId, CpuTime>,
-    /// System time charged to a workload process outside a call's own work, already in its
-    /// account but not yet run on a processor: its next call runs it.
-    backlog_ns: BTreeMap<ProcessId, u64>,
+    /// CPU time per process, with the system time charged to it outside a call's own work,
+    /// already in its account but not yet run on a processor (its next call runs it): indexed
+    /// by process id for the workload's (small, dense ids; several charges per I/O), in a map
+    /// for the host's own (ids at the top of the space).
+    accounts: Vec<Account>,
+    host_accounts: LookupMap<ProcessId, Account>,
     costs: Costs,
 }
 
@@ -101,8 +109,8 @@ impl CpuModel {
         let params = &spec.params;
         CpuModel {
             cpu_free_at: vec![Instant::ZERO; params.integer("cpus") as usize],
-            accounts: BTreeMap::new(),
-            backlog_ns: BTreeMap::new(),
+            accounts: Vec::new(),
+            host_accounts: LookupMap::default(),
             costs: Costs {
                 copy_rate_bytes_per_s: params.size("copy_rate"),
                 syscall: params.time("syscall"),
@@ -135,19 +143,28 @@ impl CpuModel {
         if sys_ns == 0 {
             return;
         }
-        self.accounts.entry(process).or_default().sys_ns += sys_ns;
+        let account = self.account(process);
+        account.time.sys_ns += sys_ns;
         if is_host_process(process) {
             self.occupy(now, Duration::from_nanos(sys_ns));
         } else {
-            *self.backlog_ns.entry(process).or_default() += sys_ns;
+            account.backlog_ns += sys_ns;
         }
     }
 
-    /// The system time charged to `process` that has not run yet; clears it.
-    fn take_backlog(&mut self, process: ProcessId) -> Duration {
-        // Taken, not removed: the entry is reused by the process's next charge (no node
-        // allocated and freed per I/O).
-        Duration::from_nanos(self.backlog_ns.get_mut(&process).map_or(0, std::mem::take))
+    /// The account of `process`, made on first use.
+    fn account(&mut self, process: ProcessId) -> &mut Account {
+        /// Ids below this are kept in the vector (workload processes count from 0 or 1).
+        const DENSE_IDS: usize = 1 << 16;
+        let index = process.0 as usize;
+        if index < DENSE_IDS && !is_host_process(process) {
+            if index >= self.accounts.len() {
+                self.accounts.resize(index + 1, Account::default());
+            }
+            &mut self.accounts[index]
+        } else {
+            self.host_accounts.entry(process).or_default()
+        }
     }
 
     fn copy_time(&self, bytes: u64) -> Duration {
@@ -167,7 +184,12 @@ pub(crate) fn is_host_process(process: ProcessId) -> bool {
 impl Host {
     /// CPU time `process` has used so far.
     pub(crate) fn cpu_time(&self, process: ProcessId) -> CpuTime {
-        self.cpu.accounts.get(&process).copied().unwrap_or_default()
+        let cpu = &self.cpu;
+        let account = match cpu.accounts.get(process.0 as usize) {
+            Some(account) => Some(account),
+            None => cpu.host_accounts.get(&process),
+        };
+        account.map(|account| account.time).unwrap_or_default()
     }
 
     /// Charges `process` one direct (O_DIRECT) call: its system call and user time, run with
@@ -176,10 +198,10 @@ impl Host {
     pub(crate) fn charge_direct(&mut self, now: Instant, process: ProcessId) {
         let cpu = &mut self.cpu;
         let (syscall, user) = (cpu.costs.syscall, cpu.costs.user);
-        let account = cpu.accounts.entry(process).or_default();
-        account.sys_ns += syscall.as_nanos();
-        account.user_ns += user.as_nanos();
-        let backlog = cpu.take_backlog(process);
+        let account = cpu.account(process);
+        account.time.sys_ns += syscall.as_nanos();
+        account.time.user_ns += user.as_nanos();
+        let backlog = Duration::from_nanos(std::mem::take(&mut account.backlog_ns));
         cpu.occupy(now, syscall + user + backlog);
     }
 
@@ -241,10 +263,10 @@ impl Host {
         let cpu = &mut self.cpu;
         let sys = cpu.costs.syscall + cpu.copy_time(bytes);
         let user = cpu.costs.user;
-        let account = cpu.accounts.entry(process).or_default();
-        account.sys_ns += sys.as_nanos();
-        account.user_ns += user.as_nanos();
-        let backlog = cpu.take_backlog(process);
+        let account = cpu.account(process);
+        account.time.sys_ns += sys.as_nanos();
+        account.time.user_ns += user.as_nanos();
+        let backlog = Duration::from_nanos(std::mem::take(&mut account.backlog_ns));
         let at = cpu.occupy(now, sys + user + backlog);
         self.actions.push(HostAction::Complete { op, at });
     }
