@@ -808,6 +808,13 @@ impl BlockQueue {
         self.is_congested(op, RequestFlags::NONE)
     }
 
+    /// Whether reads and writes (as plain bios of each direction) are congested: the two flags
+    /// read-ahead and write-back look at, in one call.
+    pub fn congested_directions(&self) -> (bool, bool) {
+        let class = |op| self.pool.split.class(op, RequestFlags::NONE);
+        (self.pool.is_congested(class(Op::Read)), self.pool.is_congested(class(Op::Write)))
+    }
+
     /// Whether the queue is plugged at `now`.
     pub fn is_plugged(&self, now: Instant) -> bool {
         self.plugged_until.is_some_and(|until| now < until)

@@ -32,9 +32,8 @@ use std::collections::BTreeMap;
 
 use elevator_core::check::check_queue;
 use elevator_core::{
-    Bio, BioTag, BlockQueue, Direction, Duration, Instant, IoPriority, KernelVersion, Offered, Op,
-    Prng, ProcessId, Pull, QueueConfig, RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector,
-    Submitter,
+    Bio, BioTag, BlockQueue, Duration, Instant, IoPriority, KernelVersion, Offered, Op, Prng,
+    ProcessId, Pull, QueueConfig, RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector, Submitter,
 };
 use elevator_report::{
     DeviceStats as ReportDeviceStats, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run,
@@ -1364,9 +1363,9 @@ impl Simulation {
         // Both directions in one pass over the paths: this runs after every pump.
         let (mut congested, mut read_congested) = (false, false);
         for path in &self.devices[device].paths {
-            let queue = path.submitter.queue();
-            congested |= queue.is_direction_congested(Direction::Write);
-            read_congested |= queue.is_direction_congested(Direction::Read);
+            let (reads, writes) = path.submitter.queue().congested_directions();
+            congested |= writes;
+            read_congested |= reads;
         }
         if congested != self.devices[device].congested {
             self.devices[device].congested = congested;
