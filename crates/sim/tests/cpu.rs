@@ -1,88 +1,24 @@
 //! The host's CPU model through the whole pipeline (host-mechanisms.md §6): what a call, a
 //! page, a bio, a request and an interrupt cost, who pays, and processors as a resource.
 
-use std::collections::VecDeque;
+mod common;
 
+use common::Script;
 use elevator_core::units::parse_duration;
-use elevator_core::{Instant, ProcessId, RequestFlags};
 use elevator_report::Run;
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 use elevator_sim::{DeviceSpec, HostSpec, SimConfig, run_plan};
-use elevator_workload::{FileSpec, Io, IoId, IoKind, Issuer, PhasePlan, Place, Poll, WorkloadPlan};
+use elevator_workload::{FileSpec, IoKind, Issuer, PhasePlan, Place, WorkloadPlan};
 
 const MIB: u64 = 1 << 20;
 const PAGE_BYTES: u64 = 4096;
-
-/// A process that makes a fixed list of calls, up to `depth` at once (1: one after the other,
-/// as dd; more: as an asynchronous direct-I/O program).
-#[derive(Debug)]
-struct Caller {
-    name: String,
-    calls: VecDeque<(IoKind, Place, u64, u64)>,
-    direct: bool,
-    depth: usize,
-    outstanding: usize,
-    next_id: u64,
-}
-
-impl Caller {
-    fn new(calls: impl IntoIterator<Item = (IoKind, Place, u64, u64)>) -> Caller {
-        Caller {
-            name: "p1".to_owned(),
-            calls: calls.into_iter().collect(),
-            direct: false,
-            depth: 1,
-            outstanding: 0,
-            next_id: 0,
-        }
-    }
-
-    /// `count` calls of `size` bytes from byte 0 of `place`, one after the other.
-    fn sequential(kind: IoKind, place: Place, size: u64, count: u64) -> Caller {
-        Caller::new((0..count).map(|i| (kind, place, i * size, size)))
-    }
-}
-
-impl Issuer for Caller {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn process(&self) -> ProcessId {
-        ProcessId(1)
-    }
-
-    fn poll(&mut self, _now: Instant) -> Poll {
-        if self.outstanding >= self.depth {
-            return Poll::Wait;
-        }
-        let Some((kind, place, offset_bytes, size_bytes)) = self.calls.pop_front() else {
-            return if self.outstanding > 0 { Poll::Wait } else { Poll::Done };
-        };
-        self.outstanding += 1;
-        self.next_id += 1;
-        Poll::Submit(Io {
-            id: IoId(self.next_id),
-            kind,
-            place,
-            offset_bytes,
-            size_bytes,
-            direct: self.direct,
-            flags: if kind == IoKind::Read { RequestFlags::SYNC } else { RequestFlags::NONE },
-        })
-    }
-
-    fn complete(&mut self, _now: Instant, _io: IoId) {
-        self.outstanding -= 1;
-    }
-}
 
 fn simulate(
     device: &str,
     host: &str,
     scheduler: &str,
     files: Vec<FileSpec>,
-    caller: Caller,
+    caller: Script,
 ) -> Run {
     let mut config = SimConfig::new(1, DeviceSpec::parse(device).unwrap());
     config.host = HostSpec::parse(host).unwrap();
@@ -140,7 +76,7 @@ fn block_sys_ns(run: &Run, scheduler: SchedulerKind) -> u64 {
 /// copied).
 fn raw_dd_read(device: &str, host: &str) -> (Run, f64) {
     let calls = 64;
-    let dd = Caller::sequential(IoKind::Read, Place::Device(0), MIB, calls);
+    let dd = Script::sequential(1, IoKind::Read, Place::Device(0), 0, MIB, calls);
     let run = simulate(device, host, "deadline", Vec::new(), dd);
     let pages = calls * MIB / PAGE_BYTES;
     let per_page = sys_ns(&run) as f64 / pages as f64;
@@ -196,7 +132,7 @@ fn the_spec_measured_raw_read_cost_lies_within_the_modelled_range() {
 /// 64 direct 4 KiB writes to the raw device, all submitted at once, at `offsets`.
 fn direct_burst(offsets: impl Iterator<Item = u64>) -> Run {
     let mut caller =
-        Caller::new(offsets.map(|offset| (IoKind::Write, Place::Device(0), offset, 4096)));
+        Script::new(1, offsets.map(|offset| (IoKind::Write, Place::Device(0), offset, 4096)));
     caller.direct = true;
     caller.depth = 64;
     simulate("hdd", "host", "deadline", Vec::new(), caller)
@@ -233,7 +169,7 @@ fn a_merged_bio_is_not_charged_a_request() {
 #[test]
 fn the_flusher_write_back_is_not_charged_to_the_writer() {
     let calls = 192;
-    let write = || Caller::sequential(IoKind::Write, Place::File(0), MIB, calls);
+    let write = || Script::sequential(1, IoKind::Write, Place::File(0), 0, MIB, calls);
     let file = || vec![FileSpec { name: "f".into(), device: 0, size_bytes: 0 }];
     let run = simulate("hdd", "host:ram=1g,reserve=64m", "deadline", file(), write());
     assert!(host_stat(&run, "flusher_passes") > 0);
@@ -255,7 +191,7 @@ fn the_flusher_write_back_is_not_charged_to_the_writer() {
 // added work (16384 pages × 3 µs ≈ 49 ms), not just bill it.
 #[test]
 fn per_page_work_slows_a_copy_bound_reader() {
-    let read = || Caller::sequential(IoKind::Read, Place::Device(0), MIB, 64);
+    let read = || Script::sequential(1, IoKind::Read, Place::Device(0), 0, MIB, 64);
     let host = "host:cpus=1,page_cost=";
     let free = simulate("ram", &format!("{host}0"), "noop", Vec::new(), read());
     let dear = simulate("ram", &format!("{host}3us"), "noop", Vec::new(), read());

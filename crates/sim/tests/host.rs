@@ -1,87 +1,13 @@
 //! The host model through the whole pipeline: page cache, read-ahead, write-back, throttling,
 //! fsync, file layout, and what the schedulers see of them.
 
-use std::collections::VecDeque;
+mod common;
 
-use elevator_core::{Instant, ProcessId, RequestFlags};
+use common::Script;
 use elevator_report::Run;
 use elevator_sched::SchedulerSpec;
 use elevator_sim::{DeviceSpec, HostSpec, SimConfig, run_plan};
-use elevator_workload::{FileSpec, Io, IoId, IoKind, Issuer, PhasePlan, Place, Poll, WorkloadPlan};
-
-/// A process that performs a fixed list of calls, one at a time.
-#[derive(Debug)]
-struct Script {
-    name: String,
-    process: ProcessId,
-    calls: VecDeque<(IoKind, Place, u64, u64)>,
-    direct: bool,
-    busy: bool,
-    next_id: u64,
-}
-
-impl Script {
-    fn new(process: u32, calls: impl IntoIterator<Item = (IoKind, Place, u64, u64)>) -> Script {
-        Script {
-            name: format!("p{process}"),
-            process: ProcessId(process),
-            calls: calls.into_iter().collect(),
-            direct: false,
-            busy: false,
-            next_id: 0,
-        }
-    }
-
-    /// `count` calls of `size` bytes from `start`, one after the other.
-    fn sequential(
-        process: u32,
-        kind: IoKind,
-        place: Place,
-        start: u64,
-        size: u64,
-        count: u64,
-    ) -> Script {
-        Script::new(process, (0..count).map(|i| (kind, place, start + i * size, size)))
-    }
-}
-
-impl Issuer for Script {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn process(&self) -> ProcessId {
-        self.process
-    }
-
-    fn poll(&mut self, _now: Instant) -> Poll {
-        if self.busy {
-            return Poll::Wait;
-        }
-        let Some((kind, place, offset_bytes, size_bytes)) = self.calls.pop_front() else {
-            return Poll::Done;
-        };
-        self.busy = true;
-        self.next_id += 1;
-        Poll::Submit(Io {
-            id: IoId(self.next_id),
-            kind,
-            place,
-            offset_bytes,
-            size_bytes,
-            direct: self.direct,
-            flags: if kind == IoKind::Read || self.direct {
-                RequestFlags::SYNC
-            } else {
-                RequestFlags::NONE
-            },
-        })
-    }
-
-    fn complete(&mut self, _now: Instant, _io: IoId) {
-        self.busy = false;
-    }
-}
+use elevator_workload::{FileSpec, IoKind, Issuer, PhasePlan, Place, WorkloadPlan};
 
 fn phase(name: &str, issuers: Vec<Script>) -> PhasePlan {
     PhasePlan {
