@@ -227,8 +227,6 @@ pub(crate) struct Host {
     actions: Vec<HostAction>,
     /// Set by every entry point that may have moved a timer; cleared when the runner asks.
     timers_changed: bool,
-    // Configuration, resolved.
-    filesystem: Filesystem,
     /// Counters for reports.
     pub(crate) stats: HostStats,
 }
@@ -321,7 +319,6 @@ impl Host {
             cpu: CpuModel::new(spec),
             actions: Vec::new(),
             timers_changed: false,
-            filesystem: spec.filesystem(),
             stats: HostStats::default(),
         })
     }
@@ -705,7 +702,7 @@ impl Host {
         // to the queue's limit.
         let bio_limit_sectors = match entry.kind {
             SpaceKind::Raw => u64::from(self.devices[entry.device].block_bytes) / SECTOR_SIZE_BYTES,
-            SpaceKind::File(_) if write && self.filesystem == Filesystem::Ext3 => {
+            SpaceKind::File(_) if write && self.writeback.filesystem == Filesystem::Ext3 => {
                 PAGE_BYTES / SECTOR_SIZE_BYTES
             }
             SpaceKind::File(_) => max_sectors - max_sectors % 8,
