@@ -8,68 +8,158 @@
 //! outstanding request in an index by start sector and holds a conflicting request back
 //! ([`RequestState::Held`](crate::RequestState::Held)) instead of giving it to the scheduler.
 //! Reads never conflict with reads.
+//!
+//! The index is a hash of fixed-size buckets of start sectors, each bucket's requests chained
+//! through a side table (the merge index's shape): adding, removing and the usual "no
+//! conflict" answer cost a few probes whatever the number outstanding, where an ordered map
+//! paid a tree walk for each. The requests' sectors, operation and sequence are read from the
+//! request table when asked, so a request whose start moves (a front merge, a fusion) is
+//! re-filed with [`Hazards::update`].
 
-use std::collections::BTreeMap;
+use rustc_hash::FxBuildHasher;
 
 use crate::request::{Op, Request};
-use crate::table::RequestId;
+use crate::table::{RequestId, RequestTable, SideTable};
 
-#[derive(Clone, Copy, Debug)]
-struct Extent {
-    end: u64,
-    writes: bool,
-    id: RequestId,
+/// Sectors per bucket, as a shift: 4096 sectors (2 MiB), larger than most requests, so a
+/// lookup visits one or two buckets.
+const BUCKET_SHIFT: u32 = 12;
+
+/// Bucket heads. Lookup only, never iterated, so hash order cannot leak into a run.
+#[allow(clippy::disallowed_types)]
+type BucketHeads = std::collections::HashMap<u64, RequestId, FxBuildHasher>;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Link {
+    bucket: u64,
+    next: Option<RequestId>,
+    prev: Option<RequestId>,
+    linked: bool,
 }
 
-/// Outstanding requests by (start sector, allocation sequence).
-#[derive(Clone, Debug, Default)]
+/// Outstanding requests by bucket of their start sector.
+#[derive(Clone, Debug)]
 pub(crate) struct Hazards {
-    by_start: BTreeMap<(u64, u64), Extent>,
+    heads: BucketHeads,
+    links: SideTable<Link>,
     /// The longest extent ever indexed: how far back a lookup must reach.
     longest_sectors: u64,
+    count: usize,
 }
 
 fn writes(op: Op) -> bool {
     op != Op::Read
 }
 
+fn bucket(sector: u64) -> u64 {
+    sector >> BUCKET_SHIFT
+}
+
 impl Hazards {
+    pub(crate) fn new(capacity: usize) -> Hazards {
+        Hazards {
+            heads: BucketHeads::with_capacity_and_hasher(capacity, FxBuildHasher),
+            links: SideTable::new(capacity),
+            longest_sectors: 0,
+            count: 0,
+        }
+    }
+
+    /// Makes room for a request table grown to `capacity`.
+    pub(crate) fn grow(&mut self, capacity: usize) {
+        self.links.ensure_capacity(capacity);
+    }
+
     pub(crate) fn add(&mut self, id: RequestId, request: &Request) {
         if request.sector_count == 0 {
             return;
         }
+        debug_assert!(!self.links[id].linked, "{id:?} indexed twice");
         self.longest_sectors = self.longest_sectors.max(u64::from(request.sector_count));
-        let extent = Extent { end: request.end().0, writes: writes(request.op), id };
-        let previous = self.by_start.insert((request.start.0, request.sequence), extent);
-        debug_assert!(previous.is_none(), "{id:?} indexed twice");
+        let key = bucket(request.start.0);
+        let next = self.heads.insert(key, id);
+        if let Some(next) = next {
+            self.links[next].prev = Some(id);
+        }
+        self.links[id] = Link { bucket: key, next, prev: None, linked: true };
+        self.count += 1;
     }
 
-    /// Forgets `request` as it was indexed (`start` and `sequence` are its key).
-    pub(crate) fn remove(&mut self, start: u64, sequence: u64, sector_count: u32) {
-        if sector_count == 0 {
+    /// Forgets `id` (nothing if it was never indexed: a request without sectors).
+    pub(crate) fn remove(&mut self, id: RequestId) {
+        let link = self.links[id];
+        if !link.linked {
             return;
         }
-        self.by_start.remove(&(start, sequence));
+        match link.prev {
+            Some(prev) => self.links[prev].next = link.next,
+            None => match link.next {
+                Some(next) => {
+                    self.heads.insert(link.bucket, next);
+                }
+                None => {
+                    self.heads.remove(&link.bucket);
+                }
+            },
+        }
+        if let Some(next) = link.next {
+            self.links[next].prev = link.prev;
+        }
+        self.links[id] = Link::default();
+        self.count -= 1;
+    }
+
+    /// Re-files `id` after its start or length changed.
+    pub(crate) fn update(&mut self, id: RequestId, request: &Request) {
+        self.remove(id);
+        self.add(id, request);
     }
 
     /// Whether a request of shape (`op`, `start..end`) allocated at `sequence` overlaps an
-    /// earlier outstanding request where either writes.
-    pub(crate) fn conflicts(&self, op: Op, start: u64, end: u64, sequence: u64) -> bool {
-        if start >= end || self.by_start.is_empty() {
+    /// earlier outstanding request of `table` where either writes.
+    pub(crate) fn conflicts(
+        &self,
+        table: &RequestTable,
+        op: Op,
+        start: u64,
+        end: u64,
+        sequence: u64,
+    ) -> bool {
+        if start >= end || self.count == 0 {
             return false;
         }
         let incoming_writes = writes(op);
-        let from = start.saturating_sub(self.longest_sectors);
-        self.by_start.range((from, 0)..(end, 0)).any(|(&(_, earlier), extent)| {
-            earlier < sequence && extent.end > start && (incoming_writes || extent.writes)
-        })
+        let chain_conflicts = |head: Option<RequestId>| {
+            let mut at = head;
+            while let Some(id) = at {
+                let earlier = &table[id];
+                if earlier.sequence < sequence
+                    && earlier.start.0 < end
+                    && earlier.end().0 > start
+                    && (incoming_writes || writes(earlier.op))
+                {
+                    return true;
+                }
+                at = self.links[id].next;
+            }
+            false
+        };
+        let (first, last) = (bucket(start.saturating_sub(self.longest_sectors)), bucket(end - 1));
+        if last - first >= self.heads.len() as u64 {
+            // A span wider than the buckets in use (a huge discard): visit those instead. The
+            // answer is a yes or no, so the hash map's order cannot show.
+            return self.heads.values().any(|&head| chain_conflicts(Some(head)));
+        }
+        (first..=last).any(|key| chain_conflicts(self.heads.get(&key).copied()))
     }
 
     pub(crate) fn count(&self) -> usize {
-        self.by_start.len()
+        self.count
     }
 
+    /// Whether `id` is filed under the bucket of `request`'s start.
     pub(crate) fn contains(&self, id: RequestId, request: &Request) -> bool {
-        self.by_start.get(&(request.start.0, request.sequence)).is_some_and(|e| e.id == id)
+        let link = self.links[id];
+        link.linked && link.bucket == bucket(request.start.0)
     }
 }

@@ -422,7 +422,7 @@ impl BlockQueue {
             table: RequestTable::with_capacity(capacity),
             bios: BioTable::new(config.max_bios),
             merge: MergeIndex::new(capacity),
-            hazards: Hazards::default(),
+            hazards: Hazards::new(capacity),
             pool: RequestPool::new(config.nr_requests, config.pool_split).for_kernel(config.kernel),
             scheduler,
             epoch: 0,
@@ -457,7 +457,8 @@ impl BlockQueue {
             return Ok(self.submit_flush(now, bio));
         }
         let sequence = self.next_sequence;
-        let overlaps = self.hazards.conflicts(bio.op, bio.start.0, bio.end().0, sequence);
+        let overlaps =
+            self.hazards.conflicts(&self.table, bio.op, bio.start.0, bio.end().0, sequence);
         // A bio that overlaps earlier I/O must not merge: that would carry it ahead of the
         // request it has to wait for.
         if !overlaps
@@ -610,9 +611,9 @@ impl BlockQueue {
         if self.flush_in_flight == Some(id) {
             self.flush_in_flight = None;
         }
+        self.hazards.remove(id);
         let request = self.table.remove(id);
         self.bios.release(request.bios, bios);
-        self.hazards.remove(request.start.0, request.sequence, request.sector_count);
         self.free_pool_slot(now, &request);
         self.stats.completed += 1;
         self.release_held(now);
@@ -727,6 +728,7 @@ impl BlockQueue {
         if capacity > self.table.capacity() {
             self.table.grow(capacity);
             self.merge.grow(capacity);
+            self.hazards.grow(capacity);
         }
         self.config = config;
         self.pool.set_nr_requests(nr_requests);
@@ -980,7 +982,6 @@ impl BlockQueue {
 
     fn merge_bio(&mut self, now: Instant, target: RequestId, kind: MergeKind, bio: &Bio) {
         let request = &mut self.table[target];
-        let old_start = request.start;
         match kind {
             MergeKind::Back => {
                 self.bios.push_back(&mut request.bios, bio.tag);
@@ -995,9 +996,7 @@ impl BlockQueue {
         request.sector_count += bio.sector_count;
         request.priority = request.priority.better(bio.priority);
         request.flags = request.flags | (bio.flags.intersection(RequestFlags::META));
-        let (sequence, sector_count) = (request.sequence, request.sector_count - bio.sector_count);
-        self.hazards.remove(old_start.0, sequence, sector_count);
-        self.hazards.add(target, &self.table[target]);
+        self.hazards.update(target, &self.table[target]);
         self.merge.rekey(target, &self.table[target]);
         self.merge.last_merge = Some(target);
         self.scheduler.merged(&cx!(self, now), target, kind);
@@ -1028,7 +1027,6 @@ impl BlockQueue {
         // its final size and can still look the absorbed one up.
         let gone = self.table[absorbed].clone();
         let request = &mut self.table[kept];
-        self.hazards.remove(request.start.0, request.sequence, request.sector_count);
         request.sector_count += gone.sector_count;
         request.created = request.created.min(gone.created);
         request.priority = request.priority.better(gone.priority);
@@ -1037,9 +1035,9 @@ impl BlockQueue {
         self.bios.append(&mut request.bios, gone.bios);
         self.scheduler.requests_merged(&cx!(self, now), kept, absorbed);
         self.merge.remove(absorbed);
+        self.hazards.remove(absorbed);
         self.table.remove(absorbed);
-        self.hazards.remove(gone.start.0, gone.sequence, gone.sector_count);
-        self.hazards.add(kept, &self.table[kept]);
+        self.hazards.update(kept, &self.table[kept]);
         self.merge.rekey(kept, &self.table[kept]);
         self.merge.last_merge = Some(kept);
         self.stats.requests_fused += 1;
@@ -1153,6 +1151,7 @@ impl BlockQueue {
             let id = self.held[index];
             let request = &self.table[id];
             if self.hazards.conflicts(
+                &self.table,
                 request.op,
                 request.start.0,
                 request.end().0,

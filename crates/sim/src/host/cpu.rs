@@ -157,6 +157,10 @@ impl CpuModel {
         /// Ids below this are kept in the vector (workload processes count from 0 or 1).
         const DENSE_IDS: usize = 1 << 16;
         let index = process.0 as usize;
+        if index < self.accounts.len() {
+            // The usual case: a workload process seen before.
+            return &mut self.accounts[index];
+        }
         if index < DENSE_IDS && !is_host_process(process) {
             if index >= self.accounts.len() {
                 self.accounts.resize(index + 1, Account::default());
