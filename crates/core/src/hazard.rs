@@ -9,14 +9,14 @@
 //! ([`RequestState::Held`](crate::RequestState::Held)) instead of giving it to the scheduler.
 //! Reads never conflict with reads.
 //!
-//! The index is a hash of fixed-size buckets of start sectors, each bucket's requests chained
-//! through a side table (the merge index's shape): adding, removing and the usual "no
-//! conflict" answer cost a few probes whatever the number outstanding, where an ordered map
-//! paid a tree walk for each. The requests' sectors, operation and sequence are read from the
+//! The index is a fixed table of slots, one per bucket of start sectors modulo the table's
+//! size, each slot's requests chained through a side table (the merge index's shape): adding,
+//! removing and the usual "no conflict" answer cost an array access and a short chain walk
+//! whatever the number outstanding, where an ordered map paid a tree walk for each. Buckets
+//! that share a slot share its chain; a lookup checks every request it walks against the
+//! sectors asked about, so sharing costs time, never a wrong answer. The requests' sectors, operation and sequence are read from the
 //! request table when asked, so a request whose start moves (a front merge, a fusion) is
 //! re-filed with [`Hazards::update`].
-
-use rustc_hash::FxBuildHasher;
 
 use crate::request::{Op, Request};
 use crate::table::{RequestId, RequestTable, SideTable};
@@ -25,13 +25,12 @@ use crate::table::{RequestId, RequestTable, SideTable};
 /// lookup visits one or two buckets.
 const BUCKET_SHIFT: u32 = 12;
 
-/// Bucket heads. Lookup only, never iterated, so hash order cannot leak into a run.
-#[allow(clippy::disallowed_types)]
-type BucketHeads = std::collections::HashMap<u64, RequestId, FxBuildHasher>;
+/// Slots in the table: buckets 2^10 apart share one (2 GiB apart at 2 MiB buckets).
+const SLOTS: usize = 1 << 10;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Link {
-    bucket: u64,
+    slot: usize,
     next: Option<RequestId>,
     prev: Option<RequestId>,
     linked: bool,
@@ -40,7 +39,8 @@ struct Link {
 /// Outstanding requests by bucket of their start sector.
 #[derive(Clone, Debug)]
 pub(crate) struct Hazards {
-    heads: BucketHeads,
+    /// The newest request of each slot's chain.
+    heads: Vec<Option<RequestId>>,
     links: SideTable<Link>,
     /// The longest extent ever indexed: how far back a lookup must reach.
     longest_sectors: u64,
@@ -55,10 +55,14 @@ fn bucket(sector: u64) -> u64 {
     sector >> BUCKET_SHIFT
 }
 
+fn slot(bucket: u64) -> usize {
+    (bucket as usize) & (SLOTS - 1)
+}
+
 impl Hazards {
     pub(crate) fn new(capacity: usize) -> Hazards {
         Hazards {
-            heads: BucketHeads::with_capacity_and_hasher(capacity, FxBuildHasher),
+            heads: vec![None; SLOTS],
             links: SideTable::new(capacity),
             longest_sectors: 0,
             count: 0,
@@ -76,12 +80,12 @@ impl Hazards {
         }
         debug_assert!(!self.links[id].linked, "{id:?} indexed twice");
         self.longest_sectors = self.longest_sectors.max(u64::from(request.sector_count));
-        let key = bucket(request.start.0);
-        let next = self.heads.insert(key, id);
+        let slot = slot(bucket(request.start.0));
+        let next = self.heads[slot].replace(id);
         if let Some(next) = next {
             self.links[next].prev = Some(id);
         }
-        self.links[id] = Link { bucket: key, next, prev: None, linked: true };
+        self.links[id] = Link { slot, next, prev: None, linked: true };
         self.count += 1;
     }
 
@@ -93,14 +97,7 @@ impl Hazards {
         }
         match link.prev {
             Some(prev) => self.links[prev].next = link.next,
-            None => match link.next {
-                Some(next) => {
-                    self.heads.insert(link.bucket, next);
-                }
-                None => {
-                    self.heads.remove(&link.bucket);
-                }
-            },
+            None => self.heads[link.slot] = link.next,
         }
         if let Some(next) = link.next {
             self.links[next].prev = link.prev;
@@ -145,21 +142,20 @@ impl Hazards {
             false
         };
         let (first, last) = (bucket(start.saturating_sub(self.longest_sectors)), bucket(end - 1));
-        if last - first >= self.heads.len() as u64 {
-            // A span wider than the buckets in use (a huge discard): visit those instead. The
-            // answer is a yes or no, so the hash map's order cannot show.
-            return self.heads.values().any(|&head| chain_conflicts(Some(head)));
+        if last - first >= SLOTS as u64 {
+            // A span wider than the table (a huge discard): every slot once.
+            return self.heads.iter().any(|&head| chain_conflicts(head));
         }
-        (first..=last).any(|key| chain_conflicts(self.heads.get(&key).copied()))
+        (first..=last).any(|bucket| chain_conflicts(self.heads[slot(bucket)]))
     }
 
     pub(crate) fn count(&self) -> usize {
         self.count
     }
 
-    /// Whether `id` is filed under the bucket of `request`'s start.
+    /// Whether `id` is filed under the slot of `request`'s start.
     pub(crate) fn contains(&self, id: RequestId, request: &Request) -> bool {
         let link = self.links[id];
-        link.linked && link.bucket == bucket(request.start.0)
+        link.linked && link.slot == slot(bucket(request.start.0))
     }
 }
