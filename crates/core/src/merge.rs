@@ -11,8 +11,6 @@
 //! Keys are (sector, direction). Requests sharing a key form a chain, newest first, and a
 //! lookup offers only the newest, as the kernel's hash buckets did.
 
-use rustc_hash::FxBuildHasher;
-
 use crate::request::{Bio, Direction, Op, Request, RequestFlags, RequestState};
 use crate::table::{RequestId, SideTable};
 
@@ -70,9 +68,15 @@ fn key(sector: u64, direction: Direction) -> u64 {
     (sector << 1) | direction.index() as u64
 }
 
-/// Heads of the key chains. Lookup only, never iterated, so hash order cannot leak into a run.
-#[allow(clippy::disallowed_types)]
-type ChainHeads = std::collections::HashMap<u64, RequestId, FxBuildHasher>;
+/// Slots of a key table: keys share a slot by a multiplicative hash of the key, so requests of
+/// any alignment spread over the table.
+const SLOTS_SHIFT: u32 = 10;
+
+/// The slot of `key`: its top bits after a Fibonacci multiply (cheap, and the low bits of a
+/// sector, often all zero for aligned I/O, do not decide it).
+fn slot(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS_SHIFT)) as usize
+}
 
 #[derive(Clone, Copy, Debug, Default)]
 struct ChainLink {
@@ -82,24 +86,24 @@ struct ChainLink {
     linked: bool,
 }
 
-/// Requests by key, each key's requests chained newest first.
+/// Requests by key: a fixed table of slots, each slot's requests (of one or more keys)
+/// chained newest first through a side table. A lookup walks its slot's chain to the first
+/// request of its key — the newest of that key — so sharing a slot costs time, never a wrong
+/// answer; with 1024 slots and at most a few hundred requests queued the chains stay short.
 #[derive(Clone, Debug)]
 struct KeyedChains {
-    heads: ChainHeads,
+    heads: Vec<Option<RequestId>>,
     links: SideTable<ChainLink>,
 }
 
 impl KeyedChains {
     fn new(capacity: usize) -> KeyedChains {
-        KeyedChains {
-            heads: ChainHeads::with_capacity_and_hasher(capacity, FxBuildHasher),
-            links: SideTable::new(capacity),
-        }
+        KeyedChains { heads: vec![None; 1 << SLOTS_SHIFT], links: SideTable::new(capacity) }
     }
 
     fn add(&mut self, id: RequestId, key: u64) {
         debug_assert!(!self.links[id].linked, "{id:?} indexed twice");
-        let older = self.heads.insert(key, id);
+        let older = self.heads[slot(key)].replace(id);
         if let Some(older) = older {
             self.links[older].newer = Some(id);
         }
@@ -113,14 +117,7 @@ impl KeyedChains {
         }
         match link.newer {
             Some(newer) => self.links[newer].older = link.older,
-            None => match link.older {
-                Some(older) => {
-                    self.heads.insert(link.key, older);
-                }
-                None => {
-                    self.heads.remove(&link.key);
-                }
-            },
+            None => self.heads[slot(link.key)] = link.older,
         }
         if let Some(older) = link.older {
             self.links[older].newer = link.newer;
@@ -129,7 +126,15 @@ impl KeyedChains {
     }
 
     fn find(&self, key: u64) -> Option<RequestId> {
-        self.heads.get(&key).copied()
+        let mut at = self.heads[slot(key)];
+        while let Some(id) = at {
+            let link = &self.links[id];
+            if link.key == key {
+                return Some(id);
+            }
+            at = link.older;
+        }
+        None
     }
 
     fn is_indexed(&self, id: RequestId) -> bool {
