@@ -163,11 +163,6 @@ impl KernelVersion {
         if off < 1 { 1 } else { off }
     }
 
-    /// Whether 2.6.18's hard cap of 3/2 · `nr_requests` per class exists (2.6.9 has none).
-    pub const fn has_request_hard_cap(self) -> bool {
-        matches!(self.base(), KernelBase::V2_6_18)
-    }
-
     /// Whether noop merges only into `last_merge` (2.6.18: no merge function) rather than
     /// scanning its whole list (2.6.9) (§2.2).
     pub const fn noop_merges_last_only(self) -> bool {

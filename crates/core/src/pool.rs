@@ -11,7 +11,9 @@
 //! * at `n` the class is *full*: the first process to hit that becomes a **batcher** and marks
 //!   the queue full; after that only batchers, and processes the scheduler votes
 //!   [`MayQueue::Must`] for, may allocate;
-//! * never more than `3n/2` (192) in a class;
+//! * never more than `3n/2` (192) in a class — a 2.6.18 rule that 2.6.9 lacks; it is kept for
+//!   every release here because the request table is sized by it (a deviation for 2.6.9 hosts,
+//!   whose batchers could take a class past 192);
 //! * a batcher may allocate up to 32 requests (`nr_batching`) within 20 ms (`HZ/50`) of becoming
 //!   one.
 //!
