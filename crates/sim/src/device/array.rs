@@ -105,8 +105,55 @@ const OVERHEAD: KeySpec = KeySpec {
     help: "controller processing per host command",
 };
 
+// The logical drive's cache policies, as LSI's configuration tools offer them
+// (workload-mechanisms.md §2.2). Each default keeps what `array` did before the policies
+// existed where the spec names no default of its own.
+const WRITE_POLICY: KeySpec = KeySpec {
+    key: "write_policy",
+    kind: KeyKind::Choice(&["wb", "wt", "wb-bad-bbu"]),
+    default: "wb",
+    help: "write-back (a write is done once in controller cache), write-through (done once on \
+           the disks), or write-back even without a working battery (LSI's \"write back with \
+           bad BBU\"); workload-mechanisms.md 2.2",
+};
+const BBU: KeySpec = KeySpec {
+    key: "bbu",
+    kind: KeyKind::Choice(&["present", "absent"]),
+    default: "present",
+    help: "battery backup unit of the cache; absent (or failed), write-back falls back to \
+           write-through unless write_policy=wb-bad-bbu (workload-mechanisms.md 2.2)",
+};
+const READ_POLICY: KeySpec = KeySpec {
+    key: "read_policy",
+    kind: KeyKind::Choice(&["normal", "ahead", "adaptive"]),
+    default: "normal",
+    help: "controller read-ahead: normal (none, LSI's default), ahead (after every read), \
+           adaptive (only while the two most recent reads were sequential); \
+           workload-mechanisms.md 2.2",
+};
+const IO_POLICY: KeySpec = KeySpec {
+    key: "io_policy",
+    kind: KeyKind::Choice(&["direct", "cached"]),
+    default: "direct",
+    help: "cache I/O policy: direct (read data is not kept unless read ahead) or cached (every \
+           read's data is kept for later reads); workload-mechanisms.md 2.2",
+};
+
 /// The keys of `array`.
-pub const KEYS: &[KeySpec] = &[MEMBERS, MEMBER, RAID, STRIPE, CACHE, DEPTH, OVERHEAD, DRIVER_KEY];
+pub const KEYS: &[KeySpec] = &[
+    MEMBERS,
+    MEMBER,
+    RAID,
+    STRIPE,
+    CACHE,
+    WRITE_POLICY,
+    BBU,
+    READ_POLICY,
+    IO_POLICY,
+    DEPTH,
+    OVERHEAD,
+    DRIVER_KEY,
+];
 
 /// The keys of `san`: LUNs (each an array) behind a shared link.
 pub const SAN_KEYS: &[KeySpec] = &[
@@ -151,6 +198,10 @@ pub const SAN_KEYS: &[KeySpec] = &[
     RAID,
     STRIPE,
     CACHE,
+    WRITE_POLICY,
+    BBU,
+    READ_POLICY,
+    IO_POLICY,
     DEPTH,
     OVERHEAD,
     DRIVER_KEY,
@@ -223,11 +274,14 @@ pub const SAN_PRESETS: &[Preset] = &[
     Preset {
         name: "megaraid-8",
         help: "the classic study's database storage: eight LUNs on one LSI MegaRAID controller \
-               (no network link), each a RAID 1 pair of 15k SCSI disks with its share of the \
-               controller's cache (32 MiB of 256 MiB). Driver megaraid_mbox (the SCSI MegaRAID \
-               of 2005): 64 commands per logical drive and 128 for the adapter, shared by all \
-               eight; requests up to 64 KiB (128 sectors; 26 segments allow 104 KiB) under \
-               2.6.9 and 2.6.18 alike (host-mechanisms.md 2.3, 2.5)",
+               (no network link), each a RAID 1 pair of 15k SCSI disks with 64 KiB stripes and \
+               its share of the controller's cache (8 MiB of the SCSI 320 boards' common 64 \
+               MiB), write-back with a battery, no controller read-ahead (LSI's default \
+               policy), direct I/O, 100 us per command (the low end of a cached write's \
+               0.1-0.5 ms; workload-mechanisms.md 2.2). Driver megaraid_mbox (the SCSI \
+               MegaRAID of 2005): 64 commands per logical drive and 128 for the adapter, \
+               shared by all eight; requests up to 64 KiB (128 sectors; 26 segments allow 104 \
+               KiB) under 2.6.9 and 2.6.18 alike (host-mechanisms.md 2.3, 2.5)",
         values: &[
             ("driver", "megaraid_mbox"),
             ("luns", "8"),
@@ -237,7 +291,19 @@ pub const SAN_PRESETS: &[Preset] = &[
             ("raid", "1"),
             ("members", "2"),
             ("member", "scsi-15k-2005"),
-            ("cache", "32m"),
+            ("stripe", "64k"),
+            // workload-mechanisms.md §2.2: SCSI 320-0/320-2 boards (megaraid_mbox's family)
+            // carry 32-128 MiB, 64 MiB common; a static eighth per logical drive.
+            ("cache", "8m"),
+            // §6: "controller write-back cache when a BBU is present"; the write-up does not
+            // say whether it was, a battery is assumed [inference].
+            ("write_policy", "wb"),
+            ("bbu", "present"),
+            // §2.2: Normal (no read-ahead) is LSI's default read policy; the write-up names no
+            // other. Direct I/O is the default cache I/O policy of LSI's tools [U].
+            ("read_policy", "normal"),
+            ("io_policy", "direct"),
+            ("overhead", "100us"),
             ("depth", "64"),
         ],
     },
@@ -271,9 +337,25 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "megaraid-lun",
-        help: "an LSI MegaRAID-class LUN of the 2005 database server: 4 x 10k SAS in RAID 10, \
-               64 KiB stripe, 256 MiB cache, 128 commands",
-        values: &[("member", "sas-10k-2008"), ("members", "4"), ("raid", "10")],
+        help: "one logical drive of the classic study's LSI MegaRAID controller on its own \
+               (megaraid-8 is all eight): a RAID 1 pair of 15k SCSI disks, 64 KiB stripe, the \
+               board's whole 64 MiB cache, write-back with a battery, no read-ahead, direct \
+               I/O, 100 us per command, driver megaraid_mbox with 64 commands \
+               (workload-mechanisms.md 2.1, 2.2)",
+        values: &[
+            ("driver", "megaraid_mbox"),
+            ("raid", "1"),
+            ("members", "2"),
+            ("member", "scsi-15k-2005"),
+            ("stripe", "64k"),
+            ("cache", "64m"),
+            ("write_policy", "wb"),
+            ("bbu", "present"),
+            ("read_policy", "normal"),
+            ("io_policy", "direct"),
+            ("overhead", "100us"),
+            ("depth", "64"),
+        ],
     },
 ];
 
@@ -308,10 +390,23 @@ struct MemberWork {
     parent: usize,
 }
 
+/// The controller's read-ahead policy (workload-mechanisms.md §2.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadPolicy {
+    /// No read-ahead ("Normal", LSI's default).
+    Normal,
+    /// Read ahead after every read ("Ahead").
+    Ahead,
+    /// Read ahead only while the two most recent reads were sequential ("Adaptive").
+    Adaptive,
+}
+
 #[derive(Clone, Debug)]
 enum ParentKind {
     /// A host command; finishes when its pieces do.
     Host { id: CommandId },
+    /// Read-ahead of sectors `start..end` into the cache.
+    Fetch { start: u64, end: u64 },
     /// Cached sectors `start..end` being destaged; they leave the cache when done.
     Destage { start: u64, end: u64 },
 }
@@ -362,6 +457,27 @@ pub struct Array {
     depth: u32,
     overhead: Duration,
     cache_bytes: u64,
+    /// Whether writes finish once in the cache: write-back with a battery, or "write back with
+    /// bad BBU"; write-through otherwise (workload-mechanisms.md §2.2).
+    write_back: bool,
+    read_policy: ReadPolicy,
+    /// Cached I/O: demand reads' data stays in the cache too, not only read-ahead's.
+    cached_io: bool,
+    /// Where the previous host read ended: the adaptive read-ahead's sequential test.
+    last_read_end: Option<u64>,
+    /// Which copy of a mirror served the last demand read; read-ahead follows it so that a
+    /// stream's prefetch continues on the disk whose head is already there.
+    last_copy: usize,
+    /// Clean cached ranges (read-ahead, or reads under cached I/O): start → (end, age order).
+    clean: BTreeMap<u64, (u64, u64)>,
+    /// The same ranges by (age order, start): the oldest is evicted first.
+    clean_by_age: std::collections::BTreeSet<(u64, u64)>,
+    clean_order: u64,
+    clean_bytes: u64,
+    /// Read-ahead in flight (start → end).
+    fetching: BTreeMap<u64, u64>,
+    /// Host reads waiting for read-ahead in flight that covers them.
+    waiting_reads: Vec<CommandId>,
     /// Commands waiting for their overhead to end, and commands done in the controller.
     timers: BTreeMap<(Instant, u64), Timer>,
     timer_order: u64,
@@ -402,6 +518,7 @@ pub struct Array {
     cache_hits: u64,
     destaged_bytes: u64,
     read_modify_writes: u64,
+    read_ahead_bytes: u64,
 }
 
 /// The disk spec of a `jbod` built as one device: its first disk.
@@ -499,14 +616,38 @@ impl Array {
             Raid::Ten => count as u64 / 2,
             Raid::Five => count as u64 - 1,
         };
+        let cache_bytes = params.size("cache");
+        let write_back = cache_bytes > 0
+            && match params.text("write_policy") {
+                "wb" => params.text("bbu") == "present",
+                "wb-bad-bbu" => true,
+                _ => false,
+            };
+        let read_policy = match params.text("read_policy") {
+            "ahead" => ReadPolicy::Ahead,
+            "adaptive" => ReadPolicy::Adaptive,
+            _ => ReadPolicy::Normal,
+        };
         Ok(Array {
             raid,
+            write_back,
+            read_policy,
+            cached_io: params.text("io_policy") == "cached",
+            last_read_end: None,
+            last_copy: 0,
+            clean: BTreeMap::new(),
+            clean_by_age: Default::default(),
+            clean_order: 0,
+            clean_bytes: 0,
+            fetching: BTreeMap::new(),
+            waiting_reads: Vec::new(),
+            read_ahead_bytes: 0,
             stripe_sectors,
             member_capacity_sectors: member_capacity,
             capacity_sectors: member_capacity * data_members,
             depth: params.integer("depth") as u32,
             overhead: params.time("overhead"),
-            cache_bytes: params.size("cache"),
+            cache_bytes,
             timers: BTreeMap::new(),
             timer_order: 0,
             host: LookupMap::default(),
@@ -612,6 +753,11 @@ impl Array {
             Raid::One => self.members.len(),
             Raid::Ten => 2,
         };
+        // Read-ahead stays on the copy its stream's demand reads use.
+        let follow = matches!(
+            self.parents[parent].as_ref().expect("live parent").kind,
+            ParentKind::Fetch { .. }
+        );
         if self.raid == Raid::Five && op == Op::Write {
             self.plan_raid5_write(start, sector_count, parent, &mut work, &mut then);
         } else {
@@ -623,8 +769,12 @@ impl Array {
                     sector_count: piece.sector_count,
                     parent,
                 };
-                if op == Op::Read {
-                    work.push(item(self.mirror_for_read(piece.member, copies)));
+                if op == Op::Read && follow {
+                    work.push(item(piece.member + self.last_copy.min(copies - 1)));
+                } else if op == Op::Read {
+                    let member = self.mirror_for_read(piece.member, copies);
+                    self.last_copy = member - piece.member;
+                    work.push(item(member));
                 } else {
                     work.extend((piece.member..piece.member + copies).map(item));
                 }
@@ -705,23 +855,28 @@ impl Array {
         let command = self.host[&id];
         match command.op {
             Op::Read => {
-                if self.is_dirty(command.start.0, command.end().0) {
-                    self.cache_hits += 1;
-                    self.timer(now, Timer::Finish(id));
-                    return;
+                let (start, end) = (command.start.0, command.end().0);
+                // The adaptive policy's test: this read begins where the previous one ended.
+                let sequential = self.last_read_end == Some(start);
+                self.last_read_end = Some(end);
+                self.serve_read(now, id);
+                let ahead = match self.read_policy {
+                    ReadPolicy::Normal => false,
+                    ReadPolicy::Ahead => true,
+                    ReadPolicy::Adaptive => sequential,
+                };
+                // Read-ahead goes after the demand read, and needs a cache to land in.
+                if ahead && self.cache_bytes > 0 {
+                    self.read_ahead(end);
                 }
-                let parent = self.new_parent(Parent {
-                    kind: ParentKind::Host { id },
-                    remaining: 0,
-                    then: Vec::new(),
-                });
-                self.plan_io(Op::Read, command.start.0, command.sector_count, parent, false);
             }
-            Op::Write if self.cache_bytes > 0 && !command.fua => {
+            Op::Write if self.write_back && !command.fua => {
                 self.waiting_for_cache.push_back(command);
                 self.admit_cached_writes(now);
             }
             Op::Write => {
+                // The write supersedes any clean copy the cache holds.
+                self.drop_clean(command.start.0, command.end().0);
                 let parent = self.new_parent(Parent {
                     kind: ParentKind::Host { id },
                     remaining: 0,
@@ -739,11 +894,155 @@ impl Array {
         }
     }
 
+    /// A host read: from the cache when every sector is there, after the read-ahead in
+    /// flight when that covers the rest, otherwise from the members.
+    fn serve_read(&mut self, now: Instant, id: CommandId) {
+        let command = self.host[&id];
+        let (start, end) = (command.start.0, command.end().0);
+        if self.gaps(start, end, false).is_empty() {
+            self.cache_hits += 1;
+            self.timer(now, Timer::Finish(id));
+        } else if self.gaps(start, end, true).is_empty() {
+            self.waiting_reads.push(id);
+        } else {
+            let parent = self.new_parent(Parent {
+                kind: ParentKind::Host { id },
+                remaining: 0,
+                then: Vec::new(),
+            });
+            self.plan_io(Op::Read, start, command.sector_count, parent, false);
+        }
+    }
+
+    /// Reads ahead of a read ending at `end`: the rest of its stripe unit and the next one,
+    /// whatever of them is neither cached nor being read already. The amount is not in the
+    /// spec (workload-mechanisms.md §2.2 says only "reads sequentially ahead"); one stripe
+    /// unit follows the stripe-unit increments other controllers of the time documented [U].
+    fn read_ahead(&mut self, end: u64) {
+        let ahead_end = (end.div_ceil(self.stripe_sectors) + 1) * self.stripe_sectors;
+        let ahead_end = ahead_end.min(self.capacity_sectors);
+        if end >= ahead_end {
+            return;
+        }
+        for (start, stop) in self.gaps(end, ahead_end, true) {
+            // A fetch is planned like a host read: one piece per stripe unit it touches.
+            let parent = self.new_parent(Parent {
+                kind: ParentKind::Fetch { start, end: stop },
+                remaining: 0,
+                then: Vec::new(),
+            });
+            self.fetching.insert(start, stop);
+            self.plan_io(Op::Read, start, (stop - start) as u32, parent, false);
+        }
+    }
+
+    /// The parts of `start..end` the cache does not hold (dirty, being destaged or clean) —
+    /// nor, with `fetching`, read-ahead in flight.
+    fn gaps(&self, start: u64, end: u64, fetching: bool) -> Vec<(u64, u64)> {
+        fn covering(map: impl DoubleEndedIterator<Item = (u64, u64)>, at: u64) -> Option<u64> {
+            map.rev().next().map(|(_, range_end)| range_end).filter(|&range_end| range_end > at)
+        }
+        fn next_start(mut map: impl Iterator<Item = (u64, u64)>) -> Option<u64> {
+            map.next().map(|(range_start, _)| range_start)
+        }
+        let mut gaps = Vec::new();
+        let mut at = start;
+        while at < end {
+            let covered = [
+                covering(self.dirty.range(..=at).map(|(&s, r)| (s, r.end)), at),
+                covering(self.destaging.range(..=at).map(|(&s, &e)| (s, e)), at),
+                covering(self.clean.range(..=at).map(|(&s, &(e, _))| (s, e)), at),
+                covering(self.fetching.range(..=at).map(|(&s, &e)| (s, e)), at)
+                    .filter(|_| fetching),
+            ]
+            .into_iter()
+            .flatten()
+            .max();
+            if let Some(covered_end) = covered {
+                at = covered_end;
+                continue;
+            }
+            let after = at + 1;
+            let next = [
+                next_start(self.dirty.range(after..).map(|(&s, r)| (s, r.end))),
+                next_start(self.destaging.range(after..).map(|(&s, &e)| (s, e))),
+                next_start(self.clean.range(after..).map(|(&s, &(e, _))| (s, e))),
+                next_start(self.fetching.range(after..).map(|(&s, &e)| (s, e)))
+                    .filter(|_| fetching),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .map_or(end, |next| next.min(end));
+            gaps.push((at, next));
+            at = next;
+        }
+        gaps
+    }
+
+    /// Keeps `start..end` as clean cached data, except what the cache holds already (a write
+    /// that arrived meanwhile is newer), evicting the oldest clean data to make room.
+    fn keep_clean(&mut self, start: u64, end: u64) {
+        for (from, to) in self.gaps(start, end, false) {
+            self.clean.insert(from, (to, self.clean_order));
+            self.clean_by_age.insert((self.clean_order, from));
+            self.clean_bytes += (to - from) * elevator_core::SECTOR_SIZE_BYTES;
+        }
+        self.clean_order += 1;
+        self.evict_clean(0);
+    }
+
+    /// Evicts the oldest clean data until `extra_bytes` more fit beside what the cache holds.
+    fn evict_clean(&mut self, extra_bytes: u64) {
+        while self.dirty_bytes + self.clean_bytes + extra_bytes > self.cache_bytes {
+            let Some((_, start)) = self.clean_by_age.pop_first() else { break };
+            let (end, _) = self.clean.remove(&start).expect("aged clean range");
+            self.clean_bytes -= (end - start) * elevator_core::SECTOR_SIZE_BYTES;
+        }
+    }
+
+    /// Forgets clean data inside `start..end` (written anew).
+    fn drop_clean(&mut self, start: u64, end: u64) {
+        let overlapping: Vec<u64> = self
+            .clean
+            .range(..end)
+            .rev()
+            .take_while(|&(_, &(range_end, _))| range_end > start)
+            .map(|(&s, _)| s)
+            .collect();
+        for range_start in overlapping {
+            let (range_end, order) = self.clean.remove(&range_start).expect("overlapping range");
+            self.clean_by_age.remove(&(order, range_start));
+            self.clean_bytes -= (range_end - range_start) * elevator_core::SECTOR_SIZE_BYTES;
+            for (from, to) in [(range_start, start), (end, range_end)] {
+                if from < to {
+                    self.clean.insert(from, (to, order));
+                    self.clean_by_age.insert((order, from));
+                    self.clean_bytes += (to - from) * elevator_core::SECTOR_SIZE_BYTES;
+                }
+            }
+        }
+    }
+
+    /// Read-ahead landed: keep it, and serve the reads that waited for it.
+    fn fetch_finished(&mut self, now: Instant, start: u64, end: u64) {
+        self.fetching.remove(&start);
+        self.read_ahead_bytes += (end - start) * elevator_core::SECTOR_SIZE_BYTES;
+        self.keep_clean(start, end);
+        for id in std::mem::take(&mut self.waiting_reads) {
+            // Each is served from the cache, waits on, or (its data evicted) reads the disks.
+            self.serve_read(now, id);
+        }
+    }
+
     /// Cached writes finish as soon as their data fits; the destager decides when the data
     /// goes to the members.
     fn admit_cached_writes(&mut self, now: Instant) {
         while let Some(command) = self.waiting_for_cache.front().copied() {
             let bytes = command.size_bytes();
+            // Clean data gives way to writes; the write supersedes its own range's copy.
+            self.drop_clean(command.start.0, command.end().0);
+            self.evict_clean(bytes);
             let fits = self.dirty_bytes + bytes <= self.cache_bytes || self.dirty_bytes == 0;
             if !fits {
                 break;
@@ -811,17 +1110,6 @@ impl Array {
         }
         self.dirty_bytes += ((end - start) - already) * elevator_core::SECTOR_SIZE_BYTES;
         self.insert_range(new_start, DirtyRange { end: new_end, since });
-    }
-
-    fn is_dirty(&self, start: u64, end: u64) -> bool {
-        let in_dirty =
-            self.dirty.range(..=start).next_back().is_some_and(|(_, range)| range.end >= end);
-        let in_destage = self
-            .destaging
-            .range(..=start)
-            .next_back()
-            .is_some_and(|(_, &range_end)| range_end >= end);
-        in_dirty || in_destage
     }
 
     /// Starts destaging while there is room for more and something is worth writing.
@@ -943,7 +1231,14 @@ impl Array {
         let parent = self.parents[item.parent].take().expect("live parent");
         self.free_parents.push(item.parent);
         match parent.kind {
-            ParentKind::Host { id } => self.timer(now, Timer::Finish(id)),
+            ParentKind::Host { id } => {
+                let command = self.host[&id];
+                if self.cached_io && command.op == Op::Read && self.cache_bytes > 0 {
+                    self.keep_clean(command.start.0, command.end().0);
+                }
+                self.timer(now, Timer::Finish(id));
+            }
+            ParentKind::Fetch { start, end } => self.fetch_finished(now, start, end),
             ParentKind::Destage { start, end } => {
                 let bytes = (end - start) * elevator_core::SECTOR_SIZE_BYTES;
                 self.destaging.remove(&start);
@@ -960,7 +1255,7 @@ impl Array {
 impl DeviceModel for Array {
     fn describe(&self) -> String {
         format!(
-            "array: RAID {} of {} x ({}), stripe {}, cache {}, {} commands",
+            "array: RAID {} of {} x ({}), stripe {}, cache {} {}, read {}{}, {} commands",
             match self.raid {
                 Raid::Zero => "0",
                 Raid::One => "1",
@@ -971,6 +1266,13 @@ impl DeviceModel for Array {
             self.members[0].describe(),
             elevator_core::format_size(self.stripe_sectors * elevator_core::SECTOR_SIZE_BYTES),
             elevator_core::format_size(self.cache_bytes),
+            if self.write_back { "write-back" } else { "write-through" },
+            match self.read_policy {
+                ReadPolicy::Normal => "normal",
+                ReadPolicy::Ahead => "ahead",
+                ReadPolicy::Adaptive => "adaptive",
+            },
+            if self.cached_io { " cached" } else { "" },
             self.depth
         )
     }
@@ -1064,6 +1366,7 @@ impl DeviceModel for Array {
             ("cache_read_hits", self.cache_hits),
             ("destaged_bytes", self.destaged_bytes),
             ("read_modify_writes", self.read_modify_writes),
+            ("read_ahead_bytes", self.read_ahead_bytes),
         ];
         stats
     }
