@@ -20,6 +20,19 @@
 //! nothing is dirty; reads of cached data are served from the cache. With `cache=0` writes go
 //! through.
 //!
+//! The cache policies are those of an LSI MegaRAID logical drive (workload-mechanisms.md
+//! §2.2). **Write policy**: write-back as above only with a battery (`bbu=present`) or with
+//! `write_policy=wb-bad-bbu`; `bbu=absent` falls back to write-through as the firmware does.
+//! **Read policy**: `normal` (LSI's default) never reads ahead; `ahead` does after every read;
+//! `adaptive` only when the read begins where the previous host read ended (the two most
+//! recent reads sequential), and stops at the first read that does not. Read-ahead fetches the
+//! rest of the read's stripe unit and the next one into the cache, queued behind the demand
+//! read on the same mirror copy; a read covered by read-ahead in flight waits for it, one
+//! covered by the cache finishes after the command overhead. **Cache I/O policy**: `direct`
+//! keeps only read-ahead data; `cached` keeps every read's. Clean data shares the cache with
+//! dirty data and is evicted oldest first whenever a write or new clean data needs the room;
+//! a write replaces any clean copy of its sectors.
+//!
 //! Members keep their own queues (a member with command queuing reorders its own); the
 //! controller feeds each member from two FIFOs, host-driven work first, destaging second.
 //!
@@ -38,7 +51,11 @@
 //! | `member` | sas-15k-2008 | member spec; write `kind/key=value/...` for keys |
 //! | `raid` | 10 | 0, 1, 10 or 5 |
 //! | `stripe` | 64k | stripe unit |
-//! | `cache` | 256m | controller write-back cache (0: write-through) |
+//! | `cache` | 256m | controller cache (0: write-through, no read cache) |
+//! | `write_policy` | wb | wb, wt, or wb-bad-bbu (write-back even without a battery) |
+//! | `bbu` | present | battery; absent turns `wb` into write-through |
+//! | `read_policy` | normal | normal (no read-ahead), ahead, adaptive |
+//! | `io_policy` | direct | direct (keep read-ahead data only) or cached (keep all read data) |
 //! | `depth` | 128 | host commands the controller accepts |
 //! | `overhead` | 50us | controller processing per host command |
 //! | `link` | — | used by `san`: the link in front of the LUNs |
@@ -46,6 +63,22 @@
 //! | `rr_min_io` | — | used by `san`: bios per path before round robin moves on (1000) |
 //! | `path_depth` | — | used by `san`: commands per LUN per path (default: the driver's per-LUN depth; 32 for `generic`) |
 //! | `driver` | generic | the driver in front of the LUNs or disks (`device/driver.rs`) |
+//!
+//! # Deviations from the controller
+//!
+//! The firmware's algorithms are not documented (workload-mechanisms.md §2.2); where the model
+//! needs one it states its own:
+//!
+//! * how far read-ahead reads (one stripe unit past the read's own, after the stripe-unit
+//!   increments IBM's ServeRAID documented [U]); the adaptive test looks at host reads only,
+//!   not writes, and at one stream per logical drive (interleaved streams defeat it);
+//! * the destage order (full rows first from a sweeping position, partial rows by age) and
+//!   the 200 ms partial-row age are the model's own;
+//! * clean data is evicted oldest first (no LRU on hits); a write-through write drops the
+//!   clean copy instead of updating it;
+//! * battery learn cycles (write-through while the battery recalibrates) are not modelled;
+//! * in `san`, each LUN owns a fixed share of the controller's cache (`cache` per LUN); the
+//!   real board shares one cache among its logical drives.
 //!
 //! `jbod`'s `disk` is one spec for every disk or `SPEC+SPEC+...`, one per disk in order (the
 //! first `disks` of a longer list): the classic study's desktop had four different drives.
@@ -939,8 +972,8 @@ impl Array {
     /// The parts of `start..end` the cache does not hold (dirty, being destaged or clean) —
     /// nor, with `fetching`, read-ahead in flight.
     fn gaps(&self, start: u64, end: u64, fetching: bool) -> Vec<(u64, u64)> {
-        fn covering(map: impl DoubleEndedIterator<Item = (u64, u64)>, at: u64) -> Option<u64> {
-            map.rev().next().map(|(_, range_end)| range_end).filter(|&range_end| range_end > at)
+        fn covering(mut map: impl DoubleEndedIterator<Item = (u64, u64)>, at: u64) -> Option<u64> {
+            map.next_back().map(|(_, range_end)| range_end).filter(|&range_end| range_end > at)
         }
         fn next_start(mut map: impl Iterator<Item = (u64, u64)>) -> Option<u64> {
             map.next().map(|(range_start, _)| range_start)
