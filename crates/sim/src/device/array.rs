@@ -310,8 +310,7 @@ pub const SAN_PRESETS: &[Preset] = &[
                (no network link), each a RAID 1 pair of 15k SCSI disks with 64 KiB stripes and \
                its share of the controller's cache (8 MiB of the SCSI 320 boards' common 64 \
                MiB), write-back with a battery, no controller read-ahead (LSI's default \
-               policy), direct I/O, 100 us per command (the low end of a cached write's \
-               0.1-0.5 ms; workload-mechanisms.md 2.2). Driver megaraid_mbox (the SCSI \
+               policy), direct I/O (workload-mechanisms.md 2.2). Driver megaraid_mbox (the SCSI \
                MegaRAID of 2005): 64 commands per logical drive and 128 for the adapter, \
                shared by all eight; requests up to 64 KiB (128 sectors; 26 segments allow 104 \
                KiB) under 2.6.9 and 2.6.18 alike (host-mechanisms.md 2.3, 2.5)",
@@ -336,7 +335,6 @@ pub const SAN_PRESETS: &[Preset] = &[
             // other. Direct I/O is the default cache I/O policy of LSI's tools [U].
             ("read_policy", "normal"),
             ("io_policy", "direct"),
-            ("overhead", "100us"),
             ("depth", "64"),
         ],
     },
@@ -370,24 +368,20 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "megaraid-lun",
-        help: "one logical drive of the classic study's LSI MegaRAID controller on its own \
-               (megaraid-8 is all eight): a RAID 1 pair of 15k SCSI disks, 64 KiB stripe, the \
-               board's whole 64 MiB cache, write-back with a battery, no read-ahead, direct \
-               I/O, 100 us per command, driver megaraid_mbox with 64 commands \
-               (workload-mechanisms.md 2.1, 2.2)",
+        help: "an LSI MegaRAID-class LUN: 4 x 10k SAS in RAID 10, 64 KiB stripe, 256 MiB \
+               cache (the SAS 8408E/8708 class's 128-256 MiB), write-back with a battery, no \
+               read-ahead (LSI's default), direct I/O, 128 commands (megaraid_sas's per-LUN \
+               depth); workload-mechanisms.md 2.1, 2.2",
         values: &[
-            ("driver", "megaraid_mbox"),
-            ("raid", "1"),
-            ("members", "2"),
-            ("member", "scsi-15k-2005"),
+            ("member", "sas-10k-2008"),
+            ("members", "4"),
+            ("raid", "10"),
             ("stripe", "64k"),
-            ("cache", "64m"),
+            ("cache", "256m"),
             ("write_policy", "wb"),
             ("bbu", "present"),
             ("read_policy", "normal"),
             ("io_policy", "direct"),
-            ("overhead", "100us"),
-            ("depth", "64"),
         ],
     },
 ];
