@@ -144,8 +144,9 @@ pub(crate) fn tool_table(runs: &[&Run]) -> Option<ToolTable> {
                     Some(format!("{} = {simulated}", hdparm_disk_name(index)))
                 })
                 .collect();
-            let mut units = "kb_base=1024: MB = 2^20 bytes, as hdparm prints; disks by the study \
-                             machine's names"
+            let mut units = "kb_base=1024: MB = 2^20 bytes, as hdparm prints; -T as the hdparm \
+                             version prints it (doubled up to 6.8; the write-up's version is \
+                             unknown); disks by the study machine's names"
                 .to_owned();
             if !names.is_empty() {
                 units.push_str(&format!(" (simulated as: {})", names.join(", ")));
@@ -176,7 +177,13 @@ fn iozone(runs: &[&Run]) -> Vec<Column> {
         .map(|&(name, label)| {
             column(runs, format!("{label} KB/s"), Better::Higher, 0, move |run| {
                 let phase = phase(run, name)?;
-                Some(phase.issuers.iter().map(|i| i.throughput_bytes_per_s).sum::<f64>() / 1024.0)
+                // The children's own rates under iozone's stonewall rule when the workload
+                // reports them, else the recorder's per-issuer rates.
+                let own = phase.counters.get("children_bytes_per_s").map(|&rate| rate as f64);
+                let sum = own.unwrap_or_else(|| {
+                    phase.issuers.iter().map(|i| i.throughput_bytes_per_s).sum::<f64>()
+                });
+                Some(sum / 1024.0)
             })
         })
         .collect();
@@ -217,7 +224,10 @@ fn hdparm(runs: &[&Run]) -> Vec<Column> {
                 2,
                 move |run| {
                     let phase = phase(run, &phase_name)?;
-                    let bytes = *phase.counters.get("timed_bytes")? as f64;
+                    // What hdparm prints: doubled for -T up to 6.8 (workload `printed_bytes`).
+                    let counters = &phase.counters;
+                    let printed = counters.get("printed_bytes").or(counters.get("timed_bytes"));
+                    let bytes = *printed? as f64;
                     let nanos = *phase.counters.get("timed_ns")? as f64;
                     (nanos > 0.0).then(|| bytes / (1 << 20) as f64 / (nanos / 1e9))
                 },

@@ -13,7 +13,22 @@
 //!   device, alternating a read of one block and its write, so that reads and write-back
 //!   compete for the disk.
 //!
-//! Sources: GNU coreutils dd documentation and dd(1) (`/work/shared/specs/ecosystem.md` §2.3).
+//! What reaches the disk, as GNU dd does it (`/work/shared/specs/workload-mechanisms.md` §5.2):
+//!
+//! * With `bs=` set, dd reads and writes in calls of exactly `bs` bytes (`2M` = 2,097,152):
+//!   `count` reads alternating with `count` writes, one process, nothing else.
+//! * Reads of the raw partition are buffered through the block device's page cache: the disk
+//!   sees dd's synchronous read-ahead stream, not `bs`-sized requests.
+//! * Writes are buffered: `write()` returns once the data is in the page cache. dd issues no
+//!   fsync (the study's command line has no `conv=`) and its `close()` flushes nothing, so dd
+//!   exits — and its time ends — with the data still dirty unless it crossed the dirty limits,
+//!   where dd itself writes back while throttled; the rest is left to pdflush and kjournald,
+//!   which is the host model's. `conv=fdatasync` (key `fdatasync`) adds one fsync, timed.
+//! * A copy alternates a synchronous read with a buffered write, so dd's reads compete with
+//!   the write-back of what it wrote.
+//!
+//! Sources: GNU coreutils dd documentation and dd(1) (`/work/shared/specs/ecosystem.md` §2.3),
+//! the spec's §5.2 (CU).
 //!
 //! # Plan
 //!
@@ -35,8 +50,11 @@
 //! | `fdatasync` | 0 | `conv=fdatasync` | one fsync of the output at the end, inside the timing |
 //! | `device` | 0 | the partition | index of the device read from and holding /tmp |
 //!
-//! # Deviations from dd
+//! # Differences from the real tool
 //!
+//! * `conv=fdatasync` arrived in coreutils 5.3.0; RHEL 4's 5.2.1 lacks it (§5.2), but the key is
+//!   accepted whatever the host's kernel.
+//! * `time`'s user and sys are the host model's CPU time of the dd process.
 //! * Reading past the end of the device is a plan error, where dd would stop at the short read
 //!   and report fewer records.
 //! * `/tmp` lives on the same device as the partition read (the study's single-disk server);

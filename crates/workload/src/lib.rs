@@ -484,7 +484,7 @@ mod tests {
             "dd:mode=write,bs=1m,count=4",
             "hdparm:cached_time=10ms,device_time=10ms",
             "seqread:size=4m",
-            "dss:size=4m,runtime=10ms",
+            "dss:streams=4,size=4m,runtime=10ms",
             "oltp:size=4m,runtime=10ms",
             "iozone:size=1m",
         ] {
