@@ -52,9 +52,11 @@
 //!   hash). A front merge through the `last_merge` cache into *another* process's queue is
 //!   refused too (the hook cannot tell the cache from the front lookup); 2.6.9 allowed it.
 //! * Selecting cfq sets `nr_requests` to 8192 in 2.6.9; the queue has no hook for that, so the
-//!   simulator's runner sets it when it builds a queue for this scheduler
-//!   ([`NR_REQUESTS`]); `may_queue` reads the queue's value through [`CfqV1::set_nr_requests`]
-//!   and caps its limit at the original 128 ([`MAX_QUEUED`]).
+//!   simulator's runner sets it when it builds a queue for this scheduler (from
+//!   `KernelVersion::cfq_nr_requests`). A scheduler cannot read the queue's `nr_requests`
+//!   either, so `may_queue` assumes [`NR_REQUESTS`] (8192) unless told otherwise through
+//!   [`CfqV1::set_nr_requests`]: a queue given another `nr_requests` by hand still shares 8192.
+//!   With 8192 the limit is the cap of 128 ([`MAX_QUEUED`]) for up to 63 busy queues.
 //! * Values below 1 are rejected, where 2.6.9's sysfs store clamps them to 1.
 //! * Back-inserted requests (barriers) are the queue's flush path, which drains every queue
 //!   through the refill loop (as 2.6.9 does before a back insert) and appends in that order.

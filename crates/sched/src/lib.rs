@@ -351,7 +351,8 @@ impl SchedulerKind {
         SchedulerKind::ALL.iter().copied().find(|kind| {
             kind.answers_to(name)
                 && (kind.kernel_version() == version
-                    || base(version).is_some_and(|wanted| base(kind.kernel_version()) == Some(wanted)))
+                    || base(version)
+                        .is_some_and(|wanted| base(kind.kernel_version()) == Some(wanted)))
         })
     }
 

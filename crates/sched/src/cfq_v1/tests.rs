@@ -65,8 +65,7 @@ fn the_insertion_rule_is_not_a_sort() {
         ids.push(id);
         bare.cfq.insert_dispatch(&Bare::cx(&bare.table), id);
     }
-    let order: Vec<u64> =
-        bare.cfq.dispatch_list.iter().map(|&id| bare.table[id].start.0).collect();
+    let order: Vec<u64> = bare.cfq.dispatch_list.iter().map(|&id| bare.table[id].start.0).collect();
     // 50 < head 100: before the last (300). 250: before 300, the element nearest the tail at
     // or above it. 400: appended. 150: at or below the tail 400, so just before it.
     assert_eq!(order, vec![100, 200, 50, 250, 300, 150, 400]);
