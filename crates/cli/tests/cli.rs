@@ -43,6 +43,10 @@ fn list_schedulers_prints_the_sysfs_line_and_tunables() {
     assert_eq!(antic_expire.split_whitespace().nth(1), Some("6"), "{antic_expire:?}");
     assert!(text.contains("no tunables"));
     assert!(text.contains("kyber — Linux 6.17"));
+    // Every version is listed with its own defaults: 2.6.9's cfq under its versioned name.
+    let (_, cfq_v1) = text.split_once("\ncfq@2.6.9 — Linux 2.6.9").unwrap();
+    let queued = cfq_v1.lines().find(|line| line.contains(" queued ")).unwrap();
+    assert_eq!(queued.split_whitespace().nth(1), Some("8"), "{queued:?}");
     let read_lat = text.lines().find(|line| line.contains("read_lat_nsec")).unwrap();
     assert_eq!(read_lat.split_whitespace().nth(1), Some("2000000"), "{read_lat:?}");
     assert!(stderr(&output).is_empty());

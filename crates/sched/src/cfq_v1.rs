@@ -73,7 +73,7 @@ use elevator_core::{
 pub const NAME: &str = "cfq";
 
 /// One line for `elevator list`.
-pub const SUMMARY: &str = "2.6.9 cfq (v1): a sector-sorted queue per process, round-robin \
+pub const SUMMARY: &str = "cfq v1: a sector-sorted queue per process, round-robin \
                            refills of `quantum` requests; no slices, no idling";
 
 /// What selecting cfq sets the queue's `nr_requests` to in 2.6.9 (`cfq_init`; §4.1: mainline
