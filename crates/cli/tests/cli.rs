@@ -92,7 +92,7 @@ fn bad_specs_exit_2_naming_the_token() {
     for (spec, expected) in [
         (
             "cfqq",
-            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, mq-deadline, bfq, kyber)",
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, mq-deadline, bfq, kyber, cfq@2.6.9)",
         ),
         ("deadline:read_expiry=1", "deadline has no tunable `read_expiry` (accepted: read_expire"),
         ("deadline:fifo_batch=-1", "fifo_batch: -1 is out of range (accepted: 0..=2147483647"),
@@ -135,14 +135,14 @@ fn sim_is_deterministic_and_side_by_side() {
     assert_eq!(json["schema"], "elevator.report/1");
     let schedulers: Vec<&str> =
         json["runs"].as_array().unwrap().iter().map(|r| r["scheduler"].as_str().unwrap()).collect();
-    // Every registered scheduler, in registry order.
+    // Every registered scheduler, in registry order, each version under its spec name.
     let listing = elevator(&["list", "schedulers", "--format", "json"]);
     let listing: serde_json::Value = serde_json::from_slice(&listing.stdout).unwrap();
     let registered: Vec<&str> = listing["schedulers"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| s["name"].as_str().unwrap())
+        .map(|s| s["spec"].as_str().unwrap())
         .collect();
     assert_eq!(schedulers, registered);
     assert!(registered.len() >= 2);
