@@ -43,6 +43,10 @@ fn list_schedulers_prints_the_sysfs_line_and_tunables() {
     assert_eq!(antic_expire.split_whitespace().nth(1), Some("6"), "{antic_expire:?}");
     assert!(text.contains("no tunables"));
     assert!(text.contains("kyber — Linux 6.17"));
+    // Every version is listed with its own defaults: 2.6.9's cfq under its versioned name.
+    let (_, cfq_v1) = text.split_once("\ncfq@2.6.9 — Linux 2.6.9").unwrap();
+    let queued = cfq_v1.lines().find(|line| line.contains(" queued ")).unwrap();
+    assert_eq!(queued.split_whitespace().nth(1), Some("8"), "{queued:?}");
     let read_lat = text.lines().find(|line| line.contains("read_lat_nsec")).unwrap();
     assert_eq!(read_lat.split_whitespace().nth(1), Some("2000000"), "{read_lat:?}");
     assert!(stderr(&output).is_empty());
@@ -88,7 +92,7 @@ fn bad_specs_exit_2_naming_the_token() {
     for (spec, expected) in [
         (
             "cfqq",
-            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, mq-deadline, bfq, kyber)",
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, mq-deadline, bfq, kyber, cfq@2.6.9)",
         ),
         ("deadline:read_expiry=1", "deadline has no tunable `read_expiry` (accepted: read_expire"),
         ("deadline:fifo_batch=-1", "fifo_batch: -1 is out of range (accepted: 0..=2147483647"),
@@ -131,14 +135,14 @@ fn sim_is_deterministic_and_side_by_side() {
     assert_eq!(json["schema"], "elevator.report/1");
     let schedulers: Vec<&str> =
         json["runs"].as_array().unwrap().iter().map(|r| r["scheduler"].as_str().unwrap()).collect();
-    // Every registered scheduler, in registry order.
+    // Every registered scheduler, in registry order, each version under its spec name.
     let listing = elevator(&["list", "schedulers", "--format", "json"]);
     let listing: serde_json::Value = serde_json::from_slice(&listing.stdout).unwrap();
     let registered: Vec<&str> = listing["schedulers"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| s["name"].as_str().unwrap())
+        .map(|s| s["spec"].as_str().unwrap())
         .collect();
     assert_eq!(schedulers, registered);
     assert!(registered.len() >= 2);

@@ -29,12 +29,14 @@
 use std::fmt;
 
 use elevator_core::{
-    ComponentSpec, Duration, Scheduler, SpecError, TunableError, TunableSpec, tunable,
+    ComponentSpec, Duration, KernelVersion, Scheduler, SpecError, TunableError, TunableSpec,
+    tunable,
 };
 
 pub mod anticipatory;
 pub mod bfq;
 pub mod cfq;
+pub mod cfq_v1;
 mod common;
 pub mod deadline;
 pub mod kyber;
@@ -57,6 +59,9 @@ pub enum SchedulerKind {
     Deadline,
     /// 2.6.18 cfq: per-process time slices by I/O priority, idling for each reader.
     Cfq,
+    /// 2.6.9 cfq (v1): a sector-sorted queue per process, round-robin refills, no slices or
+    /// idling. Named `cfq@2.6.9`; a bare `cfq` on a 2.6.9 host selects it.
+    CfqV1,
     /// 6.17 blk-mq without a scheduler: arrival order, bio merges only.
     None,
     /// 6.17 mq-deadline: deadline batches per I/O priority level, with priority aging.
@@ -75,13 +80,15 @@ impl SchedulerKind {
         SchedulerKind::Anticipatory,
         SchedulerKind::Deadline,
         SchedulerKind::Cfq,
+        SchedulerKind::CfqV1,
         SchedulerKind::None,
         SchedulerKind::MqDeadline,
         SchedulerKind::Bfq,
         SchedulerKind::Kyber,
     ];
 
-    /// The 2.6 set that the classic study compared: every [`BlockLayer::Legacy`] entry.
+    /// The 2.6 set that the classic study compared: every [`BlockLayer::Legacy`] entry that a
+    /// bare name selects (a 2.6.9 host turns `cfq` into [`SchedulerKind::CfqV1`] itself).
     pub const LEGACY: &'static [SchedulerKind] = &[
         SchedulerKind::Noop,
         SchedulerKind::Anticipatory,
@@ -112,6 +119,7 @@ impl SchedulerKind {
                 const {
                     &Registration {
                         name: noop::NAME,
+                        spec_name: noop::NAME,
                         aliases: &[],
                         kernel_aliases: &[],
                         kernel_version: "2.6.18",
@@ -128,6 +136,7 @@ impl SchedulerKind {
                 const {
                     &Registration {
                         name: anticipatory::NAME,
+                        spec_name: anticipatory::NAME,
                         aliases: &["as"],
                         kernel_aliases: &[],
                         kernel_version: "2.6.18",
@@ -145,6 +154,7 @@ impl SchedulerKind {
                 const {
                     &Registration {
                         name: deadline::NAME,
+                        spec_name: deadline::NAME,
                         aliases: &[],
                         kernel_aliases: &[],
                         kernel_version: "2.6.18",
@@ -161,6 +171,7 @@ impl SchedulerKind {
                 const {
                     &Registration {
                         name: cfq::NAME,
+                        spec_name: cfq::NAME,
                         aliases: &[],
                         kernel_aliases: &[],
                         kernel_version: "2.6.18",
@@ -173,10 +184,30 @@ impl SchedulerKind {
                     }
                 }
             }
+            SchedulerKind::CfqV1 => {
+                const {
+                    &Registration {
+                        name: cfq_v1::NAME,
+                        spec_name: "cfq@2.6.9",
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "2.6.9",
+                        block_layer: BlockLayer::Legacy,
+                        successor: Some(SchedulerKind::Bfq),
+                        summary: cfq_v1::SUMMARY,
+                        tunables: cfq_v1::TUNABLES,
+                        // Not measured: a sector tree per process and no timers, so taken as
+                        // deadline's cost (a stated estimate, between noop's and 2.6.18 cfq's).
+                        cpu_cost: Duration::from_nanos(700),
+                        build: || Box::new(cfq_v1::CfqV1::new()),
+                    }
+                }
+            }
             SchedulerKind::None => {
                 const {
                     &Registration {
                         name: none::NAME,
+                        spec_name: none::NAME,
                         aliases: &[],
                         kernel_aliases: &[],
                         kernel_version: "6.17",
@@ -193,6 +224,7 @@ impl SchedulerKind {
                 const {
                     &Registration {
                         name: mq_deadline::NAME,
+                        spec_name: mq_deadline::NAME,
                         aliases: &[],
                         // The kernel registers `deadline` as mq-deadline's alias; here that name
                         // is the 2.6.18 scheduler's, so only the kernel driver honours it.
@@ -211,6 +243,7 @@ impl SchedulerKind {
                 const {
                     &Registration {
                         name: bfq::NAME,
+                        spec_name: bfq::NAME,
                         aliases: &[],
                         kernel_aliases: &[],
                         kernel_version: "6.12",
@@ -227,6 +260,7 @@ impl SchedulerKind {
                 const {
                     &Registration {
                         name: kyber::NAME,
+                        spec_name: kyber::NAME,
                         aliases: &[],
                         kernel_aliases: &[],
                         kernel_version: "6.17",
@@ -294,19 +328,61 @@ impl SchedulerKind {
         (self.registration().build)()
     }
 
-    /// The scheduler called `name` (kernel name or alias).
+    /// How a spec names it without ambiguity: the kernel name, or `name@version` for an
+    /// older version of a scheduler whose bare name selects a newer one (`cfq@2.6.9`).
+    pub const fn spec_name(self) -> &'static str {
+        self.registration().spec_name
+    }
+
+    /// Whether a bare name selects it (it is the newest version of its name here).
+    pub fn is_current(self) -> bool {
+        self.spec_name() == self.name()
+    }
+
+    /// The scheduler a bare `name` (kernel name or alias) selects: the newest version.
     pub fn from_name(name: &str) -> Option<SchedulerKind> {
+        SchedulerKind::ALL.iter().copied().find(|kind| kind.is_current() && kind.answers_to(name))
+    }
+
+    /// The version of the scheduler called `name` that follows kernel `version`: its
+    /// registered version, or a release built on it (`cfq@2.6.9`, `cfq@rhel4`, `cfq@2.6.18`).
+    pub fn from_versioned_name(name: &str, version: &str) -> Option<SchedulerKind> {
+        let base = |text: &str| KernelVersion::parse(text).map(KernelVersion::base);
+        SchedulerKind::ALL.iter().copied().find(|kind| {
+            kind.answers_to(name)
+                && (kind.kernel_version() == version
+                    || base(version)
+                        .is_some_and(|wanted| base(kind.kernel_version()) == Some(wanted)))
+        })
+    }
+
+    /// The version of this scheduler that a host running `kernel` has: the entry of the same
+    /// name that follows `kernel`'s mainline version, or this one if none does (§4.4: a 2.6.9
+    /// host's `cfq` is cfq v1; its other schedulers are modelled by their 2.6.18 versions).
+    pub fn for_kernel(self, kernel: KernelVersion) -> SchedulerKind {
+        let base = kernel.base();
         SchedulerKind::ALL
             .iter()
             .copied()
-            .find(|kind| kind.name() == name || kind.aliases().contains(&name))
+            .find(|kind| {
+                kind.name() == self.name()
+                    && KernelVersion::parse(kind.kernel_version())
+                        .is_some_and(|version| version.base() == base)
+            })
+            .unwrap_or(self)
     }
 
-    /// Every accepted name, for messages.
+    fn answers_to(self, name: &str) -> bool {
+        self.name() == name || self.aliases().contains(&name)
+    }
+
+    /// Every accepted name, for messages: bare names, then each older version's `name@version`.
     pub fn accepted_names() -> Vec<&'static str> {
-        SchedulerKind::ALL
-            .iter()
+        let current = SchedulerKind::ALL.iter().filter(|kind| kind.is_current());
+        let older = SchedulerKind::ALL.iter().filter(|kind| !kind.is_current());
+        current
             .flat_map(|kind| std::iter::once(kind.name()).chain(kind.aliases().iter().copied()))
+            .chain(older.map(|kind| kind.spec_name()))
             .collect()
     }
 }
@@ -322,6 +398,9 @@ impl fmt::Display for SchedulerKind {
 pub struct Registration {
     /// The kernel's name.
     pub name: &'static str,
+    /// The name a spec gives it: `name`, or `name@version` for an older version of a
+    /// scheduler (see [`SchedulerKind::spec_name`]).
+    pub spec_name: &'static str,
     /// Other names it answers to, here and in the kernel.
     pub aliases: &'static [&'static str],
     /// Names only the kernel gives it (elevator uses them for another scheduler).
@@ -351,21 +430,32 @@ pub enum BlockLayer {
     BlkMq,
 }
 
-/// The sysfs `scheduler` line: every registered scheduler, `current` in brackets.
+/// The sysfs `scheduler` line: every registered scheduler, `current` in brackets (a kernel
+/// lists one version of each name).
 pub fn sysfs_line(current: SchedulerKind) -> String {
+    let shown = if current.is_current() {
+        current
+    } else {
+        SchedulerKind::from_name(current.name()).unwrap_or(current)
+    };
     SchedulerKind::ALL
         .iter()
-        .map(|&kind| if kind == current { format!("[{kind}]") } else { kind.to_string() })
+        .filter(|kind| kind.is_current())
+        .map(|&kind| if kind == shown { format!("[{kind}]") } else { kind.to_string() })
         .collect::<Vec<_>>()
         .join(" ")
 }
 
 /// A scheduler with tunables, as written on the command line: `cfq:slice_idle=0,quantum=8`.
+/// `NAME@VERSION` names one kernel version of a scheduler (`cfq@2.6.9`, `cfq@2.6.18`); a bare
+/// name lets the host's kernel pick the version ([`SchedulerSpec::for_kernel`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedulerSpec {
     kind: SchedulerKind,
     /// Tunables that differ from the defaults, in the order given, in each tunable's unit.
     settings: Vec<(&'static str, i64)>,
+    /// Whether the version is fixed (named with `@`, or chosen for a host's kernel).
+    pinned: bool,
 }
 
 /// A scheduler spec that names no scheduler, or sets a tunable it does not have or to a value
@@ -375,6 +465,16 @@ pub enum SchedSpecError {
     /// The text is not `NAME[:key=value,...]`.
     #[error(transparent)]
     Shape(#[from] SpecError),
+    /// No version of that scheduler follows the kernel named.
+    #[error("scheduler `{name}` has no version for kernel `{version}` (versions: {})", versions.join(", "))]
+    UnknownVersion {
+        /// The name as given.
+        name: String,
+        /// The version as given.
+        version: String,
+        /// The kernel versions registered under that name.
+        versions: Vec<&'static str>,
+    },
     /// No scheduler of that name.
     #[error("unknown scheduler `{name}` (accepted: {})", accepted.join(", "))]
     UnknownScheduler {
@@ -396,17 +496,38 @@ pub enum SchedSpecError {
 impl SchedulerSpec {
     /// The scheduler with its defaults.
     pub fn new(kind: SchedulerKind) -> SchedulerSpec {
-        SchedulerSpec { kind, settings: Vec::new() }
+        SchedulerSpec { kind, settings: Vec::new(), pinned: !kind.is_current() }
     }
 
-    /// Parses `NAME[:key=value,...]`.
+    /// Parses `NAME[@VERSION][:key=value,...]`.
     pub fn parse(text: &str) -> Result<SchedulerSpec, SchedSpecError> {
-        let spec = ComponentSpec::parse("scheduler", text)?;
-        let kind = SchedulerKind::from_name(&spec.name).ok_or_else(|| {
-            SchedSpecError::UnknownScheduler {
+        // The version is cut off the name before the generic parser, whose names are plain.
+        let head_end = text.find(':').unwrap_or(text.len());
+        let (unversioned, version) = match text[..head_end].split_once('@') {
+            Some((name, version)) => {
+                (format!("{name}{}", &text[head_end..]), Some(version.trim().to_owned()))
+            }
+            None => (text.to_owned(), None),
+        };
+        let spec = ComponentSpec::parse("scheduler", &unversioned)?;
+        let kind = match &version {
+            None => SchedulerKind::from_name(&spec.name),
+            Some(version) => SchedulerKind::from_versioned_name(&spec.name, version),
+        };
+        let kind = kind.ok_or_else(|| match (&version, SchedulerKind::from_name(&spec.name)) {
+            (Some(version), Some(_)) => SchedSpecError::UnknownVersion {
+                name: spec.name.clone(),
+                version: version.clone(),
+                versions: SchedulerKind::ALL
+                    .iter()
+                    .filter(|kind| kind.answers_to(&spec.name))
+                    .map(|kind| kind.kernel_version())
+                    .collect(),
+            },
+            _ => SchedSpecError::UnknownScheduler {
                 name: spec.name.clone(),
                 accepted: SchedulerKind::accepted_names(),
-            }
+            },
         })?;
         let mut settings = Vec::with_capacity(spec.params.len());
         for param in &spec.params {
@@ -415,7 +536,23 @@ impl SchedulerSpec {
                 .map_err(|problem| SchedSpecError::Tunable { text: text.to_owned(), problem })?;
             settings.push(tunable);
         }
-        Ok(SchedulerSpec { kind, settings })
+        Ok(SchedulerSpec { kind, settings, pinned: version.is_some() || !kind.is_current() })
+    }
+
+    /// The spec a host running `kernel` runs: a bare name becomes the version of that
+    /// scheduler the kernel has (`cfq` on a 2.6.9 host is cfq v1, §4.4), with the same
+    /// tunables, which must exist in that version; a versioned spec stays as it is.
+    pub fn for_kernel(&self, kernel: KernelVersion) -> Result<SchedulerSpec, SchedSpecError> {
+        let kind = self.kind.for_kernel(kernel);
+        if self.pinned || kind == self.kind {
+            return Ok(self.clone());
+        }
+        for &(name, value) in &self.settings {
+            crate::checked(kind.tunables(), kind.spec_name(), name, value).map_err(|problem| {
+                SchedSpecError::Tunable { text: format!("{self} on kernel {kernel}"), problem }
+            })?;
+        }
+        Ok(SchedulerSpec { kind, settings: self.settings.clone(), pinned: true })
     }
 
     /// Which scheduler.
@@ -461,7 +598,11 @@ impl SchedulerSpec {
 impl fmt::Display for SchedulerSpec {
     /// The canonical form, `name:key=value,...` with values in each tunable's unit.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.kind.name())?;
+        if self.kind.is_current() && self.pinned {
+            write!(f, "{}@{}", self.kind.name(), self.kind.kernel_version())?;
+        } else {
+            f.write_str(self.kind.spec_name())?;
+        }
         for (index, (name, value)) in self.settings.iter().enumerate() {
             let separator = if index == 0 { ':' } else { ',' };
             write!(f, "{separator}{name}={value}")?;
@@ -494,7 +635,7 @@ mod tests {
         assert_eq!(
             message("cfqq"),
             "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, \
-             mq-deadline, bfq, kyber)"
+             mq-deadline, bfq, kyber, cfq@2.6.9)"
         );
         assert_eq!(
             message("deadline:read_expiry=5"),
@@ -520,12 +661,17 @@ mod tests {
         assert_eq!(SchedulerSpec::parse(&spec.to_string()).unwrap(), spec);
     }
 
-    // Proves the LEGACY and MODERN lists are exactly the registry's entries of each block
-    // layer, in `ALL`'s order, so a new entry cannot be left out of (or put in) the wrong one.
+    // Proves the LEGACY and MODERN lists are exactly the registry's current entries (those a
+    // bare name selects) of each block layer, in `ALL`'s order, so a new entry cannot be left
+    // out of (or put in) the wrong one; every entry parses back from its spec name.
     #[test]
     fn the_sets_follow_the_block_layer_of_each_entry() {
         let of = |layer| -> Vec<SchedulerKind> {
-            SchedulerKind::ALL.iter().copied().filter(|kind| kind.block_layer() == layer).collect()
+            SchedulerKind::ALL
+                .iter()
+                .copied()
+                .filter(|kind| kind.is_current() && kind.block_layer() == layer)
+                .collect()
         };
         assert_eq!(SchedulerKind::LEGACY, of(BlockLayer::Legacy));
         assert_eq!(SchedulerKind::MODERN, of(BlockLayer::BlkMq));
@@ -536,7 +682,10 @@ mod tests {
                 BlockLayer::Legacy => assert_eq!(successor_layer, Some(BlockLayer::BlkMq)),
                 BlockLayer::BlkMq => assert_eq!(successor_layer, None, "{kind}"),
             }
-            assert_eq!(SchedulerKind::from_name(kind.name()), Some(kind));
+            if kind.is_current() {
+                assert_eq!(SchedulerKind::from_name(kind.name()), Some(kind));
+            }
+            assert_eq!(SchedulerSpec::parse(kind.spec_name()).map(|spec| spec.kind()), Ok(kind));
             assert_eq!(kind.build().name(), kind.name());
         }
     }
@@ -550,6 +699,7 @@ mod tests {
                 SchedulerKind::Anticipatory => include_str!("anticipatory.rs"),
                 SchedulerKind::Deadline => include_str!("deadline.rs"),
                 SchedulerKind::Cfq => include_str!("cfq/mod.rs"),
+                SchedulerKind::CfqV1 => include_str!("cfq_v1.rs"),
                 SchedulerKind::None => include_str!("none.rs"),
                 SchedulerKind::MqDeadline => include_str!("mq_deadline.rs"),
                 SchedulerKind::Bfq => include_str!("bfq/mod.rs"),

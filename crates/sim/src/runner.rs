@@ -298,6 +298,15 @@ fn run_topology(
     settings: &[(String, String)],
 ) -> Result<(Run, RunAudit), SimError> {
     let files: Vec<(usize, u64)> = plan.files.iter().map(|f| (f.device, f.size_bytes)).collect();
+    // A bare scheduler name runs the version the host's kernel has (a 2.6.9 host's `cfq` is
+    // cfq v1, workload-mechanisms.md §4.4); the report names the version that ran.
+    let scheduler = &scheduler.for_kernel(config.host.kernel()).map_err(|error| {
+        SimError::Param(elevator_core::ParamError::Impossible {
+            component: "scheduler".to_owned(),
+            key: "kernel",
+            problem: error.to_string(),
+        })
+    })?;
     let mut sim = Simulation::new(config, scheduler, topology, &files)?;
     let last_phase_of = last_phase_of_each_process(&plan);
     let mut phases = Vec::with_capacity(plan.phases.len());
@@ -319,6 +328,20 @@ fn run_topology(
     }
     let audit = sim.run_audit(issuers_peak);
     Ok((sim.report(config, scheduler, label, settings, phases), audit))
+}
+
+/// The queue's `nr_requests`: selecting 2.6.9's cfq sets it to what the host's release gives
+/// (8192 through RHEL 4 U5, workload-mechanisms.md §4.1), unless the run sets another value
+/// than the default itself (as writing sysfs after boot would). The queue has no hook for a
+/// scheduler to set it at attach, so it is decided here.
+fn nr_requests_for(config: &SimConfig, scheduler: &SchedulerSpec) -> u32 {
+    let chosen = config.queue.nr_requests;
+    if scheduler.kind() != elevator_sched::SchedulerKind::CfqV1
+        || chosen != QueueSettings::default().nr_requests
+    {
+        return chosen;
+    }
+    config.host.kernel().cfq_nr_requests().unwrap_or(chosen)
 }
 
 fn last_phase_of_each_process(
@@ -512,7 +535,7 @@ impl Simulation {
                 None => (1, limits.lun_depth.map_or(model_depth, |lun| lun.min(model_depth))),
             };
             let queue_config = QueueConfig {
-                nr_requests: config.queue.nr_requests,
+                nr_requests: nr_requests_for(config, scheduler),
                 depth: config.queue.depth.unwrap_or(depth),
                 max_sectors_kb: config.queue.max_sectors_kb.unwrap_or(limits.max_sectors_kb()),
                 // The 2.6 queue plug (3 ms timer, 4 requests) belongs to the legacy request

@@ -592,10 +592,10 @@ fn derive_scheduler(prng: &Prng, features: &Features) -> (String, SchedulerSpec)
                     }
                 }
             }
-            spec_text(kind.name(), &params)
+            spec_text(kind.spec_name(), &params)
         },
         SchedulerSpec::parse,
-        |_| kind.name().to_owned(),
+        |_| kind.spec_name().to_owned(),
         SchedulerSpec::parse,
     )
 }

@@ -186,3 +186,31 @@ fn ten_buffered_writers_on_ide_fill_the_scheduler_and_noop_and_deadline_part() {
     );
     assert!(noop.queue_stats.requests_issued > 4 * deadline.queue_stats.requests_issued);
 }
+
+// Proves a bare `cfq` runs the version the host's kernel has (workload-mechanisms.md §4.4):
+// cfq v1 on RHEL 4 — named `cfq@2.6.9` in the report, with v1's counters and the 8192
+// `nr_requests` selecting it sets (§4.1) — and 2.6.18's cfq, under its bare name and the
+// default 128, on a 2.6.18 host; a named version is run as named whatever the host.
+#[test]
+fn the_host_kernel_picks_the_cfq_version() {
+    let reader = "job:rw=randread,bs=4k,direct=1,iodepth=1,io_size=256k";
+    let old = simulate("hdd", "host:kernel=2.6.9-5.EL", true, "cfq", reader);
+    assert_eq!(old.scheduler, "cfq@2.6.9");
+    assert!(counter(&old, "refills") > 0, "{:?}", old.scheduler_stats);
+    let nr_requests: Vec<&String> = old
+        .config
+        .iter()
+        .filter(|(key, _)| key.ends_with(".nr_requests"))
+        .map(|(_, v)| v)
+        .collect();
+    assert!(!nr_requests.is_empty() && nr_requests.iter().all(|v| *v == "8192"), "{nr_requests:?}");
+
+    let new = simulate("hdd", "host:kernel=2.6.18", true, "cfq", reader);
+    assert_eq!(new.scheduler, "cfq");
+    assert!(!new.scheduler_stats.counters.contains_key("refills"), "{:?}", new.scheduler_stats);
+    assert!(new.config.iter().any(|(key, v)| key.ends_with(".nr_requests") && v == "128"));
+
+    let pinned = simulate("hdd", "host:kernel=2.6.18", true, "cfq@2.6.9", reader);
+    assert_eq!(pinned.scheduler, "cfq@2.6.9");
+    assert!(counter(&pinned, "refills") > 0, "{:?}", pinned.scheduler_stats);
+}

@@ -62,7 +62,7 @@ fn derivation_is_deterministic_and_covers_every_kind() {
             "{}",
             first.command_line()
         );
-        schedulers.insert(first.scheduler_kind().name());
+        schedulers.insert(first.scheduler_kind().spec_name());
         devices.insert(first.device_kind().name());
         workloads.insert(first.workload_kind().name());
         let f = first.features;
