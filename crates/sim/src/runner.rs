@@ -487,6 +487,8 @@ struct Simulation {
     finished: Vec<CommandId>,
     tags: Vec<BioTag>,
     ready: Vec<usize>,
+    /// Scratch for the issuers one issuer posted (`Issuer::take_posts`).
+    posted: Vec<usize>,
 }
 
 impl Simulation {
@@ -629,6 +631,7 @@ impl Simulation {
             finished: Vec::new(),
             tags: Vec::new(),
             ready: Vec::new(),
+            posted: Vec::new(),
         })
     }
 
@@ -918,6 +921,24 @@ impl Simulation {
         if !slot.sleeping && slot.parked == 0 {
             self.ready.push(issuer);
         }
+        self.deliver_posts(issuer);
+    }
+
+    /// Wakes the sleeping issuers `from` posted: a semaphore post ends their sleep now (the
+    /// wake-up event they were sleeping until goes stale by its generation).
+    fn deliver_posts(&mut self, from: usize) {
+        let mut posted = std::mem::take(&mut self.posted);
+        self.issuers[from].issuer.take_posts(&mut posted);
+        for target in posted.drain(..) {
+            if let Some(slot) = self.issuers.get_mut(target)
+                && slot.sleeping
+                && !slot.done
+            {
+                slot.sleeping = false;
+                self.ready.push(target);
+            }
+        }
+        self.posted = posted;
     }
 
     /// Lets processes the pool of `path`'s queue woke submit their parked bios.
@@ -1063,7 +1084,9 @@ impl Simulation {
             if slot.done || slot.sleeping || slot.parked > 0 {
                 return Ok(());
             }
-            match slot.issuer.poll(self.now) {
+            let poll = slot.issuer.poll(self.now);
+            self.deliver_posts(index);
+            match poll {
                 Poll::Submit(io) => {
                     self.submit_io(index, io)?;
                     self.run_host_actions()?;
