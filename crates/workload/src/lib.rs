@@ -208,7 +208,7 @@ pub enum WorkloadKind {
     Dd,
     /// hdparm `-tT`.
     Hdparm,
-    /// An OLTP database's foreground I/O.
+    /// An Oracle OLTP instance: sessions, a log writer, database writers.
     Oltp,
     /// A decision-support database's parallel scans.
     Dss,

@@ -342,7 +342,7 @@ impl OltpConfig {
             issuers.push(Box::new(DbWriter {
                 name: format!("oltp/dbw{k}"),
                 process: ProcessId(self.users + 2 + k),
-                first: k == 0,
+                k: k as usize,
                 config: self.clone(),
                 sga: Arc::clone(&sga),
                 deadline: None,
@@ -747,8 +747,8 @@ impl Issuer for LogWriter {
 struct DbWriter {
     name: String,
     process: ProcessId,
-    /// DBW0 runs the timeout checkpoints and reports the instance-wide counters.
-    first: bool,
+    /// Its number: DBW0 runs the timeout checkpoints and reports the instance-wide counters.
+    k: usize,
     config: OltpConfig,
     sga: Arc<Mutex<Sga>>,
     deadline: Option<Instant>,
@@ -763,10 +763,6 @@ struct DbWriter {
 }
 
 impl DbWriter {
-    fn index_in_sga(&self) -> usize {
-        (self.process.0 - self.config.users - 2) as usize
-    }
-
     fn write_io(&self, (lun, block): Block) -> (Place, u64, u64) {
         let size = self.config.block_bytes;
         (Place::File(lun), block * size, size)
@@ -798,12 +794,13 @@ impl Issuer for DbWriter {
             return if self.in_flight.is_empty() { Poll::Done } else { Poll::Wait };
         }
         let mut sga = lock(&self.sga);
-        if self.first && now >= *timeout {
+        let k = self.k;
+        if k == 0 && now >= *timeout {
             *timeout = now.saturating_add(config.checkpoint);
             sga.checkpoint();
         }
-        let until = (*timeout).min(deadline);
-        let k = self.index_in_sga();
+        // The others are woken by DBW0's checkpoints and by sessions short of buffers.
+        let until = if k == 0 { (*timeout).min(deadline) } else { deadline };
         sga.dbwr_idle[k] = false;
         if config.direct {
             // io_submit of a batch; more as some complete.
@@ -859,7 +856,7 @@ impl Issuer for DbWriter {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let mut counters = vec![("dbwr_writes", self.writes)];
-        if self.first {
+        if self.k == 0 {
             let sga = lock(&self.sga);
             counters.push(("dbwr_in_flight_max", sga.writing_max));
             counters.push(("checkpoints", sga.checkpoints));
@@ -977,6 +974,11 @@ mod tests {
         let kinds: Vec<IoKind> = dbwr.iter().take(4).map(|r| r.io.kind).collect();
         assert_eq!(kinds, [IoKind::Write, IoKind::Sync, IoKind::Write, IoKind::Sync]);
         assert_eq!(buffered.counter(0, "dbwr_in_flight_max"), 1);
+        // Two writers share the checkpoint's buffers, each with its own batch in flight.
+        let two = oltp(&format!("{text},dbwr=2"));
+        let writes_of = |issuer| two.phase(0).iter().filter(|r| r.issuer == issuer).count();
+        assert!(writes_of(11) > 0 && writes_of(12) > 0);
+        assert_eq!(two.counter(0, "dbwr_in_flight_max"), 64);
     }
 
     // Proves a buffer cache with few buffers makes sessions wait for free buffers and the
