@@ -214,7 +214,8 @@ pub struct RunAudit {
     /// Events processed.
     pub events: u64,
     /// Most events pending at once, superseded wake-ups included: a device step or queue
-    /// wake-up rescheduled leaves its old event in the heap until its time.
+    /// wake-up rescheduled, or an issuer's sleep a post ended, leaves its old event in the
+    /// heap until its time.
     pub events_pending_peak: usize,
     /// Most events pending at once that were not superseded: at most one wake-up per issuer,
     /// one completion per host operation, one transfer or completion per request, one step
@@ -472,7 +473,7 @@ struct Simulation {
     /// Most events pending at once (checked when an event is taken).
     events_pending_peak: usize,
     /// Pending events already superseded by a later one (a device step or queue or host
-    /// wake-up rescheduled): they stay in the heap until their time and are then ignored.
+    /// wake-up rescheduled, an issuer's wake-up after a post ended its sleep): they stay in the heap until their time and are then ignored.
     superseded: usize,
     /// Most pending events at once that were not superseded.
     live_events_peak: usize,
@@ -775,6 +776,9 @@ impl Simulation {
                 {
                     slot.sleeping = false;
                     self.ready.push(issuer);
+                } else {
+                    // Only a post ends a sleep before its wake-up (`deliver_posts`).
+                    self.superseded -= 1;
                 }
             }
             Event::DeviceStep { device, generation } => {
@@ -936,6 +940,8 @@ impl Simulation {
             {
                 slot.sleeping = false;
                 self.ready.push(target);
+                // Its wake-up event is still queued, now stale.
+                self.superseded += 1;
             }
         }
         self.posted = posted;
