@@ -214,7 +214,8 @@ pub struct RunAudit {
     /// Events processed.
     pub events: u64,
     /// Most events pending at once, superseded wake-ups included: a device step or queue
-    /// wake-up rescheduled leaves its old event in the heap until its time.
+    /// wake-up rescheduled, or an issuer's sleep a post ended, leaves its old event in the
+    /// heap until its time.
     pub events_pending_peak: usize,
     /// Most events pending at once that were not superseded: at most one wake-up per issuer,
     /// one completion per host operation, one transfer or completion per request, one step
@@ -495,7 +496,7 @@ struct Simulation {
     /// Most events pending at once (checked when an event is taken).
     events_pending_peak: usize,
     /// Pending events already superseded by a later one (a device step or queue or host
-    /// wake-up rescheduled): they stay in the heap until their time and are then ignored.
+    /// wake-up rescheduled, an issuer's wake-up after a post ended its sleep): they stay in the heap until their time and are then ignored.
     superseded: usize,
     /// Most pending events at once that were not superseded.
     live_events_peak: usize,
@@ -510,6 +511,8 @@ struct Simulation {
     finished: Vec<CommandId>,
     tags: Vec<BioTag>,
     ready: Vec<usize>,
+    /// Scratch for the issuers one issuer posted (`Issuer::take_posts`).
+    posted: Vec<usize>,
 }
 
 impl Simulation {
@@ -652,6 +655,7 @@ impl Simulation {
             finished: Vec::new(),
             tags: Vec::new(),
             ready: Vec::new(),
+            posted: Vec::new(),
         })
     }
 
@@ -795,6 +799,9 @@ impl Simulation {
                 {
                     slot.sleeping = false;
                     self.ready.push(issuer);
+                } else {
+                    // Only a post ends a sleep before its wake-up (`deliver_posts`).
+                    self.superseded -= 1;
                 }
             }
             Event::DeviceStep { device, generation } => {
@@ -941,6 +948,26 @@ impl Simulation {
         if !slot.sleeping && slot.parked == 0 {
             self.ready.push(issuer);
         }
+        self.deliver_posts(issuer);
+    }
+
+    /// Wakes the sleeping issuers `from` posted: a semaphore post ends their sleep now (the
+    /// wake-up event they were sleeping until goes stale by its generation).
+    fn deliver_posts(&mut self, from: usize) {
+        let mut posted = std::mem::take(&mut self.posted);
+        self.issuers[from].issuer.take_posts(&mut posted);
+        for target in posted.drain(..) {
+            if let Some(slot) = self.issuers.get_mut(target)
+                && slot.sleeping
+                && !slot.done
+            {
+                slot.sleeping = false;
+                self.ready.push(target);
+                // Its wake-up event is still queued, now stale.
+                self.superseded += 1;
+            }
+        }
+        self.posted = posted;
     }
 
     /// Lets processes the pool of `path`'s queue woke submit their parked bios.
@@ -1086,7 +1113,9 @@ impl Simulation {
             if slot.done || slot.sleeping || slot.parked > 0 {
                 return Ok(());
             }
-            match slot.issuer.poll(self.now) {
+            let poll = slot.issuer.poll(self.now);
+            self.deliver_posts(index);
+            match poll {
                 Poll::Submit(io) => {
                     self.submit_io(index, io)?;
                     self.run_host_actions()?;

@@ -153,6 +153,12 @@ pub trait Issuer: fmt::Debug + Send {
         Vec::new()
     }
 
+    /// Moves into `posted` the issuers of its phase (by index in [`PhasePlan::issuers`]) it
+    /// has woken since last asked, as a semaphore post does (Oracle's log writer waking the
+    /// sessions whose commits it wrote): a driver polls each at once if it sleeps. Asked after
+    /// every poll and completion. Issuers that never wake others keep the default.
+    fn take_posts(&mut self, _posted: &mut Vec<usize>) {}
+
     /// Whether, at `now`, it has stopped submitting for good (past its runtime, its amount
     /// done) and only waits for its outstanding operations. A live driver whose issuers are
     /// all finishing stops waiting for a scheduler's idle window, which no arrival would end.
@@ -202,7 +208,7 @@ pub enum WorkloadKind {
     Dd,
     /// hdparm `-tT`.
     Hdparm,
-    /// An OLTP database's foreground I/O.
+    /// An Oracle OLTP instance: sessions, a log writer, database writers.
     Oltp,
     /// A decision-support database's parallel scans.
     Dss,

@@ -76,6 +76,9 @@ pub(crate) fn run(plan: WorkloadPlan, latency: impl Fn(&Io) -> Duration) -> Run 
         let mut issuers = phase.issuers;
         let mut completions: BTreeMap<(Instant, u64), (usize, IoId)> = BTreeMap::new();
         let mut wakes: BTreeMap<(Instant, u64), usize> = BTreeMap::new();
+        // The key of each issuer's pending wake-up, so a post can end its sleep early.
+        let mut sleeping: Vec<Option<(Instant, u64)>> = vec![None; issuers.len()];
+        let mut posted = Vec::new();
         let mut in_flight = vec![0usize; issuers.len()];
         let mut done = vec![false; issuers.len()];
         let mut order = 0u64;
@@ -84,31 +87,38 @@ pub(crate) fn run(plan: WorkloadPlan, latency: impl Fn(&Io) -> Duration) -> Run 
         loop {
             steps += 1;
             assert!(steps < 5_000_000, "the phase never ended");
-            for index in std::mem::take(&mut ready) {
-                while !done[index] {
-                    match issuers[index].poll(now) {
-                        Poll::Submit(io) => {
-                            let completed = now + latency(&io);
-                            in_flight[index] += 1;
-                            records.push(Record {
-                                phase: phase_index,
-                                issuer: index,
-                                submitted: now,
-                                completed,
-                                in_flight: in_flight[index],
-                                io,
-                            });
-                            completions.insert((completed, order), (index, io.id));
-                            order += 1;
+            // Posts made while polling make more issuers ready at the same instant.
+            while !ready.is_empty() {
+                for index in std::mem::take(&mut ready) {
+                    while !done[index] {
+                        let poll = issuers[index].poll(now);
+                        issuers[index].take_posts(&mut posted);
+                        deliver(&mut posted, &mut sleeping, &mut wakes, &mut ready);
+                        match poll {
+                            Poll::Submit(io) => {
+                                let completed = now + latency(&io);
+                                in_flight[index] += 1;
+                                records.push(Record {
+                                    phase: phase_index,
+                                    issuer: index,
+                                    submitted: now,
+                                    completed,
+                                    in_flight: in_flight[index],
+                                    io,
+                                });
+                                completions.insert((completed, order), (index, io.id));
+                                order += 1;
+                            }
+                            Poll::Sleep { until } => {
+                                assert!(until > now, "a sleep must end in the future");
+                                wakes.insert((until, order), index);
+                                sleeping[index] = Some((until, order));
+                                order += 1;
+                                break;
+                            }
+                            Poll::Wait => break,
+                            Poll::Done => done[index] = true,
                         }
-                        Poll::Sleep { until } => {
-                            assert!(until > now, "a sleep must end in the future");
-                            wakes.insert((until, order), index);
-                            order += 1;
-                            break;
-                        }
-                        Poll::Wait => break,
-                        Poll::Done => done[index] = true,
                     }
                 }
             }
@@ -126,9 +136,12 @@ pub(crate) fn run(plan: WorkloadPlan, latency: impl Fn(&Io) -> Duration) -> Run 
                 in_flight[index] -= 1;
                 issuers[index].complete(now, id);
                 ready.push(index);
+                issuers[index].take_posts(&mut posted);
+                deliver(&mut posted, &mut sleeping, &mut wakes, &mut ready);
             } else {
                 let key = next_wake.unwrap();
                 let index = wakes.remove(&key).unwrap();
+                sleeping[index] = None;
                 now = key.0;
                 ready.push(index);
             }
@@ -146,6 +159,21 @@ pub(crate) fn run(plan: WorkloadPlan, latency: impl Fn(&Io) -> Duration) -> Run 
         phases.push((phase.name, counters));
     }
     Run { records, phases }
+}
+
+/// Ends the sleep of every issuer in `posted` that sleeps, making it ready.
+fn deliver(
+    posted: &mut Vec<usize>,
+    sleeping: &mut [Option<(Instant, u64)>],
+    wakes: &mut BTreeMap<(Instant, u64), usize>,
+    ready: &mut Vec<usize>,
+) {
+    for target in posted.drain(..) {
+        if let Some(key) = sleeping[target].take() {
+            wakes.remove(&key);
+            ready.push(target);
+        }
+    }
 }
 
 /// Runs the first phase of `plan` with one latency for every operation; returns (issuer,
