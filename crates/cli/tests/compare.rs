@@ -60,12 +60,13 @@ fn the_whole_study_is_byte_identical_for_a_seed() {
     assert_eq!(runs.len(), EXPERIMENTS.len() * LEGACY.len());
     for (index, run) in runs.iter().enumerate() {
         assert_eq!(run["experiment"], EXPERIMENTS[index / LEGACY.len()]);
-        // A bare `cfq` runs the host kernel's version: cfq v1 on a 2.6.9 (RHEL 4) machine.
+        // A bare name runs the host kernel's version: cfq v1 and 2.6.9's noop on a 2.6.9
+        // (RHEL 4) machine.
         let legacy = LEGACY[index % LEGACY.len()];
         let kernel = run["config"]["host.kernel"].as_str().unwrap();
-        let expected =
-            if legacy == "cfq" && kernel.starts_with("2.6.9") { "cfq@2.6.9" } else { legacy };
-        assert_eq!(run["scheduler"], expected, "{kernel}");
+        let versioned = matches!(legacy, "cfq" | "noop") && kernel.starts_with("2.6.9");
+        let expected = if versioned { format!("{legacy}@2.6.9") } else { legacy.to_owned() };
+        assert_eq!(run["scheduler"], expected.as_str(), "{kernel}");
         assert_eq!(run["config"]["study.scale"], "0.02");
         assert!(run["config"]["experiment.machine"].as_str().is_some_and(|m| !m.is_empty()));
         let phases = run["phases"].as_array().unwrap();

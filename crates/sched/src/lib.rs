@@ -43,6 +43,7 @@ pub mod kyber;
 pub mod mq_deadline;
 pub mod none;
 pub mod noop;
+pub mod noop_v1;
 // Test support: behind the `testkit` feature (dev-dependencies turn it on), and always in
 // this crate's own unit tests; not part of the library's surface.
 #[cfg(any(test, feature = "testkit"))]
@@ -53,6 +54,8 @@ pub mod testkit;
 pub enum SchedulerKind {
     /// 2.6.18 noop: arrival order, merging through the one-hit cache only.
     Noop,
+    /// 2.6.9 noop (`noop@2.6.9`): arrival order, a bio joins any queued request it touches.
+    NoopV1,
     /// 2.6.18 anticipatory: deadline-style batches plus waiting for a reader's next request.
     Anticipatory,
     /// 2.6.18 deadline: sector-sorted batches with read and write FIFO deadlines.
@@ -77,6 +80,7 @@ impl SchedulerKind {
     /// the order 2.6.18 lists them in sysfs, then the blk-mq set.
     pub const ALL: &'static [SchedulerKind] = &[
         SchedulerKind::Noop,
+        SchedulerKind::NoopV1,
         SchedulerKind::Anticipatory,
         SchedulerKind::Deadline,
         SchedulerKind::Cfq,
@@ -147,6 +151,25 @@ impl SchedulerKind {
                         tunables: anticipatory::TUNABLES,
                         cpu_cost: Duration::from_nanos(1_500),
                         build: || Box::new(anticipatory::Anticipatory::new()),
+                    }
+                }
+            }
+            SchedulerKind::NoopV1 => {
+                const {
+                    &Registration {
+                        name: noop::NAME,
+                        spec_name: "noop@2.6.9",
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "2.6.9",
+                        block_layer: BlockLayer::Legacy,
+                        successor: Some(SchedulerKind::None),
+                        summary: noop_v1::SUMMARY,
+                        tunables: noop::TUNABLES,
+                        // The list scan is the core's two index lookups: taken as 2.6.18
+                        // noop's cost (an estimate, not measured).
+                        cpu_cost: Duration::from_nanos(300),
+                        build: noop_v1::build,
                     }
                 }
             }
@@ -635,7 +658,7 @@ mod tests {
         assert_eq!(
             message("cfqq"),
             "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, \
-             mq-deadline, bfq, kyber, cfq@2.6.9)"
+             mq-deadline, bfq, kyber, noop@2.6.9, cfq@2.6.9)"
         );
         assert_eq!(
             message("deadline:read_expiry=5"),
@@ -696,6 +719,7 @@ mod tests {
         for &kind in SchedulerKind::ALL {
             let source = match kind {
                 SchedulerKind::Noop => include_str!("noop.rs"),
+                SchedulerKind::NoopV1 => include_str!("noop_v1.rs"),
                 SchedulerKind::Anticipatory => include_str!("anticipatory.rs"),
                 SchedulerKind::Deadline => include_str!("deadline.rs"),
                 SchedulerKind::Cfq => include_str!("cfq/mod.rs"),

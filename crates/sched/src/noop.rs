@@ -39,17 +39,27 @@ pub const SUMMARY: &str = "FIFO in arrival order; merges only through the one-hi
 /// noop has no tunables.
 pub const TUNABLES: &[TunableSpec] = &[];
 
-/// The noop scheduler.
+/// The noop scheduler (2.6.18's, or 2.6.9's through [`crate::noop_v1`]).
 #[derive(Debug)]
 pub struct Noop {
     /// Requests in arrival order (the kernel's `queue` list).
     fifo: ArrivalOrder,
+    /// Where a bio looks for a request to join beyond the `last_merge` cache.
+    lookups: MergeLookups,
+    /// Whether a grown request fuses with its list neighbour (2.6.18's
+    /// `noop_latter_request`/`noop_former_request`; 2.6.9's noop has neither).
+    fuses: bool,
 }
 
 impl Noop {
-    /// A new, empty noop.
+    /// A new, empty noop (2.6.18's).
     pub fn new() -> Noop {
-        Noop { fifo: ArrivalOrder::new() }
+        Noop { fifo: ArrivalOrder::new(), lookups: MergeLookups::CACHE_ONLY, fuses: true }
+    }
+
+    /// A noop with its merge lookups and neighbour fusing as given (see [`crate::noop_v1`]).
+    pub(crate) fn with_merging(lookups: MergeLookups, fuses: bool) -> Noop {
+        Noop { fifo: ArrivalOrder::new(), lookups, fuses }
     }
 }
 
@@ -85,10 +95,13 @@ impl Scheduler for Noop {
     }
 
     fn merge_lookups(&self) -> MergeLookups {
-        MergeLookups::CACHE_ONLY
+        self.lookups
     }
 
     fn merge_neighbour(&self, _cx: &Ctx<'_>, id: RequestId, kind: MergeKind) -> Option<RequestId> {
+        if !self.fuses {
+            return None;
+        }
         match kind {
             MergeKind::Back => self.fifo.next(id),
             MergeKind::Front { .. } => self.fifo.prev(id),

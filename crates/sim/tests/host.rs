@@ -222,7 +222,9 @@ fn files_written_together_lay_out_as_their_filesystem_does() {
         let run = simulate(
             "hdd",
             host,
-            "noop",
+            // One scheduler with hash merging for all three hosts, so that only the layout
+            // differs (a bare `noop` would be 2.6.9's on the vanilla 2.6.9 host).
+            "deadline",
             vec![file(0, 0), file(0, 0)],
             vec![
                 phase("write", writers),
