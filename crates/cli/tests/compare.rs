@@ -213,3 +213,18 @@ fn bad_input_exits_2_naming_the_problem() {
         assert!(help.contains(id), "help lists {id}");
     }
 }
+
+// Proves the OLTP table says why commits took what they took: a "log sync ms" column from
+// Oracle's log-file-sync counters, where anticipatory, which holds the log writer's
+// synchronous write behind anticipation windows, waits longer than deadline.
+#[test]
+fn the_oltp_table_shows_the_log_file_sync_wait() {
+    let output =
+        elevator(&["compare", "--only", "oltp", "--scale", "0.02", "-s", "deadline,anticipatory"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let header = text.lines().find(|line| line.contains("tpm")).expect("the OLTP table");
+    assert!(header.contains("log sync ms"), "{text}");
+    let best = text.lines().find(|line| line.contains("log sync ms (lower is better)"));
+    assert!(best.is_some_and(|line| line.contains("deadline")), "{text}");
+}

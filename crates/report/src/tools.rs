@@ -283,7 +283,10 @@ fn relative(values: &[Option<f64>]) -> Column {
     }
 }
 
-/// Transactions per minute and their share of the best.
+/// Transactions per minute and their share of the best, the I/O p99, and why commits took
+/// what they took: the mean `log file sync` wait, where the workload counts it (Oracle's
+/// processes). Group-commit sizes are in the JSON's counters: a larger group is a symptom of
+/// slower log writes, not better or worse in itself, so it has no "best" to name here.
 fn oltp(runs: &[&Run]) -> Vec<Column> {
     let tpm = column(runs, "tpm", Better::Higher, 0, |run| {
         per_minute(phase(run, "oltp")?, "transactions")
@@ -291,8 +294,21 @@ fn oltp(runs: &[&Run]) -> Vec<Column> {
     let p99 = column(runs, "I/O p99 ms", Better::Lower, 2, |run| {
         Some(phase(run, "oltp")?.latency_ns.p99 as f64 / 1e6)
     });
+    let ratio = |run: &Run, numerator: &str, denominator: &str| {
+        let counters = &phase(run, "oltp")?.counters;
+        let (above, below) = (*counters.get(numerator)?, *counters.get(denominator)?);
+        (below > 0).then(|| above as f64 / below as f64)
+    };
+    let log_sync = column(runs, "log sync ms", Better::Lower, 2, |run| {
+        Some(ratio(run, "log_file_sync_ns", "log_file_sync_waits")? / 1e6)
+    });
     let relative = relative(&tpm.values);
-    vec![tpm, relative, p99]
+    let mut columns = vec![tpm, relative, p99];
+    // A load without Oracle's counters: leave the column out.
+    if log_sync.values.iter().any(Option::is_some) {
+        columns.push(log_sync);
+    }
+    columns
 }
 
 /// Scan (query) throughput in MB/s, scans per minute and the share of the best.
