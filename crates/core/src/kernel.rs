@@ -163,12 +163,6 @@ impl KernelVersion {
         if off < 1 { 1 } else { off }
     }
 
-    /// Whether noop merges only into `last_merge` (2.6.18: no merge function) rather than
-    /// scanning its whole list (2.6.9) (§2.2).
-    pub const fn noop_merges_last_only(self) -> bool {
-        matches!(self.base(), KernelBase::V2_6_18)
-    }
-
     /// Whether an O_DIRECT write is a `WRITE_SYNC` bio (2.6.18: sync for anticipatory, and
     /// it unplugs the queue at once) rather than a plain `WRITE` (2.6.9) (§1.4, §1.6).
     pub const fn direct_writes_sync(self) -> bool {
