@@ -190,7 +190,8 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 writeln!(out, "why ({name}):")?;
                 for (run, phase) in &rows {
                     let queue = phase.queue_stats.as_ref().expect("checked above");
-                    writeln!(out, "  {}", why_line(&run.scheduler, queue, queue.idle_ns))?;
+                    let line = why_line(&run.scheduler, queue, queue.idle_ns);
+                    writeln!(out, "  {line}{}", iscsi_why(&phase.counters))?;
                 }
             } else {
                 why_per_phase = false;
@@ -213,7 +214,10 @@ fn write_why(out: &mut dyn Write, group: &[&Run]) -> io::Result<()> {
     writeln!(out, "why:")?;
     for run in group {
         let line = why_line(&run.scheduler, &run.queue_stats, run.scheduler_stats.idle_ns);
-        writeln!(out, "  {line}")?;
+        // An iSCSI target's phases say how the initiator's reads reached its scheduler.
+        let iscsi =
+            run.phases.iter().map(|phase| iscsi_why(&phase.counters)).find(|s| !s.is_empty());
+        writeln!(out, "  {line}{}", iscsi.unwrap_or_default())?;
     }
     Ok(())
 }
@@ -233,6 +237,29 @@ fn why_line(scheduler: &str, queue: &crate::model::QueueStats, idle_ns: u64) -> 
         millis(idle_ns),
         millis(queue.blocked_ns),
         millis(queue.max_wait_ns),
+    )
+}
+
+/// On an iSCSI topology, what reached the target's scheduler and from whom: the distinct
+/// worker threads each LUN saw requests from, the most threads busy at once, the share of
+/// commands that waited for a thread or for the session window, and the initiator's deepest
+/// per-LUN queue. Empty for other runs.
+fn iscsi_why(counters: &std::collections::BTreeMap<String, u64>) -> String {
+    let Some(&commands) = counters.get("iscsi_commands") else { return String::new() };
+    let get = |name: &str| counters.get(name).copied().unwrap_or(0);
+    let share = |count: u64| {
+        if commands > 0 { 100.0 * count as f64 / commands as f64 } else { 0.0 }
+    };
+    format!(
+        "; target: {} commands from {}-{} threads per LUN, at most {} busy, {:.0}% waited for a \
+         thread, {:.0}% for the window; initiator: up to {} reads pending per LUN",
+        commands,
+        get("iscsi_threads_per_lun_min"),
+        get("iscsi_threads_per_lun_max"),
+        get("iscsi_busy_threads_peak"),
+        share(get("iscsi_thread_waits")),
+        share(get("iscsi_window_waits")),
+        get("iscsi_vdev_pending_peak"),
     )
 }
 

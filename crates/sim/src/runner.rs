@@ -46,6 +46,7 @@ use crate::device::{Command, CommandId, DeviceSpec};
 use crate::engine::EventQueue;
 use crate::host::spec::HostSpec;
 use crate::host::{Host, HostAction, HostDevice, HostError, HostOpKind, HostPlace};
+use crate::iscsi::{Fabric, FabricAction, FabricStats};
 use crate::topology::{Flow, Multipath, Topology};
 
 /// Limits on a run. Reaching one is an error, never a silent stop.
@@ -267,6 +268,22 @@ pub fn targets(config: &SimConfig) -> Result<Vec<Target>, SimError> {
 }
 
 pub(crate) fn topology_targets(topology: &Topology) -> Vec<Target> {
+    // An iSCSI topology's workload runs on the initiator, whose one target is the pool.
+    if let Some(spec) = &topology.initiator {
+        let lun_bytes = topology
+            .devices
+            .iter()
+            .map(|device| device.model.capacity_sectors() * SECTOR_SIZE_BYTES)
+            .min()
+            .unwrap_or(0);
+        let usable = lun_bytes
+            .saturating_sub(crate::iscsi::zfs::LABEL_START_BYTES)
+            .saturating_sub(crate::iscsi::zfs::LABEL_END_BYTES);
+        return vec![Target {
+            name: "pool".to_owned(),
+            capacity_bytes: usable * u64::from(spec.mirrors),
+        }];
+    }
     topology
         .devices
         .iter()
@@ -373,6 +390,8 @@ enum Event {
     HostWake { generation: u64 },
     /// The host finished a buffered operation.
     HostDone { op: u64 },
+    /// The iSCSI fabric's next arrival (stale unless the generation matches).
+    FabricWake { generation: u64 },
 }
 
 /// A device as the host sees it (`sda`, or a multipath LUN's `dm-N`), with its queues.
@@ -428,6 +447,8 @@ enum BioOwner {
     Issuer { issuer: usize, io: IoId, submitted: Instant, bytes: u64 },
     /// The host's bio `bio`, submitted in `batch`.
     Host { bio: u64, batch: u64 },
+    /// An iSCSI target worker's command `token` (blockio).
+    Fabric { token: u64 },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -513,6 +534,15 @@ struct Simulation {
     ready: Vec<usize>,
     /// Scratch for the issuers one issuer posted (`Issuer::take_posts`).
     posted: Vec<usize>,
+    /// The other host of an iSCSI topology: the initiator, links and target threads; the
+    /// workload's reads go to it, and its worker threads' I/O to this host's queues.
+    fabric: Option<Fabric>,
+    fabric_wake_generation: u64,
+    fabric_wake_at: Option<Instant>,
+    /// The fabric's page reads (fileio) the host holds, by host op: the command's token.
+    fabric_host_ops: LookupMap<u64, u64>,
+    /// Scratch for the fabric's actions.
+    fabric_actions: Vec<FabricAction>,
 }
 
 impl Simulation {
@@ -524,6 +554,13 @@ impl Simulation {
     ) -> Result<Simulation, SimError> {
         let mut devices = Vec::with_capacity(topology.devices.len());
         let mut host_devices = Vec::with_capacity(topology.devices.len());
+        let initiator = topology.initiator;
+        let lun_bytes = topology
+            .devices
+            .iter()
+            .map(|device| device.model.capacity_sectors() * SECTOR_SIZE_BYTES)
+            .min()
+            .unwrap_or(0);
         for device in topology.devices {
             // The driver's limits under the host's kernel (host-mechanisms.md §2.3): its
             // per-device depth, never more than the device takes, and its request limit.
@@ -617,13 +654,38 @@ impl Simulation {
                 devices: adapter.devices,
             })
             .collect();
-        let host = Host::new(&config.host, host_devices, files).map_err(|error| {
+        // With an iSCSI initiator the files are on its pool, not on this host's disks.
+        let host_files = if initiator.is_some() { &[][..] } else { files };
+        let mut host = Host::new(&config.host, host_devices, host_files).map_err(|error| {
             SimError::Param(elevator_core::ParamError::Impossible {
                 component: "workload".to_owned(),
                 key: "size",
                 problem: host_error_text(&error, &devices),
             })
         })?;
+        let fabric = match initiator {
+            Some(spec) => {
+                let sizes: Vec<u64> = files.iter().map(|&(_, bytes)| bytes).collect();
+                let prng = Prng::new(config.seed).fork("iscsi target threads");
+                let fabric = Fabric::new(spec, lun_bytes, &sizes, prng).map_err(|error| {
+                    SimError::Param(elevator_core::ParamError::Impossible {
+                        component: "workload".to_owned(),
+                        key: "size",
+                        problem: error.0,
+                    })
+                })?;
+                // fileio opens each LUN's backing device once: its threads share that file's
+                // read-ahead state.
+                for lun in 0..spec.luns() {
+                    let pids = fabric.worker_pids(lun);
+                    for &pid in &pids {
+                        host.share_read_ahead(pid, pids[0]);
+                    }
+                }
+                Some(fabric)
+            }
+            None => None,
+        };
         Ok(Simulation {
             now: Instant::ZERO,
             events: EventQueue::new(),
@@ -656,6 +718,11 @@ impl Simulation {
             tags: Vec::new(),
             ready: Vec::new(),
             posted: Vec::new(),
+            fabric,
+            fabric_wake_generation: 0,
+            fabric_wake_at: None,
+            fabric_host_ops: LookupMap::default(),
+            fabric_actions: Vec::new(),
         })
     }
 
@@ -713,6 +780,7 @@ impl Simulation {
             })
             .collect();
         self.ready = (0..self.issuers.len()).collect();
+        let fabric_before = self.fabric.as_ref().map(|fabric| fabric.stats().clone());
         loop {
             self.run_ready_issuers(recorder, stonewall)?;
             self.pump_dirty_devices()?;
@@ -735,6 +803,9 @@ impl Simulation {
             for (name, value) in slot.issuer.counters() {
                 recorder.add_counter(name, value);
             }
+        }
+        if let (Some(fabric), Some(before)) = (&self.fabric, fabric_before) {
+            record_fabric_counters(fabric, &before, recorder);
         }
         Ok(())
     }
@@ -846,8 +917,23 @@ impl Simulation {
                 }
             }
             Event::HostDone { op } => {
+                if let Some(token) = self.fabric_host_ops.remove(&op) {
+                    // A target worker's page read (fileio).
+                    self.fabric.as_mut().expect("a fabric").target_done(self.now, token);
+                    self.run_fabric_actions()?;
+                    return Ok(());
+                }
                 let done = self.host_ops.remove(&op).expect("a host operation finishes once");
                 self.finish_io(done.issuer, done.io, done.submitted, done.bytes, recorder);
+            }
+            Event::FabricWake { generation } => {
+                if self.fabric_wake_generation == generation {
+                    self.fabric_wake_at = None;
+                    self.fabric.as_mut().expect("a fabric").wake(self.now);
+                    self.run_fabric_actions()?;
+                } else {
+                    self.superseded -= 1;
+                }
             }
         }
         Ok(())
@@ -923,9 +1009,13 @@ impl Simulation {
                     self.finish_io(issuer, io, submitted, bytes, recorder);
                 }
                 BioOwner::Host { bio, .. } => self.host.bio_done(self.now, bio),
+                BioOwner::Fabric { token } => {
+                    self.fabric.as_mut().expect("a fabric").target_done(self.now, token);
+                }
             }
         }
         self.tags = tags;
+        self.run_fabric_actions()?;
         self.wake_parked(device, path)?;
         self.report_congestion(device);
         self.run_host_actions()?;
@@ -1006,6 +1096,8 @@ impl Simulation {
                     self.ready.push(issuer);
                 }
             }
+            // A worker thread waits for its command, parked or not.
+            BioOwner::Fabric { .. } => {}
             BioOwner::Host { batch, .. } => {
                 let left = self.unaccepted.get_mut(&batch).expect("a batch with parked bios");
                 *left -= 1;
@@ -1189,6 +1281,9 @@ impl Simulation {
     /// Starts an issuer's operation: O_DIRECT I/O becomes bios here, everything else goes to
     /// the host.
     fn submit_io(&mut self, index: usize, io: Io) -> Result<(), SimError> {
+        if self.fabric.is_some() {
+            return self.submit_to_fabric(index, io);
+        }
         let process = self.issuers[index].issuer.process();
         let priority = self.issuers[index].issuer.priority();
         let bad = |sim: &Simulation, problem: String| SimError::BadIo {
@@ -1305,6 +1400,166 @@ impl Simulation {
         self.bio_scratch = bios;
         let parked = submitted.map_err(|problem| bad(self, problem))?;
         self.issuers[index].parked += parked;
+        Ok(())
+    }
+
+    /// An initiator process's call on an iSCSI topology: a file read goes to ZFS; a sync has
+    /// nothing to write (the initiator only reads), so it is done at once.
+    fn submit_to_fabric(&mut self, index: usize, io: Io) -> Result<(), SimError> {
+        let file = match (io.kind, io.place) {
+            (IoKind::Read, Place::File(file)) => Some(file),
+            (IoKind::Sync, _) => None,
+            (kind, place) => {
+                // A workload this topology cannot run, not a bug in the workload: the
+                // configuration is impossible, as a file larger than its device is.
+                let what = match place {
+                    Place::File(file) => format!("file {file}"),
+                    Place::Device(device) => format!("device {device}"),
+                };
+                return Err(SimError::Param(elevator_core::ParamError::Impossible {
+                    component: "workload".to_owned(),
+                    key: "device",
+                    problem: format!(
+                        "{} asked for a {} of {what}, but on an iscsi device the workload runs \
+                         on the ZFS initiator, which models reads of files only (accepted: \
+                         workloads that read their files, such as seqread)",
+                        self.issuers[index].issuer.name(),
+                        format!("{kind:?}").to_lowercase(),
+                    ),
+                }));
+            }
+        };
+        let op = self.next_host_op;
+        self.next_host_op += 1;
+        let bytes = if file.is_some() { io.size_bytes } else { 0 };
+        self.host_ops.insert(op, HostOp { issuer: index, io: io.id, submitted: self.now, bytes });
+        self.host_ops_peak = self.host_ops_peak.max(self.host_ops.len());
+        self.issuers[index].outstanding += 1;
+        let fabric = self.fabric.as_mut().expect("checked by the caller");
+        match file {
+            Some(file) => fabric.read(self.now, op, file, io.offset_bytes, io.size_bytes).map_err(
+                |error| SimError::BadIo {
+                    issuer: self.issuers[index].issuer.name().to_owned(),
+                    problem: error.0,
+                },
+            )?,
+            None => self.events.push(self.now, Event::HostDone { op }),
+        }
+        self.run_fabric_actions()
+    }
+
+    /// Carries out what the fabric asked for: finished reader calls, and worker threads' I/O
+    /// on this host's disks — blockio's bios, submitted as the thread and run at once (the
+    /// thread unplugs and waits), or fileio's page reads through the page cache.
+    fn run_fabric_actions(&mut self) -> Result<(), SimError> {
+        if self.fabric.is_none() {
+            return Ok(());
+        }
+        let mut actions = std::mem::take(&mut self.fabric_actions);
+        loop {
+            actions.clear();
+            self.fabric.as_mut().expect("checked above").take_actions(&mut actions);
+            if actions.is_empty() {
+                break;
+            }
+            for &action in &actions {
+                match action {
+                    FabricAction::ReadDone { op } => {
+                        self.events.push(self.now, Event::HostDone { op });
+                    }
+                    FabricAction::TargetRead {
+                        token,
+                        process,
+                        device,
+                        offset_bytes,
+                        bytes,
+                        direct: true,
+                    } => self.submit_target_bios(token, process, device, offset_bytes, bytes)?,
+                    FabricAction::TargetRead {
+                        token,
+                        process,
+                        device,
+                        offset_bytes,
+                        bytes,
+                        ..
+                    } => {
+                        let op = self.next_host_op;
+                        self.next_host_op += 1;
+                        self.fabric_host_ops.insert(op, token);
+                        self.host
+                            .submit(
+                                self.now,
+                                op,
+                                process,
+                                IoPriority::default(),
+                                HostOpKind::Read,
+                                HostPlace::Device(device),
+                                offset_bytes,
+                                bytes,
+                            )
+                            .map_err(|error| {
+                                host_io_error("iSCSI target thread", &error, &self.devices)
+                            })?;
+                        self.run_host_actions()?;
+                    }
+                }
+            }
+        }
+        self.fabric_actions = actions;
+        let next = self.fabric.as_ref().expect("checked above").next_event();
+        if next != self.fabric_wake_at {
+            self.superseded += usize::from(self.fabric_wake_at.is_some());
+            self.fabric_wake_generation += 1;
+            self.fabric_wake_at = next;
+            if let Some(at) = next {
+                let generation = self.fabric_wake_generation;
+                self.events.push(at.max(self.now), Event::FabricWake { generation });
+            }
+        }
+        Ok(())
+    }
+
+    /// blockio: worker `process` reads `bytes` at `offset_bytes` of `device` as bios it
+    /// submits itself, then unplugs the queue and waits (IET `blockio_make_request`).
+    fn submit_target_bios(
+        &mut self,
+        token: u64,
+        process: ProcessId,
+        device: usize,
+        offset_bytes: u64,
+        bytes: u64,
+    ) -> Result<(), SimError> {
+        let template = Bio {
+            op: Op::Read,
+            start: Sector(0),
+            sector_count: 0,
+            flags: RequestFlags::SYNC,
+            priority: IoPriority::default(),
+            process,
+            tag: BioTag(0),
+        };
+        let mut bios = std::mem::take(&mut self.bio_scratch);
+        bios.clear();
+        let (start, sectors) = (offset_bytes / SECTOR_SIZE_BYTES, bytes / SECTOR_SIZE_BYTES);
+        self.devices[device].paths[0].submitter.split(template, Sector(start), sectors, &mut bios);
+        let tag = self.new_pending(Pending {
+            owner: BioOwner::Fabric { token },
+            bios_left: bios.len() as u32,
+            process,
+        });
+        for bio in &mut bios {
+            bio.tag = BioTag(tag as u64);
+        }
+        self.host.charge_direct(self.now, process);
+        let submitted = self.submit_bios(device, &bios, None);
+        self.bio_scratch = bios;
+        submitted.map_err(|problem| SimError::BadIo {
+            issuer: "iSCSI target thread".to_owned(),
+            problem,
+        })?;
+        self.unplug_device(device);
+        // The thread waits: what it submitted is no longer "touched" by anyone.
+        self.touched.remove(&process);
         Ok(())
     }
 
@@ -1746,6 +2001,13 @@ impl Simulation {
         for (index, description) in descriptions.into_iter().enumerate() {
             settings.insert(format!("device.model.{index}"), description);
         }
+        if let Some(fabric) = &self.fabric {
+            // The other host and the links: the devices above are the target's disks.
+            settings.insert("device.initiator".to_owned(), fabric.spec().describe());
+            for (path, bytes) in fabric.link_path_bytes().iter().enumerate() {
+                *device_stats.extra.entry(format!("link_path{path}_bytes")).or_default() += bytes;
+            }
+        }
         let host = self.host.stats;
         let (cached_chunks, dirty_pages, _) = self.host.occupancy();
         let host_stats: BTreeMap<String, u64> = [
@@ -1830,4 +2092,23 @@ fn path_and_index(id: u64, paths: usize) -> (usize, usize) {
 /// from 63 on (no built-in topology has that many).
 fn device_bit(device: usize) -> u64 {
     1 << device.min(63)
+}
+
+/// Adds the fabric's counters since `before` to the phase: what the initiator read and
+/// prefetched, the waits for the session window and the target's threads, how many distinct
+/// worker threads each LUN's scheduler saw, and the peaks of the vdev queues and busy threads.
+fn record_fabric_counters(fabric: &Fabric, before: &FabricStats, recorder: &mut PhaseRecorder) {
+    let now = fabric.stats();
+    recorder.add_counter("iscsi_demand_reads", now.demand_reads - before.demand_reads);
+    recorder.add_counter("iscsi_prefetch_reads", now.prefetch_reads - before.prefetch_reads);
+    recorder.add_counter("iscsi_commands", now.commands - before.commands);
+    recorder.add_counter("iscsi_window_waits", now.window_waits - before.window_waits);
+    recorder.add_counter("iscsi_thread_waits", now.thread_waits - before.thread_waits);
+    let (fewest, most) = fabric.threads_per_lun();
+    if most > 0 {
+        recorder.add_counter("iscsi_threads_per_lun_min", u64::from(fewest));
+        recorder.add_counter("iscsi_threads_per_lun_max", u64::from(most));
+    }
+    recorder.add_counter("iscsi_vdev_pending_peak", u64::from(fabric.vdev_pending_peak()));
+    recorder.add_counter("iscsi_busy_threads_peak", u64::from(fabric.busy_threads_peak()));
 }

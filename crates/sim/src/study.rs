@@ -118,9 +118,10 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         id: "seqread-1",
         title: "one sequential reader of a file on an iSCSI-backed ZFS pool",
-        machine: "file server reading a pool striped over two mirror pairs on one iSCSI \
-                  target, over two gigabit links",
-        device: "iscsi-pool",
+        machine: "a ZFS file server reading a pool of two mirror pairs of iSCSI LUNs over two \
+                  gigabit links; the schedulers run on the target's four disks, behind IET's \
+                  worker threads (two hosts: the initiator and the target)",
+        device: "iscsi-zfs",
         host: "host",
         read_ahead_kb: 128,
         workload: "seqread:readers=1,size=4g,bs=1m",
@@ -128,8 +129,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         id: "seqread-2",
         title: "two sequential readers of separate files at once",
-        machine: "the same file server",
-        device: "iscsi-pool",
+        machine: "the same file server and target",
+        device: "iscsi-zfs",
         host: "host",
         read_ahead_kb: 128,
         workload: "seqread:readers=2,size=4g,bs=1m",

@@ -147,8 +147,15 @@ impl Case {
         let targets =
             device.topology().map(|topology| topology_targets(&topology)).unwrap_or_default();
         let plan_prng = Prng::new(seed).fork("workload");
+        // An iscsi device's workload runs on its ZFS initiator, which reads files only: of
+        // the workload kinds, seqread is the one it can run.
+        let kinds = if device.kind() == DeviceKind::Iscsi {
+            &[WorkloadKind::Seqread][..]
+        } else {
+            WorkloadKind::ALL
+        };
         let (workload_text, workload) =
-            derive_workload(&root.fork("workload"), &features, &targets, &plan_prng);
+            derive_workload(&root.fork("workload"), &features, &targets, &plan_prng, kinds);
         Case {
             seed,
             features,
@@ -882,8 +889,9 @@ fn derive_workload(
     features: &Features,
     targets: &[Target],
     plan_prng: &Prng,
+    kinds: &[WorkloadKind],
 ) -> (String, WorkloadSpec) {
-    let kind = *pick(&mut prng.fork("kind"), WorkloadKind::ALL);
+    let kind = *pick(&mut prng.fork("kind"), kinds);
     let amounts = kind.scalable_keys();
     first_accepted(
         prng,

@@ -301,6 +301,9 @@ pub struct Topology {
     pub links: Vec<Link>,
     /// Adapters whose command limit is shared by several devices.
     pub adapters: Vec<HostAdapter>,
+    /// The other host: an iSCSI initiator whose LUNs these devices back (`iscsi`), with the
+    /// links between the two. The workload's files and readers are then the initiator's.
+    pub initiator: Option<crate::iscsi::IscsiSpec>,
 }
 
 /// A host adapter (HBA, RAID controller, IDE channel) whose command limit binds across the

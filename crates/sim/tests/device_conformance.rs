@@ -42,7 +42,7 @@ fn every_model() -> Vec<DeviceSpec> {
 /// * `array`, `san`: the controller's `overhead` (a write-back write or a cached read need
 ///   nothing more).
 /// * `jbod`: one of its disks, the `disk` spec (built as one device: the first of a
-///   `+`-joined list).
+///   `+`-joined list); `iscsi`: its `member` (one of the target's disks).
 fn min_service(spec: &DeviceSpec, command: &Command) -> Duration {
     let params = spec.params();
     let data = matches!(command.op, Op::Read | Op::Write);
@@ -72,6 +72,8 @@ fn min_service(spec: &DeviceSpec, command: &Command) -> Duration {
         }
         DeviceKind::Array | DeviceKind::San => params.time("overhead"),
         DeviceKind::Jbod => min_service(&member_spec(first_disk(params.text("disk"))), command),
+        // Built as one device, an iSCSI target's disk is its member.
+        DeviceKind::Iscsi => min_service(&member_spec(params.text("member")), command),
     }
 }
 
@@ -94,7 +96,7 @@ fn member_spec(text: &str) -> DeviceSpec {
 ///   (`channels × dies` each sensing `planes` pages in `read_time` and shifting them out),
 ///   within 5 %.
 /// * `hdd`: [`Hdd::sustained_read_bytes_per_s`] (outer zone, skews, bus), within 5 %.
-/// * `jbod`: its disk's.
+/// * `jbod`: its disk's; `iscsi`: its member's.
 /// * `array`, `san` (one LUN; the link is outside the model): the member's bandwidth times the
 ///   members holding distinct data — RAID 0 all, RAID 1 one, RAID 10 half, RAID 5 all but
 ///   one — within 5 %.
@@ -118,6 +120,7 @@ fn stated_bandwidth(spec: &DeviceSpec) -> (f64, f64) {
             (hdd.sustained_read_bytes_per_s(), 0.05)
         }
         DeviceKind::Jbod => stated_bandwidth(&member_spec(first_disk(params.text("disk")))),
+        DeviceKind::Iscsi => stated_bandwidth(&member_spec(params.text("member"))),
         DeviceKind::Array | DeviceKind::San => {
             let (member, _) = stated_bandwidth(&member_spec(params.text("member")));
             let members = params.integer("members") as f64;

@@ -23,9 +23,11 @@
 //!
 //! # Deviations from the experiment
 //!
-//! * The study read files on a ZFS pool over iSCSI; here the files are contiguous on a device's
-//!   filesystem and ZFS's own prefetch and caching are the host model's read-ahead and page
-//!   cache.
+//! * The study read files on a ZFS pool over iSCSI: on an `iscsi` device (`iscsi-zfs`, the
+//!   study's) the readers are the initiator's processes, their files lie on its ZFS pool and
+//!   ZFS's prefetch reads ahead (the simulator's `iscsi` module). On any other device the files
+//!   are contiguous on the device's filesystem and the host's read-ahead and page cache stand
+//!   in for ZFS's.
 //! * The readers are not stonewalled: the aggregate rate is over the time until both finish.
 
 use elevator_core::{KeyKind, KeySpec, ParamError, Params, Prng, ProcessId};

@@ -340,8 +340,11 @@ pub const SAN_PRESETS: &[Preset] = &[
     },
     Preset {
         name: "iscsi-pool",
-        help: "the classic study's iSCSI target: one LUN striped over two mirrored pairs of \
-               7200 rpm disks, reached over two gigabit Ethernet links (~118 MB/s each). \
+        help: "the classic study's iSCSI storage seen from a Linux initiator, as one host: one \
+               LUN striped over two mirrored pairs of 7200 rpm disks, reached over two gigabit \
+               Ethernet links (~118 MB/s each), the scheduler on the initiator; the study's \
+               machine, with the scheduler on the target's disks behind IET's threads and a ZFS \
+               initiator, is the iscsi kind's iscsi-zfs. \
                Driver iscsi_tcp (open-iscsi, not in the spec: 32 commands a LUN, requests up \
                to 512 KiB by the segment limit [U]); the target's kernel is not given",
         values: &[

@@ -132,6 +132,8 @@ pub enum DeviceKind {
     Jbod,
     /// A RAM disk: fixed latency plus bandwidth.
     Ram,
+    /// An iSCSI target's disks, read by a ZFS initiator (two hosts, `crate::iscsi`).
+    Iscsi,
 }
 
 impl DeviceKind {
@@ -143,6 +145,7 @@ impl DeviceKind {
         DeviceKind::San,
         DeviceKind::Jbod,
         DeviceKind::Ram,
+        DeviceKind::Iscsi,
     ];
 
     /// The name users write.
@@ -154,6 +157,7 @@ impl DeviceKind {
             DeviceKind::San => "san",
             DeviceKind::Jbod => "jbod",
             DeviceKind::Ram => "ram",
+            DeviceKind::Iscsi => "iscsi",
         }
     }
 
@@ -166,6 +170,7 @@ impl DeviceKind {
             DeviceKind::San => array::SAN_SUMMARY,
             DeviceKind::Jbod => array::JBOD_SUMMARY,
             DeviceKind::Ram => ram::SUMMARY,
+            DeviceKind::Iscsi => crate::iscsi::SUMMARY,
         }
     }
 
@@ -178,6 +183,7 @@ impl DeviceKind {
             DeviceKind::San => array::SAN_KEYS,
             DeviceKind::Jbod => array::JBOD_KEYS,
             DeviceKind::Ram => ram::KEYS,
+            DeviceKind::Iscsi => crate::iscsi::KEYS,
         }
     }
 
@@ -190,6 +196,7 @@ impl DeviceKind {
             DeviceKind::San => array::SAN_PRESETS,
             DeviceKind::Jbod => array::JBOD_PRESETS,
             DeviceKind::Ram => ram::PRESETS,
+            DeviceKind::Iscsi => crate::iscsi::PRESETS,
         }
     }
 
@@ -202,6 +209,8 @@ impl DeviceKind {
             // A `jbod` built as one device is one of its disks.
             DeviceKind::Jbod => array::jbod_disk(params)?.build()?,
             DeviceKind::Ram => Box::new(ram::Ram::from_params(params)?),
+            // An `iscsi` built as one device is one of the target's disks.
+            DeviceKind::Iscsi => array::member_spec(params)?.build()?,
         })
     }
 }
@@ -284,6 +293,7 @@ impl DeviceSpec {
                 (self.params.integer("luns") as usize, link)
             }
             DeviceKind::Jbod => (self.params.integer("disks") as usize, None),
+            DeviceKind::Iscsi => (crate::iscsi::IscsiSpec::from_params(&self.params)?.luns(), None),
             _ => (1, None),
         };
         let policy = match (self.kind, link) {
@@ -341,7 +351,16 @@ impl DeviceSpec {
                 })
             })
             .collect::<Result<_, ParamError>>()?;
-        Ok(Topology { devices, links: link.map(Link::new).into_iter().collect(), adapters })
+        let initiator = match self.kind {
+            DeviceKind::Iscsi => Some(crate::iscsi::IscsiSpec::from_params(&self.params)?),
+            _ => None,
+        };
+        Ok(Topology {
+            devices,
+            links: link.map(Link::new).into_iter().collect(),
+            adapters,
+            initiator,
+        })
     }
 }
 

@@ -211,6 +211,10 @@ pub(crate) struct Host {
     raw_space: Vec<SpaceId>,
     /// Each reader's read-ahead, by process and file (made at its first read).
     readers: BTreeMap<(ProcessId, SpaceId), Reader>,
+    /// Processes that read through another's open files (an iSCSI target's worker threads
+    /// share the one `struct file` of each LUN), mapped to the process whose read-ahead state
+    /// they use.
+    read_ahead_owner: BTreeMap<ProcessId, ProcessId>,
     /// Which read-ahead the kernel runs.
     read_ahead_algorithm: ReadAheadAlgorithm,
     ops: BTreeMap<u64, PendingOp>,
@@ -309,6 +313,7 @@ impl Host {
             raw_space,
             spaces,
             readers: BTreeMap::new(),
+            read_ahead_owner: BTreeMap::new(),
             read_ahead_algorithm: spec.kernel().read_ahead(),
             ops: BTreeMap::new(),
             bios: LookupMap::default(),
@@ -362,6 +367,14 @@ impl Host {
             self.batches.len()
         ));
         parts.join("; ")
+    }
+
+    /// From now on `process` reads with `owner`'s read-ahead state for every file, as threads
+    /// reading through one shared open file do.
+    pub(crate) fn share_read_ahead(&mut self, process: ProcessId, owner: ProcessId) {
+        if process != owner {
+            self.read_ahead_owner.insert(process, owner);
+        }
     }
 
     /// The device a file lives on.
@@ -511,7 +524,8 @@ impl Host {
         let OpState::Read { space, mut cursor, end, mut call_at, bytes } = pending.state;
         let (process, priority) = (pending.process, pending.priority);
         let device = self.spaces[space as usize].device;
-        let key = (process, space);
+        let owner = self.read_ahead_owner.get(&process).copied().unwrap_or(process);
+        let key = (owner, space);
         let mut reader = match self.readers.get(&key) {
             Some(reader) => *reader,
             // The state is made at the first read, with the maximum window of that moment (the
