@@ -31,7 +31,9 @@ pub struct Ctx<'a> {
     pub now: Instant,
     /// Every request of the queue.
     pub requests: &'a RequestTable,
-    /// Requests at the device now (the kernel's `rq_in_driver`).
+    /// Requests at the device now, plus any the driver fetched and activated while the device
+    /// was full ([`DriverFetch::BeforeDepthCheck`](crate::DriverFetch)): the kernel's
+    /// `rq_in_driver`.
     pub in_flight: u32,
     /// How many requests the device accepts at once (the hardware queue depth).
     pub depth: u32,

@@ -101,8 +101,9 @@
 //!   same request except when several queued requests end at one sector. 2.6.18 looks front
 //!   merges up in the tree indexed by data direction instead of class, so there a read never
 //!   front-merges through the tree (only through the one-hit cache); here it does.
-//! * The core's merge rules require equal sync-ness (2.6.20+), where 2.6.18 would merge an
-//!   O_DIRECT write into an asynchronous write-back request.
+//! * A queue built with the core's default configuration requires equal sync-ness for a merge;
+//!   the simulator's legacy queues merge an O_DIRECT write into a write-back request as 2.6.18
+//!   does (`QueueConfig::merges_ignore_sync`).
 //! * `est_time` is a counter set, not a file (see above).
 //! * After a front merge moves an alias out, the grown request is offered to the sweep again;
 //!   2.6.18 could leave the class without a next request there and strand the grown one.

@@ -141,8 +141,9 @@ fn bios_next_to_an_alias_are_safe_under_every_scheduler() {
     }
 }
 
-// Proves drain empties every scheduler and hands every request to the next one, for every
-// pair of registered schedulers.
+// Proves drain empties every scheduler onto the dispatch list at a switch (2.6.18's
+// `elevator_switch`, issue 28 row 16) and every request completes, for every pair of
+// registered schedulers.
 #[test]
 fn drain_empties_into_the_next_scheduler() {
     for &from in SchedulerKind::ALL {
@@ -153,9 +154,11 @@ fn drain_empties_into_the_next_scheduler() {
                 h.submit(bio);
             }
             let queued = h.queue().queued();
+            let dispatched = h.queue().dispatch_count();
             let held = h.queue().held_count();
             h.switch_scheduler(to.build());
-            assert_eq!(h.queue().queued(), queued, "{from} -> {to}");
+            assert_eq!(h.queue().queued(), 0, "{from} -> {to}");
+            assert_eq!(h.queue().dispatch_count(), dispatched + queued, "{from} -> {to}");
             assert_eq!(h.queue().held_count(), held);
             h.release_device();
             h.run();
