@@ -1079,6 +1079,7 @@ impl BlockQueue {
         if lookups.front
             && let Some(target) = self.merge.find_front(bio)
             && compatible(target)
+            && self.scheduler.allow_front_lookup(&cx, target, bio)
         {
             return Some((target, front(target)));
         }

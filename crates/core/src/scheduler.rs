@@ -172,6 +172,14 @@ pub trait Scheduler: fmt::Debug + Send {
         true
     }
 
+    /// Whether the front index may offer `target` to `bio` (after [`Scheduler::allow_merge`]
+    /// passed): a scheduler whose kernel looks front merges up in a narrower structure than
+    /// the core's index vetoes the rest here (anticipatory's tree indexed by data direction).
+    /// The `last_merge` cache is not subject to it.
+    fn allow_front_lookup(&self, _cx: &Ctx<'_>, _target: RequestId, _bio: &Bio) -> bool {
+        true
+    }
+
     /// A bio joined `target`; its sectors (and for a front merge its start) changed.
     fn merged(&mut self, _cx: &Ctx<'_>, _target: RequestId, _kind: MergeKind) {}
 

@@ -158,3 +158,33 @@ fn a_switch_drains_in_the_old_order_and_new_requests_bypass_until_done() {
     q.submit(T0, tagged(read(10, 400, 8), 5)).unwrap();
     assert_eq!(q.queued(), 1, "after the switch, noop takes new requests");
 }
+
+// Proves row 9 (`as_merge` → `as_find_arq_rb(ad, key, bio_data_dir(bio))`, whose tree array
+// is indexed by class, REQ_ASYNC = 0 = READ, REQ_SYNC = 1 = WRITE): with `last_merge` held by
+// a read at 1000, a read bio ending at a queued read's start (108) and a buffered write bio
+// ending at a buffered write's start (2000) find nothing in the tree they search and get
+// requests of their own; a buffered write bio ending at an O_DIRECT (sync) write's start
+// (3000) finds it in the sync tree and front-merges (`elv_rq_merge_ok` tests only the
+// direction). Deadline, whose front lookup is per direction, front-merges all three.
+#[test]
+fn anticipatory_front_merges_only_writes_into_sync_requests() {
+    let outcomes = |kind: SchedulerKind| {
+        let mut q = queue(kind, legacy_config());
+        q.submit(T0, tagged(read(1, 1000, 8), 0)).unwrap();
+        q.submit(T0, tagged(read(2, 108, 8), 1)).unwrap();
+        q.submit(T0, tagged(write(3, 2000, 8), 2)).unwrap();
+        q.submit(T0, tagged(write(4, 3000, 8).with_flags(RequestFlags::SYNC), 3)).unwrap();
+        let merged = [read(5, 100, 8), write(6, 1992, 8), write(7, 2992, 8)]
+            .into_iter()
+            .enumerate()
+            .map(|(i, bio)| {
+                let outcome = q.submit(T0, tagged(bio, 4 + i as u64)).unwrap();
+                matches!(outcome, Submitted::Merged { .. })
+            })
+            .collect::<Vec<_>>();
+        check_queue(&q).unwrap();
+        merged
+    };
+    assert_eq!(outcomes(SchedulerKind::Anticipatory), [false, false, true]);
+    assert_eq!(outcomes(SchedulerKind::Deadline), [true, true, true]);
+}
