@@ -55,7 +55,12 @@
 //!   asks the scheduler, so nothing is fetched ahead of a free slot there either. The
 //!   simulator takes the model from the device's driver (row 7). A request fetched while the
 //!   device is full is activated once and counts in the schedulers' in-driver count
-//!   ([`Ctx::in_flight`]) until it is sent; a flush at the head is never fetched early.
+//!   ([`Ctx::in_flight`]) until it is sent; a flush at the head is never fetched early. The
+//!   fetch-ahead happens in the call right after an issue (the request function running
+//!   because a completion freed a slot); the kernel also runs it with the device full when a
+//!   plugged queue unplugs (timer, 4 requests) or a scheduler kicks the queue (cfq's arrival
+//!   for the queue it idles on, anticipatory's end of anticipation, their timers): there the
+//!   fetch waits for the next completion here.
 //! * During a switch the old scheduler's completion hooks are not called for its requests
 //!   still outstanding (it has been handed back to the caller); 2.6.18 keeps it attached, and
 //!   its hooks running, until they complete. The bypass ends at the completion of the last
@@ -458,6 +463,9 @@ pub struct BlockQueue {
     pub(crate) in_flight: u32,
     /// Requests on the dispatch list that a fetch already activated (`DriverFetch`).
     pub(crate) activated_waiting: u32,
+    /// Whether the last `next_request` call issued a request: the request function is
+    /// running, and a SCSI one fetches ahead once the device is full.
+    fetch_armed: bool,
     /// Requests in flight beyond the depth after `set_depth` lowered it; they finish normally.
     pub(crate) depth_slack: u32,
     /// The flush at the device, if any: nothing else is issued until it completes.
@@ -500,6 +508,7 @@ impl BlockQueue {
             held: VecDeque::new(),
             in_flight: 0,
             activated_waiting: 0,
+            fetch_armed: false,
             depth_slack: 0,
             flush_in_flight: None,
             plugged_until: None,
@@ -589,9 +598,14 @@ impl BlockQueue {
     /// [`Pull::Issue`].
     pub fn next_request(&mut self, now: Instant) -> Pull {
         self.account(now);
+        // The SCSI request function runs when a slot frees (a completion), so it fetches ahead
+        // only in the call that follows an issue; a bio arriving at a full device does not run
+        // it (`__make_request` runs the queue only when it unplugs a plugged one).
+        let fetch_ahead = std::mem::take(&mut self.fetch_armed)
+            && self.config.driver_fetch == DriverFetch::BeforeDepthCheck;
         loop {
             let device_full = self.in_flight >= self.config.depth;
-            if device_full && self.config.driver_fetch == DriverFetch::WhenDeviceFree {
+            if device_full && !fetch_ahead {
                 return Pull::Busy;
             }
             if let Some(head) = self.dispatch.front() {
@@ -611,6 +625,7 @@ impl BlockQueue {
                 }
                 self.dispatch.pop_front(&self.table);
                 self.issue(now, head);
+                self.fetch_armed = true;
                 return Pull::Issue(head);
             }
             if self.flush_in_flight.is_some() {

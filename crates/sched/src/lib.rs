@@ -366,6 +366,13 @@ impl SchedulerKind {
         self.registration().summary
     }
 
+    /// Whether a spec's out-of-range value is clamped into range as the kernel's sysfs store
+    /// clamps it (the 2.6.18 schedulers), rather than refused (see the crate's "Out-of-range
+    /// tunables").
+    pub const fn clamps_tunables(self) -> bool {
+        SysfsNumber::of(self).is_some()
+    }
+
     /// Its tunables, in sysfs order.
     pub const fn tunables(self) -> &'static [TunableSpec] {
         self.registration().tunables
@@ -563,7 +570,7 @@ enum SysfsNumber {
 
 impl SysfsNumber {
     /// The store rule of `kind`, if it clamps (see the crate's "Out-of-range tunables").
-    fn of(kind: SchedulerKind) -> Option<SysfsNumber> {
+    const fn of(kind: SchedulerKind) -> Option<SysfsNumber> {
         match kind {
             SchedulerKind::Deadline => Some(SysfsNumber::SignedInt),
             SchedulerKind::Anticipatory => Some(SysfsNumber::UnsignedLong),

@@ -86,12 +86,13 @@ fn fill_device(q: &mut BlockQueue) -> (usize, Pull) {
 // before `scsi_dev_queue_ready`, so with four requests at the device a fifth is fetched and
 // activated: `cfq_activate_request` counts `rq_in_driver` = 5 > 4 and sets `hw_tag`. The IDE
 // model (`ide_do_request` fetches only when the channel is free) stops at 4 and never sets it.
-// The activated request is the next one sent, without a second activation, once a slot frees.
+// The activated request is the next one sent, without a second activation, once a slot frees;
+// the fetch-ahead happens when a completion runs the request function, not at a bio's arrival.
 #[test]
 fn scsi_fetch_activates_one_more_and_cfq_sees_hw_tag_at_depth_4() {
     let scsi =
         QueueConfig { depth: 4, driver_fetch: DriverFetch::BeforeDepthCheck, ..legacy_config() };
-    let mut q = queue(SchedulerKind::Cfq, scsi);
+    let mut q = queue(SchedulerKind::Cfq, scsi.clone());
     let (issued, last) = fill_device(&mut q);
     assert_eq!((issued, last), (4, Pull::Busy));
     assert_eq!(q.dispatch_count(), 1, "one request fetched and waiting");
@@ -109,6 +110,25 @@ fn scsi_fetch_activates_one_more_and_cfq_sees_hw_tag_at_depth_4() {
     let in_flight = find(&q, RequestState::InFlight);
     q.complete(T0, in_flight, &mut Vec::new());
     assert_eq!(q.next_request(T0), Pull::Issue(waiting));
+    check_queue(&q).unwrap();
+
+    // The request function runs when a slot frees, not when a bio arrives: reads arriving at
+    // the full device stay in the scheduler; the next completion issues one and fetches the
+    // other ahead.
+    let mut q = queue(SchedulerKind::Deadline, scsi.clone());
+    for i in 0..4 {
+        q.submit(T0, tagged(read(1, i * 10_000, 8), i)).unwrap();
+    }
+    while let Pull::Issue(_) = q.next_request(T0) {}
+    q.submit(T0, tagged(read(2, 500_000, 8), 10)).unwrap();
+    q.submit(T0, tagged(read(3, 600_000, 8), 11)).unwrap();
+    assert_eq!(q.next_request(T0), Pull::Busy);
+    assert_eq!((q.queued(), q.dispatch_count()), (2, 0), "an arrival fetches nothing");
+    let in_flight = find(&q, RequestState::InFlight);
+    q.complete(T0, in_flight, &mut Vec::new());
+    assert!(matches!(q.next_request(T0), Pull::Issue(_)));
+    assert_eq!(q.next_request(T0), Pull::Busy);
+    assert_eq!((q.queued(), q.dispatch_count()), (0, 1), "fetched ahead after the issue");
     check_queue(&q).unwrap();
 
     let ide = QueueConfig { depth: 4, ..legacy_config() };
