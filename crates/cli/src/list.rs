@@ -112,6 +112,10 @@ fn schedulers(specs: &[String]) -> Result<Vec<SchedulerEntry>> {
     } else {
         specs.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?
     };
+    // A value the kernel's sysfs would clamp is clamped; say which value is used.
+    for notice in specs.iter().flat_map(SchedulerSpec::notices) {
+        crate::term::note(&format!("warning: {notice}"));
+    }
     Ok(specs
         .iter()
         .map(|spec| {

@@ -21,7 +21,13 @@ pub(crate) fn schedulers(
         return Ok(default.iter().map(|&kind| SchedulerSpec::new(kind)).collect());
     }
     let texts = split_spec_list("scheduler", values)?;
-    Ok(texts.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?)
+    let specs: Vec<SchedulerSpec> =
+        texts.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?;
+    // A value the kernel's sysfs would clamp is clamped; say which value is used.
+    for notice in specs.iter().flat_map(SchedulerSpec::notices) {
+        note(&format!("warning: {notice}"));
+    }
+    Ok(specs)
 }
 
 impl From<ReportFormat> for Format {

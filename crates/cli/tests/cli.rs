@@ -95,7 +95,8 @@ fn bad_specs_exit_2_naming_the_token() {
             "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, mq-deadline, bfq, kyber, noop@2.6.9, cfq@2.6.9)",
         ),
         ("deadline:read_expiry=1", "deadline has no tunable `read_expiry` (accepted: read_expire"),
-        ("deadline:fifo_batch=-1", "fifo_batch: -1 is out of range (accepted: 0..=2147483647"),
+        // A blk-mq scheduler refuses; the 2.6.18 ones clamp (below).
+        ("mq-deadline:fifo_batch=-1", "fifo_batch: -1 is out of range (accepted: 0..="),
         ("deadline:read_expire=5fortnights", "`5fortnights` is not a time"),
         ("deadline:fifo_batch", "`fifo_batch` has no `=value`"),
     ] {
@@ -106,6 +107,20 @@ fn bad_specs_exit_2_naming_the_token() {
         assert!(message.contains(expected), "{spec}: {message}");
         assert!(output.stdout.is_empty());
     }
+}
+
+// Proves issue 28 row 21 at the command line: an out-of-range 2.6.18 tunable is clamped as
+// sysfs clamps it (cfq's quantum to 1), the run goes on, and one stderr line names the value
+// used.
+#[test]
+fn out_of_range_legacy_tunables_clamp_with_a_notice() {
+    let output = elevator(&["list", "schedulers", "cfq:quantum=0"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("cfq:quantum=1"));
+    let message = stderr(&output);
+    assert_eq!(message.lines().count(), 1, "{message}");
+    assert!(message.contains("quantum=0 is outside 1..="), "{message}");
+    assert!(message.contains("using quantum=1"), "{message}");
 }
 
 // Proves usage errors (unknown subcommand or list target) exit 2, and --version / --help work.

@@ -93,6 +93,12 @@ pub fn check_queue(queue: &BlockQueue) -> Result<(), InvariantViolation> {
             "dispatch list holds {id:?} which is not dispatched"
         );
     }
+    let activated = queue.dispatch.iter().filter(|&id| queue.table[id].activated).count();
+    ensure!(
+        activated == queue.activated_waiting as usize,
+        "activated-waiting counter {} but {activated} dispatched requests are activated",
+        queue.activated_waiting
+    );
     ensure!(held == queue.held.len(), "held list holds {} but {held} are held", queue.held.len());
     for &id in &queue.held {
         ensure!(

@@ -182,6 +182,16 @@ impl KernelVersion {
         matches!(self, KernelVersion::Rhel5_5)
     }
 
+    /// Whether the legacy block layer merges a sync bio into an async request (and fuses
+    /// such requests) as long as the data direction matches: `elv_rq_merge_ok` and
+    /// `attempt_merge` of 2.6.18 and of every RHEL 5 build up to 274.el5 test only the
+    /// direction (legacy-vs-kernel.md row 5). 2.6.9 and RHEL 4 are taken to have the same
+    /// direction-only test, which 2.6.18 carries unchanged (not re-read from a 2.6.9 tree:
+    /// the spec cites none). A later release that refuses such merges would answer `false`.
+    pub const fn merges_ignore_sync(self) -> bool {
+        true
+    }
+
     /// Read-ahead's algorithm (§1.1; RHEL 4 from U3 runs it at `next_index`, not modelled:
     /// the RHEL 4 release here is GA/U1).
     pub const fn read_ahead(self) -> ReadAheadAlgorithm {

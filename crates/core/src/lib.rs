@@ -99,8 +99,8 @@ pub use list::{IdList, ListLinks};
 pub use pool::PoolSplit;
 pub use prng::{Prng, Zipf, ZipfError};
 pub use queue::{
-    BlockQueue, CompletedRequest, Pull, QueueConfig, QueueConfigError, QueueStats, SubmitError,
-    Submitted, WindowMaxima,
+    BlockQueue, CompletedRequest, DriverFetch, Pull, QueueConfig, QueueConfigError, QueueStats,
+    SubmitError, Submitted, WindowMaxima,
 };
 pub use request::{
     Bio, BioTag, Direction, IOPRIO_LEVELS, IoClass, IoPriority, IoPriorityError, Op, ProcessId,

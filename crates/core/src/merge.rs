@@ -26,20 +26,22 @@ pub(crate) enum MergeCheck {
 }
 
 /// The rules of the generic block layer for adding `sector_count` more sectors of a request or
-/// bio shaped like (`op`, `flags`) to `target`.
+/// bio shaped like (`op`, `flags`) to `target`. `sync_must_match`: whether a sync bio or request
+/// and an async one may not merge ([`QueueConfig::merges_ignore_sync`](crate::QueueConfig)).
 fn check(
     target: &Request,
     op: Op,
     flags: RequestFlags,
     sector_count: u32,
     max_sectors: u32,
+    sync_must_match: bool,
 ) -> MergeCheck {
     let unmergeable =
         |op: Op, flags: RequestFlags| op == Op::Flush || flags.contains(RequestFlags::FUA);
     if target.state != RequestState::Queued
         || target.no_merge
         || target.op != op
-        || target.flags.is_sync() != flags.is_sync()
+        || (sync_must_match && target.flags.is_sync() != flags.is_sync())
         || unmergeable(op, flags)
         || unmergeable(target.op, target.flags)
     {
@@ -52,16 +54,26 @@ fn check(
 }
 
 /// May `bio` join `target` (contiguity is the caller's business)?
-pub(crate) fn check_bio(target: &Request, bio: &Bio, max_sectors: u32) -> MergeCheck {
-    check(target, bio.op, bio.flags, bio.sector_count, max_sectors)
+pub(crate) fn check_bio(
+    target: &Request,
+    bio: &Bio,
+    max_sectors: u32,
+    sync_must_match: bool,
+) -> MergeCheck {
+    check(target, bio.op, bio.flags, bio.sector_count, max_sectors, sync_must_match)
 }
 
 /// May `absorbed` fuse into `kept`?
-pub(crate) fn check_requests(kept: &Request, absorbed: &Request, max_sectors: u32) -> MergeCheck {
+pub(crate) fn check_requests(
+    kept: &Request,
+    absorbed: &Request,
+    max_sectors: u32,
+    sync_must_match: bool,
+) -> MergeCheck {
     if absorbed.state != RequestState::Queued || absorbed.no_merge {
         return MergeCheck::Incompatible;
     }
-    check(kept, absorbed.op, absorbed.flags, absorbed.sector_count, max_sectors)
+    check(kept, absorbed.op, absorbed.flags, absorbed.sector_count, max_sectors, sync_must_match)
 }
 
 fn key(sector: u64, direction: Direction) -> u64 {
@@ -260,19 +272,22 @@ mod tests {
         assert_eq!(index.find_back(&write), None);
     }
 
-    // Proves the merge rules: same op and sync-ness, never flush or FUA, bounded size.
+    // Proves the merge rules: same op (and sync-ness where asked), never flush or FUA, bounded
+    // size.
     #[test]
     fn merge_rules() {
         let request =
             Request::from_bio(&Bio::write(ProcessId(1), Sector(0), 8, BioTag(0)), Instant::ZERO);
         let bio = Bio::write(ProcessId(1), Sector(8), 8, BioTag(1));
-        assert_eq!(check_bio(&request, &bio, 16), MergeCheck::Allowed);
-        assert_eq!(check_bio(&request, &bio, 15), MergeCheck::TooBig);
+        assert_eq!(check_bio(&request, &bio, 16, true), MergeCheck::Allowed);
+        assert_eq!(check_bio(&request, &bio, 15, true), MergeCheck::TooBig);
         let sync = bio.with_flags(RequestFlags::SYNC);
-        assert_eq!(check_bio(&request, &sync, 16), MergeCheck::Incompatible);
+        assert_eq!(check_bio(&request, &sync, 16, true), MergeCheck::Incompatible);
+        // 2.6.18's `elv_rq_merge_ok` tests the data direction only (row 5).
+        assert_eq!(check_bio(&request, &sync, 16, false), MergeCheck::Allowed);
         let fua = bio.with_flags(RequestFlags::FUA);
-        assert_eq!(check_bio(&request, &fua, 16), MergeCheck::Incompatible);
+        assert_eq!(check_bio(&request, &fua, 16, false), MergeCheck::Incompatible);
         let discard = Bio { op: Op::Discard, ..bio };
-        assert_eq!(check_bio(&request, &discard, 16), MergeCheck::Incompatible);
+        assert_eq!(check_bio(&request, &discard, 16, false), MergeCheck::Incompatible);
     }
 }

@@ -144,7 +144,12 @@ impl RequestPool {
         })
     }
 
+    /// `ioc_set_batching`: a process already batching keeps its remaining allowance and its
+    /// start time (spec legacy-vs-kernel.md row 17); only a fresh batcher gets 32 and now.
     fn make_batcher(&mut self, process: ProcessId, now: Instant) {
+        if self.is_batching(process, now) {
+            return;
+        }
         self.batchers.insert(process, Batcher { remaining: BATCH_REQUESTS, since: now });
     }
 
@@ -294,6 +299,40 @@ mod tests {
         }
         let later = start + Duration::from_millis(21);
         assert!(!pool.try_alloc(0, P1, MayQueue::May, later));
+    }
+
+    // Proves row 17 (`ll_rw_blk.c:ioc_set_batching` returns at once for a process for which
+    // `ioc_batching` holds): P1 fills a 128-request pool at 0 ms (batcher, 32 allowed, one
+    // used on the 128th), uses 10 more by 5 ms, then waits and is woken at 10 ms. The kernel keeps
+    // its 21 remaining and its 0 ms start, so at 21 ms (past 0 + 20 ms) it is refused; a reset
+    // at the wake-up would have let it go on until 30 ms.
+    #[test]
+    fn waking_a_batcher_keeps_its_allowance_and_start() {
+        let mut pool = RequestPool::new(128, PoolSplit::ByDirection);
+        let start = Instant::ZERO;
+        for _ in 0..128 {
+            assert!(pool.try_alloc(0, P1, MayQueue::May, start));
+        }
+        let at_5ms = start + Duration::from_millis(5);
+        for _ in 0..10 {
+            assert!(pool.try_alloc(0, P1, MayQueue::May, at_5ms));
+        }
+        assert_eq!(pool.batchers[&P1].remaining, 21);
+        pool.wait(0, P1);
+        // Free back below nr_requests: 138 allocated, 11 frees leave 127 < 128, waking P1.
+        let at_10ms = start + Duration::from_millis(10);
+        let mut woken = None;
+        for _ in 0..11 {
+            woken = woken.or(pool.free(0, at_10ms));
+        }
+        assert_eq!(woken, Some(P1));
+        assert_eq!(pool.batchers[&P1].remaining, 21, "allowance kept");
+        assert_eq!(pool.batchers[&P1].since, start, "start time kept");
+        // P2 fills the pool again (127 → 128); P1 is then refused once 20 ms since its 0 ms
+        // start have gone, though only 11 ms passed since its wake-up.
+        assert!(pool.try_alloc(0, P2, MayQueue::May, at_10ms));
+        let at_21ms = start + Duration::from_millis(21);
+        assert!(!pool.try_alloc(0, P1, MayQueue::May, at_21ms));
     }
 
     #[test]

@@ -25,14 +25,48 @@
 //!    named by [`BlockQueue::pop_woken`] when it may try again.
 //! 3. **Order overlaps**: a request overlapping an earlier outstanding one, where either writes,
 //!    is held back until that one completes, so no scheduler can reorder conflicting I/O.
-//! 4. **Insert** into the scheduler; optionally **plug** (off by default).
-//! 5. **Dispatch**: while the device has room, the dispatch list's head goes to the device; only
-//!    when the list is empty is the scheduler asked for one more request.
+//! 4. **Insert** into the scheduler; optionally **plug** ([`QueueConfig::plugging`]).
+//! 5. **Dispatch**: the dispatch list's head goes to the device while it has room; only when
+//!    the list is empty is the scheduler asked for one more request. How a full device is
+//!    treated is the driver's ([`DriverFetch`]): IDE asks nothing; SCSI and libata fetch and
+//!    activate one more request, which waits at the head of the list.
 //! 6. **Flush** is an ordering point: the scheduler is drained onto the dispatch list ahead of
 //!    it, it is issued once nothing earlier is outstanding, and nothing later is issued until it
 //!    completes (2.6.18's `DRAIN_FLUSH` barrier sequence).
-//! 7. **Switch** schedulers at run time: the old one is drained into the new one; requests
-//!    already dispatched finish normally and are never shown to the new scheduler's hooks.
+//! 7. **Switch** schedulers at run time (`elevator_switch`): the old one is drained onto the
+//!    dispatch list in its own order; until every request allocated before the switch has
+//!    completed, new requests bypass both schedulers to the list's tail; only then does the new
+//!    scheduler get requests.
+//!
+//! # Deviations from Linux
+//!
+//! * [`QueueConfig::default`] does not plug (`plugging: false`), where every 2.6 kernel plugs
+//!   an empty queue (legacy-vs-kernel.md row 3). The simulator plugs for every legacy
+//!   scheduler (`--plugging`, on by default since issue 15), so a simulated 2.6 host follows
+//!   the kernel; the default serves the live engine, whose I/O already passes through the
+//!   running kernel's own (per-task) plugging below it, and unit tests of the scheduler logic.
+//! * A request overlapping an earlier outstanding one (either writing) is held outside the
+//!   scheduler until that one completes (`docs/DESIGN.md` §3, on purpose; row 6).
+//! * [`QueueConfig::merges_ignore_sync`] is off by default (the rule the blk-mq schedulers
+//!   were written to); the simulator turns it on for the legacy schedulers, as 2.6.18 merges
+//!   (row 5).
+//! * [`DriverFetch::WhenDeviceFree`] (IDE) is the default, and what the live engine uses: it
+//!   drives a device through a modern kernel, where blk-mq takes a dispatch budget before it
+//!   asks the scheduler, so nothing is fetched ahead of a free slot there either. The
+//!   simulator takes the model from the device's driver (row 7). A request fetched while the
+//!   device is full is activated once and counts in the schedulers' in-driver count
+//!   ([`Ctx::in_flight`]) until it is sent; a flush at the head is never fetched early. The
+//!   fetch-ahead happens in the call right after an issue (the request function running
+//!   because a completion freed a slot); the kernel also runs it with the device full when a
+//!   plugged queue unplugs (timer, 4 requests) or a scheduler kicks the queue (cfq's arrival
+//!   for the queue it idles on, anticipatory's end of anticipation, their timers): there the
+//!   fetch waits for the next completion here.
+//! * During a switch the old scheduler's completion hooks are not called for its requests
+//!   still outstanding (it has been handed back to the caller); 2.6.18 keeps it attached, and
+//!   its hooks running, until they complete. The bypass ends at the completion of the last
+//!   request allocated before the switch, where the kernel's `elevator_switch` polls every
+//!   10 ms (`msleep(10)`) and attaches the new scheduler at the next poll; and processes'
+//!   `may_queue` votes during the bypass go to the new scheduler (the kernel asks the old).
 
 use std::collections::VecDeque;
 
@@ -63,7 +97,9 @@ pub struct QueueConfig {
     pub depth: u32,
     /// Largest request in KiB (`max_sectors_kb`, default 512).
     pub max_sectors_kb: u32,
-    /// Plug an empty queue for up to 3 ms so that bios can merge first (default off).
+    /// Plug an empty queue for up to 3 ms so that bios can merge first, as every 2.6 kernel
+    /// does (`blk_plug_device`, `unplug_delay`). Default off (see "Deviations from Linux":
+    /// the simulator turns it on for the legacy block layer).
     pub plugging: bool,
     /// What the pool counts separately (default: data direction, as 2.6.18).
     pub pool_split: PoolSplit,
@@ -78,6 +114,35 @@ pub struct QueueConfig {
     /// live engine has no such moment and leaves it on (default), so a read never waits for
     /// the plug timer.
     pub reads_unplug: bool,
+    /// Whether a sync bio (or request) may merge with an async request of the same data
+    /// direction. The legacy block layer of every release here allows it: 2.6.18's
+    /// `elv_rq_merge_ok` and `attempt_merge` test only the direction, and no RHEL 5 build up
+    /// to 2.6.18-274.el5 adds an `allow_merge` hook (legacy-vs-kernel.md row 5; the runner
+    /// sets this from [`KernelVersion::merges_ignore_sync`] for a legacy scheduler). Off by
+    /// default: the blk-mq schedulers keep the rule they were written to (their modules'
+    /// deviations say how it differs from their kernels). The merged request keeps the sync
+    /// flag of the bio that created it, as the kernel's does.
+    pub merges_ignore_sync: bool,
+    /// When the driver asks the block layer for its next request: only while the device has
+    /// room (IDE, the default) or first, before checking the device's depth (SCSI and
+    /// libata). Chosen by the device's driver (legacy-vs-kernel.md row 7).
+    pub driver_fetch: DriverFetch,
+}
+
+/// When a legacy driver's request function fetches the next request (legacy-vs-kernel.md
+/// row 7). Fetching (`elv_next_request`) runs the scheduler's dispatch when the dispatch list is
+/// empty and *activates* the head (the kernel's `REQ_STARTED` and the elevator's activate hook,
+/// so cfq counts it in `rq_in_driver`) even if the driver then cannot send it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DriverFetch {
+    /// `ide_do_request`: the channel is tested first; nothing is fetched while the device is
+    /// busy.
+    #[default]
+    WhenDeviceFree,
+    /// `scsi_request_fn` (SCSI and libata): the head is fetched, and so activated, before
+    /// `scsi_dev_queue_ready` tests the depth: with the device full, one more request is
+    /// activated and waits at the head of the dispatch list.
+    BeforeDepthCheck,
 }
 
 impl Default for QueueConfig {
@@ -91,6 +156,8 @@ impl Default for QueueConfig {
             max_bios: 1 << 20,
             kernel: KernelVersion::Linux2_6_18,
             reads_unplug: true,
+            merges_ignore_sync: false,
+            driver_fetch: DriverFetch::WhenDeviceFree,
         }
     }
 }
@@ -194,8 +261,8 @@ pub enum Submitted {
         /// The request it joined.
         into: RequestId,
     },
-    /// A new request carries it (queued in the scheduler, on the dispatch list for a flush, or
-    /// held behind an overlapping earlier request).
+    /// A new request carries it (queued in the scheduler, on the dispatch list for a flush or
+    /// while a scheduler switch drains, or held behind an overlapping earlier request).
     Queued {
         /// The new request.
         request: RequestId,
@@ -275,7 +342,7 @@ pub struct QueueStats {
     pub inserted: u64,
     /// Requests a scheduler handed out (dispatched, or drained ahead of a flush).
     pub dispatched: u64,
-    /// Requests drained out of a scheduler by a switch (and inserted into the next one).
+    /// Requests drained out of a scheduler onto the dispatch list by a switch.
     pub switched: u64,
     /// Requests started on the device (requeued ones count again).
     pub issued: u64,
@@ -366,7 +433,9 @@ macro_rules! cx {
         Ctx {
             now: $now,
             requests: &$queue.table,
-            in_flight: $queue.in_flight,
+            // The kernel's `rq_in_driver`: at the device, plus activated and waiting at the
+            // head of the dispatch list (`DriverFetch::BeforeDepthCheck`).
+            in_flight: $queue.in_flight + $queue.activated_waiting,
             depth: $queue.config.depth,
         }
     };
@@ -385,10 +454,18 @@ pub struct BlockQueue {
     pub(crate) scheduler: Box<dyn Scheduler>,
     /// Bumped on every switch; requests carry the epoch of the scheduler that holds them.
     epoch: u32,
+    /// While a switch drains: requests allocated before this sequence number are still live,
+    /// and new requests bypass the scheduler.
+    bypass_before: Option<u64>,
     pub(crate) dispatch: DispatchList,
     /// Requests waiting for an overlapping earlier request, in allocation order.
     pub(crate) held: VecDeque<RequestId>,
     pub(crate) in_flight: u32,
+    /// Requests on the dispatch list that a fetch already activated (`DriverFetch`).
+    pub(crate) activated_waiting: u32,
+    /// Whether the last `next_request` call issued a request: the request function is
+    /// running, and a SCSI one fetches ahead once the device is full.
+    fetch_armed: bool,
     /// Requests in flight beyond the depth after `set_depth` lowered it; they finish normally.
     pub(crate) depth_slack: u32,
     /// The flush at the device, if any: nothing else is issued until it completes.
@@ -426,9 +503,12 @@ impl BlockQueue {
             pool: RequestPool::new(config.nr_requests, config.pool_split).for_kernel(config.kernel),
             scheduler,
             epoch: 0,
+            bypass_before: None,
             dispatch: DispatchList::new(),
             held: VecDeque::new(),
             in_flight: 0,
+            activated_waiting: 0,
+            fetch_armed: false,
             depth_slack: 0,
             flush_in_flight: None,
             plugged_until: None,
@@ -480,6 +560,8 @@ impl BlockQueue {
             self.table[id].state = RequestState::Held;
             self.held.push_back(id);
             self.stats.held += 1;
+        } else if self.bypass_before.is_some() {
+            self.bypass(id);
         } else {
             self.insert_into_scheduler(now, id);
         }
@@ -516,8 +598,14 @@ impl BlockQueue {
     /// [`Pull::Issue`].
     pub fn next_request(&mut self, now: Instant) -> Pull {
         self.account(now);
+        // The SCSI request function runs when a slot frees (a completion), so it fetches ahead
+        // only in the call that follows an issue; a bio arriving at a full device does not run
+        // it (`__make_request` runs the queue only when it unplugs a plugged one).
+        let fetch_ahead = std::mem::take(&mut self.fetch_armed)
+            && self.config.driver_fetch == DriverFetch::BeforeDepthCheck;
         loop {
-            if self.in_flight >= self.config.depth {
+            let device_full = self.in_flight >= self.config.depth;
+            if device_full && !fetch_ahead {
                 return Pull::Busy;
             }
             if let Some(head) = self.dispatch.front() {
@@ -529,8 +617,15 @@ impl BlockQueue {
                 {
                     return Pull::Busy;
                 }
+                if device_full {
+                    // `scsi_request_fn`: `elv_next_request` has activated the head before
+                    // `scsi_dev_queue_ready` refuses it; it waits, started, for a free slot.
+                    self.activate_waiting(now, head);
+                    return Pull::Busy;
+                }
                 self.dispatch.pop_front(&self.table);
                 self.issue(now, head);
+                self.fetch_armed = true;
                 return Pull::Issue(head);
             }
             if self.flush_in_flight.is_some() {
@@ -616,6 +711,7 @@ impl BlockQueue {
         self.bios.release(request.bios, bios);
         self.free_pool_slot(now, &request);
         self.stats.completed += 1;
+        self.end_bypass_if_drained();
         self.release_held(now);
         CompletedRequest {
             op: request.op,
@@ -660,37 +756,57 @@ impl BlockQueue {
     /// for an idle window that no arrival will end. Returns how many requests moved.
     pub fn drain_scheduler(&mut self, now: Instant) -> usize {
         self.account(now);
-        let count = self.drain_to_dispatch(now, "forced dispatch");
+        let count = self.drain_to_dispatch(now, "forced dispatch", false);
         self.plugged_until = None;
         self.end_idle(now);
         count
     }
 
-    /// Replaces the scheduler at run time and returns the old one. Everything the old scheduler
-    /// holds moves to the new one; requests already dispatched finish normally.
+    /// Replaces the scheduler at run time and returns the old one, as 2.6.18's
+    /// `elevator_switch` does: everything the old scheduler holds is drained onto the dispatch
+    /// list in the old scheduler's order (`elv_drain_elevator`) and the queue is unplugged;
+    /// until every request allocated before the switch has completed, new requests bypass
+    /// both schedulers and join the dispatch list's tail in arrival order (the kernel
+    /// allocates them without elevator data while `QUEUE_FLAG_ELVSWITCH` is set). Only
+    /// requests allocated after that reach the new scheduler.
     pub fn switch_scheduler(
         &mut self,
         now: Instant,
         scheduler: Box<dyn Scheduler>,
     ) -> Box<dyn Scheduler> {
         self.account(now);
-        let mut moved = std::mem::take(&mut self.scratch);
-        moved.clear();
-        let queued = self.scheduler.queued();
-        self.scheduler.drain(&cx!(self, now), &mut moved);
-        self.check_drained(&moved, queued, "switch");
+        self.drain_to_dispatch(now, "switch", true);
         self.epoch = self.epoch.wrapping_add(1);
         let old = std::mem::replace(&mut self.scheduler, scheduler);
-        self.stats.switched += moved.len() as u64;
         self.stats.switches += 1;
-        for &id in &moved {
-            self.table[id].owner = Some(self.epoch);
-            self.scheduler.insert(&cx!(self, now), id);
-            self.stats.inserted += 1;
-        }
-        self.scratch = moved;
+        self.bypass_before = (self.table.live_count() > 0).then_some(self.next_sequence);
+        self.plugged_until = None;
         self.end_idle(now);
         old
+    }
+
+    /// Whether a switch is still waiting for requests allocated before it (new requests
+    /// bypass the scheduler meanwhile).
+    pub fn is_switching(&self) -> bool {
+        self.bypass_before.is_some()
+    }
+
+    /// Ends a switch's bypass once no request allocated before the switch is left (the
+    /// kernel's `rq.elvpriv` reaching 0).
+    fn end_bypass_if_drained(&mut self) {
+        if let Some(boundary) = self.bypass_before
+            && !self.table.iter().any(|(_, request)| request.sequence < boundary)
+        {
+            self.bypass_before = None;
+        }
+    }
+
+    /// Puts `id` at the dispatch list's tail, past every scheduler: a request allocated while a
+    /// switch drains (`elv_insert` turns a sort insertion of a request without elevator data
+    /// into a back insertion).
+    fn bypass(&mut self, id: RequestId) {
+        self.table[id].state = RequestState::Dispatched;
+        self.dispatch.add(&self.table, id, crate::scheduler::DispatchInsert::Tail);
     }
 
     /// `process` exited; the scheduler may stop waiting for it.
@@ -935,7 +1051,10 @@ impl BlockQueue {
     fn try_merge(&mut self, now: Instant, bio: &Bio) -> Option<RequestId> {
         let (target, kind) = self.find_merge_candidate(now, bio)?;
         let max_sectors = self.config.max_sectors();
-        if merge::check_bio(&self.table[target], bio, max_sectors) == MergeCheck::TooBig {
+        let sync_must_match = !self.config.merges_ignore_sync;
+        if merge::check_bio(&self.table[target], bio, max_sectors, sync_must_match)
+            == MergeCheck::TooBig
+        {
             self.table[target].no_merge = true;
             if self.merge.last_merge == Some(target) {
                 self.merge.last_merge = None;
@@ -949,7 +1068,8 @@ impl BlockQueue {
     fn find_merge_candidate(&self, now: Instant, bio: &Bio) -> Option<(RequestId, MergeKind)> {
         let cx = cx!(self, now);
         let compatible = |target: RequestId| {
-            merge::check_bio(&self.table[target], bio, u32::MAX) == MergeCheck::Allowed
+            merge::check_bio(&self.table[target], bio, u32::MAX, !self.config.merges_ignore_sync)
+                == MergeCheck::Allowed
                 && self.scheduler.allow_merge(&cx, target, bio)
         };
         let front = |target: RequestId| MergeKind::Front { old_start: self.table[target].start };
@@ -974,6 +1094,7 @@ impl BlockQueue {
         if lookups.front
             && let Some(target) = self.merge.find_front(bio)
             && compatible(target)
+            && self.scheduler.allow_front_lookup(&cx, target, bio)
         {
             return Some((target, front(target)));
         }
@@ -1019,6 +1140,7 @@ impl BlockQueue {
             &self.table[kept],
             &self.table[absorbed],
             self.config.max_sectors(),
+            !self.config.merges_ignore_sync,
         ) != MergeCheck::Allowed
         {
             return;
@@ -1050,7 +1172,7 @@ impl BlockQueue {
             return Submitted::Blocked;
         };
         self.stats.bios += 1;
-        self.drain_to_dispatch(now, "flush");
+        self.drain_to_dispatch(now, "flush", false);
         self.table[id].state = RequestState::Dispatched;
         self.dispatch.add(&self.table, id, crate::scheduler::DispatchInsert::Tail);
         self.unplug();
@@ -1058,7 +1180,7 @@ impl BlockQueue {
     }
 
     /// Moves everything the scheduler holds onto the dispatch list, in its drain order.
-    fn drain_to_dispatch(&mut self, now: Instant, call: &str) -> usize {
+    fn drain_to_dispatch(&mut self, now: Instant, call: &str, by_switch: bool) -> usize {
         let mut drained = std::mem::take(&mut self.scratch);
         drained.clear();
         let queued = self.scheduler.queued();
@@ -1069,7 +1191,11 @@ impl BlockQueue {
             self.merge.remove(id);
             self.table[id].state = RequestState::Dispatched;
             self.dispatch.add(&self.table, id, mode);
-            self.stats.dispatched += 1;
+            if by_switch {
+                self.stats.switched += 1;
+            } else {
+                self.stats.dispatched += 1;
+            }
         }
         let count = drained.len();
         self.scratch = drained;
@@ -1111,11 +1237,31 @@ impl BlockQueue {
         if request.op == Op::Flush {
             self.flush_in_flight = Some(id);
         }
+        let activated = std::mem::replace(&mut request.activated, false);
         self.in_flight += 1;
         self.stats.issued += 1;
         self.end_idle(now);
-        if owned_by_current {
+        if activated {
+            // Fetched (and activated) earlier while the device was full: now it is sent.
+            self.activated_waiting -= 1;
+        } else if owned_by_current {
             self.scheduler.activate(&cx!(self, now), id);
+        }
+    }
+
+    /// Activates the dispatch list's head without sending it: the SCSI request function's
+    /// fetch with the device full ([`DriverFetch::BeforeDepthCheck`]). Once per request.
+    fn activate_waiting(&mut self, now: Instant, head: RequestId) {
+        let request = &mut self.table[head];
+        if request.activated || request.op == Op::Flush {
+            return;
+        }
+        request.activated = true;
+        request.started = true;
+        let owned_by_current = request.owner == Some(self.epoch);
+        self.activated_waiting += 1;
+        if owned_by_current {
+            self.scheduler.activate(&cx!(self, now), head);
         }
     }
 
@@ -1171,6 +1317,7 @@ impl BlockQueue {
                     self.table[id].state = RequestState::Dispatched;
                     self.dispatch.insert_at(position, id);
                 }
+                None if self.bypass_before.is_some() => self.bypass(id),
                 None => self.insert_into_scheduler(now, id),
             }
         }

@@ -476,6 +476,9 @@ pub struct Request {
     /// Set once the device has taken it (the kernel's `REQ_STARTED`); a started request that
     /// comes back (requeue) is never merged or sorted past again.
     pub(crate) started: bool,
+    /// Activated by a fetch while the device was full, and not yet sent
+    /// ([`DriverFetch::BeforeDepthCheck`](crate::queue::DriverFetch)).
+    pub(crate) activated: bool,
     /// Set once a merge was refused for size: the kernel's no-merge mark.
     pub(crate) no_merge: bool,
     /// The scheduler generation that was given it (bumped on every switch), or `None` for a
@@ -538,6 +541,7 @@ impl Request {
             created: now,
             state: RequestState::Queued,
             started: false,
+            activated: false,
             no_merge: false,
             owner: None,
             issued_at: Instant::ZERO,

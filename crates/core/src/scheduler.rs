@@ -31,7 +31,9 @@ pub struct Ctx<'a> {
     pub now: Instant,
     /// Every request of the queue.
     pub requests: &'a RequestTable,
-    /// Requests at the device now (the kernel's `rq_in_driver`).
+    /// Requests at the device now, plus any the driver fetched and activated while the device
+    /// was full ([`DriverFetch::BeforeDepthCheck`](crate::DriverFetch)): the kernel's
+    /// `rq_in_driver`.
     pub in_flight: u32,
     /// How many requests the device accepts at once (the hardware queue depth).
     pub depth: u32,
@@ -167,6 +169,14 @@ pub trait Scheduler: fmt::Debug + Send {
     /// Whether `bio` may join the queued request `target` (the block layer's own rules have
     /// already passed).
     fn allow_merge(&self, _cx: &Ctx<'_>, _target: RequestId, _bio: &Bio) -> bool {
+        true
+    }
+
+    /// Whether the front index may offer `target` to `bio` (after [`Scheduler::allow_merge`]
+    /// passed): a scheduler whose kernel looks front merges up in a narrower structure than
+    /// the core's index vetoes the rest here (anticipatory's tree indexed by data direction).
+    /// The `last_merge` cache is not subject to it.
+    fn allow_front_lookup(&self, _cx: &Ctx<'_>, _target: RequestId, _bio: &Bio) -> bool {
         true
     }
 

@@ -134,6 +134,13 @@ pub enum TunableError {
 impl TunableSpec {
     /// Parses `text` in this tunable's unit and checks the range.
     pub fn parse(&self, text: &str) -> Result<i64, TunableError> {
+        self.check(self.parse_number(text)?)
+    }
+
+    /// Parses `text` in this tunable's unit without checking the range: a non-negative number
+    /// (a `Bool` tunable also takes any integer, which its range then judges), for callers
+    /// that apply the kernel's own out-of-range rule (sysfs clamping).
+    pub fn parse_number(&self, text: &str) -> Result<i64, TunableError> {
         let parse_error = |problem| TunableError::Parse {
             name: self.name,
             problem,
@@ -156,20 +163,20 @@ impl TunableSpec {
             Unit::Kibibytes => unsigned(units::parse_size_in(text, 1024, "KiB"))?,
             Unit::Sectors => unsigned(units::parse_size_in(text, 512, "sectors"))?,
             Unit::Bool => match text.trim().to_ascii_lowercase().as_str() {
-                "1" | "true" | "on" | "yes" => 1,
-                "0" | "false" | "off" | "no" => 0,
-                _ => {
-                    return Err(parse_error(QuantityError::Malformed {
+                "true" | "on" | "yes" => 1,
+                "false" | "off" | "no" => 0,
+                other => units::parse_integer(other, "0 or 1").map_err(|_| {
+                    parse_error(QuantityError::Malformed {
                         text: text.trim().to_owned(),
                         expected: "0 or 1",
-                    }));
-                }
+                    })
+                })?,
             },
             Unit::Requests | Unit::Count | Unit::Factor => {
                 units::parse_integer(text, "an integer").map_err(parse_error)?
             }
         };
-        self.check(value)
+        Ok(value)
     }
 
     /// Checks that `value` is in range.

@@ -98,11 +98,13 @@
 //!   above), and so does a batch switch waiting for the old batch to drain (the kernel just
 //!   returns nothing and is re-run by the completion).
 //! * Back and front merges use the block layer's index; the kernel's private hash finds the
-//!   same request except when several queued requests end at one sector. 2.6.18 looks front
-//!   merges up in the tree indexed by data direction instead of class, so there a read never
-//!   front-merges through the tree (only through the one-hit cache); here it does.
-//! * The core's merge rules require equal sync-ness (2.6.20+), where 2.6.18 would merge an
-//!   O_DIRECT write into an asynchronous write-back request.
+//!   same request except when several queued requests end at one sector. The front index is
+//!   narrowed to what 2.6.18's tree lookup can find (it indexes the class trees by the bio's
+//!   data direction): only a write bio into a sync request; reads and buffered writes
+//!   front-merge only through the one-hit cache, as there.
+//! * A queue built with the core's default configuration requires equal sync-ness for a merge;
+//!   the simulator's legacy queues merge an O_DIRECT write into a write-back request as 2.6.18
+//!   does (`QueueConfig::merges_ignore_sync`).
 //! * `est_time` is a counter set, not a file (see above).
 //! * After a front merge moves an alias out, the grown request is offered to the sweep again;
 //!   2.6.18 could leave the class without a next request there and strand the grown one.
@@ -540,6 +542,15 @@ impl Scheduler for Anticipatory {
     fn allow_merge(&self, _cx: &Ctx<'_>, target: RequestId, _bio: &Bio) -> bool {
         // A request moved out by the alias rule is on its way to the device.
         !self.is_moved(target)
+    }
+
+    fn allow_front_lookup(&self, _cx: &Ctx<'_>, target: RequestId, bio: &Bio) -> bool {
+        // `as_merge` searches the sort tree of the class numbered like the bio's data
+        // direction: READ (0) is the async tree, WRITE (1) the sync tree. A read there meets
+        // only async writes, which `elv_rq_merge_ok` refuses; a write meets reads (refused)
+        // and sync writes. So only a write bio front-merges through the tree, and only into a
+        // sync request (legacy-vs-kernel.md row 9).
+        bio.op == Op::Write && self.data[target].class == Class::Sync
     }
 
     fn merged(&mut self, cx: &Ctx<'_>, target: RequestId, kind: MergeKind) {

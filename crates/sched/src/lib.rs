@@ -20,8 +20,38 @@
 //! let scheduler = spec.build();
 //! assert_eq!(scheduler.tunable("read_expire"), Ok(250));
 //! assert_eq!(scheduler.tunable("fifo_batch"), Ok(8));
-//! assert!(SchedulerSpec::parse("deadline:fifo_batch=-1").is_err());
+//! assert!(SchedulerSpec::parse("deadline:fifo_batch=many").is_err());
+//! // Out of range: clamped as 2.6.18's sysfs store does, with a notice naming the value used.
+//! let clamped = SchedulerSpec::parse("deadline:fifo_batch=-1").unwrap();
+//! assert_eq!(clamped.settings(), [("fifo_batch", 0)]);
+//! assert_eq!(clamped.notices().len(), 1);
 //! ```
+//!
+//! # Out-of-range tunables (legacy-vs-kernel.md row 21)
+//!
+//! The 2.6.18 schedulers take a value as their sysfs store functions do, then clamp it to the
+//! tunable's range (each file's `STORE_FUNCTION` MIN/MAX), and the spec carries a notice
+//! naming the value used ([`SchedulerSpec::notices`]; the CLI prints it on stderr):
+//!
+//! * deadline reads a signed number (`simple_strtol`) into an `int`: `-1` is −1, then clamped
+//!   (`read_expire=-1` → 0; `front_merges=2` → 1); beyond the `int` range the value is cut to
+//!   32 bits first, as the assignment does.
+//! * anticipatory reads an unsigned number (`simple_strtoul`) into an `unsigned long`; cfq
+//!   into an `unsigned int`, cut to 32 bits. `simple_strtoul` stops at a `-`, so a negative
+//!   value reads as 0 and clamps to the minimum (`cfq:quantum=-1` → 1, `anticipatory:
+//!   antic_expire=-1` → 0). (The divergence table says "-1" clamps to MAX; 2.6.18's
+//!   `lib/vsprintf.c:simple_strtoul` reads no sign, so it is 0, then MIN.)
+//!
+//! Deviations: text that is not a number in the tunable's unit is refused (the kernel reads
+//! the leading digits, 0 if there are none); a number beyond 64 bits is refused (the kernel's
+//! wraps). cfq's maximum is `UINT_MAX` in the kernel and `INT_MAX` in its table here, so a
+//! value between the two is clamped to `INT_MAX` (with the notice) where the kernel keeps it.
+//! The 2.6.9 schedulers (`noop@2.6.9` has no tunables; `cfq@2.6.9`) and the blk-mq set refuse
+//! out-of-range values: 2.6.9's store functions are not in the spec's sources, and the blk-mq
+//! schedulers' kernels parse with `kstrto*`, which refuse malformed and (for unsigned
+//! tunables) negative text with `-EINVAL`; what each then does with a parsed value outside
+//! its table's range (mq-deadline's and bfq's store macros clamp, kyber's latency targets take
+//! any value) is not modelled: it is refused here.
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, unreachable_pub)]
@@ -336,6 +366,13 @@ impl SchedulerKind {
         self.registration().summary
     }
 
+    /// Whether a spec's out-of-range value is clamped into range as the kernel's sysfs store
+    /// clamps it (the 2.6.18 schedulers), rather than refused (see the crate's "Out-of-range
+    /// tunables").
+    pub const fn clamps_tunables(self) -> bool {
+        SysfsNumber::of(self).is_some()
+    }
+
     /// Its tunables, in sysfs order.
     pub const fn tunables(self) -> &'static [TunableSpec] {
         self.registration().tunables
@@ -471,14 +508,96 @@ pub fn sysfs_line(current: SchedulerKind) -> String {
 
 /// A scheduler with tunables, as written on the command line: `cfq:slice_idle=0,quantum=8`.
 /// `NAME@VERSION` names one kernel version of a scheduler (`cfq@2.6.9`, `cfq@2.6.18`); a bare
-/// name lets the host's kernel pick the version ([`SchedulerSpec::for_kernel`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// name lets the host's kernel pick the version ([`SchedulerSpec::for_kernel`]). Two specs are
+/// equal when they run the same scheduler with the same values (notices aside).
+#[derive(Clone, Debug)]
 pub struct SchedulerSpec {
     kind: SchedulerKind,
     /// Tunables that differ from the defaults, in the order given, in each tunable's unit.
     settings: Vec<(&'static str, i64)>,
     /// Whether the version is fixed (named with `@`, or chosen for a host's kernel).
     pinned: bool,
+    /// Values the kernel's sysfs would have clamped, as parsed.
+    notices: Vec<TunableClamp>,
+}
+
+impl PartialEq for SchedulerSpec {
+    fn eq(&self, other: &SchedulerSpec) -> bool {
+        (self.kind, &self.settings, self.pinned) == (other.kind, &other.settings, other.pinned)
+    }
+}
+
+impl Eq for SchedulerSpec {}
+
+/// A tunable value outside its range that was clamped as the scheduler's sysfs store function
+/// clamps it (see the crate's "Out-of-range tunables").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TunableClamp {
+    /// The scheduler's spec name.
+    pub scheduler: &'static str,
+    /// The tunable.
+    pub name: &'static str,
+    /// The value as written.
+    pub given: String,
+    /// The value used, in the tunable's unit.
+    pub used: i64,
+    /// The tunable's range.
+    pub min: i64,
+    /// The tunable's range.
+    pub max: i64,
+}
+
+impl fmt::Display for TunableClamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "scheduler {}: {}={} is outside {}..={}; clamped as sysfs does, using {}={}",
+            self.scheduler, self.name, self.given, self.min, self.max, self.name, self.used
+        )
+    }
+}
+
+/// How a legacy scheduler's sysfs store function reads a number before clamping it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SysfsNumber {
+    /// `simple_strtol` into an `int` (2.6.18 deadline).
+    SignedInt,
+    /// `simple_strtoul` into an `unsigned long` (2.6.18 anticipatory).
+    UnsignedLong,
+    /// `simple_strtoul` into an `unsigned int` (2.6.18 cfq).
+    UnsignedInt,
+}
+
+impl SysfsNumber {
+    /// The store rule of `kind`, if it clamps (see the crate's "Out-of-range tunables").
+    const fn of(kind: SchedulerKind) -> Option<SysfsNumber> {
+        match kind {
+            SchedulerKind::Deadline => Some(SysfsNumber::SignedInt),
+            SchedulerKind::Anticipatory => Some(SysfsNumber::UnsignedLong),
+            SchedulerKind::Cfq => Some(SysfsNumber::UnsignedInt),
+            _ => None,
+        }
+    }
+
+    /// The value `text` stores, clamped to `spec`'s range.
+    fn store(self, spec: &TunableSpec, text: &str) -> Result<i64, TunableError> {
+        let trimmed = text.trim();
+        let read = match trimmed.strip_prefix('-') {
+            // `simple_strtol` negates what follows the sign.
+            Some(rest) if self == SysfsNumber::SignedInt => -i128::from(spec.parse_number(rest)?),
+            // `simple_strtoul` reads no sign: no digits, so 0.
+            Some(_) => 0,
+            None => i128::from(spec.parse_number(trimmed)?),
+        };
+        let stored = match self {
+            // The `long` is assigned to an `int`: its low 32 bits.
+            SysfsNumber::SignedInt => i128::from(read as i32),
+            SysfsNumber::UnsignedLong => read,
+            SysfsNumber::UnsignedInt => i128::from(read as u32),
+        };
+        let used = stored.clamp(i128::from(spec.min), i128::from(spec.max));
+        Ok(i64::try_from(used).expect("clamped into an i64 range"))
+    }
 }
 
 /// A scheduler spec that names no scheduler, or sets a tunable it does not have or to a value
@@ -519,7 +638,12 @@ pub enum SchedSpecError {
 impl SchedulerSpec {
     /// The scheduler with its defaults.
     pub fn new(kind: SchedulerKind) -> SchedulerSpec {
-        SchedulerSpec { kind, settings: Vec::new(), pinned: !kind.is_current() }
+        SchedulerSpec {
+            kind,
+            settings: Vec::new(),
+            pinned: !kind.is_current(),
+            notices: Vec::new(),
+        }
     }
 
     /// Parses `NAME[@VERSION][:key=value,...]`.
@@ -553,13 +677,41 @@ impl SchedulerSpec {
             },
         })?;
         let mut settings = Vec::with_capacity(spec.params.len());
+        let mut notices = Vec::new();
         for param in &spec.params {
-            let tunable = tunable::find(kind.tunables(), kind.name(), &param.key)
-                .and_then(|tunable| Ok((tunable.name, tunable.parse(&param.value)?)))
+            let setting = tunable::find(kind.tunables(), kind.name(), &param.key)
+                .and_then(|tunable| {
+                    let value = match SysfsNumber::of(kind) {
+                        Some(rule) => rule.store(tunable, &param.value)?,
+                        None => tunable.parse(&param.value)?,
+                    };
+                    if tunable.check(value).is_ok() && tunable.parse(&param.value) != Ok(value) {
+                        notices.push(TunableClamp {
+                            scheduler: kind.spec_name(),
+                            name: tunable.name,
+                            given: param.value.trim().to_owned(),
+                            used: value,
+                            min: tunable.min,
+                            max: tunable.max,
+                        });
+                    }
+                    Ok((tunable.name, value))
+                })
                 .map_err(|problem| SchedSpecError::Tunable { text: text.to_owned(), problem })?;
-            settings.push(tunable);
+            settings.push(setting);
         }
-        Ok(SchedulerSpec { kind, settings, pinned: version.is_some() || !kind.is_current() })
+        Ok(SchedulerSpec {
+            kind,
+            settings,
+            pinned: version.is_some() || !kind.is_current(),
+            notices,
+        })
+    }
+
+    /// The values that were out of range and clamped as the kernel's sysfs clamps them, one
+    /// notice each (the CLI prints them on stderr).
+    pub fn notices(&self) -> &[TunableClamp] {
+        &self.notices
     }
 
     /// The spec a host running `kernel` runs: a bare name becomes the version of that
@@ -575,7 +727,12 @@ impl SchedulerSpec {
                 SchedSpecError::Tunable { text: format!("{self} on kernel {kernel}"), problem }
             })?;
         }
-        Ok(SchedulerSpec { kind, settings: self.settings.clone(), pinned: true })
+        Ok(SchedulerSpec {
+            kind,
+            settings: self.settings.clone(),
+            pinned: true,
+            notices: self.notices.clone(),
+        })
     }
 
     /// Which scheduler.
@@ -666,12 +823,50 @@ mod tests {
              (accepted: read_expire, write_expire, writes_starved, fifo_batch, front_merges)"
         );
         assert_eq!(
-            message("deadline:front_merges=2"),
-            "scheduler spec `deadline:front_merges=2`: front_merges: `2` is not 0 or 1 \
+            message("deadline:front_merges=maybe"),
+            "scheduler spec `deadline:front_merges=maybe`: front_merges: `maybe` is not 0 or 1 \
              (expected 0 or 1 (or true/false, on/off))"
         );
-        assert!(message("deadline:fifo_batch=3000000000").contains("accepted: 0..=2147483647"));
+        // The blk-mq set still refuses out-of-range values.
+        assert!(message("mq-deadline:fifo_batch=3000000000").contains("accepted: 0..=2147483647"));
         assert!(message("noop:x=1").ends_with("noop has no tunable `x` (it has no tunables)"));
+    }
+
+    // Proves row 21: out-of-range values of the 2.6.18 schedulers are clamped as each file's
+    // STORE_FUNCTION does, after its parse: deadline's `simple_strtol` into an int (a sign,
+    // then the low 32 bits: 3000000000 is −1294967296, so 0), anticipatory's `simple_strtoul`
+    // into an unsigned long and cfq's into an unsigned int (no sign: "-1" reads 0, so MIN;
+    // 4294967297 cut to 32 bits is 1), each with a notice naming the value used; in-range
+    // values carry none.
+    #[test]
+    fn legacy_tunables_clamp_as_sysfs_does() {
+        let used = |text: &str| {
+            let spec = SchedulerSpec::parse(text).unwrap();
+            let notices = spec.notices().len();
+            (spec.settings()[0].1, notices)
+        };
+        assert_eq!(used("deadline:front_merges=2"), (1, 1));
+        assert_eq!(used("deadline:read_expire=-1"), (0, 1));
+        assert_eq!(used("deadline:writes_starved=-1"), (-1, 0));
+        assert_eq!(used("deadline:fifo_batch=3000000000"), (0, 1));
+        assert_eq!(used("deadline:fifo_batch=8"), (8, 0));
+        assert_eq!(used("anticipatory:antic_expire=-1"), (0, 1));
+        assert_eq!(used("anticipatory:read_expire=3000000000"), (2_147_483_647, 1));
+        assert_eq!(used("cfq:quantum=0"), (1, 1));
+        assert_eq!(used("cfq:quantum=-1"), (1, 1));
+        assert_eq!(used("cfq:slice_idle=4294967297"), (1, 1));
+        assert_eq!(used("cfq:slice_idle=0"), (0, 0));
+        let spec = SchedulerSpec::parse("cfq:quantum=0").unwrap();
+        assert_eq!(
+            spec.notices()[0].to_string(),
+            "scheduler cfq: quantum=0 is outside 1..=2147483647; clamped as sysfs does, using \
+             quantum=1"
+        );
+        assert_eq!(spec.to_string(), "cfq:quantum=1");
+        assert_eq!(spec.build().tunable("quantum"), Ok(1));
+        // The 2.6.9 and blk-mq schedulers keep refusing.
+        assert!(SchedulerSpec::parse("cfq@2.6.9:quantum=0").is_err());
+        assert!(SchedulerSpec::parse("bfq:slice_idle=-1").is_err());
     }
 
     #[test]

@@ -20,8 +20,9 @@
 //!
 //! # Deviations from Linux
 //!
-//! * The core's merge rules require equal sync-ness (2.6.20+), where 2.6.18 would merge an
-//!   O_DIRECT write into an asynchronous write-back request.
+//! * A queue built with the core's default configuration requires equal sync-ness for a
+//!   merge; the simulator's legacy queues merge an O_DIRECT write into a write-back request as
+//!   2.6.18 does (`QueueConfig::merges_ignore_sync`).
 
 use elevator_core::{
     Ctx, Dispatch, DispatchInsert, MergeKind, MergeLookups, RequestId, Scheduler, TunableError,

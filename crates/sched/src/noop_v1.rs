@@ -22,7 +22,8 @@
 //!   queued request ending (starting) where the bio starts (ends): the request the scan from
 //!   the tail meets first. Requests the driver has taken are never indexed, as the scan stops
 //!   at them.
-//! * As for 2.6.18's noop, merges require equal sync-ness (a 2.6.20 rule of the core).
+//! * Sync-ness is the queue's business: the simulator's legacy queues merge regardless of it,
+//!   as 2.6.9 is taken to (`KernelVersion::merges_ignore_sync`).
 
 use elevator_core::{MergeLookups, Scheduler};
 

@@ -607,6 +607,16 @@ impl Scheduler for Spy {
         self.inner.allow_merge(cx, target, bio)
     }
 
+    fn allow_front_lookup(
+        &self,
+        cx: &elevator_core::Ctx<'_>,
+        target: RequestId,
+        bio: &Bio,
+    ) -> bool {
+        self.expect_held("allow_front_lookup", target);
+        self.inner.allow_front_lookup(cx, target, bio)
+    }
+
     fn merged(
         &mut self,
         cx: &elevator_core::Ctx<'_>,

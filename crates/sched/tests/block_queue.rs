@@ -89,7 +89,11 @@ fn switching_scheduler_with_100_queued_loses_none() {
             }
             assert_eq!(h.queue().queued(), 100);
             h.switch_scheduler(to.build());
-            assert_eq!(h.queue().queued(), 100, "{from} -> {to}");
+            // 2.6.18's `elevator_switch` drains the old scheduler onto the dispatch list
+            // (issue 28 row 16): the new one holds nothing until those requests are done.
+            assert_eq!(h.queue().queued(), 0, "{from} -> {to}");
+            assert_eq!(h.queue().dispatch_count(), 100, "{from} -> {to}");
+            assert!(h.queue().is_switching());
             assert_eq!(h.queue().scheduler().name(), to.name());
             h.release_device();
             h.run_until(Instant::from_millis(10));

@@ -574,17 +574,25 @@ impl Simulation {
                 ),
                 None => (1, limits.lun_depth.map_or(model_depth, |lun| lun.min(model_depth))),
             };
+            let legacy = scheduler.kind().registration().block_layer == BlockLayer::Legacy;
             let queue_config = QueueConfig {
                 nr_requests: nr_requests_for(config, scheduler),
                 depth: config.queue.depth.unwrap_or(depth),
                 max_sectors_kb: config.queue.max_sectors_kb.unwrap_or(limits.max_sectors_kb()),
                 // The 2.6 queue plug (3 ms timer, 4 requests) belongs to the legacy request
                 // queue; blk-mq replaced it with per-task plug lists, not modelled here.
-                plugging: config.queue.plugging
-                    && scheduler.kind().registration().block_layer == BlockLayer::Legacy,
+                plugging: config.queue.plugging && legacy,
                 kernel: config.host.kernel(),
                 // The runner unplugs when a process waits, as the kernel's reader did.
                 reads_unplug: false,
+                // Legacy block layer only (issue 28 rows 5, 7): sync-blind merges, and the
+                // driver's fetch model; blk-mq keeps the defaults.
+                merges_ignore_sync: legacy && config.host.kernel().merges_ignore_sync(),
+                driver_fetch: if legacy {
+                    limits.fetch
+                } else {
+                    elevator_core::DriverFetch::WhenDeviceFree
+                },
                 ..QueueConfig::default()
             };
             if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())

@@ -20,6 +20,12 @@
 //! defaults: 1024 sectors, 128 segments, so 512 KiB — what the simulator used for every device
 //! before drivers were modelled.
 //!
+//! The driver also decides when the legacy queue's request function fetches
+//! ([`DriverLimits::fetch`], legacy-vs-kernel.md row 7): IDE's `ide_do_request` only while the
+//! channel is free; every SCSI-mid-layer driver (libata's `ata_piix` and `ahci` included, and
+//! `generic`, which stands for the SCSI defaults) through `scsi_request_fn`, which fetches and
+//! activates the next request before it tests the device's depth.
+//!
 //! # Deviations from Linux
 //!
 //! * Adapter limits are modelled only where the spec says they bind (megaraid_mbox, IDE
@@ -38,7 +44,7 @@
 //!   known [U] (`max_sectors` 0xFFFF, SG_ALL segments, 32 commands a LUN).
 //! * Array-side limits (a port's queue, QUEUE FULL lowering a LUN's depth) are not modelled.
 
-use elevator_core::{KernelVersion, KeyKind, KeySpec};
+use elevator_core::{DriverFetch, KernelVersion, KeyKind, KeySpec};
 
 /// A driver whose limits the block queue takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +137,9 @@ pub struct DriverLimits {
     /// Devices of a topology behind one adapter: `None` every device, `Some(2)` an IDE
     /// channel's master and slave.
     pub devices_per_host: Option<usize>,
+    /// When the request function fetches the next request: IDE only with the channel free,
+    /// the SCSI mid-layer (libata included) before testing the depth (row 7).
+    pub fetch: DriverFetch,
 }
 
 impl DriverLimits {
@@ -235,6 +244,14 @@ impl Driver {
         }
     }
 
+    /// When the driver's request function fetches (the same under every 2.6 kernel).
+    pub const fn fetch(self) -> DriverFetch {
+        match self {
+            Driver::Ide | Driver::IdeLba48 => DriverFetch::WhenDeviceFree,
+            _ => DriverFetch::BeforeDepthCheck,
+        }
+    }
+
     /// The limits under `kernel`.
     pub fn limits(self, kernel: KernelVersion) -> DriverLimits {
         let (host_can_queue, devices_per_host) = match self.host_limit() {
@@ -248,6 +265,7 @@ impl Driver {
             lun_depth: self.lun_depth(kernel),
             host_can_queue,
             devices_per_host,
+            fetch: self.fetch(),
         }
     }
 }
@@ -302,5 +320,17 @@ mod tests {
         assert_eq!((megaraid.lun_depth, megaraid.host_can_queue), (Some(64), Some(128)));
         assert_eq!(megaraid.devices_per_host, None);
         assert_eq!(Driver::Generic.limits(KernelVersion::Rhel4).lun_depth, None);
+    }
+
+    // Proves row 7's choice per interface: IDE fetches only with the channel free; libata and
+    // SCSI drivers (and generic, the SCSI defaults) fetch before testing the depth.
+    #[test]
+    fn the_fetch_model_follows_the_interface() {
+        let fetch = |driver: Driver| driver.limits(KernelVersion::Rhel5_0).fetch;
+        assert_eq!(fetch(Driver::Ide), DriverFetch::WhenDeviceFree);
+        assert_eq!(fetch(Driver::IdeLba48), DriverFetch::WhenDeviceFree);
+        for driver in [Driver::AtaPiix, Driver::Ahci, Driver::Aic79xx, Driver::Generic] {
+            assert_eq!(fetch(driver), DriverFetch::BeforeDepthCheck, "{driver:?}");
+        }
     }
 }

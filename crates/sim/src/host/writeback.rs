@@ -1585,4 +1585,97 @@ pub(super) mod tests {
         let (seen, _) = take(&mut host);
         assert!(seen.iter().any(|b| b.process == pdflush_process(0)), "resumes when it clears");
     }
+
+    // Proves issue 28 item 4: write-back reaches the queue under the process the kernel
+    // submits it from (the `process` of `HostAction::Submit`). (1) A buffered writer under the
+    // background threshold submits nothing itself; its pages go out when kupdate's pdflush
+    // pass finds them older than `dirty_expire` (`wb_kupdate`), as pdflush's bios. (2) A
+    // writer over the dirty limit writes back in its own name (`balance_dirty_pages` →
+    // `writeback_inodes` in the caller's context). (3) An fsync by process 4 of a file process
+    // 3 dirtied is submitted by process 4 (`do_fsync` → `filemap_fdatawrite` in the caller),
+    // never by the dirtier.
+    #[test]
+    fn write_back_is_submitted_by_whom_the_kernel_submits_it() {
+        let is_pdflush =
+            |process: ProcessId| (0..PDFLUSH_THREADS_MAX).any(|t| pdflush_process(t) == process);
+        let write = |host: &mut Host, now, op: u64, process, file, pages: u64| {
+            host.submit(
+                now,
+                op,
+                process,
+                IoPriority::DEFAULT,
+                HostOpKind::Write,
+                HostPlace::File(file),
+                0,
+                pages * PAGE_BYTES,
+            )
+            .unwrap();
+        };
+        let t0 = Instant::from_nanos(1_000);
+
+        // (1) 1 MiB dirty, far under the background threshold (64 MiB × 10 %). On XFS the
+        // pages wait for kupdate (30 s); on ext3 (data=ordered) kjournald's 5 s commit writes
+        // them first (`journal_submit_data_buffers`).
+        for (fs, writer, after) in [
+            ("xfs", None, Duration::from_secs(30)),
+            ("ext3", Some(super::super::journal::kjournald_process(0)), Duration::from_secs(5)),
+        ] {
+            let spec =
+                format!("host:fs={fs},ram=64m,reserve=0,dirty_ratio=40,dirty_background_ratio=10");
+            let mut lazy = host(&spec, 1);
+            write(&mut lazy, t0, 1, ProcessId(1), 0, MIB_PAGES);
+            let (seen, done) = settle(&mut lazy, t0);
+            assert!(seen.is_empty(), "the dirtier submits nothing: {seen:?}");
+            assert_eq!(done, [1]);
+            let mut written = Vec::new();
+            while let Some(at) = lazy.next_timer() {
+                assert!(at < t0 + Duration::from_secs(120), "{fs}: the pages were never written");
+                lazy.wake(at);
+                let (seen, _) = settle(&mut lazy, at);
+                written.extend(seen);
+                if lazy.cache.dirty_pages() == 0 {
+                    assert!(at >= t0 + after, "{fs}: written at {at:?}, before {after:?}");
+                    break;
+                }
+            }
+            assert!(!written.is_empty());
+            for batch in &written {
+                let expected = writer.map_or(is_pdflush(batch.process), |w| batch.process == w);
+                assert!(expected, "{fs}: {:?} submitted write-back", batch.process);
+            }
+        }
+
+        // (2) Writer 2 dirties 2048 pages against a 1638-page limit: it is throttled and its
+        // own bios carry its id (pdflush, started by its balance, may write too).
+        let mut throttled =
+            host("host:ram=64m,reserve=0,dirty_ratio=10,dirty_background_ratio=5", 1);
+        write(&mut throttled, t0, 2, ProcessId(2), 0, 2048);
+        let (seen, done) = take(&mut throttled);
+        assert!(done.is_empty(), "the writer is throttled");
+        assert!(seen.iter().any(|batch| batch.process == ProcessId(2)));
+        assert!(seen.iter().all(|b| b.process == ProcessId(2) || is_pdflush(b.process)));
+
+        // (3) Process 3 dirties 1 MiB (no write-back: under every threshold); process 4 fsyncs.
+        let mut fsynced =
+            host("host:ram=64m,reserve=0,dirty_ratio=40,dirty_background_ratio=10", 1);
+        write(&mut fsynced, t0, 3, ProcessId(3), 0, MIB_PAGES);
+        let (seen, _) = settle(&mut fsynced, t0);
+        assert!(seen.is_empty());
+        fsynced
+            .submit(
+                t0,
+                4,
+                ProcessId(4),
+                IoPriority::DEFAULT,
+                HostOpKind::Sync,
+                HostPlace::File(0),
+                0,
+                0,
+            )
+            .unwrap();
+        let (data, _) = take(&mut fsynced);
+        let data_pages: usize = data.iter().map(|batch| batch.bios.len()).sum();
+        assert_eq!(data_pages as u64, MIB_PAGES, "ext3: one bio per 4 KiB block");
+        assert!(data.iter().all(|batch| batch.process == ProcessId(4)), "{data:?}");
+    }
 }
