@@ -113,7 +113,7 @@ fn runs_repeat_from_the_seed() {
 #[test]
 fn writes_and_oversized_files_are_refused_with_reasons() {
     let error = run_on("iscsi-zfs", "noop", "dd:mode=write,count=4", 1).unwrap_err().to_string();
-    assert!(error.contains("iSCSI initiator") && error.contains("accepted"), "{error}");
+    assert!(error.contains("ZFS initiator") && error.contains("accepted"), "{error}");
     let error =
         run_on("iscsi-zfs:member=ram/capacity=64m", "noop", "seqread:readers=1,size=512m,bs=1m", 1)
             .unwrap_err()
