@@ -220,7 +220,9 @@ impl SchedulerKind {
                         tunables: deadline::TUNABLES,
                         // The same structures and work per request as vanilla deadline.
                         cpu_cost: Duration::from_nanos(700),
-                        build: || Box::new(deadline::Deadline::with_profile(deadline::Profile::RHEL5_194)),
+                        build: || {
+                            Box::new(deadline::Deadline::with_profile(deadline::Profile::RHEL5_194))
+                        },
                     }
                 }
             }
@@ -487,11 +489,14 @@ impl SchedulerKind {
     /// v1; its other schedulers are modelled by their 2.6.18 versions).
     pub fn for_kernel(self, kernel: KernelVersion) -> SchedulerKind {
         let base = kernel.base();
-        let same_name = || SchedulerKind::ALL.iter().copied().filter(|kind| kind.name() == self.name());
+        let same_name =
+            || SchedulerKind::ALL.iter().copied().filter(|kind| kind.name() == self.name());
         // Releases sort in build order within a base (`KernelVersion`'s order), so the newest
         // registered release not after `kernel` is the profile it runs.
         let build = same_name()
-            .filter_map(|kind| KernelVersion::parse(kind.kernel_version()).map(|version| (version, kind)))
+            .filter_map(|kind| {
+                KernelVersion::parse(kind.kernel_version()).map(|version| (version, kind))
+            })
             .filter(|&(version, _)| version.base() == base && version.is_rhel() == kernel.is_rhel())
             .filter(|&(version, _)| version <= kernel)
             .max_by_key(|&(version, _)| version)

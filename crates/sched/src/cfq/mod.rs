@@ -396,11 +396,8 @@ impl Profile {
         sync_writes: false,
     };
     /// 2.6.18-194.8.1.el5 and later 5.5 errata (194.11.4.el5, the iozone file server's).
-    pub const RHEL5_194_8: Profile = Profile {
-        async_queues: AsyncQueues::PerPriority,
-        sync_writes: true,
-        ..Profile::RHEL5_194
-    };
+    pub const RHEL5_194_8: Profile =
+        Profile { async_queues: AsyncQueues::PerPriority, sync_writes: true, ..Profile::RHEL5_194 };
 
     /// Whether cfq files `request` as sync: in 2.6.18, reads and nothing else (its test for a
     /// sync write compares a bare direction with `WRITE_SYNC` and never matches); from
@@ -1066,7 +1063,7 @@ impl Cfq {
             self.counters.queue_splits += 1;
             None
         } else {
-            let target = entry.merge_into?;
+            let Some(target) = entry.merge_into else { return Some(queue) };
             let target_entry = &mut self.queues[target.slot()];
             target_entry.coop = true;
             target_entry.merge_refs = target_entry.merge_refs.saturating_sub(1);
@@ -1309,7 +1306,8 @@ impl Cfq {
         let profile = self.profile;
         let candidate = |id: RequestId| (cx.requests[id].start, profile.is_sync(&cx.requests[id]));
         let back_max_sectors = self.tunables.back_seek_max_kib * 2;
-        let head = if profile.position_at_activation { self.last_position } else { self.last_sector };
+        let head =
+            if profile.position_at_activation { self.last_position } else { self.last_sector };
         common::choose_request(first, second, |first, second| {
             choose_first(
                 head,
@@ -1739,8 +1737,11 @@ impl Cfq {
             }
         }
         let active_seek = &self.queues[active.slot()].seek;
-        let reach_sectors =
-            if active_seek.is_valid() { active_seek.mean_sectors() } else { QUEUE_SEEKY_MEAN_SECTORS };
+        let reach_sectors = if active_seek.is_valid() {
+            active_seek.mean_sectors()
+        } else {
+            QUEUE_SEEKY_MEAN_SECTORS
+        };
         let mut candidates = [below, above];
         candidates.sort_by_key(|candidate| candidate.map(|(start, _)| start.distance(head)));
         candidates

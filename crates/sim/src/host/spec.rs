@@ -229,7 +229,8 @@ impl HostSpec {
             return Err(params.impossible("reserve", "must be less than ram"));
         }
         if params.text("fs") == "xfs"
-            && KernelVersion::parse(params.text("kernel")).is_some_and(|kernel| !kernel.builds_xfs())
+            && KernelVersion::parse(params.text("kernel"))
+                .is_some_and(|kernel| !kernel.builds_xfs())
         {
             return Err(params.impossible(
                 "fs",
