@@ -22,7 +22,8 @@
 //!   `writes_starved=2`); non-contiguous batching came in 2.6.28;
 //! * a batch that continues the sweep (`next` request) after a direction choice does **not**
 //!   reset the batch counter, so it lasts one request; only a batch that starts at an expired
-//!   FIFO head or wraps to the lowest sector starts counting from zero (changed in 2.6.24);
+//!   FIFO head or wraps to the lowest sector starts counting from zero (changed in 2.6.24, and
+//!   in RHEL 5 from 194.el5: the `deadline@2.6.18-194.el5` profile below);
 //! * deadlines are checked only when a batch starts; a running batch is never interrupted.
 //!
 //! # Profiles
