@@ -34,7 +34,7 @@
 //! | profile | registered as | builds |
 //! |---|---|---|
 //! | [`Profile::VANILLA`] | `deadline` (`deadline@2.6.18`) | 2.6.18, 2.6.18-8.el5 ... 164.el5 |
-//! | [`Profile::RHEL5_194`] | `deadline@2.6.18-194.el5` | 2.6.18-194.el5 and later (every 5.5+ build) |
+//! | [`Profile::RHEL5_194`] | `deadline@2.6.18-194.el5` (also `@rhel5.5`, `@2.6.18-194.11.4.el5`: any release name a host accepts picks its build's profile) | 2.6.18-194.el5 and later (every 5.5+ build) |
 //!
 //! The one switch, `batch_start_2_6_24` (C194, R1 in legacy-vs-kernel.md; the 2.6.24 change
 //! back-ported): a batch chosen after a direction choice starts at the FIFO head if that has
