@@ -61,11 +61,15 @@ fn the_whole_study_is_byte_identical_for_a_seed() {
     for (index, run) in runs.iter().enumerate() {
         assert_eq!(run["experiment"], EXPERIMENTS[index / LEGACY.len()]);
         // A bare name runs the host kernel's version: cfq v1 and 2.6.9's noop on a 2.6.9
-        // (RHEL 4) machine.
+        // (RHEL 4) machine, RHEL 5.5's deadline and cfq on the 2.6.18-194.11.4.el5 one.
         let legacy = LEGACY[index % LEGACY.len()];
         let kernel = run["config"]["host.kernel"].as_str().unwrap();
-        let versioned = matches!(legacy, "cfq" | "noop") && kernel.starts_with("2.6.9");
-        let expected = if versioned { format!("{legacy}@2.6.9") } else { legacy.to_owned() };
+        let expected = match (legacy, kernel) {
+            ("cfq" | "noop", kernel) if kernel.starts_with("2.6.9") => format!("{legacy}@2.6.9"),
+            ("deadline", "2.6.18-194.11.4.el5") => "deadline@2.6.18-194.el5".to_owned(),
+            ("cfq", "2.6.18-194.11.4.el5") => "cfq@2.6.18-194.8.1.el5".to_owned(),
+            _ => legacy.to_owned(),
+        };
         assert_eq!(run["scheduler"], expected.as_str(), "{kernel}");
         assert_eq!(run["config"]["study.scale"], "0.02");
         assert!(run["config"]["experiment.machine"].as_str().is_some_and(|m| !m.is_empty()));

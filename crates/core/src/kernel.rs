@@ -7,7 +7,10 @@
 //! (RHEL 4's congestion threshold and ext3 reservation windows; RHEL 5.5's cfq treating
 //! O_DIRECT writes as sync). So a host names a *release*; the two vanilla versions are
 //! releases too. Each question the host or the queue asks is a method here, answered from
-//! the spec's tables, so that a newcomer finds every version difference in one place.
+//! the spec's tables, so that a newcomer finds every version difference in one place — except
+//! which version of a scheduler a release runs: the scheduler registry answers that
+//! (`SchedulerKind::for_kernel` in `elevator-sched`, e.g. `cfq` on 2.6.18-194.8.1.el5 is
+//! `cfq@2.6.18-194.8.1.el5`).
 
 use std::fmt;
 
@@ -32,17 +35,29 @@ pub enum KernelVersion {
     Linux2_6_18,
     /// RHEL 5.0, 2.6.18-8.el5: its schedulers and block layer equal vanilla 2.6.18's.
     Rhel5_0,
-    /// RHEL 5.5, 2.6.18-194.11.4.el5: cfq files O_DIRECT writes as sync (from 194.8.1.el5),
+    /// RHEL 5.2, 2.6.18-92.el5: cfq's first change (legacy-vs-kernel.md C92: the queue is
+    /// kicked only when the driver is empty); otherwise as 8.el5, and no XFS yet.
+    Rhel5_2,
+    /// RHEL 5.5 GA, 2.6.18-194.el5: deadline's 2.6.24 batch start and cfq's back-ports
+    /// (cooperating queues, per-queue seek statistics, per-process async queues; C194).
+    Rhel5_5Ga,
+    /// RHEL 5.5 errata 2.6.18-194.8.1.el5: cfq files O_DIRECT writes as sync and shares one
+    /// async queue per priority (C194.8).
+    Rhel5_5Errata8,
+    /// RHEL 5.5, 2.6.18-194.11.4.el5 (the iozone file server's): schedulers as 194.8.1.el5,
     /// XFS is the 5.4 backport.
     Rhel5_5,
 }
 
 /// Every release, in the order `elevator list` shows them.
-pub const KERNEL_VERSIONS: [KernelVersion; 5] = [
+pub const KERNEL_VERSIONS: [KernelVersion; 8] = [
     KernelVersion::Linux2_6_9,
     KernelVersion::Rhel4,
     KernelVersion::Linux2_6_18,
     KernelVersion::Rhel5_0,
+    KernelVersion::Rhel5_2,
+    KernelVersion::Rhel5_5Ga,
+    KernelVersion::Rhel5_5Errata8,
     KernelVersion::Rhel5_5,
 ];
 
@@ -52,9 +67,13 @@ pub const KERNEL_NAMES: &[&str] = &[
     "2.6.9-5.EL",
     "2.6.18",
     "2.6.18-8.el5",
+    "2.6.18-92.el5",
+    "2.6.18-194.el5",
+    "2.6.18-194.8.1.el5",
     "2.6.18-194.11.4.el5",
     "rhel4",
     "rhel5.0",
+    "rhel5.2",
     "rhel5.5",
 ];
 
@@ -85,6 +104,9 @@ impl KernelVersion {
             "2.6.9-5.EL" | "2.6.9-11.EL" | "rhel4" => KernelVersion::Rhel4,
             "2.6.18" => KernelVersion::Linux2_6_18,
             "2.6.18-8.el5" | "rhel5.0" => KernelVersion::Rhel5_0,
+            "2.6.18-92.el5" | "rhel5.2" => KernelVersion::Rhel5_2,
+            "2.6.18-194.el5" => KernelVersion::Rhel5_5Ga,
+            "2.6.18-194.8.1.el5" => KernelVersion::Rhel5_5Errata8,
             "2.6.18-194.11.4.el5" | "rhel5.5" => KernelVersion::Rhel5_5,
             _ => return None,
         })
@@ -97,6 +119,9 @@ impl KernelVersion {
             KernelVersion::Rhel4 => "2.6.9-5.EL",
             KernelVersion::Linux2_6_18 => "2.6.18",
             KernelVersion::Rhel5_0 => "2.6.18-8.el5",
+            KernelVersion::Rhel5_2 => "2.6.18-92.el5",
+            KernelVersion::Rhel5_5Ga => "2.6.18-194.el5",
+            KernelVersion::Rhel5_5Errata8 => "2.6.18-194.8.1.el5",
             KernelVersion::Rhel5_5 => "2.6.18-194.11.4.el5",
         }
     }
@@ -114,8 +139,17 @@ impl KernelVersion {
             KernelVersion::Rhel5_0 => {
                 "RHEL 5.0 (2.6.18-8.el5): block layer and schedulers as vanilla 2.6.18"
             }
+            KernelVersion::Rhel5_2 => {
+                "RHEL 5.2 (2.6.18-92.el5): as 5.0 but cfq kicks the queue only when the driver is empty"
+            }
+            KernelVersion::Rhel5_5Ga => {
+                "RHEL 5.5 GA (2.6.18-194.el5): deadline 2.6.24 batches, cfq cooperating queues, XFS the 5.4 backport"
+            }
+            KernelVersion::Rhel5_5Errata8 => {
+                "RHEL 5.5 errata (2.6.18-194.8.1.el5): as 194.el5, cfq O_DIRECT writes sync, async queues per priority"
+            }
             KernelVersion::Rhel5_5 => {
-                "RHEL 5.5 (2.6.18-194.11.4.el5): as 2.6.18, XFS the 5.4 backport"
+                "RHEL 5.5 (2.6.18-194.11.4.el5): schedulers as 194.8.1.el5, XFS the 5.4 backport"
             }
         }
     }
@@ -124,15 +158,24 @@ impl KernelVersion {
     pub const fn base(self) -> KernelBase {
         match self {
             KernelVersion::Linux2_6_9 | KernelVersion::Rhel4 => KernelBase::V2_6_9,
-            KernelVersion::Linux2_6_18 | KernelVersion::Rhel5_0 | KernelVersion::Rhel5_5 => {
-                KernelBase::V2_6_18
-            }
+            KernelVersion::Linux2_6_18
+            | KernelVersion::Rhel5_0
+            | KernelVersion::Rhel5_2
+            | KernelVersion::Rhel5_5Ga
+            | KernelVersion::Rhel5_5Errata8
+            | KernelVersion::Rhel5_5 => KernelBase::V2_6_18,
         }
     }
 
     /// Whether it is Red Hat's build rather than vanilla.
     pub const fn is_rhel(self) -> bool {
-        matches!(self, KernelVersion::Rhel4 | KernelVersion::Rhel5_0 | KernelVersion::Rhel5_5)
+        !matches!(self, KernelVersion::Linux2_6_9 | KernelVersion::Linux2_6_18)
+    }
+
+    /// Whether the release builds XFS: vanilla does; RHEL 5 only from 164.el5 (5.4) on, so
+    /// 8.el5 and 92.el5 do not (host-mechanisms.md §4.2). RHEL 4 is not asked (ext3 only).
+    pub const fn builds_xfs(self) -> bool {
+        !matches!(self, KernelVersion::Rhel5_0 | KernelVersion::Rhel5_2)
     }
 
     /// The scheduler a queue starts with (§0: anticipatory in vanilla 2.6.9, cfq elsewhere).
@@ -173,13 +216,6 @@ impl KernelVersion {
     /// (2.6.9's `PF_SYNCWRITE`); 2.6.18 sends them async (§1.6).
     pub const fn fsync_writes_sync(self) -> bool {
         matches!(self.base(), KernelBase::V2_6_9)
-    }
-
-    /// Whether cfq files a write flagged sync (`REQ_RW_SYNC`) in the process's sync queue:
-    /// only from RHEL 5.5's 2.6.18-194.8.1.el5; vanilla 2.6.18 and earlier RHEL 5 compare
-    /// the data direction and file every write async (§1.6).
-    pub const fn cfq_sync_writes(self) -> bool {
-        matches!(self, KernelVersion::Rhel5_5)
     }
 
     /// Whether the legacy block layer merges a sync bio into an async request (and fuses
@@ -284,8 +320,9 @@ mod tests {
         assert!(KernelVersion::Linux2_6_18.direct_writes_sync());
         assert!(!KernelVersion::Rhel4.direct_writes_sync());
         assert!(KernelVersion::Rhel4.fsync_writes_sync());
-        assert!(!KernelVersion::Linux2_6_18.cfq_sync_writes());
-        assert!(KernelVersion::Rhel5_5.cfq_sync_writes());
+        assert!(KernelVersion::Rhel5_5Ga.builds_xfs());
+        assert!(!KernelVersion::Rhel5_2.builds_xfs());
+        assert!(KernelVersion::Rhel5_2.is_rhel() && !KernelVersion::Linux2_6_18.is_rhel());
         assert_eq!(KernelVersion::Linux2_6_9.default_scheduler(), "anticipatory");
         assert_eq!(KernelVersion::Rhel4.default_scheduler(), "cfq");
     }

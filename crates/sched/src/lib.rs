@@ -90,8 +90,19 @@ pub enum SchedulerKind {
     Anticipatory,
     /// 2.6.18 deadline: sector-sorted batches with read and write FIFO deadlines.
     Deadline,
+    /// deadline as RHEL 5.5 (2.6.18-194.el5) and later shipped it (`deadline@2.6.18-194.el5`):
+    /// each direction choice starts a full batch, at the FIFO head when there is no next.
+    DeadlineRhel5_194,
     /// 2.6.18 cfq: per-process time slices by I/O priority, idling for each reader.
     Cfq,
+    /// cfq as 2.6.18-92.el5 (RHEL 5.2) up to 164.el5 shipped it (`cfq@2.6.18-92.el5`).
+    CfqRhel5_92,
+    /// cfq as 2.6.18-194.el5 and 194.3.1.el5 shipped it (`cfq@2.6.18-194.el5`): cooperating
+    /// queues, per-queue seek statistics, per-process async queues.
+    CfqRhel5_194,
+    /// cfq as 2.6.18-194.8.1.el5 and later shipped it (`cfq@2.6.18-194.8.1.el5`): as 194.el5,
+    /// plus O_DIRECT writes in the sync queue and async queues per priority.
+    CfqRhel5_194_8,
     /// 2.6.9 cfq (v1): a sector-sorted queue per process, round-robin refills, no slices or
     /// idling. Named `cfq@2.6.9`; a bare `cfq` on a 2.6.9 host selects it.
     CfqV1,
@@ -113,8 +124,12 @@ impl SchedulerKind {
         SchedulerKind::NoopV1,
         SchedulerKind::Anticipatory,
         SchedulerKind::Deadline,
+        SchedulerKind::DeadlineRhel5_194,
         SchedulerKind::Cfq,
         SchedulerKind::CfqV1,
+        SchedulerKind::CfqRhel5_92,
+        SchedulerKind::CfqRhel5_194,
+        SchedulerKind::CfqRhel5_194_8,
         SchedulerKind::None,
         SchedulerKind::MqDeadline,
         SchedulerKind::Bfq,
@@ -220,6 +235,27 @@ impl SchedulerKind {
                     }
                 }
             }
+            SchedulerKind::DeadlineRhel5_194 => {
+                const {
+                    &Registration {
+                        name: deadline::NAME,
+                        spec_name: "deadline@2.6.18-194.el5",
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "2.6.18-194.el5",
+                        block_layer: BlockLayer::Legacy,
+                        successor: Some(SchedulerKind::MqDeadline),
+                        summary: "deadline as RHEL 5.5+ (2.6.18-194.el5 on) shipped it: every \
+                                  direction choice starts a full batch, at the FIFO head if no next",
+                        tunables: deadline::TUNABLES,
+                        // The same structures and work per request as vanilla deadline.
+                        cpu_cost: Duration::from_nanos(700),
+                        build: || {
+                            Box::new(deadline::Deadline::with_profile(deadline::Profile::RHEL5_194))
+                        },
+                    }
+                }
+            }
             SchedulerKind::Cfq => {
                 const {
                     &Registration {
@@ -234,6 +270,64 @@ impl SchedulerKind {
                         tunables: cfq::TUNABLES,
                         cpu_cost: Duration::from_nanos(1_700),
                         build: || Box::new(cfq::Cfq::new()),
+                    }
+                }
+            }
+            // The RHEL 5 cfq profiles: the same module and tunables, and vanilla cfq's CPU cost
+            // (not measured separately; the cooperator search adds a scan of the busy queues
+            // only when the active queue runs dry).
+            SchedulerKind::CfqRhel5_92 => {
+                const {
+                    &Registration {
+                        name: cfq::NAME,
+                        spec_name: "cfq@2.6.18-92.el5",
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "2.6.18-92.el5",
+                        block_layer: BlockLayer::Legacy,
+                        successor: Some(SchedulerKind::Bfq),
+                        summary: "cfq as RHEL 5.2-5.4 (2.6.18-92.el5 to 164.el5) shipped it: a \
+                                  completion kicks the queue only when the driver is empty",
+                        tunables: cfq::TUNABLES,
+                        cpu_cost: Duration::from_nanos(1_700),
+                        build: || Box::new(cfq::Cfq::with_profile(cfq::Profile::RHEL5_92)),
+                    }
+                }
+            }
+            SchedulerKind::CfqRhel5_194 => {
+                const {
+                    &Registration {
+                        name: cfq::NAME,
+                        spec_name: "cfq@2.6.18-194.el5",
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "2.6.18-194.el5",
+                        block_layer: BlockLayer::Legacy,
+                        successor: Some(SchedulerKind::Bfq),
+                        summary: "cfq as RHEL 5.5 GA (2.6.18-194.el5, 194.3.1) shipped it: \
+                                  cooperating queues merge, per-queue seek statistics, async \
+                                  queue per process",
+                        tunables: cfq::TUNABLES,
+                        cpu_cost: Duration::from_nanos(1_700),
+                        build: || Box::new(cfq::Cfq::with_profile(cfq::Profile::RHEL5_194)),
+                    }
+                }
+            }
+            SchedulerKind::CfqRhel5_194_8 => {
+                const {
+                    &Registration {
+                        name: cfq::NAME,
+                        spec_name: "cfq@2.6.18-194.8.1.el5",
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "2.6.18-194.8.1.el5",
+                        block_layer: BlockLayer::Legacy,
+                        successor: Some(SchedulerKind::Bfq),
+                        summary: "cfq as RHEL 5.5 from 2.6.18-194.8.1.el5 shipped it: as \
+                                  194.el5, O_DIRECT writes sync, async queues per priority",
+                        tunables: cfq::TUNABLES,
+                        cpu_cost: Duration::from_nanos(1_700),
+                        build: || Box::new(cfq::Cfq::with_profile(cfq::Profile::RHEL5_194_8)),
                     }
                 }
             }
@@ -404,30 +498,52 @@ impl SchedulerKind {
         SchedulerKind::ALL.iter().copied().find(|kind| kind.is_current() && kind.answers_to(name))
     }
 
-    /// The version of the scheduler called `name` that follows kernel `version`: its
-    /// registered version, or a release built on it (`cfq@2.6.9`, `cfq@rhel4`, `cfq@2.6.18`).
+    /// The version of the scheduler called `name` that follows kernel `version`: the entry
+    /// registered for exactly that version (`cfq@2.6.9`, `cfq@2.6.18-194.el5`), else the one a
+    /// host running that release has ([`for_kernel`](SchedulerKind::for_kernel): `cfq@rhel4`,
+    /// `cfq@2.6.18`, `cfq@rhel5.5` = `cfq@2.6.18-194.11.4.el5` = `cfq@2.6.18-194.8.1.el5`).
     pub fn from_versioned_name(name: &str, version: &str) -> Option<SchedulerKind> {
-        let base = |text: &str| KernelVersion::parse(text).map(KernelVersion::base);
-        SchedulerKind::ALL.iter().copied().find(|kind| {
-            kind.answers_to(name)
-                && (kind.kernel_version() == version
-                    || base(version)
-                        .is_some_and(|wanted| base(kind.kernel_version()) == Some(wanted)))
-        })
+        let named = || SchedulerKind::ALL.iter().copied().filter(|kind| kind.answers_to(name));
+        if let Some(kind) = named().find(|kind| kind.kernel_version() == version) {
+            return Some(kind);
+        }
+        let kernel = KernelVersion::parse(version)?;
+        let current = named().find(|kind| kind.is_current())?;
+        let kind = current.for_kernel(kernel);
+        // A scheduler with no version for that kernel's base has none for the kernel.
+        let follows = |kind: SchedulerKind| {
+            KernelVersion::parse(kind.kernel_version())
+                .is_some_and(|version| version.base() == kernel.base())
+        };
+        follows(kind).then_some(kind)
     }
 
     /// The version of this scheduler that a host running `kernel` has: the entry of the same
-    /// name that follows `kernel`'s mainline version, or this one if none does (§4.4: a 2.6.9
-    /// host's `cfq` is cfq v1; its other schedulers are modelled by their 2.6.18 versions).
+    /// name registered for that release or the newest earlier build of the same mainline
+    /// version (a RHEL 5 build runs the profile of the last build before it that changed the
+    /// scheduler: `cfq` on 2.6.18-194.11.4.el5 is `cfq@2.6.18-194.8.1.el5`), else the entry that
+    /// follows `kernel`'s mainline version, else this one (§4.4: a 2.6.9 host's `cfq` is cfq
+    /// v1; its other schedulers are modelled by their 2.6.18 versions).
     pub fn for_kernel(self, kernel: KernelVersion) -> SchedulerKind {
         let base = kernel.base();
-        SchedulerKind::ALL
-            .iter()
-            .copied()
-            .find(|kind| {
-                kind.name() == self.name()
-                    && KernelVersion::parse(kind.kernel_version())
-                        .is_some_and(|version| version.base() == base)
+        let same_name =
+            || SchedulerKind::ALL.iter().copied().filter(|kind| kind.name() == self.name());
+        // Releases sort in build order within a base (`KernelVersion`'s order), so the newest
+        // registered release not after `kernel` is the profile it runs.
+        let build = same_name()
+            .filter_map(|kind| {
+                KernelVersion::parse(kind.kernel_version()).map(|version| (version, kind))
+            })
+            .filter(|&(version, _)| version.base() == base && version.is_rhel() == kernel.is_rhel())
+            .filter(|&(version, _)| version <= kernel)
+            .max_by_key(|&(version, _)| version)
+            .map(|(_, kind)| kind);
+        build
+            .or_else(|| {
+                same_name().find(|kind| {
+                    KernelVersion::parse(kind.kernel_version())
+                        .is_some_and(|version| version.base() == base && !version.is_rhel())
+                })
             })
             .unwrap_or(self)
     }
@@ -815,7 +931,8 @@ mod tests {
         assert_eq!(
             message("cfqq"),
             "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, \
-             mq-deadline, bfq, kyber, noop@2.6.9, cfq@2.6.9)"
+             mq-deadline, bfq, kyber, noop@2.6.9, deadline@2.6.18-194.el5, cfq@2.6.9, \
+             cfq@2.6.18-92.el5, cfq@2.6.18-194.el5, cfq@2.6.18-194.8.1.el5)"
         );
         assert_eq!(
             message("deadline:read_expiry=5"),
@@ -916,8 +1033,13 @@ mod tests {
                 SchedulerKind::Noop => include_str!("noop.rs"),
                 SchedulerKind::NoopV1 => include_str!("noop_v1.rs"),
                 SchedulerKind::Anticipatory => include_str!("anticipatory.rs"),
-                SchedulerKind::Deadline => include_str!("deadline.rs"),
-                SchedulerKind::Cfq => include_str!("cfq/mod.rs"),
+                SchedulerKind::Deadline | SchedulerKind::DeadlineRhel5_194 => {
+                    include_str!("deadline.rs")
+                }
+                SchedulerKind::Cfq
+                | SchedulerKind::CfqRhel5_92
+                | SchedulerKind::CfqRhel5_194
+                | SchedulerKind::CfqRhel5_194_8 => include_str!("cfq/mod.rs"),
                 SchedulerKind::CfqV1 => include_str!("cfq_v1.rs"),
                 SchedulerKind::None => include_str!("none.rs"),
                 SchedulerKind::MqDeadline => include_str!("mq_deadline.rs"),

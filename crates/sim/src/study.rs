@@ -6,9 +6,10 @@
 //! invocation, as workload specs. The original results are deliberately not here: what a run
 //! shows comes from the schedulers and the models.
 
-use elevator_core::ParamError;
+use elevator_core::{KernelVersion, ParamError};
 use elevator_report::Run;
 use elevator_report::model::{CONFIG_MACHINE, CONFIG_SCALE, CONFIG_TITLE};
+use elevator_sched::SchedulerKind;
 use elevator_workload::WorkloadSpec;
 
 use crate::device::DeviceSpec;
@@ -41,7 +42,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         title: "iozone throughput, 1 process: iozone -s24g -r512 -i 0 -i 1 -t 1 -+u",
         machine: "IBM x3650-class file server, 4 CPUs, 12 GB, dual 4 Gb FC to two SAN LUNs \
                   (dm-multipath failover: the array is not named), XFS, read-ahead 16386 \
-                  sectors, kernel 2.6.18 (RHEL5)",
+                  sectors, kernel 2.6.18-194.11.4.el5 (RHEL 5.5)",
         device: "san",
         host: "fileserver-2007",
         read_ahead_kb: 8193,
@@ -158,12 +159,35 @@ impl Experiment {
     }
 
     /// Marks `run` as this experiment's: its id, and its title and machine in the config,
-    /// which is what the report's heading for the experiment prints.
+    /// which is what the report's heading for the experiment prints. The machine is followed
+    /// by the version of each classic scheduler its host's kernel runs (a RHEL 5.5 host's
+    /// `cfq` is `cfq@2.6.18-194.8.1.el5`), so the heading says which profiles ran.
     pub fn stamp(&self, run: &mut Run) {
         run.experiment = Some(self.id.to_owned());
         run.config.insert(CONFIG_TITLE.to_owned(), self.title.to_owned());
-        run.config.insert(CONFIG_MACHINE.to_owned(), self.machine.to_owned());
+        let machine = match HostSpec::parse(self.host) {
+            Ok(host) => {
+                format!("{}; schedulers: {}", self.machine, kernel_schedulers(host.kernel()))
+            }
+            // `prepare` reports a bad preset; the heading then names the machine alone.
+            Err(_) => self.machine.to_owned(),
+        };
+        run.config.insert(CONFIG_MACHINE.to_owned(), machine);
     }
+}
+
+/// The version of each classic (2.6) scheduler a host running `kernel` runs for its bare name,
+/// as `name@version`: `noop@2.6.18, anticipatory@2.6.18, deadline@2.6.18-194.el5,
+/// cfq@2.6.18-194.8.1.el5` on 2.6.18-194.11.4.el5.
+pub fn kernel_schedulers(kernel: KernelVersion) -> String {
+    SchedulerKind::LEGACY
+        .iter()
+        .map(|kind| {
+            let picked = kind.for_kernel(kernel);
+            format!("{}@{}", picked.name(), picked.kernel_version())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Records in `run` that it ran at `scale` (see [`Experiment::prepare`]); at full size (1.0)
@@ -178,6 +202,31 @@ pub fn stamp_scale(run: &mut Run, scale: f64) {
 mod tests {
     use super::*;
 
+    // Proves the study's machines run the schedulers their kernels shipped (host-mechanisms.md
+    // §7.2): the iozone file server (2.6.18-194.11.4.el5) RHEL 5.5's deadline and 194.8.1.el5's
+    // cfq, the dd server (2.6.18-8.el5) vanilla 2.6.18's, the database server (RHEL 4) 2.6.9's
+    // cfq and noop (what `stamp` appends to the heading's machine line).
+    #[test]
+    fn each_machine_names_the_scheduler_versions_its_kernel_runs() {
+        let schedulers = |id: &str| {
+            let host = HostSpec::parse(experiment(id).unwrap().host).unwrap();
+            kernel_schedulers(host.kernel())
+        };
+        assert_eq!(
+            schedulers("iozone-1"),
+            "noop@2.6.18, anticipatory@2.6.18, deadline@2.6.18-194.el5, cfq@2.6.18-194.8.1.el5"
+        );
+        assert_eq!(schedulers("iozone-10"), schedulers("iozone-1"));
+        assert_eq!(
+            schedulers("dd-read"),
+            "noop@2.6.18, anticipatory@2.6.18, deadline@2.6.18, cfq@2.6.18"
+        );
+        assert_eq!(
+            schedulers("oltp"),
+            "noop@2.6.9, anticipatory@2.6.18, deadline@2.6.18, cfq@2.6.9"
+        );
+    }
+
     // Proves a stamped run carries the experiment's id, title and machine, and the scale only
     // when the study was scaled down.
     #[test]
@@ -191,7 +240,13 @@ mod tests {
         stamp_scale(&mut run, 1.0);
         assert_eq!(run.experiment.as_deref(), Some("dd-read"));
         assert_eq!(run.config[CONFIG_TITLE], experiment.title);
-        assert_eq!(run.config[CONFIG_MACHINE], experiment.machine);
+        assert_eq!(
+            run.config[CONFIG_MACHINE],
+            format!(
+                "{}; schedulers: noop@2.6.18, anticipatory@2.6.18, deadline@2.6.18, cfq@2.6.18",
+                experiment.machine
+            )
+        );
         assert!(!run.config.contains_key(CONFIG_SCALE));
         stamp_scale(&mut run, 0.01);
         assert_eq!(run.config[CONFIG_SCALE], "0.01");

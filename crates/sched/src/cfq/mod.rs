@@ -2,7 +2,8 @@
 //!
 //! Follows Linux 2.6.18 `block/cfq-iosched.c` (time-sliced "CFQ v3", the default scheduler from
 //! 2.6.18 on) and `Documentation/block/ioprio.txt`, at HZ=1000, as legacy-schedulers.md §5–§6
-//! describe it.
+//! describe it; as profiles, Red Hat's Linux 2.6.18-92.el5, Linux 2.6.18-194.el5 and
+//! Linux 2.6.18-194.8.1.el5 versions of that file (see "Profiles" below).
 //!
 //! Every process gets a **sync queue** for its reads; buffered writes go to **async queues**
 //! shared per priority. A queue carries its issuer's I/O priority: class real-time, best-effort
@@ -59,8 +60,10 @@
 //! * `cx.in_flight` is the kernel's `rq_in_driver`; a queue's requests "on dispatch" are those
 //!   staged or at the device. `may_queue` answers `Must` once per slice to the process cfq idles
 //!   for; `process_exited` is the task's exit: the active slice ends if it belongs to one of
-//!   the process's queues, its idle window closes, and its sync queue is freed once its last
-//!   request completes.
+//!   the process's queues, and its sync queue is freed once its last request completes. The
+//!   queue keeps its idle window: what stops cfq idling for a dead process is the idle-arming
+//!   test, which finds the task gone, so a dead process's queue with requests left is served
+//!   to the end of its slice (2.6.18 `exit_io_context` clears only the context's task).
 //! * **Shared helpers** (`crate::common`, one copy for the schedulers whose kernels agree): a
 //!   queue's class and level come from `common::queue_priority` (2.6.18's
 //!   `cfq_init_prio_data`: class none is best-effort at the level its nice value maps to, the
@@ -69,6 +72,33 @@
 //!   inside a queue, `choose_first` (`cfq_choose_req`), puts a sync request before an async
 //!   one and otherwise applies the shared seek rule `common::seek_prefers_first` with the
 //!   `back_seek_max` and `back_seek_penalty` tunables.
+//!
+//! # Profiles
+//!
+//! Red Hat changed `cfq-iosched.c` at 92.el5, 194.el5, 194.8.1.el5 (and later, past what the
+//! study needs). One module serves every build; a [`Profile`] of switches is consulted at the
+//! few places that differ. Source tags are legacy-vs-kernel.md's (C92 = 2.6.18-92.el5, C194 =
+//! 2.6.18-194.el5, C194.8 = 2.6.18-194.8.1.el5; R2–R7 are its RHEL 5 gaps):
+//!
+//! | switch | source | what changes |
+//! |---|---|---|
+//! | `kick_when_driver_empty` | C92 (R6) | after a completion cfq kicks the queue when the driver is empty, not after an idle wait it could not arm; the driver here runs the queue after every completion, so this changes nothing observable |
+//! | `cooperating_queues` | C194 (R3) | an active sync queue with nothing queued yields to the busy queue of its level whose next request is within its mean seek (4 MiB before the mean is valid) of the head — even with requests out; the two queues are set to merge (fewer processes into more) and each process moves at its next sync request; a merged queue seeky for over 1 s (`CFQQ_COOP_TOUT`) is split at its processes' next requests; no idle wait at a completion while a cooperator exists |
+//! | `queue_seek_stats` | C194 (R4) | seek statistics per queue, measured from the queue's last sync request (0 for the first), seeky above 8192 sectors (4 MiB) for the idle window on a queuing device and the 2 ms wait |
+//! | `position_at_activation` | C194 (R5) | request choice measures from the end of the request the driver last activated, not from the staged list's tail |
+//! | `kick_large_or_busy` | C194 (R6) | an arrival for the queue cfq idles on runs the queue only if larger than a page or other queues are busy |
+//! | `may_queue_async_lookup` | C194 | `may_queue` looks up the async queue, so never answers `Must` |
+//! | `async_queues` | C194 / C194.8 (R7) | one async queue per process (194.el5, 194.3.1) or per (class, level) (194.8.1 on, and here vanilla) |
+//! | `sync_writes` | C194.8 (R2) | writes flagged sync (O_DIRECT) go to the process's sync queue |
+//!
+//! | profile | registered as | builds |
+//! |---|---|---|
+//! | [`Profile::VANILLA`] | `cfq` (`cfq@2.6.18`) | 2.6.18, 2.6.18-8.el5 (RHEL 5.0, 5.1) |
+//! | [`Profile::RHEL5_92`] | `cfq@2.6.18-92.el5` (`cfq@rhel5.2`) | 92.el5 to 164.el5 (RHEL 5.2–5.4) |
+//! | [`Profile::RHEL5_194`] | `cfq@2.6.18-194.el5` | 194.el5, 194.3.1.el5 (RHEL 5.5 GA) |
+//! | [`Profile::RHEL5_194_8`] | `cfq@2.6.18-194.8.1.el5` (`cfq@rhel5.5`, `cfq@2.6.18-194.11.4.el5`) | 194.8.1.el5 and later 5.5 errata |
+//!
+//! A host whose kernel names a RHEL 5 build runs that build's profile for a bare `cfq`.
 //!
 //! # Tunables
 //!
@@ -88,7 +118,8 @@
 //! # 2.6.18 behaviours kept on purpose
 //!
 //! * Only **reads** are sync. 2.6.18's test for a sync write never matches, so O_DIRECT and
-//!   O_SYNC writes go to the shared async queues (fixed in 2.6.20).
+//!   O_SYNC writes go to the shared async queues (fixed in 2.6.20, and in RHEL 5 from
+//!   194.8.1.el5: the `sync_writes` switch).
 //! * The level window gives a best-effort level k `8 − k` turns per cycle whatever other levels
 //!   are busy: two saturating readers at levels 0 and 7 get 8 slices of 180 ms for each slice
 //!   of 40 ms, a device-time ratio of 36:1, not the 4.5:1 of their slice lengths.
@@ -122,8 +153,23 @@
 //!   after for expiry, as the kernel does; jiffy 0 is a real time here, so "never served" is
 //!   kept apart from "served at jiffy 0".
 //! * Async queues are one per (class, level) — RT 0–7, BE 0–7, idle — as from 2.6.23 and in
-//!   RHEL5. Vanilla 2.6.18 looked them up by (async key, ioprio value), where a process with no
-//!   explicit priority (value 0) matched any existing async queue.
+//!   RHEL 5 from 194.8.1.el5. Vanilla 2.6.18 (and RHEL 5 up to 164.el5) looked them up by
+//!   (async key, ioprio value), where a process with no explicit priority (value 0) matched
+//!   any existing async queue.
+//! * A front merge that makes the grown request touch its neighbour re-sorts it and re-runs the
+//!   next-request choice before the two fuse; 2.6.18 skips `elv_merged_request` when the front
+//!   merge fuses (row 11). The block layer (`core/src/queue.rs`) tells the scheduler of the
+//!   merge before it tries the fusion, so the fix belongs there; it differs only after a front
+//!   merge that closes a gap.
+//! * 194.el5's cooperator search uses a per-level tree of busy queues keyed by each queue's
+//!   next request, re-keyed only at some events, and checks first the tree node where the
+//!   search ended (either neighbour of the head). Here every busy queue of the level is looked
+//!   at with its current next request, and the nearer neighbour is checked first; queues whose
+//!   next requests start at the same sector are all candidates (the kernel's tree keeps one).
+//! * The per-process state of 194.el5 follows the request's issuer at insertion, where the
+//!   kernel decides at request allocation (`cfq_set_request`); the order of one process's
+//!   requests is the same. A process that issues I/O after exiting finds its old sync queue
+//!   (2.6.18's pid-keyed lookup) in every profile; 194.el5 would give it a new one.
 //! * A queue's priority is its requests' effective priority ([`IoPriority::effective_class`],
 //!   level; idle is level 7): a sync queue takes a new priority when its process's next
 //!   request carries one (2.6.18 notices `ioprio_set` at the next request). The temporary
@@ -154,7 +200,7 @@ use elevator_core::{
     Scheduler, Sector, SideTable, TunableError, TunableSpec, Unit,
 };
 
-use self::process::Process;
+use self::process::{Process, SeekStats};
 use self::rr::{LEVELS, ListId, QueueIndex, RoundRobin};
 use crate::common::{self, ASYNC_QUEUE_SLOTS, queue_priority};
 
@@ -285,10 +331,94 @@ pub(crate) fn choose_first(
     common::seek_prefers_first(last, back_max_sectors, penalty, first_start, second_start)
 }
 
-/// Whether cfq files `request` as sync: in 2.6.18, reads and nothing else.
-fn is_sync(request: &Request) -> bool {
-    request.op == Op::Read
+/// Where a build's cfq differs from vanilla 2.6.18: one switch per change, each tagged with
+/// its source commit in legacy-vs-kernel.md (see "Profiles" in the module header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// C92 (R6): a completion kicks the queue whenever the driver holds no request, and no
+    /// longer after an idle wait that could not be armed.
+    pub kick_when_driver_empty: bool,
+    /// C194 (R3): an empty active sync queue yields to a close cooperator, the two queues
+    /// merge, and a merged queue splits after `CFQQ_COOP_TOUT` (1 s) of seeky I/O.
+    pub cooperating_queues: bool,
+    /// C194 (R4): seek statistics per queue, from the queue's last request (0 for the first
+    /// sample), seeky above 8192 sectors (4 MiB).
+    pub queue_seek_stats: bool,
+    /// C194 (R5): the head position request choice measures from is the end of the last
+    /// request the driver activated (`last_position`).
+    pub position_at_activation: bool,
+    /// C194 (R6): an arrival for the queue cfq idles on runs the queue only if it is larger
+    /// than a page or other queues are busy (`must_dispatch` is set either way).
+    pub kick_large_or_busy: bool,
+    /// C194: `cfq_may_queue` looks up `cic->cfqq[rw & REQ_RW_SYNC]` with a bare direction,
+    /// always the async queue, which is never idled on: it never answers MUST.
+    pub may_queue_async_lookup: bool,
+    /// How async queues are shared (R7).
+    pub async_queues: AsyncQueues,
+    /// C194.8 (R2): a write flagged sync (`REQ_RW_SYNC`: O_DIRECT) goes to the process's sync
+    /// queue (`rq_is_sync`).
+    pub sync_writes: bool,
 }
+
+/// Whose buffered writes share an async queue (R7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsyncQueues {
+    /// One per (class, level) (`cfq_async_queue_prio`, C194.8; vanilla too here, see
+    /// "Deviations from Linux").
+    PerPriority,
+    /// One per process (`cic->cfqq[ASYNC]`, C194 and 194.3.1).
+    PerProcess,
+}
+
+impl Profile {
+    /// Vanilla 2.6.18 and 2.6.18-8.el5 (C8: the file is identical).
+    pub const VANILLA: Profile = Profile {
+        kick_when_driver_empty: false,
+        cooperating_queues: false,
+        queue_seek_stats: false,
+        position_at_activation: false,
+        kick_large_or_busy: false,
+        may_queue_async_lookup: false,
+        async_queues: AsyncQueues::PerPriority,
+        sync_writes: false,
+    };
+    /// 2.6.18-92.el5 (RHEL 5.2) up to 164.el5.
+    pub const RHEL5_92: Profile = Profile { kick_when_driver_empty: true, ..Profile::VANILLA };
+    /// 2.6.18-194.el5 (RHEL 5.5 GA) and 194.3.1.el5.
+    pub const RHEL5_194: Profile = Profile {
+        kick_when_driver_empty: true,
+        cooperating_queues: true,
+        queue_seek_stats: true,
+        position_at_activation: true,
+        kick_large_or_busy: true,
+        may_queue_async_lookup: true,
+        async_queues: AsyncQueues::PerProcess,
+        sync_writes: false,
+    };
+    /// 2.6.18-194.8.1.el5 and later 5.5 errata (194.11.4.el5, the iozone file server's).
+    pub const RHEL5_194_8: Profile =
+        Profile { async_queues: AsyncQueues::PerPriority, sync_writes: true, ..Profile::RHEL5_194 };
+
+    /// Whether cfq files `request` as sync: in 2.6.18, reads and nothing else (its test for a
+    /// sync write compares a bare direction with `WRITE_SYNC` and never matches); from
+    /// 194.8.1.el5, reads and writes flagged sync.
+    fn is_sync(self, request: &Request) -> bool {
+        request.op == Op::Read || (self.sync_writes && request.flags.is_sync())
+    }
+
+    /// The mean seek distance above which a stream is seeky: 64 MiB per process (vanilla
+    /// `CIC_SEEKY`), 4 MiB per queue from 194.el5 (`CFQQ_SEEK_THR`).
+    fn seeky_mean_sectors(self) -> u64 {
+        if self.queue_seek_stats { QUEUE_SEEKY_MEAN_SECTORS } else { process::SEEKY_MEAN_SECTORS }
+    }
+}
+
+/// `CFQQ_SEEK_THR` (C194): a queue whose mean seek exceeds 8192 sectors (4 MiB) is seeky.
+const QUEUE_SEEKY_MEAN_SECTORS: u64 = 8 * 1024;
+/// `CFQQ_COOP_TOUT` (C194): a merged queue seeky for longer than this is split again.
+const COOP_TIMEOUT_JIFFIES: u64 = HZ;
+/// The page size `cfq_crq_enqueued` compares a request's bytes with (C194).
+const PAGE_BYTES: u64 = 4096;
 
 /// cfq's tunables in their working form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -324,8 +454,10 @@ impl Default for Tunables {
 /// Whose requests a queue holds.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Owner {
-    /// One process's sync requests.
+    /// One process's sync requests (with cooperating queues, possibly other processes' too).
     Process(ProcessId),
+    /// One process's async requests (194.el5's per-process async queues).
+    ProcessAsync(ProcessId),
     /// Async requests of every process at one priority.
     Shared,
     /// A freed slot, waiting for reuse.
@@ -364,6 +496,20 @@ struct CfqQueue {
     idle_window: bool,
     /// `may_queue` said `Must` in this slice already (interior: that hook reads `&self`).
     must_alloc_slice: Cell<bool>,
+    /// The queue's seek statistics (194.el5 on; vanilla keeps them per process).
+    seek: SeekStats,
+    /// End of the queue's last sync request (0: none yet, as the kernel's test reads it).
+    last_request_pos: Sector,
+    /// Live processes whose sync queue this is.
+    sync_refs: u32,
+    /// References a planned merge added ahead of the processes moving in (`cfq_setup_merge`).
+    merge_refs: u32,
+    /// The queue its processes move to at their next request (`new_cfqq`).
+    merge_into: Option<QueueIndex>,
+    /// Shared by cooperating processes after a merge (`coop`).
+    coop: bool,
+    /// Since when a merged queue has been seeky (`seeky_start`).
+    seeky_since_jiffies: Option<u64>,
 }
 
 impl CfqQueue {
@@ -384,7 +530,20 @@ impl CfqQueue {
             fifo_expire: false,
             idle_window: class != IoClass::Idle,
             must_alloc_slice: Cell::new(false),
+            seek: SeekStats::default(),
+            last_request_pos: Sector(0),
+            sync_refs: 0,
+            merge_refs: 0,
+            merge_into: None,
+            coop: false,
+            seeky_since_jiffies: None,
         }
+    }
+
+    /// Processes referring to it, counting those a planned merge will bring
+    /// (`cfqq_process_refs`).
+    fn process_refs(&self) -> u32 {
+        self.sync_refs + self.merge_refs
     }
 
     /// Requests staged or at the device.
@@ -417,14 +576,20 @@ struct Counters {
     aliases: u64,
     sync_queues_created: u64,
     async_queues_created: u64,
-    /// Requests filed into a process's sync queue and into a shared async queue.
+    /// Requests filed into a process's sync queue and into an async queue.
     sync_requests: u64,
     async_requests: u64,
+    /// 194.el5 on: an empty active queue yielded to a close cooperator; a process moved into
+    /// the queue it was merged with; a merged queue was split.
+    cooperator_switches: u64,
+    queue_merges: u64,
+    queue_splits: u64,
 }
 
 /// The cfq scheduler.
 #[derive(Debug)]
 pub struct Cfq {
+    profile: Profile,
     tunables: Tunables,
     /// Every queue; freed slots are reused.
     queues: Vec<CfqQueue>,
@@ -442,10 +607,14 @@ pub struct Cfq {
     dispatch_slice: u64,
     idle_slice_timer_jiffies: Option<u64>,
     idle_class_timer_jiffies: Option<u64>,
-    /// End of the staged list's tail: the head position request choice measures from.
+    /// End of the staged list's tail: the head position request choice measures from
+    /// (vanilla).
     last_sector: Sector,
-    /// When a request of a non-idle queue last completed.
-    last_end_request_jiffies: u64,
+    /// End of the last request the driver activated (`last_position`, 194.el5 on).
+    last_position: Sector,
+    /// When a request of a non-idle queue last completed (`None`: none yet, which the kernel's
+    /// boot-time jiffies make long ago).
+    last_end_request_jiffies: Option<u64>,
     hw_tag: bool,
     /// Requests a round moved out, in the sweep order the kernel's dispatch list would hold.
     staged: DispatchList,
@@ -467,9 +636,15 @@ pub struct Cfq {
 }
 
 impl Cfq {
-    /// A new, empty cfq with the kernel's defaults.
+    /// A new, empty vanilla 2.6.18 cfq with the kernel's defaults.
     pub fn new() -> Cfq {
+        Cfq::with_profile(Profile::VANILLA)
+    }
+
+    /// A new, empty cfq as the builds of `profile` shipped it, with the kernel's defaults.
+    pub fn with_profile(profile: Profile) -> Cfq {
         Cfq {
+            profile,
             tunables: Tunables::default(),
             queues: Vec::new(),
             free_queues: Vec::new(),
@@ -483,7 +658,8 @@ impl Cfq {
             idle_slice_timer_jiffies: None,
             idle_class_timer_jiffies: None,
             last_sector: Sector(0),
-            last_end_request_jiffies: 0,
+            last_position: Sector(0),
+            last_end_request_jiffies: None,
             hw_tag: false,
             staged: DispatchList::new(),
             queued_count: 0,
@@ -520,15 +696,18 @@ impl Scheduler for Cfq {
         // An arrival at an empty scheduler plugs and unplugs the queue: the queue runs.
         let scheduler_was_empty = self.busy_queues == 0 && self.staged.is_empty();
         let request = &cx.requests[id];
-        let sync = is_sync(request);
+        let sync = self.profile.is_sync(request);
         let process = self.processes.entry(request.process).or_insert_with(|| Process::new(now));
         if !process.alive {
             process.revive(now);
+            if let Some(queue) = process.sync_queue {
+                self.queues[queue.slot()].sync_refs += 1;
+            }
         }
         let sync_queue = process.sync_queue;
         let queue = if sync {
             self.counters.sync_requests += 1;
-            self.insert_sync_queue(request.process, sync_queue, request.priority)
+            self.insert_sync_queue(now, request.process, sync_queue, request.priority)
         } else {
             self.counters.async_requests += 1;
             self.insert_async_queue(request.process, request.priority)
@@ -644,22 +823,21 @@ impl Scheduler for Cfq {
     fn requests_merged(&mut self, cx: &Ctx<'_>, kept: RequestId, absorbed: RequestId) {
         let queue = self.request_queue[kept];
         debug_assert_eq!(queue, self.request_queue[absorbed], "cfq: fused across queues");
-        // The survivor takes the absorbed request's FIFO place if that one is older.
-        if self.fifo_links.is_linked(kept)
-            && self.fifo_links.is_linked(absorbed)
-            && self.created_jiffies[absorbed] < self.created_jiffies[kept]
-        {
-            let fifo = &mut self.queues[queue.slot()].fifo;
-            fifo.remove(&mut self.fifo_links, kept);
-            fifo.insert_after(&mut self.fifo_links, absorbed, kept);
-            self.created_jiffies[kept] = self.created_jiffies[absorbed];
+        // The block layer's `attempt_merge` lowers the survivor's start time to the older one
+        // *before* it calls cfq, so `cfq_merged_requests`' "the absorbed one is older: take its
+        // FIFO place" test never holds: the survivor keeps its own FIFO place and carries the
+        // older time into the expiry test (legacy-vs-kernel.md row 10).
+        if self.fifo_links.is_linked(kept) && self.fifo_links.is_linked(absorbed) {
+            self.created_jiffies[kept] =
+                self.created_jiffies[kept].min(self.created_jiffies[absorbed]);
         }
         self.remove_queued(cx, queue, absorbed, cx.requests[absorbed].start);
     }
 
     fn may_queue(&self, _cx: &Ctx<'_>, process: ProcessId, op: Op) -> MayQueue {
         // Only a sync queue can be idled on; writes always go to an async queue in 2.6.18.
-        if op != Op::Read {
+        // From 194.el5 the lookup is of the async queue for every request, so never `Must`.
+        if op != Op::Read || self.profile.may_queue_async_lookup {
             return MayQueue::May;
         }
         let Some(queue) = self.processes.get(&process).and_then(|process| process.sync_queue)
@@ -674,10 +852,12 @@ impl Scheduler for Cfq {
         MayQueue::May
     }
 
-    fn activate(&mut self, cx: &Ctx<'_>, _id: RequestId) {
+    fn activate(&mut self, cx: &Ctx<'_>, id: RequestId) {
         if cx.in_flight > HW_TAG_IN_FLIGHT {
             self.hw_tag = true;
         }
+        // 194.el5's `last_position` (read only by that profile).
+        self.last_position = cx.requests[id].end();
     }
 
     fn complete(&mut self, cx: &Ctx<'_>, done: &Completion) {
@@ -687,13 +867,13 @@ impl Scheduler for Cfq {
         let was_out = std::mem::take(&mut self.out[done.id]);
         debug_assert!(was_out, "cfq: complete for {:?}, which it never handed out", done.id);
         let request = &cx.requests[done.id];
-        let sync = is_sync(request);
+        let sync = self.profile.is_sync(request);
         let queue = self.request_queue[done.id];
         let entry = &mut self.queues[queue.slot()];
         assert!(entry.on_dispatch[usize::from(sync)] > 0, "cfq: {:?} out of step", done.id);
         entry.on_dispatch[usize::from(sync)] -= 1;
         if entry.class != IoClass::Idle {
-            self.last_end_request_jiffies = now;
+            self.last_end_request_jiffies = Some(now);
         }
         if entry.dispatched() == 0 && entry.on_rr {
             entry.service_last_jiffies = Some(now);
@@ -705,11 +885,15 @@ impl Scheduler for Cfq {
         if self.active == Some(queue) {
             if now > self.queues[queue.slot()].slice_end_jiffies {
                 self.slice_expired(now, false);
-            } else if sync && self.queues[queue.slot()].sort.is_empty() {
+            } else if sync
+                && self.queues[queue.slot()].sort.is_empty()
+                && !(self.profile.cooperating_queues && self.close_cooperator(cx, queue).is_some())
+            {
                 self.arm_idle_timer(now, queue);
             }
         }
-        // The driver asks for more after a completion.
+        // The driver asks for more after a completion. (So 92.el5's change of when cfq kicks
+        // the queue itself after one, `kick_when_driver_empty`, is never observable here.)
         self.run_pending = true;
         self.release_if_unused(queue);
     }
@@ -723,15 +907,29 @@ impl Scheduler for Cfq {
         }
         context.alive = false;
         let (async_queue, sync_queue) = (context.async_queue.take(), context.sync_queue);
-        // The exit drops the process's queues, ending the slice of whichever is active.
+        // The exit drops the process's queues, ending the slice of whichever is active. The
+        // idle window stays as it is (row 12): `arm_idle_timer` finds the process gone.
         for queue in [async_queue, sync_queue].into_iter().flatten() {
             if self.active == Some(queue) {
                 self.slice_expired(now, false);
             }
         }
+        if let Some(queue) = async_queue {
+            self.release_if_unused(queue);
+        }
         match sync_queue {
             Some(queue) => {
-                self.queues[queue.slot()].idle_window = false;
+                // The process's reference goes, and one along its planned merges
+                // (`cfq_exit_cfqq`).
+                let entry = &mut self.queues[queue.slot()];
+                entry.sync_refs = entry.sync_refs.saturating_sub(1);
+                let mut next = entry.merge_into;
+                for _ in 0..self.queues.len() {
+                    let Some(target) = next.filter(|&target| target != queue) else { break };
+                    let target = &mut self.queues[target.slot()];
+                    target.merge_refs = target.merge_refs.saturating_sub(1);
+                    next = target.merge_into;
+                }
                 self.release_if_unused(queue);
             }
             None => {
@@ -786,59 +984,131 @@ impl Scheduler for Cfq {
     }
 
     fn counters(&self) -> Vec<Counter> {
-        let counters = self.counters;
-        vec![
-            Counter { name: "slices", value: counters.slices },
-            Counter { name: "slices_expired", value: counters.slices_expired },
-            Counter { name: "idle_waits", value: counters.idle_waits },
-            Counter { name: "idle_timeouts", value: counters.idle_timeouts },
-            Counter { name: "idle_class_waits", value: counters.idle_class_waits },
-            Counter { name: "preemptions", value: counters.preemptions },
-            Counter { name: "fifo_expiries", value: counters.fifo_expiries },
-            Counter { name: "async_cap_expiries", value: counters.async_cap_expiries },
-            Counter { name: "aliases", value: counters.aliases },
-            Counter { name: "sync_queues_created", value: counters.sync_queues_created },
-            Counter { name: "async_queues_created", value: counters.async_queues_created },
-            Counter { name: "sync_requests", value: counters.sync_requests },
-            Counter { name: "async_requests", value: counters.async_requests },
+        let totals = self.counters;
+        let mut counters = vec![
+            Counter { name: "slices", value: totals.slices },
+            Counter { name: "slices_expired", value: totals.slices_expired },
+            Counter { name: "idle_waits", value: totals.idle_waits },
+            Counter { name: "idle_timeouts", value: totals.idle_timeouts },
+            Counter { name: "idle_class_waits", value: totals.idle_class_waits },
+            Counter { name: "preemptions", value: totals.preemptions },
+            Counter { name: "fifo_expiries", value: totals.fifo_expiries },
+            Counter { name: "async_cap_expiries", value: totals.async_cap_expiries },
+            Counter { name: "aliases", value: totals.aliases },
+            Counter { name: "sync_queues_created", value: totals.sync_queues_created },
+            Counter { name: "async_queues_created", value: totals.async_queues_created },
+            Counter { name: "sync_requests", value: totals.sync_requests },
+            Counter { name: "async_requests", value: totals.async_requests },
             Counter { name: "hw_tag", value: u64::from(self.hw_tag) },
-        ]
+        ];
+        if self.profile.cooperating_queues {
+            counters.extend([
+                Counter { name: "cooperator_switches", value: totals.cooperator_switches },
+                Counter { name: "queue_merges", value: totals.queue_merges },
+                Counter { name: "queue_splits", value: totals.queue_splits },
+            ]);
+        }
+        counters
     }
 }
 
 impl Cfq {
     /// The sync queue of `process`, created on its first read; a new priority on its request
-    /// re-files it (the kernel's `cfq_init_prio_data` after `ioprio_set`).
+    /// re-files it (the kernel's `cfq_init_prio_data` after `ioprio_set`). With cooperating
+    /// queues (194.el5) an existing queue is first split or merged as `cfq_set_request` does.
     fn insert_sync_queue(
         &mut self,
+        now: u64,
         process: ProcessId,
         existing: Option<QueueIndex>,
         priority: IoPriority,
     ) -> QueueIndex {
         let (class, level) = queue_priority(priority);
-        if let Some(queue) = existing {
-            let entry = &mut self.queues[queue.slot()];
-            if (entry.class, entry.level) != (class, level) {
-                entry.class = class;
-                entry.level = level;
-                if class == IoClass::Idle {
-                    entry.idle_window = false;
-                }
-                if entry.on_rr {
-                    self.resort(queue, false);
-                }
+        let existing = match existing {
+            Some(queue) if self.profile.cooperating_queues => {
+                self.insert_split_or_merge(now, process, queue)
             }
+            other => other,
+        };
+        if let Some(queue) = existing {
+            self.refile_priority(queue, class, level);
             return queue;
         }
         let queue = self.new_queue(Owner::Process(process), class, level);
+        self.queues[queue.slot()].sync_refs = 1;
         self.counters.sync_queues_created += 1;
         self.processes.get_mut(&process).expect("context created above").sync_queue = Some(queue);
         queue
     }
 
-    /// The shared async queue for `priority`, created on first use.
+    /// 194.el5's `cfq_set_request` for a process that has a sync queue: a merged queue seeky
+    /// for longer than `CFQQ_COOP_TOUT` is split (`split_cfqq`: the last process keeps it,
+    /// any other gets a new one, `None`), else a planned merge is carried out
+    /// (`cfq_merge_cfqqs`: the process moves to the queue it was merged with).
+    fn insert_split_or_merge(
+        &mut self,
+        now: u64,
+        process: ProcessId,
+        queue: QueueIndex,
+    ) -> Option<QueueIndex> {
+        let entry = &mut self.queues[queue.slot()];
+        let split = entry.coop
+            && entry.seeky_since_jiffies.is_some_and(|since| now > since + COOP_TIMEOUT_JIFFIES);
+        let moved_to = if split {
+            if entry.process_refs() == 1 {
+                entry.seeky_since_jiffies = None;
+                entry.coop = false;
+                return Some(queue);
+            }
+            self.counters.queue_splits += 1;
+            None
+        } else {
+            let Some(target) = entry.merge_into else { return Some(queue) };
+            let target_entry = &mut self.queues[target.slot()];
+            target_entry.coop = true;
+            target_entry.merge_refs = target_entry.merge_refs.saturating_sub(1);
+            target_entry.sync_refs += 1;
+            self.counters.queue_merges += 1;
+            Some(target)
+        };
+        let entry = &mut self.queues[queue.slot()];
+        entry.sync_refs = entry.sync_refs.saturating_sub(1);
+        self.processes.get_mut(&process).expect("context created on insert").sync_queue = moved_to;
+        self.release_if_unused(queue);
+        moved_to
+    }
+
+    /// Gives `queue` the priority of its newest request, re-filing it if that changed.
+    fn refile_priority(&mut self, queue: QueueIndex, class: IoClass, level: u8) {
+        let entry = &mut self.queues[queue.slot()];
+        if (entry.class, entry.level) != (class, level) {
+            entry.class = class;
+            entry.level = level;
+            if class == IoClass::Idle {
+                entry.idle_window = false;
+            }
+            if entry.on_rr {
+                self.resort(queue, false);
+            }
+        }
+    }
+
+    /// The async queue for a write of `process` at `priority`, created on first use: the
+    /// shared one of its priority, or (194.el5) the process's own.
     fn insert_async_queue(&mut self, process: ProcessId, priority: IoPriority) -> QueueIndex {
         let (class, level) = queue_priority(priority);
+        if self.profile.async_queues == AsyncQueues::PerProcess {
+            let context = self.processes.get(&process).expect("context created above");
+            if let Some(queue) = context.async_queue {
+                self.refile_priority(queue, class, level);
+                return queue;
+            }
+            let queue = self.new_queue(Owner::ProcessAsync(process), class, level);
+            self.counters.async_queues_created += 1;
+            self.processes.get_mut(&process).expect("context created above").async_queue =
+                Some(queue);
+            return queue;
+        }
         let slot = common::async_queue_slot(class, level);
         let queue = match self.async_queues[slot] {
             Some(queue) => queue,
@@ -874,7 +1144,8 @@ impl Cfq {
     fn insert_enqueued(&mut self, cx: &Ctx<'_>, queue: QueueIndex, id: RequestId) {
         let now = cx.now.jiffies();
         let request = &cx.requests[id];
-        if !is_sync(request) {
+        let profile = self.profile;
+        if !profile.is_sync(request) {
             // An async request from the process cfq idles for: it will not send a sync one
             // soon, so stop waiting.
             if self.active_process == Some(request.process)
@@ -888,17 +1159,46 @@ impl Cfq {
         let slice_idle = self.tunables.slice_idle_jiffies;
         let process = self.processes.get_mut(&request.process).expect("context created on insert");
         process.update_think_time(now, slice_idle);
-        process.update_seek(request.start);
-        let idle_window =
-            process.idle_window(self.queues[queue.slot()].idle_window, slice_idle, self.hw_tag);
+        let entry = &mut self.queues[queue.slot()];
+        let seek_mean_sectors = if profile.queue_seek_stats {
+            // 194.el5's `cfq_update_io_seektime`: from the queue's last request, 0 for its first.
+            let distance = if entry.last_request_pos == Sector(0) {
+                0
+            } else {
+                request.start.distance(entry.last_request_pos)
+            };
+            entry.seek.update(distance);
+            let seeky = entry.seek.mean_sectors() > QUEUE_SEEKY_MEAN_SECTORS;
+            if entry.coop {
+                if !seeky {
+                    entry.seeky_since_jiffies = None;
+                } else if entry.seeky_since_jiffies.is_none() {
+                    entry.seeky_since_jiffies = Some(now);
+                }
+            }
+            entry.seek.mean_sectors()
+        } else {
+            process.update_seek(request.start);
+            process.seek.mean_sectors()
+        };
+        // Both versions test the mean here without asking whether it is valid yet.
+        let seeky_on_hw_tag = self.hw_tag && seek_mean_sectors > profile.seeky_mean_sectors();
+        entry.idle_window = process.idle_window(entry.idle_window, slice_idle, seeky_on_hw_tag);
         process.last_request_pos = request.end();
-        self.queues[queue.slot()].idle_window = idle_window;
+        entry.last_request_pos = request.end();
         if self.active == Some(queue) {
+            let busy_queues = self.busy_queues;
             let entry = &mut self.queues[queue.slot()];
             if entry.wait_request {
                 entry.must_dispatch = true;
-                self.idle_slice_timer_jiffies = None;
-                self.run_pending = true;
+                // 194.el5 leaves a small request alone on an otherwise idle scheduler, so that
+                // plugging can merge the next ones into it; the idle timer or a bigger arrival
+                // runs the queue.
+                let bytes = u64::from(request.sector_count) * 512;
+                if !profile.kick_large_or_busy || bytes > PAGE_BYTES || busy_queues > 1 {
+                    self.idle_slice_timer_jiffies = None;
+                    self.run_pending = true;
+                }
             }
         } else if self.insert_should_preempt(queue) {
             self.insert_preempt(now, queue);
@@ -960,7 +1260,7 @@ impl Cfq {
         let request = &cx.requests[id];
         self.queues[queue.slot()].next_request = self.find_next(cx, queue, request.start);
         self.remove_queued(cx, queue, id, request.start);
-        self.queues[queue.slot()].on_dispatch[usize::from(is_sync(request))] += 1;
+        self.queues[queue.slot()].on_dispatch[usize::from(self.profile.is_sync(request))] += 1;
         self.out[id] = true;
         self.staged.add(cx.requests, id, DispatchInsert::Sort);
         let tail = self.staged.iter().last().expect("just staged");
@@ -1003,11 +1303,14 @@ impl Cfq {
         first: Option<RequestId>,
         second: Option<RequestId>,
     ) -> Option<RequestId> {
-        let candidate = |id: RequestId| (cx.requests[id].start, is_sync(&cx.requests[id]));
+        let profile = self.profile;
+        let candidate = |id: RequestId| (cx.requests[id].start, profile.is_sync(&cx.requests[id]));
         let back_max_sectors = self.tunables.back_seek_max_kib * 2;
+        let head =
+            if profile.position_at_activation { self.last_position } else { self.last_sector };
         common::choose_request(first, second, |first, second| {
             choose_first(
-                self.last_sector,
+                head,
                 back_max_sectors,
                 self.tunables.back_seek_penalty,
                 candidate(first),
@@ -1120,8 +1423,12 @@ impl Cfq {
         }
         let process = self.active_process.and_then(|process| self.processes.get(&process));
         let Some(process) = process.filter(|process| process.alive) else { return false };
-        let wait_jiffies =
-            if process.is_seeky() { slice_idle.min(SEEKY_IDLE_JIFFIES) } else { slice_idle };
+        let seeky = if self.profile.queue_seek_stats {
+            self.queue_is_seeky(queue)
+        } else {
+            process.is_seeky()
+        };
+        let wait_jiffies = if seeky { slice_idle.min(SEEKY_IDLE_JIFFIES) } else { slice_idle };
         let entry = &mut self.queues[queue.slot()];
         entry.must_dispatch = true;
         entry.wait_request = true;
@@ -1177,7 +1484,7 @@ impl Cfq {
     /// The idle-class grace timer (`cfq_idle_class_timer`): run the queue once no other request
     /// has completed for the grace period, else wait on.
     fn fire_idle_class_timer(&mut self, at: u64) {
-        let end = self.last_end_request_jiffies + IDLE_GRACE_JIFFIES;
+        let end = self.idle_grace_end_jiffies();
         if at < end {
             self.idle_class_timer_jiffies = Some(end);
         } else if self.busy_queues > 0 {
@@ -1193,7 +1500,7 @@ impl Cfq {
         let mut previous = None;
         // Every pass moves at least one request, so the queued count bounds the passes.
         for _ in 0..=self.queued_count {
-            let Some(queue) = self.dispatch_select_queue(now) else { break };
+            let Some(queue) = self.dispatch_select_queue(cx, now) else { break };
             if previous == Some(queue) {
                 break;
             }
@@ -1213,13 +1520,28 @@ impl Cfq {
     /// The queue to serve now (`cfq_select_queue`): the active one while its slice lasts and it
     /// has requests; none while it waits for its requests out or for its next request; else a
     /// new one.
-    fn dispatch_select_queue(&mut self, now: u64) -> Option<QueueIndex> {
+    fn dispatch_select_queue(&mut self, cx: &Ctx<'_>, now: u64) -> Option<QueueIndex> {
         if let Some(queue) = self.active {
             let entry = &self.queues[queue.slot()];
             if entry.must_dispatch || now <= entry.slice_end_jiffies {
                 if !entry.sort.is_empty() {
                     return Some(queue);
                 }
+                // 194.el5: another queue's next request within this queue's mean seek of the
+                // head runs now, even with this queue's requests still out, and the two
+                // queues are set to merge.
+                if self.profile.cooperating_queues
+                    && let Some(cooperator) = self.close_cooperator(cx, queue)
+                {
+                    if self.queues[queue.slot()].merge_into.is_none() {
+                        self.setup_merge(queue, cooperator);
+                    }
+                    self.slice_expired(now, false);
+                    self.activate_queue(cooperator);
+                    self.counters.cooperator_switches += 1;
+                    return Some(cooperator);
+                }
+                let entry = &self.queues[queue.slot()];
                 if entry.dispatched() > 0 {
                     return None;
                 }
@@ -1242,7 +1564,7 @@ impl Cfq {
         }
         next = next.or_else(|| self.lists.front(ListId::Busy));
         if next.is_none() && !self.lists.is_empty(ListId::Idle) {
-            let end = self.last_end_request_jiffies + IDLE_GRACE_JIFFIES;
+            let end = self.idle_grace_end_jiffies();
             if now >= end {
                 next = self.lists.front(ListId::Idle);
             } else {
@@ -1324,12 +1646,21 @@ impl Cfq {
         Instant::from_jiffies(timer.unwrap_or(now + COMPLETION_WAIT_JIFFIES))
     }
 
-    /// Frees the sync queue of an exited process once nothing refers to it any more.
+    /// Frees a process's queue once nothing refers to it any more: a sync queue no live
+    /// process (or planned merge) names, or an async queue of a process that exited, when it
+    /// has nothing queued or out and is not active. Exited processes whose context only
+    /// waited for it go with it.
     fn release_if_unused(&mut self, queue: QueueIndex) {
         let entry = &self.queues[queue.slot()];
-        let Owner::Process(process) = entry.owner else { return };
-        let exited = self.processes.get(&process).is_none_or(|context| !context.alive);
-        if !exited
+        let used = match entry.owner {
+            Owner::Process(_) => entry.process_refs() > 0,
+            Owner::ProcessAsync(process) => self
+                .processes
+                .get(&process)
+                .is_some_and(|context| context.alive && context.async_queue == Some(queue)),
+            Owner::Shared | Owner::Free => return,
+        };
+        if used
             || entry.on_rr
             || !entry.sort.is_empty()
             || entry.dispatched() > 0
@@ -1338,8 +1669,111 @@ impl Cfq {
             return;
         }
         debug_assert!(self.lists.list_of(queue).is_none(), "cfq: freeing a listed queue");
-        self.processes.remove(&process);
+        self.processes.retain(|_, context| context.alive || context.sync_queue != Some(queue));
+        for other in &mut self.queues {
+            if other.merge_into == Some(queue) {
+                other.merge_into = None;
+            }
+        }
         self.queues[queue.slot()].owner = Owner::Free;
         self.free_queues.push(queue);
+    }
+
+    /// When idle-class queues may be served again: `CFQ_IDLE_GRACE` after the last completion
+    /// of another class. Before any, at once: the kernel's `last_end_request` starts at 0
+    /// while jiffies start near 2^32 at boot (`INITIAL_JIFFIES`), long after (row 13).
+    fn idle_grace_end_jiffies(&self) -> u64 {
+        self.last_end_request_jiffies.map_or(0, |last| last + IDLE_GRACE_JIFFIES)
+    }
+
+    /// Seeky by 194.el5's per-queue test with a valid mean (`sample_valid && CFQQ_SEEKY`).
+    fn queue_is_seeky(&self, queue: QueueIndex) -> bool {
+        let seek = &self.queues[queue.slot()].seek;
+        seek.is_valid() && seek.mean_sectors() > QUEUE_SEEKY_MEAN_SECTORS
+    }
+
+    /// 194.el5's `cfq_close_cooperator`: for an active sync queue that is not seeky, the sync,
+    /// not seeky queue whose next request is closest to the head, if within the active
+    /// queue's mean seek distance of it (4 MiB until that mean is valid).
+    fn close_cooperator(&self, cx: &Ctx<'_>, active: QueueIndex) -> Option<QueueIndex> {
+        let eligible = |queue: QueueIndex| {
+            self.queues[queue.slot()].is_process_queue() && !self.queue_is_seeky(queue)
+        };
+        if !eligible(active) {
+            return None;
+        }
+        self.close_queue(cx, active).filter(|&queue| eligible(queue))
+    }
+
+    /// 194.el5's `cfqq_close`: among the busy queues of the active queue's level (except the
+    /// idle class; the kernel's per-level tree keyed by each queue's next request), one whose
+    /// next request starts at the head, else the nearer of the two either side of the head if
+    /// close enough (`cfq_rq_close`), else the other one if close enough.
+    fn close_queue(&self, cx: &Ctx<'_>, active: QueueIndex) -> Option<QueueIndex> {
+        let head = self.last_position;
+        let level = self.queues[active.slot()].level;
+        let mut below: Option<(Sector, QueueIndex)> = None;
+        let mut above: Option<(Sector, QueueIndex)> = None;
+        for (slot, entry) in self.queues.iter().enumerate() {
+            if slot == active.slot()
+                || !entry.on_rr
+                || entry.class == IoClass::Idle
+                || entry.level != level
+            {
+                continue;
+            }
+            let Some(next) = entry.next_request else { continue };
+            let start = cx.requests[next].start;
+            let queue = QueueIndex(u32::try_from(slot).expect("< 2^32 queues"));
+            if start == head {
+                return Some(queue);
+            }
+            if start < head {
+                if below.is_none_or(|(best, _)| start > best) {
+                    below = Some((start, queue));
+                }
+            } else if above.is_none_or(|(best, _)| start < best) {
+                above = Some((start, queue));
+            }
+        }
+        let active_seek = &self.queues[active.slot()].seek;
+        let reach_sectors = if active_seek.is_valid() {
+            active_seek.mean_sectors()
+        } else {
+            QUEUE_SEEKY_MEAN_SECTORS
+        };
+        let mut candidates = [below, above];
+        candidates.sort_by_key(|candidate| candidate.map(|(start, _)| start.distance(head)));
+        candidates
+            .into_iter()
+            .flatten()
+            .find(|&(start, _)| start.distance(head) <= reach_sectors)
+            .map(|(_, queue)| queue)
+    }
+
+    /// 194.el5's `cfq_setup_merge`: plan to merge `active` with `cooperator` (following any
+    /// merge `cooperator` already plans), in the direction of the fewer processes: the queue
+    /// with fewer moves into the other at its processes' next requests.
+    fn setup_merge(&mut self, active: QueueIndex, cooperator: QueueIndex) {
+        let mut target = cooperator;
+        for _ in 0..self.queues.len() {
+            match self.queues[target.slot()].merge_into {
+                Some(next) if next == active => return,
+                Some(next) => target = next,
+                None => break,
+            }
+        }
+        let refs = self.queues[active.slot()].process_refs();
+        if refs == 0 {
+            return;
+        }
+        let target_refs = self.queues[target.slot()].process_refs();
+        if target_refs >= refs {
+            self.queues[active.slot()].merge_into = Some(target);
+            self.queues[target.slot()].merge_refs += refs;
+        } else {
+            self.queues[target.slot()].merge_into = Some(active);
+            self.queues[active.slot()].merge_refs += target_refs;
+        }
     }
 }

@@ -33,9 +33,42 @@ pub(super) struct Process {
     think_samples: u64,
     think_total: u64,
     think_mean_jiffies: u64,
-    seek_samples: u64,
-    seek_total: u64,
-    seek_mean_sectors: u64,
+    /// Its seek statistics (vanilla; from 194.el5 cfq keeps them per queue instead).
+    pub(super) seek: SeekStats,
+}
+
+/// The decaying mean of a stream's seek distances (`seek_samples`, `seek_total`, `seek_mean`):
+/// a process's in vanilla 2.6.18, a queue's from 2.6.18-194.el5 (C194, R4).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct SeekStats {
+    samples: u64,
+    total: u64,
+    mean_sectors: u64,
+}
+
+impl SeekStats {
+    /// Feeds one seek of `distance` sectors, capped so that one odd request cannot swamp the
+    /// mean (looser for the first samples).
+    pub(super) fn update(&mut self, distance: u64) {
+        let slack = if self.samples <= 60 { 2 * 1024 * 1024 } else { 2 * 1024 * 64 };
+        let cap = self.mean_sectors.saturating_mul(4).saturating_add(slack);
+        let distance = distance.min(cap);
+        self.samples = (7 * self.samples + 256) / 8;
+        // Saturating: only distances beyond 2^56 sectors could overflow the fixed point.
+        self.total =
+            (self.total.saturating_mul(7).saturating_add(distance.saturating_mul(256))) / 8;
+        self.mean_sectors = (self.total + self.samples / 2) / self.samples;
+    }
+
+    /// Whether enough samples were taken to trust the mean (`sample_valid`).
+    pub(super) fn is_valid(&self) -> bool {
+        self.samples > VALID_SAMPLES
+    }
+
+    /// The mean seek distance in sectors.
+    pub(super) fn mean_sectors(&self) -> u64 {
+        self.mean_sectors
+    }
 }
 
 impl Process {
@@ -49,9 +82,7 @@ impl Process {
             think_samples: 0,
             think_total: 0,
             think_mean_jiffies: 0,
-            seek_samples: 0,
-            seek_total: 0,
-            seek_mean_sectors: 0,
+            seek: SeekStats::default(),
         }
     }
 
@@ -75,26 +106,23 @@ impl Process {
     }
 
     /// Feeds the seek distance of a sync request starting at `start`, measured from the end of
-    /// the process's previous sync request and capped so that one odd request cannot swamp the
-    /// mean (looser for the first samples).
+    /// the process's previous sync request (from sector 0 for its first one: vanilla).
     pub(super) fn update_seek(&mut self, start: Sector) {
-        let distance = start.distance(self.last_request_pos);
-        let slack = if self.seek_samples <= 60 { 2 * 1024 * 1024 } else { 2 * 1024 * 64 };
-        let cap = self.seek_mean_sectors.saturating_mul(4).saturating_add(slack);
-        let distance = distance.min(cap);
-        self.seek_samples = (7 * self.seek_samples + 256) / 8;
-        // Saturating: only distances beyond 2^56 sectors could overflow the fixed point.
-        self.seek_total =
-            (self.seek_total.saturating_mul(7).saturating_add(distance.saturating_mul(256))) / 8;
-        self.seek_mean_sectors = (self.seek_total + self.seek_samples / 2) / self.seek_samples;
+        self.seek.update(start.distance(self.last_request_pos));
     }
 
     /// The idle-window decision at a sync arrival (`cfq_update_idle_window`), from the queue's
-    /// current setting: off with `slice_idle` 0 or for a seeky process on a queuing device;
-    /// otherwise, once the think-time mean is valid, on exactly when it is within `slice_idle`.
-    pub(super) fn idle_window(&self, current: bool, slice_idle_jiffies: u64, hw_tag: bool) -> bool {
-        // 2.6.18 tests the seek mean here without asking whether it is valid yet.
-        if slice_idle_jiffies == 0 || (hw_tag && self.seek_mean_sectors > SEEKY_MEAN_SECTORS) {
+    /// current setting: off with `slice_idle` 0 or for a seeky stream on a queuing device
+    /// (`seeky_on_hw_tag`: the caller's `hw_tag` and seek test, per process in vanilla, per
+    /// queue from 194.el5); otherwise, once the think-time mean is valid, on exactly when it
+    /// is within `slice_idle`.
+    pub(super) fn idle_window(
+        &self,
+        current: bool,
+        slice_idle_jiffies: u64,
+        seeky_on_hw_tag: bool,
+    ) -> bool {
+        if slice_idle_jiffies == 0 || seeky_on_hw_tag {
             false
         } else if self.think_samples > VALID_SAMPLES {
             self.think_mean_jiffies <= slice_idle_jiffies
@@ -103,9 +131,10 @@ impl Process {
         }
     }
 
-    /// Seeky with a valid seek mean: the idle wait for it shrinks to 2 ms.
+    /// Seeky with a valid seek mean (vanilla's per-process test): the idle wait for it shrinks
+    /// to 2 ms.
     pub(super) fn is_seeky(&self) -> bool {
-        self.seek_samples > VALID_SAMPLES && self.seek_mean_sectors > SEEKY_MEAN_SECTORS
+        self.seek.is_valid() && self.seek.mean_sectors() > SEEKY_MEAN_SECTORS
     }
 
     #[cfg(test)]
@@ -115,6 +144,6 @@ impl Process {
 
     #[cfg(test)]
     pub(super) fn seek_mean_sectors(&self) -> u64 {
-        self.seek_mean_sectors
+        self.seek.mean_sectors()
     }
 }

@@ -408,8 +408,10 @@ fn think_time_and_seek_statistics() {
     }
     assert!(seeker.seek_mean_sectors() > super::process::SEEKY_MEAN_SECTORS);
     assert!(seeker.is_seeky());
-    assert!(seeker.idle_window(true, 8, false));
-    assert!(!seeker.idle_window(true, 8, true), "seeky on a queuing device");
+    // The caller's test on a queuing device (`hw_tag && CIC_SEEKY`).
+    let seeky = seeker.seek_mean_sectors() > super::process::SEEKY_MEAN_SECTORS;
+    assert!(seeker.idle_window(true, 8, false), "seeky, but the device does not queue");
+    assert!(!seeker.idle_window(true, 8, seeky), "seeky on a queuing device");
 }
 
 // Proves hw_tag detection: more than four requests at the device at once marks the device as

@@ -229,11 +229,12 @@ impl HostSpec {
             return Err(params.impossible("reserve", "must be less than ram"));
         }
         if params.text("fs") == "xfs"
-            && KernelVersion::parse(params.text("kernel")) == Some(KernelVersion::Rhel5_0)
+            && KernelVersion::parse(params.text("kernel"))
+                .is_some_and(|kernel| !kernel.builds_xfs())
         {
             return Err(params.impossible(
                 "fs",
-                "RHEL 5.0 (2.6.18-8.el5) did not build XFS; Red Hat shipped it from RHEL 5.4 (use kernel=2.6.18 or 2.6.18-194.11.4.el5)",
+                "RHEL 5.0 (2.6.18-8.el5) and 5.2 (2.6.18-92.el5) did not build XFS; Red Hat shipped it from RHEL 5.4 (use kernel=2.6.18 or 2.6.18-194.11.4.el5)",
             ));
         }
         if params.integer("dirty_background_ratio") > params.integer("dirty_ratio") {
