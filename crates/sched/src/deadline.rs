@@ -65,8 +65,9 @@
 //! * Back merges use the block layer's index instead of deadline's private 32-bucket hash; the
 //!   lookup finds the same request except when several queued requests end at one sector
 //!   (then the newest is the one candidate, and if it is an alias, no merge happens).
-//! * The core's merge rules require equal sync-ness (2.6.20+), where 2.6.18 would merge an
-//!   O_DIRECT write into an asynchronous write-back request.
+//! * A queue built with the core's default configuration requires equal sync-ness for a merge
+//!   (2.6.20+); the simulator's legacy queues merge an O_DIRECT write into a write-back
+//!   request as 2.6.18 does (`QueueConfig::merges_ignore_sync`).
 //! * `batching` saturates instead of overflowing after 2^32 non-contiguous dispatches.
 
 use std::collections::BTreeMap;

@@ -176,8 +176,9 @@
 //!   boost of a process holding a filesystem-exclusive resource is not modelled.
 //! * Front merges are looked up among all queued requests; 2.6.18 cfq searched only the
 //!   submitting process's own queue. Back merges use the block layer's index (2.6.18: cfq's
-//!   64-bucket hash, same result except when several requests end at one sector). The core's
-//!   merge rules require equal sync-ness, which 2.6.18 did not.
+//!   64-bucket hash, same result except when several requests end at one sector). A queue
+//!   built with the core's default configuration requires equal sync-ness for a merge; the
+//!   simulator's legacy queues do not, as 2.6.18 did not (`QueueConfig::merges_ignore_sync`).
 //! * The sort boundary of the staged list moves when cfq hands a request out, not when the
 //!   driver takes one from the block layer's list (they differ only after a requeue).
 //! * Allocation failures (`must_alloc`, the "starved" wake-up) cannot happen here.
