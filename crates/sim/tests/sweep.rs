@@ -131,6 +131,20 @@ fn regression_seed_189_fdatasync_after_a_page_rewritten_under_writeback() {
     assert_eq!(run.phases.iter().map(|phase| phase.bytes).sum::<u64>(), 2 * 19 * 1313);
 }
 
+// Sweep seed 5322 (issue 16): an OLTP load with no reads, no log writer and no think time
+// (`oltp:reads=0,log=0,...`) ran transactions without end at one instant, inside one poll of
+// a session (no event, so no bound caught it). Such a load is now refused by key, so the
+// derivation draws another workload for the seed, which runs to its end.
+#[test]
+fn regression_seed_5322_an_oltp_load_that_takes_no_time_is_refused() {
+    let error = WorkloadSpec::parse("oltp:reads=0,block=128k,log=0,dbwr=2,size=8m,runtime=1ms")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("reads=0, log=0"), "{error}");
+    let result = elevator_sim::sweep::run_seed(5322, false);
+    assert!(matches!(result.outcome, elevator_sim::sweep::Outcome::Ok), "{:?}", result.outcome);
+}
+
 // Sweep seed 11394 (issue 14): a disk whose buffer has one segment gave that segment to
 // writes as well as reads, and a write could wait for room a read stream held: every OLTP
 // user stalled with one I/O outstanding. One segment is always kept for reads (the hdd

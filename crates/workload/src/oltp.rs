@@ -255,6 +255,19 @@ impl OltpConfig {
                 ),
             ));
         }
+        // Sessions spend no CPU here (module header), so a transaction that neither reads, nor
+        // waits for the log writer, nor thinks takes no time at all: the session would run
+        // transactions without end at one instant.
+        if params.integer("reads") == 0
+            && !params.flag("log")
+            && params.time("think") == Duration::ZERO
+        {
+            return Err(params.impossible(
+                "reads",
+                "with reads=0, log=0 and think=0 a transaction touches no disk and takes no \
+                 time (accepted: reads above 0, log=1 or a think time)",
+            ));
+        }
         let cache_bytes = params.size("cache");
         if cache_bytes < block_bytes {
             return Err(params.impossible(
@@ -1039,6 +1052,9 @@ mod tests {
         assert!(parse_error("oltp:runtime=0").contains("runtime=0 is not valid"));
         assert!(parse_error("oltp:dbwr=0").contains("dbwr=0 is not valid"));
         assert!(parse_error("oltp:cache=2k").contains("cache: 2048 bytes holds no block"));
+        // Sweep seed 5322 ran such a load without end at one instant.
+        assert!(parse_error("oltp:reads=0,log=0").contains("reads: with reads=0, log=0"));
+        assert!(crate::WorkloadSpec::parse("oltp:reads=0,log=0,think=1ms").is_ok());
         let plan_error = |text: &str| plan_error(text, &targets());
         assert!(plan_error("oltp:luns=5").contains("luns: 5 devices asked for"));
         assert!(plan_error("oltp:size=4g").contains("size: the files on lun0 need"));
