@@ -394,6 +394,39 @@ enum Event {
     FabricWake { generation: u64 },
 }
 
+/// One wake-up that is moved rather than added to: at most one of its events is live; the
+/// others stay in the heap until their time and are ignored by their generation.
+#[derive(Clone, Copy, Debug, Default)]
+struct WakeSlot {
+    /// When the live event fires, if there is one.
+    at: Option<Instant>,
+    /// The live event's generation.
+    generation: u64,
+}
+
+impl WakeSlot {
+    /// Moves the wake-up to `next`. Returns the time and generation of the event to push, if
+    /// a new one is needed, and counts the event it supersedes in `superseded`.
+    fn move_to(&mut self, next: Option<Instant>, superseded: &mut usize) -> Option<(Instant, u64)> {
+        if next == self.at {
+            return None;
+        }
+        *superseded += usize::from(self.at.is_some());
+        self.generation += 1;
+        self.at = next;
+        next.map(|at| (at, self.generation))
+    }
+
+    /// Whether an event of `generation` is the live one; if so it has fired.
+    fn fires(&mut self, generation: u64) -> bool {
+        let live = self.generation == generation;
+        if live {
+            self.at = None;
+        }
+        live
+    }
+}
+
 /// A device as the host sees it (`sda`, or a multipath LUN's `dm-N`), with its queues.
 struct DeviceSlot {
     name: String,
@@ -404,8 +437,8 @@ struct DeviceSlot {
     multipath: Option<Multipath>,
     model: Box<dyn crate::device::DeviceModel>,
     link: Option<usize>,
-    step_generation: u64,
-    step_at: Option<Instant>,
+    /// Its model's next event.
+    step: WakeSlot,
     /// Whether some path is dirty.
     dirty: bool,
     /// The write congestion last reported to the host.
@@ -502,8 +535,8 @@ struct Simulation {
     /// (see `device_bit` and `unplug_devices`).
     touched: LookupMap<ProcessId, u64>,
     next_host_op: u64,
-    host_wake_generation: u64,
-    host_wake_at: Option<Instant>,
+    /// The host's next timer.
+    host_wake: WakeSlot,
     /// Bios of each host batch not yet taken by their queue.
     unaccepted: BTreeMap<u64, u32>,
     issuers: Vec<IssuerSlot>,
@@ -537,8 +570,8 @@ struct Simulation {
     /// The other host of an iSCSI topology: the initiator, links and target threads; the
     /// workload's reads go to it, and its worker threads' I/O to this host's queues.
     fabric: Option<Fabric>,
-    fabric_wake_generation: u64,
-    fabric_wake_at: Option<Instant>,
+    /// The fabric's next arrival.
+    fabric_wake: WakeSlot,
     /// The fabric's page reads (fileio) the host holds, by host op: the command's token.
     fabric_host_ops: LookupMap<u64, u64>,
     /// Scratch for the fabric's actions.
@@ -645,8 +678,7 @@ impl Simulation {
                 multipath: device.multipath,
                 model: device.model,
                 link: device.link,
-                step_generation: 0,
-                step_at: None,
+                step: WakeSlot::default(),
                 dirty: false,
                 congested: false,
                 adapter: device.adapter,
@@ -705,8 +737,7 @@ impl Simulation {
             kernel: config.host.kernel(),
             touched: LookupMap::default(),
             next_host_op: 0,
-            host_wake_generation: 0,
-            host_wake_at: None,
+            host_wake: WakeSlot::default(),
             unaccepted: BTreeMap::new(),
             issuers: Vec::new(),
             pending: Vec::new(),
@@ -727,8 +758,7 @@ impl Simulation {
             ready: Vec::new(),
             posted: Vec::new(),
             fabric,
-            fabric_wake_generation: 0,
-            fabric_wake_at: None,
+            fabric_wake: WakeSlot::default(),
             fabric_host_ops: LookupMap::default(),
             fabric_actions: Vec::new(),
         })
@@ -884,8 +914,7 @@ impl Simulation {
                 }
             }
             Event::DeviceStep { device, generation } => {
-                if self.devices[device].step_generation == generation {
-                    self.devices[device].step_at = None;
+                if self.devices[device].step.fires(generation) {
                     self.step_device(device, recorder)?;
                 } else {
                     self.superseded -= 1;
@@ -916,8 +945,7 @@ impl Simulation {
                 self.complete_request(device, path, request, recorder)?;
             }
             Event::HostWake { generation } => {
-                if self.host_wake_generation == generation {
-                    self.host_wake_at = None;
+                if self.host_wake.fires(generation) {
                     self.host.wake(self.now);
                     self.run_host_actions()?;
                 } else {
@@ -935,8 +963,7 @@ impl Simulation {
                 self.finish_io(done.issuer, done.io, done.submitted, done.bytes, recorder);
             }
             Event::FabricWake { generation } => {
-                if self.fabric_wake_generation == generation {
-                    self.fabric_wake_at = None;
+                if self.fabric_wake.fires(generation) {
                     self.fabric.as_mut().expect("a fabric").wake(self.now);
                     self.run_fabric_actions()?;
                 } else {
@@ -1515,14 +1542,8 @@ impl Simulation {
         }
         self.fabric_actions = actions;
         let next = self.fabric.as_ref().expect("checked above").next_event();
-        if next != self.fabric_wake_at {
-            self.superseded += usize::from(self.fabric_wake_at.is_some());
-            self.fabric_wake_generation += 1;
-            self.fabric_wake_at = next;
-            if let Some(at) = next {
-                let generation = self.fabric_wake_generation;
-                self.events.push(at.max(self.now), Event::FabricWake { generation });
-            }
+        if let Some((at, generation)) = self.fabric_wake.move_to(next, &mut self.superseded) {
+            self.events.push(at.max(self.now), Event::FabricWake { generation });
         }
         Ok(())
     }
@@ -1660,14 +1681,8 @@ impl Simulation {
             return Ok(());
         }
         let next = self.host.next_timer();
-        if next != self.host_wake_at {
-            self.superseded += usize::from(self.host_wake_at.is_some());
-            self.host_wake_generation += 1;
-            self.host_wake_at = next;
-            if let Some(at) = next {
-                let generation = self.host_wake_generation;
-                self.events.push(at.max(self.now), Event::HostWake { generation });
-            }
+        if let Some((at, generation)) = self.host_wake.move_to(next, &mut self.superseded) {
+            self.events.push(at.max(self.now), Event::HostWake { generation });
         }
         Ok(())
     }
@@ -1786,14 +1801,8 @@ impl Simulation {
     fn reschedule_device(&mut self, device: usize) {
         let slot = &mut self.devices[device];
         let next = slot.model.next_event();
-        if next != slot.step_at {
-            self.superseded += usize::from(slot.step_at.is_some());
-            slot.step_generation += 1;
-            slot.step_at = next;
-            if let Some(at) = next {
-                let generation = slot.step_generation;
-                self.events.push(at.max(self.now), Event::DeviceStep { device, generation });
-            }
+        if let Some((at, generation)) = slot.step.move_to(next, &mut self.superseded) {
+            self.events.push(at.max(self.now), Event::DeviceStep { device, generation });
         }
     }
 
