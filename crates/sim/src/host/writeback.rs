@@ -1467,6 +1467,21 @@ pub(super) mod tests {
         panic!("the host kept submitting");
     }
 
+    /// `process` writes `pages` pages at the start of `file` (host op `op`).
+    fn write_pages(
+        host: &mut Host,
+        now: Instant,
+        op: u64,
+        process: ProcessId,
+        file: usize,
+        pages: u64,
+    ) {
+        let place = HostPlace::File(file);
+        let bytes = pages * PAGE_BYTES;
+        let kind = HostOpKind::Write;
+        host.submit(now, op, process, IoPriority::DEFAULT, kind, place, 0, bytes).unwrap();
+    }
+
     fn space_of(host: &Host, bio: &HostBio) -> SpaceId {
         host.bios[&bio.id].space
     }
@@ -1508,18 +1523,7 @@ pub(super) mod tests {
         let mut host = host("host:ram=64m,reserve=0,dirty_ratio=10,dirty_background_ratio=5", 11);
         let now = Instant::from_nanos(1_000_000);
         let write = |host: &mut Host, op: u64, file: usize, pages: u64| {
-            let process = ProcessId(op as u32);
-            host.submit(
-                now,
-                op,
-                process,
-                IoPriority::DEFAULT,
-                HostOpKind::Write,
-                HostPlace::File(file),
-                0,
-                pages * PAGE_BYTES,
-            )
-            .unwrap();
+            write_pages(host, now, op, ProcessId(op as u32), file, pages);
         };
         // Writer 100 fills file 10 past the limit; then writers 1..=10 write 1 MiB each.
         write(&mut host, 100, 10, 2048);
@@ -1551,17 +1555,7 @@ pub(super) mod tests {
         let mut host = host("host:ram=64m,reserve=0,dirty_ratio=40,dirty_background_ratio=5", 1);
         let now = Instant::from_nanos(1_000);
         // 2 MiB (512 pages) dirty: above background (819 pages)? No: write 4 MiB.
-        host.submit(
-            now,
-            1,
-            ProcessId(1),
-            IoPriority::DEFAULT,
-            HostOpKind::Write,
-            HostPlace::File(0),
-            0,
-            4 << 20,
-        )
-        .unwrap();
+        write_pages(&mut host, now, 1, ProcessId(1), 0, (4 << 20) / PAGE_BYTES);
         // The writer's balances start background write-back; each bio is accepted until the
         // queue reports congestion after the tenth.
         let mut submitted = 0;
@@ -1598,19 +1592,7 @@ pub(super) mod tests {
     fn write_back_is_submitted_by_whom_the_kernel_submits_it() {
         let is_pdflush =
             |process: ProcessId| (0..PDFLUSH_THREADS_MAX).any(|t| pdflush_process(t) == process);
-        let write = |host: &mut Host, now, op: u64, process, file, pages: u64| {
-            host.submit(
-                now,
-                op,
-                process,
-                IoPriority::DEFAULT,
-                HostOpKind::Write,
-                HostPlace::File(file),
-                0,
-                pages * PAGE_BYTES,
-            )
-            .unwrap();
-        };
+        let write = write_pages;
         let t0 = Instant::from_nanos(1_000);
 
         // (1) 1 MiB dirty, far under the background threshold (64 MiB × 10 %). On XFS the
