@@ -17,6 +17,9 @@ use std::fmt;
 /// The mainline version a release is built on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum KernelBase {
+    /// Linux 2.4.21 (RHEL 3): one elevator (`elevator_linus`), buffer heads, `tq_disk`
+    /// (linux-2.4-elevator.md).
+    V2_4_21,
     /// Linux 2.6.9 (RHEL 4).
     V2_6_9,
     /// Linux 2.6.18 (RHEL 5).
@@ -26,6 +29,11 @@ pub enum KernelBase {
 /// A kernel release a host runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum KernelVersion {
+    /// Vanilla 2.4.21 (linux-2.4-elevator.md §0.2 `vanilla-2.4.21`).
+    Linux2_4_21,
+    /// RHEL 3 U4, 2.4.21-27.EL: the `rhel3` profile of linux-2.4-elevator.md §0.2 (15.EL to
+    /// 63.EL); the study's RHEL 3 baseline most likely ran U4 or U5, both this profile.
+    Rhel3,
     /// Vanilla 2.6.9 (anticipatory by default, congestion off at 111, no ext3 reservation
     /// windows).
     Linux2_6_9,
@@ -50,7 +58,9 @@ pub enum KernelVersion {
 }
 
 /// Every release, in the order `elevator list` shows them.
-pub const KERNEL_VERSIONS: [KernelVersion; 8] = [
+pub const KERNEL_VERSIONS: [KernelVersion; 10] = [
+    KernelVersion::Linux2_4_21,
+    KernelVersion::Rhel3,
     KernelVersion::Linux2_6_9,
     KernelVersion::Rhel4,
     KernelVersion::Linux2_6_18,
@@ -63,6 +73,8 @@ pub const KERNEL_VERSIONS: [KernelVersion; 8] = [
 
 /// The names `host:kernel=` accepts, canonical names first, then aliases.
 pub const KERNEL_NAMES: &[&str] = &[
+    "2.4.21",
+    "2.4.21-27.EL",
     "2.6.9",
     "2.6.9-5.EL",
     "2.6.18",
@@ -71,6 +83,7 @@ pub const KERNEL_NAMES: &[&str] = &[
     "2.6.18-194.el5",
     "2.6.18-194.8.1.el5",
     "2.6.18-194.11.4.el5",
+    "rhel3",
     "rhel4",
     "rhel5.0",
     "rhel5.2",
@@ -94,12 +107,17 @@ pub enum ReadAheadAlgorithm {
     PerPage,
     /// 2.6.18 (Pratt and Pai's rewrite): called once per `read()`.
     PerCall,
+    /// 2.4.21's `generic_file_readahead` (linux-2.4-elevator.md §6.3): `ramax` doubling up to
+    /// vm.max-readahead (31 pages), page by page.
+    Generic2_4,
 }
 
 impl KernelVersion {
     /// The release a name denotes (canonical name or alias), if any.
     pub fn parse(name: &str) -> Option<KernelVersion> {
         Some(match name {
+            "2.4.21" => KernelVersion::Linux2_4_21,
+            "2.4.21-27.EL" | "rhel3" => KernelVersion::Rhel3,
             "2.6.9" => KernelVersion::Linux2_6_9,
             "2.6.9-5.EL" | "2.6.9-11.EL" | "rhel4" => KernelVersion::Rhel4,
             "2.6.18" => KernelVersion::Linux2_6_18,
@@ -115,6 +133,8 @@ impl KernelVersion {
     /// The canonical name (`uname -r` of the release).
     pub const fn name(self) -> &'static str {
         match self {
+            KernelVersion::Linux2_4_21 => "2.4.21",
+            KernelVersion::Rhel3 => "2.4.21-27.EL",
             KernelVersion::Linux2_6_9 => "2.6.9",
             KernelVersion::Rhel4 => "2.6.9-5.EL",
             KernelVersion::Linux2_6_18 => "2.6.18",
@@ -129,6 +149,12 @@ impl KernelVersion {
     /// One line for `elevator list`.
     pub const fn help(self) -> &'static str {
         match self {
+            KernelVersion::Linux2_4_21 => {
+                "vanilla 2.4.21: one elevator (elevator_linus), buffer heads, tq_disk plugging"
+            }
+            KernelVersion::Rhel3 => {
+                "RHEL 3 U4 (2.4.21-27.EL): elevator_linus with read-latency2 and a one-hit merge cache, 512 + 512 requests on 4 GB"
+            }
             KernelVersion::Linux2_6_9 => {
                 "vanilla 2.6.9: anticipatory default, congestion off at 111, no ext3 reservation windows"
             }
@@ -157,6 +183,7 @@ impl KernelVersion {
     /// The mainline version it is built on.
     pub const fn base(self) -> KernelBase {
         match self {
+            KernelVersion::Linux2_4_21 | KernelVersion::Rhel3 => KernelBase::V2_4_21,
             KernelVersion::Linux2_6_9 | KernelVersion::Rhel4 => KernelBase::V2_6_9,
             KernelVersion::Linux2_6_18
             | KernelVersion::Rhel5_0
@@ -169,7 +196,10 @@ impl KernelVersion {
 
     /// Whether it is Red Hat's build rather than vanilla.
     pub const fn is_rhel(self) -> bool {
-        !matches!(self, KernelVersion::Linux2_6_9 | KernelVersion::Linux2_6_18)
+        !matches!(
+            self,
+            KernelVersion::Linux2_4_21 | KernelVersion::Linux2_6_9 | KernelVersion::Linux2_6_18
+        )
     }
 
     /// Whether the release builds XFS: vanilla does; RHEL 5 only from 164.el5 (5.4) on, so
@@ -178,9 +208,11 @@ impl KernelVersion {
         !matches!(self, KernelVersion::Rhel5_0 | KernelVersion::Rhel5_2)
     }
 
-    /// The scheduler a queue starts with (§0: anticipatory in vanilla 2.6.9, cfq elsewhere).
+    /// The scheduler a queue starts with (§0: anticipatory in vanilla 2.6.9, cfq elsewhere;
+    /// 2.4 has one elevator and no choice, linux-2.4-elevator.md §3.7).
     pub const fn default_scheduler(self) -> &'static str {
         match self {
+            KernelVersion::Linux2_4_21 | KernelVersion::Rhel3 => "elevator_linus",
             KernelVersion::Linux2_6_9 => "anticipatory",
             _ => "cfq",
         }
@@ -190,7 +222,9 @@ impl KernelVersion {
     pub const fn unplug_test(self) -> UnplugTest {
         match self.base() {
             KernelBase::V2_6_9 => UnplugTest::Exactly,
-            KernelBase::V2_6_18 => UnplugTest::AtLeast,
+            // 2.4 has no request-count threshold at all (linux-2.4-elevator.md §4.2); the
+            // block layer's 2.4 plugging does not ask.
+            KernelBase::V2_6_18 | KernelBase::V2_4_21 => UnplugTest::AtLeast,
         }
     }
 
@@ -232,6 +266,7 @@ impl KernelVersion {
     /// the RHEL 4 release here is GA/U1).
     pub const fn read_ahead(self) -> ReadAheadAlgorithm {
         match self.base() {
+            KernelBase::V2_4_21 => ReadAheadAlgorithm::Generic2_4,
             KernelBase::V2_6_9 => ReadAheadAlgorithm::PerPage,
             KernelBase::V2_6_18 => ReadAheadAlgorithm::PerCall,
         }
@@ -241,7 +276,7 @@ impl KernelVersion {
     /// the driver's value; 2.6.18 caps it at `BLK_DEF_MAX_SECTORS` (1024 sectors, 512 KiB).
     pub const fn max_sectors(self, driver_sectors: u32) -> u32 {
         match self.base() {
-            KernelBase::V2_6_9 => driver_sectors,
+            KernelBase::V2_4_21 | KernelBase::V2_6_9 => driver_sectors,
             KernelBase::V2_6_18 => {
                 if driver_sectors < 1024 {
                     driver_sectors
@@ -257,7 +292,7 @@ impl KernelVersion {
     pub const fn cfq_nr_requests(self) -> Option<u32> {
         match self.base() {
             KernelBase::V2_6_9 => Some(8192),
-            KernelBase::V2_6_18 => None,
+            KernelBase::V2_6_18 | KernelBase::V2_4_21 => None,
         }
     }
 
@@ -265,17 +300,18 @@ impl KernelVersion {
     /// RHEL 4, 1027 in 2.6.18 (§4.1).
     pub const fn ext3_reservation_max_blocks(self) -> Option<u32> {
         match self {
-            KernelVersion::Linux2_6_9 => None,
+            // 2.4's ext3 has no reservation windows (they came in 2.6.10).
+            KernelVersion::Linux2_4_21 | KernelVersion::Rhel3 | KernelVersion::Linux2_6_9 => None,
             KernelVersion::Rhel4 => Some(1024),
             _ => Some(1027),
         }
     }
 
-    /// Buffers kjournald submits per batch of ordered data (`j_wbufsize`): 64 in 2.6.9 and
-    /// RHEL 4, 512 in 2.6.18 (§4.1).
+    /// Buffers kjournald submits per batch of ordered data (`j_wbufsize`): 64 in 2.4.21
+    /// (linux-2.4-elevator.md §6.4), 2.6.9 and RHEL 4, 512 in 2.6.18 (§4.1).
     pub const fn journal_batch_blocks(self) -> u32 {
         match self.base() {
-            KernelBase::V2_6_9 => 64,
+            KernelBase::V2_4_21 | KernelBase::V2_6_9 => 64,
             KernelBase::V2_6_18 => 512,
         }
     }

@@ -170,7 +170,8 @@ impl Driver {
             Driver::IdeLba48 => 2048,
             // ATA_MAX_SECTORS_LBA48: 2048 in 2.6.9, 65535 in 2.6.18.
             Driver::AtaPiix | Driver::Ahci => match kernel.base() {
-                KernelBase::V2_6_9 => 2048,
+                // 2.4's libata back-port is taken as 2.6.9's [U].
+                KernelBase::V2_4_21 | KernelBase::V2_6_9 => 2048,
                 KernelBase::V2_6_18 => 65535,
             },
             Driver::Mptspi => 8192,
@@ -192,7 +193,7 @@ impl Driver {
             Driver::MegaraidMbox => 26,
             Driver::Qla2xxx | Driver::IscsiTcp => 255,
             Driver::Lpfc => match kernel.base() {
-                KernelBase::V2_6_9 => 255,
+                KernelBase::V2_4_21 | KernelBase::V2_6_9 => 255,
                 KernelBase::V2_6_18 => 64,
             },
         }
@@ -222,7 +223,7 @@ impl Driver {
                 }
             }
             Driver::Mptspi => match kernel.base() {
-                KernelBase::V2_6_9 => 31,
+                KernelBase::V2_4_21 | KernelBase::V2_6_9 => 31,
                 KernelBase::V2_6_18 => 64,
             },
             Driver::MegaraidMbox => 64,

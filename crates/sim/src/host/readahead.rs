@@ -124,7 +124,10 @@ impl ReadAhead {
     /// The state of a file opened on a device whose maximum window is `max_pages`.
     pub(crate) fn open(algorithm: ReadAheadAlgorithm, max_pages: u64) -> ReadAhead {
         match algorithm {
-            ReadAheadAlgorithm::PerPage => ReadAhead::PerPage(PerPage::open(max_pages)),
+            // 2.4's generic_file_readahead is not built yet: 2.6.9's per-page windows stand in.
+            ReadAheadAlgorithm::PerPage | ReadAheadAlgorithm::Generic2_4 => {
+                ReadAhead::PerPage(PerPage::open(max_pages))
+            }
             ReadAheadAlgorithm::PerCall => ReadAhead::PerCall(PerCall::open(max_pages)),
         }
     }
