@@ -145,6 +145,11 @@ pub(crate) struct KernelArgs {
     #[arg(long, value_name = "DIR", hide = true, global = true)]
     pub(crate) state_dir: Option<PathBuf>,
 
+    /// Read the kernel release, command line and boot-loader files under this root instead
+    /// of / (for tests and dry runs).
+    #[arg(long, value_name = "DIR", default_value = "/", hide = true, global = true)]
+    pub(crate) system_root: PathBuf,
+
     #[command(subcommand)]
     pub(crate) command: KernelCommand,
 }
@@ -161,7 +166,9 @@ pub(crate) enum KernelCommand {
     /// (`read_expire=250ms`) for tunables elevator knows.
     Tune(KernelTuneArgs),
     /// Print (or with --apply, install) a udev rule that sets SCHED and its tunables on DEV
-    /// at every boot. The `elevator=` boot parameter has no effect on blk-mq kernels.
+    /// at every boot. The `elevator=` boot parameter has no effect on blk-mq kernels (5.0+);
+    /// on older kernels, for a single-queue device, the boot-line form (grubby or GRUB) is
+    /// offered too, with which one wins; on 2.4, an `elvtune` line for /etc/rc.local.
     Persist(KernelPersistArgs),
     /// Run a workload under each of the kernel's schedulers on DEV and compare.
     Compare(KernelCompareArgs),
@@ -222,7 +229,7 @@ pub(crate) struct KernelPersistArgs {
     /// Where --apply writes the rule.
     #[arg(long, value_name = "DIR", default_value = elevator_kernel::persist::RULES_DIR)]
     pub(crate) rules_dir: PathBuf,
-    /// With --apply: write the file only, do not run udevadm.
+    /// With --apply: write the files only, do not run udevadm or the boot loader's tool.
     #[arg(long, requires = "apply")]
     pub(crate) no_reload: bool,
 }

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use anyhow::{Context, Result};
 use elevator_core::split_spec_list;
+use elevator_kernel::bootline::{self, Generation, QueueKind};
 use elevator_kernel::compare::{self, CompareOptions, KernelScheduler};
 use elevator_kernel::persist;
 use elevator_kernel::queue::{self, QueueInfo};
@@ -76,7 +77,9 @@ pub(crate) fn run_command(args: &KernelArgs, stdout: &mut dyn Write) -> Result<(
             }
             Ok(())
         }
-        KernelCommand::Persist(persist_args) => run_persist(&sysfs, persist_args, stdout),
+        KernelCommand::Persist(persist_args) => {
+            run_persist(&sysfs, &args.system_root, persist_args, stdout)
+        }
         KernelCommand::Compare(compare_args) => run_compare(&sysfs, compare_args, stdout),
         KernelCommand::Restore(restore_args) => run_restore(&sysfs, restore_args, stdout),
     }
@@ -207,39 +210,143 @@ fn run_show(sysfs: &Sysfs, args: &KernelShowArgs, stdout: &mut dyn Write) -> Res
     crate::list::write_table(stdout, &table)
 }
 
-fn run_persist(sysfs: &Sysfs, args: &KernelPersistArgs, stdout: &mut dyn Write) -> Result<()> {
-    let device = sysfs.device(&args.device)?;
-    warn_stale(sysfs, &device);
+/// `persist`: the forms that make the choice survive a reboot on the running kernel (the
+/// udev rule; on a single-queue kernel and device also the boot line; on 2.4 an `elvtune`
+/// line), printed, or installed with `--apply`, and which one wins.
+fn run_persist(
+    sysfs: &Sysfs,
+    system_root: &Path,
+    args: &KernelPersistArgs,
+    stdout: &mut dyn Write,
+) -> Result<()> {
+    let host = persist::Host::read(system_root)?;
+    let release = &host.release;
+    let name = args.device.trim_start_matches("/dev/");
     let settings = args
         .settings
         .iter()
-        .map(|text| Setting::parse(&device.name, text))
+        .map(|text| Setting::parse(name, text))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut command = format!("elevator kernel persist {} {}", device.name, args.scheduler);
+    let mut command = format!("elevator kernel persist {name} {}", args.scheduler);
     for setting in &args.settings {
         command.push(' ');
         command.push_str(setting);
     }
-    let plan = persist::plan(sysfs, &device, &args.scheduler, &settings, &command)?;
-    for warning in &plan.warnings {
-        note(warning);
-    }
-    if !args.apply {
+    if release.generation() == Generation::Elevator2_4 {
+        // A 2.4 host has no sysfs: the device is a name, and the form is printed only.
+        let plan = bootline::plan_elvtune(release, name, &args.scheduler, &settings)?;
+        if args.apply {
+            return Err(KernelError::BootLoader(format!(
+                "on Linux {release} elevator prints the elvtune line only: add it to {} by hand",
+                bootline::RC_LOCAL
+            ))
+            .into());
+        }
+        for warning in &plan.warnings {
+            note(warning);
+        }
         write!(stdout, "{}", plan.text)?;
-        note(&format!(
-            "{} Install with --apply (writes {}/{} and reloads udev).",
-            persist::ELEVATOR_PARAMETER_NOTE,
-            args.rules_dir.display(),
-            plan.file_name
-        ));
+        note(&bootline::which_wins(release, QueueKind::SingleQueue, name, false, None));
         return Ok(());
     }
-    let (path, notes) = persist::apply(&plan, &device, &args.rules_dir, !args.no_reload)?;
-    for text in notes {
-        note(&text);
+    let device = sysfs.device(&args.device)?;
+    warn_stale(sysfs, &device);
+    let queue = QueueKind::of(&device);
+    let boot_line = host.boot_line_applies(&device);
+    // Before 2.6.10 nothing switches a device after boot, so a rule could not either.
+    let rule = !boot_line || release.switches_at_run_time();
+    let plan = if rule {
+        let plan = persist::plan_on(sysfs, &device, &args.scheduler, &settings, &command, &host)?;
+        for warning in &plan.warnings {
+            note(warning);
+        }
+        Some(plan)
+    } else {
+        None
+    };
+    let boot = if boot_line {
+        let scheduler = bootline::single_queue_scheduler(release, &args.scheduler)?;
+        Some(bootline::plan_boot_line(system_root, release, scheduler, &command)?)
+    } else {
+        None
+    };
+    let mut startup = Vec::new();
+    if !rule {
+        // Tunables without a rule: set from rc.local at each boot.
+        let scheduler = bootline::single_queue_scheduler(release, &args.scheduler)?;
+        for setting in &settings {
+            let value = queue::sysfs_value(&device.name, scheduler, setting)?;
+            startup.push(format!("echo {value} > /sys/block/{device}/queue/{}", setting.attr()));
+        }
     }
-    writeln!(stdout, "{}", path.display())?;
-    note(&format!("wrote {}: {}", path.display(), plan.rule.render()));
+    let wins = bootline::which_wins(
+        release,
+        queue,
+        &device.name,
+        rule,
+        boot.as_ref().map(|b| b.word.as_str()),
+    );
+    if !args.apply {
+        let mut sections = Vec::new();
+        if let Some(plan) = &plan {
+            sections.push(plan.text.clone());
+        }
+        if let Some(boot) = &boot {
+            sections.push(boot.text.clone());
+        }
+        if !startup.is_empty() {
+            sections.push(format!(
+                "# Tunables, from {} at each boot:\n{}\n",
+                bootline::RC_LOCAL,
+                startup.join("\n")
+            ));
+        }
+        write!(stdout, "{}", sections.join("\n"))?;
+        let mut installs = Vec::new();
+        if let Some(plan) = &plan {
+            installs.push(format!(
+                "writes {}/{} and reloads udev",
+                args.rules_dir.display(),
+                plan.file_name
+            ));
+        }
+        if let Some(boot) = &boot {
+            installs.push(match &boot.edit {
+                Some(edit) => format!("edits {}", edit.path.display()),
+                None => "changes the boot line".to_owned(),
+            });
+            if !boot.commands.is_empty() {
+                installs.push(format!("runs {}", boot.commands.join("; ")));
+            }
+        }
+        note(&format!("{wins} Install with --apply ({}).", installs.join(", ")));
+        return Ok(());
+    }
+    if let Some(plan) = &plan {
+        let (path, notes) = persist::apply(plan, &device, &args.rules_dir, !args.no_reload)?;
+        for text in notes {
+            note(&text);
+        }
+        writeln!(stdout, "{}", path.display())?;
+        note(&format!("wrote {}: {}", path.display(), plan.rule.render()));
+    }
+    if let Some(boot) = &boot {
+        for text in bootline::apply_boot_line(boot, system_root, !args.no_reload)? {
+            note(&text);
+        }
+        if let Some(edit) = &boot.edit {
+            writeln!(stdout, "{}", edit.path.display())?;
+        }
+        note(&format!("undo the boot line: {}", boot.undo));
+    }
+    if !startup.is_empty() {
+        note(&format!(
+            "add to {} by hand (elevator does not edit it): {}",
+            bootline::RC_LOCAL,
+            startup.join("; ")
+        ));
+    }
+    note(&wins);
     Ok(())
 }
 

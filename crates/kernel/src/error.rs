@@ -160,6 +160,32 @@ pub enum KernelError {
     /// udev could not be told about a rule.
     #[error("{0}")]
     Udev(String),
+    /// The boot line could not be changed (no boot loader found, a tool missing or failing).
+    #[error("{0}")]
+    BootLoader(String),
+    /// A kernel release string elevator cannot place in a block-layer generation.
+    #[error("kernel release `{release}`: {why}")]
+    BadRelease {
+        /// The release as given (`uname -r`).
+        release: String,
+        /// What is wrong, and what is accepted.
+        why: String,
+    },
+    /// The scheduler does not exist in the running kernel's generation.
+    #[error(
+        "scheduler `{scheduler}` does not exist on Linux {release}: {why}; accepted: {}",
+        accepted.join(", ")
+    )]
+    NotInGeneration {
+        /// The kernel release.
+        release: String,
+        /// The name asked for.
+        scheduler: String,
+        /// Why not.
+        why: String,
+        /// What that kernel offers here.
+        accepted: Vec<String>,
+    },
     /// The benchmark itself failed.
     #[error(transparent)]
     Live(#[from] elevator_live::LiveError),

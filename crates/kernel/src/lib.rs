@@ -10,7 +10,9 @@
 //!   against what the kernel offers, with errors that say what happened (unknown scheduler,
 //!   busy, needs root, not a block device);
 //! * [`persist`] — a udev rule that sets the choice at every boot (the `elevator=` boot
-//!   parameter no longer does anything);
+//!   parameter no longer does anything on 5.0+); [`bootline`] — per kernel generation, the
+//!   boot-line form (`elevator=` through grubby or GRUB) on single-queue kernels and
+//!   `elvtune` on 2.4, and which form wins;
 //! * [`compare`] — one workload under each kernel scheduler, reported like a simulated or
 //!   live run, with a [`guard::RestoreGuard`] that leaves the device as it was found;
 //! * [`store`] — the guard's snapshot kept on disk while a device is changed, so that a
@@ -22,6 +24,7 @@
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, unreachable_pub)]
 
+pub mod bootline;
 pub mod compare;
 pub mod error;
 pub mod guard;

@@ -3,8 +3,11 @@
 //! scheduler, then its tunables, then queue attributes (switching resets `nr_requests`, so
 //! the order matters and udev keeps it).
 //!
-//! The kernel command line is not a way: `elevator=` has had no effect since the legacy block
-//! layer left in Linux 5.0; current kernels only log that it is ignored.
+//! On Linux 5.0 and later the kernel command line is not a way: `elevator=` has had no effect
+//! since the legacy block layer left in 5.0; current kernels only log that it is ignored. On
+//! the single-queue kernels before it (RHEL 6's 2.6.32, RHEL 7's 3.10) `elevator=` still sets
+//! single-queue devices at boot, and the rule runs after it: [`crate::bootline`] offers that
+//! form and says which wins; [`plan_on`] words the rule for the kernel it is for.
 //!
 //! [`Rule::parse`] reads back the one-line rules this module writes (and hand-written ones of
 //! the same shape), and [`Rule::matches`] evaluates a rule's match keys against a device the
@@ -13,9 +16,61 @@
 
 use std::path::{Path, PathBuf};
 
+use elevator_sched::{BlockLayer, SchedulerKind};
+
+use crate::bootline::{Generation, KernelRelease, QueueKind, single_queue_scheduler};
 use crate::error::KernelError;
 use crate::queue::{Setting, check_scheduler_name, scheduler_tunables, sysfs_value};
 use crate::sysfs::{BlockDevice, Sysfs};
+
+/// The machine a rule is for: its kernel release and command line, read under a root that a
+/// test can point at a fake tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Host {
+    /// The root its files are read under (`/` for this machine).
+    pub root: PathBuf,
+    /// The running kernel's release.
+    pub release: KernelRelease,
+    /// `/proc/cmdline`, when readable.
+    pub cmdline: Option<String>,
+}
+
+impl Host {
+    /// The machine under `root`: `ROOT/proc/sys/kernel/osrelease` and `ROOT/proc/cmdline`.
+    pub fn read(root: &Path) -> Result<Host, KernelError> {
+        Ok(Host {
+            root: root.to_owned(),
+            release: KernelRelease::read(root)?,
+            cmdline: std::fs::read_to_string(root.join("proc/cmdline")).ok(),
+        })
+    }
+
+    /// This machine; a kernel whose release cannot be read is taken for a blk-mq-only one.
+    pub fn running() -> Host {
+        Host::read(Path::new("/")).unwrap_or_else(|_| Host {
+            root: PathBuf::from("/"),
+            release: KernelRelease {
+                text: "unknown (taken for 5.0 or later)".into(),
+                major: 5,
+                minor: 0,
+                patch: 0,
+            },
+            cmdline: None,
+        })
+    }
+
+    /// Whether `elevator=` on its boot line applies to `device` (a single-queue device of a
+    /// single-queue kernel).
+    pub fn boot_line_applies(&self, device: &BlockDevice) -> bool {
+        self.release.generation() == Generation::SingleQueue
+            && QueueKind::of(device) == QueueKind::SingleQueue
+    }
+
+    /// The `elevator=` word on its command line, if any.
+    pub fn boot_elevator(&self) -> Option<&str> {
+        self.cmdline.as_deref()?.split_whitespace().find(|w| w.starts_with("elevator="))
+    }
+}
 
 /// The comment every rule file carries about `elevator=`.
 pub const ELEVATOR_PARAMETER_NOTE: &str = "The `elevator=` kernel command-line parameter has \
@@ -117,7 +172,8 @@ pub fn stable_match(sysfs: &Sysfs, device: &BlockDevice) -> StableMatch {
 
 /// Renders the rule that sets `scheduler` and `settings` on `device` at every boot (and on
 /// every `change` event), after checking them: the scheduler against what the device offers
-/// (or the kernel's blk-mq names), each tunable against the scheduler's tunables.
+/// (or the kernel's blk-mq names), each tunable against the scheduler's tunables. For this
+/// machine's kernel ([`Host::running`]); [`plan_on`] takes another.
 pub fn plan(
     sysfs: &Sysfs,
     device: &BlockDevice,
@@ -125,8 +181,28 @@ pub fn plan(
     settings: &[Setting],
     command: &str,
 ) -> Result<PersistPlan, KernelError> {
+    plan_on(sysfs, device, scheduler, settings, command, &Host::running())
+}
+
+/// [`plan`] for the kernel of `host`: on a single-queue device of a single-queue kernel the
+/// scheduler is one of that kernel's single-queue elevators, its tunables are checked against
+/// elevator's table of that elevator, and the rule's comment says it wins over `elevator=`;
+/// elsewhere the comment says `elevator=` does not apply.
+pub fn plan_on(
+    sysfs: &Sysfs,
+    device: &BlockDevice,
+    scheduler: &str,
+    settings: &[Setting],
+    command: &str,
+    host: &Host,
+) -> Result<PersistPlan, KernelError> {
     let line = sysfs.scheduler(device)?;
-    let scheduler = check_scheduler_name(device, &line, scheduler)?;
+    let single_queue = host.boot_line_applies(device);
+    let scheduler = if single_queue {
+        single_queue_scheduler(&host.release, scheduler)?
+    } else {
+        check_scheduler_name(device, &line, scheduler)?
+    };
     let mut warnings = Vec::new();
     if !line.available.iter().any(|s| s == scheduler) {
         warnings.push(format!(
@@ -134,7 +210,14 @@ pub fn plan(
              if the kernel has one"
         ));
     }
-    let known = scheduler_tunables(sysfs, device, &line, scheduler);
+    let known = if single_queue && line.current != scheduler {
+        // The single-queue elevators' tunables are elevator's 2.6 tables, by the kernel's names.
+        SchedulerKind::from_name(scheduler)
+            .filter(|kind| kind.block_layer() == BlockLayer::Legacy && kind.name() == scheduler)
+            .map(|kind| kind.tunables().iter().map(|t| t.name.to_owned()).collect())
+    } else {
+        scheduler_tunables(sysfs, device, &line, scheduler)
+    };
     let mut iosched = Vec::new();
     let mut attributes = Vec::new();
     for setting in settings {
@@ -176,13 +259,22 @@ pub fn plan(
             device.name
         ));
     }
-    if let Ok(cmdline) = std::fs::read_to_string("/proc/cmdline")
-        && let Some(word) = cmdline.split_whitespace().find(|w| w.starts_with("elevator="))
-    {
-        warnings.push(format!(
-            "the kernel command line has `{word}`, which this kernel ignores; remove it to \
-             avoid confusion"
-        ));
+    match host.boot_elevator() {
+        Some(word) if single_queue => warnings.push(format!(
+            "the kernel command line has `{word}`: it still sets the other single-queue \
+             devices at boot; for {device} the rule, which runs later, wins"
+        )),
+        Some(word) if host.release.generation() == Generation::BlkMqOnly => {
+            warnings.push(format!(
+                "the kernel command line has `{word}`, which this kernel ignores; remove it to \
+                 avoid confusion"
+            ));
+        }
+        Some(word) => warnings.push(format!(
+            "the kernel command line has `{word}`, which sets single-queue devices only: \
+             {device} is a blk-mq device and ignores it"
+        )),
+        None => {}
     }
     let mut keys = vec![
         RuleKey::new("ACTION", "==", "add|change"),
@@ -204,7 +296,7 @@ pub fn plan(
          (matched by {description}) when it appears and on every change event. {note}",
         version = env!("CARGO_PKG_VERSION"),
         description = matched.description,
-        note = ELEVATOR_PARAMETER_NOTE,
+        note = parameter_note(host, device, single_queue),
     );
     let mut text = String::new();
     for line in wrap(&header, 92) {
@@ -263,6 +355,23 @@ pub fn apply(
         ));
     }
     Ok((path, notes))
+}
+
+/// What the rule's comment says about `elevator=` on `host`'s kernel.
+pub fn parameter_note(host: &Host, device: &BlockDevice, single_queue: bool) -> String {
+    let release = &host.release;
+    match release.generation() {
+        Generation::BlkMqOnly => ELEVATOR_PARAMETER_NOTE.to_owned(),
+        _ if single_queue => format!(
+            "On Linux {release} the `elevator=` kernel parameter (or the Kconfig default) gives \
+             {device} its elevator at boot; this rule runs when udev adds {device}, after that, \
+             and wins for it."
+        ),
+        _ => format!(
+            "{device} is a blk-mq device: the `elevator=` kernel parameter of Linux {release} \
+             sets single-queue devices only and does not apply to it."
+        ),
+    }
 }
 
 /// Splits `text` into lines of at most `width` characters at spaces (a longer word stays
