@@ -322,8 +322,21 @@ fn run_persist(
         note(&format!("{wins} Install with --apply ({}).", installs.join(", ")));
         return Ok(());
     }
+    if let Some(boot) = &boot {
+        // Refused before the rule is written, so that a refusal changes nothing.
+        bootline::check_boot_line(boot, system_root, !args.no_reload)?;
+    }
+    // Under a fake system root the default rules directory is the root's own, and udev (the
+    // running system's) is not told.
+    let real_root = system_root == Path::new("/");
+    let rules_dir = if real_root || args.rules_dir != Path::new(persist::RULES_DIR) {
+        args.rules_dir.clone()
+    } else {
+        system_root.join(persist::RULES_DIR.trim_start_matches('/'))
+    };
     if let Some(plan) = &plan {
-        let (path, notes) = persist::apply(plan, &device, &args.rules_dir, !args.no_reload)?;
+        let reload = !args.no_reload && real_root;
+        let (path, notes) = persist::apply(plan, &device, &rules_dir, reload)?;
         for text in notes {
             note(&text);
         }

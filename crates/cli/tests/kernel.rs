@@ -485,3 +485,172 @@ fn failed_writes_stop_a_kernel_compare_unless_continue_on_error() {
     assert_eq!(failed + done, 512, "every 64 KiB write of 32 MiB either moved or failed");
     assert!(failed > 0 && done > 0, "{done} done, {failed} failed");
 }
+
+/// A fake machine for `persist` across kernel generations: `ROOT/sys` with disk `sdb` (a WWID;
+/// blk-mq when `blk_mq`, with `mq/0/`), and `ROOT/proc` saying the kernel is `release` with
+/// `cmdline`.
+fn fake_machine(release: &str, line: &str, blk_mq: bool, cmdline: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("sys/block/sdb");
+    std::fs::create_dir_all(disk.join("queue/iosched")).unwrap();
+    std::fs::create_dir_all(disk.join("device")).unwrap();
+    std::fs::write(disk.join("queue/scheduler"), format!("{line}\n")).unwrap();
+    std::fs::write(disk.join("queue/nr_requests"), "128\n").unwrap();
+    std::fs::write(disk.join("device/wwid"), "naa.600508b1001c4d2e\n").unwrap();
+    if blk_mq {
+        std::fs::create_dir_all(disk.join("mq/0")).unwrap();
+    }
+    std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
+    std::fs::write(dir.path().join("proc/sys/kernel/osrelease"), format!("{release}\n")).unwrap();
+    std::fs::write(dir.path().join("proc/cmdline"), format!("{cmdline}\n")).unwrap();
+    dir
+}
+
+/// `elevator kernel persist ARGS` on the fake machine at `root`.
+fn persist_on(root: &Path, args: &[&str]) -> Output {
+    let sysfs = format!("--sysfs-root={}", root.join("sys").display());
+    let system = format!("--system-root={}", root.display());
+    let mut all = vec!["kernel", sysfs.as_str(), system.as_str(), "persist"];
+    all.extend(args);
+    // --apply writes the rule under the fake root's /etc/udev/rules.d (the default there).
+    elevator(&all)
+}
+
+// Proves RHEL 6 (2.6.32) with a single-queue disk: persist offers the udev rule (the
+// single-queue `deadline`, not mq-deadline, with its 2.6 tunable converted from ms) and beside
+// it the boot line through grubby, says the rule wins for the disk and elevator= for the rest,
+// and that the command line's elevator=cfq still sets the other disks — all printed, nothing
+// written.
+#[test]
+fn persist_on_rhel6_offers_the_boot_line_beside_the_rule() {
+    let machine = fake_machine(
+        "2.6.32-754.el6.x86_64",
+        "noop anticipatory deadline [cfq]",
+        false,
+        "ro root=/dev/sda2 elevator=cfq",
+    );
+    std::fs::create_dir_all(machine.path().join("sbin")).unwrap();
+    std::fs::write(machine.path().join("sbin/grubby"), "").unwrap();
+    let output = persist_on(machine.path(), &["sdb", "deadline", "read_expire=250ms"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("ATTR{queue/scheduler}=\"deadline\""), "{stdout}");
+    assert!(stdout.contains("ATTR{queue/iosched/read_expire}=\"250\""), "{stdout}");
+    assert!(stdout.contains("\n/sbin/grubby --update-kernel=ALL --args=\"elevator=deadline\"\n"));
+    assert!(stdout.contains("--remove-args=\"elevator\""), "the undo is printed: {stdout}");
+    let stderr = stderr(&output);
+    assert!(stderr.contains("the rule wins for sdb"), "{stderr}");
+    assert!(stderr.contains("elevator=cfq`: it still sets the other single-queue"), "{stderr}");
+    assert!(!machine.path().join("etc/udev").exists(), "printed only");
+}
+
+// Proves RHEL 7 (3.10) with a blk-mq disk: only the udev rule, no boot line (elevator= never
+// applies to a blk-mq device, and the output says so); and the same release with a
+// single-queue disk refuses the anticipatory scheduler, which left in 2.6.33, with exit 2.
+#[test]
+fn persist_on_rhel7_for_a_blk_mq_disk_offers_the_rule_only() {
+    let machine =
+        fake_machine("3.10.0-1160.el7.x86_64", "[mq-deadline] kyber none", true, "ro quiet");
+    std::fs::create_dir_all(machine.path().join("sbin")).unwrap();
+    std::fs::write(machine.path().join("sbin/grubby"), "").unwrap();
+    let output = persist_on(machine.path(), &["sdb", "none"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("ATTR{queue/scheduler}=\"none\""), "{stdout}");
+    assert!(!stdout.contains("grubby"), "no boot line for a blk-mq disk: {stdout}");
+    assert!(stdout.contains("sdb is a blk-mq device"), "{stdout}");
+    assert!(stderr(&output).contains("never applies to it"), "{}", stderr(&output));
+
+    let single = fake_machine("3.10.0-1160.el7.x86_64", "noop [deadline] cfq", false, "ro");
+    let output = persist_on(single.path(), &["sdb", "anticipatory"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("left in 2.6.33"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("accepted: noop, deadline, cfq"), "{}", stderr(&output));
+}
+
+// Proves a 5.x kernel: the udev rule only, `deadline` taken as mq-deadline, the rule's comment
+// and the output saying elevator= is ignored, and a legacy name the generation lacks (cfq)
+// refused with exit 2.
+#[test]
+fn persist_on_a_5_x_kernel_offers_the_rule_only() {
+    let machine = fake_machine("5.14.0-427.el9.x86_64", "[mq-deadline] kyber bfq none", true, "ro");
+    std::fs::create_dir_all(machine.path().join("sbin")).unwrap();
+    std::fs::write(machine.path().join("sbin/grubby"), "").unwrap();
+    let output = persist_on(machine.path(), &["sdb", "deadline"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("ATTR{queue/scheduler}=\"mq-deadline\""), "{stdout}");
+    assert!(!stdout.contains("grubby"), "{stdout}");
+    assert!(stdout.contains("no effect since Linux 5.0"), "{stdout}");
+    assert!(stderr(&output).contains("elevator= is ignored"), "{}", stderr(&output));
+    let output = persist_on(machine.path(), &["sdb", "cfq"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
+
+// Proves a 2.4 host (RHEL 3, no sysfs needed): no scheduler to choose, the elvtune line for
+// /etc/rc.local from elvtune's tunables; a 2.6 scheduler name exits 2 naming the 2.4 elevator;
+// --apply is refused (the form is printed only) and writes nothing.
+#[test]
+fn persist_on_a_2_4_host_prints_an_elvtune_line() {
+    let machine = fake_machine("2.4.21-27.EL", "", false, "ro");
+    std::fs::remove_dir_all(machine.path().join("sys")).unwrap();
+    let args = ["/dev/sdb", "elevator_linus", "read_latency=1024", "write_latency=2048"];
+    let output = persist_on(machine.path(), &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.lines().any(|l| l == "elvtune -r 1024 -w 2048 /dev/sdb"), "{stdout}");
+    assert!(stdout.contains("/etc/rc.local"), "{stdout}");
+    let output = persist_on(machine.path(), &["sdb", "deadline"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("accepted: elevator_linus"), "{}", stderr(&output));
+    let output = persist_on(machine.path(), &["sdb", "linus", "read_latency=1024", "--apply"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(!machine.path().join("etc").exists(), "nothing written");
+}
+
+// Proves --apply on a GRUB 2 machine without grubby: with --no-reload it installs the rule and
+// edits GRUB_CMDLINE_LINUX in the fake root's /etc/default/grub (replacing the elevator= there,
+// recording it as the original, keeping the file as it was in .elevator-orig); without
+// --no-reload and no grub2-mkconfig/update-grub installed it refuses before writing anything.
+#[test]
+fn persist_apply_edits_default_grub_and_keeps_the_original() {
+    let machine = fake_machine("2.6.32-754.el6.x86_64", "noop deadline [cfq]", false, "ro");
+    let grub = machine.path().join("etc/default/grub");
+    std::fs::create_dir_all(grub.parent().unwrap()).unwrap();
+    let original = "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"rhgb elevator=cfq quiet\"\n";
+    std::fs::write(&grub, original).unwrap();
+    let output = persist_on(machine.path(), &["sdb", "noop", "--apply"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--no-reload"), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&grub).unwrap(), original, "refused: unchanged");
+    assert!(!machine.path().join("etc/udev").exists(), "refused: no rule written either");
+
+    let output = persist_on(machine.path(), &["sdb", "noop", "--apply", "--no-reload"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let edited = std::fs::read_to_string(&grub).unwrap();
+    assert!(edited.contains("\nGRUB_CMDLINE_LINUX=\"rhgb quiet elevator=noop\"\n"), "{edited}");
+    assert!(edited.starts_with("# elevator: `elevator kernel persist sdb noop`"), "{edited}");
+    assert!(edited.contains("before: `elevator=cfq`"), "{edited}");
+    let backup = machine.path().join("etc/default/grub.elevator-orig");
+    assert_eq!(std::fs::read_to_string(backup).unwrap(), original);
+    let rule = machine.path().join("etc/udev/rules.d/99-elevator-sdb.rules");
+    assert!(std::fs::read_to_string(rule).unwrap().contains("ATTR{queue/scheduler}=\"noop\""));
+}
+
+// Proves RHEL 4 (2.6.9, no run-time switch): the boot line is the only form — legacy GRUB's
+// kernel lines, `as` spelled the 2.6.9 way — and no udev rule; tunables go to rc.local lines.
+#[test]
+fn persist_on_rhel4_offers_the_boot_line_only() {
+    let machine = fake_machine("2.6.9-5.ELsmp", "", false, "ro");
+    std::fs::remove_file(machine.path().join("sys/block/sdb/queue/scheduler")).unwrap();
+    let conf = machine.path().join("boot/grub/grub.conf");
+    std::fs::create_dir_all(conf.parent().unwrap()).unwrap();
+    std::fs::write(&conf, "default=0\ntitle RHEL 4\n\tkernel /vmlinuz-2.6.9-5.ELsmp ro\n").unwrap();
+    let output = persist_on(machine.path(), &["sdb", "anticipatory", "nr_requests=64"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!stdout.contains("ATTR{"), "no rule before 2.6.10: {stdout}");
+    assert!(stdout.contains("#   kernel /vmlinuz-2.6.9-5.ELsmp ro elevator=as\n"), "{stdout}");
+    assert!(stdout.contains("echo 64 > /sys/block/sdb/queue/nr_requests"), "{stdout}");
+    assert!(stderr(&output).contains("switches no scheduler at run time"), "{}", stderr(&output));
+}

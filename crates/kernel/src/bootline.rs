@@ -507,16 +507,11 @@ pub fn plan_boot_line(
     Ok(BootLinePlan { word, loader, edit, commands, undo, text })
 }
 
-/// Applies the boot-line form on the machine under `root`: writes the edited file (keeping
-/// the file as it was before elevator first changed it as `FILE.elevator-orig`) and runs the
-/// commands, unless `run` is false. Commands run only on the real root, and only when
-/// installed. Returns what the user should know.
-pub fn apply_boot_line(
-    plan: &BootLinePlan,
-    root: &Path,
-    run: bool,
-) -> Result<Vec<String>, KernelError> {
-    let mut notes = Vec::new();
+/// Whether [`apply_boot_line`] can apply `plan` on the machine under `root` (running the
+/// commands when `run`): the error that it would stop at, found before anything is written
+/// (so that `persist --apply` changes nothing, neither the rule nor the boot line, when the
+/// boot line cannot be applied). Returns whether commands would run.
+pub fn check_boot_line(plan: &BootLinePlan, root: &Path, run: bool) -> Result<bool, KernelError> {
     let runnable = match &plan.loader {
         BootLoader::Unknown => {
             return Err(KernelError::BootLoader(format!(
@@ -542,6 +537,20 @@ pub fn apply_boot_line(
                 .into(),
         ));
     }
+    Ok(runnable)
+}
+
+/// Applies the boot-line form on the machine under `root`: writes the edited file (keeping
+/// the file as it was before elevator first changed it as `FILE.elevator-orig`) and runs the
+/// commands, unless `run` is false. Commands run only on the real root, and only when
+/// installed ([`check_boot_line`]). Returns what the user should know.
+pub fn apply_boot_line(
+    plan: &BootLinePlan,
+    root: &Path,
+    run: bool,
+) -> Result<Vec<String>, KernelError> {
+    let runnable = check_boot_line(plan, root, run)?;
+    let mut notes = Vec::new();
     if let Some(edit) = &plan.edit {
         let path = on(root, &edit.path);
         let backup = PathBuf::from(format!("{}.elevator-orig", path.display()));
