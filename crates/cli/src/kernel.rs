@@ -266,7 +266,13 @@ fn run_persist(
     };
     let boot = if boot_line {
         let scheduler = bootline::single_queue_scheduler(release, &args.scheduler)?;
-        Some(bootline::plan_boot_line(system_root, release, scheduler, &command)?)
+        Some(bootline::plan_boot_line(
+            system_root,
+            release,
+            scheduler,
+            &command,
+            host.boot_elevator(),
+        )?)
     } else {
         None
     };

@@ -439,11 +439,14 @@ pub fn edit_legacy_grub(
 
 /// The boot-line form that sets `scheduler` (a single-queue name, checked) at every boot of
 /// the machine under `root`: through grubby, GRUB 2's defaults or legacy GRUB's file.
+/// `booted_with` is the `elevator=` word of the running kernel's command line, which grubby's
+/// undo puts back (the files record their own).
 pub fn plan_boot_line(
     root: &Path,
     release: &KernelRelease,
     scheduler: &str,
     command: &str,
+    booted_with: Option<&str>,
 ) -> Result<BootLinePlan, KernelError> {
     let word = boot_word(release, scheduler);
     let loader = BootLoader::detect(root);
@@ -454,7 +457,14 @@ pub fn plan_boot_line(
     match &loader {
         BootLoader::Grubby { path, default_grub } => {
             commands.push(format!("{} --update-kernel=ALL --args=\"{word}\"", path.display()));
-            undo = format!("{} --update-kernel=ALL --remove-args=\"elevator\"", path.display());
+            undo = match booted_with {
+                Some(before) => {
+                    format!("{} --update-kernel=ALL --args=\"{before}\"", path.display())
+                }
+                None => {
+                    format!("{} --update-kernel=ALL --remove-args=\"elevator\"", path.display())
+                }
+            };
             if *default_grub {
                 text.push_str(&format!(
                     "# {DEFAULT_GRUB} exists: add {word} to its GRUB_CMDLINE_LINUX too, or a \

@@ -72,7 +72,8 @@ impl Host {
     }
 }
 
-/// The comment every rule file carries about `elevator=`.
+/// The comment a rule file for a blk-mq-only kernel (5.0+) carries about `elevator=`; on older
+/// kernels [`parameter_note`] words it for the device.
 pub const ELEVATOR_PARAMETER_NOTE: &str = "The `elevator=` kernel command-line parameter has \
      had no effect since Linux 5.0 (blk-mq): the kernel ignores it and logs so. A udev rule \
      (or TuneD) is how a scheduler choice persists.";
