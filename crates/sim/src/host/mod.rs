@@ -543,8 +543,7 @@ impl Host {
                 break false;
             }
             if cursor == call_at {
-                if reader.read_ahead.reads_missing_page_first() && self.page_absent(space, cursor)
-                {
+                if reader.read_ahead.reads_missing_page_first() && self.page_absent(space, cursor) {
                     // 2.4: the page goes to `readpage` first, then read-ahead sees it locked.
                     if (reader.issued.0..reader.issued.1).contains(&cursor) {
                         self.stats.reread_evicted_pages += 1;

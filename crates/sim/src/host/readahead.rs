@@ -278,9 +278,7 @@ impl Generic2_4 {
         let (after, chunk_pages) = if !io.page_uptodate(index) {
             // Being read (by the reader's own `readpage` or an earlier chunk): a new chunk
             // unless the page lies inside the last one.
-            if self.ralen_pages != 0
-                && index < self.raend
-                && index + self.rawin_pages >= self.raend
+            if self.ralen_pages != 0 && index < self.raend && index + self.rawin_pages >= self.raend
             {
                 return;
             }
@@ -847,10 +845,7 @@ mod tests {
             read_calls_2_4(&mut ra, &mut io, page * PAGE_BYTES, 8192, 1);
         }
         assert_eq!(io.single, pages.to_vec());
-        assert_eq!(
-            chunks(&io),
-            pages.iter().map(|&page| (page, page + 1, 3)).collect::<Vec<_>>()
-        );
+        assert_eq!(chunks(&io), pages.iter().map(|&page| (page, page + 1, 3)).collect::<Vec<_>>());
     }
 
     // Proves 128 KiB sequential reads on 2.4 (§6.3): the first call reads page 0 and 31 pages

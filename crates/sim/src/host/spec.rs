@@ -344,7 +344,11 @@ mod tests {
         assert_eq!(rhel3.kernel(), KernelVersion::Rhel3);
         for (key, value) in rhel4.params.resolved() {
             if key != "kernel" {
-                assert_eq!(rhel3.params.resolved().iter().find(|(k, _)| *k == key).map(|(_, v)| v), Some(&value), "{key}");
+                assert_eq!(
+                    rhel3.params.resolved().iter().find(|(k, _)| *k == key).map(|(_, v)| v),
+                    Some(&value),
+                    "{key}"
+                );
             }
         }
         let error = HostSpec::parse("host:kernel=rhel5.0,fs=xfs").unwrap_err();
