@@ -489,3 +489,31 @@ fn rhel3_sequential_reader_reads_ahead_in_chunks() {
         run.device_stats.requests
     );
 }
+
+// Proves 2.4 write-back through the whole pipeline (linux-2.4-elevator.md §6.4): a writer of
+// 512 MiB into a 256 MiB page cache on RHEL 3 is throttled at nfract_sync (80 % of the cache
+// dirty, not 2.6's dirty ratio), its dirty data never passes that by more than one write
+// call, every write-back bio is one 4 KiB buffer, and the run ends with its data written.
+#[test]
+fn rhel3_writers_are_throttled_at_nfract_sync() {
+    let writes = Script::sequential(1, IoKind::Write, Place::File(0), 0, MIB, 512);
+    let run = simulate(
+        "hdd",
+        "host:kernel=rhel3,ram=320m,reserve=64m",
+        "deadline",
+        vec![file(0, 0)],
+        vec![phase("write", vec![writes])],
+    );
+    let limit = host_stat(&run, "dirty_bytes_limit");
+    assert_eq!(limit, (256 * MIB / 4096) * 80 / 100 * 4096);
+    let peak = host_stat(&run, "dirty_bytes_peak");
+    // The peak counts dirty and in-flight pages together; dirty alone stays at nfract_sync.
+    assert!(peak > 256 * MIB / 2, "above nfract (50 %): {peak}");
+    assert!(host_stat(&run, "throttled_writes") > 0);
+    assert!(host_stat(&run, "writeback_pages") >= (512 - 256) * MIB / 4096);
+    assert!(
+        run.phases[0].throughput_bytes_per_s < 150e6,
+        "{}",
+        run.phases[0].throughput_bytes_per_s
+    );
+}

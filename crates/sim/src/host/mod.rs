@@ -28,6 +28,9 @@
 //!   threshold; it backs off while the device's write pool is congested. Every
 //!   `dirty_writeback_interval` it also writes data dirty for longer than `dirty_expire`.
 //!   Write-back is asynchronous I/O, submitted as the writing process (or as the flusher).
+//! * **On a 2.4 host** (RHEL 3) bdflush and kupdated take the flusher's and the throttled
+//!   writers' place: one global dirty-buffer LRU, 32-buffer batches, `tq_disk` unplugs
+//!   ([`writeback`]'s 2.4 section, linux-2.4-elevator.md §6.4).
 //! * **fsync** writes the file's dirty pages (flagged sync, or async as 2.6.18 did, per the
 //!   `fsync` key) and returns when none of its pages is dirty or under write-back.
 //! * **Dropping caches** writes back and forgets a device's pages (hdparm's `BLKFLSBUF`), or

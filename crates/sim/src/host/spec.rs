@@ -109,13 +109,13 @@ pub const KEYS: &[KeySpec] = &[
         key: "dirty_ratio",
         kind: KeyKind::Integer { min: 1, max: 100 },
         default: "40",
-        help: "percent of page-cache memory that may be dirty before writers write back themselves (2.6.18: 40)",
+        help: "percent of page-cache memory that may be dirty before writers write back themselves (2.6.18: 40); a 2.4 host ignores it: bdflush starts at 50 % and writers write at 80 % (linux-2.4-elevator.md §6.4)",
     },
     KeySpec {
         key: "dirty_background_ratio",
         kind: KeyKind::Integer { min: 0, max: 100 },
         default: "10",
-        help: "percent dirty at which the flusher starts writing back (2.6.18: 10)",
+        help: "percent dirty at which the flusher starts writing back (2.6.18: 10); not on a 2.4 host",
     },
     KeySpec {
         key: "dirty_expire",
@@ -125,7 +125,7 @@ pub const KEYS: &[KeySpec] = &[
             bare_unit: "s",
         },
         default: "30s",
-        help: "age at which dirty data is written back by the periodic flusher",
+        help: "age at which dirty data is written back by the periodic flusher (2.6; 2.4 kupdated: 30 s)",
     },
     KeySpec {
         key: "dirty_writeback_interval",
@@ -135,7 +135,7 @@ pub const KEYS: &[KeySpec] = &[
             bare_unit: "s",
         },
         default: "5s",
-        help: "how often the periodic flusher wakes",
+        help: "how often the periodic flusher wakes (2.6; 2.4 kupdated: 5 s)",
     },
     KeySpec {
         key: "fsync",

@@ -536,9 +536,13 @@ impl Writeback {
         parts.join("; ")
     }
 
-    /// The dirty limit in pages.
+    /// The dirty limit in pages: above it writers write back themselves (2.6's dirty ratio;
+    /// 2.4's nfract_sync, of dirty pages alone).
     pub(crate) fn dirty_limit_pages(&self) -> u64 {
-        self.limits.dirty_pages
+        match &self.bdflush {
+            Some(bdflush) => bdflush.base_pages * BDFLUSH_NFRACT_SYNC_PERCENT / 100,
+            None => self.limits.dirty_pages,
+        }
     }
 
     fn inode(&mut self, space: SpaceId) -> &mut InodeState {
