@@ -507,6 +507,15 @@ impl Host {
         offset: u64,
         size: u64,
     ) {
+        let first = offset / PAGE_BYTES;
+        if self.read_ahead_algorithm == ReadAheadAlgorithm::Generic2_4 {
+            // 2.4 adjusts the file's read-ahead once per call, before its first page (even one
+            // past the end of the file).
+            let key = self.reader_key(process, space);
+            let mut reader = self.reader(key);
+            reader.read_ahead.read_call(first, offset % PAGE_BYTES, size);
+            self.readers.insert(key, reader);
+        }
         let end_bytes = (offset + size).min(self.space_bytes(space));
         if end_bytes <= offset {
             // At or past the end of the file: a short read of nothing.
@@ -514,15 +523,7 @@ impl Host {
             return;
         }
         let bytes = end_bytes - offset;
-        let first = offset / PAGE_BYTES;
         let end = end_bytes.div_ceil(PAGE_BYTES);
-        if self.read_ahead_algorithm == ReadAheadAlgorithm::Generic2_4 {
-            // 2.4 adjusts the file's read-ahead once per call, before its first page.
-            let key = self.reader_key(process, space);
-            let mut reader = self.reader(key);
-            reader.read_ahead.read_call(first, offset % PAGE_BYTES, size);
-            self.readers.insert(key, reader);
-        }
         let missing = self.count_not_uptodate(space, first, end);
         self.stats.cache_miss_pages += missing;
         self.stats.cache_hit_pages += (end - first) - missing;
