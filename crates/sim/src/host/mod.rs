@@ -105,7 +105,8 @@ pub(crate) enum HostAction {
     Complete { op: u64, at: Instant },
     /// A process is about to sleep on a page being read from `device`: run its queue now
     /// (the kernel's `sync_page` → `blk_run_backing_dev`), rather than leave the read behind
-    /// a plug for the timer.
+    /// a plug for the timer. On a 2.4 host this is `tq_disk` (which unplugs every queue);
+    /// bdflush and kupdated ask for it for every device.
     Unplug { device: usize },
 }
 
