@@ -16,8 +16,8 @@
 //!   when fsync forces it. A commit writes, in order and each waited for: (1) the ordered data
 //!   still dirty, as 4 KiB bios in batches of `KernelVersion::journal_batch_blocks` (64 in
 //!   2.4.21 and 2.6.9, 512 in 2.6.18), batch after batch, all async and **blocking** (they
-//!   park when the pool is full); (2) the metadata and descriptor blocks, sequential 4 KiB writes at the
-//!   journal's head; (3) a commit block.
+//!   park when the pool is full); (2) the metadata and descriptor blocks, sequential 4 KiB
+//!   writes at the journal's head; (3) a commit block.
 //!
 //! # Deviations from Linux
 //!
