@@ -427,3 +427,93 @@ fn a_write_under_the_dirty_limit_runs_at_memory_speed_and_one_over_it_at_the_dis
         large.phases[0].throughput_bytes_per_s
     );
 }
+
+/// `simulate` with the queue's `read_ahead_kb` set (`blockdev --setra`).
+fn simulate_with_read_ahead(
+    host: &str,
+    read_ahead_kb: u32,
+    files: Vec<FileSpec>,
+    phases: Vec<PhasePlan>,
+) -> Run {
+    let mut config = SimConfig::new(1, DeviceSpec::parse("hdd").unwrap());
+    config.host = HostSpec::parse(host).unwrap();
+    config.queue.read_ahead_kb = read_ahead_kb;
+    config.check_invariants = true;
+    let scheduler = SchedulerSpec::parse("noop").unwrap();
+    run_plan(&config, &scheduler, WorkloadPlan { files, phases }, "script", &[]).unwrap()
+}
+
+// Proves 2.4's read-ahead through the whole host (linux-2.4-elevator.md §7.13, §6.1): 8 KiB
+// random buffered reads on RHEL 3 each read 16 KiB — the page read alone plus a 3-page chunk,
+// every page its own 4 KiB bio merged into one request — and `read_ahead_kb` changes nothing
+// on a 2.4 host, while it does on 2.6.9.
+#[test]
+fn rhel3_random_8k_reads_read_16k_whatever_read_ahead_kb() {
+    let offsets = [913u64, 17, 4444, 2020, 77, 3001, 650, 1999].map(|block| block * MIB);
+    let reads = || {
+        Script::new(1, offsets.iter().map(|&offset| (IoKind::Read, Place::File(0), offset, 8192)))
+    };
+    let run = |host: &str, read_ahead_kb| {
+        simulate_with_read_ahead(
+            host,
+            read_ahead_kb,
+            vec![file(0, 5000 * MIB)],
+            vec![phase("read", vec![reads()])],
+        )
+    };
+    let rhel3 = run("host:kernel=rhel3", 128);
+    assert_eq!(host_stat(&rhel3, "single_page_reads"), 8);
+    assert_eq!(host_stat(&rhel3, "read_ahead_pages"), 8 * 3);
+    assert_eq!(rhel3.device_stats.requests, 8, "4 contiguous 4 KiB bios merge into one request");
+    let setra = run("host:kernel=rhel3", 4);
+    assert_eq!(setra.host_stats, rhel3.host_stats);
+    assert_eq!(setra.device_stats.requests, rhel3.device_stats.requests);
+    // 2.6.9 with read-ahead off (4 KiB) reads only what is asked: read_ahead_kb matters there.
+    let rhel4 = run("host:kernel=rhel4", 4);
+    assert_eq!(host_stat(&rhel4, "read_ahead_pages"), 0);
+}
+
+// Proves a 2.4 sequential 4 KiB reader reads the file through read-ahead chunks: page 0 alone,
+// every other page read ahead, and the device sees requests of at most the chunks' size
+// (32 pages, 128 KiB) however the pages merge.
+#[test]
+fn rhel3_sequential_reader_reads_ahead_in_chunks() {
+    let run = sequential_readers("rhel3", 1, 4 * MIB, 4096);
+    assert_eq!(run.phases[0].bytes, 4 * MIB);
+    assert_eq!(host_stat(&run, "single_page_reads"), 1);
+    assert_eq!(host_stat(&run, "read_ahead_pages"), 4 * MIB / 4096 - 1);
+    // 1 + 3, 7, 13, 25, then 32-page chunks: at least one request per chunk.
+    assert!(
+        run.device_stats.requests >= 4 + (4 * MIB / 4096 - 49) / 32,
+        "{}",
+        run.device_stats.requests
+    );
+}
+
+// Proves 2.4 write-back through the whole pipeline (linux-2.4-elevator.md §6.4): a writer of
+// 512 MiB into a 256 MiB page cache on RHEL 3 is throttled at nfract_sync (80 % of the cache
+// dirty, not 2.6's dirty ratio), its dirty data never passes that by more than one write
+// call, every write-back bio is one 4 KiB buffer, and the run ends with its data written.
+#[test]
+fn rhel3_writers_are_throttled_at_nfract_sync() {
+    let writes = Script::sequential(1, IoKind::Write, Place::File(0), 0, MIB, 512);
+    let run = simulate(
+        "hdd",
+        "host:kernel=rhel3,ram=320m,reserve=64m",
+        "deadline",
+        vec![file(0, 0)],
+        vec![phase("write", vec![writes])],
+    );
+    let limit = host_stat(&run, "dirty_bytes_limit");
+    assert_eq!(limit, (256 * MIB / 4096) * 80 / 100 * 4096);
+    let peak = host_stat(&run, "dirty_bytes_peak");
+    // The peak counts dirty and in-flight pages together; dirty alone stays at nfract_sync.
+    assert!(peak > 256 * MIB / 2, "above nfract (50 %): {peak}");
+    assert!(host_stat(&run, "throttled_writes") > 0);
+    assert!(host_stat(&run, "writeback_pages") >= (512 - 256) * MIB / 4096);
+    assert!(
+        run.phases[0].throughput_bytes_per_s < 150e6,
+        "{}",
+        run.phases[0].throughput_bytes_per_s
+    );
+}

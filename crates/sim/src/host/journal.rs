@@ -1,5 +1,7 @@
 //! ext3's journal in `data=ordered` mode, and kjournald's commits (host-mechanisms.md §4.1),
-//! as 2.6.9 and 2.6.18 `fs/jbd/{commit,journal,transaction}.c` did them.
+//! as 2.6.9 and 2.6.18 `fs/jbd/{commit,journal,transaction}.c` did them, and RHEL 3's 2.4
+//! `fs/jbd` alike (linux-2.4-elevator.md §6.4: every 5 s, ordered data in batches of 64,
+//! waited for, then the journal).
 //!
 //! * **The journal** is a region of the filesystem (inode 8) written sequentially and
 //!   circularly: mke2fs's default size, 32768 blocks (128 MiB) for filesystems of ≥ 1 Mi
@@ -13,9 +15,9 @@
 //!   commits every 5 s after a transaction started (`JBD_DEFAULT_MAX_COMMIT_AGE`), or at once
 //!   when fsync forces it. A commit writes, in order and each waited for: (1) the ordered data
 //!   still dirty, as 4 KiB bios in batches of `KernelVersion::journal_batch_blocks` (64 in
-//!   2.6.9, 512 in 2.6.18), batch after batch, all async and **blocking** (they park when the
-//!   pool is full); (2) the metadata and descriptor blocks, sequential 4 KiB writes at the
-//!   journal's head; (3) a commit block.
+//!   2.4.21 and 2.6.9, 512 in 2.6.18), batch after batch, all async and **blocking** (they
+//!   park when the pool is full); (2) the metadata and descriptor blocks, sequential 4 KiB
+//!   writes at the journal's head; (3) a commit block.
 //!
 //! # Deviations from Linux
 //!
@@ -449,10 +451,18 @@ mod tests {
     // Proves kjournald's commit: 5 s after the first write (no pdflush: under background) it
     // writes the ordered data still dirty in dirtying order across files (A, B, A again), as
     // 4 KiB bios in batches of 64 under 2.6.9, then journal blocks and a commit block inside
-    // the journal region at the device's start, as kjournald's own process.
+    // the journal region at the device's start, as kjournald's own process. The same on RHEL 3
+    // (2.4, linux-2.4-elevator.md §6.4: batches of 64, waited for), where kupdated, due at the
+    // same moment, finds no buffer 30 s old and writes nothing.
     #[test]
     fn kjournald_writes_ordered_data_in_dirtying_order_then_the_journal() {
-        let mut host = host("host:kernel=2.6.9,ram=1g", 2);
+        for kernel in ["2.6.9", "rhel3"] {
+            kjournald_commit_on(kernel);
+        }
+    }
+
+    fn kjournald_commit_on(kernel: &str) {
+        let mut host = host(&format!("host:kernel={kernel},ram=1g"), 2);
         let t0 = Instant::from_nanos(1_000);
         write(&mut host, t0, 1, 0, 0, 100);
         write(&mut host, t0, 2, 1, 0, 100);
@@ -486,7 +496,8 @@ mod tests {
         let runs: Vec<(SpaceId, usize)> =
             spaces.chunk_by(|a, b| a == b).map(|r| (r[0], r.len())).collect();
         assert_eq!(runs, [(0, 100), (1, 100), (0, 100)], "dirtying order across files");
-        assert!(seen.iter().all(|b| b.bios.len() <= 64), "2.6.9 batches of 64 blocks");
+        assert!(seen.iter().all(|b| b.bios.len() <= 64), "{kernel}: batches of 64 blocks");
+        assert_eq!(seen[0].bios.len(), 64, "{kernel}");
         assert!(seen.iter().flat_map(|b| &b.bios).all(|bio| bio.sector_count == 8));
         let (first, sectors) = journal_region(Filesystem::Ext3, 160_000_000);
         let bios: Vec<&HostBio> = seen.iter().flat_map(|b| &b.bios).collect();

@@ -12,6 +12,9 @@
 //!   RHEL 5), as the host's kernel did, and its windows go out as back-to-back bios of the
 //!   queue's largest size (§1.2); a page being read is waited for; a page not in the cache at
 //!   all is read alone, one synchronous 4 KiB bio. Cached pages are copied at memory speed.
+//!   On 2.4 (RHEL 3) read-ahead is called once per `read()` and at every page, a missing page
+//!   is read before read-ahead sees it, and every file page is its own 4 KiB bio
+//!   (linux-2.4-elevator.md §6.3).
 //!   The runner reports the device's read congestion (§2.4), which makes 2.6.9 skip windows
 //!   and 2.6.18 drop its non-blocking ahead windows.
 //! * **Writes** copy into the cache and mark pages dirty. When dirty plus write-back pages
@@ -25,6 +28,9 @@
 //!   threshold; it backs off while the device's write pool is congested. Every
 //!   `dirty_writeback_interval` it also writes data dirty for longer than `dirty_expire`.
 //!   Write-back is asynchronous I/O, submitted as the writing process (or as the flusher).
+//! * **On a 2.4 host** (RHEL 3) bdflush and kupdated take the flusher's and the throttled
+//!   writers' place: one global dirty-buffer LRU, 32-buffer batches, `tq_disk` unplugs
+//!   ([`writeback`]'s 2.4 section, linux-2.4-elevator.md §6.4).
 //! * **fsync** writes the file's dirty pages (flagged sync, or async as 2.6.18 did, per the
 //!   `fsync` key) and returns when none of its pages is dirty or under write-back.
 //! * **Dropping caches** writes back and forgets a device's pages (hdparm's `BLKFLSBUF`), or
@@ -99,7 +105,8 @@ pub(crate) enum HostAction {
     Complete { op: u64, at: Instant },
     /// A process is about to sleep on a page being read from `device`: run its queue now
     /// (the kernel's `sync_page` → `blk_run_backing_dev`), rather than leave the read behind
-    /// a plug for the timer.
+    /// a plug for the timer. On a 2.4 host this is `tq_disk` (which unplugs every queue);
+    /// bdflush and kupdated ask for it for every device.
     Unplug { device: usize },
 }
 
@@ -501,6 +508,15 @@ impl Host {
         offset: u64,
         size: u64,
     ) {
+        let first = offset / PAGE_BYTES;
+        if self.read_ahead_algorithm == ReadAheadAlgorithm::Generic2_4 {
+            // 2.4 adjusts the file's read-ahead once per call, before its first page (even one
+            // past the end of the file).
+            let key = self.reader_key(process, space);
+            let mut reader = self.reader(key);
+            reader.read_ahead.read_call(first, offset % PAGE_BYTES, size);
+            self.readers.insert(key, reader);
+        }
         let end_bytes = (offset + size).min(self.space_bytes(space));
         if end_bytes <= offset {
             // At or past the end of the file: a short read of nothing.
@@ -508,7 +524,6 @@ impl Host {
             return;
         }
         let bytes = end_bytes - offset;
-        let first = offset / PAGE_BYTES;
         let end = end_bytes.div_ceil(PAGE_BYTES);
         let missing = self.count_not_uptodate(space, first, end);
         self.stats.cache_miss_pages += missing;
@@ -524,20 +539,8 @@ impl Host {
         let OpState::Read { space, mut cursor, end, mut call_at, bytes } = pending.state;
         let (process, priority) = (pending.process, pending.priority);
         let device = self.spaces[space as usize].device;
-        let owner = self.read_ahead_owner.get(&process).copied().unwrap_or(process);
-        let key = (owner, space);
-        let mut reader = match self.readers.get(&key) {
-            Some(reader) => *reader,
-            // The state is made at the first read, with the maximum window of that moment (the
-            // kernel copies it into the file at open).
-            None => Reader {
-                read_ahead: ReadAhead::open(
-                    self.read_ahead_algorithm,
-                    self.devices[device].read_ahead_pages,
-                ),
-                issued: (0, 0),
-            },
-        };
+        let key = self.reader_key(process, space);
+        let mut reader = self.reader(key);
         let batch = self.new_batch(BatchOwner::Reader);
         let mut bios = Vec::new();
         let waiting = loop {
@@ -545,6 +548,14 @@ impl Host {
                 break false;
             }
             if cursor == call_at {
+                if reader.read_ahead.reads_missing_page_first() && self.page_absent(space, cursor) {
+                    // 2.4: the page goes to `readpage` first, then read-ahead sees it locked.
+                    if (reader.issued.0..reader.issued.1).contains(&cursor) {
+                        self.stats.reread_evicted_pages += 1;
+                    }
+                    self.stats.single_page_reads += 1;
+                    self.read_absent(space, cursor, cursor + 1, batch, &mut bios);
+                }
                 let mut io = ReaderIo {
                     host: self,
                     space,
@@ -588,6 +599,26 @@ impl Host {
             self.ops.remove(&op);
             self.finish(now, op, process, bytes);
         }
+    }
+
+    /// Whose read-ahead state `process` uses for `space`.
+    fn reader_key(&self, process: ProcessId, space: SpaceId) -> (ProcessId, SpaceId) {
+        (self.read_ahead_owner.get(&process).copied().unwrap_or(process), space)
+    }
+
+    /// A reader's state, or a fresh one: the state is made at the first read, with the maximum
+    /// window of that moment (the kernel copies it into the file at open).
+    fn reader(&self, key: (ProcessId, SpaceId)) -> Reader {
+        self.readers.get(&key).copied().unwrap_or_else(|| {
+            let device = self.spaces[key.1 as usize].device;
+            Reader {
+                read_ahead: ReadAhead::open(
+                    self.read_ahead_algorithm,
+                    self.devices[device].read_ahead_pages,
+                ),
+                issued: (0, 0),
+            }
+        })
     }
 
     /// The first page of `first..end` that is not up to date; the chunks passed count as used.
@@ -717,6 +748,11 @@ impl Host {
         let bio_limit_sectors = match entry.kind {
             SpaceKind::Raw => u64::from(self.devices[entry.device].block_bytes) / SECTOR_SIZE_BYTES,
             SpaceKind::File(_) if write && self.writeback.filesystem == Filesystem::Ext3 => {
+                PAGE_BYTES / SECTOR_SIZE_BYTES
+            }
+            // 2.4 reads a file page by page, each one 4 KiB buffer head (`readpage`,
+            // linux-2.4-elevator.md §6.3); requests grow only by merging in the queue.
+            SpaceKind::File(_) if self.read_ahead_algorithm == ReadAheadAlgorithm::Generic2_4 => {
                 PAGE_BYTES / SECTOR_SIZE_BYTES
             }
             SpaceKind::File(_) => max_sectors - max_sectors % 8,
@@ -907,6 +943,14 @@ struct ReaderIo<'a> {
 }
 
 impl ReadAheadIo for ReaderIo<'_> {
+    fn page_uptodate(&self, index: u64) -> bool {
+        self.host.count_not_uptodate(self.space, index, index + 1) == 0
+    }
+
+    fn end_index(&self) -> u64 {
+        self.host.space_bytes(self.space) / PAGE_BYTES
+    }
+
     fn read_congested(&self) -> bool {
         self.host.read_congested[self.host.spaces[self.space as usize].device]
     }

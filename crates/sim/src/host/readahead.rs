@@ -65,8 +65,41 @@
 //!   reads, 32 plus a forced ahead window of 32, then one window of 32 per crossing; at a
 //!   maximum of 2048 with 512 KiB reads, 256, 512, 1024, 2048.
 //!
+//! # 2.4.21 and RHEL 3: `generic_file_readahead` ([`ReadAheadAlgorithm::Generic2_4`])
+//!
+//! RHEL 3 `mm/filemap.c` (`do_generic_file_read`, `generic_file_readahead`;
+//! linux-2.4-elevator.md §6.3). Each open file keeps `raend` (the page after the last chunk),
+//! `ralen` (the last chunk's pages), `rawin` (the window) and `ramax` (the current maximum),
+//! between vm.min-readahead (3 pages) and vm.max-readahead (31 pages).
+//!
+//! * Each `read()` first ([`ReadAhead::read_call`]): a call starting past `raend`, or before
+//!   the window, resets all four to 0 and is not sequential. A call that stays in the first
+//!   half of page 0 sets `ramax` to 0; any other raises it to the pages the call reaches
+//!   (plus one), to at least the minimum when sequential, at most the maximum.
+//! * Then per page, **after** a page that is not in the cache at all was given to `readpage`
+//!   (one 4 KiB read, waited for): a page not yet up to date (being read) outside the last
+//!   chunk, or with no chunk yet, starts a new chunk — the `ramax` pages after it, read at
+//!   once (the synchronous chunk). An up-to-date page of a sequential reader that reaches
+//!   into the last chunk (`index + ralen ≥ raend`) reads `ramax + 1` pages from `raend` (the
+//!   asynchronous chunk), the window becoming both chunks. Every chunk doubles `ramax` (at
+//!   most the maximum). Cached pages inside a chunk are skipped but counted.
+//! * Each page is its own 4 KiB read: the host makes one bio per page on a 2.4 kernel, and
+//!   contiguous pages merge in the queue.
+//! * The chunks of a 4 KiB sequential reader are 1 + 3, 7, 13, 25, then 32 pages one chunk
+//!   ahead; an 8 KiB random read reads 4 pages (16 KiB); 128 KiB reads read 1 + 31 pages at
+//!   once, then 32-page chunks one ahead.
+//! * The maximum is vm.max-readahead whatever the device's `read_ahead_kb`: SCSI sets no
+//!   per-device value, and `blockdev --setra` sets a per-major value that file reads never
+//!   consult (§6.1).
+//! * No congestion test: 2.4 has no congested queues (§6.1).
+//!
 //! # Deviations from Linux
 //!
+//! * 2.4: a page locked for another reason than a read (write-back in progress) takes the
+//!   synchronous path in the kernel; here only pages being read do, as the host locks no
+//!   page for write-back. `page_cache_read`'s allocation failure (which ends a chunk early)
+//!   is not modelled. The sysctls vm.max-readahead and vm.min-readahead are constants (their
+//!   defaults); IDE's per-device maximum is not modelled (the study's LUNs are SCSI).
 //! * RHEL 4 from U3 (2.6.9-34.EL) calls read-ahead only at `next_index` (no ahead window for
 //!   `read()`s that are multiples of the window) and U5's re-enabling bursts: not modelled; the
 //!   RHEL 4 release here is GA/U1, which reads per page.
@@ -86,8 +119,23 @@ const MIN_PAGES: u64 = 4;
 /// (`VM_MAX_CACHE_HIT`, §1.1).
 const MAX_CACHE_HIT_PAGES: u64 = 256;
 
+/// 2.4's vm.max-readahead: 31 pages (linux-2.4-elevator.md §6.3, [V R3 `mm/filemap.c`]).
+const VM_MAX_READAHEAD_PAGES: u64 = 31;
+
+/// 2.4's vm.min-readahead: 3 pages (§6.3).
+const VM_MIN_READAHEAD_PAGES: u64 = 3;
+
+/// Bytes in a page, for 2.4's per-call arithmetic on offsets.
+const PAGE_BYTES: u64 = super::cache::PAGE_BYTES;
+
 /// What read-ahead asks of the page cache and the device's queue.
 pub(crate) trait ReadAheadIo {
+    /// Whether page `index` is up to date (2.4 asks: a page being read takes the synchronous
+    /// path, an up-to-date one the asynchronous one).
+    fn page_uptodate(&self, index: u64) -> bool;
+    /// The file's size in whole pages (2.4's `end_index`: a last partial page is not read
+    /// ahead).
+    fn end_index(&self) -> u64;
     /// Whether the device's read pool class is congested (§2.4).
     fn read_congested(&self) -> bool;
     /// Starts reads of the pages of `start..start + count` that are neither cached nor being
@@ -118,18 +166,33 @@ pub(crate) enum ReadAhead {
     PerPage(PerPage),
     /// 2.6.18 and RHEL 5.
     PerCall(PerCall),
+    /// 2.4.21 and RHEL 3.
+    Generic2_4(Generic2_4),
 }
 
 impl ReadAhead {
     /// The state of a file opened on a device whose maximum window is `max_pages`.
     pub(crate) fn open(algorithm: ReadAheadAlgorithm, max_pages: u64) -> ReadAhead {
         match algorithm {
-            // 2.4's generic_file_readahead is not built yet: 2.6.9's per-page windows stand in.
-            ReadAheadAlgorithm::PerPage | ReadAheadAlgorithm::Generic2_4 => {
-                ReadAhead::PerPage(PerPage::open(max_pages))
-            }
+            ReadAheadAlgorithm::PerPage => ReadAhead::PerPage(PerPage::open(max_pages)),
             ReadAheadAlgorithm::PerCall => ReadAhead::PerCall(PerCall::open(max_pages)),
+            // vm.max-readahead, not the device's value (§6.1): see the module's 2.4 section.
+            ReadAheadAlgorithm::Generic2_4 => ReadAhead::Generic2_4(Generic2_4::default()),
         }
+    }
+
+    /// A `read()` of `count_bytes` starts at page `index`, `offset_bytes` into it: 2.4's
+    /// per-call reset and `ramax` adjustment; nothing in 2.6.
+    pub(crate) fn read_call(&mut self, index: u64, offset_bytes: u64, count_bytes: u64) {
+        if let ReadAhead::Generic2_4(state) = self {
+            state.read_call(index, offset_bytes, count_bytes);
+        }
+    }
+
+    /// Whether the reader gives a page that is not in the cache to `readpage` before calling
+    /// read-ahead at it (2.4), rather than after (2.6: read-ahead first, then the page alone).
+    pub(crate) fn reads_missing_page_first(&self) -> bool {
+        matches!(self, ReadAhead::Generic2_4(_))
     }
 
     /// The reader reached page `index` with `wanted_pages` (≥ 1, `index` included) of its
@@ -148,6 +211,10 @@ impl ReadAhead {
                 index + 1
             }
             ReadAhead::PerCall(state) => state.call(index, wanted_pages, io),
+            ReadAhead::Generic2_4(state) => {
+                state.page(index, io);
+                index + 1
+            }
         };
         next.max(index + 1)
     }
@@ -158,7 +225,101 @@ impl ReadAhead {
         match self {
             ReadAhead::PerPage(state) => state.missing(index),
             ReadAhead::PerCall(state) => state.missing(),
+            // 2.4 keeps no miss state: the page's `readpage` and the locked-page path say all.
+            ReadAhead::Generic2_4(_) => {}
         }
+    }
+}
+
+// ---- 2.4.21: generic_file_readahead ----
+
+/// 2.4's state: the `f_raend`, `f_ralen`, `f_rawin` and `f_ramax` of `struct file`, and the
+/// current call's `reada_ok`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Generic2_4 {
+    /// The page after the last chunk read ahead.
+    raend: u64,
+    /// Pages of the last chunk (with the missed page of a synchronous one).
+    ralen_pages: u64,
+    /// Pages of the window: the last chunk, and the one before when the last was asynchronous.
+    rawin_pages: u64,
+    /// The next chunk's size.
+    ramax_pages: u64,
+    /// Whether the current `read()` continues the window (`reada_ok`).
+    sequential: bool,
+}
+
+impl Generic2_4 {
+    /// `do_generic_file_read`'s prologue (§6.3, first rule).
+    fn read_call(&mut self, index: u64, offset_bytes: u64, count_bytes: u64) {
+        if index > self.raend || index + self.rawin_pages < self.raend {
+            *self = Generic2_4::default();
+        } else {
+            self.sequential = true;
+        }
+        let reach_bytes = offset_bytes + count_bytes;
+        if index == 0 && reach_bytes <= PAGE_BYTES / 2 {
+            // A read inside the first half of the first page: no read-ahead.
+            self.ramax_pages = 0;
+        } else {
+            let needed_pages = reach_bytes / PAGE_BYTES + 1;
+            let mut ramax = self.ramax_pages.max(needed_pages);
+            if self.sequential {
+                ramax = ramax.max(VM_MIN_READAHEAD_PAGES);
+            }
+            self.ramax_pages = ramax.min(VM_MAX_READAHEAD_PAGES);
+        }
+    }
+
+    /// `generic_file_readahead` at page `index`, which is up to date or being read.
+    fn page(&mut self, index: u64, io: &mut impl ReadAheadIo) {
+        let end_index = io.end_index();
+        // The page after which the chunk starts, and its size.
+        let (after, chunk_pages) = if !io.page_uptodate(index) {
+            // Being read (by the reader's own `readpage` or an earlier chunk): a new chunk
+            // unless the page lies inside the last one.
+            if self.ralen_pages != 0 && index < self.raend && index + self.rawin_pages >= self.raend
+            {
+                return;
+            }
+            let chunk_pages = if index < end_index { self.ramax_pages } else { 0 };
+            self.rawin_pages = 0;
+            self.ralen_pages = 1;
+            if chunk_pages == 0 {
+                // No read-ahead: the window is this page alone.
+                self.raend = index + 1;
+                self.rawin_pages = 1;
+                return;
+            }
+            (index, chunk_pages)
+        } else if self.sequential
+            && self.ramax_pages > 0
+            && self.raend >= 1
+            && index <= self.raend
+            && index + self.ralen_pages >= self.raend
+        {
+            // Up to date and reaching into the last chunk: the asynchronous chunk, one page
+            // larger than `ramax` to match the synchronous chunk with its missed page.
+            let after = self.raend - 1;
+            if after >= end_index {
+                return;
+            }
+            self.rawin_pages = self.ralen_pages;
+            self.ralen_pages = 0;
+            (after, self.ramax_pages + 1)
+        } else {
+            return;
+        };
+        // The kernel counts the page at `end_index` that stops the loop as read ahead.
+        let ahead_pages = chunk_pages.min(end_index - after);
+        let read_end = (after + ahead_pages + 1).min(end_index);
+        if read_end > after + 1 {
+            io.read(after + 1, read_end - after - 1, true);
+        }
+        self.ralen_pages += ahead_pages;
+        self.rawin_pages += self.ralen_pages;
+        self.raend = after + ahead_pages + 1;
+        self.ramax_pages = (2 * self.ramax_pages).min(VM_MAX_READAHEAD_PAGES);
     }
 }
 
@@ -542,6 +703,10 @@ mod tests {
         single: Vec<u64>,
         skipped_pages: u64,
         at: u64,
+        /// Whether reads stay in flight until the reader waits for one of their pages (2.4
+        /// tells pages being read from up-to-date ones); otherwise they complete at once.
+        hold_reads: bool,
+        in_flight: std::collections::BTreeSet<u64>,
     }
 
     impl FakeIo {
@@ -556,6 +721,14 @@ mod tests {
     }
 
     impl ReadAheadIo for FakeIo {
+        fn page_uptodate(&self, index: u64) -> bool {
+            self.cached[index as usize] && !self.in_flight.contains(&index)
+        }
+
+        fn end_index(&self) -> u64 {
+            self.cached.len() as u64
+        }
+
         fn read_congested(&self) -> bool {
             self.congested
         }
@@ -566,6 +739,9 @@ mod tests {
             for page in start..end {
                 if !self.cached[page as usize] {
                     self.cached[page as usize] = true;
+                    if self.hold_reads {
+                        self.in_flight.insert(page);
+                    }
                     started += 1;
                 }
             }
@@ -598,6 +774,120 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A 2.4 reader doing `read()`s of `call_bytes` from byte `first_byte`, as the host walks
+    /// them: the per-call prologue, then per page `readpage` of a missing page, read-ahead,
+    /// and a wait when the page is being read — which completes everything in flight, as a
+    /// plugged queue unplugged by the waiter would.
+    fn read_calls_2_4(
+        ra: &mut ReadAhead,
+        io: &mut FakeIo,
+        first_byte: u64,
+        call_bytes: u64,
+        calls: u64,
+    ) {
+        io.hold_reads = true;
+        for call in 0..calls {
+            let start = first_byte + call * call_bytes;
+            ra.read_call(start / PAGE_BYTES, start % PAGE_BYTES, call_bytes);
+            for page in start / PAGE_BYTES..(start + call_bytes).div_ceil(PAGE_BYTES) {
+                io.at = page;
+                if !io.cached[page as usize] {
+                    io.cached[page as usize] = true;
+                    io.in_flight.insert(page);
+                    io.single.push(page);
+                }
+                assert_eq!(ra.reader_at(page, 1, io), page + 1);
+                if io.in_flight.contains(&page) {
+                    io.in_flight.clear();
+                }
+            }
+        }
+    }
+
+    fn generic_2_4() -> ReadAhead {
+        // The device's maximum is ignored on 2.4 (vm.max-readahead rules).
+        ReadAhead::open(ReadAheadAlgorithm::Generic2_4, 2048)
+    }
+
+    /// (page the reader was at, first page, pages) of every chunk.
+    fn chunks(io: &FakeIo) -> Vec<(u64, u64, u64)> {
+        io.windows.iter().map(|&(at, start, count, _)| (at, start, count)).collect()
+    }
+
+    // Proves 2.4's ramp for a sequential 4 KiB reader (linux-2.4-elevator.md §7.13, §6.3):
+    // page 0 read alone plus 3 pages, then asynchronous chunks of 7, 13, 25 and 32 pages
+    // (ramax + 1 at the 31-page cap) each starting at the previous chunk's end, issued at the
+    // first up-to-date page that reaches into the last chunk; only page 0 is read alone.
+    #[test]
+    fn generic_2_4_sequential_4k_ramp() {
+        let mut ra = generic_2_4();
+        let mut io = FakeIo::new(1000);
+        read_calls_2_4(&mut ra, &mut io, 0, 4096, 200);
+        assert_eq!(io.single, vec![0]);
+        assert_eq!(
+            &chunks(&io)[..6],
+            &[(0, 1, 3), (1, 4, 7), (5, 11, 13), (12, 24, 25), (25, 49, 32), (50, 81, 32)]
+        );
+        assert!(chunks(&io)[4..].iter().all(|&(_, _, count)| count == 32));
+    }
+
+    // Proves 8 KiB random buffered reads on 2.4 read 4 pages each (16 KiB, §7.13): the two
+    // pages asked for plus the 3-page chunk that `needed` (2 + 1) sets, and no asynchronous
+    // chunk when the reader reaches the second page (a random call is not sequential).
+    #[test]
+    fn generic_2_4_random_8k_reads_read_16k() {
+        let mut ra = generic_2_4();
+        let mut io = FakeIo::new(100_000);
+        let pages = [5000, 120, 70_000, 9000, 33_333, 42_000];
+        for page in pages {
+            read_calls_2_4(&mut ra, &mut io, page * PAGE_BYTES, 8192, 1);
+        }
+        assert_eq!(io.single, pages.to_vec());
+        assert_eq!(chunks(&io), pages.iter().map(|&page| (page, page + 1, 3)).collect::<Vec<_>>());
+    }
+
+    // Proves 128 KiB sequential reads on 2.4 (§6.3): the first call reads page 0 and 31 pages
+    // with it at once, then one 32-page chunk per 32 pages, each starting where the last ended
+    // (one chunk ahead of the reader).
+    #[test]
+    fn generic_2_4_sequential_128k_reads() {
+        let mut ra = generic_2_4();
+        let mut io = FakeIo::new(1000);
+        read_calls_2_4(&mut ra, &mut io, 0, 128 << 10, 6);
+        assert_eq!(io.single, vec![0]);
+        assert_eq!(
+            &chunks(&io)[..5],
+            &[(0, 1, 31), (1, 32, 32), (33, 64, 32), (65, 96, 32), (97, 128, 32)]
+        );
+        // Six calls reach page 191: the last chunk, issued at page 161, reads 192..224.
+        assert_eq!(chunks(&io).len(), 7);
+        assert!(chunks(&io)[1..].iter().all(|&(at, start, count)| count == 32 && start == at + 31));
+    }
+
+    // Proves the 2.4 resets: a read in the first half of page 0 reads no read-ahead (ramax 0),
+    // a seek backwards outside the window starts over (a fresh synchronous chunk of the
+    // call's `needed` pages, not an asynchronous one), and a chunk stops at the file's last
+    // whole page.
+    #[test]
+    fn generic_2_4_small_first_read_seek_and_end_of_file() {
+        let mut ra = generic_2_4();
+        let mut io = FakeIo::new(1000);
+        read_calls_2_4(&mut ra, &mut io, 0, 512, 1);
+        assert!(io.windows.is_empty());
+        assert_eq!(io.single, vec![0]);
+        read_calls_2_4(&mut ra, &mut io, 500 * PAGE_BYTES, 4096, 3);
+        read_calls_2_4(&mut ra, &mut io, 100 * PAGE_BYTES, 4096, 1);
+        // A 4 KiB read away from the window: ramax = 4096 / 4096 + 1 = 2 pages after it; the
+        // next call is sequential and reaches into that chunk: ramax (4) + 1 from its end.
+        assert_eq!(chunks(&io), vec![(500, 501, 2), (501, 503, 5), (100, 101, 2)]);
+        // Near the end: a 16 KiB random read at page 996 of a 1000-page file reads ahead up
+        // to page 999 only.
+        let mut ra = generic_2_4();
+        let mut io = FakeIo::new(1000);
+        read_calls_2_4(&mut ra, &mut io, 996 * PAGE_BYTES, 16 << 10, 1);
+        assert_eq!(chunks(&io), vec![(996, 997, 3)]);
     }
 
     fn per_page(max: u64) -> ReadAhead {

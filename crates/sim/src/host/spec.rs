@@ -13,7 +13,7 @@ pub const KEYS: &[KeySpec] = &[
         key: "kernel",
         kind: KeyKind::Choice(KERNEL_NAMES),
         default: "2.6.18",
-        help: "the kernel release: every version-dependent block-layer and host behaviour follows it (2.6.9, 2.6.9-5.EL = rhel4, 2.6.18, 2.6.18-8.el5 = rhel5.0, 2.6.18-194.11.4.el5 = rhel5.5)",
+        help: "the kernel release: every version-dependent block-layer and host behaviour follows it (2.4.21, 2.4.21-27.EL = rhel3, 2.6.9, 2.6.9-5.EL = rhel4, 2.6.18, 2.6.18-8.el5 = rhel5.0, 2.6.18-194.11.4.el5 = rhel5.5)",
     },
     KeySpec {
         key: "fs",
@@ -109,13 +109,13 @@ pub const KEYS: &[KeySpec] = &[
         key: "dirty_ratio",
         kind: KeyKind::Integer { min: 1, max: 100 },
         default: "40",
-        help: "percent of page-cache memory that may be dirty before writers write back themselves (2.6.18: 40)",
+        help: "percent of page-cache memory that may be dirty before writers write back themselves (2.6.18: 40); a 2.4 host ignores it: bdflush starts at 50 % and writers write at 80 % (linux-2.4-elevator.md §6.4)",
     },
     KeySpec {
         key: "dirty_background_ratio",
         kind: KeyKind::Integer { min: 0, max: 100 },
         default: "10",
-        help: "percent dirty at which the flusher starts writing back (2.6.18: 10)",
+        help: "percent dirty at which the flusher starts writing back (2.6.18: 10); not on a 2.4 host",
     },
     KeySpec {
         key: "dirty_expire",
@@ -125,7 +125,7 @@ pub const KEYS: &[KeySpec] = &[
             bare_unit: "s",
         },
         default: "30s",
-        help: "age at which dirty data is written back by the periodic flusher",
+        help: "age at which dirty data is written back by the periodic flusher (2.6; 2.4 kupdated: 30 s)",
     },
     KeySpec {
         key: "dirty_writeback_interval",
@@ -135,7 +135,7 @@ pub const KEYS: &[KeySpec] = &[
             bare_unit: "s",
         },
         default: "5s",
-        help: "how often the periodic flusher wakes",
+        help: "how often the periodic flusher wakes (2.6; 2.4 kupdated: 5 s)",
     },
     KeySpec {
         key: "fsync",
@@ -185,6 +185,20 @@ pub const PRESETS: &[Preset] = &[
             ("cpus", "4"),
             ("copy_rate", "1500m"),
             ("kernel", "2.6.9-5.EL"),
+            ("page_cost", "3us"),
+            ("bio_cost", "2us"),
+            ("request_cost", "12us"),
+            ("interrupt_cost", "6us"),
+        ],
+    },
+    Preset {
+        name: "dbserver-2004",
+        help: "dbserver-2005's hardware (2 Hyper-Threading processors, 4 GiB, the same CPU costs) running RHEL 3 (2.4.21-27.EL): the RHEL 3 baseline of Red Hat's 2005 scheduler comparison, whose kernel the article does not name; June 2005 makes U4 (27.EL) or U5 (32.EL) most likely, and both run the same elevator and host (linux-2.4-elevator.md §0.2)",
+        values: &[
+            ("ram", "4g"),
+            ("cpus", "4"),
+            ("copy_rate", "1500m"),
+            ("kernel", "2.4.21-27.EL"),
             ("page_cost", "3us"),
             ("bio_cost", "2us"),
             ("request_cost", "12us"),
@@ -324,6 +338,19 @@ mod tests {
         assert!(HostSpec::parse("host:ram=1g,reserve=2g").is_err());
         assert_eq!(HostSpec::parse("fileserver-2007").unwrap().filesystem(), Filesystem::Xfs);
         assert_eq!(HostSpec::parse("dbserver-2005").unwrap().kernel(), KernelVersion::Rhel4);
+        // The RHEL 3 preset is dbserver-2005's hardware with the 2.4 kernel.
+        let rhel3 = HostSpec::parse("dbserver-2004").unwrap();
+        let rhel4 = HostSpec::parse("dbserver-2005").unwrap();
+        assert_eq!(rhel3.kernel(), KernelVersion::Rhel3);
+        for (key, value) in rhel4.params.resolved() {
+            if key != "kernel" {
+                assert_eq!(
+                    rhel3.params.resolved().iter().find(|(k, _)| *k == key).map(|(_, v)| v),
+                    Some(&value),
+                    "{key}"
+                );
+            }
+        }
         let error = HostSpec::parse("host:kernel=rhel5.0,fs=xfs").unwrap_err();
         assert!(error.to_string().contains("did not build XFS"), "{error}");
         assert!(HostSpec::parse("host:kernel=2.6.10").unwrap_err().to_string().contains("2.6.18"));

@@ -47,8 +47,40 @@
 //!   `PF_SYNCWRITE`) unless `fsync=sync|async` overrides; pdflush, throttled writers and
 //!   kjournald write async (§1.6).
 //!
+//! # 2.4.21 and RHEL 3: bdflush and kupdated (linux-2.4-elevator.md §6.4)
+//!
+//! On a 2.4 host ([`Bdflush`], RHEL 3 `fs/buffer.c`) pdflush, the dirty limits and the
+//! writers' write-back above do not exist; the same inodes, pages, bios, fsync and kjournald
+//! serve both:
+//!
+//! * **One global dirty-buffer LRU** in the order buffers became dirty (a buffer dirtied
+//!   again while dirty keeps its place); every writer takes from its old end,
+//!   `write_some_buffers`: the first 32 dirty buffers not being written (`NRSYNC`), each its
+//!   own 4 KiB bio, left to the plugged queue to merge and sort.
+//! * **Thresholds** from `/proc/sys/vm/bdflush` = `50 500 0 0 500 3000 80 50 0`: above
+//!   nfract (50 %) of the free and inactive pages dirty, dirtying a buffer wakes **bdflush**;
+//!   above nfract_sync (80 %) the dirtying task also writes one 32-buffer batch itself
+//!   (`balance_dirty`), waiting only for its submission, never for the writes.
+//! * **bdflush** writes 32-buffer batches until ndirty (500) buffers are written (16
+//!   batches) or none is left; then, if none was left or dirty data is below nfract_sync, it
+//!   runs `tq_disk` and sleeps until woken; otherwise it starts another round at once.
+//! * **kupdated**, every interval (5 s): while the buffer at the LRU's old end was dirtied
+//!   more than age_buffer (30 s) ago, a 32-buffer batch; then `tq_disk`.
+//! * `tq_disk` unplugs every queue ([`HostAction::Unplug`](super::HostAction) for each
+//!   device). No congestion back-off anywhere: 2.4 has none.
+//! * ext3's kjournald commits as on 2.6 ([`super::journal`]), its ordered data in batches of
+//!   `KernelVersion::journal_batch_blocks` (64 on 2.4), waited for.
+//!
 //! # Deviations from Linux
 //!
+//! * 2.4: "free + inactive pages" (`nr_free_buffer_pages`) is the whole page cache: the model
+//!   has no free, active and inactive lists, nor 32-bit low memory. nfract_stop (50 %) is not
+//!   used: RHEL 3's bdflush loop tests nfract_sync, not `bdflush_stop` [V R3 32.EL
+//!   `fs/buffer.c`]. kupdated's `sync_unlocked_inodes`/`sync_supers` write no metadata here;
+//!   its 5 s timer starts when data is first dirtied, not at boot. The VM's laundering of
+//!   dirty pages under memory pressure is not modelled. A write call dirties all its pages,
+//!   then balances once per buffer it newly dirtied (the kernel balances after each).
+//!   The `dirty_*` host keys do not apply; the bdflush values are constants (the defaults).
 //! * A write call dirties all its pages, then balances as many times as the ratelimit says
 //!   its pages would have (the kernel balances between pages); the ratelimit counter is per
 //!   process, not per CPU.
@@ -68,12 +100,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use elevator_core::kernel::KernelBase;
 use elevator_core::{Duration, Instant, IoPriority, ProcessId, RequestFlags};
 
 use super::cache::{CHUNK_PAGES, PAGE_BYTES, SpaceId, page_mask};
 use super::journal::Journal;
 use super::spec::{Filesystem, HostSpec};
-use super::{BatchOwner, Host, HostBio, HostError, SpaceKind};
+use super::{BatchOwner, Host, HostAction, HostBio, HostError, SpaceKind};
 
 /// The fewest pdflush threads (`MIN_PDFLUSH_THREADS`).
 pub(crate) const PDFLUSH_THREADS_MIN: usize = 2;
@@ -100,6 +133,25 @@ const RATELIMIT_EXCEEDED_PAGES: u64 = 8;
 /// The floor of the dirty ratio (§3.2: 5 % in every release modelled).
 const DIRTY_RATIO_MIN: u64 = 5;
 
+/// 2.4 bdflush's nfract: dirty above this share (percent) of the page cache wakes bdflush
+/// (`/proc/sys/vm/bdflush` field 1, linux-2.4-elevator.md §6.4).
+const BDFLUSH_NFRACT_PERCENT: u64 = 50;
+/// 2.4 bdflush's ndirty: buffers per wake-up round (field 2).
+const BDFLUSH_NDIRTY_BUFFERS: i64 = 500;
+/// 2.4 kupdated's interval (field 5, 500 jiffies at HZ = 100).
+const BDFLUSH_INTERVAL: Duration = Duration::from_secs(5);
+/// 2.4's age_buffer: kupdated writes buffers dirty this long (field 6, 3000 jiffies).
+const BDFLUSH_AGE_BUFFER: Duration = Duration::from_secs(30);
+/// 2.4 bdflush's nfract_sync: above this share dirtying tasks write too (field 7).
+const BDFLUSH_NFRACT_SYNC_PERCENT: u64 = 80;
+/// Buffers per `write_some_buffers` batch (`NRSYNC`, §6.4).
+const WRITE_SOME_BUFFERS: usize = 32;
+
+/// 2.4's bdflush daemon: a kernel thread, charged to no workload process.
+pub(crate) const BDFLUSH_PROCESS: ProcessId = ProcessId(u32::MAX - 9);
+/// 2.4's kupdated daemon.
+pub(crate) const KUPDATED_PROCESS: ProcessId = ProcessId(u32::MAX - 10);
+
 /// Who writes a batch of write-back, and waits for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WritebackOwner {
@@ -111,6 +163,10 @@ pub(crate) enum WritebackOwner {
     Sync { op: u64 },
     /// A device's kjournald (ext3).
     Journal { device: usize },
+    /// 2.4's bdflush.
+    Bdflush,
+    /// 2.4's kupdated.
+    Kupdated,
 }
 
 /// One `writeback_inodes` call in progress: which inodes it may write and how much.
@@ -208,6 +264,8 @@ struct Throttle {
     until: Option<Instant>,
     /// Whether this call was counted as throttled.
     counted: bool,
+    /// 2.4: its own batch's bios not yet taken by their queues (`submit_bh` blocks).
+    submitting: BTreeSet<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -273,6 +331,69 @@ pub(crate) struct Writeback {
     dirty_expire: Duration,
     writeback_interval: Duration,
     fsync_flags: RequestFlags,
+    /// 2.4's bdflush and kupdated, on a 2.4 host (none on 2.6).
+    pub(super) bdflush: Option<Bdflush>,
+}
+
+/// 2.4's dirty-buffer LRU, bdflush and kupdated (the module's 2.4 section).
+#[derive(Debug)]
+pub(crate) struct Bdflush {
+    /// Dirty buffers (4 KiB pages) by the order they became dirty: (space, page, when).
+    lru: BTreeMap<u64, (SpaceId, u64, Instant)>,
+    /// Each dirty buffer's place in `lru`.
+    lru_place: BTreeMap<(SpaceId, u64), u64>,
+    next_place: u64,
+    /// The pages the thresholds are percentages of (`nr_free_buffer_pages`).
+    base_pages: u64,
+    /// bdflush is awake (not sleeping on `bdflush_wait`).
+    bdflush_awake: bool,
+    /// Buffers bdflush may still write this round (`ndirty`).
+    ndirty: i64,
+    /// This round found fewer than 32 buffers to write.
+    ran_out: bool,
+    /// bdflush's batches not yet taken by their queues.
+    bdflush_submitting: BTreeSet<u64>,
+    /// kupdated is running a pass.
+    kupdated_awake: bool,
+    /// kupdated's pass submitted its last, short batch.
+    kupdated_finishing: bool,
+    kupdated_submitting: BTreeSet<u64>,
+}
+
+impl Bdflush {
+    fn new(cache_pages: u64) -> Bdflush {
+        Bdflush {
+            lru: BTreeMap::new(),
+            lru_place: BTreeMap::new(),
+            next_place: 0,
+            base_pages: cache_pages,
+            bdflush_awake: false,
+            ndirty: BDFLUSH_NDIRTY_BUFFERS,
+            ran_out: false,
+            bdflush_submitting: BTreeSet::new(),
+            kupdated_awake: false,
+            kupdated_finishing: false,
+            kupdated_submitting: BTreeSet::new(),
+        }
+    }
+
+    /// A clean buffer became dirty: the LRU's new end.
+    fn dirtied(&mut self, space: SpaceId, page: u64, now: Instant) {
+        if self.lru_place.contains_key(&(space, page)) {
+            return;
+        }
+        let place = self.next_place;
+        self.next_place += 1;
+        self.lru.insert(place, (space, page, now));
+        self.lru_place.insert((space, page), place);
+    }
+
+    /// A buffer was cleaned (written, by whoever): it leaves the LRU.
+    fn cleaned(&mut self, space: SpaceId, page: u64) {
+        if let Some(place) = self.lru_place.remove(&(space, page)) {
+            self.lru.remove(&place);
+        }
+    }
 }
 
 /// The thresholds `get_dirty_limits` computes, in pages (§3.2).
@@ -369,6 +490,7 @@ impl Writeback {
             dirty_expire: params.time("dirty_expire"),
             writeback_interval: params.time("dirty_writeback_interval"),
             fsync_flags: if fsync_sync { RequestFlags::SYNC } else { RequestFlags::NONE },
+            bdflush: (kernel.base() == KernelBase::V2_4_21).then(|| Bdflush::new(cache_pages)),
         }
     }
 
@@ -400,12 +522,27 @@ impl Writeback {
         for journal in &self.journals {
             parts.push(journal.stall_detail());
         }
+        if let Some(bdflush) = &self.bdflush {
+            parts.push(format!(
+                "bdflush: awake {} ndirty {} submitting {:?}; kupdated: awake {} submitting {:?}; {} dirty buffers",
+                bdflush.bdflush_awake,
+                bdflush.ndirty,
+                bdflush.bdflush_submitting,
+                bdflush.kupdated_awake,
+                bdflush.kupdated_submitting,
+                bdflush.lru.len()
+            ));
+        }
         parts.join("; ")
     }
 
-    /// The dirty limit in pages.
+    /// The dirty limit in pages: above it writers write back themselves (2.6's dirty ratio;
+    /// 2.4's nfract_sync, of dirty pages alone).
     pub(crate) fn dirty_limit_pages(&self) -> u64 {
-        self.limits.dirty_pages
+        match &self.bdflush {
+            Some(bdflush) => bdflush.base_pages * BDFLUSH_NFRACT_SYNC_PERCENT / 100,
+            None => self.limits.dirty_pages,
+        }
     }
 
     fn inode(&mut self, space: SpaceId) -> &mut InodeState {
@@ -459,7 +596,11 @@ impl Host {
     pub(super) fn writeback_wake(&mut self, now: Instant) {
         if self.writeback.kupdate_at.is_some_and(|at| at <= now) {
             self.writeback.kupdate_at = None;
-            self.kupdate_start(now);
+            if self.writeback.bdflush.is_some() {
+                self.kupdated_start(now);
+            } else {
+                self.kupdate_start(now);
+            }
         }
         for thread in 0..self.writeback.pdflush.len() {
             if self.writeback.pdflush[thread].until.is_some_and(|until| until <= now) {
@@ -501,6 +642,31 @@ impl Host {
                 {
                     pass.batch = None;
                     self.pdflush_run(now, thread);
+                }
+            }
+            WritebackOwner::Throttle { op } if self.writeback.bdflush.is_some() => {
+                if let Some(WriterState::Throttle(throttle)) =
+                    self.writeback.ops.get_mut(&op).map(|op| &mut op.state)
+                    && throttle.submitting.remove(&batch)
+                    && throttle.submitting.is_empty()
+                {
+                    self.balance(now, op);
+                }
+            }
+            WritebackOwner::Bdflush => {
+                let bdflush = self.writeback.bdflush.as_mut().expect("a 2.4 host");
+                if bdflush.bdflush_submitting.remove(&batch)
+                    && bdflush.bdflush_submitting.is_empty()
+                {
+                    self.bdflush_run();
+                }
+            }
+            WritebackOwner::Kupdated => {
+                let bdflush = self.writeback.bdflush.as_mut().expect("a 2.4 host");
+                if bdflush.kupdated_submitting.remove(&batch)
+                    && bdflush.kupdated_submitting.is_empty()
+                {
+                    self.kupdated_run(now);
                 }
             }
             WritebackOwner::Throttle { op } => {
@@ -548,7 +714,10 @@ impl Host {
                     }
                 }
                 WritebackOwner::Journal { device } => self.journal_batch_done(now, device, batch),
-                WritebackOwner::Pdflush { .. } | WritebackOwner::Throttle { .. } => {}
+                WritebackOwner::Pdflush { .. }
+                | WritebackOwner::Throttle { .. }
+                | WritebackOwner::Bdflush
+                | WritebackOwner::Kupdated => {}
             }
         }
         // Syncs waiting for their pages may be done.
@@ -625,14 +794,27 @@ impl Host {
         let first = offset / PAGE_BYTES;
         let end = end_bytes.div_ceil(PAGE_BYTES);
         let mut page = first;
+        // 2.4: buffers this call dirtied (each calls `balance_dirty`).
+        let mut newly_dirtied = 0;
         while page < end {
             let chunk = page / CHUNK_PAGES;
             let chunk_end = ((chunk + 1) * CHUNK_PAGES).min(end);
             let slot = self.cache.get_or_insert(space, chunk);
             let mask = page_mask(page % CHUNK_PAGES, chunk_end - chunk * CHUNK_PAGES);
             let before = self.cache.dirty_pages();
+            let before_mask = self.cache.chunk(slot).dirty;
             self.cache.dirty(slot, mask, now);
             let newly = self.cache.dirty_pages() - before;
+            if let Some(bdflush) = &mut self.writeback.bdflush {
+                // Buffers newly dirty join the LRU's new end, in page order.
+                let newly_mask = mask & !before_mask;
+                for bit in 0..CHUNK_PAGES {
+                    if newly_mask & (1 << bit) != 0 {
+                        bdflush.dirtied(space, chunk * CHUNK_PAGES + bit, now);
+                    }
+                }
+                newly_dirtied += newly;
+            }
             let entry = &mut self.spaces[space as usize];
             entry.dirty_pages += newly;
             if entry.dirtied_at.is_none() && entry.dirty_pages > 0 {
@@ -651,18 +833,29 @@ impl Host {
         let held = self.cache.dirty_pages() + self.cache.writeback_pages();
         self.stats.dirty_pages_peak = self.stats.dirty_pages_peak.max(held);
         if self.writeback.kupdate_at.is_none() {
-            self.writeback.kupdate_at = Some(now + self.writeback.writeback_interval);
+            let interval = if self.writeback.bdflush.is_some() {
+                BDFLUSH_INTERVAL
+            } else {
+                self.writeback.writeback_interval
+            };
+            self.writeback.kupdate_at = Some(now + interval);
         }
-        // The ratelimit: one balance per `ratelimit_pages` written (8 once exceeded).
-        let limit = if self.writeback.dirty_exceeded {
-            RATELIMIT_EXCEEDED_PAGES
+        let balances = if self.writeback.bdflush.is_some() {
+            // 2.4: one `balance_dirty` per buffer newly dirtied.
+            newly_dirtied
         } else {
-            self.writeback.limits.ratelimit_pages
+            // The ratelimit: one balance per `ratelimit_pages` written (8 once exceeded).
+            let limit = if self.writeback.dirty_exceeded {
+                RATELIMIT_EXCEEDED_PAGES
+            } else {
+                self.writeback.limits.ratelimit_pages
+            };
+            let count = self.writeback.ratelimit_counts.entry(process).or_default();
+            *count += end - first;
+            let balances = *count / limit;
+            *count %= limit;
+            balances
         };
-        let count = self.writeback.ratelimit_counts.entry(process).or_default();
-        *count += end - first;
-        let balances = *count / limit;
-        *count %= limit;
         let throttle = Throttle {
             bytes: size,
             device: entry.device,
@@ -671,6 +864,7 @@ impl Host {
             pass: None,
             until: None,
             counted: false,
+            submitting: BTreeSet::new(),
         };
         let state = WriterState::Throttle(throttle);
         self.writeback.ops.insert(op, WriterOp { process, priority, state });
@@ -685,6 +879,10 @@ impl Host {
     /// `balance_dirty_pages`, as many times as the call owes: a state machine resumed when its
     /// write-back is accepted or its congestion wait ends.
     fn balance(&mut self, now: Instant, op: u64) {
+        if self.writeback.bdflush.is_some() {
+            self.balance_dirty(now, op);
+            return;
+        }
         loop {
             let Some(pending) = self.writeback.ops.get(&op) else { return };
             let (process, priority) = (pending.process, pending.priority);
@@ -1056,6 +1254,14 @@ impl Host {
             let chunk_end = ((chunk + 1) * CHUNK_PAGES).min(end);
             let mask = page_mask(page % CHUNK_PAGES, chunk_end - chunk * CHUNK_PAGES);
             if let Some(slot) = self.cache.find(space, chunk) {
+                if let Some(bdflush) = &mut self.writeback.bdflush {
+                    let dirty = self.cache.chunk(slot).dirty & mask;
+                    for bit in 0..CHUNK_PAGES {
+                        if dirty & (1 << bit) != 0 {
+                            bdflush.cleaned(space, chunk * CHUNK_PAGES + bit);
+                        }
+                    }
+                }
                 let (cleaned, started) = self.cache.start_writeback(slot, mask);
                 let entry = &mut self.spaces[space as usize];
                 entry.dirty_pages -= cleaned;
@@ -1238,6 +1444,221 @@ impl Host {
         let job = PdflushJob::Kupdate { started: now, left_pages };
         if !self.pdflush_operation(now, job) {
             self.writeback.kupdate_at = Some(now + KUPDATE_MIN_GAP);
+        }
+    }
+
+    // ---- 2.4: balance_dirty, bdflush, kupdated ----
+
+    /// `balance_dirty_state`: −1 at or below nfract, 0 above it, 1 above nfract_sync.
+    fn balance_dirty_state(&self) -> i8 {
+        let Some(bdflush) = &self.writeback.bdflush else { return -1 };
+        let dirty = self.cache.dirty_pages() * 100;
+        if dirty <= bdflush.base_pages * BDFLUSH_NFRACT_PERCENT {
+            -1
+        } else if dirty > bdflush.base_pages * BDFLUSH_NFRACT_SYNC_PERCENT {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// A 2.4 writer's `balance_dirty` calls, one per buffer it dirtied: above nfract wake
+    /// bdflush; above nfract_sync also write one batch, waiting for its submission only.
+    fn balance_dirty(&mut self, now: Instant, op: u64) {
+        loop {
+            let Some(pending) = self.writeback.ops.get(&op) else { return };
+            let (process, priority) = (pending.process, pending.priority);
+            let WriterState::Throttle(throttle) = &pending.state else { return };
+            if !throttle.submitting.is_empty() {
+                return;
+            }
+            if throttle.balances_left == 0 {
+                let bytes = throttle.bytes;
+                self.writeback.ops.remove(&op);
+                self.finish(now, op, process, bytes);
+                return;
+            }
+            let counted = throttle.counted;
+            let state = self.balance_dirty_state();
+            if state >= 0 {
+                self.wakeup_bdflush();
+            }
+            if state < 1 {
+                // No time passes before the call's further balances: they would see the same.
+                self.throttle_mut(op).balances_left = 0;
+                continue;
+            }
+            if !counted {
+                self.stats.throttled_writes += 1;
+                self.throttle_mut(op).counted = true;
+            }
+            let owner = WritebackOwner::Throttle { op };
+            let (batches, _) = self.write_some_buffers(owner, process, priority);
+            let throttle = self.throttle_mut(op);
+            throttle.balances_left -= 1;
+            throttle.submitting.extend(batches);
+        }
+    }
+
+    /// `write_some_buffers`: the first 32 dirty buffers of the LRU not being written, each its
+    /// own bio, one batch per device in the order met. Returns the batches and whether 32 were
+    /// found (the kernel's −EAGAIN: there may be more).
+    fn write_some_buffers(
+        &mut self,
+        owner: WritebackOwner,
+        process: ProcessId,
+        priority: IoPriority,
+    ) -> (Vec<u64>, bool) {
+        let bdflush = self.writeback.bdflush.as_ref().expect("a 2.4 host");
+        let mut taken = Vec::with_capacity(WRITE_SOME_BUFFERS);
+        for &(space, page, _) in bdflush.lru.values() {
+            let chunk = page / CHUNK_PAGES;
+            let bit = 1u64 << (page % CHUNK_PAGES);
+            let locked = self
+                .cache
+                .find(space, chunk)
+                .is_some_and(|slot| self.cache.chunk(slot).writeback & bit != 0);
+            if locked {
+                // Being written (dirtied again meanwhile): its lock is taken; skip it.
+                continue;
+            }
+            taken.push((space, page));
+            if taken.len() == WRITE_SOME_BUFFERS {
+                break;
+            }
+        }
+        let full = taken.len() == WRITE_SOME_BUFFERS;
+        // One batch per device, in the order the devices are met.
+        let mut per_device: Vec<(usize, u64, Vec<HostBio>)> = Vec::new();
+        for (space, page) in taken {
+            let device = self.spaces[space as usize].device;
+            let index = match per_device.iter().position(|(d, _, _)| *d == device) {
+                Some(index) => index,
+                None => {
+                    let batch = self.new_batch(BatchOwner::Writeback(owner));
+                    per_device.push((device, batch, Vec::new()));
+                    per_device.len() - 1
+                }
+            };
+            self.start_page_writeback(space, page, page + 1);
+            let (_, batch, bios) = &mut per_device[index];
+            let batch = *batch;
+            self.write_bios(space, page, page + 1, RequestFlags::NONE, batch, bios);
+            self.stats.writeback_pages += 1;
+        }
+        let mut batches = Vec::new();
+        for (device, batch, bios) in per_device {
+            if !bios.is_empty() {
+                batches.push(batch);
+            }
+            self.submit_batch(batch, device, process, priority, bios);
+        }
+        (batches, full)
+    }
+
+    /// Runs `tq_disk`: every queue unplugged.
+    fn run_tq_disk(&mut self) {
+        for device in 0..self.devices.len() {
+            self.actions.push(HostAction::Unplug { device });
+        }
+    }
+
+    /// `wakeup_bdflush`: a sleeping bdflush starts a round.
+    fn wakeup_bdflush(&mut self) {
+        let bdflush = self.writeback.bdflush.as_mut().expect("a 2.4 host");
+        if bdflush.bdflush_awake {
+            return;
+        }
+        bdflush.bdflush_awake = true;
+        bdflush.ndirty = BDFLUSH_NDIRTY_BUFFERS;
+        bdflush.ran_out = false;
+        self.stats.flusher_passes += 1;
+        self.timers_changed = true;
+        self.bdflush_run();
+    }
+
+    /// bdflush's loop: batches until ndirty is spent or the LRU runs dry, then `tq_disk` and
+    /// sleep unless dirty data is still above nfract_sync.
+    fn bdflush_run(&mut self) {
+        loop {
+            let bdflush = self.writeback.bdflush.as_ref().expect("a 2.4 host");
+            if !bdflush.bdflush_awake || !bdflush.bdflush_submitting.is_empty() {
+                return;
+            }
+            if bdflush.ndirty > 0 && !bdflush.ran_out {
+                let (batches, full) = self.write_some_buffers(
+                    WritebackOwner::Bdflush,
+                    BDFLUSH_PROCESS,
+                    IoPriority::DEFAULT,
+                );
+                let bdflush = self.writeback.bdflush.as_mut().expect("a 2.4 host");
+                if full {
+                    bdflush.ndirty -= WRITE_SOME_BUFFERS as i64;
+                } else {
+                    bdflush.ran_out = true;
+                }
+                bdflush.bdflush_submitting.extend(batches);
+                continue;
+            }
+            let sleep = bdflush.ran_out || self.balance_dirty_state() < 1;
+            let bdflush = self.writeback.bdflush.as_mut().expect("a 2.4 host");
+            bdflush.ndirty = BDFLUSH_NDIRTY_BUFFERS;
+            bdflush.ran_out = false;
+            if sleep {
+                bdflush.bdflush_awake = false;
+                self.run_tq_disk();
+                return;
+            }
+            // Still above nfract_sync: another round at once, without `tq_disk`.
+            self.stats.flusher_passes += 1;
+        }
+    }
+
+    /// kupdated's timer: a pass over the LRU's old end.
+    fn kupdated_start(&mut self, now: Instant) {
+        let bdflush = self.writeback.bdflush.as_mut().expect("a 2.4 host");
+        if bdflush.kupdated_awake {
+            return;
+        }
+        bdflush.kupdated_awake = true;
+        self.stats.flusher_passes += 1;
+        self.kupdated_run(now);
+    }
+
+    /// `sync_old_buffers`: batches while the LRU's oldest buffer is older than age_buffer (a
+    /// short batch ends it), then `tq_disk`; the next pass an interval later.
+    fn kupdated_run(&mut self, now: Instant) {
+        loop {
+            let bdflush = self.writeback.bdflush.as_ref().expect("a 2.4 host");
+            if !bdflush.kupdated_awake || !bdflush.kupdated_submitting.is_empty() {
+                return;
+            }
+            let expired = !bdflush.kupdated_finishing
+                && bdflush
+                    .lru
+                    .values()
+                    .next()
+                    .is_some_and(|&(_, _, dirtied)| dirtied + BDFLUSH_AGE_BUFFER <= now);
+            if expired {
+                let (batches, full) = self.write_some_buffers(
+                    WritebackOwner::Kupdated,
+                    KUPDATED_PROCESS,
+                    IoPriority::DEFAULT,
+                );
+                let bdflush = self.writeback.bdflush.as_mut().expect("a 2.4 host");
+                bdflush.kupdated_submitting.extend(batches);
+                bdflush.kupdated_finishing = !full;
+                continue;
+            }
+            let bdflush = self.writeback.bdflush.as_mut().expect("a 2.4 host");
+            bdflush.kupdated_awake = false;
+            bdflush.kupdated_finishing = false;
+            self.run_tq_disk();
+            if self.cache.dirty_pages() > 0 {
+                self.writeback.kupdate_at = Some(now + BDFLUSH_INTERVAL);
+            }
+            self.timers_changed = true;
+            return;
         }
     }
 
@@ -1659,5 +2080,157 @@ pub(super) mod tests {
         let data_pages: usize = data.iter().map(|batch| batch.bios.len()).sum();
         assert_eq!(data_pages as u64, MIB_PAGES, "ext3: one bio per 4 KiB block");
         assert!(data.iter().all(|batch| batch.process == ProcessId(4)), "{data:?}");
+    }
+
+    /// Writes `pages` pages at page `first_page` of `place` as `process` (host op `op`).
+    fn write_at(
+        host: &mut Host,
+        now: Instant,
+        op: u64,
+        process: ProcessId,
+        place: HostPlace,
+        first_page: u64,
+        pages: u64,
+    ) {
+        let (offset, bytes) = (first_page * PAGE_BYTES, pages * PAGE_BYTES);
+        let kind = HostOpKind::Write;
+        host.submit(now, op, process, IoPriority::DEFAULT, kind, place, offset, bytes).unwrap();
+    }
+
+    /// Whether the host's pending actions include `tq_disk` (an unplug of every device).
+    fn unplugs(actions: &[HostAction]) -> bool {
+        actions.iter().any(|action| matches!(action, HostAction::Unplug { .. }))
+    }
+
+    // Proves 2.4's bdflush (linux-2.4-elevator.md §6.4): dirtying past nfract (50 % of the
+    // cache) wakes it; it writes 16 batches of 32 buffers (ndirty 500) from the old end of the
+    // one global LRU — across files, in dirtying order, each buffer its own 4 KiB bio — then
+    // runs `tq_disk` and sleeps (below nfract_sync), and the writer itself writes nothing.
+    #[test]
+    fn rhel3_bdflush_writes_500_buffers_from_the_global_lru_then_sleeps() {
+        // 64 MiB of cache: 16384 pages, nfract at 8192 dirty.
+        let mut host = host("host:kernel=rhel3,ram=64m,reserve=0", 2);
+        let t0 = Instant::from_nanos(1_000);
+        write_at(&mut host, t0, 1, ProcessId(1), HostPlace::File(1), 0, 10);
+        write_at(&mut host, t0, 2, ProcessId(2), HostPlace::File(0), 0, 8000);
+        let (seen, done) = settle(&mut host, t0);
+        assert!(seen.is_empty(), "under nfract: nothing written");
+        assert_eq!(done, vec![1, 2]);
+        write_at(&mut host, t0, 3, ProcessId(1), HostPlace::File(1), 10, 200);
+        let actions = host.take_actions();
+        assert!(!unplugs(&actions), "bdflush is still writing");
+        host.actions = actions;
+        // Settle, noting each bio's file before it completes, and `tq_disk`.
+        let (mut seen, mut done, mut spaces, mut unplugged) =
+            (Vec::new(), Vec::new(), Vec::new(), false);
+        loop {
+            let actions = host.take_actions();
+            unplugged |= unplugs(&actions);
+            host.actions = actions;
+            let (batches, finished) = take(&mut host);
+            done.extend(finished);
+            if batches.is_empty() {
+                break;
+            }
+            for batch in &batches {
+                spaces.extend(batch.bios.iter().map(|bio| space_of(&host, bio)));
+                host.batch_accepted(t0, batch.batch);
+                for bio in &batch.bios {
+                    host.bio_done(t0, bio.id);
+                }
+            }
+            seen.extend(batches);
+        }
+        assert_eq!(done, vec![3]);
+        assert_eq!(seen.len(), 16, "500 buffers in batches of 32: 16 batches");
+        assert!(seen.iter().all(|batch| batch.process == BDFLUSH_PROCESS));
+        assert!(seen.iter().all(|batch| batch.bios.len() == WRITE_SOME_BUFFERS));
+        let bios: Vec<&HostBio> = seen.iter().flat_map(|batch| &batch.bios).collect();
+        assert!(bios.iter().all(|bio| bio.sector_count == 8), "one 4 KiB bio per buffer");
+        // The LRU's old end: file 1's first 10 pages, then file 0's from its start.
+        assert_eq!(&spaces[..10], &[1; 10]);
+        assert!(spaces[10..].iter().all(|&space| space == 0));
+        assert_eq!(host.cache.dirty_pages(), 8210 - 512);
+        let bdflush = host.writeback.bdflush.as_ref().unwrap();
+        assert!(!bdflush.bdflush_awake, "asleep: below nfract_sync");
+        assert!(unplugged, "bdflush runs tq_disk before sleeping");
+    }
+
+    // Proves 2.4's writers above nfract_sync (80 %): each buffer dirtied makes the writer
+    // submit a 32-buffer batch of its own, as its process, and its write returns once those
+    // batches are taken by the queue — before any of the writes completes — while bdflush,
+    // above nfract_sync, goes on without sleeping.
+    #[test]
+    fn rhel3_writers_above_nfract_sync_write_batches_without_waiting() {
+        let mut host = host("host:kernel=rhel3,ram=64m,reserve=0", 1);
+        let t0 = Instant::from_nanos(1_000);
+        // 16000 of 16384 pages dirty: above 80 % (13107) by more than bdflush's 512.
+        write_at(&mut host, t0, 1, ProcessId(7), HostPlace::File(0), 0, 16_000);
+        let mut writer_batches = 0;
+        let mut finished = false;
+        for _ in 0..10_000 {
+            let actions = host.take_actions();
+            if actions.is_empty() {
+                break;
+            }
+            for action in actions {
+                match action {
+                    HostAction::Submit { batch, process, bios, .. } => {
+                        assert!(process == ProcessId(7) || process == BDFLUSH_PROCESS);
+                        assert!(bios.iter().all(|bio| bio.sector_count == 8));
+                        if process == ProcessId(7) {
+                            writer_batches += 1;
+                            assert_eq!(bios.len(), WRITE_SOME_BUFFERS);
+                        }
+                        // Taken by the queue, never completed.
+                        host.batch_accepted(t0, batch);
+                    }
+                    HostAction::Complete { op, .. } => finished |= op == 1,
+                    HostAction::Unplug { .. } => {}
+                }
+            }
+        }
+        assert!(finished, "the write returned with every bio still in flight");
+        assert!(writer_batches > 0);
+        assert!(host.cache.dirty_pages() * 100 <= 16_384 * BDFLUSH_NFRACT_SYNC_PERCENT);
+        assert_eq!(host.cache.writeback_pages(), 16_000 - host.cache.dirty_pages());
+        // bdflush stayed awake past its first 500 buffers.
+        assert!(host.stats.flusher_passes > 1, "{}", host.stats.flusher_passes);
+    }
+
+    // Proves 2.4's kupdated (§6.4): every 5 s it looks at the LRU's old end and writes
+    // 32-buffer batches while that buffer was dirtied more than 30 s ago — so the last full
+    // batch takes young buffers behind the old ones, and a young buffer at the old end stops it
+    // — then runs `tq_disk`. On a raw device (no journal commits its data).
+    #[test]
+    fn rhel3_kupdated_writes_buffers_older_than_30s() {
+        let mut host = host("host:kernel=rhel3,ram=64m,reserve=0", 0);
+        let device = HostPlace::Device(0);
+        write_at(&mut host, Instant::ZERO, 1, ProcessId(1), device, 0, 100);
+        let at_20s = Instant::ZERO + Duration::from_secs(20);
+        write_at(&mut host, at_20s, 2, ProcessId(1), device, 1000, 40);
+        assert_eq!(settle(&mut host, at_20s).1, vec![1, 2]);
+        let mut written = Vec::new();
+        let mut unplugged = false;
+        while let Some(at) = host.next_timer() {
+            if at > Instant::ZERO + Duration::from_secs(30) {
+                break;
+            }
+            host.wake(at);
+            let actions = host.take_actions();
+            unplugged |= unplugs(&actions);
+            host.actions = actions;
+            let (seen, _) = settle(&mut host, at);
+            for batch in seen {
+                assert_eq!(batch.process, KUPDATED_PROCESS);
+                written.push((at, batch.bios.len()));
+            }
+        }
+        let at_30s = Instant::ZERO + Duration::from_secs(30);
+        assert_eq!(written, vec![(at_30s, 32), (at_30s, 32), (at_30s, 32), (at_30s, 32)]);
+        assert!(unplugged);
+        // 100 old + 28 young written; 12 young (dirtied at 20 s) wait for 50 s.
+        assert_eq!(host.cache.dirty_pages(), 12);
+        assert_eq!(host.next_timer(), Some(at_30s + BDFLUSH_INTERVAL));
     }
 }
