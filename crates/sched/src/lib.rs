@@ -59,8 +59,8 @@
 use std::fmt;
 
 use elevator_core::{
-    ComponentSpec, Duration, KernelBase, KernelVersion, Scheduler, SpecError, TunableError, TunableSpec,
-    tunable,
+    ComponentSpec, Duration, KernelBase, KernelVersion, Scheduler, SpecError, TunableError,
+    TunableSpec, tunable,
 };
 
 pub mod anticipatory;

@@ -251,7 +251,12 @@ fn out_of_range_tunables_are_rejected() {
             for value in [tunable.min, tunable.max] {
                 scheduler.set_tunable(tunable.name, value).unwrap();
                 let expected = if ignored { tunable.default } else { value };
-                assert_eq!(scheduler.tunable(tunable.name), Ok(expected), "{kind}.{}", tunable.name);
+                assert_eq!(
+                    scheduler.tunable(tunable.name),
+                    Ok(expected),
+                    "{kind}.{}",
+                    tunable.name
+                );
             }
         }
         let mut scheduler = kind.build();

@@ -105,7 +105,8 @@ fn behind_a_barrier_requests_keep_arrival_order() {
 // 1 MiB driver the elevator's own 1024-sector limit still stops a request at 512 KiB.
 #[test]
 fn merges_respect_the_driver_and_the_elevator_limits() {
-    let mut h = held("elevator_linus", QueueConfig { max_sectors_kb: 64, ..QueueConfig::default() });
+    let mut h =
+        held("elevator_linus", QueueConfig { max_sectors_kb: 64, ..QueueConfig::default() });
     for index in 0..17 {
         h.submit(write(1, 8 * index, 8));
     }
@@ -247,10 +248,6 @@ struct Bench {
 impl Bench {
     fn new(profile: Profile) -> Bench {
         Bench { table: RequestTable::with_capacity(64), linus: Linus::with_profile(profile) }
-    }
-
-    fn cx(&self) -> Ctx<'_> {
-        Ctx { now: Instant::ZERO, requests: &self.table, in_flight: 0, depth: 1 }
     }
 
     /// Offers `bio` as the block layer would: a merge the scheduler picks is applied, else a
