@@ -77,6 +77,11 @@
 //! * A vanilla `max_bomb_segments` below 0 is refused like the other two fields (the vanilla
 //!   ioctl's check of that field is not in the spec's sources).
 //! * The O(n) scan's CPU cost is the registry's flat per-request estimate (§8).
+//! * The module is the elevator only: what the queue around it does (plugging, the request
+//!   pool, when the driver takes the head) is the block layer's, which follows the host's
+//!   kernel. A 2.6 host may run `elevator_linus` too (so that every registered scheduler runs
+//!   everywhere a 2.6 one does); it then sits on the 2.6 queue (3 ms plug timer, 2.6 pool),
+//!   which no 2.4 kernel had. A 2.4 host runs nothing else (`SchedulerKind::runs_on`).
 
 use std::collections::VecDeque;
 
