@@ -63,6 +63,10 @@
 //!   core still refuses merges its own rules forbid (the driver's size limit; a bio
 //!   overlapping outstanding I/O is held and never merged, `docs/DESIGN.md` §3). A held
 //!   request, when released, is placed by an insertion-only scan (with its charges).
+//! * 2.4 has no sync flag. Where the queue requires equal sync-ness for a merge (the core's
+//!   default, used by the live engine; the simulator's legacy queues ignore it, as 2.4 does),
+//!   a bio the scan matched with a request of the other sync-ness is refused by the core and
+//!   placed beside the target, as a driver refusal is.
 //! * One partition per queue (§8): device numbers are not compared; requests carry
 //!   disk-relative sectors.
 //! * No special (`waiting`) requests, no SCSI retry re-inserted at the head as a barrier, no
