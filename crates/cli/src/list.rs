@@ -39,6 +39,9 @@ struct SchedulerEntry {
     kernel_version: &'static str,
     summary: &'static str,
     tunables: Vec<TunableEntry>,
+    /// For the 2.4 elevator, what `elvtune` prints for a queue with these values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    elvtune: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -134,6 +137,7 @@ fn schedulers(specs: &[String]) -> Result<Vec<SchedulerEntry>> {
                 kernel_version: kind.kernel_version(),
                 summary: kind.summary(),
                 tunables,
+                elvtune: elvtune(spec),
             }
         })
         .collect())
@@ -165,6 +169,26 @@ impl ComponentEntry {
             .collect();
         self
     }
+}
+
+/// `elvtune /dev/sda` on a queue running `spec`, if it is the 2.4 elevator
+/// (linux-2.4-elevator.md §2). The values are read back from a built instance, so vanilla's
+/// unstored `max_bomb_segments` shows 0 as it does there; `/dev/sda` is the first SCSI disk and
+/// 0 the ID of the first queue a 2.4 kernel creates (IDs count queues in creation order).
+fn elvtune(spec: &SchedulerSpec) -> Option<String> {
+    use elevator_sched::linus;
+    if spec.kind().name() != linus::NAME {
+        return None;
+    }
+    let scheduler = spec.build();
+    let value = |name| scheduler.tunable(name).ok();
+    Some(linus::elvtune_listing(
+        "/dev/sda",
+        0,
+        value("read_latency")?,
+        value("write_latency")?,
+        value("max_bomb_segments")?,
+    ))
 }
 
 fn key_entries(keys: &'static [KeySpec], resolved: &[(&'static str, String)]) -> Vec<KeyEntry> {
@@ -298,6 +322,9 @@ fn render_table(listing: &Listing, out: &mut dyn Write) -> Result<()> {
                 ]);
             }
             write_table(out, &table)?;
+            if let Some(elvtune) = &scheduler.elvtune {
+                write!(out, "  elvtune /dev/sda:{elvtune}")?;
+            }
         }
     }
     for (title, entries) in [

@@ -21,11 +21,15 @@ struct Plan {
 fn plan(args: &SimArgs) -> Result<Plan> {
     let device = DeviceSpec::parse(&args.device)?;
     let workload = WorkloadSpec::parse(&args.workload)?;
-    let schedulers = plan::schedulers(&args.schedulers, SchedulerKind::ALL)?;
+    let host = HostSpec::parse(&args.host)?;
+    // Every scheduler the host's kernel can run (a 2.4 host has only its one elevator).
+    let runnable: Vec<SchedulerKind> =
+        SchedulerKind::ALL.iter().copied().filter(|kind| kind.runs_on(host.kernel())).collect();
+    let schedulers = plan::schedulers(&args.schedulers, &runnable)?;
     let config = SimConfig {
         seed: args.seed,
         device,
-        host: HostSpec::parse(&args.host)?,
+        host,
         queue: QueueSettings {
             nr_requests: args.nr_requests,
             max_sectors_kb: args.max_sectors_kb,

@@ -92,7 +92,7 @@ fn bad_specs_exit_2_naming_the_token() {
     for (spec, expected) in [
         (
             "cfqq",
-            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, mq-deadline, bfq, kyber, noop@2.6.9, deadline@2.6.18-194.el5, cfq@2.6.9, cfq@2.6.18-92.el5, cfq@2.6.18-194.el5, cfq@2.6.18-194.8.1.el5)",
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, elevator_linus, none, mq-deadline, bfq, kyber, noop@2.6.9, deadline@2.6.18-194.el5, cfq@2.6.9, cfq@2.6.18-92.el5, cfq@2.6.18-194.el5, cfq@2.6.18-194.8.1.el5, elevator_linus@2.4.21)",
         ),
         ("deadline:read_expiry=1", "deadline has no tunable `read_expiry` (accepted: read_expire"),
         // A blk-mq scheduler refuses; the 2.6.18 ones clamp (below).

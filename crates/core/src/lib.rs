@@ -107,8 +107,8 @@ pub use request::{
     Request, RequestFlags, RequestState, SECTOR_SIZE_BYTES, Sector,
 };
 pub use scheduler::{
-    Completion, Counter, Ctx, Dispatch, DispatchInsert, MayQueue, MergeKind, MergeLookups,
-    Scheduler,
+    Completion, Counter, Ctx, Dispatch, DispatchInsert, MayQueue, MergeChoice, MergeKind,
+    MergeLookups, Scheduler,
 };
 pub use spec::{
     ComponentSpec, KeyKind, KeySpec, Param, ParamError, Params, SpecError, SpecListError,

@@ -77,7 +77,7 @@ use crate::kernel::{KernelVersion, UnplugTest};
 use crate::merge::{self, MergeCheck, MergeIndex};
 use crate::pool::{MIN_NR_REQUESTS, PoolSplit, RequestPool};
 use crate::request::{Bio, BioTag, Direction, Op, Request, RequestFlags, RequestState, Sector};
-use crate::scheduler::{Completion, Ctx, Dispatch, MergeKind, Scheduler};
+use crate::scheduler::{Completion, Ctx, Dispatch, MergeChoice, MergeKind, Scheduler};
 use crate::table::{RequestId, RequestTable};
 use crate::time::{Duration, Instant};
 
@@ -1049,9 +1049,33 @@ impl BlockQueue {
     /// compatible, contiguous candidate is the only one tried; if the merge would be too large
     /// the request is marked no-merge and the bio gets a request of its own.
     fn try_merge(&mut self, now: Instant, bio: &Bio) -> Option<RequestId> {
-        let (target, kind) = self.find_merge_candidate(now, bio)?;
         let max_sectors = self.config.max_sectors();
         let sync_must_match = !self.config.merges_ignore_sync;
+        let (target, kind) = match self.scheduler.choose_merge(&cx!(self, now), bio) {
+            MergeChoice::Core => self.find_merge_candidate(now, bio)?,
+            MergeChoice::NoMerge => return None,
+            MergeChoice::Into { target, kind } => {
+                let request = self.table.get(target).unwrap_or_else(|| {
+                    panic!("{}: chose {target:?}, which is not a request", self.scheduler.name())
+                });
+                let contiguous = match kind {
+                    MergeKind::Back => request.end() == bio.start,
+                    MergeKind::Front { old_start } => {
+                        request.start == bio.end() && old_start == request.start
+                    }
+                };
+                assert!(contiguous, "{}: chose {target:?}, not contiguous", self.scheduler.name());
+                // A refusal by the block layer's rules (the driver's limit) leaves the target
+                // as it is: the scheduler places the bio's own request (2.4, §3.1).
+                if merge::check_bio(request, bio, max_sectors, sync_must_match)
+                    != MergeCheck::Allowed
+                {
+                    return None;
+                }
+                self.merge_bio(now, target, kind, bio);
+                return Some(target);
+            }
+        };
         if merge::check_bio(&self.table[target], bio, max_sectors, sync_must_match)
             == MergeCheck::TooBig
         {

@@ -86,6 +86,26 @@ impl MergeLookups {
     pub const CACHE_ONLY: MergeLookups = MergeLookups { back: false, front: false };
 }
 
+/// What a scheduler that finds merges itself decided for a new bio
+/// ([`Scheduler::choose_merge`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum MergeChoice {
+    /// Let the block layer look (the `last_merge` cache, then [`Scheduler::merge_lookups`]):
+    /// every scheduler but the 2.4 elevator.
+    Core,
+    /// No merge: the bio gets a request of its own.
+    NoMerge,
+    /// Join `target` at the `kind` end. The block layer's own rules (the driver's size limit,
+    /// direction) still apply; if they refuse, the bio gets a request of its own and `target`
+    /// is not marked no-merge (2.4's driver refusal marks nothing).
+    Into {
+        /// The queued request the scheduler picked.
+        target: RequestId,
+        /// Which end the bio joins.
+        kind: MergeKind,
+    },
+}
+
 /// Which end of a request a bio joined.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum MergeKind {
@@ -164,6 +184,16 @@ pub trait Scheduler: fmt::Debug + Send {
     /// Which merge lookups new bios get.
     fn merge_lookups(&self) -> MergeLookups {
         MergeLookups::ALL
+    }
+
+    /// Picks the request a new bio joins, instead of the block layer's lookups: the 2.4
+    /// elevator scans its list from the tail, charges what it passes and takes the first
+    /// candidate, so the choice (and its side effects) is its own. Called once per bio that
+    /// may merge, before a request is allocated; the scheduler learns the outcome from
+    /// [`Scheduler::merged`] or from the [`Scheduler::insert`] of the bio's new request. The
+    /// default leaves it to the block layer.
+    fn choose_merge(&mut self, _cx: &Ctx<'_>, _bio: &Bio) -> MergeChoice {
+        MergeChoice::Core
     }
 
     /// Whether `bio` may join the queued request `target` (the block layer's own rules have

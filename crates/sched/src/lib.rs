@@ -59,8 +59,8 @@
 use std::fmt;
 
 use elevator_core::{
-    ComponentSpec, Duration, KernelVersion, Scheduler, SpecError, TunableError, TunableSpec,
-    tunable,
+    ComponentSpec, Duration, KernelBase, KernelVersion, Scheduler, SpecError, TunableError,
+    TunableSpec, tunable,
 };
 
 pub mod anticipatory;
@@ -70,6 +70,7 @@ pub mod cfq_v1;
 mod common;
 pub mod deadline;
 pub mod kyber;
+pub mod linus;
 pub mod mq_deadline;
 pub mod none;
 pub mod noop;
@@ -108,6 +109,11 @@ pub enum SchedulerKind {
     CfqV1,
     /// 6.17 blk-mq without a scheduler: arrival order, bio merges only.
     None,
+    /// RHEL 3's 2.4.21 elevator (`elevator_linus@2.4.21-27.EL`): one sorted list, latency
+    /// budgets, a one-hit cache and the read bomb. A bare `elevator_linus` selects it.
+    ElevatorLinus,
+    /// Vanilla 2.4.21's elevator (`elevator_linus@2.4.21`): no cache, no scan aging, no bomb.
+    ElevatorLinusVanilla,
     /// 6.17 mq-deadline: deadline batches per I/O priority level, with priority aging.
     MqDeadline,
     /// 6.12 bfq: per-process budgets shared by weight (B-WF2Q+), idling, low-latency raising.
@@ -130,14 +136,17 @@ impl SchedulerKind {
         SchedulerKind::CfqRhel5_92,
         SchedulerKind::CfqRhel5_194,
         SchedulerKind::CfqRhel5_194_8,
+        SchedulerKind::ElevatorLinus,
+        SchedulerKind::ElevatorLinusVanilla,
         SchedulerKind::None,
         SchedulerKind::MqDeadline,
         SchedulerKind::Bfq,
         SchedulerKind::Kyber,
     ];
 
-    /// The 2.6 set that the classic study compared: every [`BlockLayer::Legacy`] entry that a
-    /// bare name selects (a 2.6.9 host turns `cfq` into [`SchedulerKind::CfqV1`] itself).
+    /// The 2.6 set that the classic study compared: every [`BlockLayer::Legacy`] entry of a 2.6
+    /// kernel that a bare name selects (a 2.6.9 host turns `cfq` into [`SchedulerKind::CfqV1`]
+    /// itself); 2.4's one elevator is not among them.
     pub const LEGACY: &'static [SchedulerKind] = &[
         SchedulerKind::Noop,
         SchedulerKind::Anticipatory,
@@ -350,6 +359,45 @@ impl SchedulerKind {
                     }
                 }
             }
+            // 2.4 has one elevator; its nearest blk-mq relative is mq-deadline (a sorted sweep
+            // with a bound on how long a read or write waits, reads favoured 4:1).
+            SchedulerKind::ElevatorLinus => {
+                const {
+                    &Registration {
+                        name: linus::NAME,
+                        spec_name: linus::NAME,
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "2.4.21-27.EL",
+                        block_layer: BlockLayer::Legacy,
+                        successor: Some(SchedulerKind::MqDeadline),
+                        summary: linus::SUMMARY,
+                        tunables: linus::TUNABLES,
+                        // Not measured: a list scan per bh, no timers; taken as deadline's cost
+                        // (an estimate between noop's and cfq's).
+                        cpu_cost: Duration::from_nanos(700),
+                        build: || Box::new(linus::Linus::with_profile(linus::Profile::RHEL3)),
+                    }
+                }
+            }
+            SchedulerKind::ElevatorLinusVanilla => {
+                const {
+                    &Registration {
+                        name: linus::NAME,
+                        spec_name: "elevator_linus@2.4.21",
+                        aliases: &[],
+                        kernel_aliases: &[],
+                        kernel_version: "2.4.21",
+                        block_layer: BlockLayer::Legacy,
+                        successor: Some(SchedulerKind::MqDeadline),
+                        summary: "2.4.21's elevator as kernel.org shipped it: no one-hit cache, \
+                                  no scan aging, no read bomb",
+                        tunables: linus::TUNABLES_VANILLA,
+                        cpu_cost: Duration::from_nanos(700),
+                        build: || Box::new(linus::Linus::with_profile(linus::Profile::VANILLA)),
+                    }
+                }
+            }
             SchedulerKind::None => {
                 const {
                     &Registration {
@@ -548,6 +596,21 @@ impl SchedulerKind {
             .unwrap_or(self)
     }
 
+    /// The kernel line its version belongs to (2.4.21, 2.6.9, 2.6.18); `None` for the blk-mq
+    /// set, which follows current kernels.
+    pub fn kernel_base(self) -> Option<KernelBase> {
+        KernelVersion::parse(self.kernel_version()).map(KernelVersion::base)
+    }
+
+    /// Whether a host running `kernel` can run it. A 2.4 kernel has one elevator and no way to
+    /// choose another (linux-2.4-elevator.md §3.7), so it runs only `elevator_linus`. A 2.6
+    /// host runs every entry: `elevator_linus` there is the 2.4 algorithm on a 2.6 queue (see
+    /// the `linus` module), kept so that `elevator sim`, the sweep and `compare --all` cover
+    /// every registered scheduler.
+    pub fn runs_on(self, kernel: KernelVersion) -> bool {
+        kernel.base() != KernelBase::V2_4_21 || self.kernel_base() == Some(KernelBase::V2_4_21)
+    }
+
     fn answers_to(self, name: &str) -> bool {
         self.name() == name || self.aliases().contains(&name)
     }
@@ -614,9 +677,10 @@ pub fn sysfs_line(current: SchedulerKind) -> String {
     } else {
         SchedulerKind::from_name(current.name()).unwrap_or(current)
     };
+    // 2.4 has no sysfs and no choice of elevator: its one is not on the line.
     SchedulerKind::ALL
         .iter()
-        .filter(|kind| kind.is_current())
+        .filter(|kind| kind.is_current() && kind.kernel_base() != Some(KernelBase::V2_4_21))
         .map(|&kind| if kind == shown { format!("[{kind}]") } else { kind.to_string() })
         .collect::<Vec<_>>()
         .join(" ")
@@ -733,6 +797,17 @@ pub enum SchedSpecError {
         /// The kernel versions registered under that name.
         versions: Vec<&'static str>,
     },
+    /// A 2.4 host runs only its one elevator.
+    #[error(
+        "scheduler `{spec}` is not in kernel {kernel}: 2.4 has one elevator, `elevator_linus`, \
+         and no way to choose another (linux-2.4-elevator.md §3.7)"
+    )]
+    NotInKernel {
+        /// The spec as given.
+        spec: String,
+        /// The host's kernel.
+        kernel: KernelVersion,
+    },
     /// No scheduler of that name.
     #[error("unknown scheduler `{name}` (accepted: {})", accepted.join(", "))]
     UnknownScheduler {
@@ -834,6 +909,9 @@ impl SchedulerSpec {
     /// scheduler the kernel has (`cfq` on a 2.6.9 host is cfq v1, §4.4), with the same
     /// tunables, which must exist in that version; a versioned spec stays as it is.
     pub fn for_kernel(&self, kernel: KernelVersion) -> Result<SchedulerSpec, SchedSpecError> {
+        if !self.kind.runs_on(kernel) {
+            return Err(SchedSpecError::NotInKernel { spec: self.to_string(), kernel });
+        }
         let kind = self.kind.for_kernel(kernel);
         if self.pinned || kind == self.kind {
             return Ok(self.clone());
@@ -930,9 +1008,10 @@ mod tests {
         let message = |text| SchedulerSpec::parse(text).unwrap_err().to_string();
         assert_eq!(
             message("cfqq"),
-            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, none, \
-             mq-deadline, bfq, kyber, noop@2.6.9, deadline@2.6.18-194.el5, cfq@2.6.9, \
-             cfq@2.6.18-92.el5, cfq@2.6.18-194.el5, cfq@2.6.18-194.8.1.el5)"
+            "unknown scheduler `cfqq` (accepted: noop, anticipatory, as, deadline, cfq, \
+             elevator_linus, none, mq-deadline, bfq, kyber, noop@2.6.9, deadline@2.6.18-194.el5, \
+             cfq@2.6.9, cfq@2.6.18-92.el5, cfq@2.6.18-194.el5, cfq@2.6.18-194.8.1.el5, \
+             elevator_linus@2.4.21)"
         );
         assert_eq!(
             message("deadline:read_expiry=5"),
@@ -1006,6 +1085,7 @@ mod tests {
                 .iter()
                 .copied()
                 .filter(|kind| kind.is_current() && kind.block_layer() == layer)
+                .filter(|kind| kind.kernel_base() != Some(KernelBase::V2_4_21))
                 .collect()
         };
         assert_eq!(SchedulerKind::LEGACY, of(BlockLayer::Legacy));
@@ -1045,6 +1125,9 @@ mod tests {
                 SchedulerKind::MqDeadline => include_str!("mq_deadline.rs"),
                 SchedulerKind::Bfq => include_str!("bfq/mod.rs"),
                 SchedulerKind::Kyber => include_str!("kyber.rs"),
+                SchedulerKind::ElevatorLinus | SchedulerKind::ElevatorLinusVanilla => {
+                    include_str!("linus.rs")
+                }
             };
             // The header's "Follows ... Linux X.Y" sentence, within its first lines.
             let header: String = source.lines().take(8).collect::<Vec<_>>().join(" ");
