@@ -32,8 +32,9 @@ use std::collections::BTreeMap;
 
 use elevator_core::check::check_queue;
 use elevator_core::{
-    Bio, BioTag, BlockQueue, Duration, Instant, IoPriority, KernelVersion, Offered, Op, Prng,
-    ProcessId, Pull, QueueConfig, RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector, Submitter,
+    BH_SECTORS_2_4, Bio, BioTag, BlockQueue, Duration, Instant, IoPriority, KernelBase,
+    KernelVersion, Offered, Op, Prng, ProcessId, Pull, QueueConfig, RequestFlags, RequestId,
+    SECTOR_SIZE_BYTES, Sector, Submitter,
 };
 use elevator_report::{
     DeviceStats as ReportDeviceStats, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run,
@@ -352,14 +353,64 @@ fn run_topology(
 /// (8192 through RHEL 4 U5, workload-mechanisms.md §4.1), unless the run sets another value
 /// than the default itself (as writing sysfs after boot would). The queue has no hook for a
 /// scheduler to set it at attach, so it is decided here.
-fn nr_requests_for(config: &SimConfig, scheduler: &SchedulerSpec) -> u32 {
+///
+/// A 2.4 queue's pool is sized once from the host's memory and is not tunable
+/// (linux-2.4-elevator.md §5): `nr_requests` is then the count per direction, and a run that
+/// sets another value is refused.
+fn nr_requests_for(config: &SimConfig, scheduler: &SchedulerSpec) -> Result<u32, SimError> {
     let chosen = config.queue.nr_requests;
+    let kernel = config.host.kernel();
+    if let Some(per_direction) = kernel.requests_2_4(usable_ram_mib(config)) {
+        if chosen != QueueSettings::default().nr_requests {
+            return Err(SimError::Param(elevator_core::ParamError::Impossible {
+                component: "queue".to_owned(),
+                key: "nr_requests",
+                problem: format!(
+                    "{kernel} has no nr_requests: its pool is sized from the host's memory \
+                     ({per_direction} reads + {per_direction} writes here)"
+                ),
+            }));
+        }
+        return Ok(per_direction);
+    }
     if scheduler.kind() != elevator_sched::SchedulerKind::CfqV1
         || chosen != QueueSettings::default().nr_requests
     {
-        return chosen;
+        return Ok(chosen);
     }
-    config.host.kernel().cfq_nr_requests().unwrap_or(chosen)
+    Ok(kernel.cfq_nr_requests().unwrap_or(chosen))
+}
+
+/// sd's `max_sectors` under 2.4, the elevator's own merge limit for every disk
+/// (linux-2.4-elevator.md §3.1).
+const SD_MAX_SECTORS_2_4: u32 = 1024;
+
+/// The host's memory in MiB as 2.4 sizes its request pools by: the nominal `ram` (the
+/// kernel's count of usable pages is a little lower; see the deviations of `linux_2_4_queue`).
+fn usable_ram_mib(config: &SimConfig) -> u64 {
+    config.host.params.size("ram") >> 20
+}
+
+/// The 2.4 block layer's settings for a queue behind a driver with `limits`, on a 2.4 host
+/// (linux-2.4-elevator.md §3.1, §4.1, §5, §6.2); `None` on 2.6.
+///
+/// Deviations from Linux: the pool is sized from the nominal memory, where the kernel counts
+/// the usable pages (a little less; the sizes differ only on hosts of 512 MiB or less whose
+/// usable memory crosses a multiple of 8 MiB). Requests return to the pool at dispatch for
+/// every driver but IDE's (SCSI's rule, §5).
+fn linux_2_4_queue(
+    config: &SimConfig,
+    limits: &crate::device::driver::DriverLimits,
+) -> Option<elevator_core::Linux2_4Queue> {
+    use crate::device::driver::Driver;
+    let kernel = config.host.kernel();
+    kernel.requests_2_4(usable_ram_mib(config))?;
+    let elevator_sectors = config.queue.max_sectors_kb.map_or(SD_MAX_SECTORS_2_4, |kb| kb * 2);
+    Some(elevator_core::Linux2_4Queue {
+        driver_max_sectors: (limits.max_sectors_kb() * 2).min(elevator_sectors),
+        free_at_dispatch: !matches!(limits.driver, Driver::Ide | Driver::IdeLba48),
+        timed_pool_wait: kernel.timed_pool_wait(),
+    })
 }
 
 fn last_phase_of_each_process(
@@ -594,6 +645,7 @@ impl Simulation {
             .map(|device| device.model.capacity_sectors() * SECTOR_SIZE_BYTES)
             .min()
             .unwrap_or(0);
+        let mut can_queue_under_kernel = Vec::with_capacity(topology.devices.len());
         for device in topology.devices {
             // The driver's limits under the host's kernel (host-mechanisms.md §2.3): its
             // per-device depth, never more than the device takes, and its request limit.
@@ -608,10 +660,15 @@ impl Simulation {
                 None => (1, limits.lun_depth.map_or(model_depth, |lun| lun.min(model_depth))),
             };
             let legacy = scheduler.kind().registration().block_layer == BlockLayer::Legacy;
+            let linux_2_4 = linux_2_4_queue(config, &limits);
             let queue_config = QueueConfig {
-                nr_requests: nr_requests_for(config, scheduler),
+                nr_requests: nr_requests_for(config, scheduler)?,
                 depth: config.queue.depth.unwrap_or(depth),
-                max_sectors_kb: config.queue.max_sectors_kb.unwrap_or(limits.max_sectors_kb()),
+                max_sectors_kb: config.queue.max_sectors_kb.unwrap_or(match linux_2_4 {
+                    // 2.4: the elevator's own limit is sd's (§3.1); the driver's is separate.
+                    Some(_) => SD_MAX_SECTORS_2_4 / 2,
+                    None => limits.max_sectors_kb(),
+                }),
                 // The 2.6 queue plug (3 ms timer, 4 requests) belongs to the legacy request
                 // queue; blk-mq replaced it with per-task plug lists, not modelled here.
                 plugging: config.queue.plugging && legacy,
@@ -626,6 +683,7 @@ impl Simulation {
                 } else {
                     elevator_core::DriverFetch::WhenDeviceFree
                 },
+                linux_2_4,
                 ..QueueConfig::default()
             };
             if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())
@@ -667,10 +725,17 @@ impl Simulation {
             }
             host_devices.push(HostDevice {
                 capacity_sectors: device.model.capacity_sectors(),
-                max_sectors: queue_config.max_sectors(),
+                // 2.4's page cache hands the queue one 4 KiB buffer head per block
+                // (linux-2.4-elevator.md §1, §6.1); 2.6's bios grow to the request limit.
+                max_sectors: if queue_config.linux_2_4.is_some() {
+                    BH_SECTORS_2_4
+                } else {
+                    queue_config.max_sectors()
+                },
                 read_ahead_pages: u64::from(config.queue.read_ahead_kb) / 4,
                 block_bytes: HostDevice::block_bytes_for(device.model.capacity_sectors()),
             });
+            can_queue_under_kernel.push(limits.host_can_queue);
             devices.push(DeviceSlot {
                 name: device.name,
                 capacity_sectors: device.model.capacity_sectors(),
@@ -689,7 +754,13 @@ impl Simulation {
             .adapters
             .into_iter()
             .map(|adapter| AdapterSlot {
-                can_queue: adapter.can_queue,
+                // The topology sizes the adapter by the driver's 2.6 value; a 2.4 driver may
+                // take fewer (megaraid2's 125, linux-2.4-elevator.md §6.2).
+                can_queue: adapter
+                    .devices
+                    .iter()
+                    .filter_map(|&device| can_queue_under_kernel.get(device).copied().flatten())
+                    .fold(adapter.can_queue, u32::min),
                 outstanding: 0,
                 devices: adapter.devices,
             })
@@ -826,6 +897,12 @@ impl Simulation {
                 break;
             }
             let Some((at, event)) = self.events.pop() else {
+                if self.tq_disk_plugging() && self.any_plugged() {
+                    // 2.4: nothing left to run `tq_disk` before the stall; kupdated would
+                    // within 5 s (§4.2, §6.4). Run it now rather than stall.
+                    self.run_tq_disk();
+                    continue;
+                }
                 return Err(self.stall());
             };
             self.advance_clock(at)?;
@@ -851,12 +928,19 @@ impl Simulation {
     /// Runs the remaining host and device work (write-back, destaging) after the last phase.
     fn settle(&mut self) -> Result<(), SimError> {
         let mut recorder = PhaseRecorder::new("settle", self.now, Vec::new());
-        while let Some((at, event)) = self.events.pop() {
-            self.advance_clock(at)?;
-            self.handle(event, &mut recorder)?;
+        loop {
+            while let Some((at, event)) = self.events.pop() {
+                self.advance_clock(at)?;
+                self.handle(event, &mut recorder)?;
+                self.pump_dirty_devices()?;
+            }
+            if !(self.tq_disk_plugging() && self.any_plugged()) {
+                return Ok(());
+            }
+            // 2.4: requests still plugged with nothing left to run `tq_disk`: kupdated would.
+            self.run_tq_disk();
             self.pump_dirty_devices()?;
         }
-        Ok(())
     }
 
     fn advance_clock(&mut self, at: Instant) -> Result<(), SimError> {
@@ -1205,6 +1289,27 @@ impl Simulation {
         }
     }
 
+    /// Whether the host's queues plug the 2.4 way, until `tq_disk` runs (linux-2.4-elevator.md
+    /// §4.2).
+    fn tq_disk_plugging(&self) -> bool {
+        self.kernel.base() == KernelBase::V2_4_21
+    }
+
+    /// 2.4's `run_task_queue(&tq_disk)`: unplugs every plugged queue of the host.
+    fn run_tq_disk(&mut self) {
+        for device in 0..self.devices.len() {
+            self.unplug_device(device);
+        }
+    }
+
+    /// Whether a 2.4 queue holds requests plugged.
+    fn any_plugged(&self) -> bool {
+        self.queues().any(|path| {
+            let queue = path.submitter.queue();
+            queue.is_plugged(self.now) && queue.queued() > 0
+        })
+    }
+
     /// Runs `device`'s queues now — under dm-multipath every path's, as dm's unplug does.
     fn unplug_device(&mut self, device: usize) {
         let slot = &mut self.devices[device];
@@ -1268,7 +1373,12 @@ impl Simulation {
                         self.touched.get_mut(&process).map_or(0, std::mem::take)
                     };
                     if unplugs {
-                        self.unplug_devices(own | on_its_behalf);
+                        if self.tq_disk_plugging() {
+                            // 2.4: a waiting task runs `tq_disk`, every plugged queue (§4.2).
+                            self.run_tq_disk();
+                        } else {
+                            self.unplug_devices(own | on_its_behalf);
+                        }
                     }
                     if self.issuers[index].outstanding == 0 {
                         return Err(SimError::Stalled {
@@ -1395,14 +1505,23 @@ impl Simulation {
         // Reused across calls: one operation's bios, so no allocation per I/O.
         let mut bios = std::mem::take(&mut self.bio_scratch);
         bios.clear();
+        // RHEL 3's direct I/O groups its 4 KiB bhs into super bhs (linux-2.4-elevator.md
+        // §6.6): each goes to the queue's tail, unmerged and unsorted.
+        let super_bh_sectors =
+            if op == Op::Flush { None } else { self.kernel.direct_io_group_sectors() };
         for (start, sectors) in pieces {
             // dm's limits are its paths', all alike: any path's queue splits as dm would.
-            self.devices[device].paths[0].submitter.split(
-                template,
-                Sector(start),
-                sectors,
-                &mut bios,
-            );
+            let submitter = &self.devices[device].paths[0].submitter;
+            match super_bh_sectors {
+                Some(group) => submitter.split_at(
+                    Bio { flags: template.flags | RequestFlags::UNSORTED, ..template },
+                    Sector(start),
+                    sectors,
+                    group,
+                    &mut bios,
+                ),
+                None => submitter.split(template, Sector(start), sectors, &mut bios),
+            }
         }
         let slot = &mut self.issuers[index];
         slot.outstanding += 1;
@@ -1434,6 +1553,10 @@ impl Simulation {
         let submitted = self.submit_bios(device, &bios, Some(index));
         self.bio_scratch = bios;
         let parked = submitted.map_err(|problem| bad(self, problem))?;
+        if self.tq_disk_plugging() {
+            // 2.4 direct I/O runs `tq_disk` once its bhs are submitted (§6.6).
+            self.run_tq_disk();
+        }
         self.issuers[index].parked += parked;
         Ok(())
     }
@@ -1642,6 +1765,8 @@ impl Simulation {
                     HostAction::Complete { op, at } => {
                         self.events.push(at, Event::HostDone { op });
                     }
+                    // 2.4's daemons unplug by running `tq_disk`: every plugged queue (§4.2).
+                    HostAction::Unplug { .. } if self.tq_disk_plugging() => self.run_tq_disk(),
                     HostAction::Unplug { device } => self.unplug_device(device),
                     HostAction::Submit { batch, device, process, priority, bios } => {
                         let mut block_bios = Vec::with_capacity(bios.len());
@@ -1725,11 +1850,28 @@ impl Simulation {
             if self.devices[device].dirty {
                 self.devices[device].dirty = false;
                 self.pump(device);
+                if self.tq_disk_plugging() {
+                    self.wake_freed_at_dispatch(device)?;
+                }
                 self.report_congestion(device);
                 self.audit(device)?;
             }
         }
         self.run_host_actions()
+    }
+
+    /// 2.4: a SCSI request returns to the pool as the driver starts it, so pumping may wake
+    /// tasks waiting for a request (and a RHEL 3 sleeper's 1 s may be up): let them in, and
+    /// give the device what they queued (linux-2.4-elevator.md §5).
+    fn wake_freed_at_dispatch(&mut self, device: usize) -> Result<(), SimError> {
+        for path in 0..self.devices[device].paths.len() {
+            while self.devices[device].paths[path].submitter.queue().has_woken() {
+                self.wake_parked(device, path)?;
+                self.pump_path(device, path);
+            }
+        }
+        self.reschedule_device(device);
+        Ok(())
     }
 
     /// Gives the device what its dirty queues let it have now.
@@ -1792,7 +1934,19 @@ impl Simulation {
                     self.events.push(until, Event::QueueWake { device, path, generation });
                     break;
                 }
-                Pull::Busy | Pull::Empty => break,
+                Pull::Busy | Pull::Empty => {
+                    // A RHEL 3 task sleeping for a request retries after 1 s (§5): wake the
+                    // queue then, unless a wake-up is already pending.
+                    if let Some(at) = path_slot.submitter.queue().next_pool_timeout()
+                        && !path_slot.wake_pending
+                    {
+                        path_slot.wake_pending = true;
+                        path_slot.wake_generation += 1;
+                        let generation = path_slot.wake_generation;
+                        self.events.push(at, Event::QueueWake { device, path, generation });
+                    }
+                    break;
+                }
             }
         }
     }
