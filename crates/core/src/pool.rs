@@ -29,6 +29,10 @@
 //! pool when it starts it), and a waiter who finds one then does not sleep. Once asleep, it is
 //! woken by a free that leaves at least `batch_requests` free, or after 1 s (RHEL 3; vanilla
 //! 2.4.21 sleeps without a timeout).
+//!
+//! Deviation (2.4): a woken waiter who finds no request again joins the end of the waiter
+//! list; the kernel's non-exclusive wait queue keeps its place (all are woken together, so
+//! only the retry order among them differs).
 
 use std::collections::{BTreeMap, VecDeque};
 

@@ -38,8 +38,31 @@
 //!    completed, new requests bypass both schedulers to the list's tail; only then does the new
 //!    scheduler get requests.
 //!
+//! A queue with [`QueueConfig::linux_2_4`] follows 2.4.21 instead (linux-2.4-elevator.md):
+//! the pool has `nr_requests` requests per direction with no congestion or batching (§5,
+//! [`PoolRules::Linux2_4`]); a SCSI request returns to it when the driver starts it (§4.1);
+//! the first bio into an empty list plugs the queue until [`BlockQueue::unplug`] (`tq_disk`,
+//! which the driver runs on every queue of the host; §4.2), with no timer, no threshold and
+//! no bio that unplugs by itself; merges stop at the driver's limit as well as the elevator's
+//! ([`QueueConfig::merge_limit_sectors`], §3.1); a bio flagged
+//! [`RequestFlags::UNSORTED`] (a direct-I/O super bh, §6.6) never merges into a queued
+//! request; and [`Submitter`](crate::Submitter) splits I/O into 4 KiB buffer heads (§1).
+//!
 //! # Deviations from Linux
 //!
+//! * 2.4 queues (linux-2.4-elevator.md): `rhel3-early`'s plugging (§4.3: the submission that
+//!   plugged unplugs at once) is not modelled — the releases here are vanilla 2.4.21 and RHEL 3
+//!   27.EL, both `rhel3` plugging. The pool is sized by the caller; `set_nr_requests` still
+//!   changes it where 2.4 has no such tunable (the simulator refuses `nr_requests` on a 2.4
+//!   host). A task's 1 s pool timeout is noticed at the queue's next call at or after it (the
+//!   simulator schedules one, [`BlockQueue::next_pool_timeout`]). A task refused a request
+//!   unplugs its queue; the request function that runs in the kernel right then runs here at
+//!   the driver's next [`BlockQueue::next_request`], and the task counts as asleep once that
+//!   call stops issuing. Barriers/special requests, IDE's `head_active` and SCSI retries at
+//!   the head are not modelled (§8 allows it); a requeued request goes back to the front of
+//!   the dispatch list as on 2.6. The no-merge mark of a merge refused for size is kept
+//!   (2.4 has none; with 4 KiB bhs and the driver's 128 sectors it only matters for super
+//!   bhs).
 //! * [`QueueConfig::default`] does not plug (`plugging: false`), where every 2.6 kernel plugs
 //!   an empty queue (legacy-vs-kernel.md row 3). The simulator plugs for every legacy
 //!   scheduler (`--plugging`, on by default since issue 15), so a simulated 2.6 host follows

@@ -26,6 +26,16 @@
 //! operations is outstanding. Host work (write-back) goes on across phases. Every run is bounded
 //! ([`Bounds`]); hitting a bound, or a stall (issuers waiting with nothing that could ever wake
 //! them), is an error that says where and when.
+//!
+//! A host running 2.4.21 (`KernelBase::V2_4_21`) gets the 2.4 block layer
+//! (linux-2.4-elevator.md §1, §4.2, §5, §6.6; `QueueConfig::linux_2_4`): pools sized from
+//! its memory, 4 KiB buffer heads from the page cache, RHEL 3's direct-I/O super bhs, and
+//! plugging until `tq_disk`, which unplugs every queue of the host: run by a task that waits
+//! for its I/O, after each direct-I/O submission, and whenever the host asks for an unplug
+//! (its daemons). Deviations from Linux: a direct I/O larger than 512 KiB is submitted whole,
+//! where 2.4 submits it 512 KiB at a time and waits for each chunk (§6.6); and when a 2.4
+//! queue holds plugged requests and nothing else is left to happen, the runner runs
+//! `tq_disk` at once where kupdated would within 5 s (§6.4), rather than report a stall.
 
 use crate::LookupMap;
 use std::collections::BTreeMap;
