@@ -2293,3 +2293,89 @@ fn record_fabric_counters(fabric: &Fabric, before: &FabricStats, recorder: &mut 
     recorder.add_counter("iscsi_vdev_pending_peak", u64::from(fabric.vdev_pending_peak()));
     recorder.add_counter("iscsi_busy_threads_peak", u64::from(fabric.busy_threads_peak()));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process that reads one page of `sda` through the page cache and waits for it.
+    #[derive(Debug, Default)]
+    struct OneRead {
+        polls: u32,
+        done: bool,
+    }
+
+    impl Issuer for OneRead {
+        fn name(&self) -> &str {
+            "reader"
+        }
+        fn process(&self) -> ProcessId {
+            ProcessId(7)
+        }
+        fn poll(&mut self, _now: Instant) -> Poll {
+            self.polls += 1;
+            match (self.polls, self.done) {
+                (1, _) => Poll::Submit(Io {
+                    id: IoId(1),
+                    kind: IoKind::Read,
+                    place: Place::Device(0),
+                    offset_bytes: 1 << 20,
+                    size_bytes: 4096,
+                    direct: false,
+                    flags: RequestFlags::NONE,
+                }),
+                (_, false) => Poll::Wait,
+                (_, true) => Poll::Done,
+            }
+        }
+        fn complete(&mut self, _now: Instant, _io: IoId) {
+            self.done = true;
+        }
+    }
+
+    /// A simulation of `megaraid-8` on `host` with writes plugged on `sdc` (device 2), none
+    /// of them the reader's, and a reader of `sda` polled until it waits for its page.
+    fn reader_waits_beside_plugged_writes(host: &str) -> Simulation {
+        let mut config = SimConfig::new(1, DeviceSpec::parse("megaraid-8").unwrap());
+        config.host = HostSpec::parse(host).unwrap();
+        let scheduler = SchedulerSpec::parse("noop").unwrap();
+        let topology = config.device.topology().unwrap();
+        let mut sim = Simulation::new(&config, &scheduler, topology, &[]).unwrap();
+        let writer = ProcessId(3);
+        // Two: 2.6 unplugs by itself at four.
+        for block in 0..2 {
+            let bio = Bio::write(writer, Sector(block * 1000), 8, BioTag(0));
+            sim.devices[2].paths[0].submitter.submit(sim.now, bio).unwrap();
+        }
+        assert!(sim.devices[2].paths[0].submitter.queue().is_plugged(sim.now), "{host}");
+        sim.issuers = vec![IssuerSlot {
+            issuer: Box::<OneRead>::default(),
+            parked: 0,
+            outstanding: 0,
+            wake_generation: 0,
+            sleeping: false,
+            done: false,
+            exits: false,
+            cpu_at_start: crate::host::CpuTime::default(),
+            wait_unplugs: false,
+            touched: 0,
+        }];
+        sim.ready = vec![0];
+        let mut recorder = PhaseRecorder::new("test", sim.now, vec!["reader".to_owned()]);
+        sim.run_ready_issuers(&mut recorder, false).unwrap();
+        assert_eq!(sim.issuers[0].outstanding, 1, "{host}: the reader waits for its page");
+        sim
+    }
+
+    // Proves §4.2's global `tq_disk` (linux-2.4-elevator.md §7.10): on a RHEL 3 host a reader
+    // of sda going to wait for its page unplugs every plugged queue — sdc's writes, which
+    // are not its own, included. On a 2.6 host it unplugs only the queues it submitted to:
+    // sdc stays plugged (for its 3 ms timer).
+    #[test]
+    fn a_waiting_task_runs_tq_disk_on_every_queue_of_a_2_4_host() {
+        let sim = reader_waits_beside_plugged_writes("host:kernel=rhel3");
+        assert!(!sim.devices[2].paths[0].submitter.queue().is_plugged(sim.now));
+        let sim = reader_waits_beside_plugged_writes("host:kernel=rhel4");
+        assert!(sim.devices[2].paths[0].submitter.queue().is_plugged(sim.now));
+    }
+}
