@@ -317,6 +317,56 @@ impl KernelVersion {
     }
 }
 
+/// 2.4's unit of submission: one 4 KiB filesystem block, a buffer head (linux-2.4-elevator.md
+/// §1), in sectors.
+pub const BH_SECTORS_2_4: u32 = 8;
+
+impl KernelVersion {
+    /// A 2.4 queue's requests per direction for a host with `usable_ram_mib` of memory
+    /// (linux-2.4-elevator.md §5, `blk_init_queue` sizing the pool once): RHEL 3 takes twice
+    /// the memory in MiB, rounded down to a multiple of 16, within 32 ..= 1024, dealt
+    /// alternately to reads and writes (512 + 512 on 4 GB, 256 + 256 on 256 MiB, 16 + 16 on
+    /// 20 MiB); vanilla 2.4.21 has 128 (64 below 32 MiB), so 64 + 64. `None` on 2.6, whose
+    /// `nr_requests` is the queue's tunable.
+    pub const fn requests_2_4(self, usable_ram_mib: u64) -> Option<u32> {
+        match self {
+            KernelVersion::Rhel3 => {
+                let doubled = 2 * usable_ram_mib;
+                let rounded = doubled - doubled % 16;
+                let total = if rounded < 32 {
+                    32
+                } else if rounded > 1024 {
+                    1024
+                } else {
+                    rounded as u32
+                };
+                // An even total (a multiple of 16) dealt alternately: half each.
+                Some(total / 2)
+            }
+            KernelVersion::Linux2_4_21 => Some(if usable_ram_mib < 32 { 32 } else { 64 }),
+            _ => None,
+        }
+    }
+
+    /// Whether a 2.4 task sleeping for a free request retries after 1 s: RHEL 3 does,
+    /// vanilla 2.4.21 sleeps until woken (linux-2.4-elevator.md §5).
+    pub const fn timed_pool_wait(self) -> bool {
+        matches!(self, KernelVersion::Rhel3)
+    }
+
+    /// The largest super buffer head of 2.4 direct I/O, in sectors (linux-2.4-elevator.md
+    /// §6.6): RHEL 3 groups contiguous bhs into one that goes to the tail of the queue
+    /// unmerged, ≤ 32 KiB before 32.EL — the RHEL 3 release here is 27.EL — (≤ 64 KiB from
+    /// 32.EL on). `None`: no super bhs (vanilla 2.4.21 submits the 4 KiB bhs one by one; 2.6
+    /// has bios).
+    pub const fn direct_io_group_sectors(self) -> Option<u32> {
+        match self {
+            KernelVersion::Rhel3 => Some(64),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for KernelVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -361,5 +411,26 @@ mod tests {
         assert!(KernelVersion::Rhel5_2.is_rhel() && !KernelVersion::Linux2_6_18.is_rhel());
         assert_eq!(KernelVersion::Linux2_6_9.default_scheduler(), "anticipatory");
         assert_eq!(KernelVersion::Rhel4.default_scheduler(), "cfq");
+    }
+
+    // Proves §7.11's pool sizes per direction: RHEL 3 gives 512 on 4000 MiB (clamped at 1024
+    // in all), 256 on 256 MiB, 16 on 20 MiB (raised to 32 in all), rounding 2 × MiB down to a
+    // multiple of 16 in between (100 and 103 MiB: 192 → 96; 104 MiB: 208 → 104); vanilla 2.4.21 64 (32 below 32 MiB);
+    // 2.6 none. And which 2.4 release times its pool waits and groups direct I/O.
+    #[test]
+    fn pool_sizes_of_2_4() {
+        let rhel3 = KernelVersion::Rhel3;
+        assert_eq!(rhel3.requests_2_4(4000), Some(512));
+        assert_eq!(rhel3.requests_2_4(256), Some(256));
+        assert_eq!(rhel3.requests_2_4(20), Some(16));
+        assert_eq!(rhel3.requests_2_4(100), Some(96));
+        assert_eq!(rhel3.requests_2_4(103), Some(96));
+        assert_eq!(rhel3.requests_2_4(104), Some(104));
+        assert_eq!(KernelVersion::Linux2_4_21.requests_2_4(4000), Some(64));
+        assert_eq!(KernelVersion::Linux2_4_21.requests_2_4(20), Some(32));
+        assert_eq!(KernelVersion::Rhel4.requests_2_4(4000), None);
+        assert!(rhel3.timed_pool_wait() && !KernelVersion::Linux2_4_21.timed_pool_wait());
+        assert_eq!(rhel3.direct_io_group_sectors(), Some(64));
+        assert_eq!(KernelVersion::Linux2_4_21.direct_io_group_sectors(), None);
     }
 }

@@ -94,13 +94,13 @@ pub mod tunable;
 pub mod units;
 
 pub use dispatch_list::DispatchList;
-pub use kernel::{KernelBase, KernelVersion};
+pub use kernel::{BH_SECTORS_2_4, KernelBase, KernelVersion};
 pub use list::{IdList, ListLinks};
-pub use pool::PoolSplit;
+pub use pool::{POOL_WAIT_2_4, PoolSplit, batch_requests_2_4};
 pub use prng::{Prng, Zipf, ZipfError};
 pub use queue::{
-    BlockQueue, CompletedRequest, DriverFetch, Pull, QueueConfig, QueueConfigError, QueueStats,
-    SubmitError, Submitted, WindowMaxima,
+    BlockQueue, CompletedRequest, DriverFetch, Linux2_4Queue, Pull, QueueConfig, QueueConfigError,
+    QueueStats, SubmitError, Submitted, WindowMaxima,
 };
 pub use request::{
     Bio, BioTag, Direction, IOPRIO_LEVELS, IoClass, IoPriority, IoPriorityError, Op, ProcessId,

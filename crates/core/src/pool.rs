@@ -20,6 +20,19 @@
 //! A process that cannot allocate waits in its class's FIFO; each freed request that brings the
 //! count back to at most `n − 1` wakes one waiter, who becomes a batcher, and clears the full
 //! mark (`__freed_request`).
+//!
+//! A 2.4.21 queue ([`PoolRules::Linux2_4`], linux-2.4-elevator.md §5) has none of that: each
+//! direction has a fixed number of free requests; a task takes one while any is free, whoever
+//! else sleeps (no batcher, no full mark, no congestion). A task finding none joins its
+//! direction's waiters (all of them woken together) and unplugs its own queue; the
+//! request function that unplug runs may free requests at once (SCSI returns a request to the
+//! pool when it starts it), and a waiter who finds one then does not sleep. Once asleep, it is
+//! woken by a free that leaves at least `batch_requests` free, or after 1 s (RHEL 3; vanilla
+//! 2.4.21 sleeps without a timeout).
+//!
+//! Deviation (2.4): a woken waiter who finds no request again joins the end of the waiter
+//! list; the kernel's non-exclusive wait queue keeps its place (all are woken together, so
+//! only the retry order among them differs).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -68,6 +81,41 @@ impl PoolSplit {
     }
 }
 
+/// Which kernel's pool rules apply.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum PoolRules {
+    /// 2.6: congestion, the full mark, batchers, the 3/2 hard cap (the module's head).
+    #[default]
+    Linux2_6,
+    /// 2.4.21 (linux-2.4-elevator.md §5): `nr_requests` free requests per direction, no
+    /// congestion or batching; waiters woken together at `batch_requests` free.
+    Linux2_4 {
+        /// Whether a sleeping waiter gives up after 1 s and retries (RHEL 3's
+        /// `get_request_wait`); vanilla 2.4.21 sleeps until woken.
+        timed_wait: bool,
+    },
+}
+
+/// How long a RHEL 3 task sleeps for a free request before it tries again (`HZ`, 1 s;
+/// linux-2.4-elevator.md §5).
+pub const POOL_WAIT_2_4: Duration = Duration::from_millis(1000);
+
+/// 2.4's `batch_requests` for `per_direction` requests in each direction: a quarter of the
+/// whole pool, at most 32 (linux-2.4-elevator.md §5; 32 on every pool of 128 or more).
+pub const fn batch_requests_2_4(per_direction: u32) -> u32 {
+    let quarter = 2 * per_direction / 4;
+    if quarter < 32 { quarter } else { 32 }
+}
+
+/// A 2.4 waiter: since when it waits, and whether it has gone to sleep yet (before that, the
+/// request function its unplug ran may free a request it takes at once).
+#[derive(Clone, Copy, Debug)]
+struct Waiter2_4 {
+    process: ProcessId,
+    since: Instant,
+    asleep: bool,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Batcher {
     remaining: u32,
@@ -86,6 +134,10 @@ pub(crate) struct RequestPool {
     batchers: BTreeMap<ProcessId, Batcher>,
     /// The release whose congestion-off threshold applies.
     pub(crate) kernel: KernelVersion,
+    /// 2.6 or 2.4 rules.
+    pub(crate) rules: PoolRules,
+    /// 2.4's waiters per direction, in arrival order.
+    waiters_2_4: [Vec<Waiter2_4>; 2],
 }
 
 impl RequestPool {
@@ -99,7 +151,20 @@ impl RequestPool {
             waiters: [VecDeque::new(), VecDeque::new()],
             batchers: BTreeMap::new(),
             kernel: KernelVersion::Linux2_6_18,
+            rules: PoolRules::Linux2_6,
+            waiters_2_4: [Vec::new(), Vec::new()],
         }
+    }
+
+    /// The same pool under `rules`.
+    pub(crate) fn with_rules(mut self, rules: PoolRules) -> RequestPool {
+        self.rules = rules;
+        self
+    }
+
+    /// Whether 2.4's rules apply.
+    pub(crate) fn is_2_4(&self) -> bool {
+        matches!(self.rules, PoolRules::Linux2_4 { .. })
     }
 
     /// The same pool under `kernel`'s thresholds.
@@ -134,7 +199,8 @@ impl RequestPool {
     }
 
     pub(crate) fn is_congested(&self, class: usize) -> bool {
-        self.congested[class]
+        // 2.4 has no congestion state (linux-2.4-elevator.md §5).
+        !self.is_2_4() && self.congested[class]
     }
 
     fn is_batching(&self, process: ProcessId, now: Instant) -> bool {
@@ -163,6 +229,14 @@ impl RequestPool {
     ) -> bool {
         if vote == MayQueue::No {
             return false;
+        }
+        if self.is_2_4() {
+            // §5: any free request goes to whoever asks, sleepers or not.
+            if self.count[class] >= self.nr_requests {
+                return false;
+            }
+            self.count[class] += 1;
+            return true;
         }
         let count = self.count[class];
         if count + 1 >= self.congestion_on() {
@@ -195,12 +269,93 @@ impl RequestPool {
         }
     }
 
+    /// 2.4: records that `process` waits for a request of `class` (not yet asleep: its
+    /// unplug is about to run the request function).
+    pub(crate) fn wait_2_4(&mut self, class: usize, process: ProcessId, now: Instant) {
+        let waiters = &mut self.waiters_2_4[class];
+        match waiters.iter_mut().find(|waiter| waiter.process == process) {
+            // A woken waiter that lost the race joins again, not yet asleep.
+            Some(waiter) => waiter.asleep = false,
+            None => waiters.push(Waiter2_4 { process, since: now, asleep: false }),
+        }
+    }
+
     /// Whether anyone waits.
     pub(crate) fn waiter_count(&self) -> usize {
-        self.waiters[0].len() + self.waiters[1].len()
+        self.waiters[0].len()
+            + self.waiters[1].len()
+            + self.waiters_2_4[0].len()
+            + self.waiters_2_4[1].len()
+    }
+
+    /// 2.4: the request function the waiters' unplug ran has finished; whoever still has no
+    /// request goes to sleep now (their wait restarts the 1 s timeout).
+    pub(crate) fn sleep_waiters_2_4(&mut self, now: Instant) {
+        for waiters in &mut self.waiters_2_4 {
+            for waiter in waiters.iter_mut().filter(|waiter| !waiter.asleep) {
+                waiter.asleep = true;
+                waiter.since = now;
+            }
+        }
+    }
+
+    /// 2.4: moves to `woken` every sleeper whose 1 s timeout has passed by `now` (RHEL 3).
+    pub(crate) fn expire_waiters_2_4(&mut self, now: Instant, woken: &mut VecDeque<ProcessId>) {
+        if self.rules != (PoolRules::Linux2_4 { timed_wait: true }) {
+            return;
+        }
+        for waiters in &mut self.waiters_2_4 {
+            waiters.retain(|waiter| {
+                let expired = waiter.asleep && now >= waiter.since + POOL_WAIT_2_4;
+                if expired {
+                    woken.push_back(waiter.process);
+                }
+                !expired
+            });
+        }
+    }
+
+    /// 2.4: when the next sleeper's timeout ends, if anyone sleeps (RHEL 3).
+    pub(crate) fn next_timeout_2_4(&self) -> Option<Instant> {
+        if self.rules != (PoolRules::Linux2_4 { timed_wait: true }) {
+            return None;
+        }
+        self.waiters_2_4
+            .iter()
+            .flatten()
+            .filter(|waiter| waiter.asleep)
+            .map(|waiter| waiter.since + POOL_WAIT_2_4)
+            .min()
+    }
+
+    /// 2.4's `blkdev_release_request`: one request of `class` back; a waiter not yet asleep
+    /// takes it, and a free that leaves `batch_requests` free wakes every sleeper of the
+    /// direction (§5). Appends the woken to `woken`.
+    fn free_2_4(&mut self, class: usize, woken: &mut VecDeque<ProcessId>) {
+        self.count[class] = self.count[class].checked_sub(1).expect("pool count underflow");
+        let free = self.nr_requests - self.count[class].min(self.nr_requests);
+        let waiters = &mut self.waiters_2_4[class];
+        if free >= batch_requests_2_4(self.nr_requests) {
+            woken.extend(waiters.drain(..).map(|waiter| waiter.process));
+        } else if let Some(position) = waiters.iter().position(|waiter| !waiter.asleep) {
+            woken.push_back(waiters.remove(position).process);
+        }
     }
 
     /// Returns one request of `class`; says which waiter (if any) may now try again.
+    /// Returns one request of `class` under the pool's rules; appends whoever may now try
+    /// again to `woken`.
+    pub(crate) fn release(&mut self, class: usize, now: Instant, woken: &mut VecDeque<ProcessId>) {
+        if self.is_2_4() {
+            self.free_2_4(class, woken);
+            return;
+        }
+        if let Some(process) = self.free(class, now) {
+            woken.push_back(process);
+        }
+    }
+
+    /// 2.6: returns one request of `class`; says which waiter (if any) may now try again.
     pub(crate) fn free(&mut self, class: usize, now: Instant) -> Option<ProcessId> {
         self.count[class] = self.count[class].checked_sub(1).expect("pool count underflow");
         if self.count[class] < self.congestion_off() {

@@ -38,8 +38,31 @@
 //!    completed, new requests bypass both schedulers to the list's tail; only then does the new
 //!    scheduler get requests.
 //!
+//! A queue with [`QueueConfig::linux_2_4`] follows 2.4.21 instead (linux-2.4-elevator.md):
+//! the pool has `nr_requests` requests per direction with no congestion or batching (§5,
+//! [`PoolRules::Linux2_4`]); a SCSI request returns to it when the driver starts it (§4.1);
+//! the first bio into an empty list plugs the queue until [`BlockQueue::unplug`] (`tq_disk`,
+//! which the driver runs on every queue of the host; §4.2), with no timer, no threshold and
+//! no bio that unplugs by itself; merges stop at the driver's limit as well as the elevator's
+//! ([`QueueConfig::merge_limit_sectors`], §3.1); a bio flagged
+//! [`RequestFlags::UNSORTED`] (a direct-I/O super bh, §6.6) never merges into a queued
+//! request; and [`Submitter`](crate::Submitter) splits I/O into 4 KiB buffer heads (§1).
+//!
 //! # Deviations from Linux
 //!
+//! * 2.4 queues (linux-2.4-elevator.md): `rhel3-early`'s plugging (§4.3: the submission that
+//!   plugged unplugs at once) is not modelled — the releases here are vanilla 2.4.21 and RHEL 3
+//!   27.EL, both `rhel3` plugging. The pool is sized by the caller; `set_nr_requests` still
+//!   changes it where 2.4 has no such tunable (the simulator refuses `nr_requests` on a 2.4
+//!   host). A task's 1 s pool timeout is noticed at the queue's next call at or after it (the
+//!   simulator schedules one, [`BlockQueue::next_pool_timeout`]). A task refused a request
+//!   unplugs its queue; the request function that runs in the kernel right then runs here at
+//!   the driver's next [`BlockQueue::next_request`], and the task counts as asleep once that
+//!   call stops issuing. Barriers/special requests, IDE's `head_active` and SCSI retries at
+//!   the head are not modelled (§8 allows it); a requeued request goes back to the front of
+//!   the dispatch list as on 2.6. The no-merge mark of a merge refused for size is kept
+//!   (2.4 has none; with 4 KiB bhs and the driver's 128 sectors it only matters for super
+//!   bhs).
 //! * [`QueueConfig::default`] does not plug (`plugging: false`), where every 2.6 kernel plugs
 //!   an empty queue (legacy-vs-kernel.md row 3). The simulator plugs for every legacy
 //!   scheduler (`--plugging`, on by default since issue 15), so a simulated 2.6 host follows
@@ -75,7 +98,7 @@ use crate::dispatch_list::DispatchList;
 use crate::hazard::Hazards;
 use crate::kernel::{KernelVersion, UnplugTest};
 use crate::merge::{self, MergeCheck, MergeIndex};
-use crate::pool::{MIN_NR_REQUESTS, PoolSplit, RequestPool};
+use crate::pool::{MIN_NR_REQUESTS, PoolRules, PoolSplit, RequestPool};
 use crate::request::{Bio, BioTag, Direction, Op, Request, RequestFlags, RequestState, Sector};
 use crate::scheduler::{Completion, Ctx, Dispatch, MergeChoice, MergeKind, Scheduler};
 use crate::table::{RequestId, RequestTable};
@@ -127,6 +150,35 @@ pub struct QueueConfig {
     /// room (IDE, the default) or first, before checking the device's depth (SCSI and
     /// libata). Chosen by the device's driver (legacy-vs-kernel.md row 7).
     pub driver_fetch: DriverFetch,
+    /// The 2.4.21 block layer's rules ([`Linux2_4Queue`]), or `None` for 2.6's (the default).
+    pub linux_2_4: Option<Linux2_4Queue>,
+}
+
+/// What differs in a 2.4.21 queue (linux-2.4-elevator.md §1, §3.1, §4.2, §5), chosen by the
+/// host's kernel. With it, [`QueueConfig::nr_requests`] is the number of requests *per
+/// direction* (512 on the study's 4 GB RHEL 3 host, [`KernelVersion::requests_2_4`]) and
+/// [`QueueConfig::max_sectors_kb`] the elevator's own limit (sd's `max_sectors`, 1024
+/// sectors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Linux2_4Queue {
+    /// The largest request the low-level driver accepts, in sectors (the host adapter's
+    /// `max_sectors`: MegaRAID 128, §3.1, §6.2). A merge the elevator would allow but the
+    /// driver refuses does not happen; the queue's merge check applies the smaller of the two
+    /// ([`QueueConfig::merge_limit_sectors`]).
+    pub driver_max_sectors: u32,
+    /// Whether a request returns to the pool when the driver starts it (SCSI, §4.1, §5), not
+    /// when it completes (IDE).
+    pub free_at_dispatch: bool,
+    /// Whether a task sleeping for a request retries after 1 s (RHEL 3) or sleeps until woken
+    /// (vanilla 2.4.21, §5).
+    pub timed_pool_wait: bool,
+}
+
+impl Linux2_4Queue {
+    /// The pool rules of such a queue.
+    const fn pool_rules(&self) -> PoolRules {
+        PoolRules::Linux2_4 { timed_wait: self.timed_pool_wait }
+    }
 }
 
 /// When a legacy driver's request function fetches the next request (legacy-vs-kernel.md
@@ -158,6 +210,7 @@ impl Default for QueueConfig {
             reads_unplug: true,
             merges_ignore_sync: false,
             driver_fetch: DriverFetch::WhenDeviceFree,
+            linux_2_4: None,
         }
     }
 }
@@ -184,6 +237,16 @@ pub enum QueueConfigError {
     /// No room for bios.
     #[error("max_bios must be at least 1")]
     MaxBios,
+    /// A 2.4 driver limit out of range.
+    #[error(
+        "driver max_sectors {driver} is out of range (accepted: 8..={elevator}, the elevator's limit)"
+    )]
+    DriverMaxSectors {
+        /// The driver's limit asked for.
+        driver: u32,
+        /// The elevator's limit (`max_sectors_kb` × 2).
+        elevator: u32,
+    },
 }
 
 impl QueueConfig {
@@ -201,12 +264,33 @@ impl QueueConfig {
         if self.max_bios == 0 {
             return Err(QueueConfigError::MaxBios);
         }
+        if let Some(linux_2_4) = &self.linux_2_4
+            && !(8..=self.max_sectors()).contains(&linux_2_4.driver_max_sectors)
+        {
+            return Err(QueueConfigError::DriverMaxSectors {
+                driver: linux_2_4.driver_max_sectors,
+                elevator: self.max_sectors(),
+            });
+        }
         Ok(())
     }
 
     /// `max_sectors_kb` in sectors.
     pub const fn max_sectors(&self) -> u32 {
         self.max_sectors_kb * 2
+    }
+
+    /// The largest request a merge may make: `max_sectors_kb`, and on a 2.4 queue also no
+    /// more than the driver accepts (linux-2.4-elevator.md §3.1: the elevator allows up to
+    /// sd's 1024 sectors, then the SCSI merge hook applies the adapter's limit). A scheduler
+    /// asking "would the driver accept this merge" compares against this.
+    pub const fn merge_limit_sectors(&self) -> u32 {
+        match &self.linux_2_4 {
+            Some(linux_2_4) if linux_2_4.driver_max_sectors < self.max_sectors() => {
+                linux_2_4.driver_max_sectors
+            }
+            _ => self.max_sectors(),
+        }
     }
 }
 
@@ -472,6 +556,8 @@ pub struct BlockQueue {
     flush_in_flight: Option<RequestId>,
     /// Plugged until this instant.
     plugged_until: Option<Instant>,
+    /// 2.4: plugged until someone runs `tq_disk` (no timer; linux-2.4-elevator.md §4.2).
+    tq_plugged: bool,
     /// Maxima since [`BlockQueue::take_window_maxima`] last ran.
     window: WindowMaxima,
     woken: VecDeque<ProcessId>,
@@ -494,13 +580,17 @@ impl BlockQueue {
         scheduler: Box<dyn Scheduler>,
     ) -> Result<BlockQueue, QueueConfigError> {
         config.validate()?;
-        let capacity = Self::table_capacity(config.nr_requests);
+        let capacity = Self::table_capacity(&config);
+        let rules =
+            config.linux_2_4.map_or(PoolRules::Linux2_6, |linux_2_4| linux_2_4.pool_rules());
         Ok(BlockQueue {
             table: RequestTable::with_capacity(capacity),
             bios: BioTable::new(config.max_bios),
             merge: MergeIndex::new(capacity),
             hazards: Hazards::new(capacity),
-            pool: RequestPool::new(config.nr_requests, config.pool_split).for_kernel(config.kernel),
+            pool: RequestPool::new(config.nr_requests, config.pool_split)
+                .for_kernel(config.kernel)
+                .with_rules(rules),
             scheduler,
             epoch: 0,
             bypass_before: None,
@@ -512,6 +602,7 @@ impl BlockQueue {
             depth_slack: 0,
             flush_in_flight: None,
             plugged_until: None,
+            tq_plugged: false,
             window: WindowMaxima::default(),
             woken: VecDeque::new(),
             idle_since: None,
@@ -525,8 +616,16 @@ impl BlockQueue {
     }
 
     /// Room for both pool classes at their hard caps: nothing the pool grants can fail to fit.
-    fn table_capacity(nr_requests: u32) -> usize {
-        2 * RequestPool::hard_cap(nr_requests) as usize
+    /// A 2.4 queue has no hard cap, but a SCSI one returns requests to the pool at dispatch:
+    /// both directions' requests plus those at the device.
+    fn table_capacity(config: &QueueConfig) -> usize {
+        match &config.linux_2_4 {
+            None => 2 * RequestPool::hard_cap(config.nr_requests) as usize,
+            Some(linux_2_4) => {
+                let at_device = if linux_2_4.free_at_dispatch { config.depth } else { 0 };
+                2 * config.nr_requests as usize + at_device as usize
+            }
+        }
     }
 
     /// Offers a bio to the queue.
@@ -541,8 +640,10 @@ impl BlockQueue {
             self.hazards.conflicts(&self.table, bio.op, bio.start.0, bio.end().0, sequence);
         // A bio that overlaps earlier I/O must not merge: that would carry it ahead of the
         // request it has to wait for.
+        // A 2.4 super bh never merges into a queued request (linux-2.4-elevator.md §3.1).
         if !overlaps
             && self.scheduler.queued() > 0
+            && !bio.flags.contains(RequestFlags::UNSORTED)
             && let Some(into) = self.try_merge(now, &bio)
         {
             self.stats.bios += 1;
@@ -603,6 +704,25 @@ impl BlockQueue {
         // it (`__make_request` runs the queue only when it unplugs a plugged one).
         let fetch_ahead = std::mem::take(&mut self.fetch_armed)
             && self.config.driver_fetch == DriverFetch::BeforeDepthCheck;
+        let pull = self.pull(now, fetch_ahead);
+        if !matches!(pull, Pull::Issue(_)) && self.pool.is_2_4() {
+            // The request function has run as far as it can: a 2.4 task that unplugged this
+            // queue for a free request and still has none goes to sleep now (§5).
+            self.pool.sleep_waiters_2_4(now);
+        }
+        pull
+    }
+
+    /// The body of [`BlockQueue::next_request`].
+    fn pull(&mut self, now: Instant, fetch_ahead: bool) -> Pull {
+        if self.tq_plugged {
+            if self.scheduler.queued() > 0 || !self.dispatch.is_empty() {
+                // 2.4: the driver never enters a plugged queue; only `tq_disk` (or a task
+                // waiting for a request) unplugs it ([`BlockQueue::unplug`]).
+                return Pull::Busy;
+            }
+            self.tq_plugged = false;
+        }
         loop {
             let device_full = self.in_flight >= self.config.depth;
             if device_full && !fetch_ahead {
@@ -709,7 +829,9 @@ impl BlockQueue {
         self.hazards.remove(id);
         let request = self.table.remove(id);
         self.bios.release(request.bios, bios);
-        self.free_pool_slot(now, &request);
+        if !self.frees_at_dispatch() {
+            self.free_pool_slot(now, &request);
+        }
         self.stats.completed += 1;
         self.end_bypass_if_drained();
         self.release_held(now);
@@ -757,7 +879,7 @@ impl BlockQueue {
     pub fn drain_scheduler(&mut self, now: Instant) -> usize {
         self.account(now);
         let count = self.drain_to_dispatch(now, "forced dispatch", false);
-        self.plugged_until = None;
+        self.unplug();
         self.end_idle(now);
         count
     }
@@ -780,7 +902,7 @@ impl BlockQueue {
         let old = std::mem::replace(&mut self.scheduler, scheduler);
         self.stats.switches += 1;
         self.bypass_before = (self.table.live_count() > 0).then_some(self.next_sequence);
-        self.plugged_until = None;
+        self.unplug();
         self.end_idle(now);
         old
     }
@@ -826,9 +948,24 @@ impl BlockQueue {
         std::mem::take(&mut self.window)
     }
 
-    /// Unplugs now: an issuer is about to wait for its I/O.
+    /// Unplugs now: an issuer is about to wait for its I/O. On a 2.4 queue this is what
+    /// `tq_disk` does to each plugged queue (the runner runs it on every queue of the host,
+    /// linux-2.4-elevator.md §4.2).
     pub fn unplug(&mut self) {
         self.plugged_until = None;
+        self.tq_plugged = false;
+    }
+
+    /// When the first task sleeping for a request of a RHEL 3 queue gives up waiting and
+    /// tries again (1 s after it fell asleep, §5), if anyone sleeps: the driver should call
+    /// [`BlockQueue::next_request`] then and let [`BlockQueue::pop_woken`]'s processes retry.
+    pub fn next_pool_timeout(&self) -> Option<Instant> {
+        self.pool.next_timeout_2_4()
+    }
+
+    /// Whether the queue has woken processes waiting to retry.
+    pub fn has_woken(&self) -> bool {
+        !self.woken.is_empty()
     }
 
     /// The next process allowed to retry a blocked submission, if any.
@@ -840,7 +977,7 @@ impl BlockQueue {
     pub fn set_nr_requests(&mut self, nr_requests: u32) -> Result<(), QueueConfigError> {
         let config = QueueConfig { nr_requests, ..self.config.clone() };
         config.validate()?;
-        let capacity = Self::table_capacity(nr_requests);
+        let capacity = Self::table_capacity(&config);
         if capacity > self.table.capacity() {
             self.table.grow(capacity);
             self.merge.grow(capacity);
@@ -855,6 +992,12 @@ impl BlockQueue {
     pub fn set_depth(&mut self, depth: u32) -> Result<(), QueueConfigError> {
         let config = QueueConfig { depth, ..self.config.clone() };
         config.validate()?;
+        let capacity = Self::table_capacity(&config);
+        if capacity > self.table.capacity() {
+            self.table.grow(capacity);
+            self.merge.grow(capacity);
+            self.hazards.grow(capacity);
+        }
         self.depth_slack = self.in_flight.saturating_sub(depth);
         self.config = config;
         Ok(())
@@ -935,7 +1078,7 @@ impl BlockQueue {
 
     /// Whether the queue is plugged at `now`.
     pub fn is_plugged(&self, now: Instant) -> bool {
-        self.plugged_until.is_some_and(|until| now < until)
+        self.tq_plugged || self.plugged_until.is_some_and(|until| now < until)
     }
 
     /// Counters since creation, with idle time and occupancy counted up to `now`.
@@ -955,6 +1098,10 @@ impl BlockQueue {
         self.add_occupancy(&mut stats, now);
         self.stats = stats;
         self.accounted_to = Some(self.accounted_to.map_or(now, |last| last.max(now)));
+        if self.pool.is_2_4() {
+            // RHEL 3's sleepers for a request retry after 1 s (§5).
+            self.pool.expire_waiters_2_4(now, &mut self.woken);
+        }
     }
 
     /// Adds to `stats` the occupancy from the last accounting to `now`.
@@ -985,7 +1132,11 @@ impl BlockQueue {
         let class = self.pool.split.class(bio.op, bio.flags);
         let vote = self.scheduler.may_queue(&cx!(self, now), bio.process, bio.op);
         if !self.pool.try_alloc(class, bio.process, vote, now) {
-            self.pool.wait(class, bio.process);
+            if self.pool.is_2_4() {
+                self.pool.wait_2_4(class, bio.process, now);
+            } else {
+                self.pool.wait(class, bio.process);
+            }
             self.stats.blocked += 1;
             // A process about to sleep for a request unplugs the queue first.
             self.unplug();
@@ -1014,13 +1165,26 @@ impl BlockQueue {
 
     /// Whether `bio` unplugs the queue once queued: a sync write (`BIO_RW_SYNC`: 2.6.18's
     /// O_DIRECT writes, integrity write-back) always; a read when [`QueueConfig::reads_unplug`]
-    /// says so.
+    /// says so. Never on a 2.4 queue.
     fn runs_queue(&self, bio: &Bio) -> bool {
-        bio.flags.is_sync() && (bio.op != Op::Read || self.config.reads_unplug)
+        // 2.4 has no sync bio: only `tq_disk` unplugs (linux-2.4-elevator.md §4.2).
+        self.config.linux_2_4.is_none()
+            && bio.flags.is_sync()
+            && (bio.op != Op::Read || self.config.reads_unplug)
     }
 
     fn plug_after_insert(&mut self, now: Instant, queue_was_empty: bool, run_now: bool) {
         if !self.config.plugging {
+            return;
+        }
+        if self.config.linux_2_4.is_some() {
+            // 2.4 (linux-2.4-elevator.md §4.2): a bh arriving at an empty list plugs the
+            // queue until someone runs `tq_disk`; no timer, no request-count threshold, and
+            // no bio unplugs it by itself.
+            if queue_was_empty && !self.tq_plugged {
+                self.tq_plugged = true;
+                self.stats.plugs += 1;
+            }
             return;
         }
         if queue_was_empty && self.plugged_until.is_none() {
@@ -1049,7 +1213,7 @@ impl BlockQueue {
     /// compatible, contiguous candidate is the only one tried; if the merge would be too large
     /// the request is marked no-merge and the bio gets a request of its own.
     fn try_merge(&mut self, now: Instant, bio: &Bio) -> Option<RequestId> {
-        let max_sectors = self.config.max_sectors();
+        let max_sectors = self.config.merge_limit_sectors();
         let sync_must_match = !self.config.merges_ignore_sync;
         let (target, kind) = match self.scheduler.choose_merge(&cx!(self, now), bio) {
             MergeChoice::Core => self.find_merge_candidate(now, bio)?,
@@ -1163,7 +1327,7 @@ impl BlockQueue {
         if merge::check_requests(
             &self.table[kept],
             &self.table[absorbed],
-            self.config.max_sectors(),
+            self.config.merge_limit_sectors(),
             !self.config.merges_ignore_sync,
         ) != MergeCheck::Allowed
         {
@@ -1245,6 +1409,13 @@ impl BlockQueue {
     }
 
     fn issue(&mut self, now: Instant, id: RequestId) {
+        if self.frees_at_dispatch() && !self.table[id].started {
+            // 2.4 SCSI: the request function dequeues the request and returns it to the pool
+            // as it builds the command (linux-2.4-elevator.md §4.1, §5); a requeued one is not
+            // freed twice.
+            let request = self.table[id].clone();
+            self.free_pool_slot(now, &request);
+        }
         let request = &mut self.table[id];
         request.state = RequestState::InFlight;
         request.started = true;
@@ -1304,9 +1475,12 @@ impl BlockQueue {
 
     fn free_pool_slot(&mut self, now: Instant, request: &Request) {
         let class = self.pool.split.class(request.op, request.flags);
-        if let Some(process) = self.pool.free(class, now) {
-            self.woken.push_back(process);
-        }
+        self.pool.release(class, now, &mut self.woken);
+    }
+
+    /// Whether requests return to the pool when issued (2.4 SCSI) rather than at completion.
+    pub(crate) fn frees_at_dispatch(&self) -> bool {
+        self.config.linux_2_4.is_some_and(|linux_2_4| linux_2_4.free_at_dispatch)
     }
 
     /// Releases held requests whose earlier overlapping requests have all completed, in

@@ -132,6 +132,11 @@ impl RequestFlags {
     pub const META: RequestFlags = RequestFlags(1 << 1);
     /// Force unit access: the write must reach stable media before it completes. Never merged.
     pub const FUA: RequestFlags = RequestFlags(1 << 2);
+    /// 2.4 direct I/O's super buffer head (linux-2.4-elevator.md §3.1, §6.6): the bio never
+    /// merges into a queued request, and the request it makes goes to the tail of the
+    /// elevator's list, unsorted (a scheduler honouring 2.4 semantics must append it there).
+    /// Later bios may still merge into that request.
+    pub const UNSORTED: RequestFlags = RequestFlags(1 << 3);
 
     /// Whether every flag in `other` is set.
     pub const fn contains(self, other: RequestFlags) -> bool {
@@ -169,9 +174,12 @@ impl std::ops::BitOr for RequestFlags {
 impl fmt::Debug for RequestFlags {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut names = Vec::new();
-        for (flag, name) in
-            [(RequestFlags::SYNC, "sync"), (RequestFlags::META, "meta"), (RequestFlags::FUA, "fua")]
-        {
+        for (flag, name) in [
+            (RequestFlags::SYNC, "sync"),
+            (RequestFlags::META, "meta"),
+            (RequestFlags::FUA, "fua"),
+            (RequestFlags::UNSORTED, "unsorted"),
+        ] {
             if self.contains(flag) {
                 names.push(name);
             }

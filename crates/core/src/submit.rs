@@ -20,6 +20,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::kernel::BH_SECTORS_2_4;
 use crate::queue::{BlockQueue, SubmitError, Submitted};
 use crate::request::{Bio, BioTag, Op, ProcessId, Sector};
 use crate::table::RequestId;
@@ -94,12 +95,32 @@ impl Submitter {
     /// Appends to `out` the bios of an I/O of `sector_count` sectors from `start`, each at most
     /// `max_sectors_kb`, as copies of `template` (operation, flags, priority, process, tag).
     /// A flush is one bio with no sectors; any other I/O of no sectors is no bio at all.
+    /// On a 2.4 queue the pieces are 4 KiB buffer heads ([`BH_SECTORS_2_4`]): 2.4 has no
+    /// multi-page bios, requests grow only by merging (linux-2.4-elevator.md §1, §6.1).
     pub fn split(&self, template: Bio, start: Sector, sector_count: u64, out: &mut Vec<Bio>) {
+        let unit_sectors = match self.queue.config().linux_2_4 {
+            Some(_) => BH_SECTORS_2_4,
+            None => self.queue.config().max_sectors(),
+        };
+        self.split_at(template, start, sector_count, unit_sectors, out);
+    }
+
+    /// As [`Submitter::split`], in pieces of at most `unit_sectors` (capped at
+    /// `max_sectors_kb`): 2.4 direct I/O's super buffer heads (linux-2.4-elevator.md §6.6).
+    pub fn split_at(
+        &self,
+        template: Bio,
+        start: Sector,
+        sector_count: u64,
+        unit_sectors: u32,
+        out: &mut Vec<Bio>,
+    ) {
         if template.op == Op::Flush {
             out.push(Bio { start, sector_count: 0, ..template });
             return;
         }
-        let max_sectors = u64::from(self.queue.config().max_sectors());
+        let max_sectors =
+            u64::from(unit_sectors.clamp(1, self.queue.config().max_sectors().max(1)));
         let mut done = 0;
         while done < sector_count {
             let count = (sector_count - done).min(max_sectors);

@@ -26,14 +26,25 @@
 //! operations is outstanding. Host work (write-back) goes on across phases. Every run is bounded
 //! ([`Bounds`]); hitting a bound, or a stall (issuers waiting with nothing that could ever wake
 //! them), is an error that says where and when.
+//!
+//! A host running 2.4.21 (`KernelBase::V2_4_21`) gets the 2.4 block layer
+//! (linux-2.4-elevator.md §1, §4.2, §5, §6.6; `QueueConfig::linux_2_4`): pools sized from
+//! its memory, 4 KiB buffer heads from the page cache, RHEL 3's direct-I/O super bhs, and
+//! plugging until `tq_disk`, which unplugs every queue of the host: run by a task that waits
+//! for its I/O, after each direct-I/O submission, and whenever the host asks for an unplug
+//! (its daemons). Deviations from Linux: a direct I/O larger than 512 KiB is submitted whole,
+//! where 2.4 submits it 512 KiB at a time and waits for each chunk (§6.6); and when a 2.4
+//! queue holds plugged requests and nothing else is left to happen, the runner runs
+//! `tq_disk` at once where kupdated would within 5 s (§6.4), rather than report a stall.
 
 use crate::LookupMap;
 use std::collections::BTreeMap;
 
 use elevator_core::check::check_queue;
 use elevator_core::{
-    Bio, BioTag, BlockQueue, Duration, Instant, IoPriority, KernelVersion, Offered, Op, Prng,
-    ProcessId, Pull, QueueConfig, RequestFlags, RequestId, SECTOR_SIZE_BYTES, Sector, Submitter,
+    BH_SECTORS_2_4, Bio, BioTag, BlockQueue, Duration, Instant, IoPriority, KernelBase,
+    KernelVersion, Offered, Op, Prng, ProcessId, Pull, QueueConfig, RequestFlags, RequestId,
+    SECTOR_SIZE_BYTES, Sector, Submitter,
 };
 use elevator_report::{
     DeviceStats as ReportDeviceStats, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run,
@@ -352,14 +363,64 @@ fn run_topology(
 /// (8192 through RHEL 4 U5, workload-mechanisms.md §4.1), unless the run sets another value
 /// than the default itself (as writing sysfs after boot would). The queue has no hook for a
 /// scheduler to set it at attach, so it is decided here.
-fn nr_requests_for(config: &SimConfig, scheduler: &SchedulerSpec) -> u32 {
+///
+/// A 2.4 queue's pool is sized once from the host's memory and is not tunable
+/// (linux-2.4-elevator.md §5): `nr_requests` is then the count per direction, and a run that
+/// sets another value is refused.
+fn nr_requests_for(config: &SimConfig, scheduler: &SchedulerSpec) -> Result<u32, SimError> {
     let chosen = config.queue.nr_requests;
+    let kernel = config.host.kernel();
+    if let Some(per_direction) = kernel.requests_2_4(usable_ram_mib(config)) {
+        if chosen != QueueSettings::default().nr_requests {
+            return Err(SimError::Param(elevator_core::ParamError::Impossible {
+                component: "queue".to_owned(),
+                key: "nr_requests",
+                problem: format!(
+                    "{kernel} has no nr_requests: its pool is sized from the host's memory \
+                     ({per_direction} reads + {per_direction} writes here)"
+                ),
+            }));
+        }
+        return Ok(per_direction);
+    }
     if scheduler.kind() != elevator_sched::SchedulerKind::CfqV1
         || chosen != QueueSettings::default().nr_requests
     {
-        return chosen;
+        return Ok(chosen);
     }
-    config.host.kernel().cfq_nr_requests().unwrap_or(chosen)
+    Ok(kernel.cfq_nr_requests().unwrap_or(chosen))
+}
+
+/// sd's `max_sectors` under 2.4, the elevator's own merge limit for every disk
+/// (linux-2.4-elevator.md §3.1).
+const SD_MAX_SECTORS_2_4: u32 = 1024;
+
+/// The host's memory in MiB as 2.4 sizes its request pools by: the nominal `ram` (the
+/// kernel's count of usable pages is a little lower; see the deviations of `linux_2_4_queue`).
+fn usable_ram_mib(config: &SimConfig) -> u64 {
+    config.host.params.size("ram") >> 20
+}
+
+/// The 2.4 block layer's settings for a queue behind a driver with `limits`, on a 2.4 host
+/// (linux-2.4-elevator.md §3.1, §4.1, §5, §6.2); `None` on 2.6.
+///
+/// Deviations from Linux: the pool is sized from the nominal memory, where the kernel counts
+/// the usable pages (a little less; the sizes differ only on hosts of 512 MiB or less whose
+/// usable memory crosses a multiple of 8 MiB). Requests return to the pool at dispatch for
+/// every driver but IDE's (SCSI's rule, §5).
+fn linux_2_4_queue(
+    config: &SimConfig,
+    limits: &crate::device::driver::DriverLimits,
+) -> Option<elevator_core::Linux2_4Queue> {
+    use crate::device::driver::Driver;
+    let kernel = config.host.kernel();
+    kernel.requests_2_4(usable_ram_mib(config))?;
+    let elevator_sectors = config.queue.max_sectors_kb.map_or(SD_MAX_SECTORS_2_4, |kb| kb * 2);
+    Some(elevator_core::Linux2_4Queue {
+        driver_max_sectors: (limits.max_sectors_kb() * 2).min(elevator_sectors),
+        free_at_dispatch: !matches!(limits.driver, Driver::Ide | Driver::IdeLba48),
+        timed_pool_wait: kernel.timed_pool_wait(),
+    })
 }
 
 fn last_phase_of_each_process(
@@ -594,6 +655,7 @@ impl Simulation {
             .map(|device| device.model.capacity_sectors() * SECTOR_SIZE_BYTES)
             .min()
             .unwrap_or(0);
+        let mut can_queue_under_kernel = Vec::with_capacity(topology.devices.len());
         for device in topology.devices {
             // The driver's limits under the host's kernel (host-mechanisms.md §2.3): its
             // per-device depth, never more than the device takes, and its request limit.
@@ -608,10 +670,15 @@ impl Simulation {
                 None => (1, limits.lun_depth.map_or(model_depth, |lun| lun.min(model_depth))),
             };
             let legacy = scheduler.kind().registration().block_layer == BlockLayer::Legacy;
+            let linux_2_4 = linux_2_4_queue(config, &limits);
             let queue_config = QueueConfig {
-                nr_requests: nr_requests_for(config, scheduler),
+                nr_requests: nr_requests_for(config, scheduler)?,
                 depth: config.queue.depth.unwrap_or(depth),
-                max_sectors_kb: config.queue.max_sectors_kb.unwrap_or(limits.max_sectors_kb()),
+                max_sectors_kb: config.queue.max_sectors_kb.unwrap_or(match linux_2_4 {
+                    // 2.4: the elevator's own limit is sd's (§3.1); the driver's is separate.
+                    Some(_) => SD_MAX_SECTORS_2_4 / 2,
+                    None => limits.max_sectors_kb(),
+                }),
                 // The 2.6 queue plug (3 ms timer, 4 requests) belongs to the legacy request
                 // queue; blk-mq replaced it with per-task plug lists, not modelled here.
                 plugging: config.queue.plugging && legacy,
@@ -626,6 +693,7 @@ impl Simulation {
                 } else {
                     elevator_core::DriverFetch::WhenDeviceFree
                 },
+                linux_2_4,
                 ..QueueConfig::default()
             };
             if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())
@@ -667,10 +735,17 @@ impl Simulation {
             }
             host_devices.push(HostDevice {
                 capacity_sectors: device.model.capacity_sectors(),
-                max_sectors: queue_config.max_sectors(),
+                // 2.4's page cache hands the queue one 4 KiB buffer head per block
+                // (linux-2.4-elevator.md §1, §6.1); 2.6's bios grow to the request limit.
+                max_sectors: if queue_config.linux_2_4.is_some() {
+                    BH_SECTORS_2_4
+                } else {
+                    queue_config.max_sectors()
+                },
                 read_ahead_pages: u64::from(config.queue.read_ahead_kb) / 4,
                 block_bytes: HostDevice::block_bytes_for(device.model.capacity_sectors()),
             });
+            can_queue_under_kernel.push(limits.host_can_queue);
             devices.push(DeviceSlot {
                 name: device.name,
                 capacity_sectors: device.model.capacity_sectors(),
@@ -689,7 +764,13 @@ impl Simulation {
             .adapters
             .into_iter()
             .map(|adapter| AdapterSlot {
-                can_queue: adapter.can_queue,
+                // The topology sizes the adapter by the driver's 2.6 value; a 2.4 driver may
+                // take fewer (megaraid2's 125, linux-2.4-elevator.md §6.2).
+                can_queue: adapter
+                    .devices
+                    .iter()
+                    .filter_map(|&device| can_queue_under_kernel.get(device).copied().flatten())
+                    .fold(adapter.can_queue, u32::min),
                 outstanding: 0,
                 devices: adapter.devices,
             })
@@ -826,6 +907,12 @@ impl Simulation {
                 break;
             }
             let Some((at, event)) = self.events.pop() else {
+                if self.tq_disk_plugging() && self.any_plugged() {
+                    // 2.4: nothing left to run `tq_disk` before the stall; kupdated would
+                    // within 5 s (§4.2, §6.4). Run it now rather than stall.
+                    self.run_tq_disk();
+                    continue;
+                }
                 return Err(self.stall());
             };
             self.advance_clock(at)?;
@@ -851,12 +938,19 @@ impl Simulation {
     /// Runs the remaining host and device work (write-back, destaging) after the last phase.
     fn settle(&mut self) -> Result<(), SimError> {
         let mut recorder = PhaseRecorder::new("settle", self.now, Vec::new());
-        while let Some((at, event)) = self.events.pop() {
-            self.advance_clock(at)?;
-            self.handle(event, &mut recorder)?;
+        loop {
+            while let Some((at, event)) = self.events.pop() {
+                self.advance_clock(at)?;
+                self.handle(event, &mut recorder)?;
+                self.pump_dirty_devices()?;
+            }
+            if !(self.tq_disk_plugging() && self.any_plugged()) {
+                return Ok(());
+            }
+            // 2.4: requests still plugged with nothing left to run `tq_disk`: kupdated would.
+            self.run_tq_disk();
             self.pump_dirty_devices()?;
         }
-        Ok(())
     }
 
     fn advance_clock(&mut self, at: Instant) -> Result<(), SimError> {
@@ -1205,6 +1299,27 @@ impl Simulation {
         }
     }
 
+    /// Whether the host's queues plug the 2.4 way, until `tq_disk` runs (linux-2.4-elevator.md
+    /// §4.2).
+    fn tq_disk_plugging(&self) -> bool {
+        self.kernel.base() == KernelBase::V2_4_21
+    }
+
+    /// 2.4's `run_task_queue(&tq_disk)`: unplugs every plugged queue of the host.
+    fn run_tq_disk(&mut self) {
+        for device in 0..self.devices.len() {
+            self.unplug_device(device);
+        }
+    }
+
+    /// Whether a 2.4 queue holds requests plugged.
+    fn any_plugged(&self) -> bool {
+        self.queues().any(|path| {
+            let queue = path.submitter.queue();
+            queue.is_plugged(self.now) && queue.queued() > 0
+        })
+    }
+
     /// Runs `device`'s queues now — under dm-multipath every path's, as dm's unplug does.
     fn unplug_device(&mut self, device: usize) {
         let slot = &mut self.devices[device];
@@ -1268,7 +1383,12 @@ impl Simulation {
                         self.touched.get_mut(&process).map_or(0, std::mem::take)
                     };
                     if unplugs {
-                        self.unplug_devices(own | on_its_behalf);
+                        if self.tq_disk_plugging() {
+                            // 2.4: a waiting task runs `tq_disk`, every plugged queue (§4.2).
+                            self.run_tq_disk();
+                        } else {
+                            self.unplug_devices(own | on_its_behalf);
+                        }
                     }
                     if self.issuers[index].outstanding == 0 {
                         return Err(SimError::Stalled {
@@ -1395,14 +1515,23 @@ impl Simulation {
         // Reused across calls: one operation's bios, so no allocation per I/O.
         let mut bios = std::mem::take(&mut self.bio_scratch);
         bios.clear();
+        // RHEL 3's direct I/O groups its 4 KiB bhs into super bhs (linux-2.4-elevator.md
+        // §6.6): each goes to the queue's tail, unmerged and unsorted.
+        let super_bh_sectors =
+            if op == Op::Flush { None } else { self.kernel.direct_io_group_sectors() };
         for (start, sectors) in pieces {
             // dm's limits are its paths', all alike: any path's queue splits as dm would.
-            self.devices[device].paths[0].submitter.split(
-                template,
-                Sector(start),
-                sectors,
-                &mut bios,
-            );
+            let submitter = &self.devices[device].paths[0].submitter;
+            match super_bh_sectors {
+                Some(group) => submitter.split_at(
+                    Bio { flags: template.flags | RequestFlags::UNSORTED, ..template },
+                    Sector(start),
+                    sectors,
+                    group,
+                    &mut bios,
+                ),
+                None => submitter.split(template, Sector(start), sectors, &mut bios),
+            }
         }
         let slot = &mut self.issuers[index];
         slot.outstanding += 1;
@@ -1434,6 +1563,10 @@ impl Simulation {
         let submitted = self.submit_bios(device, &bios, Some(index));
         self.bio_scratch = bios;
         let parked = submitted.map_err(|problem| bad(self, problem))?;
+        if self.tq_disk_plugging() {
+            // 2.4 direct I/O runs `tq_disk` once its bhs are submitted (§6.6).
+            self.run_tq_disk();
+        }
         self.issuers[index].parked += parked;
         Ok(())
     }
@@ -1642,6 +1775,8 @@ impl Simulation {
                     HostAction::Complete { op, at } => {
                         self.events.push(at, Event::HostDone { op });
                     }
+                    // 2.4's daemons unplug by running `tq_disk`: every plugged queue (§4.2).
+                    HostAction::Unplug { .. } if self.tq_disk_plugging() => self.run_tq_disk(),
                     HostAction::Unplug { device } => self.unplug_device(device),
                     HostAction::Submit { batch, device, process, priority, bios } => {
                         let mut block_bios = Vec::with_capacity(bios.len());
@@ -1725,11 +1860,28 @@ impl Simulation {
             if self.devices[device].dirty {
                 self.devices[device].dirty = false;
                 self.pump(device);
+                if self.tq_disk_plugging() {
+                    self.wake_freed_at_dispatch(device)?;
+                }
                 self.report_congestion(device);
                 self.audit(device)?;
             }
         }
         self.run_host_actions()
+    }
+
+    /// 2.4: a SCSI request returns to the pool as the driver starts it, so pumping may wake
+    /// tasks waiting for a request (and a RHEL 3 sleeper's 1 s may be up): let them in, and
+    /// give the device what they queued (linux-2.4-elevator.md §5).
+    fn wake_freed_at_dispatch(&mut self, device: usize) -> Result<(), SimError> {
+        for path in 0..self.devices[device].paths.len() {
+            while self.devices[device].paths[path].submitter.queue().has_woken() {
+                self.wake_parked(device, path)?;
+                self.pump_path(device, path);
+            }
+        }
+        self.reschedule_device(device);
+        Ok(())
     }
 
     /// Gives the device what its dirty queues let it have now.
@@ -1792,7 +1944,19 @@ impl Simulation {
                     self.events.push(until, Event::QueueWake { device, path, generation });
                     break;
                 }
-                Pull::Busy | Pull::Empty => break,
+                Pull::Busy | Pull::Empty => {
+                    // A RHEL 3 task sleeping for a request retries after 1 s (§5): wake the
+                    // queue then, unless a wake-up is already pending.
+                    if let Some(at) = path_slot.submitter.queue().next_pool_timeout()
+                        && !path_slot.wake_pending
+                    {
+                        path_slot.wake_pending = true;
+                        path_slot.wake_generation += 1;
+                        let generation = path_slot.wake_generation;
+                        self.events.push(at, Event::QueueWake { device, path, generation });
+                    }
+                    break;
+                }
             }
         }
     }
@@ -2128,4 +2292,90 @@ fn record_fabric_counters(fabric: &Fabric, before: &FabricStats, recorder: &mut 
     }
     recorder.add_counter("iscsi_vdev_pending_peak", u64::from(fabric.vdev_pending_peak()));
     recorder.add_counter("iscsi_busy_threads_peak", u64::from(fabric.busy_threads_peak()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process that reads one page of `sda` through the page cache and waits for it.
+    #[derive(Debug, Default)]
+    struct OneRead {
+        polls: u32,
+        done: bool,
+    }
+
+    impl Issuer for OneRead {
+        fn name(&self) -> &str {
+            "reader"
+        }
+        fn process(&self) -> ProcessId {
+            ProcessId(7)
+        }
+        fn poll(&mut self, _now: Instant) -> Poll {
+            self.polls += 1;
+            match (self.polls, self.done) {
+                (1, _) => Poll::Submit(Io {
+                    id: IoId(1),
+                    kind: IoKind::Read,
+                    place: Place::Device(0),
+                    offset_bytes: 1 << 20,
+                    size_bytes: 4096,
+                    direct: false,
+                    flags: RequestFlags::NONE,
+                }),
+                (_, false) => Poll::Wait,
+                (_, true) => Poll::Done,
+            }
+        }
+        fn complete(&mut self, _now: Instant, _io: IoId) {
+            self.done = true;
+        }
+    }
+
+    /// A simulation of `megaraid-8` on `host` with writes plugged on `sdc` (device 2), none
+    /// of them the reader's, and a reader of `sda` polled until it waits for its page.
+    fn reader_waits_beside_plugged_writes(host: &str) -> Simulation {
+        let mut config = SimConfig::new(1, DeviceSpec::parse("megaraid-8").unwrap());
+        config.host = HostSpec::parse(host).unwrap();
+        let scheduler = SchedulerSpec::parse("noop").unwrap();
+        let topology = config.device.topology().unwrap();
+        let mut sim = Simulation::new(&config, &scheduler, topology, &[]).unwrap();
+        let writer = ProcessId(3);
+        // Two: 2.6 unplugs by itself at four.
+        for block in 0..2 {
+            let bio = Bio::write(writer, Sector(block * 1000), 8, BioTag(0));
+            sim.devices[2].paths[0].submitter.submit(sim.now, bio).unwrap();
+        }
+        assert!(sim.devices[2].paths[0].submitter.queue().is_plugged(sim.now), "{host}");
+        sim.issuers = vec![IssuerSlot {
+            issuer: Box::<OneRead>::default(),
+            parked: 0,
+            outstanding: 0,
+            wake_generation: 0,
+            sleeping: false,
+            done: false,
+            exits: false,
+            cpu_at_start: crate::host::CpuTime::default(),
+            wait_unplugs: false,
+            touched: 0,
+        }];
+        sim.ready = vec![0];
+        let mut recorder = PhaseRecorder::new("test", sim.now, vec!["reader".to_owned()]);
+        sim.run_ready_issuers(&mut recorder, false).unwrap();
+        assert_eq!(sim.issuers[0].outstanding, 1, "{host}: the reader waits for its page");
+        sim
+    }
+
+    // Proves §4.2's global `tq_disk` (linux-2.4-elevator.md §7.10): on a RHEL 3 host a reader
+    // of sda going to wait for its page unplugs every plugged queue — sdc's writes, which
+    // are not its own, included. On a 2.6 host it unplugs only the queues it submitted to:
+    // sdc stays plugged (for its 3 ms timer).
+    #[test]
+    fn a_waiting_task_runs_tq_disk_on_every_queue_of_a_2_4_host() {
+        let sim = reader_waits_beside_plugged_writes("host:kernel=rhel3");
+        assert!(!sim.devices[2].paths[0].submitter.queue().is_plugged(sim.now));
+        let sim = reader_waits_beside_plugged_writes("host:kernel=rhel4");
+        assert!(sim.devices[2].paths[0].submitter.queue().is_plugged(sim.now));
+    }
 }

@@ -26,7 +26,17 @@
 //! `generic`, which stands for the SCSI defaults) through `scsi_request_fn`, which fetches and
 //! activates the next request before it tests the device's depth.
 //!
+//! Under 2.4.21 (linux-2.4-elevator.md §6.2) `megaraid_mbox` stands for RHEL 3's
+//! `megaraid2` (and the older `megaraid` 1.18k, whose limits the spec gives as the same):
+//! 128-sector requests, 63 commands a LUN, 125 for the adapter; and every 2.4 driver tests its
+//! limits before it takes a request off the list (no fetch-ahead, §4.1). The elevator's own
+//! limit there is sd's 1024 sectors; the runner gives the queue both (`Linux2_4Queue`).
+//!
 //! # Deviations from Linux
+//!
+//! * megaraid2's `can_queue` is the firmware's count less one, at most 125: the firmware's
+//!   count is not known, so 125; its scatter-gather count is the firmware's (≤ 64, 26 if not
+//!   reported): 26 is kept, which at 4 KiB a segment (104 KiB) never binds below 64 KiB.
 //!
 //! * Adapter limits are modelled only where the spec says they bind (megaraid_mbox, IDE
 //!   hwgroups); aic79xx's 512, mpt's 127, qla2xxx's 2176+ and lpfc's are far above what one
@@ -226,7 +236,12 @@ impl Driver {
                 KernelBase::V2_4_21 | KernelBase::V2_6_9 => 31,
                 KernelBase::V2_6_18 => 64,
             },
-            Driver::MegaraidMbox => 64,
+            // megaraid2 under 2.4 (linux-2.4-elevator.md §6.2): 63 commands per LUN (a
+            // module parameter, ≤ 126); megaraid_mbox under 2.6: 64.
+            Driver::MegaraidMbox => match kernel.base() {
+                KernelBase::V2_4_21 => 63,
+                KernelBase::V2_6_9 | KernelBase::V2_6_18 => 64,
+            },
             Driver::Qla2xxx | Driver::IscsiTcp => 32,
             Driver::Lpfc => 30,
         })
@@ -245,6 +260,30 @@ impl Driver {
         }
     }
 
+    /// The adapter's `can_queue` under `kernel`, where it binds: [`Driver::host_limit`]'s,
+    /// but megaraid2 under 2.4 takes the firmware's count less one, at most 125, for all its
+    /// LUNs (linux-2.4-elevator.md §6.2; the firmware's own count is not known, so 125).
+    pub const fn host_can_queue(self, kernel: KernelVersion) -> Option<u32> {
+        use elevator_core::KernelBase;
+        match (self, kernel.base()) {
+            (Driver::MegaraidMbox, KernelBase::V2_4_21) => Some(125),
+            _ => match self.host_limit() {
+                Some((can_queue, _)) => Some(can_queue),
+                None => None,
+            },
+        }
+    }
+
+    /// When the driver's request function fetches under `kernel`: the same under every 2.6
+    /// kernel (row 7); 2.4's `scsi_request_fn` tests the LUN's and the host's limits before
+    /// it takes the list's head (linux-2.4-elevator.md §4.1), as IDE does.
+    pub const fn fetch_under(self, kernel: KernelVersion) -> DriverFetch {
+        match kernel.base() {
+            elevator_core::KernelBase::V2_4_21 => DriverFetch::WhenDeviceFree,
+            _ => self.fetch(),
+        }
+    }
+
     /// When the driver's request function fetches (the same under every 2.6 kernel).
     pub const fn fetch(self) -> DriverFetch {
         match self {
@@ -255,10 +294,8 @@ impl Driver {
 
     /// The limits under `kernel`.
     pub fn limits(self, kernel: KernelVersion) -> DriverLimits {
-        let (host_can_queue, devices_per_host) = match self.host_limit() {
-            Some((can_queue, per_host)) => (Some(can_queue), per_host),
-            None => (None, None),
-        };
+        let devices_per_host = self.host_limit().and_then(|(_, per_host)| per_host);
+        let host_can_queue = self.host_can_queue(kernel);
         DriverLimits {
             driver: self,
             max_sectors: kernel.max_sectors(self.driver_max_sectors(kernel)),
@@ -266,7 +303,7 @@ impl Driver {
             lun_depth: self.lun_depth(kernel),
             host_can_queue,
             devices_per_host,
-            fetch: self.fetch(),
+            fetch: self.fetch_under(kernel),
         }
     }
 }
@@ -321,6 +358,23 @@ mod tests {
         assert_eq!((megaraid.lun_depth, megaraid.host_can_queue), (Some(64), Some(128)));
         assert_eq!(megaraid.devices_per_host, None);
         assert_eq!(Driver::Generic.limits(KernelVersion::Rhel4).lun_depth, None);
+    }
+
+    // Proves §6.2's megaraid2 under 2.4: 128-sector requests (64 KiB), 63 commands a LUN,
+    // 125 for the adapter, and 2.4's request function testing the depth before it fetches;
+    // megaraid_mbox under 2.6 keeps 64 and 128 and fetches first.
+    #[test]
+    fn megaraid_under_2_4() {
+        for kernel in [KernelVersion::Rhel3, KernelVersion::Linux2_4_21] {
+            let limits = Driver::MegaraidMbox.limits(kernel);
+            assert_eq!(limits.max_sectors, 128);
+            assert_eq!(limits.max_sectors_kb(), 64);
+            assert_eq!((limits.lun_depth, limits.host_can_queue), (Some(63), Some(125)));
+            assert_eq!(limits.fetch, DriverFetch::WhenDeviceFree);
+        }
+        let limits = Driver::MegaraidMbox.limits(KernelVersion::Rhel4);
+        assert_eq!((limits.lun_depth, limits.host_can_queue), (Some(64), Some(128)));
+        assert_eq!(limits.fetch, DriverFetch::BeforeDepthCheck);
     }
 
     // Proves row 7's choice per interface: IDE fetches only with the channel free; libata and
