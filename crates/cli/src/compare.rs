@@ -29,6 +29,50 @@ fn schedulers(args: &CompareArgs) -> Result<Vec<SchedulerSpec>> {
     plan::schedulers(&args.schedulers, default)
 }
 
+/// The rows of `experiment`: the schedulers asked for, or by default the baseline first (the
+/// database experiments' RHEL 3 row) and then the schedulers. A baseline scheduler asked for
+/// by name runs on its experiment's older kernel; where an experiment has no such baseline it
+/// has no kernel to run on: named with `-s` that is an error, and `--all` leaves it out there.
+fn experiment_schedulers(
+    args: &CompareArgs,
+    experiment: &Experiment,
+    schedulers: &[SchedulerSpec],
+) -> Result<Vec<SchedulerSpec>> {
+    let baselines: Vec<&str> =
+        EXPERIMENTS.iter().filter_map(|e| e.baseline.map(|b| b.scheduler)).collect();
+    let mut rows = Vec::with_capacity(schedulers.len() + 1);
+    if let Some(baseline) = experiment.baseline
+        && args.schedulers.is_empty()
+        && !schedulers.iter().any(|scheduler| scheduler.kind().name() == baseline.scheduler)
+    {
+        let scheduler = SchedulerSpec::parse(baseline.scheduler)
+            .with_context(|| format!("the baseline scheduler of experiment {}", experiment.id))?;
+        rows.push(scheduler);
+    }
+    for scheduler in schedulers {
+        let name = scheduler.kind().name();
+        let elsewhere = baselines.contains(&name) && experiment.baseline_of(scheduler).is_none();
+        if elsewhere && args.schedulers.is_empty() {
+            continue;
+        }
+        if elsewhere {
+            let with: Vec<&str> = EXPERIMENTS
+                .iter()
+                .filter(|e| e.baseline.is_some_and(|b| b.scheduler == name))
+                .map(|e| e.id)
+                .collect();
+            bail!(
+                "{name} runs only as the baseline of {} (its kernel is not {}'s); pick those \
+                 with --only",
+                with.join(", "),
+                experiment.id
+            );
+        }
+        rows.push(scheduler.clone());
+    }
+    Ok(rows)
+}
+
 fn jobs(args: &CompareArgs, schedulers: &[SchedulerSpec]) -> Result<Vec<Job>> {
     if !(args.scale > 0.0 && args.scale <= 1.0) {
         bail!("--scale {} is out of range (accepted: 0 < F <= 1)", args.scale);
@@ -50,14 +94,15 @@ fn jobs(args: &CompareArgs, schedulers: &[SchedulerSpec]) -> Result<Vec<Job>> {
             if !args.only.is_empty() && !args.only.iter().any(|id| id == experiment.id) {
                 continue;
             }
-            let (config, workload) = experiment
-                .prepare(args.seed, args.scale)
-                .with_context(|| format!("preparing experiment {}", experiment.id))?;
-            for scheduler in schedulers {
+            for scheduler in &experiment_schedulers(args, experiment, schedulers)? {
+                let (config, workload) =
+                    experiment
+                        .prepare_for(scheduler, args.seed, args.scale)
+                        .with_context(|| format!("preparing experiment {}", experiment.id))?;
                 jobs.push(Job {
                     experiment: Some(experiment),
-                    config: config.clone(),
-                    workload: workload.clone(),
+                    config,
+                    workload,
                     scheduler: scheduler.clone(),
                 });
             }

@@ -32,6 +32,9 @@ const EXPERIMENTS: [&str; 10] = [
 
 const LEGACY: [&str; 4] = ["noop", "anticipatory", "deadline", "cfq"];
 
+/// The experiments measured against RHEL 3's 2.4 elevator (RH05's Figure 1).
+const BASELINED: [&str; 2] = ["oltp", "dss"];
+
 /// Every registered scheduler, as `list schedulers` names them in specs (versions apart).
 fn registered_schedulers() -> Vec<String> {
     let output = elevator(&["list", "schedulers", "--format", "json"]);
@@ -45,7 +48,9 @@ fn registered_schedulers() -> Vec<String> {
 }
 
 // Proves the whole study is reproducible from its seed, byte for byte, and that its report
-// names every experiment with the four 2.6 schedulers in order and records the scale.
+// names every experiment with the four 2.6 schedulers in order — the database experiments
+// with RHEL 3's elevator first, on the 2.4 kernel, stamped as the baseline — and records the
+// scale.
 #[test]
 fn the_whole_study_is_byte_identical_for_a_seed() {
     let args = ["compare", "--scale", "0.02", "--seed", "7", "--format", "json"];
@@ -56,27 +61,40 @@ fn the_whole_study_is_byte_identical_for_a_seed() {
     let json: Value = serde_json::from_slice(&first.stdout).unwrap();
     assert_eq!(json["schema"], "elevator.report/1");
     assert_eq!(json["seed"], 7);
-    let runs = json["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), EXPERIMENTS.len() * LEGACY.len());
-    for (index, run) in runs.iter().enumerate() {
-        assert_eq!(run["experiment"], EXPERIMENTS[index / LEGACY.len()]);
-        // A bare name runs the host kernel's version: cfq v1 and 2.6.9's noop on a 2.6.9
-        // (RHEL 4) machine, RHEL 5.5's deadline and cfq on the 2.6.18-194.11.4.el5 one.
-        let legacy = LEGACY[index % LEGACY.len()];
-        let kernel = run["config"]["host.kernel"].as_str().unwrap();
-        let expected = match (legacy, kernel) {
-            ("cfq" | "noop", kernel) if kernel.starts_with("2.6.9") => format!("{legacy}@2.6.9"),
-            ("deadline", "2.6.18-194.11.4.el5") => "deadline@2.6.18-194.el5".to_owned(),
-            ("cfq", "2.6.18-194.11.4.el5") => "cfq@2.6.18-194.8.1.el5".to_owned(),
-            _ => legacy.to_owned(),
-        };
-        assert_eq!(run["scheduler"], expected.as_str(), "{kernel}");
-        assert_eq!(run["config"]["study.scale"], "0.02");
-        assert!(run["config"]["experiment.machine"].as_str().is_some_and(|m| !m.is_empty()));
-        let phases = run["phases"].as_array().unwrap();
-        assert!(!phases.is_empty(), "{}", run["experiment"]);
-        assert!(phases.iter().all(|phase| phase["bytes"].as_u64().unwrap() > 0));
+    let mut runs = json["runs"].as_array().unwrap().iter();
+    for experiment in EXPERIMENTS {
+        if BASELINED.contains(&experiment) {
+            let baseline = runs.next().unwrap();
+            assert_eq!(baseline["experiment"], experiment);
+            assert_eq!(baseline["scheduler"], "elevator_linus");
+            assert_eq!(baseline["config"]["host.kernel"], "2.4.21-27.EL");
+            assert!(baseline["config"]["experiment.baseline"].is_string());
+        }
+        for legacy in LEGACY {
+            let run = runs.next().unwrap();
+            assert_eq!(run["experiment"], experiment);
+            assert!(run["config"].get("experiment.baseline").is_none());
+            // A bare name runs the host kernel's version: cfq v1 and 2.6.9's noop on a 2.6.9
+            // (RHEL 4) machine, RHEL 5.5's deadline and cfq on the 2.6.18-194.11.4.el5 one.
+            let kernel = run["config"]["host.kernel"].as_str().unwrap();
+            let expected = match (legacy, kernel) {
+                ("cfq" | "noop", kernel) if kernel.starts_with("2.6.9") => {
+                    format!("{legacy}@2.6.9")
+                }
+                ("deadline", "2.6.18-194.11.4.el5") => "deadline@2.6.18-194.el5".to_owned(),
+                ("cfq", "2.6.18-194.11.4.el5") => "cfq@2.6.18-194.8.1.el5".to_owned(),
+                _ => legacy.to_owned(),
+            };
+            assert_eq!(run["scheduler"], expected.as_str(), "{kernel}");
+            assert_eq!(run["config"]["study.scale"], "0.02");
+            let machine = run["config"]["experiment.machine"].as_str();
+            assert!(machine.is_some_and(|m| !m.is_empty()));
+            let phases = run["phases"].as_array().unwrap();
+            assert!(!phases.is_empty(), "{}", run["experiment"]);
+            assert!(phases.iter().all(|phase| phase["bytes"].as_u64().unwrap() > 0));
+        }
     }
+    assert!(runs.next().is_none());
 }
 
 // Proves the seed reaches the randomised workloads: OLTP's random offsets differ under
@@ -158,7 +176,13 @@ fn all_adds_every_registered_scheduler() {
         .iter()
         .map(|run| run["scheduler"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(compared, registered_schedulers());
+    // Every registered scheduler but RHEL 3's elevator, whose 2.4 kernel runs only as the
+    // database experiments' baseline.
+    let expected: Vec<String> = registered_schedulers()
+        .into_iter()
+        .filter(|name| !name.starts_with("elevator_linus"))
+        .collect();
+    assert_eq!(compared, expected);
 }
 
 // Proves any comparison works the same way: a workload on a device under chosen schedulers,
@@ -231,4 +255,23 @@ fn the_oltp_table_shows_the_log_file_sync_wait() {
     assert!(header.contains("log sync ms"), "{text}");
     let best = text.lines().find(|line| line.contains("log sync ms (lower is better)"));
     assert!(best.is_some_and(|line| line.contains("deadline")), "{text}");
+}
+
+// Proves the database tables are relative to RHEL 3 (RH05's Figure 1): `-s` picks rows, the
+// baseline scheduler named there runs on the 2.4 kernel and its row is 100 %, and naming it
+// for an experiment without that baseline exits 2 saying where it runs.
+#[test]
+fn the_database_tables_are_relative_to_rhel3() {
+    let output =
+        elevator(&["compare", "--only", "dss", "--scale", "0.02", "-s", "elevator_linus,deadline"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(table.contains("relative % = of the RHEL 3"), "{table}");
+    let linus = table.lines().find(|line| line.trim_start().starts_with("elevator_linus"));
+    assert!(linus.is_some_and(|line| line.contains("100.0")), "{table}");
+    assert!(table.contains("kernel 2.6.9-5.EL"), "the experiment's own kernel: {table}");
+    let output =
+        elevator(&["compare", "--only", "dd-read", "--scale", "0.02", "-s", "elevator_linus"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("baseline of oltp, dss"), "{}", stderr(&output));
 }

@@ -13,6 +13,9 @@ pub const CONFIG_TITLE: &str = "experiment.title";
 pub const CONFIG_MACHINE: &str = "experiment.machine";
 /// The config key of the factor a scaled-down study ran at (absent at full size).
 pub const CONFIG_SCALE: &str = "study.scale";
+/// `Run::config` key marking the run an experiment's table is relative to (the study's RHEL 3
+/// row of the database experiments); its value says what it stands for.
+pub const CONFIG_BASELINE: &str = "experiment.baseline";
 
 /// A whole report: one or more runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

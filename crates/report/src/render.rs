@@ -4,7 +4,9 @@ use std::io::{self, Write};
 
 use comfy_table::{CellAlignment, Table, presets};
 
-use crate::model::{CONFIG_MACHINE, CONFIG_SCALE, CONFIG_TITLE, Phase, Report, Run};
+use crate::model::{
+    CONFIG_BASELINE, CONFIG_MACHINE, CONFIG_SCALE, CONFIG_TITLE, Phase, Report, Run,
+};
 
 /// An output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +88,10 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     Some(scale) => format!(" [sizes and host RAM x{scale}]"),
                     None => String::new(),
                 };
-                let kernel = match first.config.get("host.kernel") {
+                // The experiment's kernel is its rows' own; a baseline row (the database
+                // experiments' RHEL 3) ran another, which its row and the machine line name.
+                let own = group.iter().find(|run| !run.config.contains_key(CONFIG_BASELINE));
+                let kernel = match own.unwrap_or(&first).config.get("host.kernel") {
                     Some(kernel) => format!(", kernel {kernel}"),
                     None => String::new(),
                 };

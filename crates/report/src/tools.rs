@@ -159,7 +159,15 @@ pub(crate) fn tool_table(runs: &[&Run]) -> Option<ToolTable> {
         "seqread" => (seqread(runs), DECIMAL.to_owned()),
         _ => return None,
     };
-    Some(ToolTable { columns, units: format!("units: {units}") })
+    let mut units = format!("units: {units}");
+    // The study's database tables are relative to RHEL 3's elevator, as its Figure 1 is.
+    let baseline = runs.iter().find_map(|run| run.config.get(crate::model::CONFIG_BASELINE));
+    if let Some(baseline) = baseline
+        && columns.iter().any(|column| column.header == "relative %")
+    {
+        units.push_str(&format!("; relative % = of the {baseline} row"));
+    }
+    Some(ToolTable { columns, units })
 }
 
 /// iozone's "Children see throughput" (the sum of each child's rate, KB/s of 1024 bytes)
@@ -269,13 +277,20 @@ fn per_minute(phase: &Phase, counter: &str) -> Option<f64> {
     Some(count / (phase.duration_ns as f64 / 60e9))
 }
 
-fn relative(values: &[Option<f64>]) -> Column {
+/// Each value as a share of the baseline run's (the study's RHEL 3 row, as its Figure 1 is
+/// drawn), or of the best when no run is a baseline.
+fn relative(runs: &[&Run], values: &[Option<f64>]) -> Column {
+    let baseline = runs
+        .iter()
+        .position(|run| run.config.contains_key(crate::model::CONFIG_BASELINE))
+        .and_then(|index| values[index]);
     let best = values.iter().flatten().copied().fold(0.0, f64::max);
+    let reference = baseline.unwrap_or(best);
     Column {
         header: "relative %".to_owned(),
         values: values
             .iter()
-            .map(|value| value.map(|v| if best > 0.0 { 100.0 * v / best } else { 0.0 }))
+            .map(|value| value.map(|v| if reference > 0.0 { 100.0 * v / reference } else { 0.0 }))
             .collect(),
         better: Better::Higher,
         decimals: 1,
@@ -302,7 +317,7 @@ fn oltp(runs: &[&Run]) -> Vec<Column> {
     let log_sync = column(runs, "log sync ms", Better::Lower, 2, |run| {
         Some(ratio(run, "log_file_sync_ns", "log_file_sync_waits")? / 1e6)
     });
-    let relative = relative(&tpm.values);
+    let relative = relative(runs, &tpm.values);
     let mut columns = vec![tpm, relative, p99];
     // A load without Oracle's counters: leave the column out.
     if log_sync.values.iter().any(Option::is_some) {
@@ -318,7 +333,7 @@ fn dss(runs: &[&Run]) -> Vec<Column> {
     });
     let scans =
         column(runs, "scans/min", Better::Higher, 2, |run| per_minute(phase(run, "dss")?, "scans"));
-    let relative = relative(&rate.values);
+    let relative = relative(runs, &rate.values);
     vec![rate, relative, scans]
 }
 

@@ -92,7 +92,7 @@ use std::collections::VecDeque;
 use elevator_core::tunable::INT_MAX;
 use elevator_core::{
     Bio, Counter, Ctx, Direction, Dispatch, DispatchInsert, Instant, MergeChoice, MergeKind,
-    RequestId, Scheduler, TunableError, TunableSpec, Unit,
+    RequestFlags, RequestId, Scheduler, TunableError, TunableSpec, Unit,
 };
 
 /// The kernel's name.
@@ -415,8 +415,11 @@ impl Scheduler for Linus {
             (pending.now, pending.start, pending.sector_count, pending.direction)
                 == (cx.now, start, sector_count, direction)
         });
+        let unsorted = request.flags.contains(RequestFlags::UNSORTED);
         let position = match planned {
             Some(pending) => pending.position,
+            // A direct-I/O super bh goes to the tail unsorted, charging nothing (§3.1, §6.6).
+            None if unsorted => Position::Tail,
             // A request that skipped the merge scan (released after an overlap, or into an
             // empty list): the insertion half of the scan places it.
             None => match self.scan(cx, start, sector_count, request.op, false) {

@@ -88,6 +88,21 @@ fn unmergeable_requests_sort_into_a_one_way_sweep() {
     assert_eq!(served(&mut h), [10_000, 20_000, 25_000, 30_000, 40_000, 5_000, 7_000]);
 }
 
+// Proves a direct-I/O super bh (`RequestFlags::UNSORTED`, §3.1, §6.6) goes to the tail
+// unsorted where a plain bh would sort ahead, and later bhs still sort around the others.
+#[test]
+fn a_super_bh_goes_to_the_tail_unsorted() {
+    let mut h = held("elevator_linus", QueueConfig::default());
+    for start in [10_000, 30_000] {
+        h.submit(write(1, start, 8));
+    }
+    let mut super_bh = write(2, 20_000, 64);
+    super_bh.flags = super_bh.flags | elevator_core::RequestFlags::UNSORTED;
+    h.submit(super_bh);
+    h.submit(write(3, 25_000, 8));
+    assert_eq!(served(&mut h), [10_000, 25_000, 30_000, 20_000]);
+}
+
 // Proves a barrier (§7.3): with write_latency=0 every queued write is a barrier as soon as a
 // scan meets it, so later writes go to the tail in arrival order even where they would sort
 // ahead.

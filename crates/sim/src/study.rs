@@ -8,8 +8,8 @@
 
 use elevator_core::{KernelVersion, ParamError};
 use elevator_report::Run;
-use elevator_report::model::{CONFIG_MACHINE, CONFIG_SCALE, CONFIG_TITLE};
-use elevator_sched::SchedulerKind;
+use elevator_report::model::{CONFIG_BASELINE, CONFIG_MACHINE, CONFIG_SCALE, CONFIG_TITLE};
+use elevator_sched::{SchedulerKind, SchedulerSpec};
 use elevator_workload::WorkloadSpec;
 
 use crate::device::DeviceSpec;
@@ -33,7 +33,32 @@ pub struct Experiment {
     pub read_ahead_kb: u32,
     /// The tool invocation.
     pub workload: &'static str,
+    /// The row the experiment's table is relative to, if the write-up measured against one
+    /// (RH05's Figure 1: RHEL 3's 2.4 elevator), run first.
+    pub baseline: Option<Baseline>,
 }
+
+/// A baseline row: a scheduler on another kernel of the same hardware.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Baseline {
+    /// The scheduler, as a spec names it.
+    pub scheduler: &'static str,
+    /// The host preset it runs on (the same machine under the older kernel).
+    pub host: &'static str,
+    /// What the row stands for, in the table's note.
+    pub label: &'static str,
+}
+
+/// The study's database experiments' baseline: RHEL 3 (2.4.21-27.EL, U4; RH05 most likely ran
+/// U4 or U5, linux-2.4-elevator.md §0.2) with its one elevator, on the same server.
+const RHEL3_BASELINE: Baseline = Baseline {
+    scheduler: "elevator_linus",
+    host: RHEL3_HOST,
+    label: "RHEL 3 (2.4.21-27.EL, elevator_linus)",
+};
+
+/// The database server under RHEL 3.
+const RHEL3_HOST: &str = "dbserver-2004";
 
 /// Every experiment, in the order the study lists them.
 pub const EXPERIMENTS: &[Experiment] = &[
@@ -47,6 +72,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         host: "fileserver-2007",
         read_ahead_kb: 8193,
         workload: "iozone:threads=1,size=24g,record=512k",
+        baseline: None,
     },
     Experiment {
         id: "iozone-10",
@@ -56,6 +82,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         host: "fileserver-2007",
         read_ahead_kb: 8193,
         workload: "iozone:threads=10,size=24g,record=512k",
+        baseline: None,
     },
     Experiment {
         id: "hdparm",
@@ -67,6 +94,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         host: "desktop-2004",
         read_ahead_kb: 128,
         workload: "hdparm:devices=4",
+        baseline: None,
     },
     Experiment {
         id: "dd-read",
@@ -78,6 +106,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         host: "server-2006",
         read_ahead_kb: 128,
         workload: "dd:mode=read,bs=2m,count=300",
+        baseline: None,
     },
     Experiment {
         id: "dd-write",
@@ -87,6 +116,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         host: "server-2006",
         read_ahead_kb: 128,
         workload: "dd:mode=write,bs=2m,count=300",
+        baseline: None,
     },
     Experiment {
         id: "dd-copy",
@@ -96,6 +126,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         host: "server-2006",
         read_ahead_kb: 128,
         workload: "dd:mode=copy,bs=2m,count=300",
+        baseline: None,
     },
     Experiment {
         id: "oltp",
@@ -106,6 +137,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         host: "dbserver-2005",
         read_ahead_kb: 128,
         workload: "oltp:users=10,reads=50,block=4k,size=8g,runtime=60s",
+        baseline: Some(RHEL3_BASELINE),
     },
     Experiment {
         id: "dss",
@@ -115,6 +147,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         host: "dbserver-2005",
         read_ahead_kb: 128,
         workload: "dss:streams=4,bsrange=32k-256k,size=1g,runtime=60s",
+        baseline: Some(RHEL3_BASELINE),
     },
     Experiment {
         id: "seqread-1",
@@ -126,6 +159,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         host: "host",
         read_ahead_kb: 128,
         workload: "seqread:readers=1,size=4g,bs=1m",
+        baseline: None,
     },
     Experiment {
         id: "seqread-2",
@@ -135,6 +169,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         host: "host",
         read_ahead_kb: 128,
         workload: "seqread:readers=2,size=4g,bs=1m",
+        baseline: None,
     },
 ];
 
@@ -148,8 +183,37 @@ impl Experiment {
     /// time in the workload and the host's memory multiplied by `scale` (1.0 for the
     /// original sizes); the devices and their caches stay as they are.
     pub fn prepare(&self, seed: u64, scale: f64) -> Result<(SimConfig, WorkloadSpec), ParamError> {
+        self.prepare_on(self.host, seed, scale)
+    }
+
+    /// [`Experiment::prepare`] for the row of `scheduler`: the baseline's scheduler runs on
+    /// the baseline's host (the same machine under the older kernel), every other on the
+    /// experiment's.
+    pub fn prepare_for(
+        &self,
+        scheduler: &SchedulerSpec,
+        seed: u64,
+        scale: f64,
+    ) -> Result<(SimConfig, WorkloadSpec), ParamError> {
+        match self.baseline_of(scheduler) {
+            Some(baseline) => self.prepare_on(baseline.host, seed, scale),
+            None => self.prepare(seed, scale),
+        }
+    }
+
+    /// The baseline `scheduler` is this experiment's, if it is.
+    pub fn baseline_of(&self, scheduler: &SchedulerSpec) -> Option<Baseline> {
+        self.baseline.filter(|baseline| scheduler.kind().name() == baseline.scheduler)
+    }
+
+    fn prepare_on(
+        &self,
+        host: &str,
+        seed: u64,
+        scale: f64,
+    ) -> Result<(SimConfig, WorkloadSpec), ParamError> {
         let mut config = SimConfig::new(seed, DeviceSpec::parse(self.device)?);
-        let host = HostSpec::parse(self.host)?;
+        let host = HostSpec::parse(host)?;
         config.host = if scale == 1.0 { host } else { host.scaled(scale)? };
         config.queue =
             QueueSettings { read_ahead_kb: self.read_ahead_kb, ..QueueSettings::default() };
@@ -167,12 +231,23 @@ impl Experiment {
         run.config.insert(CONFIG_TITLE.to_owned(), self.title.to_owned());
         let machine = match HostSpec::parse(self.host) {
             Ok(host) => {
-                format!("{}; schedulers: {}", self.machine, kernel_schedulers(host.kernel()))
+                let mut machine =
+                    format!("{}; schedulers: {}", self.machine, kernel_schedulers(host.kernel()));
+                if let Some(baseline) = self.baseline {
+                    machine
+                        .push_str(&format!("; baseline: {} on the same hardware", baseline.label));
+                }
+                machine
             }
             // `prepare` reports a bad preset; the heading then names the machine alone.
             Err(_) => self.machine.to_owned(),
         };
         run.config.insert(CONFIG_MACHINE.to_owned(), machine);
+        if let Some(baseline) = self.baseline
+            && run.scheduler.split('@').next() == Some(baseline.scheduler)
+        {
+            run.config.insert(CONFIG_BASELINE.to_owned(), baseline.label.to_owned());
+        }
     }
 }
 
@@ -225,6 +300,31 @@ mod tests {
             schedulers("oltp"),
             "noop@2.6.9, anticipatory@2.6.18, deadline@2.6.18, cfq@2.6.9"
         );
+    }
+
+    // Proves the database experiments' baseline: elevator_linus runs on the RHEL 3 server (the
+    // same hardware under 2.4.21-27.EL), every other scheduler on the RHEL 4 one, and only the
+    // baseline's run is stamped as the one the table is relative to.
+    #[test]
+    fn the_database_baseline_runs_rhel3_on_the_same_hardware() {
+        let oltp = experiment("oltp").unwrap();
+        let linus = SchedulerSpec::parse("elevator_linus").unwrap();
+        let deadline = SchedulerSpec::parse("deadline").unwrap();
+        let (baseline, _) = oltp.prepare_for(&linus, 1, 0.01).unwrap();
+        let (other, _) = oltp.prepare_for(&deadline, 1, 0.01).unwrap();
+        assert_eq!(baseline.host.kernel(), KernelVersion::Rhel3);
+        assert_eq!(other.host.kernel(), KernelVersion::Rhel4);
+        assert_eq!(baseline.device, other.device);
+        assert!(experiment("iozone-1").unwrap().baseline_of(&linus).is_none());
+        let (config, workload) = experiment("dss").unwrap().prepare_for(&linus, 1, 0.01).unwrap();
+        let mut run = crate::run(&config, &linus, &workload).unwrap();
+        experiment("dss").unwrap().stamp(&mut run);
+        assert!(run.config[CONFIG_BASELINE].contains("RHEL 3"));
+        let (config, workload) =
+            experiment("dss").unwrap().prepare_for(&deadline, 1, 0.01).unwrap();
+        let mut run = crate::run(&config, &deadline, &workload).unwrap();
+        experiment("dss").unwrap().stamp(&mut run);
+        assert!(!run.config.contains_key(CONFIG_BASELINE));
     }
 
     // Proves a stamped run carries the experiment's id, title and machine, and the scale only

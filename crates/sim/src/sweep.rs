@@ -138,9 +138,13 @@ impl Case {
     pub fn derive(seed: u64) -> Case {
         let root = Prng::new(seed).fork("sweep");
         let features = derive_features(&mut root.fork("features"));
-        let (scheduler_text, scheduler) = derive_scheduler(&root.fork("scheduler"), &features);
         let (device_text, device) = derive_device(&root.fork("device"), &features);
         let (host_text, host) = derive_host(&root.fork("host"), &features);
+        // A 2.4 host has one elevator: the scheduler is drawn among those its kernel runs
+        // (every one on a 2.6 host, so those seeds draw as before).
+        let kernel = host.kernel();
+        let (scheduler_text, scheduler) =
+            derive_scheduler(&root.fork("scheduler"), &features, kernel);
         let queue = derive_queue(&mut root.fork("queue"), &features, &device);
         // The workload is drawn until it fits the device: the plan checks sizes and device
         // counts against the topology, and a case that cannot start tests nothing.
@@ -584,9 +588,15 @@ fn spec_text(name: &str, params: &[String]) -> String {
     if params.is_empty() { name.to_owned() } else { format!("{name}:{}", params.join(",")) }
 }
 
-fn derive_scheduler(prng: &Prng, features: &Features) -> (String, SchedulerSpec) {
+fn derive_scheduler(
+    prng: &Prng,
+    features: &Features,
+    kernel: elevator_core::KernelVersion,
+) -> (String, SchedulerSpec) {
+    let kinds: Vec<SchedulerKind> =
+        SchedulerKind::ALL.iter().copied().filter(|kind| kind.runs_on(kernel)).collect();
     // The kind comes from its own stream so that every attempt at tunables keeps it.
-    let kind = *pick(&mut prng.fork("kind"), SchedulerKind::ALL);
+    let kind = *pick(&mut prng.fork("kind"), &kinds);
     first_accepted(
         prng,
         |prng| {

@@ -1,7 +1,7 @@
 //! The 2.4.21 block layer end to end on a 2.4 host (linux-2.4-elevator.md §4.2, §5, §6.1,
 //! §6.2, §6.6): the pool sized from memory, megaraid2's limits, 4 KiB buffer heads merged
 //! into requests that stop at the driver's 64 KiB, and RHEL 3's direct-I/O super bhs. Run
-//! under noop: the 2.4 elevator lands separately.
+//! under the one elevator each kernel has: `elevator_linus` on 2.4, noop on 2.6.
 
 use elevator_report::Run;
 use elevator_sched::SchedulerSpec;
@@ -15,8 +15,18 @@ fn config(device: &str, host: &str) -> SimConfig {
     config
 }
 
+/// 2.4 has one elevator; a 2.6 host runs noop, which adds nothing of its own.
+fn scheduler_for(config: &SimConfig) -> SchedulerSpec {
+    let name = if config.host.kernel().base() == elevator_core::KernelBase::V2_4_21 {
+        "elevator_linus"
+    } else {
+        "noop"
+    };
+    SchedulerSpec::parse(name).unwrap()
+}
+
 fn simulate(config: &SimConfig, workload: &str) -> Run {
-    let scheduler = SchedulerSpec::parse("noop").unwrap();
+    let scheduler = scheduler_for(config);
     let workload = WorkloadSpec::parse(workload).unwrap();
     run(config, &scheduler, &workload).unwrap_or_else(|error| panic!("{workload}: {error}"))
 }
@@ -55,7 +65,7 @@ fn a_2_4_host_sizes_its_queues() {
 fn nr_requests_is_not_tunable_on_2_4() {
     let mut config = config("megaraid-8", "host:kernel=rhel3");
     config.queue = QueueSettings { nr_requests: 64, ..QueueSettings::default() };
-    let scheduler = SchedulerSpec::parse("noop").unwrap();
+    let scheduler = scheduler_for(&config);
     let workload = WorkloadSpec::parse(TINY_READ).unwrap();
     let error = run(&config, &scheduler, &workload).unwrap_err().to_string();
     assert!(error.contains("nr_requests"), "{error}");

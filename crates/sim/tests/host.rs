@@ -31,6 +31,15 @@ fn simulate(
     run_plan(&config, &scheduler, WorkloadPlan { files, phases }, "script", &[]).unwrap()
 }
 
+/// noop on a 2.6 host; on 2.4, which has one elevator, `elevator_linus`.
+fn one_elevator(host: &HostSpec) -> &'static str {
+    if host.kernel().base() == elevator_core::KernelBase::V2_4_21 {
+        "elevator_linus"
+    } else {
+        "noop"
+    }
+}
+
 fn file(device: usize, size_bytes: u64) -> FileSpec {
     FileSpec { name: "f".into(), device, size_bytes }
 }
@@ -327,7 +336,9 @@ fn sequential_readers(kernel: &str, readers: u32, file_bytes: u64, call: u64) ->
             Script::sequential(i + 1, IoKind::Read, Place::File(i as usize), 0, call, calls)
         })
         .collect();
-    simulate("hdd", &format!("host:kernel={kernel}"), "noop", files, vec![phase("read", issuers)])
+    let host = format!("host:kernel={kernel}");
+    let scheduler = one_elevator(&HostSpec::parse(&host).unwrap());
+    simulate("hdd", &host, scheduler, files, vec![phase("read", issuers)])
 }
 
 // Proves the two kernels' read-ahead reach the device differently for the same sequential
@@ -439,7 +450,7 @@ fn simulate_with_read_ahead(
     config.host = HostSpec::parse(host).unwrap();
     config.queue.read_ahead_kb = read_ahead_kb;
     config.check_invariants = true;
-    let scheduler = SchedulerSpec::parse("noop").unwrap();
+    let scheduler = SchedulerSpec::parse(one_elevator(&config.host)).unwrap();
     run_plan(&config, &scheduler, WorkloadPlan { files, phases }, "script", &[]).unwrap()
 }
 
@@ -500,7 +511,7 @@ fn rhel3_writers_are_throttled_at_nfract_sync() {
     let run = simulate(
         "hdd",
         "host:kernel=rhel3,ram=320m,reserve=64m",
-        "deadline",
+        "elevator_linus",
         vec![file(0, 0)],
         vec![phase("write", vec![writes])],
     );
@@ -511,8 +522,11 @@ fn rhel3_writers_are_throttled_at_nfract_sync() {
     assert!(peak > 256 * MIB / 2, "above nfract (50 %): {peak}");
     assert!(host_stat(&run, "throttled_writes") > 0);
     assert!(host_stat(&run, "writeback_pages") >= (512 - 256) * MIB / 4096);
+    // Throttled: far below the host's copy rate (0.47 ns/B, over 2 GB/s). Not the disk's
+    // rate: beside the dirty pages, 2.4's request pool (320 write requests of up to 512 KiB
+    // on this 320 MiB host, freed only at dispatch) holds written data too.
     assert!(
-        run.phases[0].throughput_bytes_per_s < 150e6,
+        run.phases[0].throughput_bytes_per_s < 500e6,
         "{}",
         run.phases[0].throughput_bytes_per_s
     );
