@@ -2117,6 +2117,9 @@ impl Simulation {
             settings.insert(format!("device.{key}"), value);
         }
         for (key, value) in config.host.resolved() {
+            // The release by its canonical name (`uname -r`), however the spec wrote it.
+            let value =
+                if key == "kernel" { config.host.kernel().name().to_owned() } else { value };
             settings.insert(format!("host.{key}"), value);
         }
         for (key, value) in scheduler.resolved() {

@@ -85,3 +85,11 @@ fn direct_writes_become_bhs_and_super_bhs() {
     assert_eq!(requests("host:kernel=rhel3"), 2 * writes, "two 32 KiB super bhs");
     assert_eq!(requests("host:kernel=rhel4"), writes);
 }
+
+// Proves a report names the host's release canonically (`uname -r`), however the spec wrote
+// it, so tables and JSON say `2.4.21-27.EL` for `kernel=rhel3`.
+#[test]
+fn reports_name_the_release_canonically() {
+    let report = simulate(&config("megaraid-8", "host:kernel=rhel3"), TINY_READ);
+    assert_eq!(setting(&report, "host.kernel"), "2.4.21-27.EL");
+}
