@@ -27,6 +27,7 @@ use elevator_core::{
 
 pub mod dd;
 pub mod dss;
+pub mod fio;
 pub mod hdparm;
 pub mod iozone;
 pub mod job;
