@@ -277,7 +277,7 @@ fn unknown_message(name: &str) -> String {
         Some((distance, known)) if distance * 2 <= name.len() => {
             format!("unknown option; did you mean `{known}`? (`elevator list` names the options)")
         }
-        _ => "unknown option (fio's options are listed in spec §2.1)".into(),
+        _ => "unknown option: not one of fio 3.33's job options".into(),
     }
 }
 

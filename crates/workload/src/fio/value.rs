@@ -109,6 +109,10 @@ pub(crate) fn parse_value(
         (ValueType::Flag, None) => Ok(FioValue::Bool(true)),
         (ValueType::Recorded, None) => Ok(FioValue::Recorded(String::new())),
         (ValueType::OptionalStr, None) => Ok(FioValue::Str(String::new())),
+        (ValueType::Bool, None) => Err("a value is required: 0 or 1".into()),
+        (ValueType::Choice(choices), None) => {
+            Err(format!("a value is required: {}", choices.join(", ")))
+        }
         (_, None) => Err("a value is required".into()),
         (value_type, Some(raw)) => parse_one(value_type, raw, kb_base),
     }
