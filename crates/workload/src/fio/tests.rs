@@ -332,3 +332,20 @@ proptest::proptest! {
         }
     }
 }
+
+// Proves the catalog is unambiguous: no name or alias appears twice, so lookup never shadows
+// an option, and every alias resolves to its canonical name.
+#[test]
+fn catalog_names_are_unique() {
+    let mut seen = std::collections::BTreeSet::new();
+    for spec in catalog::OPTIONS {
+        for name in std::iter::once(&spec.name).chain(spec.aliases.iter()) {
+            assert!(seen.insert(*name), "`{name}` is catalogued twice");
+            assert_eq!(catalog::lookup(name).map(|found| found.name), Some(spec.name));
+        }
+    }
+    // Every engine is exactly one of runnable, passthrough, or refused.
+    for engine in catalog::BLOCK_ENGINES.iter().chain(catalog::PASSTHROUGH_ENGINES) {
+        assert!(!catalog::NON_BLOCK_ENGINES.contains(engine), "{engine}");
+    }
+}
