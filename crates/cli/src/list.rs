@@ -1,15 +1,19 @@
 //! `elevator list`: schedulers, devices, hosts and workloads with their keys, from the same
 //! tables the parsers, the reports and the kernel driver read.
 
+use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::Result;
 use comfy_table::{Table, presets};
+use elevator_core::units::parse_size_bytes;
 use elevator_core::{KeySpec, TunableSpec};
 use elevator_sched::{SchedulerKind, SchedulerSpec, sysfs_line};
 use elevator_sim::device::Preset;
 use elevator_sim::host::spec as host;
 use elevator_sim::{DeviceKind, DeviceSpec, HostSpec};
+use elevator_workload::fio::{self, FioEnv};
 use elevator_workload::{WorkloadKind, WorkloadSpec};
 use serde::Serialize;
 
@@ -27,6 +31,34 @@ struct Listing {
     hosts: Vec<ComponentEntry>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     workloads: Vec<ComponentEntry>,
+    /// The jobs of the fio job files named (`elevator list workloads FILE.fio`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fio_jobs: Vec<FioJobEntry>,
+}
+
+#[derive(Serialize)]
+struct FioJobEntry {
+    name: String,
+    section: String,
+    /// `FILE:LINE` of the section header.
+    at: String,
+    engine: String,
+    /// Why elevator cannot run the job (an engine that does no block I/O), if it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_runnable: Option<String>,
+    /// Every option in the order fio applies it: globals, then the job's own.
+    options: Vec<FioOptionEntry>,
+}
+
+#[derive(Serialize)]
+struct FioOptionEntry {
+    name: &'static str,
+    /// The resolved value (sizes in bytes, times in ns, per direction `read,write,trim`).
+    value: String,
+    /// The text as written; absent for a value-less flag.
+    written: Option<String>,
+    global: bool,
+    at: String,
 }
 
 #[derive(Serialize)]
@@ -97,7 +129,14 @@ pub(crate) fn run(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
         listing.hosts = hosts(&args.specs)?;
     }
     if all || args.what == Some(ListWhat::Workloads) {
-        listing.workloads = workloads(&args.specs)?;
+        let (files, specs): (Vec<String>, Vec<String>) =
+            args.specs.iter().cloned().partition(|spec| is_fio_file(spec));
+        if files.is_empty() || !specs.is_empty() {
+            listing.workloads = workloads(&specs)?;
+        }
+        for file in &files {
+            listing.fio_jobs.extend(fio_jobs(Path::new(file))?);
+        }
     }
     match args.format {
         ListFormat::Json => {
@@ -247,6 +286,56 @@ fn hosts(specs: &[String]) -> Result<Vec<ComponentEntry>> {
         .collect())
 }
 
+/// A spec naming an fio job file rather than a workload spec (`kind:key=value`).
+fn is_fio_file(spec: &str) -> bool {
+    spec.ends_with(".fio")
+}
+
+/// The environment fio job files see: the process environment for `${VAR}`, and the default
+/// host's memory and processors for `$mb_memory` and `$ncpus` (fio-compat.md R7: from the host
+/// model); `$pagesize` is the 4 KiB page of the x86 hosts modelled.
+fn fio_env() -> Result<FioEnv> {
+    let host = HostSpec::default_host().resolved();
+    let value = |key: &str| {
+        host.iter()
+            .find(|(name, _)| *name == key)
+            .map(|(_, value)| value.clone())
+            .unwrap_or_default()
+    };
+    Ok(FioEnv {
+        vars: std::env::vars().collect::<BTreeMap<_, _>>(),
+        page_size_bytes: 4096,
+        memory_mib: parse_size_bytes(&value("ram"))? >> 20,
+        cpus: value("cpus").parse()?,
+    })
+}
+
+fn fio_jobs(path: &Path) -> Result<Vec<FioJobEntry>> {
+    let parsed = fio::parse_file(path, &fio_env()?)?;
+    Ok(parsed
+        .jobs
+        .iter()
+        .map(|job| FioJobEntry {
+            name: job.name().to_string(),
+            section: job.section.clone(),
+            at: job.at.to_string(),
+            engine: job.engine().to_string(),
+            not_runnable: job.runnable().err(),
+            options: job
+                .options
+                .iter()
+                .map(|option| FioOptionEntry {
+                    name: option.name,
+                    value: option.value.to_string(),
+                    written: option.written.clone(),
+                    global: option.global,
+                    at: option.at.to_string(),
+                })
+                .collect(),
+        })
+        .collect())
+}
+
 fn workloads(specs: &[String]) -> Result<Vec<ComponentEntry>> {
     let specs: Vec<WorkloadSpec> = if specs.is_empty() {
         WorkloadKind::ALL
@@ -359,6 +448,28 @@ fn render_table(listing: &Listing, out: &mut dyn Write) -> Result<()> {
                 }
             }
         }
+    }
+    if !listing.fio_jobs.is_empty() {
+        section(out, "fio jobs:")?;
+    }
+    for job in &listing.fio_jobs {
+        writeln!(out)?;
+        writeln!(out, "{} — [{}] at {}, ioengine={}", job.name, job.section, job.at, job.engine)?;
+        if let Some(why) = &job.not_runnable {
+            writeln!(out, "  not runnable: {why}")?;
+        }
+        let mut table = plain_table(&[" option", "value", "written", "from"]);
+        for option in &job.options {
+            let from =
+                if option.global { format!("{} (global)", option.at) } else { option.at.clone() };
+            table.add_row(vec![
+                format!(" {}", option.name),
+                option.value.clone(),
+                option.written.clone().unwrap_or_default(),
+                from,
+            ]);
+        }
+        write_table(out, &table)?;
     }
     Ok(())
 }

@@ -221,6 +221,39 @@ fn list_devices_and_workloads() {
     );
 }
 
+// Proves `list workloads FILE.fio` prints each job with its resolved options (globals applied,
+// units resolved) and names a non-block engine as not runnable, exit 0; a bad file exits 2
+// naming the file, line and option.
+#[test]
+fn list_workloads_reads_fio_job_files() {
+    let dir = std::env::temp_dir().join(format!("elevator-cli-fio-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.fio");
+    std::fs::write(
+        &good,
+        "[global]\nbs=4k\n[reader]\nrw=randread\n[cpu]\nioengine=cpuio\ncpuload=50\n",
+    )
+    .unwrap();
+    let output = elevator(&["list", "workloads", good.to_str().unwrap(), "--format", "json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let jobs = json["fio_jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(jobs[0]["name"], "reader");
+    assert_eq!(jobs[0]["options"][0]["name"], "bs");
+    assert_eq!(jobs[0]["options"][0]["value"], "4096,4096,4096");
+    assert!(jobs[0]["not_runnable"].is_null());
+    assert!(jobs[1]["not_runnable"].as_str().unwrap().contains("ioengine=cpuio"));
+    assert!(json["workloads"].is_null(), "a file alone lists only its jobs");
+    let bad = dir.join("bad.fio");
+    std::fs::write(&bad, "[j]\nrw=read\nbogus=1\n").unwrap();
+    let output = elevator(&["list", "workloads", bad.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bad.fio:3: option `bogus`"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // Proves `sim` and `run` take scheduler lists the way `compare` does: comma separated and
 // repeated, a spec's own comma-separated tunables kept whole, in the order given.
 #[test]

@@ -14,6 +14,9 @@
 //! [`oltp`] and [`dss`], and [`seqread`] (concurrent sequential file readers). The tools are
 //! processes doing synchronous system calls, so their issuers keep one operation in flight;
 //! their buffered and file operations are the host model's to carry out.
+//!
+//! [`fio`] reads fio's own job files and command-line jobs into resolved jobs, for the fio
+//! front end to map onto these workloads.
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, unreachable_pub)]
@@ -27,6 +30,7 @@ use elevator_core::{
 
 pub mod dd;
 pub mod dss;
+pub mod fio;
 pub mod hdparm;
 pub mod iozone;
 pub mod job;
