@@ -450,6 +450,11 @@ pub(crate) enum ListFormat {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct SimArgs {
+    /// An fio job file to run (the same as `-w fio:FILE`): its jobs run as fio runs them, the
+    /// jobs of a group at once; an option the simulator cannot honour is refused.
+    #[arg(value_name = "JOBFILE", conflicts_with = "workload")]
+    pub(crate) job_file: Option<String>,
+
     /// The device: a kind or preset with keys, e.g. `hdd`, `sas-15k-2008:depth=1`, `ssd`.
     #[arg(short, long, default_value = elevator_sim::DEFAULT_DEVICE)]
     pub(crate) device: String,

@@ -20,7 +20,10 @@ struct Plan {
 
 fn plan(args: &SimArgs) -> Result<Plan> {
     let device = DeviceSpec::parse(&args.device)?;
-    let workload = WorkloadSpec::parse(&args.workload)?;
+    let workload = match &args.job_file {
+        Some(path) => WorkloadSpec::parse_fio_file(path)?,
+        None => WorkloadSpec::parse(&args.workload)?,
+    };
     let host = HostSpec::parse(&args.host)?;
     // Every scheduler the host's kernel can run (a 2.4 host has only its one elevator).
     let runnable: Vec<SchedulerKind> =

@@ -411,6 +411,19 @@ impl JobConfig {
         targets: &[Target],
         prng: &Prng,
     ) -> Result<WorkloadPlan, ParamError> {
+        self.plan_as(params, targets, prng, 0, "job")
+    }
+
+    /// [`JobConfig::plan`] with clone i named `name/i` and run as process
+    /// `first_process + i + 1`, so several jobs can share a phase (fio job files).
+    pub(crate) fn plan_as(
+        &self,
+        params: &Params,
+        targets: &[Target],
+        prng: &Prng,
+        first_process: u32,
+        name: &str,
+    ) -> Result<WorkloadPlan, ParamError> {
         if targets.is_empty() {
             return Err(params.impossible("filename", "there is no device to address"));
         }
@@ -442,8 +455,8 @@ impl JobConfig {
                 (None, None) => regions.iter().map(|region| region.length_bytes).sum(),
             };
             issuers.push(Box::new(JobIssuer {
-                name: format!("job/{clone}"),
-                process: ProcessId(clone + 1),
+                name: format!("{name}/{clone}"),
+                process: ProcessId(first_process + clone + 1),
                 config: self.clone(),
                 regions,
                 next_region: 0,
@@ -852,9 +865,8 @@ mod tests {
         assert!(parse_error("job:bsrange=16k-4k").contains("bsrange"));
         assert!(parse_error("job:rwmixread=60,rwmixwrite=30").contains("must be 100"));
         assert!(parse_error("job:prioclass=0,prio=3").contains("prio"));
-        assert!(
-            parse_error("fio:rw=read").contains("unknown workload `fio` (accepted: job, iozone")
-        );
+        // `fio:` takes a job file (fio_run), so a `job` key list there is a missing file.
+        assert!(parse_error("fio:rw=read").contains("cannot open rw=read"));
         let plan_error = |text: &str| plan_error(text, &targets());
         assert!(plan_error("job:filename=sdc").contains("no device `sdc` (accepted: sda, sdb)"));
         assert!(plan_error("job:filename=sdb,bs=2m").contains("bs: a block is larger"));

@@ -31,6 +31,7 @@ use elevator_core::{
 pub mod dd;
 pub mod dss;
 pub mod fio;
+mod fio_run;
 pub mod hdparm;
 pub mod iozone;
 pub mod job;
@@ -290,11 +291,17 @@ impl WorkloadKind {
 pub struct WorkloadSpec {
     kind: WorkloadKind,
     params: Params,
+    /// For `fio:FILE`, the file's jobs (each a `job`); `kind` is then [`WorkloadKind::Job`].
+    fio: Option<Box<fio_run::FioRun>>,
 }
 
 impl WorkloadSpec {
-    /// Parses `kind[:key=value,...]`.
+    /// Parses `kind[:key=value,...]`, or `fio:FILE`, an fio job file whose jobs run as
+    /// `job`s, the jobs of a group at once (see `fio_run`).
     pub fn parse(text: &str) -> Result<WorkloadSpec, ParamError> {
+        if let Some(path) = text.strip_prefix("fio:") {
+            return Self::parse_fio_file(path);
+        }
         let spec = ComponentSpec::parse("workload", text)?;
         let kind = WorkloadKind::ALL.iter().copied().find(|kind| kind.name() == spec.name);
         let Some(kind) = kind else {
@@ -305,9 +312,47 @@ impl WorkloadSpec {
             });
         };
         let params = Params::resolve(&spec, kind.keys(), &[])?;
-        let workload = WorkloadSpec { kind, params };
+        let workload = WorkloadSpec { kind, params, fio: None };
         workload.validate()?;
         Ok(workload)
+    }
+
+    /// Reads the fio job file at `path` (with a fixed [`fio::FioEnv`]: no environment
+    /// variables, 4 KiB pages, so the same file always gives the same workload).
+    pub fn parse_fio_file(path: &str) -> Result<WorkloadSpec, ParamError> {
+        let env =
+            fio::FioEnv { page_size_bytes: 4096, memory_mib: 1024, cpus: 1, ..Default::default() };
+        let file = fio::parse_file(std::path::Path::new(path), &env).map_err(|error| {
+            ParamError::Impossible {
+                component: format!("fio {}", error.at),
+                key: "job file",
+                problem: match &error.option {
+                    Some(option) => format!("option `{option}`: {}", error.message),
+                    None => error.message.clone(),
+                },
+            }
+        })?;
+        let run = fio_run::FioRun::new(path, &file)?;
+        let first = run.jobs[0].spec.clone();
+        Ok(WorkloadSpec { kind: first.kind, params: first.params, fio: Some(Box::new(run)) })
+    }
+
+    /// A `job` workload's plan with its clones named `name/i` and numbered from
+    /// `first_process + 1`.
+    fn plan_job(
+        &self,
+        targets: &[Target],
+        prng: &Prng,
+        first_process: u32,
+        name: &str,
+    ) -> Result<WorkloadPlan, ParamError> {
+        job::JobConfig::from_params(&self.params)?.plan_as(
+            &self.params,
+            targets,
+            prng,
+            first_process,
+            name,
+        )
     }
 
     /// The kind.
@@ -317,6 +362,12 @@ impl WorkloadSpec {
 
     /// Every key with its value in force.
     pub fn resolved(&self) -> Vec<(&'static str, String)> {
+        if let Some(run) = &self.fio {
+            let mut resolved = vec![("fio", run.path.clone())];
+            resolved
+                .extend(run.jobs.iter().map(|job| ("job", format!("{}: {}", job.name, job.spec))));
+            return resolved;
+        }
         self.params.resolved()
     }
 
@@ -324,6 +375,9 @@ impl WorkloadSpec {
     /// before it opens a real target (reads never need the safety checks writes do).
     /// Conservative: true whenever some setting could write.
     pub fn may_write(&self) -> bool {
+        if let Some(run) = &self.fio {
+            return run.jobs.iter().any(|job| job.spec.may_write());
+        }
         let params = &self.params;
         match self.kind {
             WorkloadKind::Job => !matches!(params.text("rw"), "read" | "randread"),
@@ -371,6 +425,9 @@ impl WorkloadSpec {
     /// The issuers for `targets`, their random streams forked from `prng`. Fails when the
     /// workload does not fit the targets (a block size over the device, an unknown filename).
     pub fn plan(&self, targets: &[Target], prng: &Prng) -> Result<WorkloadPlan, ParamError> {
+        if let Some(run) = &self.fio {
+            return run.plan(targets, prng);
+        }
         let params = &self.params;
         match self.kind {
             WorkloadKind::Job => job::JobConfig::from_params(params)?.plan(params, targets, prng),
@@ -406,6 +463,18 @@ impl WorkloadSpec {
                 component: self.kind.name().to_owned(),
                 key: "scale",
                 problem: format!("{factor} is not a positive factor"),
+            });
+        }
+        if let Some(run) = &self.fio {
+            let mut scaled = (**run).clone();
+            for job in &mut scaled.jobs {
+                job.spec = job.spec.scaled(factor)?;
+            }
+            let first = scaled.jobs[0].spec.clone();
+            return Ok(WorkloadSpec {
+                kind: first.kind,
+                params: first.params,
+                fio: Some(Box::new(scaled)),
             });
         }
         let (step_bytes, least_bytes) = self.size_step_bytes()?;
@@ -455,7 +524,7 @@ impl WorkloadSpec {
         }
         let spec = ComponentSpec { name: self.kind.name().to_owned(), params: given };
         let params = Params::resolve(&spec, self.kind.keys(), &[])?;
-        let workload = WorkloadSpec { kind: self.kind, params };
+        let workload = WorkloadSpec { kind: self.kind, params, fio: None };
         workload.validate()?;
         Ok(workload)
     }
@@ -464,6 +533,9 @@ impl WorkloadSpec {
 impl fmt::Display for WorkloadSpec {
     /// `kind` plus the keys the user set.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(run) = &self.fio {
+            return write!(f, "fio:{}", run.path);
+        }
         f.write_str(self.kind.name())?;
         let mut separator = ':';
         for (key, value) in self.params.resolved() {

@@ -1,0 +1,338 @@
+//! `fio:FILE`: a fio job file run in the simulator (issue 17; `/work/shared/specs/fio-compat.md`
+//! §2.1 option catalog and defaults, §1.7 last-wins, §8).
+//!
+//! Each runnable job becomes a [`job`](crate::job) workload: its options are mapped onto the
+//! `job` keys that carry the same meaning, with fio's defaults (§2.1) for what the file leaves
+//! unset — `ioengine=psync` (depth 1) and `direct=0` (buffered), where `job`'s own defaults
+//! differ. Jobs run in groups as fio runs them: every job of a group at once (one phase, the
+//! issuers of all its jobs together), and a job with `stonewall`/`wait_for_previous` or
+//! `new_group` starts a new group, run after the previous one finished.
+//!
+//! An option the simulator cannot honour is refused with its file, line and name; it is
+//! never silently ignored. Options that change only fio's reports or names (`name`,
+//! `description`, `group_reporting`) and those whose behaviour `job` already has
+//! (`norandommap`, `randrepeat`, `thread`) are accepted.
+//!
+//! # Deviations from fio
+//!
+//! * `size` as a percentage, `bssplit`, `rw=...:N`, trims, per-direction block sizes that
+//!   differ, and every option outside the table in [`map_option`] are refused rather than run.
+//! * `filename` must name a simulated device (`sdb` or `/dev/sdb`); fio would create regular
+//!   files. Without `size`, a job covers the rest of the device (fio needs a size for files).
+//! * fio's random map is not kept (`job`'s documented deviation: `norandommap=1` always).
+//! * A group's jobs all start at once; fio starts them within a few milliseconds of each other.
+
+use elevator_core::{Duration, ParamError, Prng};
+
+use crate::fio::{FioJob, FioJobFile, FioValue, Location};
+use crate::{PhasePlan, Target, WorkloadPlan, WorkloadSpec};
+
+/// One job of the file, as a `job` workload.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct FioRunJob {
+    /// fio's job name.
+    pub(crate) name: String,
+    /// Whether it starts a new group (phase).
+    pub(crate) new_group: bool,
+    /// Its mapped workload.
+    pub(crate) spec: WorkloadSpec,
+}
+
+/// A job file ready to plan.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct FioRun {
+    /// The file as given.
+    pub(crate) path: String,
+    /// Its jobs, in order.
+    pub(crate) jobs: Vec<FioRunJob>,
+}
+
+fn refuse(at: &Location, problem: String) -> ParamError {
+    ParamError::Impossible { component: format!("fio {at}"), key: "option", problem }
+}
+
+/// What `job` key (and value) an fio option becomes; `None` for an option with no effect on
+/// the I/O. Errors name the option; the caller adds where it was written.
+fn map_option(name: &str, value: &FioValue) -> Result<Option<(&'static str, String)>, String> {
+    let not_honoured = || {
+        Err(format!(
+            "`{name}={value}` is not honoured by the simulator, so the job cannot run as fio would run it"
+        ))
+    };
+    let int = |value: &FioValue| match value {
+        FioValue::Int(n) => Some(*n),
+        FioValue::Float(x) if x.fract() == 0.0 && *x >= 0.0 => Some(*x as u64),
+        _ => None,
+    };
+    // One value for both directions, or the same for reads and writes.
+    let single = |value: &FioValue| -> Option<FioValue> {
+        match value {
+            FioValue::PerDirection(parts) => {
+                let given: Vec<&FioValue> = parts.iter().take(2).flatten().collect();
+                match given.as_slice() {
+                    [one] if parts.len() == 1 => Some((*one).clone()),
+                    [read, write] if read == write => Some((*read).clone()),
+                    _ => None,
+                }
+            }
+            other => Some(other.clone()),
+        }
+    };
+    let time = |value: &FioValue| match value {
+        FioValue::TimeNs(ns) => Some(Duration::from_nanos(*ns).to_string()),
+        _ => None,
+    };
+    let mapped = match name {
+        "name" | "description" | "group_reporting" | "stonewall" | "wait_for_previous"
+        | "new_group" | "norandommap" | "randrepeat" | "thread" => None,
+        "rw" => match value {
+            FioValue::Choice { value: rw, suffix: None }
+                if matches!(
+                    rw.as_str(),
+                    "read" | "write" | "randread" | "randwrite" | "rw" | "readwrite" | "randrw"
+                ) =>
+            {
+                Some(("rw", rw.clone()))
+            }
+            _ => return not_honoured(),
+        },
+        "bs" => match single(value).as_ref().and_then(int) {
+            Some(bytes) => Some(("bs", bytes.to_string())),
+            None => return not_honoured(),
+        },
+        "bsrange" => match single(value) {
+            Some(FioValue::Range { lo, hi }) => Some(("bsrange", format!("{lo}-{hi}"))),
+            _ => return not_honoured(),
+        },
+        "size" | "io_size" | "offset_increment" | "iodepth" | "numjobs" | "rwmixread"
+        | "rwmixwrite" | "prio" | "prioclass" => match int(value) {
+            Some(n) => Some((canonical(name), n.to_string())),
+            None => return not_honoured(),
+        },
+        "offset" => match value {
+            FioValue::Int(bytes) => Some(("offset", bytes.to_string())),
+            FioValue::Percent(percent) => Some(("offset", format!("{percent}%"))),
+            _ => return not_honoured(),
+        },
+        "runtime" | "thinktime" => match time(value) {
+            Some(text) => Some((canonical(name), text)),
+            None => return not_honoured(),
+        },
+        "time_based" | "direct" | "buffered" => match value {
+            FioValue::Bool(on) => {
+                let direct = if name == "buffered" { !on } else { *on };
+                if name == "time_based" {
+                    Some(("time_based", u8::from(*on).to_string()))
+                } else {
+                    Some(("direct", u8::from(direct).to_string()))
+                }
+            }
+            _ => return not_honoured(),
+        },
+        "filename" => {
+            let names: Vec<String> = match value {
+                FioValue::List(names) => names.clone(),
+                FioValue::Str(name) => vec![name.clone()],
+                _ => return not_honoured(),
+            };
+            let devices: Vec<&str> =
+                names.iter().map(|name| name.strip_prefix("/dev/").unwrap_or(name)).collect();
+            Some(("filename", devices.join(":")))
+        }
+        "ioengine" => match value {
+            FioValue::Choice { value: engine, .. }
+                if matches!(
+                    engine.as_str(),
+                    "io_uring" | "libaio" | "posixaio" | "psync" | "sync" | "pvsync" | "pvsync2"
+                ) =>
+            {
+                Some(("ioengine", engine.clone()))
+            }
+            _ => return not_honoured(),
+        },
+        _ => return not_honoured(),
+    };
+    Ok(mapped)
+}
+
+/// `name` as a `'static` `job` key (the keys `map_option` passes through unchanged).
+fn canonical(name: &str) -> &'static str {
+    crate::job::KEYS.iter().find(|key| key.key == name).map_or("", |key| key.key)
+}
+
+/// Maps one job; errors name its file, line and option.
+fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
+    job.runnable().map_err(|problem| refuse(&job.at, problem))?;
+    // fio's defaults where `job`'s differ (§2.1: ioengine psync, direct 0).
+    let mut keys: Vec<(&'static str, String)> =
+        vec![("ioengine", "psync".into()), ("direct", "0".into())];
+    let mut new_group = false;
+    for (index, option) in job.options.iter().enumerate() {
+        // The last occurrence wins (§1.7): map only that one.
+        if job.options[index + 1..].iter().any(|later| later.name == option.name) {
+            continue;
+        }
+        let on = !matches!(option.value, FioValue::Bool(false));
+        if matches!(option.name, "stonewall" | "wait_for_previous" | "new_group") && on {
+            new_group = true;
+        }
+        let mapped = map_option(option.name, &option.value)
+            .map_err(|problem| refuse(&option.at, problem))?;
+        if let Some((key, value)) = mapped {
+            keys.retain(|(given, _)| *given != key);
+            keys.push((key, value));
+        }
+    }
+    let text: Vec<String> = keys.iter().map(|(key, value)| format!("{key}={value}")).collect();
+    let spec = WorkloadSpec::parse(&format!("job:{}", text.join(",")))
+        .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name())))?;
+    Ok(FioRunJob { name: job.name().to_owned(), new_group, spec })
+}
+
+impl FioRun {
+    /// Maps every job of `file`, read from `path`.
+    pub(crate) fn new(path: &str, file: &FioJobFile) -> Result<FioRun, ParamError> {
+        if file.jobs.is_empty() {
+            return Err(ParamError::Impossible {
+                component: format!("fio {path}"),
+                key: "jobs",
+                problem: "the file defines no job".into(),
+            });
+        }
+        let jobs = file.jobs.iter().map(map_job).collect::<Result<_, _>>()?;
+        Ok(FioRun { path: path.to_owned(), jobs })
+    }
+
+    /// One phase per group; each job's clones are processes numbered after the previous
+    /// jobs' in the same phase, and each job draws from its own random stream.
+    pub(crate) fn plan(&self, targets: &[Target], prng: &Prng) -> Result<WorkloadPlan, ParamError> {
+        let mut phases: Vec<PhasePlan> = Vec::new();
+        let mut files = Vec::new();
+        for (index, job) in self.jobs.iter().enumerate() {
+            let job_prng = prng.fork_indexed("fio", index as u64);
+            if index == 0 || job.new_group {
+                phases.push(PhasePlan {
+                    name: String::new(),
+                    issuers: Vec::new(),
+                    stonewall: false,
+                });
+            }
+            let phase = phases.last_mut().expect("a phase was pushed");
+            let first_process = phase.issuers.len() as u32;
+            let plan = job.spec.plan_job(targets, &job_prng, first_process, &job.name)?;
+            files.extend(plan.files);
+            for planned in plan.phases {
+                if !phase.name.is_empty() {
+                    phase.name.push('+');
+                }
+                phase.name.push_str(&job.name);
+                phase.issuers.extend(planned.issuers);
+            }
+        }
+        Ok(WorkloadPlan { files, phases })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::IoKind;
+    use crate::testing::{devices, run};
+
+    /// Writes `text` to a file of this test's own and parses it as `fio:FILE`.
+    fn parse(test: &str, text: &str) -> Result<WorkloadSpec, ParamError> {
+        let dir = std::env::temp_dir().join(format!("elevator-fio-run-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{test}.fio"));
+        std::fs::write(&path, text).unwrap();
+        WorkloadSpec::parse(&format!("fio:{}", path.display()))
+    }
+
+    fn targets() -> Vec<Target> {
+        devices(&[("sda", 1 << 30), ("sdb", 1 << 30)])
+    }
+
+    const TWO_JOBS: &str = "[global]\nsize=1m\n\n[reader]\nrw=randread\nbs=4k\niodepth=4\n\
+                            ioengine=libaio\ndirect=1\n\n[writer]\nrw=write\nbs=64k\n";
+
+    // Proves the jobs of a group share one phase as distinct processes, each with its own
+    // pattern and amount, and both make progress at once: their operations interleave in time
+    // (neither runs only after the other finished).
+    #[test]
+    fn a_group_runs_its_jobs_concurrently() {
+        let spec = parse("two", TWO_JOBS).unwrap();
+        let plan = spec.plan(&targets(), &Prng::new(3)).unwrap();
+        assert_eq!(plan.phases.len(), 1);
+        let names: Vec<&str> = plan.phases[0].issuers.iter().map(|i| i.name()).collect();
+        assert_eq!(names, ["reader/0", "writer/0"]);
+        let processes: Vec<u32> = plan.phases[0].issuers.iter().map(|i| i.process().0).collect();
+        assert_eq!(processes, [1, 2]);
+        let result = run(plan, |_| Duration::from_micros(100));
+        let reader: Vec<_> = result.records.iter().filter(|r| r.issuer == 0).collect();
+        let writer: Vec<_> = result.records.iter().filter(|r| r.issuer == 1).collect();
+        assert_eq!(reader.len(), 256, "1 MiB in 4 KiB reads");
+        assert!(reader.iter().all(|r| r.io.kind == IoKind::Read && r.io.size_bytes == 4096));
+        assert_eq!(writer.len(), 16, "1 MiB in 64 KiB writes");
+        assert!(
+            writer.iter().all(|r| r.io.kind == IoKind::Write && !r.io.direct),
+            "fio's direct=0"
+        );
+        let reader_end = reader.iter().map(|r| r.submitted).max().unwrap();
+        let writer_end = writer.iter().map(|r| r.submitted).max().unwrap();
+        let reader_start = reader.iter().map(|r| r.submitted).min().unwrap();
+        let writer_start = writer.iter().map(|r| r.submitted).min().unwrap();
+        assert!(writer_start < reader_end && reader_start < writer_end, "interleaved in time");
+    }
+
+    // Proves `stonewall` puts a job in a new phase, run after the first group finished, and
+    // `new_group` does the same; without either the jobs share a phase.
+    #[test]
+    fn stonewall_starts_a_new_phase() {
+        for (test, marker) in [("stonewall", "stonewall\n"), ("new_group", "new_group\n")] {
+            let text = format!("{TWO_JOBS}{marker}");
+            let plan = parse(test, &text).unwrap().plan(&targets(), &Prng::new(3)).unwrap();
+            let names: Vec<&str> = plan.phases.iter().map(|p| p.name.as_str()).collect();
+            assert_eq!(names, ["reader", "writer"], "{test}");
+            let result = run(plan, |_| Duration::from_micros(100));
+            let first_end = result.phase(0).iter().map(|r| r.completed).max().unwrap();
+            let second_start = result.phase(1).iter().map(|r| r.submitted).min().unwrap();
+            assert!(second_start >= first_end, "{test}");
+            assert!(result.phase(1).iter().all(|r| r.io.kind == IoKind::Write));
+        }
+    }
+
+    // Proves an option the simulator does not honour, and an engine doing no block I/O, are
+    // refused naming the file, the line and the option or engine.
+    #[test]
+    fn unsupported_options_are_refused_with_their_line() {
+        let error = parse("verify", "[a]\nrw=write\nverify=md5\n").unwrap_err().to_string();
+        assert!(error.contains("verify.fio:3: option: `verify=md5` is not honoured"), "{error}");
+        let error = parse("net", "[a]\nioengine=net\n").unwrap_err().to_string();
+        assert!(error.contains("net.fio:1") && error.contains("ioengine=net"), "{error}");
+        let error = parse("trim", "[a]\nrw=randtrim\n").unwrap_err().to_string();
+        assert!(error.contains("trim.fio:2") && error.contains("rw=randtrim"), "{error}");
+        let error = parse("suffix", "[a]\nrw=read:8\n").unwrap_err().to_string();
+        assert!(error.contains("suffix.fio:2"), "{error}");
+    }
+
+    // Proves fio's defaults apply where the file is silent (psync: one operation in flight even
+    // with iodepth; buffered), the last occurrence wins, `/dev/` names pick devices, and
+    // bsrange's sizes come out in even shares (4 sizes, each 25% within 3 points).
+    #[test]
+    fn options_map_with_fio_defaults() {
+        let text = "[a]\nrw=randread\niodepth=8\nbsrange=4k-16k\nsize=64m\n\
+                    filename=/dev/sda\nfilename=/dev/sdb\n";
+        let plan = parse("defaults", text).unwrap().plan(&targets(), &Prng::new(5)).unwrap();
+        let result = run(plan, |_| Duration::from_micros(100));
+        assert!(result.records.iter().all(|r| r.in_flight <= 1), "psync keeps depth 1");
+        assert!(
+            result.records.iter().all(|r| !r.io.direct && r.io.place == crate::Place::Device(1))
+        );
+        let total = result.records.len() as f64;
+        for size in [4096, 8192, 12288, 16384] {
+            let count = result.records.iter().filter(|r| r.io.size_bytes == size).count();
+            let share = count as f64 / total;
+            assert!((share - 0.25).abs() < 0.03, "{size}: {share}");
+        }
+    }
+}
