@@ -417,3 +417,31 @@ fn reports_say_why_the_schedulers_differ() {
     assert!(why.lines().any(|line| line.starts_with("  deadline: merges ")), "{why}");
     assert!(why.lines().any(|line| line.starts_with("  noop: merges ")), "{why}");
 }
+
+// Proves `elevator sim FILE.fio` and `-w fio:FILE` run a job file's jobs together (both
+// jobs report in one phase), and a file with an option the simulator does not honour exits 2
+// naming the file, the line and the option.
+#[test]
+fn sim_runs_an_fio_job_file() {
+    let dir = std::env::temp_dir().join(format!("elevator-cli-fio-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("two.fio");
+    std::fs::write(&good, "[global]\nsize=256k\n[reader]\nrw=randread\n[writer]\nrw=write\n")
+        .unwrap();
+    let good = good.display().to_string();
+    for args in [vec!["sim", good.as_str()], vec!["sim", "-w", &format!("fio:{good}")]] {
+        let mut args = args.clone();
+        args.extend(["-d", "ram", "-s", "noop"]);
+        let output = elevator(&args);
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        let text = stdout(&output);
+        assert!(text.contains("phase reader+writer"), "{text}");
+        assert!(text.contains("reader/0") && text.contains("writer/0"), "{text}");
+    }
+    let bad = dir.join("verify.fio");
+    std::fs::write(&bad, "[a]\nrw=write\nverify=md5\n").unwrap();
+    let output = elevator(&["sim", &bad.display().to_string(), "-d", "ram"]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains("verify.fio:3: option: `verify=md5` is not honoured"), "{message}");
+}

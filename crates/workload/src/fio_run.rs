@@ -36,6 +36,8 @@ pub(crate) struct FioRunJob {
     pub(crate) new_group: bool,
     /// Its mapped workload.
     pub(crate) spec: WorkloadSpec,
+    /// Where its section starts, for errors found when it is planned.
+    pub(crate) at: Location,
 }
 
 /// A job file ready to plan.
@@ -186,7 +188,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let text: Vec<String> = keys.iter().map(|(key, value)| format!("{key}={value}")).collect();
     let spec = WorkloadSpec::parse(&format!("job:{}", text.join(",")))
         .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name())))?;
-    Ok(FioRunJob { name: job.name().to_owned(), new_group, spec })
+    Ok(FioRunJob { name: job.name().to_owned(), new_group, spec, at: job.at.clone() })
 }
 
 impl FioRun {
@@ -219,7 +221,10 @@ impl FioRun {
             }
             let phase = phases.last_mut().expect("a phase was pushed");
             let first_process = phase.issuers.len() as u32;
-            let plan = job.spec.plan_job(targets, &job_prng, first_process, &job.name)?;
+            let plan = job
+                .spec
+                .plan_job(targets, &job_prng, first_process, &job.name)
+                .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
             files.extend(plan.files);
             for planned in plan.phases {
                 if !phase.name.is_empty() {
@@ -313,6 +318,13 @@ mod tests {
         assert!(error.contains("trim.fio:2") && error.contains("rw=randtrim"), "{error}");
         let error = parse("suffix", "[a]\nrw=read:8\n").unwrap_err().to_string();
         assert!(error.contains("suffix.fio:2"), "{error}");
+        // A plan-time refusal (a regular file, which fio would create) names the job's section.
+        let spec = parse("file", "[global]\n[a]\nfilename=scratch.dat\n").unwrap();
+        let error = spec.plan(&targets(), &Prng::new(1)).unwrap_err().to_string();
+        assert!(
+            error.contains("file.fio:2") && error.contains("no device `scratch.dat`"),
+            "{error}"
+        );
     }
 
     // Proves fio's defaults apply where the file is silent (psync: one operation in flight even
