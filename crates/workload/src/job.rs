@@ -13,6 +13,7 @@
 //! | `rw` | read | read, write, randread, randwrite, rw (= readwrite), randrw |
 //! | `bs` | 4k | block size |
 //! | `bsrange` | — | `MIN-MAX`: sizes uniformly drawn among multiples of MIN |
+//! | `bssplit` | — | `SIZE/PERCENT:...`: each size drawn with its share (blank shares split the rest) |
 //! | `size` | rest of the device | bytes per clone (region and amount) |
 //! | `io_size` | `size` | amount of I/O per clone, independent of the region |
 //! | `runtime` | — | cap on run time, seconds if bare |
@@ -77,6 +78,12 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Text,
         default: "",
         help: "MIN-MAX: sizes drawn uniformly among multiples of MIN",
+    },
+    KeySpec {
+        key: "bssplit",
+        kind: KeyKind::Text,
+        default: "",
+        help: "SIZE/PERCENT:...: each size drawn with its share, e.g. 4k/60:64k/40",
     },
     KeySpec {
         key: "size",
@@ -189,8 +196,11 @@ enum Mix {
     },
 }
 
+/// Shares of `bssplit` are kept in parts per million (fio takes percentages with decimals).
+const SPLIT_WHOLE_PPM: u64 = 1_000_000;
+
 /// Operation sizes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum BlockSize {
     Fixed(u64),
     /// Multiples of `min_bytes` up to `max_bytes`.
@@ -198,31 +208,96 @@ enum BlockSize {
         min_bytes: u64,
         max_bytes: u64,
     },
+    /// `bssplit`: (size in bytes, cumulative share in ppm), the last share
+    /// [`SPLIT_WHOLE_PPM`].
+    Split(Vec<(u64, u64)>),
 }
 
 impl BlockSize {
-    fn min_bytes(self) -> u64 {
+    fn min_bytes(&self) -> u64 {
         match self {
-            BlockSize::Fixed(bytes) => bytes,
-            BlockSize::Range { min_bytes, .. } => min_bytes,
+            BlockSize::Fixed(bytes) => *bytes,
+            BlockSize::Range { min_bytes, .. } => *min_bytes,
+            BlockSize::Split(entries) => entries.iter().map(|(bytes, _)| *bytes).min().unwrap_or(0),
         }
     }
 
-    fn max_bytes(self) -> u64 {
+    fn max_bytes(&self) -> u64 {
         match self {
-            BlockSize::Fixed(bytes) => bytes,
-            BlockSize::Range { max_bytes, .. } => max_bytes,
+            BlockSize::Fixed(bytes) => *bytes,
+            BlockSize::Range { max_bytes, .. } => *max_bytes,
+            BlockSize::Split(entries) => entries.iter().map(|(bytes, _)| *bytes).max().unwrap_or(0),
         }
     }
 
-    fn draw(self, prng: &mut Prng) -> u64 {
+    fn draw(&self, prng: &mut Prng) -> u64 {
         match self {
-            BlockSize::Fixed(bytes) => bytes,
+            BlockSize::Fixed(bytes) => *bytes,
             BlockSize::Range { min_bytes, max_bytes } => {
                 min_bytes * prng.range_inclusive(1, max_bytes / min_bytes)
             }
+            // fio draws a number below 100 and takes the first entry whose running share
+            // reaches it (`io_u.c` get_next_buflen, fio-compat.md §2.1 bssplit).
+            BlockSize::Split(entries) => {
+                let point = prng.below(SPLIT_WHOLE_PPM);
+                entries
+                    .iter()
+                    .find(|(_, cumulative)| point < *cumulative)
+                    .or(entries.last())
+                    .map_or(0, |(bytes, _)| *bytes)
+            }
         }
     }
+
+    /// Parses `bssplit`: `SIZE/PERCENT` entries `:`-separated; entries without a percentage
+    /// share what the others leave, equally (fio's rule); the shares must make 100.
+    fn parse_split(params: &Params) -> Result<BlockSize, ParamError> {
+        let text = params.text("bssplit");
+        let bad = |problem: String| params.impossible("bssplit", problem);
+        let mut entries: Vec<(u64, Option<f64>)> = Vec::new();
+        for entry in text.split(':') {
+            let (size, percent) = match entry.split_once('/') {
+                Some((size, percent)) => (size, percent.trim()),
+                None => (entry, ""),
+            };
+            let bytes = units::parse_size_bytes(size.trim())
+                .map_err(|error| bad(format!("`{entry}`: {error} (SIZE/PERCENT, e.g. 4k/60)")))?;
+            if bytes == 0 || bytes > 64 << 20 {
+                return Err(bad(format!("`{entry}`: a size must be in 1..=64m")));
+            }
+            check_sectors(params, "bssplit", bytes)?;
+            let percent = if percent.is_empty() {
+                None
+            } else {
+                match percent.parse::<f64>() {
+                    Ok(value) if (0.0..=100.0).contains(&value) => Some(value),
+                    _ => return Err(bad(format!("`{entry}`: the share must be 0..=100"))),
+                }
+            };
+            entries.push((bytes, percent));
+        }
+        let given: f64 = entries.iter().filter_map(|(_, percent)| *percent).sum();
+        let blanks = entries.iter().filter(|(_, percent)| percent.is_none()).count();
+        let rest = if blanks > 0 { (100.0 - given) / blanks as f64 } else { 0.0 };
+        let mut cumulative_ppm = 0;
+        let mut split = Vec::with_capacity(entries.len());
+        for (bytes, percent) in entries {
+            cumulative_ppm += (percent.unwrap_or(rest) * 1e4).round() as u64;
+            split.push((bytes, cumulative_ppm));
+        }
+        if rest < 0.0 || cumulative_ppm.abs_diff(SPLIT_WHOLE_PPM) > entries_tolerance(&split) {
+            return Err(bad(format!("the shares of `{text}` make {given}%, not 100%")));
+        }
+        if let Some(last) = split.last_mut() {
+            last.1 = SPLIT_WHOLE_PPM;
+        }
+        Ok(BlockSize::Split(split))
+    }
+}
+
+/// Rounding each share to a ppm may be off by one per entry.
+fn entries_tolerance(split: &[(u64, u64)]) -> u64 {
+    split.len() as u64
 }
 
 /// Where the region starts.
@@ -269,7 +344,12 @@ impl JobConfig {
             "write" | "randwrite" => Mix::Write,
             _ => Mix::Mixed { read_fraction: read_percent as f64 / 100.0 },
         };
-        let block_size = if params.has("bsrange") {
+        if params.has("bssplit") && (params.has("bsrange") || params.is_set("bs")) {
+            return Err(params.impossible("bssplit", "give one of bs, bsrange and bssplit"));
+        }
+        let block_size = if params.has("bssplit") {
+            BlockSize::parse_split(params)?
+        } else if params.has("bsrange") {
             let (min_bytes, max_bytes) = parse_block_range(params, "bsrange", 64 << 20)?;
             BlockSize::Range { min_bytes, max_bytes }
         } else {
@@ -531,7 +611,8 @@ impl JobConfig {
             ));
         }
         if self.block_size.max_bytes() > length_bytes {
-            let key = if params.has("bsrange") { "bsrange" } else { "bs" };
+            let key =
+                ["bssplit", "bsrange"].into_iter().find(|key| params.has(key)).unwrap_or("bs");
             return Err(params.impossible(
                 key,
                 format!("a block is larger than the {length_bytes}-byte region on {}", target.name),
@@ -863,6 +944,9 @@ mod tests {
         assert!(parse_error("job:rw=randomread").contains("expected one of read, write"));
         assert!(parse_error("job:bs=1000").contains("bs: 1000 bytes is not a multiple of 512"));
         assert!(parse_error("job:bsrange=16k-4k").contains("bsrange"));
+        assert!(parse_error("job:bssplit=4k/30:8k/30").contains("make 60%, not 100%"));
+        assert!(parse_error("job:bssplit=4k/70:8k/50:16k/").contains("not 100%"));
+        assert!(parse_error("job:bssplit=4k/60:1000/40").contains("not a multiple of 512"));
         assert!(parse_error("job:rwmixread=60,rwmixwrite=30").contains("must be 100"));
         assert!(parse_error("job:prioclass=0,prio=3").contains("prio"));
         // `fio:` takes a job file (fio_run), so a `job` key list there is a missing file.
