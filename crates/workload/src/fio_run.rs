@@ -17,15 +17,19 @@
 //!
 //! * `size` as a percentage, `rw=...:N`, trims, per-direction block sizes that
 //!   differ, and every option outside the table in [`map_option`] are refused rather than run.
-//! * `filename` must name a simulated device (`sdb` or `/dev/sdb`); fio would create regular
-//!   files. Without `size`, a job covers the rest of the device (fio needs a size for files).
+//! * `filename` names a simulated device (`sdb` or `/dev/sdb`) when every name is one;
+//!   otherwise, and with `directory`, the job's files are regular files of `size` bytes on the
+//!   first device's filesystem, laid out before the run (fio lays them out by writing them
+//!   before the job starts; its `nrfiles`, `filesize` and several directories are refused).
+//!   A job with neither `filename` nor `directory` runs on the first device itself, over the
+//!   rest of it without `size`; fio would create `NAME.CLONE.0` files in its working directory.
 //! * fio's random map is not kept (`job`'s documented deviation: `norandommap=1` always).
 //! * A group's jobs all start at once; fio starts them within a few milliseconds of each other.
 
 use elevator_core::{Duration, ParamError, Prng};
 
 use crate::fio::{FioJob, FioJobFile, FioValue, Location};
-use crate::{PhasePlan, Target, WorkloadPlan, WorkloadSpec};
+use crate::{FileSpec, PhasePlan, Place, Target, WorkloadPlan, WorkloadSpec};
 
 /// One job of the file, as a `job` workload.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,6 +42,14 @@ pub(crate) struct FioRunJob {
     pub(crate) spec: WorkloadSpec,
     /// Where its section starts, for errors found when it is planned.
     pub(crate) at: Location,
+    /// `filename`'s names as written (devices or regular files), and where.
+    pub(crate) filenames: Option<(Vec<String>, Location)>,
+    /// `directory`, where fio puts the job's regular files.
+    pub(crate) directory: Option<String>,
+    /// `size`: a regular file's size (fio lays files out at this size first).
+    pub(crate) size_bytes: Option<u64>,
+    /// `numjobs`.
+    pub(crate) clones: u32,
 }
 
 /// A job file ready to plan.
@@ -139,16 +151,6 @@ fn map_option(name: &str, value: &FioValue) -> Result<Option<(&'static str, Stri
             }
             _ => return not_honoured(),
         },
-        "filename" => {
-            let names: Vec<String> = match value {
-                FioValue::List(names) => names.clone(),
-                FioValue::Str(name) => vec![name.clone()],
-                _ => return not_honoured(),
-            };
-            let devices: Vec<&str> =
-                names.iter().map(|name| name.strip_prefix("/dev/").unwrap_or(name)).collect();
-            Some(("filename", devices.join(":")))
-        }
         "ioengine" => match value {
             FioValue::Choice { value: engine, .. }
                 if matches!(
@@ -177,6 +179,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let mut keys: Vec<(&'static str, String)> =
         vec![("ioengine", "psync".into()), ("direct", "0".into())];
     let mut new_group = false;
+    let (mut filenames, mut directory, mut size_bytes, mut clones) = (None, None, None, 1);
     for (index, option) in job.options.iter().enumerate() {
         // The last occurrence wins (§1.7): map only that one.
         if job.options[index + 1..].iter().any(|later| later.name == option.name) {
@@ -185,6 +188,28 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         let on = !matches!(option.value, FioValue::Bool(false));
         if matches!(option.name, "stonewall" | "wait_for_previous" | "new_group") && on {
             new_group = true;
+        }
+        match (option.name, &option.value) {
+            ("filename", FioValue::List(names)) => {
+                filenames = Some((names.clone(), option.at.clone()));
+                continue;
+            }
+            ("filename", FioValue::Str(name)) => {
+                filenames = Some((vec![name.clone()], option.at.clone()));
+                continue;
+            }
+            ("directory", FioValue::Str(dir)) => {
+                directory = Some(dir.clone());
+                continue;
+            }
+            // Several directories (fio spreads files over them) stay refused below.
+            ("directory", FioValue::List(dirs)) if dirs.len() == 1 => {
+                directory = Some(dirs[0].clone());
+                continue;
+            }
+            ("size", FioValue::Int(bytes)) => size_bytes = Some(*bytes),
+            ("numjobs", FioValue::Int(count)) => clones = u32::try_from(*count).unwrap_or(u32::MAX),
+            _ => {}
         }
         let mapped = map_option(option.name, &option.value)
             .map_err(|problem| refuse(&option.at, problem))?;
@@ -196,7 +221,85 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let text: Vec<String> = keys.iter().map(|(key, value)| format!("{key}={value}")).collect();
     let spec = WorkloadSpec::parse(&format!("job:{}", text.join(",")))
         .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name())))?;
-    Ok(FioRunJob { name: job.name().to_owned(), new_group, spec, at: job.at.clone() })
+    Ok(FioRunJob {
+        name: job.name().to_owned(),
+        new_group,
+        spec,
+        at: job.at.clone(),
+        filenames,
+        directory,
+        size_bytes,
+        clones,
+    })
+}
+
+impl FioRunJob {
+    /// Per clone, the places its I/O goes to: `filename`'s devices when every name is one
+    /// (`sdb` or `/dev/sdb`), else regular files — `filename`'s, shared by the clones, or
+    /// fio's `NAME.CLONE.0` per clone under `directory` — on the first device's filesystem,
+    /// added to `files`. Empty for the first device (no `filename` nor `directory`).
+    fn places(
+        &self,
+        targets: &[Target],
+        files: &mut Vec<FileSpec>,
+    ) -> Result<Vec<Vec<(Place, Target)>>, ParamError> {
+        let device = |name: &str| {
+            let name = name.strip_prefix("/dev/").unwrap_or(name);
+            targets.iter().position(|target| target.name == name)
+        };
+        if let (Some((names, at)), None) = (&self.filenames, &self.directory) {
+            let devices: Vec<Option<usize>> = names.iter().map(|name| device(name)).collect();
+            if devices.iter().all(Option::is_some) {
+                let places = devices
+                    .into_iter()
+                    .flatten()
+                    .map(|index| (Place::Device(index), targets[index].clone()))
+                    .collect();
+                return Ok(vec![places]);
+            }
+            if let Some(name) =
+                names.iter().find(|name| name.starts_with("/dev/") && device(name).is_none())
+            {
+                let accepted: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+                return Err(refuse(
+                    at,
+                    format!("filename: no device `{name}` (accepted: {})", accepted.join(", ")),
+                ));
+            }
+        }
+        if self.filenames.is_none() && self.directory.is_none() {
+            return Ok(Vec::new());
+        }
+        let Some(size_bytes) = self.size_bytes else {
+            return Err(refuse(
+                &self.at,
+                format!("job `{}`: a regular file needs `size` (fio's rule)", self.name),
+            ));
+        };
+        let in_directory = |name: &str| match &self.directory {
+            Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
+            None => name.to_owned(),
+        };
+        let mut file = |name: String| {
+            let index = match files.iter().position(|file| file.name == name) {
+                Some(index) => {
+                    files[index].size_bytes = files[index].size_bytes.max(size_bytes);
+                    index
+                }
+                None => {
+                    files.push(FileSpec { name: name.clone(), device: 0, size_bytes });
+                    files.len() - 1
+                }
+            };
+            (Place::File(index), Target { name, capacity_bytes: size_bytes })
+        };
+        Ok(match &self.filenames {
+            Some((names, _)) => vec![names.iter().map(|name| file(in_directory(name))).collect()],
+            None => (0..self.clones)
+                .map(|clone| vec![file(in_directory(&format!("{}.{clone}.0", self.name)))])
+                .collect(),
+        })
+    }
 }
 
 impl FioRun {
@@ -229,9 +332,10 @@ impl FioRun {
             }
             let phase = phases.last_mut().expect("a phase was pushed");
             let first_process = phase.issuers.len() as u32;
+            let places = job.places(targets, &mut files)?;
             let plan = job
                 .spec
-                .plan_job(targets, &job_prng, first_process, &job.name)
+                .plan_job(targets, &job_prng, first_process, &job.name, &places)
                 .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
             files.extend(plan.files);
             for planned in plan.phases {
@@ -326,13 +430,45 @@ mod tests {
         assert!(error.contains("trim.fio:2") && error.contains("rw=randtrim"), "{error}");
         let error = parse("suffix", "[a]\nrw=read:8\n").unwrap_err().to_string();
         assert!(error.contains("suffix.fio:2"), "{error}");
-        // A plan-time refusal (a regular file, which fio would create) names the job's section.
+        // Plan-time refusals name the job's section or the option's line: a regular file
+        // without a size, a /dev/ name that is no device.
         let spec = parse("file", "[global]\n[a]\nfilename=scratch.dat\n").unwrap();
         let error = spec.plan(&targets(), &Prng::new(1)).unwrap_err().to_string();
-        assert!(
-            error.contains("file.fio:2") && error.contains("no device `scratch.dat`"),
-            "{error}"
-        );
+        assert!(error.contains("file.fio:2") && error.contains("needs `size`"), "{error}");
+        let spec = parse("nodev", "[a]\nsize=1m\nfilename=/dev/sdq\n").unwrap();
+        let error = spec.plan(&targets(), &Prng::new(1)).unwrap_err().to_string();
+        assert!(error.contains("nodev.fio:3: option: filename: no device `/dev/sdq`"), "{error}");
+    }
+
+    // Proves a regular `filename` becomes one file of `size` on the first device, shared by
+    // the clones and by another job naming it, and `directory` without `filename` gives each
+    // clone its own file `NAME.CLONE.0` there, as fio names them.
+    #[test]
+    fn regular_files_become_plan_files() {
+        let text = "[global]\nsize=1m\n[a]\nfilename=data\nnumjobs=2\n[b]\nfilename=data\n\
+                    rw=write\n[c]\ndirectory=/scratch/\nnumjobs=2\n";
+        let plan = parse("files", text).unwrap().plan(&targets(), &Prng::new(2)).unwrap();
+        let names: Vec<(&str, usize, u64)> =
+            plan.files.iter().map(|f| (f.name.as_str(), f.device, f.size_bytes)).collect();
+        let expected =
+            [("data", 0, 1 << 20), ("/scratch/c.0.0", 0, 1 << 20), ("/scratch/c.1.0", 0, 1 << 20)];
+        assert_eq!(names, expected);
+        let result = run(plan, |_| Duration::from_micros(100));
+        let places = |issuer: usize| {
+            let places: std::collections::BTreeSet<String> = result
+                .records
+                .iter()
+                .filter(|r| r.issuer == issuer)
+                .map(|r| format!("{:?}", r.io.place))
+                .collect();
+            places.into_iter().collect::<Vec<_>>()
+        };
+        for (issuer, file) in
+            [(0, "File(0)"), (1, "File(0)"), (2, "File(0)"), (3, "File(1)"), (4, "File(2)")]
+        {
+            assert_eq!(places(issuer), [file], "issuer {issuer}");
+        }
+        assert!(result.records.iter().all(|r| r.io.offset_bytes + r.io.size_bytes <= 1 << 20));
     }
 
     // Proves bssplit's shares are honoured: over 20,000 operations each size's share is its

@@ -491,11 +491,13 @@ impl JobConfig {
         targets: &[Target],
         prng: &Prng,
     ) -> Result<WorkloadPlan, ParamError> {
-        self.plan_as(params, targets, prng, 0, "job")
+        self.plan_as(params, targets, prng, 0, "job", &[])
     }
 
     /// [`JobConfig::plan`] with clone i named `name/i` and run as process
-    /// `first_process + i + 1`, so several jobs can share a phase (fio job files).
+    /// `first_process + i + 1`, so several jobs can share a phase (fio job files). Given
+    /// `places` (per clone, `i % len`: the places and their extents, e.g. fio's regular files
+    /// as [`Place::File`]), the clones address those instead of `filename`'s devices.
     pub(crate) fn plan_as(
         &self,
         params: &Params,
@@ -503,31 +505,41 @@ impl JobConfig {
         prng: &Prng,
         first_process: u32,
         name: &str,
+        places: &[Vec<(Place, Target)>],
     ) -> Result<WorkloadPlan, ParamError> {
         if targets.is_empty() {
             return Err(params.impossible("filename", "there is no device to address"));
         }
-        let files: Vec<usize> = if self.filenames.is_empty() {
-            vec![0]
+        let devices: Vec<(Place, &Target)> = if self.filenames.is_empty() {
+            vec![(Place::Device(0), &targets[0])]
         } else {
             self.filenames
                 .iter()
                 .map(|name| {
-                    targets.iter().position(|target| &target.name == name).ok_or_else(|| {
-                        let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
-                        params.impossible(
-                            "filename",
-                            format!("no device `{name}` (accepted: {})", names.join(", ")),
-                        )
-                    })
+                    let index = targets.iter().position(|target| &target.name == name).ok_or_else(
+                        || {
+                            let names: Vec<&str> =
+                                targets.iter().map(|t| t.name.as_str()).collect();
+                            params.impossible(
+                                "filename",
+                                format!("no device `{name}` (accepted: {})", names.join(", ")),
+                            )
+                        },
+                    )?;
+                    Ok((Place::Device(index), &targets[index]))
                 })
-                .collect::<Result<_, _>>()?
+                .collect::<Result<_, ParamError>>()?
         };
         let mut issuers: Vec<Box<dyn Issuer>> = Vec::with_capacity(self.clones as usize);
         for clone in 0..self.clones {
-            let regions = files
+            let places: Vec<(Place, &Target)> = if places.is_empty() {
+                devices.clone()
+            } else {
+                places[clone as usize % places.len()].iter().map(|(p, t)| (*p, t)).collect()
+            };
+            let regions = places
                 .iter()
-                .map(|&target| self.region(params, &targets[target], target, clone, files.len()))
+                .map(|&(place, target)| self.region(params, target, place, clone, places.len()))
                 .collect::<Result<Vec<_>, _>>()?;
             let budget_bytes = match (self.io_size_bytes, self.size_bytes) {
                 (Some(io_size), _) => io_size,
@@ -570,7 +582,7 @@ impl JobConfig {
         &self,
         params: &Params,
         target: &Target,
-        index: usize,
+        place: Place,
         clone: u32,
         file_count: usize,
     ) -> Result<Region, ParamError> {
@@ -618,14 +630,14 @@ impl JobConfig {
                 format!("a block is larger than the {length_bytes}-byte region on {}", target.name),
             ));
         }
-        Ok(Region { target: index, start_bytes: start, length_bytes, next_read: 0, next_write: 0 })
+        Ok(Region { place, start_bytes: start, length_bytes, next_read: 0, next_write: 0 })
     }
 }
 
 /// A clone's part of one device.
 #[derive(Clone, Debug)]
 struct Region {
-    target: usize,
+    place: Place,
     start_bytes: u64,
     length_bytes: u64,
     /// Sequential position of the next read and write, relative to the start (fio keeps one
@@ -764,7 +776,7 @@ impl JobIssuer {
         Some(Io {
             id,
             kind,
-            place: Place::Device(region.target),
+            place: region.place,
             offset_bytes: region.start_bytes + relative,
             size_bytes: size,
             direct: self.config.direct,

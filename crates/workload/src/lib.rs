@@ -15,8 +15,8 @@
 //! processes doing synchronous system calls, so their issuers keep one operation in flight;
 //! their buffered and file operations are the host model's to carry out.
 //!
-//! [`fio`] reads fio's own job files and command-line jobs into resolved jobs, for the fio
-//! front end to map onto these workloads.
+//! [`fio`] reads fio's own job files and command-line jobs into resolved jobs; `fio:FILE`
+//! ([`WorkloadSpec::parse_fio_file`]) runs a job file's jobs as `job`s, a group per phase.
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, unreachable_pub)]
@@ -338,13 +338,14 @@ impl WorkloadSpec {
     }
 
     /// A `job` workload's plan with its clones named `name/i` and numbered from
-    /// `first_process + 1`.
+    /// `first_process + 1`, addressing `places` (per clone) when given.
     fn plan_job(
         &self,
         targets: &[Target],
         prng: &Prng,
         first_process: u32,
         name: &str,
+        places: &[Vec<(Place, Target)>],
     ) -> Result<WorkloadPlan, ParamError> {
         job::JobConfig::from_params(&self.params)?.plan_as(
             &self.params,
@@ -352,6 +353,7 @@ impl WorkloadSpec {
             prng,
             first_process,
             name,
+            places,
         )
     }
 
