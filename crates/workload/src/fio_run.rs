@@ -469,6 +469,10 @@ mod tests {
             assert_eq!(places(issuer), [file], "issuer {issuer}");
         }
         assert!(result.records.iter().all(|r| r.io.offset_bytes + r.io.size_bytes <= 1 << 20));
+        // Scaling (compare's --scale) shrinks the files with the jobs' sizes.
+        let scaled = parse("files_scaled", text).unwrap().scaled(0.25).unwrap();
+        let plan = scaled.plan(&targets(), &Prng::new(2)).unwrap();
+        assert!(plan.files.iter().all(|file| file.size_bytes == 256 << 10));
     }
 
     // Proves bssplit's shares are honoured: over 20,000 operations each size's share is its

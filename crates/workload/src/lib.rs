@@ -471,6 +471,10 @@ impl WorkloadSpec {
             let mut scaled = (**run).clone();
             for job in &mut scaled.jobs {
                 job.spec = job.spec.scaled(factor)?;
+                // A regular file is as large as the job's (scaled) size.
+                if job.size_bytes.is_some() {
+                    job.size_bytes = Some(job.spec.params.size("size"));
+                }
             }
             let first = scaled.jobs[0].spec.clone();
             return Ok(WorkloadSpec {
