@@ -21,8 +21,8 @@
 //!   otherwise, and with `directory`, the job's files are regular files of `size` bytes on the
 //!   first device's filesystem, laid out before the run (fio lays them out by writing them
 //!   before the job starts; its `nrfiles`, `filesize` and several directories are refused).
-//!   A job with neither `filename` nor `directory` runs on the first device itself, over the
-//!   rest of it without `size`; fio would create `NAME.CLONE.0` files in its working directory.
+//!   A job with neither `filename` nor `directory` gets fio's `NAME.CLONE.0` files (fio's
+//!   working directory is the first device's filesystem here).
 //! * fio's random map is not kept (`job`'s documented deviation: `norandommap=1` always).
 //! * A group's jobs all start at once; fio starts them within a few milliseconds of each other.
 
@@ -236,8 +236,8 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
 impl FioRunJob {
     /// Per clone, the places its I/O goes to: `filename`'s devices when every name is one
     /// (`sdb` or `/dev/sdb`), else regular files — `filename`'s, shared by the clones, or
-    /// fio's `NAME.CLONE.0` per clone under `directory` — on the first device's filesystem,
-    /// added to `files`. Empty for the first device (no `filename` nor `directory`).
+    /// fio's `NAME.CLONE.0` per clone under `directory` (the working directory without one,
+    /// as fio names a job's files) — on the first device's filesystem, added to `files`.
     fn places(
         &self,
         targets: &[Target],
@@ -266,9 +266,6 @@ impl FioRunJob {
                     format!("filename: no device `{name}` (accepted: {})", accepted.join(", ")),
                 ));
             }
-        }
-        if self.filenames.is_none() && self.directory.is_none() {
-            return Ok(Vec::new());
         }
         let Some(size_bytes) = self.size_bytes else {
             return Err(refuse(
@@ -482,7 +479,8 @@ mod tests {
         let text = "[a]\nrw=randread\nbssplit=4k/10:64k/50:32k/\nio_size=1000m\nbs=4k\n";
         let error = parse("bs_and_split", text).unwrap_err().to_string();
         assert!(error.contains("give one of bs, bsrange and bssplit"), "{error}");
-        let text = "[a]\nrw=randread\nbssplit=4k/10:64k/50:32k/\nio_size=1000m\n";
+        // fio's job files need a `size` (its `a.0.0` file); `io_size` then loops over it.
+        let text = "[a]\nrw=randread\nbssplit=4k/10:64k/50:32k/\nsize=64m\nio_size=1000m\n";
         let plan = parse("bssplit", text).unwrap().plan(&targets(), &Prng::new(9)).unwrap();
         let result = run(plan, |_| Duration::from_micros(1));
         let ops: Vec<u64> = result.records.iter().take(20_000).map(|r| r.io.size_bytes).collect();
