@@ -16,6 +16,7 @@ pub mod driver;
 pub mod hdd;
 pub mod ram;
 pub mod ssd;
+pub mod validate;
 
 use std::fmt;
 
