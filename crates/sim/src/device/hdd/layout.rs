@@ -248,9 +248,7 @@ impl Geometry {
             Some(count) if count > lbn => {
                 return Err(refuse(
                     "block_count",
-                    format!(
-                        "{count} blocks, but the layout holds only {lbn} (1..={lbn} accepted)"
-                    ),
+                    format!("{count} blocks, but the layout holds only {lbn} (1..={lbn} accepted)"),
                 ));
             }
             Some(count) => count,
@@ -353,8 +351,7 @@ impl Geometry {
             Mapping::Serpentine => cylinder_in_zone % 2 == 1,
             Mapping::SerpentineGlobal => cylinder % 2 == 1,
         };
-        let surface =
-            if reversed { surfaces - 1 - logical_surface } else { logical_surface };
+        let surface = if reversed { surfaces - 1 - logical_surface } else { logical_surface };
         // With spares at the end of the disk, every slip before a cylinder rotates that
         // cylinder's layout on by a sector (DiskSim's `g1_map_pbn_skew`).
         let slip_rotation = if self.sparing == Sparing::AtEnd {
@@ -404,7 +401,8 @@ fn lay_zone(
     let slip_count = spec.slips.len() as u64;
     let defect_count = spec.defects.len() as u64;
     // Slips and defects count tracks with track sparing, sectors otherwise.
-    let (unit, units) = if sparing == Sparing::Tracks { ("track", tracks) } else { ("sector", sectors) };
+    let (unit, units) =
+        if sparing == Sparing::Tracks { ("track", tracks) } else { ("sector", sectors) };
     if let Some(window) = spec.slips.windows(2).find(|pair| pair[0] >= pair[1]) {
         return Err(refuse(
             "slips",
@@ -499,15 +497,18 @@ fn lay_zone(
             spec.spares + slip_count
         }
     };
-    let lbn_count = sectors.checked_sub(front.saturating_add(reserved)).filter(|&n| n > 0).ok_or_else(|| {
-        refuse(
-            "zone_spares",
-            format!(
-                "zone {index}: its {sectors} sectors leave no data after {front} empty at the \
+    let lbn_count = sectors
+        .checked_sub(front.saturating_add(reserved))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            refuse(
+                "zone_spares",
+                format!(
+                    "zone {index}: its {sectors} sectors leave no data after {front} empty at the \
                  front and {reserved} spare or slipped"
-            ),
-        )
-    })?;
+                ),
+            )
+        })?;
     // Data occupies the zone's LBN space plus the slips among it; a replacement must lie
     // past it, in the spare space, so that no two LBNs share a sector.
     let data_end = if sparing == Sparing::Tracks {

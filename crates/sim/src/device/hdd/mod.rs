@@ -102,6 +102,8 @@
 
 mod cache;
 mod layout;
+#[cfg(test)]
+mod layout_tests;
 mod seek;
 #[cfg(test)]
 mod tests;
@@ -1757,9 +1759,9 @@ fn zone_items<T>(
             };
             let (zone, items) = entry.split_once(':').ok_or_else(|| bad("no ZONE:"))?;
             let zone: usize = zone.trim().parse().map_err(|_| bad("not a zone index"))?;
-            let slot = lists.get_mut(zone).ok_or_else(|| {
-                bad(&format!("zone {zone} does not exist (0..{zone_count})"))
-            })?;
+            let slot = lists
+                .get_mut(zone)
+                .ok_or_else(|| bad(&format!("zone {zone} does not exist (0..{zone_count})")))?;
             if slot.is_some() {
                 return Err(bad(&format!("zone {zone} is listed twice")));
             }
