@@ -483,3 +483,21 @@ fn disksim_layouts_hold_their_block_counts() {
         assert!(last.track.cylinder < exposed.mechanics.geometry.cylinders());
     }
 }
+
+#[test]
+fn sustained_rate_discounts_slipped_sectors() {
+    // Proves the sustained rate counts slipped sectors as passing without data: with
+    // per-zone sparing, 100 slips among zone 0's LBNs scale the rate by LBNs / (LBNs + 100),
+    // while spares (at the zone's end) do not change it.
+    let keys = "cylinders=1000,surfaces=4,zones=0-999@500,zone_skews=50:80,bus_rate=10000";
+    let plain = build(keys).unwrap();
+    let spared = build(&format!("{keys},sparing=per-zone,zone_spares=400")).unwrap();
+    assert_eq!(spared.sustained_read_bytes_per_s(), plain.sustained_read_bytes_per_s());
+    let slips: Vec<String> = (0..100).map(|i| (i * 1000 + 7).to_string()).collect();
+    let slipped =
+        build(&format!("{keys},sparing=per-zone,zone_spares=400,slips=0:{}", slips.join("+")))
+            .unwrap();
+    let lbns = 1000.0 * 4.0 * 500.0 - 400.0;
+    let expected = plain.sustained_read_bytes_per_s() * lbns / (lbns + 100.0);
+    assert!((slipped.sustained_read_bytes_per_s() - expected).abs() < 1e-6 * expected);
+}

@@ -50,10 +50,19 @@
 //! | `rpm` | 7200 | spindle speed |
 //! | `cylinders` | 106400 | cylinders; with the zones and surfaces this fixes the capacity |
 //! | `surfaces` | 10 | recording surfaces (heads) |
-//! | `zones` | (unset) | explicit zones, outer first: `CYLINDERS@SPT/CYLINDERS@SPT/...`; the cylinders must add up to `cylinders` |
+//! | `zones` | (unset) | explicit zones, outer first: `CYLINDERS@SPT/CYLINDERS@SPT/...` (the cylinders must add up to `cylinders`), or inclusive ranges `FIRST-LAST@SPT/...`, ascending, not overlapping (cylinders in no range hold no data); all entries in one form |
 //! | `zone_count` | 30 | without `zones`: this many zones of equal cylinder count... |
 //! | `spt_outer` | 1242 | ...with sectors per track from this at the outer edge... |
 //! | `spt_inner` | 594 | ...to this at the inner edge, linearly in between |
+//! | `zone_skews` | (unset) | per zone `TRACK:CYLINDER` skews in sectors (DiskSim's "Skew for track/cylinder switch"; decimals truncated to whole sectors as DiskSim does); replaces `track_skew` and `cylinder_skew` |
+//! | `zone_offsets` | 0:0 each | per zone `OFFSET:EMPTY`: the angle of the zone's first track's sector 0 in sectors ("Offset of first block", truncated) and the sectors at the zone's front that hold no LBN ("Empty space at zone front") |
+//! | `mapping` | conventional | DiskSim's LBN-to-PBN mapping 0/1/2: `conventional`, `serpentine` (odd cylinders of a zone take their surfaces last to first), `serpentine-global` (odd cylinders by absolute number) |
+//! | `sparing` | none | DiskSim's sparing scheme by name (`none` 0 ... `per-zone-slip-to-end` 10); implemented: `none`, `tracks` (1), `at-end` (7), `per-zone` (9), `per-zone-slip-to-end` (10); the others are refused |
+//! | `sparing_range` | 1 | DiskSim's "Rangesize for sparing" (only `per-range` uses it, which is refused) |
+//! | `zone_spares` | 0 each | per zone "Number of spares": sectors at the zone's end, or whole tracks with `tracks` |
+//! | `slips` | (none) | `ZONE:N+N/...`: DiskSim's slips, sector indices within the zone counted from its first sector (empty front included), track indices with `tracks`; ascending |
+//! | `defects` | (none) | `ZONE:DEFECT>REPLACEMENT+.../...` in the units of `slips`; the replacement must lie in the zone's spare space |
+//! | `block_count` | (unset) | LBNs the disk exposes; refused when the layout holds fewer; unset: all it holds |
 //! | `track_skew` | (derived) | angle from one surface's sector 0 to the next's, as the time the platter takes to turn through it; default `head_switch + write_settle` |
 //! | `cylinder_skew` | (derived) | the same across a cylinder boundary; default one-cylinder seek `+ write_settle` |
 //! | `seek` | curve | `curve`, `hpl` or `table` |
@@ -62,6 +71,7 @@
 //! | `seek_full` | 16ms | `curve`: full-stroke seek |
 //! | `hpl` | (unset) | `hpl`: `V1/V2/V3/V4/V5/V6` (V1 in cylinders, the rest ms, V6 = -1 for none) |
 //! | `seek_table` | (unset) | `table`: `DISTANCE:MS/DISTANCE:MS/...`, distances ascending |
+//! | `seek_first_ten` | (unset) | `hpl`: ten times `MS/MS/...` for distances 1..10 (DiskSim's `hplplus10`); the equation beyond |
 //! | `head_switch` | 0.9ms | switching heads within a cylinder |
 //! | `write_settle` | 0.5ms | extra settling before writing after the head moved |
 //! | `overhead_read` | 0.03ms | controller time per read |
@@ -74,15 +84,29 @@
 //! | `depth` | 1 | commands accepted at once (1: no command queuing) |
 //! | `driver` | generic | the driver in front of it (`device/driver.rs`): its queue's depth and largest request |
 //!
-//! The capacity is derived: the sum over zones of cylinders × surfaces × sectors per track.
-//! Skews given as times are converted per zone to whole sectors, rounded up, so that the
-//! switch always fits in the gap.
+//! The capacity is derived (unless `block_count` caps it): the sum over zones of cylinders ×
+//! surfaces × sectors per track, less each zone's empty front, its spares and, where the
+//! sparing scheme says so, its slips (DiskSim's `dm_layout_g1_compute_blksinband`). Skews
+//! given as times are converted per zone to whole sectors, rounded up, so that the switch
+//! always fits in the gap. `layout.rs` describes the mapping.
 //!
 //! # Deviations from Ruemmler & Wilkes and DiskSim
 //!
-//! * No spare sectors, slipped defects or remapping; zones restart the skew pattern at angle 0.
-//! * One skew time per kind (track, cylinder) for the whole disk, converted per zone, where
-//!   DiskSim gives per-zone sector counts.
+//! * Sparing schemes 2-6 and 8 (spares per cylinder, per track, per range) are refused: none
+//!   of the four validated drives uses them, and DiskSim's own mapping for some of them
+//!   lets slips past a cylinder's spares collide with the next cylinder's LBNs. Scheme 0
+//!   follows DiskSim's documented meaning (DiskSim 4.0's own code for it does not map).
+//!   `at-end` keeps no spares in a zone and remaps no defects (they would go to the end of
+//!   the disk, which is not modelled); its zone spare counts must be 0 (the four files'
+//!   are).
+//! * A zone's skews are whole sectors, as DiskSim's are when given in sectors; skews in
+//!   revolutions ("Skew units") are not offered. Without `zone_skews`, one skew time per kind
+//!   (track, cylinder) for the whole disk is converted per zone.
+//! * DiskSim ignores its "Block count" and exposes all the layout holds; `block_count` caps
+//!   the disk at it (a drive exposes its block count).
+//! * Slips and defects may not be given with `sparing=none` (DiskSim ignores them there).
+//! * A seek that also changes the surface costs the seek alone; DiskSim takes the larger of
+//!   the seek and the head switch.
 //! * One write settle time for every distance; writes settle after head switches too.
 //! * The host transfer overlaps the media transfer; the bus is one resource, reserved in the
 //!   order transfers are planned (a transfer planned for later can delay a cache hit that
