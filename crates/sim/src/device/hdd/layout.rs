@@ -24,14 +24,18 @@
 //! A zone's sector space counts every sector of its tracks in that order. Its first
 //! "empty space at zone front" sectors hold no LBN; the LBNs follow, skipping slipped
 //! locations (a slipped sector, or with track sparing a slipped track, is passed over and
-//! every later LBN of the zone moves on by one); spare space is what is left at the end of
-//! the zone. A defective location's LBN is remapped to its replacement in the spare space.
+//! every later LBN of its sparing region moves on by one); spare space is what is left at
+//! the end of each region — a track (`per-track`), a range of cylinders (`per-range`) or the
+//! zone (`tracks`, `per-zone`, `per-zone-slip-to-end`; `at-end` keeps its spares at the end
+//! of the disk, outside the model). A defective location's LBN is remapped to its
+//! replacement in the spare space. The slip and region arithmetic is DiskSim's
+//! `g1_ltop_*` family's, with slips found by binary search.
 //!
 //! The angle of a track's sector 0 is, in whole sectors, the zone's "offset of first block"
 //! plus one track skew per track before it in LBN order and one cylinder skew per cylinder
 //! before it, both counted from the zone's first cylinder (so each zone restarts its
-//! pattern at its offset), plus, with spares at the end of the disk, one sector per slip
-//! before its cylinder. Slipped, spare and empty sectors occupy slots like data: a transfer
+//! pattern at its offset), plus one sector per slip before its cylinder (`at-end`) or
+//! before the track itself (`per-track`), as DiskSim rotates them. Slipped, spare and empty sectors occupy slots like data: a transfer
 //! passing over them waits their time.
 
 use elevator_core::Instant;
@@ -74,10 +78,16 @@ pub(super) enum Sparing {
     /// Scheme 1: whole spare tracks at the end of each zone; slips and defects are track
     /// numbers within the zone.
     Tracks,
+    /// Scheme 3: "Number of spares" sectors at the end of each track; slips use them, and
+    /// every slip before a track rotates its layout by a sector.
+    PerTrack,
     /// Scheme 7: spares at the end of the disk (not modelled: nothing is remapped there);
     /// each slip pushes every later LBN of its zone on by one sector, and rotates the layout
     /// of every later cylinder of the zone by one sector.
     AtEnd,
+    /// Scheme 8: "Number of spares" sectors at the end of each range of `sparing_range`
+    /// cylinders; slips use them.
+    PerRange,
     /// Scheme 9: "Number of spares" sectors at the end of each zone; slips use them.
     PerZone,
     /// Scheme 10: as 9, but slips do not use the zone's spares (the zone loses a sector per
@@ -130,6 +140,32 @@ pub(super) struct Zone {
     slip_keys: Vec<u64>,
     /// `(defective, replacement)` locations in the units of `slips`, ascending by defect.
     defects: Vec<(u64, u64)>,
+    /// The sparing region (a track, a range of cylinders, or the whole zone): LBN indices
+    /// it holds (`u64::MAX` for the whole zone) and sectors it spans.
+    region_lbns: u64,
+    region_sectors: u64,
+    /// Spare sectors that a long transfer passes over: those at the end of every track or
+    /// range (spares at the end of a zone are not passed).
+    passed_spare_sectors: u64,
+}
+
+impl Zone {
+    /// Where index `index_in_zone` of the zone's LBN space (LBNs after the empty front) lands
+    /// with slipped sectors skipped: its sector in the zone, the index of the first slip after
+    /// it, and how many LBNs from it lie on consecutive sectors of its region.
+    fn slot(&self, index_in_zone: u64) -> (u64, usize, u64) {
+        let region = index_in_zone / self.region_lbns;
+        let within = index_in_zone - region * self.region_lbns;
+        let base = region * self.region_sectors;
+        // The slips of this region move the LBN on, one for every slip at or before where it
+        // lands: as slips ascend, `slip − its index` does not fall, so one binary search.
+        let from = if base == 0 { 0 } else { self.slips.partition_point(|&slip| slip < base) };
+        let reach = base + within;
+        let shift =
+            from + self.slip_keys[from..].partition_point(|&key| key + from as u64 <= reach);
+        let slot = reach + (shift - from) as u64;
+        (slot, shift, self.region_lbns - within)
+    }
 }
 
 /// Where an LBN is.
@@ -200,6 +236,8 @@ pub(super) struct LayoutSpec {
     pub(super) sparing: Sparing,
     /// LBNs the disk exposes, when not all the layout holds.
     pub(super) block_count: Option<u64>,
+    /// Cylinders per spare range (`sparing_range`), for [`Sparing::PerRange`].
+    pub(super) range_cylinders: u32,
 }
 
 impl Geometry {
@@ -241,7 +279,14 @@ impl Geometry {
                 ));
             }
             next_free_cylinder = end_cylinder;
-            laid.push(lay_zone(index, spec, layout.sparing, surfaces, lbn)?);
+            laid.push(lay_zone(
+                index,
+                spec,
+                layout.sparing,
+                layout.range_cylinders,
+                surfaces,
+                lbn,
+            )?);
             lbn += laid[index].lbn_count;
         }
         let capacity_sectors = match layout.block_count {
@@ -300,7 +345,8 @@ impl Geometry {
     pub(super) fn data_share(&self, zone: &Zone) -> f64 {
         let slip_sectors = zone.slips.len() as u64
             * if self.sparing == Sparing::Tracks { u64::from(zone.sectors_per_track) } else { 1 };
-        zone.lbn_count as f64 / (zone.lbn_count + slip_sectors) as f64
+        let passed = zone.lbn_count + slip_sectors + zone.passed_spare_sectors;
+        zone.lbn_count as f64 / passed as f64
     }
 
     /// Where `lbn` is. `lbn` must be below the capacity.
@@ -322,12 +368,11 @@ impl Geometry {
             let sector = index_in_zone % spt;
             (track, sector, spt - sector)
         } else {
-            // Slipped sectors are skipped: the LBN moves on by one slot for every slip at or
-            // before where it lands.
-            let shift = zone.slip_keys.partition_point(|&key| key <= index_in_zone);
-            let mut slot = index_in_zone + shift as u64;
-            let mut run = spt - slot % spt;
-            if let Some(&next_slip) = zone.slips.get(shift) {
+            // Slipped sectors are skipped: the LBN moves on by one sector for every slip of its
+            // sparing region at or before where it lands.
+            let (mut slot, next_slip_index, to_region_end) = zone.slot(index_in_zone);
+            let mut run = (spt - slot % spt).min(to_region_end);
+            if let Some(&next_slip) = zone.slips.get(next_slip_index) {
                 run = run.min(next_slip - slot);
             }
             let next_defect = zone.defects.partition_point(|&(defect, _)| defect < slot);
@@ -352,14 +397,16 @@ impl Geometry {
             Mapping::SerpentineGlobal => cylinder % 2 == 1,
         };
         let surface = if reversed { surfaces - 1 - logical_surface } else { logical_surface };
-        // With spares at the end of the disk, every slip before a cylinder rotates that
-        // cylinder's layout on by a sector (DiskSim's `g1_map_pbn_skew`).
-        let slip_rotation = if self.sparing == Sparing::AtEnd {
-            let cutoff = cylinder_in_zone * surfaces * spt;
-            zone.slips.partition_point(|&slip| slip < cutoff) as u64
-        } else {
-            0
+        // With spares at the end of the disk every slip before a cylinder, and with spares
+        // per track every slip before a track (counted by physical surface, as DiskSim's
+        // `g1_map_pbn_skew` does), rotates its layout on by a sector.
+        let cutoff = match self.sparing {
+            Sparing::AtEnd => Some(cylinder_in_zone * surfaces * spt),
+            Sparing::PerTrack => Some((cylinder_in_zone * surfaces + surface) * spt),
+            _ => None,
         };
+        let slip_rotation =
+            cutoff.map_or(0, |cutoff| zone.slips.partition_point(|&slip| slip < cutoff) as u64);
         // The skew counts head switches in LBN order (the logical surface), as DiskSim does
         // for every mapping. At most 10^7 cylinders times a skew below 10^5: no overflow.
         let offset = (zone.offset_sectors
@@ -392,6 +439,7 @@ fn lay_zone(
     index: usize,
     spec: &ZoneSpec,
     sparing: Sparing,
+    range_cylinders: u32,
     surfaces: u32,
     first_lbn: u64,
 ) -> Result<Zone, LayoutError> {
@@ -450,8 +498,8 @@ fn lay_zone(
                 "zone_spares",
                 format!(
                     "zone {index}: {} spares, but sparing={} keeps no spares in a zone (0 \
-                     accepted; per-zone spares need sparing=tracks, per-zone or \
-                     per-zone-slip-to-end)",
+                     accepted; spares need sparing=tracks, per-track, per-range, per-zone \
+                     or per-zone-slip-to-end)",
                     spec.spares,
                     if sparing == Sparing::None { "none" } else { "at-end" }
                 ),
@@ -462,7 +510,7 @@ fn lay_zone(
                 "slips",
                 format!(
                     "zone {index}: slips or defects need spare space, but sparing=none (use \
-                     tracks, at-end, per-zone or per-zone-slip-to-end)"
+                     tracks, per-track, at-end, per-range, per-zone or per-zone-slip-to-end)"
                 ),
             ));
         }
@@ -471,8 +519,8 @@ fn lay_zone(
                 "defects",
                 format!(
                     "zone {index}: sparing=at-end remaps defects to the end of the disk, which \
-                     the model does not hold (defects need sparing=tracks, per-zone or \
-                     per-zone-slip-to-end)"
+                     the model does not hold (defects need sparing=tracks, per-track, \
+                     per-range, per-zone or per-zone-slip-to-end)"
                 ),
             ));
         }
@@ -484,18 +532,27 @@ fn lay_zone(
             }
             spec.spares.saturating_mul(u64::from(spt))
         }
-        Sparing::PerZone => {
-            if slip_count + defect_count > spec.spares {
-                return Err(too_many("the zone has only that many spare sectors", spec.spares));
+        Sparing::PerTrack | Sparing::PerRange => {
+            let (region, region_sectors, regions) = if sparing == Sparing::PerTrack {
+                ("track", u64::from(spt), tracks)
+            } else {
+                let per_range = u64::from(range_cylinders) * u64::from(surfaces) * u64::from(spt);
+                ("range", per_range, u64::from(spec.cylinder_count / range_cylinders))
+            };
+            if spec.spares >= region_sectors {
+                return Err(refuse(
+                    "zone_spares",
+                    format!(
+                        "zone {index}: {} spares per {region} leave no data in its \
+                         {region_sectors} sectors (0..{region_sectors})",
+                        spec.spares
+                    ),
+                ));
             }
-            spec.spares
+            spec.spares * regions
         }
-        Sparing::PerZoneSlipToEnd => {
-            if defect_count > spec.spares {
-                return Err(too_many("defects must fit in the zone's spares", spec.spares));
-            }
-            spec.spares + slip_count
-        }
+        Sparing::PerZone => spec.spares,
+        Sparing::PerZoneSlipToEnd => spec.spares + slip_count,
     };
     let lbn_count = sectors
         .checked_sub(front.saturating_add(reserved))
@@ -509,50 +566,112 @@ fn lay_zone(
                 ),
             )
         })?;
-    // Data occupies the zone's LBN space plus the slips among it; a replacement must lie
-    // past it, in the spare space, so that no two LBNs share a sector.
-    let data_end = if sparing == Sparing::Tracks {
-        (front + lbn_count).div_ceil(u64::from(spt)) + slip_count
-    } else {
-        front + lbn_count + slip_count
+    let spt64 = u64::from(spt);
+    let (region_lbns, region_sectors, passed_spare_sectors) = match sparing {
+        Sparing::PerTrack => (spt64 - spec.spares, spt64, spec.spares * tracks),
+        Sparing::PerRange => {
+            let per_range = u64::from(range_cylinders) * u64::from(surfaces) * spt64;
+            (per_range - spec.spares, per_range, reserved)
+        }
+        _ => (u64::MAX, sectors, 0),
     };
-    let mut replacements: Vec<u64> = defects.iter().map(|&(_, replacement)| replacement).collect();
-    replacements.sort_unstable();
-    if let Some(&replacement) = replacements.iter().find(|&&replacement| replacement < data_end) {
-        return Err(refuse(
-            "defects",
-            format!(
-                "zone {index}: replacement {replacement} lies among the zone's data ({unit}s \
-                 below {data_end}); replacements must be spare {unit}s {data_end}..{units}"
-            ),
-        ));
-    }
-    if replacements.windows(2).any(|pair| pair[0] == pair[1]) {
-        return Err(refuse("defects", format!("zone {index}: two defects share a replacement")));
-    }
-    let track_skew_sectors = spec.track_skew_sectors % spt;
-    let cylinder_skew_sectors = spec.cylinder_skew_sectors % spt;
-    let cylinder_advance_sectors = (u64::from(surfaces - 1) * u64::from(track_skew_sectors)
-        + u64::from(cylinder_skew_sectors))
-        % u64::from(spt);
-    let slip_keys = spec.slips.iter().enumerate().map(|(i, &slip)| slip - i as u64).collect();
-    Ok(Zone {
+    let mut zone = Zone {
         first_lbn,
         lbn_count,
         first_cylinder: spec.first_cylinder,
         cylinder_count: spec.cylinder_count,
         sectors_per_track: spt,
-        track_skew_sectors,
-        cylinder_skew_sectors,
-        cylinder_advance_sectors,
+        track_skew_sectors: spec.track_skew_sectors % spt,
+        cylinder_skew_sectors: spec.cylinder_skew_sectors % spt,
+        cylinder_advance_sectors: 0,
         offset_sectors: u64::from(spec.first_block_offset_sectors % spt),
         front_empty_sectors: front,
         slips: spec.slips.clone(),
-        slip_keys,
+        slip_keys: spec.slips.iter().enumerate().map(|(i, &slip)| slip - i as u64).collect(),
         defects,
-    })
+        region_lbns,
+        region_sectors,
+        passed_spare_sectors,
+    };
+    zone.cylinder_advance_sectors = (u64::from(surfaces - 1) * u64::from(zone.track_skew_sectors)
+        + u64::from(zone.cylinder_skew_sectors))
+        % spt64;
+    check_slips_and_replacements(index, &zone, sparing, units, unit)?;
+    Ok(zone)
 }
 
+/// Refuses slips that push a sparing region's LBNs past its end, and replacements that are
+/// not spare locations (each must lie past its region's data and be no slip, and with
+/// [`Sparing::PerRange`] in its defect's range, as DiskSim takes it modulo the range).
+fn check_slips_and_replacements(
+    index: usize,
+    zone: &Zone,
+    sparing: Sparing,
+    units: u64,
+    unit: &str,
+) -> Result<(), LayoutError> {
+    let indices = zone.front_empty_sectors + zone.lbn_count;
+    // Where region `region`'s data ends (one past its last LBN's location).
+    let data_end = |region: u64| -> u64 {
+        if sparing == Sparing::Tracks {
+            return indices.div_ceil(u64::from(zone.sectors_per_track)) + zone.slips.len() as u64;
+        }
+        let first = region.saturating_mul(zone.region_lbns);
+        if first >= indices {
+            return region * zone.region_sectors;
+        }
+        let last = (first.saturating_add(zone.region_lbns)).min(indices) - 1;
+        zone.slot(last).0 + 1
+    };
+    let region_of = |location: u64| {
+        if sparing == Sparing::Tracks { 0 } else { location / zone.region_sectors }
+    };
+    if sparing != Sparing::Tracks {
+        let mut regions: Vec<u64> = zone.slips.iter().map(|&slip| region_of(slip)).collect();
+        regions.dedup();
+        for region in regions {
+            let end = data_end(region);
+            if end > (region + 1).saturating_mul(zone.region_sectors).min(units) {
+                return Err(refuse(
+                    "slips",
+                    format!(
+                        "zone {index}: the slips push LBNs past the end of their sparing \
+                         region ({}); a region takes at most as many slips as it has spare \
+                         sectors",
+                        match sparing {
+                            Sparing::PerTrack => format!("track {region} of the zone"),
+                            Sparing::PerRange => format!("range {region} of the zone"),
+                            _ => "the zone".to_owned(),
+                        }
+                    ),
+                ));
+            }
+        }
+    }
+    let mut replacements: Vec<u64> = Vec::with_capacity(zone.defects.len());
+    for &(defect, replacement) in &zone.defects {
+        let region = region_of(replacement);
+        let end = data_end(region);
+        let is_slip = sparing != Sparing::Tracks && zone.slips.binary_search(&replacement).is_ok();
+        let other_range = sparing == Sparing::PerRange && region_of(defect) != region;
+        if replacement < end || is_slip || other_range {
+            return Err(refuse(
+                "defects",
+                format!(
+                    "zone {index}: replacement {replacement} for {defect} is not a spare \
+                     {unit} (its region's data ends before {end}; a replacement must be a \
+                     spare {unit} past it, no slip, and with per-range in the defect's range)"
+                ),
+            ));
+        }
+        replacements.push(replacement);
+    }
+    replacements.sort_unstable();
+    if replacements.windows(2).any(|pair| pair[0] == pair[1]) {
+        return Err(refuse("defects", format!("zone {index}: two defects share a replacement")));
+    }
+    Ok(())
+}
 /// The angle of the boundary before physical sector `index` (which may exceed the track, for
 /// spans that wrap past angle 0), in units from angle 0 of the track.
 pub(super) fn boundary_units(index: u64, sectors_per_track: u32) -> u64 {

@@ -265,12 +265,14 @@ fn seek_tables_interpolate_as_disksim_extracted() {
 /// A random small layout (possibly refused), for the property test.
 fn layout_strategy() -> impl Strategy<Value = (Vec<ZoneSpec>, LayoutSpec, u32)> {
     let zone = (1u32..4, 3u32..20, 0u32..30, 0u32..30, 0u32..20, 0u64..25, 0u64..6, 0u64..1000);
-    (prop::collection::vec(zone, 1..4), 1u32..4, 0usize..5, 0usize..3, 0u32..3).prop_map(
-        |(zones, surfaces, sparing, mapping, gap)| {
+    (prop::collection::vec(zone, 1..4), 1u32..4, 0usize..7, 0usize..3, 0u32..3, 1u32..3).prop_map(
+        |(zones, surfaces, sparing, mapping, gap, range_cylinders)| {
             let sparing = [
                 Sparing::None,
                 Sparing::Tracks,
+                Sparing::PerTrack,
                 Sparing::AtEnd,
+                Sparing::PerRange,
                 Sparing::PerZone,
                 Sparing::PerZoneSlipToEnd,
             ][sparing];
@@ -285,6 +287,7 @@ fn layout_strategy() -> impl Strategy<Value = (Vec<ZoneSpec>, LayoutSpec, u32)> 
                 let spares = match sparing {
                     Sparing::None | Sparing::AtEnd => 0,
                     Sparing::Tracks => spares.min(tracks.saturating_sub(2)),
+                    Sparing::PerTrack => spares.min(u64::from(spt) - 1),
                     _ => spares,
                 };
                 let slip_room = match sparing {
@@ -300,7 +303,11 @@ fn layout_strategy() -> impl Strategy<Value = (Vec<ZoneSpec>, LayoutSpec, u32)> 
                 // Half the zones with spare space get a defect remapped to their last
                 // location (refused, and skipped, when that is not a spare).
                 let defects = match sparing {
-                    Sparing::Tracks | Sparing::PerZone | Sparing::PerZoneSlipToEnd
+                    Sparing::Tracks
+                    | Sparing::PerTrack
+                    | Sparing::PerRange
+                    | Sparing::PerZone
+                    | Sparing::PerZoneSlipToEnd
                         if seed % 2 == 0 && units > 1 =>
                     {
                         vec![(seed % (units - 1), units - 1)]
@@ -322,7 +329,13 @@ fn layout_strategy() -> impl Strategy<Value = (Vec<ZoneSpec>, LayoutSpec, u32)> 
                 });
                 first += count + gap;
             }
-            let layout = LayoutSpec { cylinders: first, mapping, sparing, block_count: None };
+            let layout = LayoutSpec {
+                cylinders: first,
+                mapping,
+                sparing,
+                block_count: None,
+                range_cylinders,
+            };
             (specs, layout, surfaces)
         },
     )
@@ -500,4 +513,40 @@ fn sustained_rate_discounts_slipped_sectors() {
     let lbns = 1000.0 * 4.0 * 500.0 - 400.0;
     let expected = plain.sustained_read_bytes_per_s() * lbns / (lbns + 100.0);
     assert!((slipped.sustained_read_bytes_per_s() - expected).abs() < 1e-6 * expected);
+}
+
+#[test]
+fn per_track_and_per_range_sparing_keep_spares_in_their_regions() {
+    // Proves per-track sparing (scheme 3): each track holds spt − spares LBNs, a slip uses a
+    // spare of its own track, and every slip before a track rotates it by a sector; and
+    // per-range sparing (scheme 8): each range of `sparing_range` cylinders ends in spares.
+    // 2 cylinders × 2 surfaces × 10 sectors, 2 spares per track (8 LBNs a track), skews 3/5,
+    // a slip at sector 13 (track 1, slot 3).
+    let device = build(
+        "cylinders=2,surfaces=2,zones=0-1@10,zone_skews=3:5,sparing=per-track,zone_spares=2,\
+         slips=0:13,seek=table,seek_table=1:1",
+    )
+    .unwrap();
+    assert_eq!(device.capacity_sectors(), 40 - 2 * 4);
+    // LBN 8 starts track 1 (cylinder 0, surface 1) at slot 0: one track skew, 3.
+    assert_eq!(place(&device, 8), (0, 1, 3));
+    // LBN 10 is slot 2; the slip at slot 3 ends its run; LBN 11 moves to slot 4: 3 + 4.
+    assert_eq!(place(&device, 10), (0, 1, 5));
+    assert_eq!(device.mechanics.geometry.locate(10).run_sectors, 1);
+    assert_eq!(place(&device, 11), (0, 1, 7));
+    // LBN 16 starts track 2 = cylinder 1, surface 0: advance (1·3 + 5) = 8, plus one slip
+    // before the track: 9.
+    assert_eq!(place(&device, 16), (1, 0, 9));
+    // 4 cylinders × 1 surface × 10 sectors in ranges of 2 cylinders with 3 spares each: 17
+    // LBNs a range; a slip at sector 5.
+    let ranged = build(
+        "cylinders=4,surfaces=1,zones=0-3@10,zone_skews=0:0,sparing=per-range,\
+         sparing_range=2,zone_spares=3,slips=0:5,seek=table,seek_table=1:1",
+    )
+    .unwrap();
+    assert_eq!(ranged.capacity_sectors(), 40 - 3 * 2);
+    assert_eq!(place(&ranged, 4), (0, 0, 4));
+    assert_eq!(place(&ranged, 5), (0, 0, 6));
+    assert_eq!(place(&ranged, 16), (1, 0, 7));
+    assert_eq!(place(&ranged, 17), (2, 0, 0));
 }

@@ -57,9 +57,9 @@
 //! | `zone_skews` | (unset) | per zone `TRACK:CYLINDER` skews in sectors (DiskSim's "Skew for track/cylinder switch"; decimals truncated to whole sectors as DiskSim does); replaces `track_skew` and `cylinder_skew` |
 //! | `zone_offsets` | 0:0 each | per zone `OFFSET:EMPTY`: the angle of the zone's first track's sector 0 in sectors ("Offset of first block", truncated) and the sectors at the zone's front that hold no LBN ("Empty space at zone front") |
 //! | `mapping` | conventional | DiskSim's LBN-to-PBN mapping 0/1/2: `conventional`, `serpentine` (odd cylinders of a zone take their surfaces last to first), `serpentine-global` (odd cylinders by absolute number) |
-//! | `sparing` | none | DiskSim's sparing scheme by name (`none` 0 ... `per-zone-slip-to-end` 10); implemented: `none`, `tracks` (1), `at-end` (7), `per-zone` (9), `per-zone-slip-to-end` (10); the others are refused |
-//! | `sparing_range` | 1 | DiskSim's "Rangesize for sparing" (only `per-range` uses it, which is refused) |
-//! | `zone_spares` | 0 each | per zone "Number of spares": sectors at the zone's end, or whole tracks with `tracks` |
+//! | `sparing` | none | DiskSim's sparing scheme by name (`none` 0 ... `per-zone-slip-to-end` 10); implemented: `none`, `tracks` (1), `per-track` (3), `at-end` (7), `per-range` (8), `per-zone` (9), `per-zone-slip-to-end` (10); the per-cylinder ones (2, 4, 5, 6) are refused |
+//! | `sparing_range` | 1 | DiskSim's "Rangesize for sparing": cylinders per spare range with `per-range` |
+//! | `zone_spares` | 0 each | per zone "Number of spares": sectors at the end of each track (`per-track`), range (`per-range`) or the zone (`per-zone...`), or whole tracks at the zone's end (`tracks`) |
 //! | `slips` | (none) | `ZONE:N+N/...`: DiskSim's slips, sector indices within the zone counted from its first sector (empty front included), track indices with `tracks`; ascending |
 //! | `defects` | (none) | `ZONE:DEFECT>REPLACEMENT+.../...` in the units of `slips`; the replacement must lie in the zone's spare space |
 //! | `block_count` | (unset) | LBNs the disk exposes; refused when the layout holds fewer; unset: all it holds |
@@ -92,9 +92,12 @@
 //!
 //! # Deviations from Ruemmler & Wilkes and DiskSim
 //!
-//! * Sparing schemes 2-6 and 8 (spares per cylinder, per track, per range) are refused: none
-//!   of the four validated drives uses them, and DiskSim's own mapping for some of them
-//!   lets slips past a cylinder's spares collide with the next cylinder's LBNs. Scheme 0
+//! * Sparing schemes 2, 4, 5 and 6 (spares per cylinder) are refused: none of the four
+//!   validated drives uses them, DiskSim's own mapping for them moves an LBN pushed past
+//!   a cylinder's data by slips onto the next cylinder's first LBNs (two LBNs on one
+//!   sector), and its "front" variants place spares at the front only when mapping back.
+//!   With `per-track`, DiskSim counts the empty front in LBNs rather than sectors (one
+//!   track holds fewer LBNs than sectors); that is kept. Scheme 0
 //!   follows DiskSim's documented meaning (DiskSim 4.0's own code for it does not map).
 //!   `at-end` keeps no spares in a zone and remaps no defects (they would go to the end of
 //!   the disk, which is not modelled); its zone spare counts must be 0 (the four files'
@@ -233,8 +236,8 @@ pub const KEYS: &[KeySpec] = &[
         key: "sparing",
         kind: KeyKind::Choice(SPARING_NAMES),
         default: "none",
-        help: "DiskSim's sparing scheme 0..10 by name; implemented: none, tracks, at-end, \
-               per-zone, per-zone-slip-to-end",
+        help: "DiskSim's sparing scheme 0..10 by name; implemented: none, tracks, per-track, \
+               at-end, per-range, per-zone, per-zone-slip-to-end",
     },
     KeySpec {
         key: "sparing_range",
@@ -1906,7 +1909,9 @@ fn zone_specs(
     let sparing = match params.text("sparing") {
         "none" => Sparing::None,
         "tracks" => Sparing::Tracks,
+        "per-track" => Sparing::PerTrack,
         "at-end" => Sparing::AtEnd,
+        "per-range" => Sparing::PerRange,
         "per-zone" => Sparing::PerZone,
         "per-zone-slip-to-end" => Sparing::PerZoneSlipToEnd,
         other => {
@@ -1914,13 +1919,14 @@ fn zone_specs(
                 "sparing",
                 format!(
                     "DiskSim's sparing scheme `{other}` is not implemented (implemented: none, \
-                     tracks, at-end, per-zone, per-zone-slip-to-end)"
+                     tracks, per-track, at-end, per-range, per-zone, per-zone-slip-to-end)"
                 ),
             ));
         }
     };
     let block_count = params.has("block_count").then(|| params.integer("block_count") as u64);
-    Ok((zones, LayoutSpec { cylinders, mapping, sparing, block_count }))
+    let range_cylinders = params.integer("sparing_range") as u32;
+    Ok((zones, LayoutSpec { cylinders, mapping, sparing, block_count, range_cylinders }))
 }
 
 /// The seek curve the keys describe.
