@@ -154,6 +154,11 @@ impl Zone {
     /// with slipped sectors skipped: its sector in the zone, the index of the first slip after
     /// it, and how many LBNs from it lie on consecutive sectors of its region.
     fn slot(&self, index_in_zone: u64) -> (u64, usize, u64) {
+        if self.region_lbns == u64::MAX {
+            // The zone is the region (the common case): no division.
+            let shift = self.slip_keys.partition_point(|&key| key <= index_in_zone);
+            return (index_in_zone + shift as u64, shift, u64::MAX - index_in_zone);
+        }
         let region = index_in_zone / self.region_lbns;
         let within = index_in_zone - region * self.region_lbns;
         let base = region * self.region_sectors;
