@@ -15,12 +15,28 @@
 //!
 //! # Layout
 //!
-//! LBNs fill a track, then the next surface of the same cylinder, then the next cylinder
-//! (DiskSim's traditional layout), zone by zone from the outer edge inwards. Logical sector 0
-//! of each track is rotated from the previous track's by the track skew (a head switch) or the
-//! cylinder skew (a cylinder switch), so that a sequential transfer finds its next sector
-//! arriving just as the head is ready. Each zone restarts the skew pattern at angle 0. No
-//! spare sectors or slipped defects are modelled.
+//! DiskSim's `layout_g1` (its `layout_g1.c` and the `layout_g1*.modspec` parameter docs):
+//! zones are explicit cylinder ranges, outer first; cylinders in no zone hold no data. Within
+//! a zone, LBNs fill a track, then the next surface of the same cylinder, then the next
+//! cylinder. With the serpentine mappings, odd cylinders (counted from the zone's first, or
+//! absolute) take their surfaces from the last down, so a cylinder switch keeps the head.
+//!
+//! A zone's sector space counts every sector of its tracks in that order. Its first
+//! "empty space at zone front" sectors hold no LBN; the LBNs follow, skipping slipped
+//! locations (a slipped sector, or with track sparing a slipped track, is passed over and
+//! every later LBN of its sparing region moves on by one); spare space is what is left at
+//! the end of each region — a track (`per-track`), a range of cylinders (`per-range`) or the
+//! zone (`tracks`, `per-zone`, `per-zone-slip-to-end`; `at-end` keeps its spares at the end
+//! of the disk, outside the model). A defective location's LBN is remapped to its
+//! replacement in the spare space. The slip and region arithmetic is DiskSim's
+//! `g1_ltop_*` family's, with slips found by binary search.
+//!
+//! The angle of a track's sector 0 is, in whole sectors, the zone's "offset of first block"
+//! plus one track skew per track before it in LBN order and one cylinder skew per cylinder
+//! before it, both counted from the zone's first cylinder (so each zone restarts its
+//! pattern at its offset), plus one sector per slip before its cylinder (`at-end`) or
+//! before the track itself (`per-track`), as DiskSim rotates them. Slipped, spare and empty sectors occupy slots like data: a transfer
+//! passing over them waits their time.
 
 use elevator_core::Instant;
 
@@ -38,24 +54,123 @@ pub(super) struct Track {
     pub(super) surface: u32,
 }
 
-/// A zone: cylinders that share a sectors-per-track count.
+/// How LBNs take the surfaces of a cylinder: DiskSim's "LBN-to-PBN mapping scheme"
+/// (`layout_g1.modspec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(super) enum Mapping {
+    /// Scheme 0: every cylinder from surface 0 to the last.
+    #[default]
+    Conventional,
+    /// Scheme 1: cylinders at an odd distance from their zone's first cylinder run from the
+    /// last surface to surface 0, so that a cylinder switch keeps the head.
+    Serpentine,
+    /// Scheme 2: the same by absolute cylinder number (odd cylinders run backwards).
+    SerpentineGlobal,
+}
+
+/// Where the spare space is and what slips push: DiskSim's "Sparing scheme used", the
+/// schemes the model implements (the others are refused where the key is parsed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(super) enum Sparing {
+    /// Scheme 0: no spare space; every sector of a zone past its empty front holds data.
+    #[default]
+    None,
+    /// Scheme 1: whole spare tracks at the end of each zone; slips and defects are track
+    /// numbers within the zone.
+    Tracks,
+    /// Scheme 3: "Number of spares" sectors at the end of each track; slips use them, and
+    /// every slip before a track rotates its layout by a sector.
+    PerTrack,
+    /// Scheme 7: spares at the end of the disk (not modelled: nothing is remapped there);
+    /// each slip pushes every later LBN of its zone on by one sector, and rotates the layout
+    /// of every later cylinder of the zone by one sector.
+    AtEnd,
+    /// Scheme 8: "Number of spares" sectors at the end of each range of `sparing_range`
+    /// cylinders; slips use them.
+    PerRange,
+    /// Scheme 9: "Number of spares" sectors at the end of each zone; slips use them.
+    PerZone,
+    /// Scheme 10: as 9, but slips do not use the zone's spares (the zone loses a sector per
+    /// slip).
+    PerZoneSlipToEnd,
+}
+
+/// A refusal from [`Geometry::new`]: the key to change and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct LayoutError {
+    /// The key whose value is impossible.
+    pub(super) key: &'static str,
+    /// What is wrong and what is accepted.
+    pub(super) problem: String,
+}
+
+fn refuse(key: &'static str, problem: String) -> LayoutError {
+    LayoutError { key, problem }
+}
+
+/// A zone: cylinders that share a sectors-per-track count, laid out.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Zone {
     /// Its first LBN.
     pub(super) first_lbn: u64,
+    /// LBNs it holds.
+    pub(super) lbn_count: u64,
     /// Its first cylinder.
     pub(super) first_cylinder: u32,
     /// How many cylinders it has.
     pub(super) cylinder_count: u32,
-    /// Sectors on each of its tracks.
+    /// Sectors on each of its tracks (data, spare and slipped alike).
     pub(super) sectors_per_track: u32,
-    /// Rotation of a track's sector 0 from the previous surface's, in sectors.
+    /// Rotation of a track's sector 0 from the previous track's in LBN order, in sectors.
     pub(super) track_skew_sectors: u32,
-    /// Rotation of a cylinder's first track from the previous cylinder's last, in sectors.
+    /// Extra rotation across a cylinder boundary, in sectors.
     pub(super) cylinder_skew_sectors: u32,
     /// The skew of one whole cylinder (every head switch plus the cylinder switch) modulo a
-    /// track, so that cylinder `k` of the zone starts `k` times this from angle 0.
+    /// track, so that cylinder `k` of the zone starts `k` times this from the zone's offset.
     cylinder_advance_sectors: u64,
+    /// Angle of the zone's first track's sector 0, in sectors ("Offset of first block").
+    offset_sectors: u64,
+    /// Sectors at the zone's front that hold no LBN ("Empty space at zone front").
+    front_empty_sectors: u64,
+    /// Slipped locations, ascending: sector indices within the zone (counted from its first
+    /// sector, empty front included), or track indices with [`Sparing::Tracks`].
+    slips: Vec<u64>,
+    /// `slips[i] − i`, non-decreasing: the LBN-space index past which slip `i` shifts
+    /// LBNs, so that the shift of an index is one binary search.
+    slip_keys: Vec<u64>,
+    /// `(defective, replacement)` locations in the units of `slips`, ascending by defect.
+    defects: Vec<(u64, u64)>,
+    /// The sparing region (a track, a range of cylinders, or the whole zone): LBN indices
+    /// it holds (`u64::MAX` for the whole zone) and sectors it spans.
+    region_lbns: u64,
+    region_sectors: u64,
+    /// Spare sectors that a long transfer passes over: those at the end of every track or
+    /// range (spares at the end of a zone are not passed).
+    passed_spare_sectors: u64,
+}
+
+impl Zone {
+    /// Where index `index_in_zone` of the zone's LBN space (LBNs after the empty front) lands
+    /// with slipped sectors skipped: its sector in the zone, the index of the first slip after
+    /// it, and how many LBNs from it lie on consecutive sectors of its region.
+    fn slot(&self, index_in_zone: u64) -> (u64, usize, u64) {
+        if self.region_lbns == u64::MAX {
+            // The zone is the region (the common case): no division.
+            let shift = self.slip_keys.partition_point(|&key| key <= index_in_zone);
+            return (index_in_zone + shift as u64, shift, u64::MAX - index_in_zone);
+        }
+        let region = index_in_zone / self.region_lbns;
+        let within = index_in_zone - region * self.region_lbns;
+        let base = region * self.region_sectors;
+        // The slips of this region move the LBN on, one for every slip at or before where it
+        // lands: as slips ascend, `slip − its index` does not fall, so one binary search.
+        let from = if base == 0 { 0 } else { self.slips.partition_point(|&slip| slip < base) };
+        let reach = base + within;
+        let shift =
+            from + self.slip_keys[from..].partition_point(|&key| key + from as u64 <= reach);
+        let slot = reach + (shift - from) as u64;
+        (slot, shift, self.region_lbns - within)
+    }
 }
 
 /// Where an LBN is.
@@ -65,10 +180,14 @@ pub(super) struct Location {
     pub(super) track: Track,
     /// Sectors on that track.
     pub(super) sectors_per_track: u32,
-    /// Its logical index on the track (LBN order).
+    /// Its slot on the track counted from the track's sector 0 (before the skew).
     pub(super) sector_in_track: u32,
-    /// Its physical slot on the track, counted from angle 0 (logical index plus skew).
+    /// Its physical slot on the track, counted from angle 0 (slot plus skew).
     pub(super) physical_sector: u32,
+    /// How many LBNs from this one lie on consecutive slots of this track (1 or more): the
+    /// run ends at the end of the track, before a slipped or defective slot, at a remapped
+    /// LBN and at the end of the zone.
+    pub(super) run_sectors: u32,
 }
 
 /// The platters: zones, surfaces and spindle speed.
@@ -76,6 +195,9 @@ pub(super) struct Location {
 pub(super) struct Geometry {
     zones: Vec<Zone>,
     surfaces: u32,
+    cylinders: u32,
+    mapping: Mapping,
+    sparing: Sparing,
     rpm: u64,
     capacity_sectors: u64,
     /// The period of `t ↦ (t·rpm) mod UNITS_PER_REVOLUTION` in ns, so that the angle is
@@ -83,50 +205,117 @@ pub(super) struct Geometry {
     angle_period_ns: u64,
 }
 
-/// A zone as given: cylinders and sectors per track, plus the skews in sectors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A zone as given.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub(super) struct ZoneSpec {
+    /// First cylinder.
+    pub(super) first_cylinder: u32,
     /// Cylinders.
     pub(super) cylinder_count: u32,
     /// Sectors per track.
     pub(super) sectors_per_track: u32,
-    /// Track skew in sectors.
+    /// Track skew in whole sectors.
     pub(super) track_skew_sectors: u32,
-    /// Cylinder skew in sectors.
+    /// Cylinder skew in whole sectors.
     pub(super) cylinder_skew_sectors: u32,
+    /// "Offset of first block" in whole sectors.
+    pub(super) first_block_offset_sectors: u32,
+    /// "Empty space at zone front" in sectors.
+    pub(super) front_empty_sectors: u64,
+    /// "Number of spares" (sectors, or tracks with [`Sparing::Tracks`]).
+    pub(super) spares: u64,
+    /// DiskSim's `slips`, as listed.
+    pub(super) slips: Vec<u64>,
+    /// DiskSim's `defects` pairs.
+    pub(super) defects: Vec<(u64, u64)>,
+}
+
+/// The disk-wide layout choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(super) struct LayoutSpec {
+    /// Cylinders on the disk (zones may leave some without data).
+    pub(super) cylinders: u32,
+    /// The LBN-to-PBN mapping.
+    pub(super) mapping: Mapping,
+    /// The sparing scheme.
+    pub(super) sparing: Sparing,
+    /// LBNs the disk exposes, when not all the layout holds.
+    pub(super) block_count: Option<u64>,
+    /// Cylinders per spare range (`sparing_range`), for [`Sparing::PerRange`].
+    pub(super) range_cylinders: u32,
 }
 
 impl Geometry {
-    /// Lays out `zones` (outer first) on `surfaces` surfaces spinning at `rpm`.
-    pub(super) fn new(zones: &[ZoneSpec], surfaces: u32, rpm: u32) -> Geometry {
+    /// Lays out `zones` (outer first) on `surfaces` surfaces spinning at `rpm`; refuses a
+    /// layout that is impossible, naming the key to change.
+    pub(super) fn new(
+        zones: &[ZoneSpec],
+        layout: &LayoutSpec,
+        surfaces: u32,
+        rpm: u32,
+    ) -> Result<Geometry, LayoutError> {
         assert!(!zones.is_empty() && surfaces > 0 && rpm > 0, "checked by the caller");
         let mut laid = Vec::with_capacity(zones.len());
-        let (mut lbn, mut cylinder) = (0u64, 0u32);
-        for spec in zones {
+        let mut lbn = 0u64;
+        let mut next_free_cylinder = 0u64;
+        for (index, spec) in zones.iter().enumerate() {
             assert!(spec.cylinder_count > 0 && spec.sectors_per_track > 0);
-            let spt = spec.sectors_per_track;
-            let track_skew_sectors = spec.track_skew_sectors % spt;
-            let cylinder_skew_sectors = spec.cylinder_skew_sectors % spt;
-            let cylinder_advance_sectors = (u64::from(surfaces - 1)
-                * u64::from(track_skew_sectors)
-                + u64::from(cylinder_skew_sectors))
-                % u64::from(spt);
-            let zone = Zone {
-                first_lbn: lbn,
-                first_cylinder: cylinder,
-                cylinder_count: spec.cylinder_count,
-                sectors_per_track: spt,
-                track_skew_sectors,
-                cylinder_skew_sectors,
-                cylinder_advance_sectors,
-            };
-            lbn += u64::from(spt) * u64::from(surfaces) * u64::from(zone.cylinder_count);
-            cylinder += zone.cylinder_count;
-            laid.push(zone);
+            let end_cylinder = u64::from(spec.first_cylinder) + u64::from(spec.cylinder_count);
+            if u64::from(spec.first_cylinder) < next_free_cylinder {
+                return Err(refuse(
+                    "zones",
+                    format!(
+                        "zone {index} starts at cylinder {} inside the zone before it (zones \
+                         must be ascending and not overlap)",
+                        spec.first_cylinder
+                    ),
+                ));
+            }
+            if end_cylinder > u64::from(layout.cylinders) {
+                return Err(refuse(
+                    "zones",
+                    format!(
+                        "zone {index} ends at cylinder {} but the disk has cylinders={} \
+                         (0..={})",
+                        end_cylinder - 1,
+                        layout.cylinders,
+                        layout.cylinders.saturating_sub(1)
+                    ),
+                ));
+            }
+            next_free_cylinder = end_cylinder;
+            laid.push(lay_zone(
+                index,
+                spec,
+                layout.sparing,
+                layout.range_cylinders,
+                surfaces,
+                lbn,
+            )?);
+            lbn += laid[index].lbn_count;
         }
+        let capacity_sectors = match layout.block_count {
+            Some(count) if count > lbn => {
+                return Err(refuse(
+                    "block_count",
+                    format!("{count} blocks, but the layout holds only {lbn} (1..={lbn} accepted)"),
+                ));
+            }
+            Some(count) => count,
+            None => lbn,
+        };
         let rpm = u64::from(rpm);
         let angle_period_ns = UNITS_PER_REVOLUTION / gcd(UNITS_PER_REVOLUTION, rpm);
-        Geometry { zones: laid, surfaces, rpm, capacity_sectors: lbn, angle_period_ns }
+        Ok(Geometry {
+            zones: laid,
+            surfaces,
+            cylinders: layout.cylinders,
+            mapping: layout.mapping,
+            sparing: layout.sparing,
+            rpm,
+            capacity_sectors,
+            angle_period_ns,
+        })
     }
 
     /// Sectors on the disk.
@@ -146,12 +335,23 @@ impl Geometry {
 
     /// Cylinders.
     pub(super) fn cylinders(&self) -> u32 {
-        self.zones.iter().map(|zone| zone.cylinder_count).sum()
+        self.cylinders
     }
 
     /// Revolutions per minute.
     pub(super) fn rpm(&self) -> u64 {
         self.rpm
+    }
+
+    /// The share of the sectors a sequential transfer passes over in `zone` that hold its
+    /// LBNs: slipped sectors (or slipped tracks, with track sparing) pass under the head
+    /// without data. Spare space and the empty front lie past or before the LBNs and are not
+    /// passed over in a long transfer within the zone.
+    pub(super) fn data_share(&self, zone: &Zone) -> f64 {
+        let slip_sectors = zone.slips.len() as u64
+            * if self.sparing == Sparing::Tracks { u64::from(zone.sectors_per_track) } else { 1 };
+        let passed = zone.lbn_count + slip_sectors + zone.passed_spare_sectors;
+        zone.lbn_count as f64 / passed as f64
     }
 
     /// Where `lbn` is. `lbn` must be below the capacity.
@@ -160,28 +360,75 @@ impl Geometry {
         let index = self.zones.partition_point(|zone| zone.first_lbn <= lbn) - 1;
         let zone = &self.zones[index];
         let spt = u64::from(zone.sectors_per_track);
-        let within = lbn - zone.first_lbn;
-        let track_in_zone = within / spt;
-        let sector_in_track = within - track_in_zone * spt;
+        // The LBN's index in the zone's sector space: past the empty front.
+        let index_in_zone = lbn - zone.first_lbn + zone.front_empty_sectors;
+        let (track_in_zone, sector_in_track, mut run) = if self.sparing == Sparing::Tracks {
+            // Whole tracks are slipped: LBNs fill tracks in order, skipping slipped tracks.
+            let listed_track = index_in_zone / spt;
+            let shift = zone.slip_keys.partition_point(|&key| key <= listed_track) as u64;
+            let mut track = listed_track + shift;
+            if let Ok(found) = zone.defects.binary_search_by_key(&track, |&(defect, _)| defect) {
+                track = zone.defects[found].1;
+            }
+            let sector = index_in_zone % spt;
+            (track, sector, spt - sector)
+        } else {
+            // Slipped sectors are skipped: the LBN moves on by one sector for every slip of its
+            // sparing region at or before where it lands.
+            let (mut slot, next_slip_index, to_region_end) = zone.slot(index_in_zone);
+            let mut run = (spt - slot % spt).min(to_region_end);
+            if let Some(&next_slip) = zone.slips.get(next_slip_index) {
+                run = run.min(next_slip - slot);
+            }
+            let next_defect = zone.defects.partition_point(|&(defect, _)| defect < slot);
+            match zone.defects.get(next_defect) {
+                Some(&(defect, replacement)) if defect == slot => {
+                    slot = replacement;
+                    run = 1;
+                }
+                Some(&(defect, _)) => run = run.min(defect - slot),
+                None => {}
+            }
+            (slot / spt, slot % spt, run)
+        };
+        run = run.min(zone.first_lbn + zone.lbn_count - lbn);
         let surfaces = u64::from(self.surfaces);
         let cylinder_in_zone = track_in_zone / surfaces;
-        let surface = track_in_zone - cylinder_in_zone * surfaces;
-        // At most 10^7 cylinders times a skew below 10^5 sectors: no overflow.
-        let offset = (cylinder_in_zone * zone.cylinder_advance_sectors
-            + surface * u64::from(zone.track_skew_sectors))
+        let logical_surface = track_in_zone - cylinder_in_zone * surfaces;
+        let cylinder = zone.first_cylinder + cylinder_in_zone as u32;
+        let reversed = match self.mapping {
+            Mapping::Conventional => false,
+            Mapping::Serpentine => cylinder_in_zone % 2 == 1,
+            Mapping::SerpentineGlobal => cylinder % 2 == 1,
+        };
+        let surface = if reversed { surfaces - 1 - logical_surface } else { logical_surface };
+        // With spares at the end of the disk every slip before a cylinder, and with spares
+        // per track every slip before a track (counted by physical surface, as DiskSim's
+        // `g1_map_pbn_skew` does), rotates its layout on by a sector.
+        let cutoff = match self.sparing {
+            Sparing::AtEnd => Some(cylinder_in_zone * surfaces * spt),
+            Sparing::PerTrack => Some((cylinder_in_zone * surfaces + surface) * spt),
+            _ => None,
+        };
+        let slip_rotation =
+            cutoff.map_or(0, |cutoff| zone.slips.partition_point(|&slip| slip < cutoff) as u64);
+        // The skew counts head switches in LBN order (the logical surface), as DiskSim does
+        // for every mapping. At most 10^7 cylinders times a skew below 10^5: no overflow.
+        let offset = (zone.offset_sectors
+            + cylinder_in_zone * zone.cylinder_advance_sectors
+            + logical_surface * u64::from(zone.track_skew_sectors)
+            + slip_rotation)
             % spt;
         let mut physical_sector = sector_in_track + offset;
         if physical_sector >= spt {
             physical_sector -= spt;
         }
         Location {
-            track: Track {
-                cylinder: zone.first_cylinder + cylinder_in_zone as u32,
-                surface: surface as u32,
-            },
+            track: Track { cylinder, surface: surface as u32 },
             sectors_per_track: zone.sectors_per_track,
             sector_in_track: sector_in_track as u32,
             physical_sector: physical_sector as u32,
+            run_sectors: run as u32,
         }
     }
 
@@ -191,6 +438,245 @@ impl Geometry {
     }
 }
 
+/// Lays out zone `index` from `first_lbn`: its LBN count from the sparing scheme, and its
+/// slips and defects checked against its size.
+fn lay_zone(
+    index: usize,
+    spec: &ZoneSpec,
+    sparing: Sparing,
+    range_cylinders: u32,
+    surfaces: u32,
+    first_lbn: u64,
+) -> Result<Zone, LayoutError> {
+    let spt = spec.sectors_per_track;
+    let tracks = u64::from(spec.cylinder_count) * u64::from(surfaces);
+    let sectors = tracks * u64::from(spt);
+    let slip_count = spec.slips.len() as u64;
+    let defect_count = spec.defects.len() as u64;
+    // Slips and defects count tracks with track sparing, sectors otherwise.
+    let (unit, units) =
+        if sparing == Sparing::Tracks { ("track", tracks) } else { ("sector", sectors) };
+    if let Some(window) = spec.slips.windows(2).find(|pair| pair[0] >= pair[1]) {
+        return Err(refuse(
+            "slips",
+            format!(
+                "zone {index}: slip {} follows {}; slips must be strictly ascending",
+                window[1], window[0]
+            ),
+        ));
+    }
+    if let Some(&slip) = spec.slips.iter().find(|&&slip| slip >= units) {
+        return Err(refuse(
+            "slips",
+            format!("zone {index}: slip {slip} is beyond the zone's {units} {unit}s (0..{units})"),
+        ));
+    }
+    let mut defects = spec.defects.clone();
+    defects.sort_unstable();
+    if let Some(&(defect, replacement)) =
+        defects.iter().find(|&&(defect, replacement)| defect >= units || replacement >= units)
+    {
+        return Err(refuse(
+            "defects",
+            format!(
+                "zone {index}: {defect}>{replacement} is beyond the zone's {units} {unit}s \
+                 (0..{units})"
+            ),
+        ));
+    }
+    if defects.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+        return Err(refuse("defects", format!("zone {index}: a defect is listed twice")));
+    }
+    let too_many = |what: &str, most: u64| {
+        refuse(
+            "slips",
+            format!(
+                "zone {index}: {slip_count} slips and {defect_count} defects, but {what} \
+                 (at most {most} together)"
+            ),
+        )
+    };
+    let front = spec.front_empty_sectors;
+    let reserved = match sparing {
+        Sparing::None | Sparing::AtEnd if spec.spares > 0 => {
+            return Err(refuse(
+                "zone_spares",
+                format!(
+                    "zone {index}: {} spares, but sparing={} keeps no spares in a zone (0 \
+                     accepted; spares need sparing=tracks, per-track, per-range, per-zone \
+                     or per-zone-slip-to-end)",
+                    spec.spares,
+                    if sparing == Sparing::None { "none" } else { "at-end" }
+                ),
+            ));
+        }
+        Sparing::None if slip_count + defect_count > 0 => {
+            return Err(refuse(
+                "slips",
+                format!(
+                    "zone {index}: slips or defects need spare space, but sparing=none (use \
+                     tracks, per-track, at-end, per-range, per-zone or per-zone-slip-to-end)"
+                ),
+            ));
+        }
+        Sparing::AtEnd if defect_count > 0 => {
+            return Err(refuse(
+                "defects",
+                format!(
+                    "zone {index}: sparing=at-end remaps defects to the end of the disk, which \
+                     the model does not hold (defects need sparing=tracks, per-track, \
+                     per-range, per-zone or per-zone-slip-to-end)"
+                ),
+            ));
+        }
+        Sparing::None => 0,
+        Sparing::AtEnd => slip_count,
+        Sparing::Tracks => {
+            if slip_count + defect_count > spec.spares {
+                return Err(too_many("the zone has only that many spare tracks", spec.spares));
+            }
+            spec.spares.saturating_mul(u64::from(spt))
+        }
+        Sparing::PerTrack | Sparing::PerRange => {
+            let (region, region_sectors, regions) = if sparing == Sparing::PerTrack {
+                ("track", u64::from(spt), tracks)
+            } else {
+                let per_range = u64::from(range_cylinders) * u64::from(surfaces) * u64::from(spt);
+                ("range", per_range, u64::from(spec.cylinder_count / range_cylinders))
+            };
+            if spec.spares >= region_sectors {
+                return Err(refuse(
+                    "zone_spares",
+                    format!(
+                        "zone {index}: {} spares per {region} leave no data in its \
+                         {region_sectors} sectors (0..{region_sectors})",
+                        spec.spares
+                    ),
+                ));
+            }
+            spec.spares * regions
+        }
+        Sparing::PerZone => spec.spares,
+        Sparing::PerZoneSlipToEnd => spec.spares + slip_count,
+    };
+    let lbn_count = sectors
+        .checked_sub(front.saturating_add(reserved))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            refuse(
+                "zone_spares",
+                format!(
+                    "zone {index}: its {sectors} sectors leave no data after {front} empty at the \
+                 front and {reserved} spare or slipped"
+                ),
+            )
+        })?;
+    let spt64 = u64::from(spt);
+    let (region_lbns, region_sectors, passed_spare_sectors) = match sparing {
+        Sparing::PerTrack => (spt64 - spec.spares, spt64, spec.spares * tracks),
+        Sparing::PerRange => {
+            let per_range = u64::from(range_cylinders) * u64::from(surfaces) * spt64;
+            (per_range - spec.spares, per_range, reserved)
+        }
+        _ => (u64::MAX, sectors, 0),
+    };
+    let mut zone = Zone {
+        first_lbn,
+        lbn_count,
+        first_cylinder: spec.first_cylinder,
+        cylinder_count: spec.cylinder_count,
+        sectors_per_track: spt,
+        track_skew_sectors: spec.track_skew_sectors % spt,
+        cylinder_skew_sectors: spec.cylinder_skew_sectors % spt,
+        cylinder_advance_sectors: 0,
+        offset_sectors: u64::from(spec.first_block_offset_sectors % spt),
+        front_empty_sectors: front,
+        slips: spec.slips.clone(),
+        slip_keys: spec.slips.iter().enumerate().map(|(i, &slip)| slip - i as u64).collect(),
+        defects,
+        region_lbns,
+        region_sectors,
+        passed_spare_sectors,
+    };
+    zone.cylinder_advance_sectors = (u64::from(surfaces - 1) * u64::from(zone.track_skew_sectors)
+        + u64::from(zone.cylinder_skew_sectors))
+        % spt64;
+    check_slips_and_replacements(index, &zone, sparing, units, unit)?;
+    Ok(zone)
+}
+
+/// Refuses slips that push a sparing region's LBNs past its end, and replacements that are
+/// not spare locations (each must lie past its region's data and be no slip, and with
+/// [`Sparing::PerRange`] in its defect's range, as DiskSim takes it modulo the range).
+fn check_slips_and_replacements(
+    index: usize,
+    zone: &Zone,
+    sparing: Sparing,
+    units: u64,
+    unit: &str,
+) -> Result<(), LayoutError> {
+    let indices = zone.front_empty_sectors + zone.lbn_count;
+    // Where region `region`'s data ends (one past its last LBN's location).
+    let data_end = |region: u64| -> u64 {
+        if sparing == Sparing::Tracks {
+            return indices.div_ceil(u64::from(zone.sectors_per_track)) + zone.slips.len() as u64;
+        }
+        let first = region.saturating_mul(zone.region_lbns);
+        if first >= indices {
+            return region * zone.region_sectors;
+        }
+        let last = (first.saturating_add(zone.region_lbns)).min(indices) - 1;
+        zone.slot(last).0 + 1
+    };
+    let region_of = |location: u64| {
+        if sparing == Sparing::Tracks { 0 } else { location / zone.region_sectors }
+    };
+    if sparing != Sparing::Tracks {
+        let mut regions: Vec<u64> = zone.slips.iter().map(|&slip| region_of(slip)).collect();
+        regions.dedup();
+        for region in regions {
+            let end = data_end(region);
+            if end > (region + 1).saturating_mul(zone.region_sectors).min(units) {
+                return Err(refuse(
+                    "slips",
+                    format!(
+                        "zone {index}: the slips push LBNs past the end of their sparing \
+                         region ({}); a region takes at most as many slips as it has spare \
+                         sectors",
+                        match sparing {
+                            Sparing::PerTrack => format!("track {region} of the zone"),
+                            Sparing::PerRange => format!("range {region} of the zone"),
+                            _ => "the zone".to_owned(),
+                        }
+                    ),
+                ));
+            }
+        }
+    }
+    let mut replacements: Vec<u64> = Vec::with_capacity(zone.defects.len());
+    for &(defect, replacement) in &zone.defects {
+        let region = region_of(replacement);
+        let end = data_end(region);
+        let is_slip = sparing != Sparing::Tracks && zone.slips.binary_search(&replacement).is_ok();
+        let other_range = sparing == Sparing::PerRange && region_of(defect) != region;
+        if replacement < end || is_slip || other_range {
+            return Err(refuse(
+                "defects",
+                format!(
+                    "zone {index}: replacement {replacement} for {defect} is not a spare \
+                     {unit} (its region's data ends before {end}; a replacement must be a \
+                     spare {unit} past it, no slip, and with per-range in the defect's range)"
+                ),
+            ));
+        }
+        replacements.push(replacement);
+    }
+    replacements.sort_unstable();
+    if replacements.windows(2).any(|pair| pair[0] == pair[1]) {
+        return Err(refuse("defects", format!("zone {index}: two defects share a replacement")));
+    }
+    Ok(())
+}
 /// The angle of the boundary before physical sector `index` (which may exceed the track, for
 /// spans that wrap past angle 0), in units from angle 0 of the track.
 pub(super) fn boundary_units(index: u64, sectors_per_track: u32) -> u64 {
@@ -216,13 +702,15 @@ pub(super) struct Target {
     pub(super) angle_units: u64,
 }
 
-/// One track's worth of a media transfer: the head arrives on `track` at `on_track` and
-/// transfers sectors from `lbn` towards the end of the track as they pass under it.
+/// One run's worth of a media transfer: the head arrives on `track` at `on_track` and
+/// transfers sectors from `lbn` as they pass under it, up to the end of the run of LBNs on
+/// consecutive slots ([`Location::run_sectors`]). A slipped or defective slot ends a run: the
+/// next run starts on the same track one slot on, so a transfer waits the sector's time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Piece {
     /// The first LBN.
     pub(super) lbn: u64,
-    /// Sectors from `lbn` to the end of its track (or of the disk).
+    /// Sectors from `lbn` to the end of its run (or of the disk).
     pub(super) sector_count: u32,
     sectors_per_track: u32,
     physical_sector: u32,
@@ -476,11 +964,10 @@ impl Mechanics {
         let location = target.location;
         let on_track =
             Instant::from_nanos(at.as_nanos() + self.switch_ns(from, location.track, write));
-        let to_track_end = u64::from(location.sectors_per_track - location.sector_in_track);
         let to_disk_end = self.geometry.capacity_sectors - target.lbn;
         Piece {
             lbn: target.lbn,
-            sector_count: to_track_end.min(to_disk_end) as u32,
+            sector_count: u64::from(location.run_sectors).min(to_disk_end) as u32,
             sectors_per_track: location.sectors_per_track,
             physical_sector: location.physical_sector,
             start_boundary_units: target.angle_units,
@@ -493,8 +980,9 @@ impl Mechanics {
     }
 
     /// Plans a transfer of `sector_count` sectors from `lbn`, head at `from`, free at `at`:
-    /// position, then track by track with a head or cylinder switch and a rotational wait
-    /// between tracks.
+    /// position, then run by run with a head or cylinder switch (none between runs of one
+    /// track) and a rotational wait before each run: the time slipped, spare and skew
+    /// sectors take to pass under the head.
     pub(super) fn access(
         &self,
         from: Track,

@@ -50,10 +50,19 @@
 //! | `rpm` | 7200 | spindle speed |
 //! | `cylinders` | 106400 | cylinders; with the zones and surfaces this fixes the capacity |
 //! | `surfaces` | 10 | recording surfaces (heads) |
-//! | `zones` | (unset) | explicit zones, outer first: `CYLINDERS@SPT/CYLINDERS@SPT/...`; the cylinders must add up to `cylinders` |
+//! | `zones` | (unset) | explicit zones, outer first: `CYLINDERS@SPT/CYLINDERS@SPT/...` (the cylinders must add up to `cylinders`), or inclusive ranges `FIRST-LAST@SPT/...`, ascending, not overlapping (cylinders in no range hold no data); all entries in one form |
 //! | `zone_count` | 30 | without `zones`: this many zones of equal cylinder count... |
 //! | `spt_outer` | 1242 | ...with sectors per track from this at the outer edge... |
 //! | `spt_inner` | 594 | ...to this at the inner edge, linearly in between |
+//! | `zone_skews` | (unset) | per zone `TRACK:CYLINDER` skews in sectors (DiskSim's "Skew for track/cylinder switch"; decimals truncated to whole sectors as DiskSim does); replaces `track_skew` and `cylinder_skew` |
+//! | `zone_offsets` | 0:0 each | per zone `OFFSET:EMPTY`: the angle of the zone's first track's sector 0 in sectors ("Offset of first block", truncated) and the sectors at the zone's front that hold no LBN ("Empty space at zone front") |
+//! | `mapping` | conventional | DiskSim's LBN-to-PBN mapping 0/1/2: `conventional`, `serpentine` (odd cylinders of a zone take their surfaces last to first), `serpentine-global` (odd cylinders by absolute number) |
+//! | `sparing` | none | DiskSim's sparing scheme by name (`none` 0 ... `per-zone-slip-to-end` 10); implemented: `none`, `tracks` (1), `per-track` (3), `at-end` (7), `per-range` (8), `per-zone` (9), `per-zone-slip-to-end` (10); the per-cylinder ones (2, 4, 5, 6) are refused |
+//! | `sparing_range` | 1 | DiskSim's "Rangesize for sparing": cylinders per spare range with `per-range` |
+//! | `zone_spares` | 0 each | per zone "Number of spares": sectors at the end of each track (`per-track`), range (`per-range`) or the zone (`per-zone...`), or whole tracks at the zone's end (`tracks`) |
+//! | `slips` | (none) | `ZONE:N+N/...`: DiskSim's slips, sector indices within the zone counted from its first sector (empty front included), track indices with `tracks`; ascending |
+//! | `defects` | (none) | `ZONE:DEFECT>REPLACEMENT+.../...` in the units of `slips`; the replacement must lie in the zone's spare space |
+//! | `block_count` | (unset) | LBNs the disk exposes; refused when the layout holds fewer; unset: all it holds |
 //! | `track_skew` | (derived) | angle from one surface's sector 0 to the next's, as the time the platter takes to turn through it; default `head_switch + write_settle` |
 //! | `cylinder_skew` | (derived) | the same across a cylinder boundary; default one-cylinder seek `+ write_settle` |
 //! | `seek` | curve | `curve`, `hpl` or `table` |
@@ -62,6 +71,7 @@
 //! | `seek_full` | 16ms | `curve`: full-stroke seek |
 //! | `hpl` | (unset) | `hpl`: `V1/V2/V3/V4/V5/V6` (V1 in cylinders, the rest ms, V6 = -1 for none) |
 //! | `seek_table` | (unset) | `table`: `DISTANCE:MS/DISTANCE:MS/...`, distances ascending |
+//! | `seek_first_ten` | (unset) | `hpl`: ten times `MS/MS/...` for distances 1..10 (DiskSim's `hplplus10`); the equation beyond |
 //! | `head_switch` | 0.9ms | switching heads within a cylinder |
 //! | `write_settle` | 0.5ms | extra settling before writing after the head moved |
 //! | `overhead_read` | 0.03ms | controller time per read |
@@ -74,15 +84,32 @@
 //! | `depth` | 1 | commands accepted at once (1: no command queuing) |
 //! | `driver` | generic | the driver in front of it (`device/driver.rs`): its queue's depth and largest request |
 //!
-//! The capacity is derived: the sum over zones of cylinders × surfaces × sectors per track.
-//! Skews given as times are converted per zone to whole sectors, rounded up, so that the
-//! switch always fits in the gap.
+//! The capacity is derived (unless `block_count` caps it): the sum over zones of cylinders ×
+//! surfaces × sectors per track, less each zone's empty front, its spares and, where the
+//! sparing scheme says so, its slips (DiskSim's `dm_layout_g1_compute_blksinband`). Skews
+//! given as times are converted per zone to whole sectors, rounded up, so that the switch
+//! always fits in the gap. `layout.rs` describes the mapping.
 //!
 //! # Deviations from Ruemmler & Wilkes and DiskSim
 //!
-//! * No spare sectors, slipped defects or remapping; zones restart the skew pattern at angle 0.
-//! * One skew time per kind (track, cylinder) for the whole disk, converted per zone, where
-//!   DiskSim gives per-zone sector counts.
+//! * Sparing schemes 2, 4, 5 and 6 (spares per cylinder) are refused: none of the four
+//!   validated drives uses them, DiskSim's own mapping for them moves an LBN pushed past
+//!   a cylinder's data by slips onto the next cylinder's first LBNs (two LBNs on one
+//!   sector), and its "front" variants place spares at the front only when mapping back.
+//!   With `per-track`, DiskSim counts the empty front in LBNs rather than sectors (one
+//!   track holds fewer LBNs than sectors); that is kept. Scheme 0
+//!   follows DiskSim's documented meaning (DiskSim 4.0's own code for it does not map).
+//!   `at-end` keeps no spares in a zone and remaps no defects (they would go to the end of
+//!   the disk, which is not modelled); its zone spare counts must be 0 (the four files'
+//!   are).
+//! * A zone's skews are whole sectors, as DiskSim's are when given in sectors; skews in
+//!   revolutions ("Skew units") are not offered. Without `zone_skews`, one skew time per kind
+//!   (track, cylinder) for the whole disk is converted per zone.
+//! * DiskSim ignores its "Block count" and exposes all the layout holds; `block_count` caps
+//!   the disk at it (a drive exposes its block count).
+//! * Slips and defects may not be given with `sparing=none` (DiskSim ignores them there).
+//! * A seek that also changes the surface costs the seek alone; DiskSim takes the larger of
+//!   the seek and the head switch.
 //! * One write settle time for every distance; writes settle after head switches too.
 //! * The host transfer overlaps the media transfer; the bus is one resource, reserved in the
 //!   order transfers are planned (a transfer planned for later can delay a cache hit that
@@ -102,6 +129,8 @@
 
 mod cache;
 mod layout;
+#[cfg(test)]
+mod layout_tests;
 mod seek;
 #[cfg(test)]
 mod tests;
@@ -116,7 +145,10 @@ use elevator_core::{
 use super::driver::DRIVER_KEY;
 use super::{Command, CommandId, DeviceModel, DeviceStats, Preset};
 use cache::{Cache, Lookup, Progress, Segment, Stream};
-use layout::{Geometry, Mechanics, Piece, Target, Track, UNITS_PER_REVOLUTION, ZoneSpec};
+use layout::{
+    Geometry, LayoutSpec, Mapping, Mechanics, Piece, Sparing, Target, Track, UNITS_PER_REVOLUTION,
+    ZoneSpec,
+};
 use seek::SeekCurve;
 
 /// One line for `elevator list devices`.
@@ -177,6 +209,71 @@ pub const KEYS: &[KeySpec] = &[
         default: "594",
         help: "sectors per track in the innermost zone (without `zones`)",
     },
+    KeySpec {
+        key: "zone_skews",
+        kind: KeyKind::Text,
+        default: "",
+        help: "per-zone skews in sectors, TRACK:CYLINDER/TRACK:CYLINDER/... one per zone \
+               (DiskSim's skews for track and cylinder switch; decimals truncated to whole \
+               sectors as DiskSim does); replaces track_skew and cylinder_skew",
+    },
+    KeySpec {
+        key: "zone_offsets",
+        kind: KeyKind::Text,
+        default: "",
+        help: "per-zone OFFSET:EMPTY/... in sectors: DiskSim's offset of first block (angle of \
+               the zone's first sector; decimals truncated) and empty space at zone front \
+               (sectors holding no LBN); default 0:0 each",
+    },
+    KeySpec {
+        key: "mapping",
+        kind: KeyKind::Choice(&["conventional", "serpentine", "serpentine-global"]),
+        default: "conventional",
+        help: "DiskSim's LBN-to-PBN mapping scheme 0/1/2: surfaces in order on every cylinder, \
+               or reversed on odd cylinders (counted per zone, or absolute)",
+    },
+    KeySpec {
+        key: "sparing",
+        kind: KeyKind::Choice(SPARING_NAMES),
+        default: "none",
+        help: "DiskSim's sparing scheme 0..10 by name; implemented: none, tracks, per-track, \
+               at-end, per-range, per-zone, per-zone-slip-to-end",
+    },
+    KeySpec {
+        key: "sparing_range",
+        kind: KeyKind::Integer { min: 1, max: 10_000_000 },
+        default: "1",
+        help: "DiskSim's rangesize for sparing (cylinders per spare range; used by per-range \
+               only)",
+    },
+    KeySpec {
+        key: "zone_spares",
+        kind: KeyKind::Text,
+        default: "",
+        help: "per-zone spare counts N/N/... (sectors, or tracks with sparing=tracks); default \
+               0 each",
+    },
+    KeySpec {
+        key: "slips",
+        kind: KeyKind::Text,
+        default: "",
+        help: "slipped locations ZONE:N+N+.../ZONE:N+..., zone index from 0, numbers as \
+               DiskSim's slips list them (sector index within the zone counting its empty \
+               front, or track index with sparing=tracks), ascending",
+    },
+    KeySpec {
+        key: "defects",
+        kind: KeyKind::Text,
+        default: "",
+        help: "remapped defects ZONE:DEFECT>REPLACEMENT+.../..., in the units of slips; the \
+               replacement must be a spare location",
+    },
+    KeySpec {
+        key: "block_count",
+        kind: KeyKind::Integer { min: 1, max: 1 << 48 },
+        default: "",
+        help: "LBNs the disk exposes (DiskSim's block count); default all the layout holds",
+    },
     time_key(
         "track_skew",
         "",
@@ -210,6 +307,13 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Text,
         default: "",
         help: "seek=table: DISTANCE:MS/DISTANCE:MS/... ascending, linear in between",
+    },
+    KeySpec {
+        key: "seek_first_ten",
+        kind: KeyKind::Text,
+        default: "",
+        help: "seek=hpl: MS/MS/... exactly ten times for distances 1..10 (DiskSim's \
+               hplplus10); the hpl equation covers longer seeks",
     },
     time_key("head_switch", "0.9ms", "switching heads within a cylinder"),
     time_key("write_settle", "0.5ms", "extra settling before a write after the head moved"),
@@ -680,22 +784,10 @@ impl Hdd {
         } else {
             seek.seek_ns(1) + write_settle_ns
         };
-        // A skew is the time converted to whole sectors of each zone, rounded up so that the
-        // switch fits in the gap: sectors = ⌈t·spt·rpm / 60·10⁹⌉.
-        let skew_sectors = |nanos: u64, sectors_per_track: u32| -> u32 {
-            let units = u128::from(nanos) * u128::from(sectors_per_track) * u128::from(rpm);
-            units.div_ceil(u128::from(UNITS_PER_REVOLUTION)).min(u128::from(u32::MAX)) as u32
-        };
-        let zones: Vec<ZoneSpec> = zone_layout
-            .iter()
-            .map(|&(cylinder_count, sectors_per_track)| ZoneSpec {
-                cylinder_count,
-                sectors_per_track,
-                track_skew_sectors: skew_sectors(track_skew_ns, sectors_per_track),
-                cylinder_skew_sectors: skew_sectors(cylinder_skew_ns, sectors_per_track),
-            })
-            .collect();
-        let geometry = Geometry::new(&zones, surfaces, rpm);
+        let (zones, layout) =
+            zone_specs(params, &zone_layout, cylinders, rpm, track_skew_ns, cylinder_skew_ns)?;
+        let geometry = Geometry::new(&zones, &layout, surfaces, rpm)
+            .map_err(|refusal| params.impossible(refusal.key, refusal.problem))?;
 
         let segment_bytes = params.size("segment_size");
         if segment_bytes % SECTOR_SIZE_BYTES != 0 {
@@ -757,6 +849,9 @@ impl Hdd {
     /// The sustained rate of a long sequential read from the outermost zone, in bytes per
     /// second: a cylinder's tracks, one revolution each, plus a track skew between surfaces and
     /// a cylinder skew to the next cylinder (the datasheet formula), capped by the host bus.
+    /// Slipped sectors pass under the head without data, so the zone's data share
+    /// (`Geometry::data_share`) scales the bytes; spares and the empty front lie outside a
+    /// long transfer's path.
     /// A large sequential transfer runs within 5 % of it: the rest is the first positioning
     /// and the per-command overhead that read-ahead does not hide.
     pub fn sustained_read_bytes_per_s(&self) -> f64 {
@@ -768,7 +863,8 @@ impl Hdd {
         let cylinder_ns = surfaces * revolution_ns
             + (surfaces - 1.0) * f64::from(zone.track_skew_sectors) * sector_ns
             + f64::from(zone.cylinder_skew_sectors) * sector_ns;
-        let cylinder_bytes = surfaces * f64::from(zone.sectors_per_track) * 512.0;
+        let cylinder_bytes =
+            surfaces * f64::from(zone.sectors_per_track) * 512.0 * geometry.data_share(zone);
         (cylinder_bytes / cylinder_ns * 1e9).min(self.bus_bytes_per_s as f64)
     }
 
@@ -1530,42 +1626,92 @@ fn bus_ns(sector_count: u64, bytes_per_s: u64) -> u64 {
     (bytes * 1_000_000_000).div_ceil(u128::from(bytes_per_s)) as u64
 }
 
-/// The zones as `(cylinders, sectors per track)`, outer first, from `zones` or from
-/// `zone_count`, `spt_outer` and `spt_inner`.
-fn zone_layout(params: &Params, cylinders: u32) -> Result<Vec<(u32, u32)>, ParamError> {
+/// DiskSim's sparing schemes 0..=10 by name, in DiskSim's order.
+const SPARING_NAMES: &[&str] = &[
+    "none",
+    "tracks",
+    "per-cylinder",
+    "per-track",
+    "per-cylinder-slip-to-end",
+    "per-cylinder-front",
+    "per-cylinder-front-slip-to-end",
+    "at-end",
+    "per-range",
+    "per-zone",
+    "per-zone-slip-to-end",
+];
+
+/// The zones as `(first cylinder, cylinders, sectors per track)`, outer first, from `zones`
+/// (counts or explicit ranges) or from `zone_count`, `spt_outer` and `spt_inner`.
+fn zone_layout(params: &Params, cylinders: u32) -> Result<Vec<(u32, u32, u32)>, ParamError> {
     if params.has("zones") {
         let text = params.text("zones");
-        let expected = "CYLINDERS@SECTORS_PER_TRACK zones separated by `/`, outer first, \
-                        e.g. 3000@1242/3000@1200";
-        let mut zones = Vec::new();
+        let expected = "CYLINDERS@SECTORS_PER_TRACK zones separated by `/`, outer first, e.g. \
+                        3000@1242/3000@1200, or inclusive cylinder ranges FIRST-LAST@SPT, \
+                        ascending and not overlapping, e.g. 0-846@254/848-1643@245; all \
+                        entries in one form; cylinders >= 1, sectors per track 1..=100000";
+        let mut zones: Vec<(u32, u32, u32)> = Vec::new();
+        let mut ranges = None;
         for zone in text.split('/').map(str::trim) {
-            let parsed = zone.split_once('@').and_then(|(count, spt)| {
-                Some((count.trim().parse::<u32>().ok()?, spt.trim().parse::<u32>().ok()?))
-            });
-            match parsed {
-                Some((count, spt)) if count > 0 && (1..=100_000).contains(&spt) => {
-                    zones.push((count, spt));
+            let bad = || {
+                params.impossible("zones", format!("`{zone}` is not a zone (expected {expected})"))
+            };
+            let (cylinder_part, spt) = zone.split_once('@').ok_or_else(bad)?;
+            let spt = spt.trim().parse::<u32>().ok().filter(|spt| (1..=100_000).contains(spt));
+            let spt = spt.ok_or_else(bad)?;
+            let is_range = cylinder_part.contains('-');
+            if *ranges.get_or_insert(is_range) != is_range {
+                return Err(params.impossible(
+                    "zones",
+                    format!("`{zone}` mixes counts and ranges (expected {expected})"),
+                ));
+            }
+            if let Some((first, last)) = cylinder_part.split_once('-') {
+                let first = first.trim().parse::<u32>().map_err(|_| bad())?;
+                let last = last.trim().parse::<u32>().map_err(|_| bad())?;
+                if last < first {
+                    return Err(bad());
                 }
-                _ => {
+                if let Some(&(previous_first, previous_count, _)) = zones.last()
+                    && u64::from(first) < u64::from(previous_first) + u64::from(previous_count)
+                {
                     return Err(params.impossible(
                         "zones",
                         format!(
-                            "`{zone}` is not a zone (expected {expected}; cylinders >= 1, \
-                             sectors per track 1..=100000)"
+                            "`{zone}` overlaps or precedes the zone before it (ranges must be \
+                             ascending and not overlap)"
                         ),
                     ));
                 }
+                if last >= cylinders {
+                    return Err(params.impossible(
+                        "zones",
+                        format!(
+                            "`{zone}` reaches past the disk's cylinders={cylinders} (cylinders \
+                             0..={})",
+                            cylinders.saturating_sub(1)
+                        ),
+                    ));
+                }
+                zones.push((first, last - first + 1, spt));
+            } else {
+                let count = cylinder_part.trim().parse::<u32>().ok().filter(|&count| count > 0);
+                let count = count.ok_or_else(bad)?;
+                let first = zones.last().map_or(0, |&(first, count, _)| first + count);
+                zones.push((first, count, spt));
             }
         }
-        let total: u64 = zones.iter().map(|&(count, _)| u64::from(count)).sum();
-        if total != u64::from(cylinders) {
-            return Err(params.impossible(
-                "zones",
-                format!(
-                    "the zones cover {total} cylinders but the disk has cylinders={cylinders}; \
-                     their cylinder counts must add up to it"
-                ),
-            ));
+        if ranges == Some(false) {
+            let total: u64 = zones.iter().map(|&(_, count, _)| u64::from(count)).sum();
+            if total != u64::from(cylinders) {
+                return Err(params.impossible(
+                    "zones",
+                    format!(
+                        "the zones cover {total} cylinders but the disk has \
+                         cylinders={cylinders}; their cylinder counts must add up to it"
+                    ),
+                ));
+            }
         }
         return Ok(zones);
     }
@@ -1579,15 +1725,208 @@ fn zone_layout(params: &Params, cylinders: u32) -> Result<Vec<(u32, u32)>, Param
     let outer = params.integer("spt_outer") as f64;
     let inner = params.integer("spt_inner") as f64;
     let (base, extra) = (cylinders / zone_count, cylinders % zone_count);
+    let mut first = 0;
     Ok((0..zone_count)
         .map(|index| {
             let count = base + u32::from(index < extra);
             let fraction =
                 if zone_count == 1 { 0.0 } else { f64::from(index) / f64::from(zone_count - 1) };
             let spt = (outer + (inner - outer) * fraction).round() as u32;
-            (count, spt)
+            first += count;
+            (first - count, count, spt)
         })
         .collect())
+}
+
+/// A zone list key's entries, one per zone; `None` when the key is unset.
+fn zone_list<'a>(
+    params: &'a Params,
+    key: &'static str,
+    zone_count: usize,
+    expected: &str,
+) -> Result<Option<Vec<&'a str>>, ParamError> {
+    if !params.has(key) {
+        return Ok(None);
+    }
+    let entries: Vec<&str> = params.text(key).split('/').map(str::trim).collect();
+    if entries.len() != zone_count {
+        return Err(params.impossible(
+            key,
+            format!(
+                "{} entries for {zone_count} zones (expected one per zone, outer first, \
+                 separated by `/`: {expected})",
+                entries.len()
+            ),
+        ));
+    }
+    Ok(Some(entries))
+}
+
+/// A sector count that may be a decimal, truncated to whole sectors as DiskSim's
+/// `layout_g1_zone` truncates skews and offsets given in sectors (`(int)d`).
+fn whole_sectors(text: &str) -> Option<u32> {
+    let value: f64 = text.trim().parse().ok()?;
+    (value.is_finite() && (0.0..=1e6).contains(&value)).then_some(value as u32)
+}
+
+/// A per-zone sparse list (`slips`, `defects`): `ZONE:ITEM+ITEM/ZONE:...`, each zone at most
+/// once; the items of each zone parsed by `item`.
+fn zone_items<T>(
+    params: &Params,
+    key: &'static str,
+    zone_count: usize,
+    expected: &str,
+    item: impl Fn(&str) -> Option<T>,
+) -> Result<Vec<Vec<T>>, ParamError> {
+    let mut lists: Vec<Option<Vec<T>>> = (0..zone_count).map(|_| None).collect();
+    if params.has(key) {
+        for entry in params.text(key).split('/').map(str::trim) {
+            let bad = |why: &str| {
+                params.impossible(key, format!("`{entry}`: {why} (expected {expected})"))
+            };
+            let (zone, items) = entry.split_once(':').ok_or_else(|| bad("no ZONE:"))?;
+            let zone: usize = zone.trim().parse().map_err(|_| bad("not a zone index"))?;
+            let slot = lists
+                .get_mut(zone)
+                .ok_or_else(|| bad(&format!("zone {zone} does not exist (0..{zone_count})")))?;
+            if slot.is_some() {
+                return Err(bad(&format!("zone {zone} is listed twice")));
+            }
+            let parsed: Option<Vec<T>> = items.split('+').map(|text| item(text.trim())).collect();
+            *slot = Some(parsed.ok_or_else(|| bad("an item is malformed"))?);
+        }
+    }
+    Ok(lists.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+/// The zones and the layout choices, from the zone layout and the layout keys. Skews come
+/// from `zone_skews` in sectors, or else from the skew times converted per zone to whole
+/// sectors, rounded up so that the switch fits in the gap: ⌈t·spt·rpm / 60·10⁹⌉.
+fn zone_specs(
+    params: &Params,
+    zone_layout: &[(u32, u32, u32)],
+    cylinders: u32,
+    rpm: u32,
+    track_skew_ns: u64,
+    cylinder_skew_ns: u64,
+) -> Result<(Vec<ZoneSpec>, LayoutSpec), ParamError> {
+    let count = zone_layout.len();
+    let skew_sectors = |nanos: u64, sectors_per_track: u32| -> u32 {
+        let units = u128::from(nanos) * u128::from(sectors_per_track) * u128::from(rpm);
+        units.div_ceil(u128::from(UNITS_PER_REVOLUTION)).min(u128::from(u32::MAX)) as u32
+    };
+    let skew_expected = "TRACK:CYLINDER skews in sectors >= 0, e.g. 97:133/96:132";
+    let skews = zone_list(params, "zone_skews", count, skew_expected)?;
+    let offset_expected = "OFFSET:EMPTY in sectors >= 0, e.g. 0:1632/14:0";
+    let offsets = zone_list(params, "zone_offsets", count, offset_expected)?;
+    let spares_expected = "a spare count >= 0 per zone, e.g. 1270/1225";
+    let spares = zone_list(params, "zone_spares", count, spares_expected)?;
+    let slips = zone_items(
+        params,
+        "slips",
+        count,
+        "ZONE:N+N+.../ZONE:N+..., zone index from 0, numbers >= 0 ascending, e.g. 0:468+526/1:231",
+        |text| text.parse::<u64>().ok(),
+    )?;
+    let defects = zone_items(
+        params,
+        "defects",
+        count,
+        "ZONE:DEFECT>REPLACEMENT+.../..., zone index from 0, e.g. 0:100>9000",
+        |text| {
+            let (defect, replacement) = text.split_once('>')?;
+            Some((defect.trim().parse::<u64>().ok()?, replacement.trim().parse::<u64>().ok()?))
+        },
+    )?;
+    let mut zones = Vec::with_capacity(count);
+    for (index, &(first_cylinder, cylinder_count, sectors_per_track)) in
+        zone_layout.iter().enumerate()
+    {
+        let (track_skew_sectors, cylinder_skew_sectors) = match &skews {
+            Some(entries) => {
+                let entry = entries[index];
+                entry
+                    .split_once(':')
+                    .and_then(|(track, cylinder)| {
+                        Some((whole_sectors(track)?, whole_sectors(cylinder)?))
+                    })
+                    .ok_or_else(|| {
+                        params.impossible(
+                            "zone_skews",
+                            format!("zone {index}: `{entry}` is not {skew_expected}"),
+                        )
+                    })?
+            }
+            None => (
+                skew_sectors(track_skew_ns, sectors_per_track),
+                skew_sectors(cylinder_skew_ns, sectors_per_track),
+            ),
+        };
+        let (first_block_offset_sectors, front_empty_sectors) = match &offsets {
+            Some(entries) => {
+                let entry = entries[index];
+                entry
+                    .split_once(':')
+                    .and_then(|(offset, empty)| {
+                        Some((whole_sectors(offset)?, empty.trim().parse::<u64>().ok()?))
+                    })
+                    .ok_or_else(|| {
+                        params.impossible(
+                            "zone_offsets",
+                            format!("zone {index}: `{entry}` is not {offset_expected}"),
+                        )
+                    })?
+            }
+            None => (0, 0),
+        };
+        let spares = match &spares {
+            Some(entries) => entries[index].parse::<u64>().map_err(|_| {
+                params.impossible(
+                    "zone_spares",
+                    format!("zone {index}: `{}` is not {spares_expected}", entries[index]),
+                )
+            })?,
+            None => 0,
+        };
+        zones.push(ZoneSpec {
+            first_cylinder,
+            cylinder_count,
+            sectors_per_track,
+            track_skew_sectors,
+            cylinder_skew_sectors,
+            first_block_offset_sectors,
+            front_empty_sectors,
+            spares,
+            slips: slips[index].clone(),
+            defects: defects[index].clone(),
+        });
+    }
+    let mapping = match params.text("mapping") {
+        "serpentine" => Mapping::Serpentine,
+        "serpentine-global" => Mapping::SerpentineGlobal,
+        _ => Mapping::Conventional,
+    };
+    let sparing = match params.text("sparing") {
+        "none" => Sparing::None,
+        "tracks" => Sparing::Tracks,
+        "per-track" => Sparing::PerTrack,
+        "at-end" => Sparing::AtEnd,
+        "per-range" => Sparing::PerRange,
+        "per-zone" => Sparing::PerZone,
+        "per-zone-slip-to-end" => Sparing::PerZoneSlipToEnd,
+        other => {
+            return Err(params.impossible(
+                "sparing",
+                format!(
+                    "DiskSim's sparing scheme `{other}` is not implemented (implemented: none, \
+                     tracks, per-track, at-end, per-range, per-zone, per-zone-slip-to-end)"
+                ),
+            ));
+        }
+    };
+    let block_count = params.has("block_count").then(|| params.integer("block_count") as u64);
+    let range_cylinders = params.integer("sparing_range") as u32;
+    Ok((zones, LayoutSpec { cylinders, mapping, sparing, block_count, range_cylinders }))
 }
 
 /// The seek curve the keys describe.
@@ -1632,6 +1971,14 @@ fn seek_curve(params: &Params, cylinders: u32) -> Result<SeekCurve, ParamError> 
                 .map_err(|problem| params.impossible("seek_avg", problem))?;
             ("seek_avg", curve)
         }
+    };
+    let (key, curve) = if params.has("seek_first_ten") {
+        let curve = curve
+            .with_first_ten(params.text("seek_first_ten"))
+            .map_err(|problem| params.impossible("seek_first_ten", problem))?;
+        ("seek_first_ten", curve)
+    } else {
+        (key, curve)
     };
     curve.check(longest).map_err(|problem| params.impossible(key, problem))?;
     Ok(curve)

@@ -10,10 +10,20 @@
 //!   single-cylinder time and `a`, `b` chosen so that the curve passes through the full-stroke
 //!   time and its average over random pairs of distinct cylinders (the Hitachi/IBM datasheet
 //!   definition: distance `d` weighted by `N − d`) is the given average.
-//! * `table` — measured points with linear interpolation between them. The table is used as
-//!   given: it need not be monotonic (the Atlas 10K's one-cylinder seek is slower than its
-//!   two-cylinder one). Below its first distance the first time holds; past its last distance
-//!   the last segment's slope continues.
+//! * `hpl` plus `seek_first_ten` — DiskSim's "hplplus10": the ten measured times for
+//!   distances 1 to 10, the HPL equation's two pieces (without the `V6` override) beyond.
+//! * `table` — DiskSim's "extracted" seek type: measured points with linear interpolation
+//!   between them, a listed distance taking its listed time. The table is used as given: it
+//!   need not be monotonic (the Atlas 10K's one-cylinder seek is slower than its
+//!   two-cylinder one), and between a slower and a faster point the time falls linearly, as
+//!   DiskSim's does. Past its last distance the last segment's slope continues, as DiskSim
+//!   extrapolates. Below its first distance the first time holds (DiskSim's tables start at
+//!   one cylinder, and DiskSim has no rule there).
+//!
+//! DiskSim computes in integer time ticks and truncates an interpolated time to a tick;
+//! here the interpolation is in floating point and rounds to the nanosecond. DiskSim takes
+//! the larger of the seek and the head switch when a seek also changes the surface; here a
+//! seek between cylinders costs the seek alone (the existing presets' behaviour).
 //!
 //! Times are computed in floating-point milliseconds and rounded to whole nanoseconds when they
 //! leave this module. A zero distance costs nothing.
@@ -37,6 +47,9 @@ pub(super) enum SeekCurve {
     },
     /// `(distance in cylinders, ms)` points, strictly ascending in distance.
     Table(Vec<(u32, f64)>),
+    /// DiskSim's hplplus10: the times for distances 1..=10 in ms, then the HPL pieces
+    /// (`V6` unused).
+    HplFirstTen([f64; 6], [f64; 10]),
 }
 
 impl SeekCurve {
@@ -70,6 +83,15 @@ impl SeekCurve {
                 a_ms * (d - 1.0).sqrt() + b_ms * (d - 1.0) + c_ms
             }
             SeekCurve::Table(points) => table_ms(points, distance_cylinders),
+            SeekCurve::HplFirstTen([v1, v2, v3, v4, v5, _], first_ten) => {
+                if distance_cylinders <= 10 {
+                    first_ten[distance_cylinders as usize - 1]
+                } else if d < *v1 {
+                    v2 + v3 * d.sqrt()
+                } else {
+                    v4 + v5 * d
+                }
+            }
         }
     }
 
@@ -162,6 +184,27 @@ impl SeekCurve {
         Ok(SeekCurve::Hpl(values))
     }
 
+    /// This HPL curve with DiskSim's first ten seek times from `text` (`MS/MS/...`, exactly
+    /// ten); fails unless `self` is an HPL curve.
+    pub(super) fn with_first_ten(self, text: &str) -> Result<SeekCurve, String> {
+        let SeekCurve::Hpl(hpl) = self else {
+            return Err("needs seek=hpl (DiskSim's hplplus10)".to_owned());
+        };
+        let expected = "exactly ten times >= 0 in ms separated by `/`, for distances 1..10, \
+                        e.g. 2.89/3.68/3.81/3.98/4.27/4.65/4.52/4.65/4.82/4.99";
+        let fields: Vec<&str> = text.split('/').map(str::trim).collect();
+        if fields.len() != 10 {
+            return Err(format!("`{text}` has {} times (expected {expected})", fields.len()));
+        }
+        let mut first_ten = [0.0; 10];
+        for (value, field) in first_ten.iter_mut().zip(&fields) {
+            *value = parse_number(field).filter(|ms| *ms >= 0.0).ok_or_else(|| {
+                format!("`{field}` in `{text}` is not a time >= 0 (expected {expected})")
+            })?;
+        }
+        Ok(SeekCurve::HplFirstTen(hpl, first_ten))
+    }
+
     /// Parses `d:ms/d:ms/...`, distances strictly ascending.
     pub(super) fn parse_table(text: &str) -> Result<SeekCurve, String> {
         let expected = "DISTANCE:MS points separated by `/`, distances in cylinders strictly \
@@ -213,6 +256,19 @@ impl SeekCurve {
                     .all(|d| self.seek_ns(d - 1) <= self.seek_ns(d))
             }
             SeekCurve::Table(points) => points.windows(2).all(|pair| pair[0].1 <= pair[1].1),
+            SeekCurve::HplFirstTen([v1, _, v3, _, v5, _], _) => {
+                // Checked distance by distance over the ten given and their hand-over to the
+                // equation, and at the equation's own hand-over; beyond, each piece rises
+                // with non-negative coefficients.
+                if *v3 < 0.0 || *v5 < 0.0 {
+                    return false;
+                }
+                let first_linear = v1.ceil().clamp(1.0, f64::from(u32::MAX)) as u32;
+                (2..=11)
+                    .chain([first_linear])
+                    .filter(|&d| (2..=longest).contains(&d))
+                    .all(|d| self.seek_ns(d - 1) <= self.seek_ns(d))
+            }
         }
     }
 
@@ -224,6 +280,10 @@ impl SeekCurve {
                 vec![1, 2, v1.saturating_sub(1).max(1), v1.max(1), longest.max(1)]
             }
             SeekCurve::Curve { .. } => vec![1, longest.max(1)],
+            SeekCurve::HplFirstTen([v1, ..], _) => {
+                let v1 = (*v1).min(f64::from(u32::MAX)) as u32;
+                vec![11, v1.saturating_sub(1).max(1), v1.max(1), longest.max(1)]
+            }
             SeekCurve::Table(points) => {
                 points.iter().map(|&(d, _)| d).chain([longest.max(1)]).collect()
             }
@@ -248,6 +308,11 @@ impl fmt::Display for SeekCurve {
                 write!(f, "curve {a_ms:.4}·√(d−1)+{b_ms:.6}·(d−1)+{c_ms} ms")
             }
             SeekCurve::Table(points) => write!(f, "table of {} points", points.len()),
+            SeekCurve::HplFirstTen(v, _) => write!(
+                f,
+                "hpl {}/{}/{}/{}/{}/{} with the first ten seeks given",
+                v[0], v[1], v[2], v[3], v[4], v[5]
+            ),
         }
     }
 }
