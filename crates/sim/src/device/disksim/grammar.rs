@@ -1,0 +1,735 @@
+//! The block grammar of DiskSim 4.0's parameter files (`.parv`, `.diskspecs`, `.model`) and
+//! its extracted seek curves (`.seek`).
+//!
+//! What the grammar is, learnt from DiskSim's manual (CMU-PDL-08-101 §3) and its `libparam`
+//! documentation; this is our own reader:
+//!
+//! * `#` starts a comment running to the end of the line.
+//! * A file is a sequence of top-level items: blocks `TYPE NAME { Key = value, ... }`,
+//!   `source FILE` (the items of another file, found relative to the directory of the file
+//!   naming it), `instantiate [ NAME, ... ] as TEMPLATE`, and `topology TYPE NAME [ ... ]`
+//!   (nested `TYPE NAME [ ... ]` children).
+//! * A parameter's name is everything before its `=` on that line (names hold spaces, dots,
+//!   parentheses, slashes and hyphens: `Segment size (in blks)`); runs of blanks inside a
+//!   name count as one space.
+//! * A value is an integer, a real, a word (identifier or file name), a `"quoted string"`,
+//!   a list `[ value, ... ]` (lists and blocks nest), an anonymous block `TYPE { ... }`, a
+//!   named block `TYPE NAME { ... }`, or `source FILE` (the one block that file holds).
+//!
+//! Errors name the file and line and say what was expected; nothing here panics on any input.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A refused parameter file: where, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}: {problem}", file.display())]
+pub struct DiskSimError {
+    /// The file.
+    pub file: PathBuf,
+    /// The line (from 1; 0 when the file could not be read at all).
+    pub line: usize,
+    /// What was wrong, or what was expected.
+    pub problem: String,
+}
+
+/// Where something was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// The file.
+    pub file: Arc<PathBuf>,
+    /// The line, from 1.
+    pub line: usize,
+}
+
+impl Location {
+    /// An error at this place.
+    pub fn error(&self, problem: impl Into<String>) -> DiskSimError {
+        DiskSimError { file: self.file.as_ref().clone(), line: self.line, problem: problem.into() }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
+}
+
+/// A value as written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A whole number.
+    Integer(i64),
+    /// A number with a fraction or exponent.
+    Real(f64),
+    /// An identifier, file name or quoted string.
+    Word(String),
+    /// `[ ... ]`.
+    List(Vec<Node>),
+    /// `TYPE [NAME] { ... }` or `source FILE`.
+    Block(Block),
+}
+
+/// A value and where it was written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    /// The value.
+    pub value: Value,
+    /// Where.
+    pub at: Location,
+}
+
+impl Node {
+    /// The value as a number (integers and reals both).
+    pub fn number(&self, name: &str) -> Result<f64, DiskSimError> {
+        match self.value {
+            Value::Integer(number) => Ok(number as f64),
+            Value::Real(number) => Ok(number),
+            _ => Err(self.at.error(format!("`{name}` must be a number"))),
+        }
+    }
+
+    /// The value as a whole number (a real with no fraction is accepted, as DiskSim reads
+    /// `Rotation speed (in rpms) = 10045.0`).
+    pub fn integer(&self, name: &str) -> Result<i64, DiskSimError> {
+        match self.value {
+            Value::Integer(number) => Ok(number),
+            Value::Real(number) if number.fract() == 0.0 && number.abs() < 9.0e15 => {
+                Ok(number as i64)
+            }
+            _ => Err(self.at.error(format!("`{name}` must be a whole number"))),
+        }
+    }
+
+    /// The value as a word.
+    pub fn word(&self, name: &str) -> Result<&str, DiskSimError> {
+        match &self.value {
+            Value::Word(word) => Ok(word),
+            _ => Err(self.at.error(format!("`{name}` must be a name"))),
+        }
+    }
+
+    /// The value as a list.
+    pub fn list(&self, name: &str) -> Result<&[Node], DiskSimError> {
+        match &self.value {
+            Value::List(items) => Ok(items),
+            _ => Err(self.at.error(format!("`{name}` must be a list `[ ... ]`"))),
+        }
+    }
+
+    /// The value as a block.
+    pub fn block(&self, name: &str) -> Result<&Block, DiskSimError> {
+        match &self.value {
+            Value::Block(block) => Ok(block),
+            _ => Err(self.at.error(format!("`{name}` must be a block `TYPE {{ ... }}`"))),
+        }
+    }
+}
+
+/// `Key = value` inside a block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    /// The name, blanks collapsed.
+    pub name: String,
+    /// The value.
+    pub value: Node,
+}
+
+/// `TYPE NAME { ... }` or an anonymous `TYPE { ... }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    /// `disksim_disk`, `dm_layout_g1_zone`...
+    pub type_name: String,
+    /// The name of a top-level (or sourced) block.
+    pub name: Option<String>,
+    /// The parameters in the order written.
+    pub params: Vec<Param>,
+    /// Where the block starts.
+    pub at: Location,
+}
+
+impl Block {
+    /// The parameter `name`, if written.
+    pub fn get(&self, name: &str) -> Option<&Node> {
+        self.params.iter().find(|param| param.name == name).map(|param| &param.value)
+    }
+
+    /// The parameter `name`, which must be written.
+    pub fn require(&self, name: &str) -> Result<&Node, DiskSimError> {
+        self.get(name).ok_or_else(|| {
+            self.at.error(format!("{} block lacks `{name}`", self.type_name))
+        })
+    }
+}
+
+/// `instantiate [ NAMES ] as TEMPLATE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instantiate {
+    /// The instances' names.
+    pub names: Vec<String>,
+    /// The block they copy.
+    pub template: String,
+    /// Where.
+    pub at: Location,
+}
+
+/// One node of a `topology`: `TYPE NAME [ children ]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopologyNode {
+    /// `disksim_iodriver`, `disksim_bus`, `disksim_ctlr`, `disksim_disk`...
+    pub type_name: String,
+    /// The instance.
+    pub name: String,
+    /// What hangs below it.
+    pub children: Vec<TopologyNode>,
+    /// Where.
+    pub at: Location,
+}
+
+/// Everything a parameter file (and the files it sources) says.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Document {
+    /// Top-level blocks, in order.
+    pub blocks: Vec<Block>,
+    /// `instantiate` lines, in order.
+    pub instantiations: Vec<Instantiate>,
+    /// `topology` trees, in order.
+    pub topologies: Vec<TopologyNode>,
+}
+
+impl Document {
+    /// The top-level block named `name`.
+    pub fn block(&self, name: &str) -> Option<&Block> {
+        self.blocks.iter().find(|block| block.name.as_deref() == Some(name))
+    }
+}
+
+/// The block types DiskSim 4.0 knows (its modules' `disksim_`/`dm_` names); any other type
+/// is refused, as DiskSim refuses it.
+pub const BLOCK_TYPES: &[&str] = &[
+    "disksim_global",
+    "disksim_stats",
+    "disksim_iodriver_stats",
+    "disksim_bus_stats",
+    "disksim_ctlr_stats",
+    "disksim_device_stats",
+    "disksim_pf_stats",
+    "disksim_iodriver",
+    "disksim_ioqueue",
+    "disksim_bus",
+    "disksim_ctlr",
+    "disksim_disk",
+    "disksim_simpledisk",
+    "disksim_logorg",
+    "disksim_pf",
+    "disksim_synthio",
+    "disksim_synthgen",
+    "disksim_syncset",
+    "disksim_iosim",
+    "disksim_iomap",
+    "disksim_cachemem",
+    "disksim_cachedev",
+    "dm_disk",
+    "dm_layout_g1",
+    "dm_layout_g1_zone",
+    "dm_layout_g2",
+    "dm_layout_g2_zone",
+    "dm_layout_g4",
+    "dm_mech_g1",
+    "memsmodel_mems",
+    "ssdmodel_ssd",
+];
+
+/// How deep `source` may nest (a file sourcing itself is refused, not followed forever).
+const SOURCE_DEPTH_LIMIT: usize = 16;
+
+/// Reads a parameter file and every file it sources.
+pub fn parse_file(path: &Path) -> Result<Document, DiskSimError> {
+    parse_file_at(path, 0)
+}
+
+/// Parses `text` as if read from `path` (`source` lines are found relative to `path`'s
+/// directory).
+pub fn parse_text(path: &Path, text: &str) -> Result<Document, DiskSimError> {
+    Parser::new(path, text, 0).document()
+}
+
+fn read(path: &Path, from: Option<&Location>) -> Result<String, DiskSimError> {
+    std::fs::read_to_string(path).map_err(|error| match from {
+        Some(at) => at.error(format!("cannot read sourced file {}: {error}", path.display())),
+        None => DiskSimError { file: path.to_owned(), line: 0, problem: error.to_string() },
+    })
+}
+
+fn parse_file_at(path: &Path, depth: usize) -> Result<Document, DiskSimError> {
+    let text = read(path, None)?;
+    Parser::new(path, &text, depth).document()
+}
+
+/// `name` relative to the directory of the file that wrote it.
+pub fn relative_to(file: &Path, name: &str) -> PathBuf {
+    let name = Path::new(name);
+    if name.is_absolute() {
+        return name.to_owned();
+    }
+    file.parent().map_or_else(|| name.to_owned(), |dir| dir.join(name))
+}
+
+/// Bytes that end a word.
+fn is_delimiter(byte: u8) -> bool {
+    byte.is_ascii_whitespace() || b",{}[]#=\"".contains(&byte)
+}
+
+struct Parser<'a> {
+    bytes: &'a [u8],
+    position: usize,
+    line: usize,
+    file: Arc<PathBuf>,
+    depth: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn new(path: &Path, text: &'a str, depth: usize) -> Parser<'a> {
+        Parser {
+            bytes: text.as_bytes(),
+            position: 0,
+            line: 1,
+            file: Arc::new(path.to_owned()),
+            depth,
+        }
+    }
+
+    fn here(&self) -> Location {
+        Location { file: Arc::clone(&self.file), line: self.line }
+    }
+
+    fn error(&self, problem: impl Into<String>) -> DiskSimError {
+        self.here().error(problem)
+    }
+
+    /// Skips blanks, newlines and comments; the next byte, if any.
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(&byte) = self.bytes.get(self.position) {
+            match byte {
+                b'\n' => {
+                    self.line += 1;
+                    self.position += 1;
+                }
+                b'#' => {
+                    while self.bytes.get(self.position).is_some_and(|&b| b != b'\n') {
+                        self.position += 1;
+                    }
+                }
+                _ if byte.is_ascii_whitespace() => self.position += 1,
+                _ => return Some(byte),
+            }
+        }
+        None
+    }
+
+    fn expect(&mut self, byte: u8, what: &str) -> Result<(), DiskSimError> {
+        match self.peek() {
+            Some(found) if found == byte => {
+                self.position += 1;
+                Ok(())
+            }
+            Some(found) => Err(self.error(format!(
+                "expected {what}, found `{}`",
+                char::from(found).escape_default()
+            ))),
+            None => Err(self.error(format!("expected {what}, found the end of the file"))),
+        }
+    }
+
+    /// A word (possibly empty when the next byte is a delimiter).
+    fn word(&mut self) -> String {
+        self.peek();
+        let start = self.position;
+        while self.bytes.get(self.position).is_some_and(|&byte| !is_delimiter(byte)) {
+            self.position += 1;
+        }
+        String::from_utf8_lossy(&self.bytes[start..self.position]).into_owned()
+    }
+
+    fn required_word(&mut self, what: &str) -> Result<String, DiskSimError> {
+        let word = self.word();
+        if word.is_empty() {
+            return Err(match self.peek() {
+                Some(found) => self.error(format!(
+                    "expected {what}, found `{}`",
+                    char::from(found).escape_default()
+                )),
+                None => self.error(format!("expected {what}, found the end of the file")),
+            });
+        }
+        Ok(word)
+    }
+
+    fn document(&mut self) -> Result<Document, DiskSimError> {
+        let mut document = Document::default();
+        while self.peek().is_some() {
+            let at = self.here();
+            let word = self.required_word("a block, `source`, `instantiate` or `topology`")?;
+            match word.as_str() {
+                "source" => {
+                    let sourced = self.sourced_path(&at)?;
+                    if self.depth >= SOURCE_DEPTH_LIMIT {
+                        return Err(at.error("`source` nested too deep (a file sourcing itself?)"));
+                    }
+                    let text = read(&sourced, Some(&at))?;
+                    let inner = Parser::new(&sourced, &text, self.depth + 1).document()?;
+                    document.blocks.extend(inner.blocks);
+                    document.instantiations.extend(inner.instantiations);
+                    document.topologies.extend(inner.topologies);
+                }
+                "instantiate" => {
+                    self.expect(b'[', "`[` after `instantiate`")?;
+                    let mut names = Vec::new();
+                    loop {
+                        if self.peek() == Some(b']') {
+                            self.position += 1;
+                            break;
+                        }
+                        names.push(self.required_word("an instance name")?);
+                        if self.peek() == Some(b',') {
+                            self.position += 1;
+                        }
+                    }
+                    let as_word = self.word();
+                    if as_word != "as" {
+                        return Err(self.error(format!(
+                            "expected `as TEMPLATE` after `instantiate [ ... ]`, found `{as_word}`"
+                        )));
+                    }
+                    let template = self.required_word("the template's name after `as`")?;
+                    document.instantiations.push(Instantiate { names, template, at });
+                }
+                "topology" => {
+                    let type_name = self.required_word("the topology root's type")?;
+                    document.topologies.push(self.topology_node(type_name, at)?);
+                }
+                _ => {
+                    check_type(&word, &at)?;
+                    let name = self.required_word(&format!("the name of the {word} block"))?;
+                    self.expect(b'{', &format!("`{{` opening block {name}"))?;
+                    let params = self.block_body()?;
+                    document.blocks.push(Block { type_name: word, name: Some(name), params, at });
+                }
+            }
+        }
+        Ok(document)
+    }
+
+    fn sourced_path(&mut self, at: &Location) -> Result<PathBuf, DiskSimError> {
+        let name = self.required_word("a file name after `source`")?;
+        Ok(relative_to(&at.file, &name))
+    }
+
+    fn topology_node(
+        &mut self,
+        type_name: String,
+        at: Location,
+    ) -> Result<TopologyNode, DiskSimError> {
+        if self.depth > SOURCE_DEPTH_LIMIT * 4 {
+            return Err(at.error("topology nested too deep"));
+        }
+        let name = self.required_word(&format!("the name of the {type_name} instance"))?;
+        self.expect(b'[', &format!("`[` after topology node {name}"))?;
+        let mut children = Vec::new();
+        loop {
+            match self.peek() {
+                Some(b']') => {
+                    self.position += 1;
+                    break;
+                }
+                Some(b',') => self.position += 1,
+                _ => {
+                    let child_at = self.here();
+                    let child_type = self.required_word("a topology node `TYPE NAME [ ... ]`")?;
+                    self.depth += 1;
+                    let child = self.topology_node(child_type, child_at);
+                    self.depth -= 1;
+                    children.push(child?);
+                }
+            }
+        }
+        Ok(TopologyNode { type_name, name, children, at })
+    }
+
+    /// The parameters after `{`, through the closing `}`.
+    fn block_body(&mut self) -> Result<Vec<Param>, DiskSimError> {
+        let mut params: Vec<Param> = Vec::new();
+        loop {
+            match self.peek() {
+                Some(b'}') => {
+                    self.position += 1;
+                    return Ok(params);
+                }
+                None => return Err(self.error("expected `}` closing the block, found the end of the file")),
+                _ => {}
+            }
+            let at = self.here();
+            let name = self.param_name()?;
+            if params.iter().any(|param| param.name == name) {
+                return Err(at.error(format!("parameter `{name}` given twice")));
+            }
+            let value = self.value(&name)?;
+            params.push(Param { name, value });
+            match self.peek() {
+                Some(b',') => self.position += 1,
+                Some(b'}') => {}
+                Some(found) => {
+                    return Err(self.error(format!(
+                        "expected `,` or `}}` after parameter `{}`, found `{}`",
+                        params.last().map_or("", |param| param.name.as_str()),
+                        char::from(found).escape_default()
+                    )));
+                }
+                None => {
+                    return Err(self.error("expected `}` closing the block, found the end of the file"));
+                }
+            }
+        }
+    }
+
+    /// `Name with spaces` up to its `=` (consumed), on one line.
+    fn param_name(&mut self) -> Result<String, DiskSimError> {
+        self.peek();
+        let start = self.position;
+        loop {
+            match self.bytes.get(self.position) {
+                Some(b'=') => break,
+                Some(&byte) if b"\n{}[],#\"".contains(&byte) => {
+                    let seen = String::from_utf8_lossy(&self.bytes[start..self.position]);
+                    return Err(self.error(format!(
+                        "expected `NAME = value`, found `{}`",
+                        seen.trim()
+                    )));
+                }
+                Some(_) => self.position += 1,
+                None => return Err(self.error("expected `NAME = value`, found the end of the file")),
+            }
+        }
+        let raw = String::from_utf8_lossy(&self.bytes[start..self.position]);
+        self.position += 1;
+        let name = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+        if name.is_empty() {
+            return Err(self.error("expected a parameter name before `=`"));
+        }
+        Ok(name)
+    }
+
+    fn value(&mut self, name: &str) -> Result<Node, DiskSimError> {
+        if self.depth > SOURCE_DEPTH_LIMIT * 4 {
+            return Err(self.error("values nested too deep"));
+        }
+        let next = self.peek();
+        let at = self.here();
+        let value = match next {
+            Some(b'[') => {
+                self.position += 1;
+                let mut items = Vec::new();
+                loop {
+                    if self.peek() == Some(b']') {
+                        self.position += 1;
+                        break;
+                    }
+                    self.depth += 1;
+                    let item = self.value(name);
+                    self.depth -= 1;
+                    items.push(item?);
+                    match self.peek() {
+                        Some(b',') => self.position += 1,
+                        Some(b']') => {}
+                        Some(found) => {
+                            return Err(self.error(format!(
+                                "expected `,` or `]` in the list of `{name}`, found `{}`",
+                                char::from(found).escape_default()
+                            )));
+                        }
+                        None => {
+                            return Err(self.error(format!(
+                                "expected `]` closing the list of `{name}`, found the end of the file"
+                            )));
+                        }
+                    }
+                }
+                Value::List(items)
+            }
+            Some(b'"') => {
+                self.position += 1;
+                let start = self.position;
+                while self.bytes.get(self.position).is_some_and(|&b| b != b'"' && b != b'\n') {
+                    self.position += 1;
+                }
+                if self.bytes.get(self.position) != Some(&b'"') {
+                    return Err(self.error(format!("unterminated string in `{name}`")));
+                }
+                let text = String::from_utf8_lossy(&self.bytes[start..self.position]).into_owned();
+                self.position += 1;
+                Value::Word(text)
+            }
+            Some(byte) if !is_delimiter(byte) => {
+                let word = self.word();
+                if word == "source" {
+                    let sourced = self.sourced_path(&at)?;
+                    if self.depth >= SOURCE_DEPTH_LIMIT {
+                        return Err(at.error("`source` nested too deep (a file sourcing itself?)"));
+                    }
+                    let text = read(&sourced, Some(&at))?;
+                    let mut inner = Parser::new(&sourced, &text, self.depth + 1);
+                    let node = inner.value(name)?;
+                    if inner.peek().is_some() {
+                        return Err(inner.error(format!(
+                            "expected the end of the file after the value of `{name}`"
+                        )));
+                    }
+                    return Ok(node);
+                }
+                self.after_word(word, &at)?
+            }
+            Some(found) => {
+                return Err(self.error(format!(
+                    "expected a value for `{name}`, found `{}`",
+                    char::from(found).escape_default()
+                )));
+            }
+            None => {
+                return Err(self.error(format!(
+                    "expected a value for `{name}`, found the end of the file"
+                )));
+            }
+        };
+        Ok(Node { value, at })
+    }
+
+    /// A word: a block's type (`TYPE { ... }`, `TYPE NAME { ... }`), a number or a name.
+    fn after_word(&mut self, word: String, at: &Location) -> Result<Value, DiskSimError> {
+        let block = |parser: &mut Parser<'_>, name: Option<String>| {
+            check_type(&word, at)?;
+            parser.expect(b'{', "`{`")?;
+            parser.depth += 1;
+            let params = parser.block_body();
+            parser.depth -= 1;
+            Ok(Value::Block(Block { type_name: word.clone(), name, params: params?, at: at.clone() }))
+        };
+        match self.peek() {
+            Some(b'{') => return block(self, None),
+            Some(byte) if !is_delimiter(byte) => {
+                // `TYPE NAME {`: look past the second word without consuming it otherwise.
+                let (position, line) = (self.position, self.line);
+                let name = self.word();
+                if self.peek() == Some(b'{') {
+                    return block(self, Some(name));
+                }
+                self.position = position;
+                self.line = line;
+                return Err(self.error(format!("expected `,` after `{word}`, found `{name}`")));
+            }
+            _ => {}
+        }
+        if let Ok(number) = word.parse::<i64>() {
+            return Ok(Value::Integer(number));
+        }
+        let starts_numeric =
+            word.bytes().next().is_some_and(|b| b.is_ascii_digit() || b == b'-' || b == b'+' || b == b'.');
+        if starts_numeric {
+            return match word.parse::<f64>() {
+                Ok(number) if number.is_finite() => Ok(Value::Real(number)),
+                _ => Err(at.error(format!("`{word}` is not a number"))),
+            };
+        }
+        Ok(Value::Word(word))
+    }
+}
+
+fn check_type(word: &str, at: &Location) -> Result<(), DiskSimError> {
+    if BLOCK_TYPES.contains(&word) {
+        Ok(())
+    } else {
+        Err(at.error(format!(
+            "unknown block type `{word}` (DiskSim 4.0 knows: {})",
+            BLOCK_TYPES.join(", ")
+        )))
+    }
+}
+
+/// An extracted seek curve: `(distance in cylinders, time in ms)`, as the file lists them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeekCurve {
+    /// The points, in file order.
+    pub points: Vec<(u64, f64)>,
+}
+
+/// Reads a `.seek` file: `Seek distances measured: N`, then N lines `DISTANCE, MS` (a third
+/// and fourth column, as some drives' files carry — a deviation and a count — are read
+/// past). The count must match; distances must ascend.
+pub fn parse_seek_file(path: &Path, from: &Location) -> Result<SeekCurve, DiskSimError> {
+    let text = read(path, Some(from))?;
+    parse_seek_text(path, &text)
+}
+
+/// [`parse_seek_file`] on text already read.
+pub fn parse_seek_text(path: &Path, text: &str) -> Result<SeekCurve, DiskSimError> {
+    let error = |line: usize, problem: String| DiskSimError { file: path.to_owned(), line, problem };
+    let mut lines = text.lines().enumerate().map(|(index, line)| (index + 1, line));
+    let count = loop {
+        let Some((number, line)) = lines.next() else {
+            return Err(error(1, "expected `Seek distances measured: N`, found the end of the file".into()));
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let count = line
+            .trim()
+            .strip_prefix("Seek distances measured:")
+            .and_then(|rest| rest.trim().parse::<usize>().ok());
+        match count {
+            Some(count) => break count,
+            None => {
+                return Err(error(number, format!(
+                    "expected `Seek distances measured: N`, found `{}`",
+                    line.trim()
+                )));
+            }
+        }
+    };
+    let mut points: Vec<(u64, f64)> = Vec::new();
+    let mut last_line = 1;
+    for (number, line) in lines {
+        last_line = number;
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let columns: Vec<&str> = line.split(',').map(str::trim).collect();
+        if !(2..=4).contains(&columns.len()) {
+            return Err(error(number, format!("expected `DISTANCE, MS`, found `{line}`")));
+        }
+        let distance = columns[0]
+            .parse::<u64>()
+            .map_err(|_| error(number, format!("seek distance `{}` is not a whole number", columns[0])))?;
+        let time_ms = columns[1]
+            .parse::<f64>()
+            .ok()
+            .filter(|time| time.is_finite() && *time >= 0.0)
+            .ok_or_else(|| error(number, format!("seek time `{}` is not a number of ms", columns[1])))?;
+        for extra in &columns[2..] {
+            if extra.parse::<f64>().is_err() {
+                return Err(error(number, format!("column `{extra}` is not a number")));
+            }
+        }
+        if points.last().is_some_and(|&(last, _)| distance <= last) {
+            return Err(error(number, format!("seek distance {distance} does not ascend")));
+        }
+        points.push((distance, time_ms));
+    }
+    if points.len() != count {
+        return Err(error(last_line, format!(
+            "the header says {count} seek distances were measured, the file lists {}",
+            points.len()
+        )));
+    }
+    Ok(SeekCurve { points })
+}
