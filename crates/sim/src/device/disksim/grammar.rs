@@ -157,9 +157,8 @@ impl Block {
 
     /// The parameter `name`, which must be written.
     pub fn require(&self, name: &str) -> Result<&Node, DiskSimError> {
-        self.get(name).ok_or_else(|| {
-            self.at.error(format!("{} block lacks `{name}`", self.type_name))
-        })
+        self.get(name)
+            .ok_or_else(|| self.at.error(format!("{} block lacks `{name}`", self.type_name)))
     }
 }
 
@@ -334,10 +333,8 @@ impl<'a> Parser<'a> {
                 self.position += 1;
                 Ok(())
             }
-            Some(found) => Err(self.error(format!(
-                "expected {what}, found `{}`",
-                char::from(found).escape_default()
-            ))),
+            Some(found) => Err(self
+                .error(format!("expected {what}, found `{}`", char::from(found).escape_default()))),
             None => Err(self.error(format!("expected {what}, found the end of the file"))),
         }
     }
@@ -466,7 +463,11 @@ impl<'a> Parser<'a> {
                     self.position += 1;
                     return Ok(params);
                 }
-                None => return Err(self.error("expected `}` closing the block, found the end of the file")),
+                None => {
+                    return Err(
+                        self.error("expected `}` closing the block, found the end of the file")
+                    );
+                }
                 _ => {}
             }
             let at = self.here();
@@ -487,7 +488,9 @@ impl<'a> Parser<'a> {
                     )));
                 }
                 None => {
-                    return Err(self.error("expected `}` closing the block, found the end of the file"));
+                    return Err(
+                        self.error("expected `}` closing the block, found the end of the file")
+                    );
                 }
             }
         }
@@ -502,13 +505,14 @@ impl<'a> Parser<'a> {
                 Some(b'=') => break,
                 Some(&byte) if b"\n{}[],#\"".contains(&byte) => {
                     let seen = String::from_utf8_lossy(&self.bytes[start..self.position]);
-                    return Err(self.error(format!(
-                        "expected `NAME = value`, found `{}`",
-                        seen.trim()
-                    )));
+                    return Err(
+                        self.error(format!("expected `NAME = value`, found `{}`", seen.trim()))
+                    );
                 }
                 Some(_) => self.position += 1,
-                None => return Err(self.error("expected `NAME = value`, found the end of the file")),
+                None => {
+                    return Err(self.error("expected `NAME = value`, found the end of the file"));
+                }
             }
         }
         let raw = String::from_utf8_lossy(&self.bytes[start..self.position]);
@@ -596,9 +600,9 @@ impl<'a> Parser<'a> {
                 )));
             }
             None => {
-                return Err(self.error(format!(
-                    "expected a value for `{name}`, found the end of the file"
-                )));
+                return Err(
+                    self.error(format!("expected a value for `{name}`, found the end of the file"))
+                );
             }
         };
         Ok(Node { value, at })
@@ -612,7 +616,12 @@ impl<'a> Parser<'a> {
             parser.depth += 1;
             let params = parser.block_body();
             parser.depth -= 1;
-            Ok(Value::Block(Block { type_name: word.clone(), name, params: params?, at: at.clone() }))
+            Ok(Value::Block(Block {
+                type_name: word.clone(),
+                name,
+                params: params?,
+                at: at.clone(),
+            }))
         };
         match self.peek() {
             Some(b'{') => return block(self, None),
@@ -632,8 +641,10 @@ impl<'a> Parser<'a> {
         if let Ok(number) = word.parse::<i64>() {
             return Ok(Value::Integer(number));
         }
-        let starts_numeric =
-            word.bytes().next().is_some_and(|b| b.is_ascii_digit() || b == b'-' || b == b'+' || b == b'.');
+        let starts_numeric = word
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_digit() || b == b'-' || b == b'+' || b == b'.');
         if starts_numeric {
             return match word.parse::<f64>() {
                 Ok(number) if number.is_finite() => Ok(Value::Real(number)),
@@ -672,11 +683,15 @@ pub fn parse_seek_file(path: &Path, from: &Location) -> Result<SeekCurve, DiskSi
 
 /// [`parse_seek_file`] on text already read.
 pub fn parse_seek_text(path: &Path, text: &str) -> Result<SeekCurve, DiskSimError> {
-    let error = |line: usize, problem: String| DiskSimError { file: path.to_owned(), line, problem };
+    let error =
+        |line: usize, problem: String| DiskSimError { file: path.to_owned(), line, problem };
     let mut lines = text.lines().enumerate().map(|(index, line)| (index + 1, line));
     let count = loop {
         let Some((number, line)) = lines.next() else {
-            return Err(error(1, "expected `Seek distances measured: N`, found the end of the file".into()));
+            return Err(error(
+                1,
+                "expected `Seek distances measured: N`, found the end of the file".into(),
+            ));
         };
         if line.trim().is_empty() {
             continue;
@@ -688,10 +703,10 @@ pub fn parse_seek_text(path: &Path, text: &str) -> Result<SeekCurve, DiskSimErro
         match count {
             Some(count) => break count,
             None => {
-                return Err(error(number, format!(
-                    "expected `Seek distances measured: N`, found `{}`",
-                    line.trim()
-                )));
+                return Err(error(
+                    number,
+                    format!("expected `Seek distances measured: N`, found `{}`", line.trim()),
+                ));
             }
         }
     };
@@ -707,14 +722,16 @@ pub fn parse_seek_text(path: &Path, text: &str) -> Result<SeekCurve, DiskSimErro
         if !(2..=4).contains(&columns.len()) {
             return Err(error(number, format!("expected `DISTANCE, MS`, found `{line}`")));
         }
-        let distance = columns[0]
-            .parse::<u64>()
-            .map_err(|_| error(number, format!("seek distance `{}` is not a whole number", columns[0])))?;
+        let distance = columns[0].parse::<u64>().map_err(|_| {
+            error(number, format!("seek distance `{}` is not a whole number", columns[0]))
+        })?;
         let time_ms = columns[1]
             .parse::<f64>()
             .ok()
             .filter(|time| time.is_finite() && *time >= 0.0)
-            .ok_or_else(|| error(number, format!("seek time `{}` is not a number of ms", columns[1])))?;
+            .ok_or_else(|| {
+                error(number, format!("seek time `{}` is not a number of ms", columns[1]))
+            })?;
         for extra in &columns[2..] {
             if extra.parse::<f64>().is_err() {
                 return Err(error(number, format!("column `{extra}` is not a number")));
@@ -726,10 +743,13 @@ pub fn parse_seek_text(path: &Path, text: &str) -> Result<SeekCurve, DiskSimErro
         points.push((distance, time_ms));
     }
     if points.len() != count {
-        return Err(error(last_line, format!(
-            "the header says {count} seek distances were measured, the file lists {}",
-            points.len()
-        )));
+        return Err(error(
+            last_line,
+            format!(
+                "the header says {count} seek distances were measured, the file lists {}",
+                points.len()
+            ),
+        ));
     }
     Ok(SeekCurve { points })
 }

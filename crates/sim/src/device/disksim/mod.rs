@@ -148,7 +148,14 @@ pub const RULES: &[Rule] = &[
         Treatment::Fixed(0.0, "a write's data comes in before its media access starts"),
     ),
     rule(Scope::Disk, "Preseeking level", Treatment::Fixed(0.0, "no seek before the data arrives")),
-    rule(Scope::Disk, "Never disconnect", Treatment::Ignored("no SCSI disconnect is modelled")),
+    rule(
+        Scope::Disk,
+        "Never disconnect",
+        Treatment::Unused(
+            "disconnecting frees the bus for other devices; the disk has its bus alone and \
+             the reselect overheads are fixed at 0",
+        ),
+    ),
     rule(
         Scope::Disk,
         "Avg sectors per cylinder",
@@ -268,7 +275,9 @@ pub const RULES: &[Rule] = &[
     rule(
         Scope::Queue,
         "Cylinder mapping strategy",
-        Treatment::Unused("only DiskSim's cylinder-based policies use it; ours are LBN- or position-based"),
+        Treatment::Unused(
+            "only DiskSim's cylinder-based policies use it; ours are LBN- or position-based",
+        ),
     ),
     rule(Scope::Queue, "Write initiation delay", Treatment::Fixed(0.0, "no delay before issue")),
     rule(Scope::Queue, "Read initiation delay", Treatment::Fixed(0.0, "no delay before issue")),
@@ -463,7 +472,11 @@ pub fn map_document(path: &Path, document: &Document) -> Result<Mapped, DiskSimE
         if disks.len() > 1 {
             warnings.push(format!(
                 "disks other than the first ({}) (one device is built from one disk)",
-                disks[1..].iter().filter_map(|block| block.name.clone()).collect::<Vec<_>>().join(", ")
+                disks[1..]
+                    .iter()
+                    .filter_map(|block| block.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         (block.name.clone().unwrap_or_default(), block, Vec::new())
@@ -529,7 +542,11 @@ fn collect_disks<'a>(
 }
 
 /// The block an instance copies.
-fn instance<'a>(document: &'a Document, name: &str, at: &Location) -> Result<&'a Block, DiskSimError> {
+fn instance<'a>(
+    document: &'a Document,
+    name: &str,
+    at: &Location,
+) -> Result<&'a Block, DiskSimError> {
     let template = document
         .instantiations
         .iter()
@@ -562,7 +579,12 @@ impl Mapper {
 
     /// Refuses parameters DiskSim does not define for `scope`; checks `Fixed` values; notes
     /// `Ignored` ones.
-    fn check(&mut self, scope: Scope, block: &Block, refuse_unknown: bool) -> Result<(), DiskSimError> {
+    fn check(
+        &mut self,
+        scope: Scope,
+        block: &Block,
+        refuse_unknown: bool,
+    ) -> Result<(), DiskSimError> {
         for param in &block.params {
             let rule = RULES.iter().find(|rule| rule.scope == scope && rule.name == param.name);
             let Some(rule) = rule else {
@@ -618,22 +640,30 @@ impl Mapper {
             _ => return Err(model_node.at.error("`Model` must be a dm_disk block")),
         };
         if model.type_name != "dm_disk" {
-            return Err(model.at.error(format!("`Model` is a {}, expected dm_disk", model.type_name)));
+            return Err(model
+                .at
+                .error(format!("`Model` is a {}, expected dm_disk", model.type_name)));
         }
         self.check(Scope::Model, model, true)?;
         let mech = model.require("Mechanical Model")?.block("Mechanical Model")?;
         if mech.type_name != "dm_mech_g1" {
-            return Err(mech.at.error(format!("only dm_mech_g1 mechanics are read, not {}", mech.type_name)));
+            return Err(mech
+                .at
+                .error(format!("only dm_mech_g1 mechanics are read, not {}", mech.type_name)));
         }
         self.check(Scope::Mech, mech, true)?;
         let layout = model.require("Layout Model")?.block("Layout Model")?;
         if layout.type_name != "dm_layout_g1" {
-            return Err(layout.at.error(format!("only dm_layout_g1 layouts are read, not {}", layout.type_name)));
+            return Err(layout
+                .at
+                .error(format!("only dm_layout_g1 layouts are read, not {}", layout.type_name)));
         }
         self.check(Scope::Layout, layout, true)?;
         let queue = disk.require("Scheduler")?.block("Scheduler")?;
         if queue.type_name != "disksim_ioqueue" {
-            return Err(queue.at.error(format!("`Scheduler` is a {}, expected disksim_ioqueue", queue.type_name)));
+            return Err(queue
+                .at
+                .error(format!("`Scheduler` is a {}, expected disksim_ioqueue", queue.type_name)));
         }
         self.check(Scope::Queue, queue, true)?;
 
@@ -679,7 +709,12 @@ impl Mapper {
         self.set("segments", integer(disk, "Number of buffer segments")?.to_string());
         let segment_blocks = integer(disk, "Segment size (in blks)")?;
         if !(1..=(1 << 21)).contains(&segment_blocks) {
-            return Err(self.bad(disk, "Segment size (in blks)", segment_blocks, "1 to 2097152 blocks"));
+            return Err(self.bad(
+                disk,
+                "Segment size (in blks)",
+                segment_blocks,
+                "1 to 2097152 blocks",
+            ));
         }
         self.set("segment_size", (segment_blocks * 512).to_string());
         self.set("write_segments", integer(disk, "Maximum number of write segments")?.to_string());
@@ -800,15 +835,14 @@ impl Mapper {
             }
             let zone_defects = numbers("defects")?;
             if zone_defects.len() % 2 != 0 {
-                return Err(zone.require("defects")?.at.error(
-                    "`defects` must list pairs: defective sector, replacement sector",
-                ));
+                return Err(zone
+                    .require("defects")?
+                    .at
+                    .error("`defects` must list pairs: defective sector, replacement sector"));
             }
             if !zone_defects.is_empty() {
-                let pairs: Vec<String> = zone_defects
-                    .chunks(2)
-                    .map(|pair| format!("{}>{}", pair[0], pair[1]))
-                    .collect();
+                let pairs: Vec<String> =
+                    zone_defects.chunks(2).map(|pair| format!("{}>{}", pair[0], pair[1])).collect();
                 defects.push(format!("{index}:{}", pairs.join("+")));
             }
         }
@@ -939,9 +973,7 @@ const QUEUE_POLICIES: [(i64, &str); 5] =
 /// Rust source of a `Preset` carrying `mapped`'s values (for the presets the next step
 /// adds): the values are the file's facts, written out.
 pub fn preset_source(name: &str, help: &str, mapped: &Mapped) -> String {
-    let mut out = format!(
-        "Preset {{\n    name: {name:?},\n    help: {help:?},\n    values: &[\n"
-    );
+    let mut out = format!("Preset {{\n    name: {name:?},\n    help: {help:?},\n    values: &[\n");
     for (key, value) in &mapped.values {
         out.push_str(&format!("        ({key:?}, {value:?}),\n"));
     }
