@@ -753,3 +753,76 @@ pub fn parse_seek_text(path: &Path, text: &str) -> Result<SeekCurve, DiskSimErro
     }
     Ok(SeekCurve { points })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Document, DiskSimError> {
+        parse_text(Path::new("/nonexistent/t.parv"), text)
+    }
+
+    // Proves parameter names keep their spaces, dots, parentheses, slashes and hyphens (blank
+    // runs collapsed), and values of every form are read: integers, reals, words, nested
+    // lists, anonymous and named blocks.
+    #[test]
+    fn names_and_values() {
+        let document = parse(
+            "# comment\ndisksim_disk D-1.x {\n  Segment size  (in blks) = 561,\n\
+             Read hit over. after read = 0.066, Timeout time/weight = -6,\n\
+             Seek type = extracted,\n  L = [ 1, [ 2.5e1 ], disksim_ioqueue { A = 1 } ],\n\
+             M = dm_disk Named.model { }\n}\n",
+        )
+        .unwrap();
+        let block = document.block("D-1.x").unwrap();
+        assert_eq!(block.require("Segment size (in blks)").unwrap().value, Value::Integer(561));
+        assert_eq!(block.get("Read hit over. after read").unwrap().value, Value::Real(0.066));
+        assert_eq!(block.get("Timeout time/weight").unwrap().value, Value::Integer(-6));
+        assert_eq!(block.get("Seek type").unwrap().value, Value::Word("extracted".into()));
+        let list = block.get("L").unwrap().list("L").unwrap();
+        assert_eq!(list[1].list("L").unwrap()[0].value, Value::Real(25.0));
+        assert_eq!(list[2].block("L").unwrap().type_name, "disksim_ioqueue");
+        assert_eq!(list[2].at.line, 6);
+        let named = block.get("M").unwrap().block("M").unwrap();
+        assert_eq!(named.name.as_deref(), Some("Named.model"));
+    }
+
+    // Proves `instantiate` and nested `topology` nodes are read with their names.
+    #[test]
+    fn instantiate_and_topology() {
+        let document = parse(
+            "instantiate [ a, b ] as T\ntopology disksim_bus b0 [ disksim_disk a [] \
+             disksim_disk b [ ] ]\n",
+        )
+        .unwrap();
+        assert_eq!(document.instantiations[0].names, ["a", "b"]);
+        assert_eq!(document.instantiations[0].template, "T");
+        let root = &document.topologies[0];
+        assert_eq!(root.children.len(), 2);
+        assert_eq!(root.children[1].name, "b");
+    }
+
+    // Proves each kind of malformed text is refused at its line with what was expected.
+    #[test]
+    fn errors_name_line_and_expectation() {
+        let cases = [
+            ("disksim_disk D {\n A = 1\n B = 2 }", 3, "expected `,` after `1`"),
+            ("disksim_disk D {\n A = 1 ]", 2, "expected `,` or `}`"),
+            ("disksim_disk D {\n A = [ 1, 2 \n}", 3, "expected `,` or `]`"),
+            ("disksim_disk D {\n A = \n}", 3, "expected a value for `A`"),
+            ("disksim_disk D {\n A = 1,\n A = 2 }", 3, "given twice"),
+            ("\n\nnot_a_type D { }", 3, "unknown block type `not_a_type`"),
+            ("instantiate [ a ] like T", 1, "expected `as TEMPLATE`"),
+            ("disksim_disk D {\n A = 1e999 }", 2, "is not a number"),
+            ("disksim_disk D {\n A = \"open\n }", 2, "unterminated string"),
+            ("disksim_disk D {\n no equals here\n }", 2, "expected `NAME = value`"),
+            ("source\n", 2, "expected a file name"),
+        ];
+        for (text, line, expected) in cases {
+            let error = parse(text).unwrap_err();
+            assert_eq!(error.line, line, "{text:?}: {error}");
+            assert!(error.problem.contains(expected), "{text:?}: {error}");
+            assert_eq!(error.file, Path::new("/nonexistent/t.parv"));
+        }
+    }
+}
