@@ -23,7 +23,11 @@ fn shared() -> Option<PathBuf> {
             "shared/disksim not found above {} (CI=true requires it)",
             env!("CARGO_MANIFEST_DIR")
         );
-        println!("skipped: no shared/disksim above {}", env!("CARGO_MANIFEST_DIR"));
+        // The brief's rule: outside CI a missing directory skips with a printed line.
+        #[allow(clippy::print_stdout)]
+        {
+            println!("skipped: no shared/disksim above {}", env!("CARGO_MANIFEST_DIR"));
+        }
     }
     found
 }
