@@ -504,3 +504,19 @@ fn device_spec_from_a_file() {
         .to_string();
     assert!(error.contains("nope.parv"), "{error}");
 }
+
+// Proves docs/disksim-parameters.md has a row for every parameter of the reader's table, so
+// the doc cannot fall behind the code.
+#[test]
+fn doc_lists_every_rule() {
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/disksim-parameters.md");
+    let text = std::fs::read_to_string(&doc).unwrap();
+    for rule in disksim::RULES {
+        assert!(
+            text.contains(&format!("| `{}` |", rule.name)),
+            "{} lacks a row for `{}`",
+            doc.display(),
+            rule.name
+        );
+    }
+}
