@@ -520,3 +520,48 @@ fn doc_lists_every_rule() {
         );
     }
 }
+
+// Proves the typed drive holds the file's facts (zone 3's skews, the seek points) and the
+// conversions of values the four drives do not use: Fast write level 0 and 1, Buffer
+// continuous read 0 and 1..3, the curve seek type, defects, and a queue policy of each kind.
+#[test]
+fn conversions_of_other_values() {
+    let Some(mapped) = load("cheetah9LP.parv") else { return };
+    let drive = &mapped.drive;
+    assert_eq!((drive.zones[3].track_skew, drive.zones[3].cylinder_skew), (97.0, 116.0));
+    assert!(matches!(&drive.seek, disksim::Seek::Extracted(points) if points.len() == 106));
+    let values = |drive: &disksim::Drive| drive.hdd_values();
+    let get = |values: &[(&'static str, String)], key: &str| {
+        values.iter().find(|(name, _)| *name == key).map(|(_, value)| value.clone())
+    };
+    let mut changed = drive.clone();
+    changed.fast_write_level = 0;
+    changed.buffer_continuous_read = 0;
+    let out = values(&changed);
+    assert_eq!(get(&out, "write_cache").as_deref(), Some("0"));
+    assert_eq!(get(&out, "write_back"), None);
+    assert_eq!(get(&out, "read_ahead").as_deref(), Some("0"));
+    assert_eq!(get(&out, "read_ahead_to"), None);
+    changed.fast_write_level = 1;
+    for (level, to) in [(1, "track"), (2, "cylinder"), (3, "segment")] {
+        changed.buffer_continuous_read = level;
+        let out = values(&changed);
+        assert_eq!(get(&out, "read_ahead_to").as_deref(), Some(to));
+        assert_eq!(get(&out, "write_back").as_deref(), Some("limited"));
+    }
+    for (policy, name) in [(2, "elevator-lbn"), (3, "cycle-lbn"), (4, "sstf-lbn"), (8, "sptf")] {
+        changed.scheduling_policy = policy;
+        assert_eq!(get(&values(&changed), "queue_policy").as_deref(), Some(name));
+    }
+    changed.scheduling_policy = 5;
+    assert_eq!(get(&values(&changed), "queue_policy"), None);
+    changed.seek = disksim::Seek::Curve { single_ms: 0.8, average_ms: 8.5, full_ms: 16.0 };
+    changed.zones[2].defects = vec![(100, 200), (300, 400)];
+    changed.mapping_scheme = 2;
+    let out = values(&changed);
+    assert_eq!(get(&out, "seek").as_deref(), Some("curve"));
+    assert_eq!(get(&out, "seek_avg").as_deref(), Some("8.5ms"));
+    assert_eq!(get(&out, "seek_table"), None);
+    assert_eq!(get(&out, "defects").as_deref(), Some("2:100>200+300>400"));
+    assert_eq!(get(&out, "mapping").as_deref(), Some("serpentine-global"));
+}

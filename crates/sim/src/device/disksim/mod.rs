@@ -20,11 +20,14 @@
 //! * Only `dm_layout_g1` layouts and `dm_mech_g1` mechanics are read (all four validated
 //!   drives use them); `dm_layout_g2`/`g4` are refused by name.
 
+pub mod drive;
 pub mod grammar;
 
 use std::path::{Path, PathBuf};
 
-use grammar::{Block, DiskSimError, Document, Location, TopologyNode, Value};
+use grammar::{Block, DiskSimError, Document, Location, TopologyNode};
+
+pub use drive::{Drive, FLAGS, OVERHEADS, QUEUE_POLICIES, SPARING, Seek, Zone};
 
 pub use grammar::{SeekCurve, parse_file, parse_seek_file};
 
@@ -433,6 +436,8 @@ pub struct Mapped {
     pub file: PathBuf,
     /// The disk taken: the instance name (or the block's name for a `.diskspecs`).
     pub disk: String,
+    /// Its parameters, typed.
+    pub drive: Drive,
     /// `(key, value)` in the order of the contract's keys.
     pub values: Vec<(&'static str, String)>,
     /// `NAME (why)` for every parameter not honoured, in file order.
@@ -512,8 +517,7 @@ pub fn map_document(path: &Path, document: &Document) -> Result<Mapped, DiskSimE
         }
         (node.name.clone(), block, above)
     };
-    let mut mapper = Mapper { values: Vec::new(), warnings };
-    mapper.map_disk(document, block)?;
+    let drive = Drive::read(document, block, &mut warnings)?;
     for block in above {
         let scope = match block.type_name.as_str() {
             "disksim_bus" => Scope::Bus,
@@ -521,9 +525,11 @@ pub fn map_document(path: &Path, document: &Document) -> Result<Mapped, DiskSimE
             "disksim_iodriver" => Scope::Driver,
             _ => continue,
         };
-        mapper.check_above(scope, block)?;
+        // Their other parameters do not bear on the disk: not checked.
+        check_block(scope, block, false, &mut warnings)?;
     }
-    Ok(Mapped { file: path.to_owned(), disk, values: mapper.values, warnings: mapper.warnings })
+    let values = drive.hdd_values();
+    Ok(Mapped { file: path.to_owned(), disk, drive, values, warnings })
 }
 
 fn collect_disks<'a>(
@@ -558,417 +564,51 @@ fn instance<'a>(
         .ok_or_else(|| at.error(format!("instance {name}'s template {template} is not defined")))
 }
 
-/// A number as our keys take it: the shortest text that reads back to the same value.
-fn number(value: f64) -> String {
-    format!("{value}")
-}
-
-fn time_ms(value: f64) -> String {
-    format!("{value}ms")
-}
-
-struct Mapper {
-    values: Vec<(&'static str, String)>,
-    warnings: Vec<String>,
-}
-
-impl Mapper {
-    fn set(&mut self, key: &'static str, value: String) {
-        self.values.push((key, value));
-    }
-
-    /// Refuses parameters DiskSim does not define for `scope`; checks `Fixed` values; notes
-    /// `Ignored` ones.
-    fn check(
-        &mut self,
-        scope: Scope,
-        block: &Block,
-        refuse_unknown: bool,
-    ) -> Result<(), DiskSimError> {
-        for param in &block.params {
-            let rule = RULES.iter().find(|rule| rule.scope == scope && rule.name == param.name);
-            let Some(rule) = rule else {
-                if refuse_unknown {
+/// Refuses parameters DiskSim does not define for `scope` (when `refuse_unknown`), checks
+/// `Fixed` values and notes `Ignored` parameters in `warnings`.
+fn check_block(
+    scope: Scope,
+    block: &Block,
+    refuse_unknown: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(), DiskSimError> {
+    for param in &block.params {
+        let rule = RULES.iter().find(|rule| rule.scope == scope && rule.name == param.name);
+        let Some(rule) = rule else {
+            if refuse_unknown {
+                return Err(param.value.at.error(format!(
+                    "unknown parameter `{}` in a {} block",
+                    param.name,
+                    scope.block_type()
+                )));
+            }
+            continue;
+        };
+        match rule.treatment {
+            Treatment::Fixed(expected, why) => {
+                let value = param.value.number(&param.name)?;
+                if value != expected {
+                    warnings.push(format!(
+                        "{} = {value} (only {expected} is modelled: {why})",
+                        param.name
+                    ));
+                }
+            }
+            Treatment::FixedWord(expected, why) => {
+                let value = param.value.word(&param.name)?;
+                if value != expected {
                     return Err(param.value.at.error(format!(
-                        "unknown parameter `{}` in a {} block",
-                        param.name,
-                        scope.block_type()
+                        "`{} = {value}` is not supported (only {expected}: {why})",
+                        param.name
                     )));
                 }
-                continue;
-            };
-            match rule.treatment {
-                Treatment::Fixed(expected, why) => {
-                    let value = param.value.number(&param.name)?;
-                    if value != expected {
-                        self.warnings.push(format!(
-                            "{} = {} (only {} is modelled: {why})",
-                            param.name,
-                            number(value),
-                            number(expected)
-                        ));
-                    }
-                }
-                Treatment::FixedWord(expected, why) => {
-                    let value = param.value.word(&param.name)?;
-                    if value != expected {
-                        return Err(param.value.at.error(format!(
-                            "`{} = {value}` is not supported (only {expected}: {why})",
-                            param.name
-                        )));
-                    }
-                }
-                Treatment::Ignored(why) => self.warnings.push(format!("{} ({why})", param.name)),
-                Treatment::Key(_) | Treatment::Unused(_) => {}
             }
+            Treatment::Ignored(why) => warnings.push(format!("{} ({why})", param.name)),
+            Treatment::Key(_) | Treatment::Unused(_) => {}
         }
-        Ok(())
     }
-
-    fn check_above(&mut self, scope: Scope, block: &Block) -> Result<(), DiskSimError> {
-        self.check(scope, block, false)
-    }
-
-    fn map_disk(&mut self, document: &Document, disk: &Block) -> Result<(), DiskSimError> {
-        self.check(Scope::Disk, disk, true)?;
-        let model_node = disk.require("Model")?;
-        let model = match &model_node.value {
-            Value::Block(block) => block,
-            Value::Word(name) => document
-                .block(name)
-                .ok_or_else(|| model_node.at.error(format!("model {name} is not defined")))?,
-            _ => return Err(model_node.at.error("`Model` must be a dm_disk block")),
-        };
-        if model.type_name != "dm_disk" {
-            return Err(model
-                .at
-                .error(format!("`Model` is a {}, expected dm_disk", model.type_name)));
-        }
-        self.check(Scope::Model, model, true)?;
-        let mech = model.require("Mechanical Model")?.block("Mechanical Model")?;
-        if mech.type_name != "dm_mech_g1" {
-            return Err(mech
-                .at
-                .error(format!("only dm_mech_g1 mechanics are read, not {}", mech.type_name)));
-        }
-        self.check(Scope::Mech, mech, true)?;
-        let layout = model.require("Layout Model")?.block("Layout Model")?;
-        if layout.type_name != "dm_layout_g1" {
-            return Err(layout
-                .at
-                .error(format!("only dm_layout_g1 layouts are read, not {}", layout.type_name)));
-        }
-        self.check(Scope::Layout, layout, true)?;
-        let queue = disk.require("Scheduler")?.block("Scheduler")?;
-        if queue.type_name != "disksim_ioqueue" {
-            return Err(queue
-                .at
-                .error(format!("`Scheduler` is a {}, expected disksim_ioqueue", queue.type_name)));
-        }
-        self.check(Scope::Queue, queue, true)?;
-
-        // Geometry and mechanics.
-        let rpm = mech.require("Rotation speed (in rpms)")?.integer("Rotation speed (in rpms)")?;
-        self.set("rpm", rpm.to_string());
-        let integer = |block: &Block, name: &str| -> Result<i64, DiskSimError> {
-            block.require(name)?.integer(name)
-        };
-        self.set("cylinders", integer(model, "Number of cylinders")?.to_string());
-        self.set("surfaces", integer(model, "Number of data surfaces")?.to_string());
-        self.map_zones(layout)?;
-        let mapping = match integer(layout, "LBN-to-PBN mapping scheme")? {
-            0 => "conventional",
-            1 => "serpentine",
-            2 => "serpentine-global",
-            other => return Err(self.bad(layout, "LBN-to-PBN mapping scheme", other, "0, 1 or 2")),
-        };
-        self.set("mapping", mapping.into());
-        let sparing = integer(layout, "Sparing scheme used")?;
-        let sparing_name = SPARING.get(sparing as usize).filter(|_| sparing >= 0);
-        let Some(sparing_name) = sparing_name else {
-            return Err(self.bad(layout, "Sparing scheme used", sparing, "0 to 10"));
-        };
-        self.set("sparing", (*sparing_name).into());
-        self.set("sparing_range", integer(layout, "Rangesize for sparing")?.to_string());
-        self.map_zone_lists(layout)?;
-        self.set("block_count", integer(model, "Block count")?.to_string());
-        self.map_seek(mech)?;
-        let time = |block: &Block, name: &str| -> Result<String, DiskSimError> {
-            Ok(time_ms(block.require(name)?.number(name)?))
-        };
-        self.set("head_switch", time(mech, "Head switch time")?);
-        self.set("write_settle", time(mech, "Add. write settling delay")?);
-
-        // Controller, cache and queue.
-        for (name, key) in OVERHEADS {
-            self.set(key, time(disk, name)?);
-        }
-        self.set("overhead_read_complete", time(disk, "Read completion overhead")?);
-        self.set("overhead_write_complete", time(disk, "Write completion overhead")?);
-        self.set("bulk_sector_time", time(disk, "Bulk sector transfer time")?);
-        self.set("segments", integer(disk, "Number of buffer segments")?.to_string());
-        let segment_blocks = integer(disk, "Segment size (in blks)")?;
-        if !(1..=(1 << 21)).contains(&segment_blocks) {
-            return Err(self.bad(
-                disk,
-                "Segment size (in blks)",
-                segment_blocks,
-                "1 to 2097152 blocks",
-            ));
-        }
-        self.set("segment_size", (segment_blocks * 512).to_string());
-        self.set("write_segments", integer(disk, "Maximum number of write segments")?.to_string());
-        let flag = |block: &Block, name: &str| -> Result<String, DiskSimError> {
-            match integer(block, name)? {
-                value @ (0 | 1) => Ok(value.to_string()),
-                _ => Err(block.require(name)?.at.error(format!("`{name}` must be 0 or 1"))),
-            }
-        };
-        self.set("write_segment_separate", flag(disk, "Use separate write segment")?);
-        let (write_cache, write_back) = match integer(disk, "Fast write level")? {
-            0 => ("0", None),
-            1 => ("1", Some("limited")),
-            2 => ("1", Some("full")),
-            other => return Err(self.bad(disk, "Fast write level", other, "0, 1 or 2")),
-        };
-        self.set("write_cache", write_cache.into());
-        if let Some(write_back) = write_back {
-            self.set("write_back", write_back.into());
-        }
-        let read_ahead_to = match integer(disk, "Buffer continuous read")? {
-            0 => None,
-            1 => Some("track"),
-            2 => Some("cylinder"),
-            3 => Some("segment"),
-            4 => Some("next-track"),
-            other => return Err(self.bad(disk, "Buffer continuous read", other, "0 to 4")),
-        };
-        self.set("read_ahead", if read_ahead_to.is_some() { "1" } else { "0" }.into());
-        if let Some(to) = read_ahead_to {
-            self.set("read_ahead_to", to.into());
-        }
-        self.set("read_ahead_min", integer(disk, "Minimum read-ahead (blks)")?.to_string());
-        self.set("read_ahead_max", integer(disk, "Maximum read-ahead (blks)")?.to_string());
-        for (name, key) in FLAGS {
-            self.set(key, flag(disk, name)?);
-        }
-        self.set("depth", integer(disk, "Max queue length")?.to_string());
-        let policy = integer(queue, "Scheduling policy")?;
-        match QUEUE_POLICIES.iter().find(|(number, _)| *number == policy) {
-            Some((_, name)) => self.set("queue_policy", (*name).into()),
-            None => self.warnings.push(format!(
-                "Scheduling policy = {policy} (the drive's queue models policies 1, 2, 3, 4 \
-                 and 8 only; left at the default, sptf)"
-            )),
-        }
-        Ok(())
-    }
-
-    fn bad(&self, block: &Block, name: &str, value: i64, accepted: &str) -> DiskSimError {
-        let at = block.get(name).map_or(&block.at, |node| &node.at);
-        at.error(format!("`{name} = {value}` is not valid (expected {accepted})"))
-    }
-
-    fn zones<'a>(&self, layout: &'a Block) -> Result<Vec<&'a Block>, DiskSimError> {
-        let list = layout.require("Zones")?.list("Zones")?;
-        if list.is_empty() {
-            return Err(layout.require("Zones")?.at.error("`Zones` lists no zone"));
-        }
-        list.iter()
-            .map(|node| {
-                let zone = node.block("Zones")?;
-                if zone.type_name != "dm_layout_g1_zone" {
-                    return Err(zone.at.error(format!(
-                        "a zone is a {}, expected dm_layout_g1_zone",
-                        zone.type_name
-                    )));
-                }
-                Ok(zone)
-            })
-            .collect()
-    }
-
-    fn map_zones(&mut self, layout: &Block) -> Result<(), DiskSimError> {
-        let zones = self.zones(layout)?;
-        let mut entries = Vec::new();
-        for zone in &zones {
-            self.check(Scope::Zone, zone, true)?;
-            let first = zone.require("First cylinder number")?.integer("First cylinder number")?;
-            let last = zone.require("Last cylinder number")?.integer("Last cylinder number")?;
-            let spt = zone.require("Blocks per track")?.integer("Blocks per track")?;
-            entries.push(format!("{first}-{last}@{spt}"));
-        }
-        self.set("zones", entries.join("/"));
-        Ok(())
-    }
-
-    fn map_zone_lists(&mut self, layout: &Block) -> Result<(), DiskSimError> {
-        let zones = self.zones(layout)?;
-        let mut skews = Vec::new();
-        let mut offsets = Vec::new();
-        let mut spares = Vec::new();
-        let mut slips = Vec::new();
-        let mut defects = Vec::new();
-        for (index, zone) in zones.iter().enumerate() {
-            // DiskSim makes both skews optional; absent, a skew is 0 sectors.
-            let optional = |name: &str| -> Result<f64, DiskSimError> {
-                zone.get(name).map_or(Ok(0.0), |node| node.number(name))
-            };
-            skews.push(format!(
-                "{}:{}",
-                number(optional("Skew for track switch")?),
-                number(optional("Skew for cylinder switch")?)
-            ));
-            offsets.push(format!(
-                "{}:{}",
-                number(zone.require("Offset of first block")?.number("Offset of first block")?),
-                zone.require("Empty space at zone front")?.integer("Empty space at zone front")?
-            ));
-            spares.push(zone.require("Number of spares")?.integer("Number of spares")?.to_string());
-            let numbers = |name: &str| -> Result<Vec<i64>, DiskSimError> {
-                zone.require(name)?.list(name)?.iter().map(|node| node.integer(name)).collect()
-            };
-            let zone_slips = numbers("slips")?;
-            if !zone_slips.is_empty() {
-                let listed: Vec<String> = zone_slips.iter().map(i64::to_string).collect();
-                slips.push(format!("{index}:{}", listed.join("+")));
-            }
-            let zone_defects = numbers("defects")?;
-            if zone_defects.len() % 2 != 0 {
-                return Err(zone
-                    .require("defects")?
-                    .at
-                    .error("`defects` must list pairs: defective sector, replacement sector"));
-            }
-            if !zone_defects.is_empty() {
-                let pairs: Vec<String> =
-                    zone_defects.chunks(2).map(|pair| format!("{}>{}", pair[0], pair[1])).collect();
-                defects.push(format!("{index}:{}", pairs.join("+")));
-            }
-        }
-        self.set("zone_skews", skews.join("/"));
-        self.set("zone_offsets", offsets.join("/"));
-        self.set("zone_spares", spares.join("/"));
-        self.set("slips", slips.join("/"));
-        self.set("defects", defects.join("/"));
-        Ok(())
-    }
-
-    fn map_seek(&mut self, mech: &Block) -> Result<(), DiskSimError> {
-        let kind_node = mech.require("Seek type")?;
-        let kind = kind_node.word("Seek type")?;
-        let hpl = |mech: &Block| -> Result<String, DiskSimError> {
-            let node = mech.require("HPL seek equation values")?;
-            let values = node.list("HPL seek equation values")?;
-            if values.len() != 6 {
-                return Err(node.at.error(format!(
-                    "`HPL seek equation values` must list 6 values, not {}",
-                    values.len()
-                )));
-            }
-            let values = values
-                .iter()
-                .map(|value| value.number("HPL seek equation values").map(number))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(values.join("/"))
-        };
-        let time = |name: &str| -> Result<String, DiskSimError> {
-            Ok(time_ms(mech.require(name)?.number(name)?))
-        };
-        match kind {
-            "extracted" => {
-                let curve_node = mech.require("Full seek curve")?;
-                let curve_name = curve_node.word("Full seek curve")?;
-                let path = grammar::relative_to(&curve_node.at.file, curve_name);
-                let curve = parse_seek_file(&path, &curve_node.at)?;
-                let points: Vec<String> = curve
-                    .points
-                    .iter()
-                    .map(|(distance, time_ms)| format!("{distance}:{}", number(*time_ms)))
-                    .collect();
-                self.set("seek", "table".into());
-                self.set("seek_table", points.join("/"));
-            }
-            "hpl" => {
-                self.set("seek", "hpl".into());
-                self.set("hpl", hpl(mech)?);
-            }
-            "hplplus10" => {
-                self.set("seek", "hpl".into());
-                self.set("hpl", hpl(mech)?);
-                let node = mech.require("First ten seek times")?;
-                let values = node.list("First ten seek times")?;
-                if values.len() != 10 {
-                    return Err(node.at.error(format!(
-                        "`First ten seek times` must list 10 values, not {}",
-                        values.len()
-                    )));
-                }
-                let values = values
-                    .iter()
-                    .map(|value| value.number("First ten seek times").map(number))
-                    .collect::<Result<Vec<_>, _>>()?;
-                self.set("seek_first_ten", values.join("/"));
-            }
-            "curve" => {
-                self.set("seek", "curve".into());
-                self.set("seek_single", time("Single cylinder seek time")?);
-                self.set("seek_avg", time("Average seek time")?);
-                self.set("seek_full", time("Full strobe seek time")?);
-            }
-            other => {
-                return Err(kind_node.at.error(format!(
-                    "`Seek type = {other}` is not supported (accepted: extracted, hpl, \
-                     hplplus10, curve)"
-                )));
-            }
-        }
-        Ok(())
-    }
+    Ok(())
 }
-
-/// DiskSim's sparing schemes 0..10 by their `sparing` names.
-const SPARING: &[&str] = &[
-    "none",
-    "tracks",
-    "per-cylinder",
-    "per-track",
-    "per-cylinder-slip-to-end",
-    "per-cylinder-front",
-    "per-cylinder-front-slip-to-end",
-    "at-end",
-    "per-range",
-    "per-zone",
-    "per-zone-slip-to-end",
-];
-
-/// The eight per-command overheads.
-const OVERHEADS: [(&str, &str); 8] = [
-    ("Read hit over. after read", "overhead_read_hit_after_read"),
-    ("Read hit over. after write", "overhead_read_hit_after_write"),
-    ("Read miss over. after read", "overhead_read_miss_after_read"),
-    ("Read miss over. after write", "overhead_read_miss_after_write"),
-    ("Write hit over. after read", "overhead_write_hit_after_read"),
-    ("Write hit over. after write", "overhead_write_hit_after_write"),
-    ("Write miss over. after read", "overhead_write_miss_after_read"),
-    ("Write miss over. after write", "overhead_write_miss_after_write"),
-];
-
-/// The cache's 0/1 parameters and their flags.
-const FLAGS: [(&str, &str); 8] = [
-    ("Read-ahead over requested", "read_ahead_over_requested"),
-    ("Read-ahead on idle hit", "read_ahead_on_idle_hit"),
-    ("Read any free blocks", "read_any_free"),
-    ("Combine seq writes", "combine_writes"),
-    ("Allow read hits on write data", "read_hits_on_writes"),
-    ("Write hit stop prefetch", "write_hit_stops_read_ahead"),
-    ("Immed transfer partial hit", "partial_hit_transfer"),
-    ("Enable caching in buffer", "buffer_cache"),
-];
-
-/// The ioqueue's `Scheduling policy` numbers the drive's queue models.
-const QUEUE_POLICIES: [(i64, &str); 5] =
-    [(1, "fcfs"), (2, "elevator-lbn"), (3, "cycle-lbn"), (4, "sstf-lbn"), (8, "sptf")];
 
 /// Rust source of a `Preset` carrying `mapped`'s values (for the presets the next step
 /// adds): the values are the file's facts, written out.
