@@ -15,6 +15,12 @@
 //! * A value is an integer, a real, a word (identifier or file name), a `"quoted string"`,
 //!   a list `[ value, ... ]` (lists and blocks nest), an anonymous block `TYPE { ... }`, a
 //!   named block `TYPE NAME { ... }`, or `source FILE` (the one block that file holds).
+//!   Integers may be hexadecimal (`0x1f`); in a list `disk0 .. disk3` stands for the four
+//!   names. A `,` must be followed by a parameter or item (DiskSim has no trailing commas).
+//! * A top-level block whose type is an earlier block's name specializes that block.
+//!
+//! Not read: `[ Name1, Name2 ] = value` (one value for several parameters), which none of
+//! the drive files uses.
 //!
 //! Errors name the file and line and say what was expected; nothing here panics on any input.
 
@@ -382,17 +388,11 @@ impl<'a> Parser<'a> {
                 }
                 "instantiate" => {
                     self.expect(b'[', "`[` after `instantiate`")?;
-                    let mut names = Vec::new();
-                    loop {
-                        if self.peek() == Some(b']') {
-                            self.position += 1;
-                            break;
-                        }
-                        names.push(self.required_word("an instance name")?);
-                        if self.peek() == Some(b',') {
-                            self.position += 1;
-                        }
-                    }
+                    let names = self
+                        .list_items("instantiate")?
+                        .iter()
+                        .map(|node| node.word("instantiate").map(str::to_owned))
+                        .collect::<Result<Vec<_>, _>>()?;
                     let as_word = self.word();
                     if as_word != "as" {
                         return Err(self.error(format!(
@@ -407,11 +407,29 @@ impl<'a> Parser<'a> {
                     document.topologies.push(self.topology_node(type_name, at)?);
                 }
                 _ => {
-                    check_type(&word, &at)?;
+                    // The type is a module, or a block defined earlier that this one
+                    // specializes (its parameters, with this block's replacing them).
+                    let base = document.block(&word).cloned();
+                    if base.is_none() {
+                        check_type(&word, &at)?;
+                    }
                     let name = self.required_word(&format!("the name of the {word} block"))?;
                     self.expect(b'{', &format!("`{{` opening block {name}"))?;
-                    let params = self.block_body()?;
-                    document.blocks.push(Block { type_name: word, name: Some(name), params, at });
+                    let own = self.block_body()?;
+                    let (type_name, params) = match base {
+                        None => (word, own),
+                        Some(base) => {
+                            let mut params = base.params;
+                            for param in own {
+                                match params.iter_mut().find(|old| old.name == param.name) {
+                                    Some(old) => *old = param,
+                                    None => params.push(param),
+                                }
+                            }
+                            (base.type_name, params)
+                        }
+                    };
+                    document.blocks.push(Block { type_name, name: Some(name), params, at });
                 }
             }
         }
@@ -459,9 +477,13 @@ impl<'a> Parser<'a> {
         let mut params: Vec<Param> = Vec::new();
         loop {
             match self.peek() {
-                Some(b'}') => {
+                // As in DiskSim, a `,` must be followed by a parameter.
+                Some(b'}') if params.is_empty() => {
                     self.position += 1;
                     return Ok(params);
+                }
+                Some(b'}') => {
+                    return Err(self.error("expected a parameter after `,` (no `,` before `}`)"));
                 }
                 None => {
                     return Err(
@@ -479,7 +501,10 @@ impl<'a> Parser<'a> {
             params.push(Param { name, value });
             match self.peek() {
                 Some(b',') => self.position += 1,
-                Some(b'}') => {}
+                Some(b'}') => {
+                    self.position += 1;
+                    return Ok(params);
+                }
                 Some(found) => {
                     return Err(self.error(format!(
                         "expected `,` or `}}` after parameter `{}`, found `{}`",
@@ -524,6 +549,66 @@ impl<'a> Parser<'a> {
         Ok(name)
     }
 
+    /// The items of a list after its `[`, through the `]`. `NAME3 .. NAME6` stands for
+    /// `NAME3, NAME4, NAME5, NAME6` (DiskSim's range notation). As in DiskSim, a `,` must be
+    /// followed by an item.
+    fn list_items(&mut self, name: &str) -> Result<Vec<Node>, DiskSimError> {
+        let mut items = Vec::new();
+        if self.peek() == Some(b']') {
+            self.position += 1;
+            return Ok(items);
+        }
+        loop {
+            if self.peek() == Some(b']') {
+                return Err(
+                    self.error(format!("expected an item after `,` in the list of `{name}`"))
+                );
+            }
+            let at = self.here();
+            let (position, line) = (self.position, self.line);
+            let first = self.word();
+            let is_range = !first.is_empty() && {
+                let (after, after_line) = (self.position, self.line);
+                let dots = self.word();
+                self.position = after;
+                self.line = after_line;
+                dots == ".."
+            };
+            if is_range {
+                self.word();
+                let last = self.required_word("the end of a `..` range")?;
+                for expanded in expand_range(&first, &last, &at)? {
+                    items.push(Node { value: Value::Word(expanded), at: at.clone() });
+                }
+            } else {
+                self.position = position;
+                self.line = line;
+                self.depth += 1;
+                let item = self.value(name);
+                self.depth -= 1;
+                items.push(item?);
+            }
+            match self.peek() {
+                Some(b',') => self.position += 1,
+                Some(b']') => {
+                    self.position += 1;
+                    return Ok(items);
+                }
+                Some(found) => {
+                    return Err(self.error(format!(
+                        "expected `,` or `]` in the list of `{name}`, found `{}`",
+                        char::from(found).escape_default()
+                    )));
+                }
+                None => {
+                    return Err(self.error(format!(
+                        "expected `]` closing the list of `{name}`, found the end of the file"
+                    )));
+                }
+            }
+        }
+    }
+
     fn value(&mut self, name: &str) -> Result<Node, DiskSimError> {
         if self.depth > SOURCE_DEPTH_LIMIT * 4 {
             return Err(self.error("values nested too deep"));
@@ -533,33 +618,7 @@ impl<'a> Parser<'a> {
         let value = match next {
             Some(b'[') => {
                 self.position += 1;
-                let mut items = Vec::new();
-                loop {
-                    if self.peek() == Some(b']') {
-                        self.position += 1;
-                        break;
-                    }
-                    self.depth += 1;
-                    let item = self.value(name);
-                    self.depth -= 1;
-                    items.push(item?);
-                    match self.peek() {
-                        Some(b',') => self.position += 1,
-                        Some(b']') => {}
-                        Some(found) => {
-                            return Err(self.error(format!(
-                                "expected `,` or `]` in the list of `{name}`, found `{}`",
-                                char::from(found).escape_default()
-                            )));
-                        }
-                        None => {
-                            return Err(self.error(format!(
-                                "expected `]` closing the list of `{name}`, found the end of the file"
-                            )));
-                        }
-                    }
-                }
-                Value::List(items)
+                Value::List(self.list_items(name)?)
             }
             Some(b'"') => {
                 self.position += 1;
@@ -641,6 +700,11 @@ impl<'a> Parser<'a> {
         if let Ok(number) = word.parse::<i64>() {
             return Ok(Value::Integer(number));
         }
+        if let Some(hex) = word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) {
+            return i64::from_str_radix(hex, 16)
+                .map(Value::Integer)
+                .map_err(|_| at.error(format!("`{word}` is not a hexadecimal number")));
+        }
         let starts_numeric = word
             .bytes()
             .next()
@@ -653,6 +717,26 @@ impl<'a> Parser<'a> {
         }
         Ok(Value::Word(word))
     }
+}
+
+/// The most names one `..` range may stand for (a typo must not allocate gigabytes).
+const RANGE_LIMIT: i64 = 100_000;
+
+/// `disk3 .. disk6` -> `disk3, disk4, disk5, disk6`: the same prefix, trailing numbers
+/// ascending.
+fn expand_range(first: &str, last: &str, at: &Location) -> Result<Vec<String>, DiskSimError> {
+    let split = |word: &str| {
+        let digits = word.len() - word.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (prefix, number) = word.split_at(word.len() - digits);
+        number.parse::<i64>().ok().map(|number| (prefix.to_owned(), number))
+    };
+    let bad = || at.error(format!("bad range `{first} .. {last}` (expected NAME1 .. NAME9)"));
+    let ((prefix, from), (last_prefix, to)) =
+        (split(first).ok_or_else(bad)?, split(last).ok_or_else(bad)?);
+    if prefix != last_prefix || to < from || to - from >= RANGE_LIMIT {
+        return Err(bad());
+    }
+    Ok((from..=to).map(|number| format!("{prefix}{number}")).collect())
 }
 
 fn check_type(word: &str, at: &Location) -> Result<(), DiskSimError> {
@@ -802,6 +886,34 @@ mod tests {
         assert_eq!(root.children[1].name, "b");
     }
 
+    // Proves DiskSim's `..` ranges (in lists and `instantiate`), hexadecimal integers and
+    // blocks specializing an earlier block are read as DiskSim reads them.
+    #[test]
+    fn ranges_hex_and_specialization() {
+        let document = parse(
+            "disksim_bus B { A = 0x1f, L = [ x, d8 .. d11, y ] }\n\
+             B B2 { L = [ ], C = 2 }\ninstantiate [ disk0 .. disk2 ] as B2\n",
+        )
+        .unwrap();
+        let base = document.block("B").unwrap();
+        assert_eq!(base.get("A").unwrap().value, Value::Integer(31));
+        let names: Vec<&str> = base
+            .get("L")
+            .unwrap()
+            .list("L")
+            .unwrap()
+            .iter()
+            .map(|n| n.word("L").unwrap())
+            .collect();
+        assert_eq!(names, ["x", "d8", "d9", "d10", "d11", "y"]);
+        let special = document.block("B2").unwrap();
+        assert_eq!(special.type_name, "disksim_bus");
+        assert_eq!(special.get("A").unwrap().value, Value::Integer(31));
+        assert_eq!(special.get("L").unwrap().value, Value::List(Vec::new()));
+        assert_eq!(special.get("C").unwrap().value, Value::Integer(2));
+        assert_eq!(document.instantiations[0].names, ["disk0", "disk1", "disk2"]);
+    }
+
     // Proves each kind of malformed text is refused at its line with what was expected.
     #[test]
     fn errors_name_line_and_expectation() {
@@ -817,6 +929,11 @@ mod tests {
             ("disksim_disk D {\n A = \"open\n }", 2, "unterminated string"),
             ("disksim_disk D {\n no equals here\n }", 2, "expected `NAME = value`"),
             ("source\n", 2, "expected a file name"),
+            ("disksim_disk D {\n A = 1,\n}", 3, "no `,` before `}`"),
+            ("disksim_disk D { A = [ 1, ] }", 1, "expected an item after `,`"),
+            ("instantiate [ d3 .. e5 ] as T", 1, "bad range"),
+            ("instantiate [ d5 .. d3 ] as T", 1, "bad range"),
+            ("disksim_disk D { A = 0xZZ }", 1, "not a hexadecimal number"),
         ];
         for (text, line, expected) in cases {
             let error = parse(text).unwrap_err();
