@@ -106,6 +106,7 @@ const fn rule(scope: Scope, name: &'static str, treatment: Treatment) -> Rule {
 const NO_DISCONNECT: &str = "no SCSI disconnect/reselect phases are modelled; 0 is what we do";
 const NO_SNEAKY: &str = "our cache serves a hit only from data fully in a segment";
 const STATS: &str = "statistics output only";
+const SMART_CTLR: &str = "only the intelligent controller (type 3) uses it; `type` reports another";
 
 /// Every DiskSim 4.0 parameter of a disk (`src/modules/disk.modspec`,
 /// `diskmodel/modules/{disk,layout_g1,layout_g1_zone,mech_g1}.modspec`, the disk's ioqueue
@@ -398,6 +399,17 @@ pub const RULES: &[Rule] = &[
     // Above the disk: what delays its commands on the way.
     rule(
         Scope::Bus,
+        "type",
+        Treatment::Fixed(1.0, "an exclusively-owned bus: the disk's transfers are not shared"),
+    ),
+    rule(
+        Scope::Bus,
+        "Arbitration type",
+        Treatment::Unused("the disk is alone on its bus: no one to arbitrate against"),
+    ),
+    rule(Scope::Bus, "Print stats", Treatment::Unused(STATS)),
+    rule(
+        Scope::Bus,
         "Arbitration time",
         Treatment::Fixed(0.0, "no bus arbitration delay is modelled"),
     ),
@@ -422,6 +434,31 @@ pub const RULES: &[Rule] = &[
         "Bulk sector transfer time",
         Treatment::Fixed(0.0, "no controller transfer time on top of the disk's"),
     ),
+    rule(
+        Scope::Ctlr,
+        "Maximum queue length",
+        Treatment::Unused("a pass-through controller (type 1) holds no queue of its own"),
+    ),
+    rule(Scope::Ctlr, "Print stats", Treatment::Unused(STATS)),
+    rule(Scope::Ctlr, "Scheduler", Treatment::Unused(SMART_CTLR)),
+    rule(Scope::Ctlr, "Cache", Treatment::Unused(SMART_CTLR)),
+    rule(Scope::Ctlr, "Max per-disk pending count", Treatment::Unused(SMART_CTLR)),
+    rule(
+        Scope::Driver,
+        "type",
+        Treatment::Unused("kept by DiskSim for extensibility; it has one driver type"),
+    ),
+    rule(
+        Scope::Driver,
+        "Use queueing in subsystem",
+        Treatment::Fixed(1.0, "the block layer keeps up to the device's depth outstanding"),
+    ),
+    rule(
+        Scope::Driver,
+        "Scheduler",
+        Treatment::Unused("the host's I/O scheduler is the one under study, chosen with -s"),
+    ),
+    rule(Scope::Driver, "Print stats", Treatment::Unused(STATS)),
     rule(
         Scope::Driver,
         "Constant access time",
