@@ -565,3 +565,27 @@ fn conversions_of_other_values() {
     assert_eq!(get(&out, "defects").as_deref(), Some("2:100>200+300>400"));
     assert_eq!(get(&out, "mapping").as_deref(), Some("serpentine-global"));
 }
+
+// Proves the HP's interface time comes from its bus (its disk's own is 0), the write
+// direction's different time is warned, and its disconnect overheads are reported as not
+// modelled, all on one line naming the file.
+#[test]
+fn hp_bus_time_and_unmodelled_overheads() {
+    let Some(mapped) = load("hp_c2247a.parv") else { return };
+    assert_eq!(mapped.drive.bulk_sector_ms, 0.0);
+    assert_eq!(value(&mapped, "bulk_sector_time"), "0.1701ms");
+    let line = mapped.warning_line().expect("the HP has unmodelled parameters");
+    assert_eq!(line.lines().count(), 1);
+    assert!(line.contains("hp_c2247a.parv: not modelled: "), "{line}");
+    for part in [
+        "Write block transfer time = 0.18686",
+        "First reselect overhead = 0.16249",
+        "Minimum seek delay = 0.6",
+        "Hold bus entire read xfer = 1",
+    ] {
+        assert!(line.contains(part), "{part} missing from {line}");
+    }
+    // The .diskspecs alone has no bus: its own 0 stands.
+    let alone = disksim::load(&shared().unwrap().join("hp_c2247a.diskspecs")).unwrap();
+    assert_eq!(value(&alone, "bulk_sector_time"), "0ms");
+}

@@ -39,8 +39,15 @@ pub struct Drive {
     pub read_complete_ms: f64,
     /// `Write completion overhead`.
     pub write_complete_ms: f64,
-    /// `Bulk sector transfer time`.
+    /// `Bulk sector transfer time` (the disk's own).
     pub bulk_sector_ms: f64,
+    /// The slowest per-block time towards the host on the path above the disk: the buses'
+    /// `Read block transfer time` and the controllers' `Bulk sector transfer time` (0 for a
+    /// `.diskspecs` read alone). DiskSim moves a block in the largest of these and the
+    /// disk's own.
+    pub path_read_sector_ms: f64,
+    /// The same towards the disk (the buses' `Write block transfer time`).
+    pub path_write_sector_ms: f64,
     /// `Number of buffer segments`.
     pub segments: i64,
     /// `Segment size (in blks)`.
@@ -295,6 +302,8 @@ impl Drive {
             read_complete_ms: real(disk, "Read completion overhead")?,
             write_complete_ms: real(disk, "Write completion overhead")?,
             bulk_sector_ms: real(disk, "Bulk sector transfer time")?,
+            path_read_sector_ms: 0.0,
+            path_write_sector_ms: 0.0,
             segments: integer(disk, "Number of buffer segments")?,
             segment_blocks: ranged(disk, "Segment size (in blks)", 1..=(1 << 21))?,
             write_segments: integer(disk, "Maximum number of write segments")?,
@@ -307,6 +316,16 @@ impl Drive {
             max_queue_length: integer(disk, "Max queue length")?,
             scheduling_policy,
         })
+    }
+
+    /// Per-block interface time of a read: the largest along the path, as DiskSim takes it.
+    pub fn read_sector_ms(&self) -> f64 {
+        self.bulk_sector_ms.max(self.path_read_sector_ms)
+    }
+
+    /// Per-block interface time of a write.
+    pub fn write_sector_ms(&self) -> f64 {
+        self.bulk_sector_ms.max(self.path_write_sector_ms)
     }
 
     /// The `hdd` key values, in the contract's order.
@@ -391,7 +410,7 @@ impl Drive {
         }
         set("overhead_read_complete", time_ms(self.read_complete_ms));
         set("overhead_write_complete", time_ms(self.write_complete_ms));
-        set("bulk_sector_time", time_ms(self.bulk_sector_ms));
+        set("bulk_sector_time", time_ms(self.read_sector_ms()));
         set("segments", self.segments.to_string());
         set("segment_size", (self.segment_blocks * 512).to_string());
         set("write_segments", self.write_segments.to_string());

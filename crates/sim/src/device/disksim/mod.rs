@@ -103,7 +103,7 @@ const fn rule(scope: Scope, name: &'static str, treatment: Treatment) -> Rule {
     Rule { scope, name, treatment }
 }
 
-const NO_DISCONNECT: &str = "no SCSI disconnect/reselect phases are modelled; 0 is what we do";
+const NO_DISCONNECT: &str = "no SCSI disconnect/reselect phases are modelled";
 const NO_SNEAKY: &str = "our cache serves a hit only from data fully in a segment";
 const STATS: &str = "statistics output only";
 const SMART_CTLR: &str = "only the intelligent controller (type 3) uses it; `type` reports another";
@@ -117,7 +117,11 @@ pub const RULES: &[Rule] = &[
     rule(Scope::Disk, "Model", Treatment::Key("(the dm_disk block below)")),
     rule(Scope::Disk, "Scheduler", Treatment::Key("(the ioqueue block below)")),
     rule(Scope::Disk, "Max queue length", Treatment::Key("depth")),
-    rule(Scope::Disk, "Bulk sector transfer time", Treatment::Key("bulk_sector_time")),
+    rule(
+        Scope::Disk,
+        "Bulk sector transfer time",
+        Treatment::Key("bulk_sector_time (the largest per-block time along the path)"),
+    ),
     rule(Scope::Disk, "Segment size (in blks)", Treatment::Key("segment_size")),
     rule(Scope::Disk, "Number of buffer segments", Treatment::Key("segments")),
     rule(Scope::Disk, "Print stats", Treatment::Unused(STATS)),
@@ -180,7 +184,7 @@ pub const RULES: &[Rule] = &[
     rule(
         Scope::Disk,
         "Set watermark by reqsize",
-        Treatment::Unused("only scales the water marks, which are 0"),
+        Treatment::Unused("only scales the water marks (reported when they are not 0)"),
     ),
     rule(
         Scope::Disk,
@@ -293,7 +297,7 @@ pub const RULES: &[Rule] = &[
     rule(
         Scope::Queue,
         "Maximum concat size",
-        Treatment::Unused("only used by a sequential stream scheme, which is 0"),
+        Treatment::Unused("only used by a sequential stream scheme (reported when it is not 0)"),
     ),
     rule(
         Scope::Queue,
@@ -303,7 +307,7 @@ pub const RULES: &[Rule] = &[
     rule(
         Scope::Queue,
         "Sequential stream diff maximum",
-        Treatment::Unused("only used by a sequential stream scheme, which is 0"),
+        Treatment::Unused("only used by a sequential stream scheme (reported when it is not 0)"),
     ),
     rule(
         Scope::Queue,
@@ -313,12 +317,12 @@ pub const RULES: &[Rule] = &[
     rule(
         Scope::Queue,
         "Timeout time/weight",
-        Treatment::Unused("only used by a timeout scheme, which is 0"),
+        Treatment::Unused("only used by a timeout scheme (reported when it is not 0)"),
     ),
     rule(
         Scope::Queue,
         "Timeout scheduling",
-        Treatment::Unused("only used by a timeout scheme, which is 0"),
+        Treatment::Unused("only used by a timeout scheme (reported when it is not 0)"),
     ),
     rule(
         Scope::Queue,
@@ -328,7 +332,7 @@ pub const RULES: &[Rule] = &[
     rule(
         Scope::Queue,
         "Priority scheduling",
-        Treatment::Unused("only used by a priority scheme, which is 0"),
+        Treatment::Unused("only used by a priority scheme (reported when it is not 0)"),
     ),
     // dm_disk
     rule(Scope::Model, "Block count", Treatment::Key("block_count")),
@@ -416,12 +420,12 @@ pub const RULES: &[Rule] = &[
     rule(
         Scope::Bus,
         "Read block transfer time",
-        Treatment::Fixed(0.0, "the disk's own bulk_sector_time/bus_rate carry the transfer"),
+        Treatment::Key("bulk_sector_time (the largest per-block time along the path)"),
     ),
     rule(
         Scope::Bus,
         "Write block transfer time",
-        Treatment::Fixed(0.0, "the disk's own bulk_sector_time/bus_rate carry the transfer"),
+        Treatment::Key("bulk_sector_time (warned when it differs from the read direction's)"),
     ),
     rule(
         Scope::Ctlr,
@@ -432,7 +436,7 @@ pub const RULES: &[Rule] = &[
     rule(
         Scope::Ctlr,
         "Bulk sector transfer time",
-        Treatment::Fixed(0.0, "no controller transfer time on top of the disk's"),
+        Treatment::Key("bulk_sector_time (the largest per-block time along the path)"),
     ),
     rule(
         Scope::Ctlr,
@@ -554,7 +558,7 @@ pub fn map_document(path: &Path, document: &Document) -> Result<Mapped, DiskSimE
         }
         (node.name.clone(), block, above)
     };
-    let drive = Drive::read(document, block, &mut warnings)?;
+    let mut drive = Drive::read(document, block, &mut warnings)?;
     for block in above {
         let scope = match block.type_name.as_str() {
             "disksim_bus" => Scope::Bus,
@@ -564,6 +568,25 @@ pub fn map_document(path: &Path, document: &Document) -> Result<Mapped, DiskSimE
         };
         // Their other parameters do not bear on the disk: not checked.
         check_block(scope, block, false, &mut warnings)?;
+        let time = |name: &str| block.get(name).map_or(Ok(0.0), |node| node.number(name));
+        let (read_ms, write_ms) = match scope {
+            Scope::Bus => (time("Read block transfer time")?, time("Write block transfer time")?),
+            Scope::Ctlr => {
+                let bulk_ms = time("Bulk sector transfer time")?;
+                (bulk_ms, bulk_ms)
+            }
+            _ => (0.0, 0.0),
+        };
+        drive.path_read_sector_ms = drive.path_read_sector_ms.max(read_ms);
+        drive.path_write_sector_ms = drive.path_write_sector_ms.max(write_ms);
+    }
+    if drive.write_sector_ms() != drive.read_sector_ms() {
+        warnings.push(format!(
+            "Write block transfer time = {} (one per-sector interface time is modelled, \
+             bulk_sector_time: the read direction's {} ms times writes too)",
+            drive.write_sector_ms(),
+            drive.read_sector_ms()
+        ));
     }
     let values = drive.hdd_values();
     Ok(Mapped { file: path.to_owned(), disk, drive, values, warnings })
