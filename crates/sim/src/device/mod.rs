@@ -9,7 +9,8 @@
 //!
 //! Models are built from specs (`hdd:rpm=15000`, `ssd`, `sas-15k-2008`) through the registry
 //! in this module: each kind has a table of keys ([`KeySpec`]) and named presets that set some
-//! of them; [`DeviceSpec::parse`] checks a spec against both.
+//! of them; [`DeviceSpec::parse`] checks a spec against both. `disksim:PATH.parv` starts an
+//! `hdd` from a DiskSim 4.0 parameter file instead of a preset ([`disksim`]).
 
 pub mod array;
 pub mod disksim;

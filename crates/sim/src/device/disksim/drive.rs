@@ -328,7 +328,8 @@ impl Drive {
         self.bulk_sector_ms.max(self.path_write_sector_ms)
     }
 
-    /// The `hdd` key values, in the contract's order.
+    /// The `hdd` key values, in the contract's order. The scheme numbers must lie in
+    /// DiskSim's ranges, as [`Drive::read`] leaves them (an index out of range panics).
     pub fn hdd_values(&self) -> Vec<(&'static str, String)> {
         let mut values: Vec<(&'static str, String)> = Vec::new();
         let mut set = |key: &'static str, value: String| values.push((key, value));
