@@ -168,6 +168,14 @@ fn number(value: f64) -> String {
     format!("{value}")
 }
 
+/// The name of DiskSim scheme `number`, or the number itself when it has none.
+fn name_of(names: &[&str], number: i64) -> String {
+    usize::try_from(number)
+        .ok()
+        .and_then(|index| names.get(index))
+        .map_or_else(|| number.to_string(), |name| (*name).to_owned())
+}
+
 fn time_ms(value: f64) -> String {
     format!("{value}ms")
 }
@@ -328,8 +336,8 @@ impl Drive {
         self.bulk_sector_ms.max(self.path_write_sector_ms)
     }
 
-    /// The `hdd` key values, in the contract's order. The scheme numbers must lie in
-    /// DiskSim's ranges, as [`Drive::read`] leaves them (an index out of range panics).
+    /// The `hdd` key values, in the contract's order. A scheme number outside DiskSim's
+    /// range (a `Drive` built by hand) is written as the number, which the key refuses.
     pub fn hdd_values(&self) -> Vec<(&'static str, String)> {
         let mut values: Vec<(&'static str, String)> = Vec::new();
         let mut set = |key: &'static str, value: String| values.push((key, value));
@@ -346,8 +354,8 @@ impl Drive {
             }),
         );
         let mapping = ["conventional", "serpentine", "serpentine-global"];
-        set("mapping", mapping[self.mapping_scheme as usize].into());
-        set("sparing", SPARING[self.sparing_scheme as usize].into());
+        set("mapping", name_of(&mapping, self.mapping_scheme));
+        set("sparing", name_of(&SPARING, self.sparing_scheme));
         set("sparing_range", self.sparing_range.to_string());
         set(
             "zone_skews",
@@ -426,7 +434,7 @@ impl Drive {
         set("read_ahead", bit(self.buffer_continuous_read > 0));
         let read_ahead_to = ["", "track", "cylinder", "segment", "next-track"];
         if self.buffer_continuous_read > 0 {
-            set("read_ahead_to", read_ahead_to[self.buffer_continuous_read as usize].into());
+            set("read_ahead_to", name_of(&read_ahead_to, self.buffer_continuous_read));
         }
         set("read_ahead_min", self.read_ahead_min_blocks.to_string());
         set("read_ahead_max", self.read_ahead_max_blocks.to_string());
