@@ -455,7 +455,8 @@ pub(crate) struct SimArgs {
     #[arg(value_name = "JOBFILE", conflicts_with = "workload")]
     pub(crate) job_file: Option<String>,
 
-    /// The device: a kind or preset with keys, e.g. `hdd`, `sas-15k-2008:depth=1`, `ssd`.
+    /// The device: a kind or preset with keys, e.g. `hdd`, `sas-15k-2008:depth=1`, `ssd`, or
+    /// a DiskSim 4.0 parameter file, `disksim:PATH.parv[:key=value,...]`.
     #[arg(short, long, default_value = elevator_sim::DEFAULT_DEVICE)]
     pub(crate) device: String,
 

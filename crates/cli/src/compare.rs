@@ -113,6 +113,7 @@ fn jobs(args: &CompareArgs, schedulers: &[SchedulerSpec]) -> Result<Vec<Job>> {
         bail!("--only picks experiments of the classic study; it does not go with -w");
     }
     let device = DeviceSpec::parse(args.device.as_deref().unwrap_or(DEFAULT_DEVICE))?;
+    crate::list::warn_about_files(std::slice::from_ref(&device));
     let mut config = SimConfig::new(args.seed, device);
     config.host = HostSpec::parse(args.host.as_deref().unwrap_or(DEFAULT_HOST))?;
     let queue = QueueSettings::default();

@@ -255,6 +255,7 @@ fn devices(specs: &[String]) -> Result<Vec<ComponentEntry>> {
     } else {
         specs.iter().map(|text| DeviceSpec::parse(text)).collect::<Result<_, _>>()?
     };
+    warn_about_files(&specs);
     Ok(specs
         .iter()
         .map(|spec| {
@@ -266,6 +267,17 @@ fn devices(specs: &[String]) -> Result<Vec<ComponentEntry>> {
                 .with_presets(presets)
         })
         .collect())
+}
+
+/// The one warning line of each device read from a DiskSim file (what it does not model).
+pub(crate) fn warn_about_files(specs: &[DeviceSpec]) {
+    for line in specs.iter().filter_map(DeviceSpec::warning_line) {
+        // stderr: the listing itself stays machine-readable on stdout.
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("{line}");
+        }
+    }
 }
 
 /// Hosts: the host's keys from the same table `--host` is parsed with, and its presets when

@@ -20,6 +20,7 @@ struct Plan {
 
 fn plan(args: &SimArgs) -> Result<Plan> {
     let device = DeviceSpec::parse(&args.device)?;
+    crate::list::warn_about_files(std::slice::from_ref(&device));
     let workload = match &args.job_file {
         Some(path) => WorkloadSpec::parse_fio_file(path)?,
         None => WorkloadSpec::parse(&args.workload)?,

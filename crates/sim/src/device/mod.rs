@@ -9,9 +9,11 @@
 //!
 //! Models are built from specs (`hdd:rpm=15000`, `ssd`, `sas-15k-2008`) through the registry
 //! in this module: each kind has a table of keys ([`KeySpec`]) and named presets that set some
-//! of them; [`DeviceSpec::parse`] checks a spec against both.
+//! of them; [`DeviceSpec::parse`] checks a spec against both. `disksim:PATH.parv` starts an
+//! `hdd` from a DiskSim 4.0 parameter file instead of a preset ([`disksim`]).
 
 pub mod array;
+pub mod disksim;
 pub mod driver;
 pub mod hdd;
 pub mod ram;
@@ -19,6 +21,8 @@ pub mod ssd;
 pub mod validate;
 
 use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
 
 use elevator_core::{ComponentSpec, Instant, KeySpec, Op, ParamError, Params, Sector};
 
@@ -216,18 +220,35 @@ impl DeviceKind {
     }
 }
 
-/// A device as written on the command line, checked: a kind, the preset it starts from, and
-/// the resolved values of every key.
+/// A device as written on the command line, checked: a kind, what it starts from (a preset
+/// or a DiskSim parameter file), and the resolved values of every key.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceSpec {
     kind: DeviceKind,
-    preset: &'static Preset,
+    origin: Origin,
     params: Params,
 }
 
+/// What a device spec's values start from.
+#[derive(Clone, Debug, PartialEq)]
+enum Origin {
+    /// A named preset (the first of its kind for a bare kind name).
+    Preset(&'static Preset),
+    /// A DiskSim file (`disksim:PATH`), as written, and what it maps to.
+    DiskSim { path: String, mapped: Arc<disksim::Mapped> },
+}
+
+/// The prefix naming a DiskSim parameter file as a device.
+pub const DISKSIM_PREFIX: &str = "disksim:";
+
 impl DeviceSpec {
-    /// Parses `kind[:key=value,...]` or `preset[:key=value,...]`.
+    /// Parses `kind[:key=value,...]`, `preset[:key=value,...]` or
+    /// `disksim:PATH[:key=value,...]` (an `hdd` with a DiskSim 4.0 file's values, see
+    /// [`disksim`]; the keys after the path override the file's; the path holds no `:`).
     pub fn parse(text: &str) -> Result<DeviceSpec, ParamError> {
+        if let Some(rest) = text.trim().strip_prefix(DISKSIM_PREFIX) {
+            return DeviceSpec::parse_disksim(rest);
+        }
         let spec = ComponentSpec::parse("device", text)?;
         let found = DeviceKind::ALL.iter().find_map(|&kind| {
             if kind.name() == spec.name {
@@ -243,8 +264,59 @@ impl DeviceSpec {
             });
         };
         let params = Params::resolve(&spec, kind.keys(), preset.values)?;
-        let device = DeviceSpec { kind, preset, params };
+        let device = DeviceSpec { kind, origin: Origin::Preset(preset), params };
         // Building checks the values that are impossible together.
+        device.topology()?;
+        Ok(device)
+    }
+
+    /// `PATH[:key=value,...]` after `disksim:`.
+    fn parse_disksim(rest: &str) -> Result<DeviceSpec, ParamError> {
+        let (path, overrides) = match rest.split_once(':') {
+            Some((path, overrides)) => (path.trim(), Some(overrides)),
+            None => (rest.trim(), None),
+        };
+        let component = format!("{DISKSIM_PREFIX}{path}");
+        if path.is_empty() {
+            return Err(ParamError::Impossible {
+                component,
+                key: "file",
+                problem: "name a DiskSim .parv or .diskspecs file after `disksim:`".into(),
+            });
+        }
+        let mapped = disksim::load(Path::new(path)).map_err(|error| ParamError::Impossible {
+            component: component.clone(),
+            key: "file",
+            problem: error.to_string(),
+        })?;
+        let kind = DeviceKind::Hdd;
+        // A key the `hdd` model does not have would be dropped silently by `Params::resolve`
+        // (it reads presets by key): refuse it here instead.
+        if let Some((key, _)) =
+            mapped.values.iter().find(|(key, _)| kind.keys().iter().all(|spec| spec.key != *key))
+        {
+            return Err(ParamError::UnknownKey {
+                component,
+                key: (*key).to_owned(),
+                accepted: kind.keys().iter().map(|spec| spec.key).collect(),
+            });
+        }
+        let mut spec = ComponentSpec::parse(
+            "device",
+            &match overrides {
+                Some(overrides) => format!("{}:{overrides}", kind.name()),
+                None => kind.name().to_owned(),
+            },
+        )?;
+        spec.name = component;
+        let values: Vec<(&str, &str)> =
+            mapped.values.iter().map(|(key, value)| (*key, value.as_str())).collect();
+        let params = Params::resolve(&spec, kind.keys(), &values)?;
+        let device = DeviceSpec {
+            kind,
+            origin: Origin::DiskSim { path: path.to_owned(), mapped: Arc::new(mapped) },
+            params,
+        };
         device.topology()?;
         Ok(device)
     }
@@ -254,9 +326,25 @@ impl DeviceSpec {
         self.kind
     }
 
-    /// The preset it started from.
-    pub fn preset(&self) -> &'static Preset {
-        self.preset
+    /// The preset it started from (`None` for a DiskSim file).
+    pub fn preset(&self) -> Option<&'static Preset> {
+        match &self.origin {
+            Origin::Preset(preset) => Some(preset),
+            Origin::DiskSim { .. } => None,
+        }
+    }
+
+    /// What a DiskSim file mapped to (`None` for a preset).
+    pub fn disksim(&self) -> Option<&disksim::Mapped> {
+        match &self.origin {
+            Origin::Preset(_) => None,
+            Origin::DiskSim { mapped, .. } => Some(mapped),
+        }
+    }
+
+    /// The one line to print on stderr about what the spec's file could not honour.
+    pub fn warning_line(&self) -> Option<String> {
+        self.disksim().and_then(disksim::Mapped::warning_line)
     }
 
     /// Every key with its value in force.
@@ -366,9 +454,12 @@ impl DeviceSpec {
 }
 
 impl fmt::Display for DeviceSpec {
-    /// `preset` plus the keys the user changed.
+    /// `preset` (or `disksim:PATH`) plus the keys the user changed.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.preset.name)?;
+        match &self.origin {
+            Origin::Preset(preset) => f.write_str(preset.name)?,
+            Origin::DiskSim { path, .. } => write!(f, "{DISKSIM_PREFIX}{path}")?,
+        }
         let mut separator = ':';
         for (key, value) in self.params.resolved() {
             if self.params.is_set(key) {

@@ -1443,7 +1443,7 @@ mod tests {
         assert!(DeviceSpec::parse("ssd:gc=1,op=0,write_amplification=3").is_ok());
         assert!(DeviceSpec::parse("ssd:write_cache=1,cache_size=8k").is_ok());
         let ssd = DeviceSpec::parse("ssd").unwrap();
-        assert_eq!(ssd.preset().name, "sata-ssd");
+        assert_eq!(ssd.preset().map(|preset| preset.name), Some("sata-ssd"));
         assert_eq!(ssd.build().unwrap().queue_depth(), 32);
         assert!(!ssd.build().unwrap().rotational());
         for preset in PRESETS {
