@@ -1,7 +1,7 @@
 //! `hdd`: a hard disk after Ruemmler & Wilkes (IEEE Computer, March 1994) with DiskSim's
 //! parameters (devices.md §1).
 //!
-//! A command first pays the controller's overhead (`overhead_read` / `overhead_write`). A read
+//! A command first pays the controller's overhead (see "The controller" below). A read
 //! is then served from the buffer if a segment holds all of it (a hit: a transfer at the bus
 //! rate), or by the read-ahead in progress if that is about to bring its sectors in (it waits
 //! for them and streams them out), or else it goes to the internal queue for the head. The
@@ -26,10 +26,51 @@
 //! segment is always kept for reads. FUA writes, writes larger than the write space, and every
 //! write with `write_cache=0` take the full mechanical path before they finish.
 //!
-//! With `depth` above 1 (NCQ/TCQ) the head takes the queued command with the shortest
-//! positioning time (seek plus rotation from where the head is, at the instant it is free),
-//! oldest first among equals; with `depth=1` there is only ever one, so the order is the
-//! host's.
+//! With `depth` above 1 (NCQ/TCQ) the head takes the queued command `queue_policy` names.
+//! `sptf` (the default) takes the one with the shortest positioning time (seek plus rotation
+//! from where the head is, at the instant it is free), oldest first among equals, weighing
+//! dirty segments with them. The others are DiskSim's ioqueue policies by logical block
+//! (`src/disksim_ioqueue.c`), which order the commands only (a destage, when one is due, goes
+//! first): `fcfs` in the order commands reached the head's queue; `cycle-lbn` (C-LOOK) the
+//! lowest start at or above the last chosen command's start, else the lowest start;
+//! `sstf-lbn` the start nearest to where the last chosen command ended, up or down, exact ties
+//! alternating between up and down; `elevator-lbn` (LOOK) the nearest start in the current
+//! direction from the last chosen start, turning only when nothing lies ahead (DiskSim's
+//! SSTF with the whole disk added to the distance behind). Among equal starts the command that
+//! queued first goes first. With `depth=1` there is only ever one, so the order is the host's.
+//!
+//! # The controller (DiskSim's disk controller, `src/disksim_diskctlr.c`)
+//!
+//! DiskSim charges each command one of eight command overheads on arrival: by kind (read or
+//! write), by cache outcome, and by the kind of the command the drive last completed (its
+//! `lastflags`, which starts as a read). A read is a "hit" when the buffer holds its first
+//! sector on (all of it, or a prefix: DiskSim's whole and partial hits) or the read-ahead in
+//! progress is reading towards it; a write is a "hit" when it will be acknowledged from the
+//! buffer (DiskSim picks the write-hit overheads whenever fast writes are on). Here the eight
+//! are `overhead_{read,write}_{hit,miss}_after_{read,write}`, each defaulting to
+//! `overhead_read` / `overhead_write`; flushes and discards (which DiskSim has not) pay
+//! `overhead_write`. The overhead runs before the command does anything else, as DiskSim's
+//! `overhead_done` holds back the mechanism. DiskSim's read and write completion overheads
+//! (`overhead_read_complete`, `overhead_write_complete`) delay the completion's arrival at
+//! the host after the command's data is done.
+//!
+//! The host interface moves a sector in the larger of `bus_rate`'s time for 512 bytes and
+//! `bulk_sector_time` (DiskSim's `disk_get_blktranstime` takes the maximum of the bus's
+//! per-block time and the drive's "Bulk sector transfer time"). The validated drives run with
+//! "Hold bus entire read xfer" = 0, water marks 0 set by request size, so DiskSim reconnects
+//! once one sector of a read miss is in the buffer (its read water mark is `max(1, 0·n)`) and
+//! then sends sector after sector, each no earlier than the media has read it. The model does
+//! the same in closed form: a read miss's data ends at the later of (first sector ready + n
+//! sectors of interface time) and (last sector ready + one sector's). When the interface is
+//! slower than the media (the Cheetah 9LP: 0.105 ms per sector on the interface, 254 sectors
+//! per 5.97 ms revolution = 0.0235 ms per sector on its outer zone), the interface bounds it:
+//! an 8-sector read miss takes overhead + seek + rotation + 0.0235 ms for the first sector +
+//! 8 × 0.105 ms, and a 561-sector sequential read costs 561 × 0.105 = 58.9 ms of interface
+//! time, however fast the media. A cached write finishes when its data has crossed the
+//! interface; a write miss at the later of that and the end of its media write.
+//!
+//! `write_segments` is DiskSim's "Maximum number of write segments": the most segments that
+//! hold write data at once (default: all but one, which is kept for reads).
 //!
 //! A long sequential read from the start of the disk runs at the outer zone's sustained rate
 //! ([`Hdd::sustained_read_bytes_per_s`]: a cylinder's tracks plus its track and cylinder
@@ -66,12 +107,25 @@
 //! | `write_settle` | 0.5ms | extra settling before writing after the head moved |
 //! | `overhead_read` | 0.03ms | controller time per read |
 //! | `overhead_write` | 0.03ms | controller time per write, flush or discard |
+//! | `overhead_read_hit_after_read` | `overhead_read` | a read hit after a read (see "The controller") |
+//! | `overhead_read_hit_after_write` | `overhead_read` | a read hit after a write |
+//! | `overhead_read_miss_after_read` | `overhead_read` | a read miss after a read |
+//! | `overhead_read_miss_after_write` | `overhead_read` | a read miss after a write |
+//! | `overhead_write_hit_after_read` | `overhead_write` | a write acknowledged from the buffer, after a read |
+//! | `overhead_write_hit_after_write` | `overhead_write` | the same after a write |
+//! | `overhead_write_miss_after_read` | `overhead_write` | a write that finishes on the media, after a read |
+//! | `overhead_write_miss_after_write` | `overhead_write` | the same after a write |
+//! | `overhead_read_complete` | 0 | from a read's end to its completion at the host |
+//! | `overhead_write_complete` | 0 | from a write's end to its completion at the host |
+//! | `bulk_sector_time` | 0 | least interface time per 512-byte sector |
+//! | `write_segments` | (segments − 1) | most segments holding write data at once (below `segments`) |
 //! | `bus_rate` | 300 | host interface in MB/s (10^6 bytes) |
 //! | `segments` | 16 | buffer segments |
 //! | `segment_size` | 512k | bytes per segment (a multiple of 512) |
 //! | `read_ahead` | 1 | read on after a read miss |
 //! | `write_cache` | 1 | acknowledge writes from the buffer (write-back) |
 //! | `depth` | 1 | commands accepted at once (1: no command queuing) |
+//! | `queue_policy` | sptf | `fcfs`, `sptf`, `sstf-lbn`, `elevator-lbn` or `cycle-lbn` (with `depth` above 1) |
 //! | `driver` | generic | the driver in front of it (`device/driver.rs`): its queue's depth and largest request |
 //!
 //! The capacity is derived: the sum over zones of cylinders × surfaces × sectors per track.
@@ -89,8 +143,18 @@
 //!   arrives meanwhile, only possible with `depth` above 1).
 //! * A read that finds only a prefix of itself in a clean segment reads the rest from the
 //!   media; any other partial hit is a miss. Read-ahead stops at the end of the disk.
-//! * Per-command overheads do not depend on the previous command or on hit/miss (DiskSim
-//!   splits them four ways).
+//! * A command's overhead is one delay before anything else; DiskSim overlaps parts of it
+//!   with the bus (reconnection, data preparation and disconnect overheads, all 0 in the
+//!   validated drives, are not modelled). The completion overheads delay the host only, not
+//!   the drive's next command. The "previous command" is the last one whose completion
+//!   reached the host, as DiskSim sets it when the completion starts.
+//! * A write larger than the write segments goes to the media and pays a write-miss overhead
+//!   even with the write cache on (DiskSim picks the write-hit one whenever fast writes are on).
+//! * The interface/media overlap is the closed form above, exact while the media rate is
+//!   steady; a track or cylinder switch in the middle of a read whose interface outruns the
+//!   media is not followed sector by sector.
+//! * The LBN queue policies order commands by their first sector; DiskSim's sequential-stream
+//!   grouping in its ioqueue (off in the validated drives) is not modelled.
 //! * A segment's dirty sectors are one range (the hull of its writes); writes larger than a
 //!   segment take several fresh segments and never merge.
 //! * Only which sectors are buffered is tracked, not their contents: a write does not
@@ -215,6 +279,66 @@ pub const KEYS: &[KeySpec] = &[
     time_key("write_settle", "0.5ms", "extra settling before a write after the head moved"),
     time_key("overhead_read", "0.03ms", "controller overhead per read"),
     time_key("overhead_write", "0.03ms", "controller overhead per write, flush or discard"),
+    time_key(
+        "overhead_read_hit_after_read",
+        "",
+        "overhead of a read the buffer holds (or is reading) after a read; default overhead_read",
+    ),
+    time_key(
+        "overhead_read_hit_after_write",
+        "",
+        "overhead of a read the buffer holds (or is reading) after a write; default \
+         overhead_read",
+    ),
+    time_key(
+        "overhead_read_miss_after_read",
+        "",
+        "overhead of a read that goes to the media after a read; default overhead_read",
+    ),
+    time_key(
+        "overhead_read_miss_after_write",
+        "",
+        "overhead of a read that goes to the media after a write; default overhead_read",
+    ),
+    time_key(
+        "overhead_write_hit_after_read",
+        "",
+        "overhead of a write acknowledged from the buffer after a read; default overhead_write",
+    ),
+    time_key(
+        "overhead_write_hit_after_write",
+        "",
+        "overhead of a write acknowledged from the buffer after a write; default \
+         overhead_write",
+    ),
+    time_key(
+        "overhead_write_miss_after_read",
+        "",
+        "overhead of a write that finishes on the media after a read; default overhead_write",
+    ),
+    time_key(
+        "overhead_write_miss_after_write",
+        "",
+        "overhead of a write that finishes on the media after a write; default overhead_write",
+    ),
+    time_key("overhead_read_complete", "0", "controller time from a read's end to its completion"),
+    time_key(
+        "overhead_write_complete",
+        "0",
+        "controller time from a write's end to its completion",
+    ),
+    time_key(
+        "bulk_sector_time",
+        "0",
+        "least interface time per 512-byte sector (the interface takes the larger of this and \
+         bus_rate's)",
+    ),
+    KeySpec {
+        key: "write_segments",
+        kind: KeyKind::Integer { min: 1, max: 255 },
+        default: "",
+        help: "most segments holding write data at once (below `segments`); default all but one",
+    },
     KeySpec {
         key: "bus_rate",
         kind: KeyKind::Float { min: 0.1, max: 100_000.0, unit: "MB/s" },
@@ -250,6 +374,12 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Integer { min: 1, max: 256 },
         default: "1",
         help: "commands accepted at once (above 1: NCQ/TCQ with SPTF)",
+    },
+    KeySpec {
+        key: "queue_policy",
+        kind: KeyKind::Choice(&["fcfs", "sptf", "sstf-lbn", "elevator-lbn", "cycle-lbn"]),
+        default: "sptf",
+        help: "order the drive serves its queued commands in (depth above 1)",
     },
     DRIVER_KEY,
 ];
@@ -531,14 +661,30 @@ pub const PRESETS: &[Preset] = &[
 pub struct Hdd {
     mechanics: Mechanics,
     cache: Cache,
+    /// The base read overhead, which the read overheads default to (tests compare with it).
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by the tests only"))]
     overhead_read: Duration,
+    /// The base write overhead: flushes and discards pay it; the write overheads default to it.
     overhead_write: Duration,
+    overheads: Overheads,
     bus_bytes_per_s: u64,
+    /// The least interface time per sector (DiskSim's bulk sector transfer time).
+    bulk_sector_ns: u64,
     /// `bus_time` for 0..BUS_TABLE_SECTORS sectors, to spare the division on every command.
     bus_ns_table: Vec<u64>,
     read_ahead: bool,
     write_cache: bool,
     depth: u32,
+    queue_policy: QueuePolicy,
+    /// The LBN policies' reference point: where the last command they chose starts (elevator,
+    /// cycle) or ends (SSTF).
+    policy_lbn: u64,
+    /// The elevator's direction (and SSTF's, which only reads it for nothing): ascending.
+    policy_ascending: bool,
+    /// SSTF's tie-break: the next tie between equally distant commands goes downward.
+    policy_tie_down: bool,
+    /// The last command to finish was not a read (DiskSim starts as if after a read).
+    last_was_write: bool,
     seek_description: String,
     /// The seek curve's mean over random pairs of distinct cylinders, for `describe`.
 
@@ -643,6 +789,81 @@ enum Choice {
     Destage(usize),
 }
 
+/// The controller's per-command overheads: by kind, by cache outcome and by the kind of the
+/// command that finished last, `[after a read, after a write]`; and its completion overheads.
+#[derive(Clone, Copy, Debug)]
+struct Overheads {
+    read_hit: [Duration; 2],
+    read_miss: [Duration; 2],
+    write_hit: [Duration; 2],
+    write_miss: [Duration; 2],
+    read_complete: Duration,
+    write_complete: Duration,
+}
+
+impl Overheads {
+    fn from_params(params: &Params) -> Overheads {
+        let pair = |after_read: &str, after_write: &str, default: &str| {
+            let one = |key: &str| params.time(if params.has(key) { key } else { default });
+            [one(after_read), one(after_write)]
+        };
+        Overheads {
+            read_hit: pair(
+                "overhead_read_hit_after_read",
+                "overhead_read_hit_after_write",
+                "overhead_read",
+            ),
+            read_miss: pair(
+                "overhead_read_miss_after_read",
+                "overhead_read_miss_after_write",
+                "overhead_read",
+            ),
+            write_hit: pair(
+                "overhead_write_hit_after_read",
+                "overhead_write_hit_after_write",
+                "overhead_write",
+            ),
+            write_miss: pair(
+                "overhead_write_miss_after_read",
+                "overhead_write_miss_after_write",
+                "overhead_write",
+            ),
+            read_complete: params.time("overhead_read_complete"),
+            write_complete: params.time("overhead_write_complete"),
+        }
+    }
+
+    /// Whether a read's overhead depends on its cache outcome (only then is it looked up).
+    fn read_outcome_matters(&self) -> bool {
+        self.read_hit != self.read_miss
+    }
+
+    /// The time from a command's finish to its completion reaching the host.
+    fn complete(&self, op: Op) -> Duration {
+        match op {
+            Op::Read => self.read_complete,
+            Op::Write => self.write_complete,
+            Op::Flush | Op::Discard => Duration::ZERO,
+        }
+    }
+}
+
+/// The order the drive serves its queued commands in (DiskSim's ioqueue policies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum QueuePolicy {
+    /// Arrival order (DiskSim 1).
+    Fcfs,
+    /// Shortest positioning time first (DiskSim 8, SPTF_OPT).
+    Sptf,
+    /// Nearest starting LBN to where the last chosen command ended (DiskSim 4).
+    SstfLbn,
+    /// LOOK by LBN: on in the current direction, turning when nothing lies ahead (DiskSim 2).
+    ElevatorLbn,
+    /// C-LOOK by LBN: the lowest start at or above the last chosen start, else the lowest
+    /// (DiskSim 3).
+    CycleLbn,
+}
+
 /// Model-specific counters, reported in `DeviceStats::extra` in this order.
 #[derive(Clone, Copy, Debug, Default)]
 struct Counters {
@@ -707,7 +928,25 @@ impl Hdd {
                 ),
             ));
         }
+        let segment_count = params.integer("segments") as usize;
+        let mut cache = Cache::new(segment_count, segment_bytes / SECTOR_SIZE_BYTES);
+        if params.has("write_segments") {
+            let write_segments = params.integer("write_segments") as usize;
+            // One segment is always kept for reads (see `Cache::new`).
+            if write_segments >= segment_count {
+                return Err(params.impossible(
+                    "write_segments",
+                    format!(
+                        "{write_segments} write segments leave none of the {segment_count} \
+                         segments for reads (expected 1..={})",
+                        segment_count.saturating_sub(1)
+                    ),
+                ));
+            }
+            cache.write_segments_max = write_segments;
+        }
         let bus_bytes_per_s = (params.float("bus_rate") * 1e6).round() as u64;
+        let bulk_sector_ns = params.time("bulk_sector_time").as_nanos();
         let depth = params.integer("depth") as u32;
         let seek_description = seek.to_string();
         Ok(Hdd {
@@ -718,17 +957,29 @@ impl Hdd {
                 head_switch_ns,
                 write_settle_ns,
             },
-            cache: Cache::new(
-                params.integer("segments") as usize,
-                segment_bytes / SECTOR_SIZE_BYTES,
-            ),
+            cache,
             overhead_read: params.time("overhead_read"),
             overhead_write: params.time("overhead_write"),
+            overheads: Overheads::from_params(params),
             bus_bytes_per_s,
-            bus_ns_table: (0..BUS_TABLE_SECTORS).map(|n| bus_ns(n, bus_bytes_per_s)).collect(),
+            bulk_sector_ns,
+            bus_ns_table: (0..BUS_TABLE_SECTORS)
+                .map(|n| bus_ns(n, bus_bytes_per_s, bulk_sector_ns))
+                .collect(),
             read_ahead: params.flag("read_ahead"),
             write_cache: params.flag("write_cache"),
             depth,
+            queue_policy: match params.text("queue_policy") {
+                "fcfs" => QueuePolicy::Fcfs,
+                "sstf-lbn" => QueuePolicy::SstfLbn,
+                "elevator-lbn" => QueuePolicy::ElevatorLbn,
+                "cycle-lbn" => QueuePolicy::CycleLbn,
+                _ => QueuePolicy::Sptf,
+            },
+            policy_lbn: 0,
+            policy_ascending: true,
+            policy_tie_down: false,
+            last_was_write: false,
             seek_description,
             slots: Vec::with_capacity(depth as usize),
             free_slots: Vec::with_capacity(depth as usize),
@@ -781,7 +1032,11 @@ impl Hdd {
     fn bus_time(&self, sector_count: u64) -> Duration {
         match self.bus_ns_table.get(sector_count as usize) {
             Some(&nanos) => Duration::from_nanos(nanos),
-            None => Duration::from_nanos(bus_ns(sector_count, self.bus_bytes_per_s)),
+            None => Duration::from_nanos(bus_ns(
+                sector_count,
+                self.bus_bytes_per_s,
+                self.bulk_sector_ns,
+            )),
         }
     }
 
@@ -793,10 +1048,63 @@ impl Hdd {
     }
 
     /// Records `slot`'s finish time.
+    /// The completion reaches the host after the controller's completion overhead for its
+    /// kind.
     fn finish_at(&mut self, slot: u32, at: Instant) {
         let entry = &mut self.slots[slot as usize];
         entry.state = State::Done;
+        let at = at + self.overheads.complete(entry.command.op);
         self.completions.push(Reverse((at, entry.seq, slot)));
+    }
+
+    /// The controller overhead `command` pays on arrival at `now`: DiskSim's per-command
+    /// overhead for its kind, its cache outcome and the kind of the command that finished
+    /// last. A read is a hit when the buffer holds any of it from its first sector or the
+    /// read-ahead in progress is bringing that in; a write when it will be acknowledged from
+    /// the buffer (write cache on, not FUA, small enough for the write segments).
+    fn command_overhead(&mut self, command: &Command, now: Instant) -> Duration {
+        let after = usize::from(self.last_was_write);
+        let overheads = self.overheads;
+        match command.op {
+            Op::Read if overheads.read_outcome_matters() => {
+                if self.read_is_buffered(command.start.0, command.end().0, now) {
+                    overheads.read_hit[after]
+                } else {
+                    overheads.read_miss[after]
+                }
+            }
+            Op::Read => overheads.read_miss[after],
+            Op::Write => {
+                if self.write_is_cached(command) {
+                    overheads.write_hit[after]
+                } else {
+                    overheads.write_miss[after]
+                }
+            }
+            Op::Flush | Op::Discard => self.overhead_write,
+        }
+    }
+
+    /// Whether the buffer holds `start..` from its first sector at `now` (all of it or a
+    /// prefix) or the read-ahead in progress is reading towards it.
+    fn read_is_buffered(&mut self, start: u64, end: u64, now: Instant) -> bool {
+        if let Some(stream) = &self.stream
+            && self.cache.segments[stream.segment].start <= start
+            && start <= stream.limit
+        {
+            self.sync_stream(now);
+            if self.stream.is_some() {
+                return true;
+            }
+        }
+        self.cache.lookup(start, end) != Lookup::Miss
+    }
+
+    /// Whether a write is acknowledged once its data is in the buffer.
+    fn write_is_cached(&self, command: &Command) -> bool {
+        let fits = u64::from(command.sector_count)
+            <= self.cache.segment_sectors * self.cache.write_segments_max as u64;
+        self.write_cache && !command.fua && fits
     }
 
     fn next_internal(&self) -> Option<Instant> {
@@ -903,9 +1211,7 @@ impl Hdd {
             }
             Op::Write => {
                 self.stats.sectors_written += sector_count;
-                let fits = sector_count
-                    <= self.cache.segment_sectors * self.cache.write_segments_max as u64;
-                if self.write_cache && !command.fua && fits {
+                if self.write_is_cached(&command) {
                     if self.place_write(start, end, at) {
                         self.counters.cached_writes += 1;
                         let done = self.bus_transfer(at, sector_count);
@@ -1158,7 +1464,7 @@ impl Hdd {
             }
         }
         if urgent {
-            let choice = self.choose(at, pressure && destage_ready);
+            let choice = self.pick(at, pressure && destage_ready);
             self.start_job(choice, at);
             return;
         }
@@ -1174,9 +1480,98 @@ impl Hdd {
             }
         }
         if destage_ready {
-            let choice = self.choose(at, true);
+            let choice = self.pick(at, true);
             self.start_job(choice, at);
         }
+    }
+
+    /// The head's next job under the queue policy. SPTF weighs queued commands and dirty
+    /// segments together ([`Hdd::choose`]); the other policies order only the commands, so
+    /// with `destages` (a write waits for room, a flush for a clean buffer, or nothing is
+    /// queued) they destage first, the nearest dirty segment by positioning time.
+    fn pick(&mut self, at: Instant, destages: bool) -> Choice {
+        if self.queue_policy == QueuePolicy::Sptf {
+            return self.choose(at, destages);
+        }
+        if destages {
+            let queue = std::mem::take(&mut self.media_queue);
+            let choice = self.choose(at, true);
+            self.media_queue = queue;
+            return choice;
+        }
+        Choice::Command(self.choose_by_lbn())
+    }
+
+    /// The index in `media_queue` of the command FCFS or an LBN policy serves next, updating
+    /// the policy's reference point and direction as DiskSim's ioqueue does. Commands are
+    /// placed by their first LBN; among equal LBNs the one that queued first goes first.
+    fn choose_by_lbn(&mut self) -> usize {
+        let key = |hdd: &Hdd, index: usize| {
+            let entry = &hdd.slots[hdd.media_queue[index] as usize];
+            (entry.command.start.0, entry.media_order)
+        };
+        let indices = 0..self.media_queue.len();
+        let last = self.policy_lbn;
+        // The lowest start at or above the reference, and the highest below it.
+        let top = indices.clone().filter(|&i| key(self, i).0 >= last).min_by_key(|&i| key(self, i));
+        let bottom = indices
+            .clone()
+            .filter(|&i| key(self, i).0 < last)
+            .min_by_key(|&i| (Reverse(key(self, i).0), key(self, i).1));
+        let chosen = match self.queue_policy {
+            QueuePolicy::Fcfs => {
+                indices.min_by_key(|&i| key(self, i).1).expect("a command is queued")
+            }
+            QueuePolicy::CycleLbn => {
+                top.or_else(|| indices.min_by_key(|&i| key(self, i))).expect("a command is queued")
+            }
+            QueuePolicy::SstfLbn | QueuePolicy::ElevatorLbn => {
+                // The nearer of the two by LBN distance; the elevator adds the whole disk to
+                // the distance behind it, so it turns only when nothing lies ahead. Exact ties
+                // alternate between up and down.
+                let penalty = if self.queue_policy == QueuePolicy::ElevatorLbn {
+                    self.mechanics.geometry.capacity_sectors()
+                } else {
+                    0
+                };
+                match (top, bottom) {
+                    (Some(top), None) => top,
+                    (None, Some(bottom)) => bottom,
+                    (Some(top), Some(bottom)) => {
+                        let mut up = key(self, top).0 - last;
+                        let mut down = last - key(self, bottom).0;
+                        if self.policy_ascending {
+                            down += penalty;
+                        } else if up > 0 {
+                            up += penalty;
+                        }
+                        let choice = if up < down {
+                            top
+                        } else if up > down || self.policy_tie_down {
+                            bottom
+                        } else {
+                            top
+                        };
+                        if up == down {
+                            self.policy_tie_down = !self.policy_tie_down;
+                        }
+                        choice
+                    }
+                    (None, None) => unreachable!("a command is queued"),
+                }
+            }
+            QueuePolicy::Sptf => unreachable!("SPTF chooses by positioning time"),
+        };
+        let start = key(self, chosen).0;
+        if start != last {
+            self.policy_ascending = start > last;
+        }
+        let entry = &self.slots[self.media_queue[chosen] as usize];
+        self.policy_lbn = match self.queue_policy {
+            QueuePolicy::SstfLbn => start + u64::from(entry.command.sector_count),
+            _ => start,
+        };
+        chosen
     }
 
     /// Shortest positioning time first among the queued commands (and the dirty segments
@@ -1456,10 +1851,7 @@ impl DeviceModel for Hdd {
         self.next_seq += 1;
         self.slots[slot as usize] =
             Slot { command, seq, state: State::Overhead, bus_end: Instant::ZERO, media_order: 0 };
-        let overhead = match command.op {
-            Op::Read => self.overhead_read,
-            Op::Write | Op::Flush | Op::Discard => self.overhead_write,
-        };
+        let overhead = self.command_overhead(&command, now);
         self.arrivals.push(Reverse((now + overhead, seq, slot)));
         self.inside += 1;
         self.busy_since.get_or_insert(now);
@@ -1486,6 +1878,7 @@ impl DeviceModel for Hdd {
             let entry = &mut self.slots[slot as usize];
             debug_assert_eq!(entry.state, State::Done);
             entry.state = State::Free;
+            self.last_was_write = entry.command.op != Op::Read;
             finished.push(entry.command.id);
             self.free_slots.push(slot);
             self.stats.commands += 1;
@@ -1524,10 +1917,13 @@ impl DeviceModel for Hdd {
 /// Transfers up to this many sectors have their bus time precomputed.
 const BUS_TABLE_SECTORS: u64 = 257;
 
-/// Nanoseconds for `sector_count` sectors at `bytes_per_s`, rounded up.
-fn bus_ns(sector_count: u64, bytes_per_s: u64) -> u64 {
+/// Nanoseconds for `sector_count` sectors at `bytes_per_s` (rounded up), or at
+/// `bulk_sector_ns` per sector if that is slower: DiskSim's `disk_get_blktranstime` takes the
+/// larger of the bus's time for a sector and the drive's bulk sector transfer time.
+fn bus_ns(sector_count: u64, bytes_per_s: u64, bulk_sector_ns: u64) -> u64 {
     let bytes = u128::from(sector_count) * u128::from(SECTOR_SIZE_BYTES);
-    (bytes * 1_000_000_000).div_ceil(u128::from(bytes_per_s)) as u64
+    let at_rate = (bytes * 1_000_000_000).div_ceil(u128::from(bytes_per_s)) as u64;
+    at_rate.max(sector_count * bulk_sector_ns)
 }
 
 /// The zones as `(cylinders, sectors per track)`, outer first, from `zones` or from
