@@ -165,6 +165,8 @@
 //! * No spindle-speed jitter, no seek-time variance, no thermal recalibration.
 
 mod cache;
+#[cfg(test)]
+mod controller_tests;
 mod layout;
 mod seek;
 #[cfg(test)]
@@ -1726,11 +1728,17 @@ impl Hdd {
             (Choice::Command(_), Some((slot, prefix))) => {
                 self.counters.read_misses += 1;
                 let segment = self.read_segment(prefix, lbn);
-                // The host transfer overlaps the media transfer: it can start with the first
-                // sector (at once when a cached prefix comes first) and ends no earlier than
+                // The host transfer overlaps the media transfer: it can start once the first
+                // sector is in the buffer (at once when a cached prefix comes first: DiskSim
+                // reconnects at a read water mark of one sector) and ends no earlier than
                 // just after the last one.
                 let command = self.slots[slot as usize].command;
-                let first_ready = if command.start.0 < lbn { at } else { access.transfer_start };
+                let first_ready = if command.start.0 < lbn {
+                    at
+                } else {
+                    // The access's first piece, planned again, says when its first sector ends.
+                    self.mechanics.piece_to(self.head, at, target, false).time_of(1)
+                };
                 let bus_start = self.bus_free_at.max(first_ready);
                 let done = (bus_start + self.bus_time(command.sector_count.into()))
                     .max(access.end + self.bus_time(1));

@@ -1,0 +1,240 @@
+//! Tests of the controller, buffer and queue keys (DiskSim's disk controller) on a small disk
+//! whose every time can be worked out by hand.
+//!
+//! The disk: 6000 rpm (a revolution is 10 ms), one zone of 200 cylinders × 1 surface × 100
+//! sectors per track (a sector passes in 0.1 ms), so LBN `100·c + j` is sector `j` of cylinder
+//! `c`, at physical sector `(j + 10·c) mod 100` (a 1 ms cylinder skew is 10 sectors; one
+//! surface, so no track skew). Seek table 1:1/10:2/100:4/199:6 ms: a 55-cylinder seek is
+//! 2 + (55 − 10)/(100 − 10)·2 = 3 ms. Write settle 0.5 ms. The host interface is 10⁵ MB/s
+//! (5.12 ns a sector) but the bulk sector time is 0.2 ms, so every transfer costs 0.2 ms a
+//! sector on the interface, twice the media's 0.1 ms. The eight overheads all differ, so a
+//! wrong choice shows.
+
+use elevator_core::{ComponentSpec, Sector};
+
+use super::*;
+
+const DISK: &[(&str, &str)] = &[
+    ("rpm", "6000"),
+    ("cylinders", "200"),
+    ("surfaces", "1"),
+    ("zone_count", "1"),
+    ("spt_outer", "100"),
+    ("spt_inner", "100"),
+    ("track_skew", "0"),
+    ("cylinder_skew", "1ms"),
+    ("seek", "table"),
+    ("seek_table", "1:1/10:2/100:4/199:6"),
+    ("head_switch", "0.2ms"),
+    ("write_settle", "0.5ms"),
+    ("bus_rate", "100000"),
+    ("bulk_sector_time", "0.2ms"),
+    ("read_ahead", "0"),
+    ("overhead_read_hit_after_read", "0.11ms"),
+    ("overhead_read_hit_after_write", "0.12ms"),
+    ("overhead_read_miss_after_read", "0.13ms"),
+    ("overhead_read_miss_after_write", "0.14ms"),
+    ("overhead_write_hit_after_read", "0.21ms"),
+    ("overhead_write_hit_after_write", "0.22ms"),
+    ("overhead_write_miss_after_read", "0.23ms"),
+    ("overhead_write_miss_after_write", "0.24ms"),
+    ("overhead_read_complete", "0.05ms"),
+    ("overhead_write_complete", "0.07ms"),
+];
+
+/// The test disk with `extra` keys (`key=value,...`) over it.
+fn params(extra: &str) -> Result<Params, String> {
+    let text = if extra.is_empty() { "hdd".to_string() } else { format!("hdd:{extra}") };
+    let spec = ComponentSpec::parse("device", &text).map_err(|error| format!("{error:?}"))?;
+    Params::resolve(&spec, KEYS, DISK).map_err(|error| error.to_string())
+}
+
+fn disk(extra: &str) -> Hdd {
+    Hdd::from_params(&params(extra).unwrap()).unwrap()
+}
+
+fn ms(value: f64) -> Instant {
+    Instant::from_nanos((value * 1e6).round() as u64)
+}
+
+/// Submits one command at `at` and runs the device until it finishes; returns when.
+fn run_one(device: &mut Hdd, at: Instant, op: Op, lbn: u64, sector_count: u32) -> Instant {
+    let id = CommandId(lbn ^ at.as_nanos() ^ 0x5a5a);
+    device.submit(at, Command { id, op, start: Sector(lbn), sector_count, fua: false });
+    let mut finished = Vec::new();
+    loop {
+        let next = device.next_event().expect("a command inside has an event");
+        device.advance(next, &mut finished);
+        if finished.contains(&id) {
+            return next;
+        }
+    }
+}
+
+fn extra(device: &Hdd, name: &str) -> u64 {
+    device.stats().extra.iter().find(|(key, _)| *key == name).unwrap().1
+}
+
+// Proves a read miss after a read, decomposed: the drive starts as if after a read (DiskSim's
+// initial `lastflags`), so the overhead is read-miss-after-read, 0.13 ms. Seek 0 → 55
+// cylinders by table interpolation, 3 ms: on track at 3.13 ms, angle 0.313 revolution. LBN
+// 5500 is sector 0 of cylinder 55, skewed to physical sector 55·10 mod 100 = 50, angle 0.5:
+// the rotational wait is 1.87 ms and the media transfer runs 5.0 → 5.8 ms. The first sector
+// is in the buffer at 5.1 ms; the interface then needs 8 × 0.2 ms = 1.6 ms, slower than the
+// media, so the data is out at 6.7 ms (not at 5.8 + 0.2). The read completion overhead makes
+// it 6.75 ms. Then a read hit after a read: the same 8 sectors at 10 ms are in the buffer:
+// read-hit-after-read 0.11 ms + 1.6 ms on the interface + 0.05 ms = 11.76 ms.
+#[test]
+fn read_miss_and_hit_after_a_read_decompose_by_hand() {
+    let mut device = disk("");
+    assert_eq!(device.seek_time(55), Duration::from_millis(3));
+    assert_eq!(run_one(&mut device, Instant::ZERO, Op::Read, 5500, 8), ms(6.75));
+    assert_eq!(run_one(&mut device, ms(10.0), Op::Read, 5500, 8), ms(11.76));
+    assert_eq!(extra(&device, "cache_hits"), 1);
+}
+
+// Proves a write without write-back and a read miss after a write, decomposed. With
+// `write_cache=0` the write pays write-miss-after-read 0.23 ms; its data crosses the
+// interface 0.23 → 1.83 ms; the seek of 55 cylinders (3 ms) plus the 0.5 ms write settle puts
+// the head on track at 3.73 ms, angle 0.373; physical sector 50 comes at 5.0 ms and the
+// write ends at 5.8 ms; + write completion 0.07 ms = 5.87 ms. A read of LBN 0 (8 sectors) at
+// 20 ms then pays read-miss-after-write 0.14 ms; seek 55 back, 3 ms: on track at 23.14 ms,
+// angle 0.314; sector 0 (physical 0) comes round at 30.0 ms, the first sector is in at 30.1
+// ms, the interface ends at 30.1 + 1.6 = 31.7 ms, + 0.05 = 31.75 ms.
+#[test]
+fn write_through_and_read_miss_after_a_write_decompose_by_hand() {
+    let mut device = disk("write_cache=0");
+    assert_eq!(run_one(&mut device, Instant::ZERO, Op::Write, 5500, 8), ms(5.87));
+    assert_eq!(run_one(&mut device, ms(20.0), Op::Read, 0, 8), ms(31.75));
+    assert_eq!(extra(&device, "media_writes"), 1);
+}
+
+// Proves a write with write-back and a read hit after a write, decomposed. With
+// `write_cache=1` the write is acknowledged from the buffer: write-hit-after-read 0.21 ms,
+// then 8 × 0.2 ms on the interface = 1.81 ms, + 0.07 ms = 1.88 ms (the destage that follows
+// is not waited for). A read of the same sectors at 1.88 ms hits the buffered write data:
+// read-hit-after-write 0.12 ms + 1.6 ms + 0.05 ms = 3.65 ms. A second write at 10 ms is
+// after a read: write-hit-after-read again, 10 + 0.21 + 1.6 + 0.07 = 11.88 ms; a third right
+// after it pays write-hit-after-write, 0.22 ms: 11.88 + 0.22 + 1.6 + 0.07 = 13.77 ms.
+#[test]
+fn write_back_and_read_hit_after_a_write_decompose_by_hand() {
+    let mut device = disk("write_cache=1");
+    assert_eq!(run_one(&mut device, Instant::ZERO, Op::Write, 5500, 8), ms(1.88));
+    assert_eq!(run_one(&mut device, ms(1.88), Op::Read, 5500, 8), ms(3.65));
+    assert_eq!(run_one(&mut device, ms(10.0), Op::Write, 7000, 8), ms(11.88));
+    assert_eq!(run_one(&mut device, ms(11.88), Op::Write, 7008, 8), ms(13.77));
+    assert_eq!(extra(&device, "cached_writes"), 3);
+}
+
+// Proves the interface takes the larger of the bus's and the bulk sector time: 8 sectors at
+// 1 MB/s are 8 × 512 µs = 4.096 ms, slower than 8 × 0.2 ms; at 10⁵ MB/s the bulk time rules,
+// 1.6 ms; with no bulk time the bus alone, ⌈8·512·10⁹ / 10¹¹⌉ = 41 ns.
+#[test]
+fn the_interface_takes_the_slower_of_bus_and_bulk_sector_time() {
+    assert_eq!(disk("bus_rate=1").bus_time(8), Duration::from_nanos(4_096_000));
+    assert_eq!(disk("").bus_time(8), Duration::from_micros(1600));
+    assert_eq!(disk("bulk_sector_time=0").bus_time(8), Duration::from_nanos(41));
+}
+
+/// Submits reads of 8 sectors at `starts` at one instant `at` and runs them; returns the
+/// starts in the order they finish, and when the last did.
+fn run_batch(device: &mut Hdd, at: Instant, starts: &[u64]) -> (Vec<u64>, Instant) {
+    for &start in starts {
+        let command = Command {
+            id: CommandId(start),
+            op: Op::Read,
+            start: Sector(start),
+            sector_count: 8,
+            fua: false,
+        };
+        device.submit(at, command);
+    }
+    let mut finished = Vec::new();
+    let mut last = at;
+    while finished.len() < starts.len() {
+        last = device.next_event().expect("commands are inside");
+        device.advance(last, &mut finished);
+    }
+    (finished.into_iter().map(|id| id.0).collect(), last)
+}
+
+/// Runs one read at cylinder 55 alone (it sets the LBN policies' reference: start 5500, end
+/// 5508, going up), then reads at `starts` together; returns the order they finish in.
+fn service_order(policy: &str, starts: &[u64]) -> Vec<u64> {
+    let mut device = disk(&format!("depth=8,queue_policy={policy}"));
+    let first = run_one(&mut device, Instant::ZERO, Op::Read, 5500, 8);
+    run_batch(&mut device, first + Duration::from_millis(1), starts).0
+}
+
+// Proves the queue policies serve a hand-made queue in DiskSim's orders. After a read at 5500
+// (8 sectors), reads at 5000, 2000, 8000, 1000, 6000, 9500 arrive together. FCFS: as they
+// came. C-LOOK (cycle-lbn) from 5500: up 6000, 8000, 9500, then from the lowest 1000, 2000,
+// 5000. LOOK (elevator-lbn) from 5500 going up: 6000, 8000, 9500, then down 5000, 2000,
+// 1000. SSTF by LBN from the end 5508: 6000 (492 away, against 508 down), from 6008 5000
+// (1008 against 1992 up), from 5008 8000 (2992 against 3008), from 8008 9500 (1492 against
+// 6008), then 2000 and 1000.
+#[test]
+fn queue_policies_serve_in_their_orders() {
+    let starts = [5000, 2000, 8000, 1000, 6000, 9500];
+    assert_eq!(service_order("fcfs", &starts), starts);
+    assert_eq!(service_order("cycle-lbn", &starts), [6000, 8000, 9500, 1000, 2000, 5000]);
+    assert_eq!(service_order("elevator-lbn", &starts), [6000, 8000, 9500, 5000, 2000, 1000]);
+    assert_eq!(service_order("sstf-lbn", &starts), [6000, 5000, 8000, 9500, 2000, 1000]);
+}
+
+// Proves SSTF's exact ties alternate between up and down. From the end 5508 of a first read,
+// reads at 5008 and 6008 are both 500 away: the first tie goes up (6008), then 5008. From its
+// end 5016, reads at 4516 and 5516 are again 500 each way: this tie goes down (4516), then
+// 5516. Always going up would serve 5516 first.
+#[test]
+fn sstf_ties_alternate_up_and_down() {
+    let mut device = disk("depth=8,queue_policy=sstf-lbn");
+    let first = run_one(&mut device, Instant::ZERO, Op::Read, 5500, 8);
+    let (order, last) = run_batch(&mut device, first + Duration::from_millis(1), &[5008, 6008]);
+    assert_eq!(order, [6008, 5008]);
+    let (order, _) = run_batch(&mut device, last + Duration::from_millis(1), &[5516, 4516]);
+    assert_eq!(order, [4516, 5516]);
+}
+
+// Proves `write_segments`: with 3 segments and the default (two may hold write data), two
+// writes far apart are both acknowledged from the buffer at once; with `write_segments=1` the
+// second waits for the first's destage before it is buffered.
+#[test]
+fn write_segments_limits_the_segments_holding_write_data() {
+    for (limit, waits) in [("", 0), ("write_segments=1", 1)] {
+        let keys = if limit.is_empty() { String::new() } else { format!(",{limit}") };
+        let mut device = disk(&format!("depth=2,segments=3,segment_size=8k{keys}"));
+        for (index, start) in [1000u64, 9000].into_iter().enumerate() {
+            let command = Command {
+                id: CommandId(index as u64),
+                op: Op::Write,
+                start: Sector(start),
+                sector_count: 8,
+                fua: false,
+            };
+            device.submit(Instant::ZERO, command);
+        }
+        let mut finished = Vec::new();
+        while finished.len() < 2 {
+            let next = device.next_event().expect("commands are inside");
+            device.advance(next, &mut finished);
+        }
+        assert_eq!(extra(&device, "cache_full_waits"), waits, "{limit}");
+    }
+}
+
+// Proves the new keys' impossible values are refused by name: more write segments than leave
+// one for reads, and an unknown queue policy.
+#[test]
+fn impossible_controller_keys_are_refused_by_name() {
+    let refuse = |extra: &str, key: &str| {
+        let error = match params(extra) {
+            Err(error) => error,
+            Ok(params) => Hdd::from_params(&params).unwrap_err().to_string(),
+        };
+        assert!(error.contains(key), "{extra}: {error}");
+    };
+    refuse("segments=4,write_segments=4", "write_segments");
+    refuse("queue_policy=scan", "queue_policy");
+    refuse("bulk_sector_time=-1", "bulk_sector_time");
+}
