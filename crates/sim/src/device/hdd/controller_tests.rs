@@ -237,4 +237,88 @@ fn impossible_controller_keys_are_refused_by_name() {
     refuse("segments=4,write_segments=4", "write_segments");
     refuse("queue_policy=scan", "queue_policy");
     refuse("bulk_sector_time=-1", "bulk_sector_time");
+    refuse("segment_size=4k,read_ahead_max=9", "read_ahead_max");
+    refuse("segment_size=4k,read_ahead_min=9", "read_ahead_min");
+    refuse("read_ahead_to=sector", "read_ahead_to");
+}
+
+/// Runs reads of `(lbn, sectors)` one at a time, each 50 ms after the previous one
+/// finished (time enough for any read-ahead to end), on the test disk with `keys`; returns
+/// how many the buffer served whole.
+fn hits_of(keys: &str, reads: &[(u64, u32)]) -> u64 {
+    let mut device = disk(keys);
+    let mut at = Instant::ZERO;
+    for &(lbn, sector_count) in reads {
+        at = run_one(&mut device, at, Op::Read, lbn, sector_count) + Duration::from_millis(50);
+    }
+    extra(&device, "cache_hits")
+}
+
+// Proves `read_ahead_max`: after an 8-sector miss at 5500, read-ahead stops 16 sectors past
+// the read with `read_ahead_max=16`, so 5508..5524 is a hit; with 8 it stops at 5516 and the
+// same read is not.
+#[test]
+fn read_ahead_max_bounds_the_read_ahead() {
+    let reads = [(5500, 8), (5508, 16)];
+    assert_eq!(hits_of("read_ahead=1,read_ahead_max=16", &reads), 1);
+    assert_eq!(hits_of("read_ahead=1,read_ahead_max=8", &reads), 0);
+}
+
+// Proves `read_ahead_to` track, cylinder and segment, on the disk with 2 surfaces (LBN
+// 200·c + 100·s + j): an 8-sector miss at 5490 ends on surface 0 of cylinder 27 (5400..5600).
+// Track: read-ahead stops at that track's end, 5500, so 5500 is a miss. Cylinder: it goes on
+// to the cylinder's end, 5600: 5500 hits, 5600 misses. Segment: a segment's worth (1024
+// sectors) on: both hit.
+#[test]
+fn read_ahead_to_stops_at_the_track_or_cylinder_end() {
+    let hits = |mode: &str, lbn: u64| {
+        let keys = format!("surfaces=2,read_ahead=1,read_ahead_to={mode}");
+        hits_of(&keys, &[(5490, 8), (lbn, 8)])
+    };
+    assert_eq!(hits("track", 5500), 0);
+    assert_eq!(hits("cylinder", 5500), 1);
+    assert_eq!(hits("cylinder", 5600), 0);
+    assert_eq!(hits("segment", 5500), 1);
+    assert_eq!(hits("segment", 5600), 1);
+}
+
+// Proves `read_ahead_to=next-track` (one surface: a track is LBN 100·c..100·c + 100): a
+// 10-sector miss at 5495 ends at 5505, on track 5500..5600; the segment started before that
+// track (a stream), so read-ahead goes on to 5600 plus one track's 100 sectors, 5700: 5650
+// hits. With `track`, read-ahead stops at 5600 and 5650 misses. A miss at 5510 (ends 5518,
+// same track, segment starting on it) reads ahead only to 5600, so 5600 misses.
+#[test]
+fn read_ahead_to_next_track_stays_a_track_ahead_of_a_stream() {
+    let next = "read_ahead=1,read_ahead_to=next-track";
+    assert_eq!(hits_of(next, &[(5495, 10), (5650, 8)]), 1);
+    assert_eq!(hits_of("read_ahead=1,read_ahead_to=track", &[(5495, 10), (5650, 8)]), 0);
+    assert_eq!(hits_of(next, &[(5510, 8), (5592, 8)]), 1);
+    assert_eq!(hits_of(next, &[(5510, 8), (5600, 8)]), 0);
+}
+
+// Proves `read_ahead_min`, decomposed. The 8-sector miss at 5500 ends its media transfer at
+// 5.8 ms and completes at 6.75 ms (see the first test); read-ahead goes on from 5508 at 0.1
+// ms a sector. A read of LBN 0 submitted at 6.75 ms is ready at 6.88 ms (read-miss-after-
+// read 0.13 ms). Without a minimum it stops the read-ahead at once: seek 55 cylinders, 3 ms,
+// on track at 9.88 ms (angle 0.988), sector 0 at 10.0 ms, interface 10.1 + 1.6 = 11.7 ms,
+// + 0.05 ms = 11.75 ms. With `read_ahead_min=50` the read-ahead must first read 5508..5558,
+// until 5.8 + 50 × 0.1 = 10.8 ms: on track at 13.8 ms (angle 0.38), sector 0 at 20.0 ms,
+// done 20.1 + 1.6 + 0.05 = 21.75 ms.
+#[test]
+fn read_ahead_min_holds_the_head_for_the_minimum() {
+    for (keys, expected) in [("read_ahead=1", 11.75), ("read_ahead=1,read_ahead_min=50", 21.75)] {
+        let mut device = disk(keys);
+        assert_eq!(run_one(&mut device, Instant::ZERO, Op::Read, 5500, 8), ms(6.75));
+        assert_eq!(run_one(&mut device, ms(6.75), Op::Read, 0, 8), ms(expected), "{keys}");
+    }
+}
+
+// Proves `read_ahead_on_idle_hit`: with read-ahead of 8 sectors, a miss at 5500 leaves
+// 5500..5516 in the buffer; a hit on 5508..5516 restarts read-ahead to 5524 when the head is
+// idle, so 5516 then hits too. With the flag off the hit does not restart it, and 5516 misses.
+#[test]
+fn read_ahead_on_idle_hit_restarts_read_ahead_after_a_hit() {
+    let reads = [(5500, 8), (5508, 8), (5516, 8)];
+    assert_eq!(hits_of("read_ahead=1,read_ahead_max=8", &reads), 2);
+    assert_eq!(hits_of("read_ahead=1,read_ahead_max=8,read_ahead_on_idle_hit=0", &reads), 1);
 }

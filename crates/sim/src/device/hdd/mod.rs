@@ -366,6 +366,32 @@ pub const KEYS: &[KeySpec] = &[
         help: "keep reading into the segment after a read miss",
     },
     KeySpec {
+        key: "read_ahead_to",
+        kind: KeyKind::Choice(&["segment", "track", "cylinder", "next-track"]),
+        default: "segment",
+        help: "how far read-ahead goes: read_ahead_max past the read (segment), no further \
+               than the end of its last track (track) or cylinder (cylinder), or to the end \
+               of the track after it (next-track)",
+    },
+    KeySpec {
+        key: "read_ahead_min",
+        kind: KeyKind::Integer { min: 0, max: 1 << 21 },
+        default: "0",
+        help: "sectors read ahead after a read before another command may stop it",
+    },
+    KeySpec {
+        key: "read_ahead_max",
+        kind: KeyKind::Integer { min: 1, max: 1 << 21 },
+        default: "",
+        help: "most sectors read ahead past a read (at most a segment); default a segment",
+    },
+    KeySpec {
+        key: "read_ahead_on_idle_hit",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "a read the buffer holds whole restarts its segment's stopped read-ahead",
+    },
+    KeySpec {
         key: "write_cache",
         kind: KeyKind::Flag,
         default: "1",
@@ -675,6 +701,12 @@ pub struct Hdd {
     /// `bus_time` for 0..BUS_TABLE_SECTORS sectors, to spare the division on every command.
     bus_ns_table: Vec<u64>,
     read_ahead: bool,
+    read_ahead_to: ReadAheadTo,
+    /// Sectors read ahead past a read (`read_ahead_max`, default a segment).
+    read_ahead_sectors: u64,
+    /// Sectors read ahead after a read before it may be stopped (`read_ahead_min`).
+    read_ahead_min_sectors: u64,
+    read_ahead_on_idle_hit: bool,
     write_cache: bool,
     depth: u32,
     queue_policy: QueuePolicy,
@@ -850,6 +882,20 @@ impl Overheads {
     }
 }
 
+/// Where read-ahead stops (DiskSim's "Buffer continuous read" 3 / 1 / 2 / 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadAheadTo {
+    /// `read_ahead_max` sectors past the read (a segment by default).
+    Segment,
+    /// As `Segment`, but never past the end of the track holding the read's last sector.
+    Track,
+    /// As `Segment`, but never past the end of the cylinder holding the read's last sector.
+    Cylinder,
+    /// To the end of the track holding the sector after the read, and one track's worth
+    /// more when the segment already held sectors before that track (a sequential stream).
+    NextTrack,
+}
+
 /// The order the drive serves its queued commands in (DiskSim's ioqueue policies).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum QueuePolicy {
@@ -947,6 +993,26 @@ impl Hdd {
             }
             cache.write_segments_max = write_segments;
         }
+        let segment_sectors = segment_bytes / SECTOR_SIZE_BYTES;
+        // DiskSim bounds both read-ahead limits by the segment size.
+        let within_segment = |key: &'static str, default: u64| {
+            if !params.has(key) {
+                return Ok(default);
+            }
+            let sectors = params.integer(key) as u64;
+            if sectors > segment_sectors {
+                return Err(params.impossible(
+                    key,
+                    format!(
+                        "{sectors} sectors is more than a segment holds (expected at most \
+                         segment_size, {segment_sectors} sectors)"
+                    ),
+                ));
+            }
+            Ok(sectors)
+        };
+        let read_ahead_sectors = within_segment("read_ahead_max", segment_sectors)?;
+        let read_ahead_min_sectors = within_segment("read_ahead_min", 0)?;
         let bus_bytes_per_s = (params.float("bus_rate") * 1e6).round() as u64;
         let bulk_sector_ns = params.time("bulk_sector_time").as_nanos();
         let depth = params.integer("depth") as u32;
@@ -969,6 +1035,15 @@ impl Hdd {
                 .map(|n| bus_ns(n, bus_bytes_per_s, bulk_sector_ns))
                 .collect(),
             read_ahead: params.flag("read_ahead"),
+            read_ahead_to: match params.text("read_ahead_to") {
+                "track" => ReadAheadTo::Track,
+                "cylinder" => ReadAheadTo::Cylinder,
+                "next-track" => ReadAheadTo::NextTrack,
+                _ => ReadAheadTo::Segment,
+            },
+            read_ahead_sectors,
+            read_ahead_min_sectors,
+            read_ahead_on_idle_hit: params.flag("read_ahead_on_idle_hit"),
             write_cache: params.flag("write_cache"),
             depth,
             queue_policy: match params.text("queue_policy") {
@@ -1162,14 +1237,14 @@ impl Hdd {
                     self.cache.segments[segment].filling = false;
                     self.cache.extend(segment, end_lbn);
                     self.cache.touch(segment);
-                    let limit = (end_lbn + self.cache.segment_sectors)
-                        .min(self.mechanics.geometry.capacity_sectors());
+                    let limit = self.read_ahead_limit(segment, end_lbn);
                     if self.read_ahead && end_lbn < limit {
                         let piece = match rest {
                             Some(piece) => piece,
                             None => self.mechanics.piece(self.head, at, end_lbn, false),
                         };
                         self.start_stream(segment, limit, piece);
+                        self.hold_for_minimum(end_lbn);
                     }
                 }
             }
@@ -1307,19 +1382,80 @@ impl Hdd {
     /// `start` falls in, or is about to reach it), extends it to cover the read and returns
     /// when the last sector arrives.
     fn stream_serves(&mut self, start: u64, end: u64) -> Option<Instant> {
-        let capacity = self.mechanics.geometry.capacity_sectors();
-        let segment_sectors = self.cache.segment_sectors;
-        let stream = self.stream.as_mut()?;
+        let stream = self.stream.as_ref()?;
         let segment = &self.cache.segments[stream.segment];
         if !(segment.start <= start && start <= stream.limit) {
             return None;
         }
-        stream.limit = stream.limit.max((end + segment_sectors).min(capacity));
+        let index = stream.segment;
+        let wanted = self.read_ahead_limit(index, end);
+        let stream = self.stream.as_mut().expect("checked above");
+        stream.limit = stream.limit.max(wanted);
         let ready = stream.time_of(&self.mechanics, end);
         stream.hold_until = stream.hold_until.max(ready);
-        let index = stream.segment;
+        self.hold_for_minimum(end);
         self.cache.touch(index);
         Some(ready)
+    }
+
+    /// Where read-ahead into `segment` after a read ending at `end` stops (DiskSim's
+    /// `disk_buffer_get_max_readahead`, with "Buffer continuous read" 1 and 2's refusal to
+    /// switch heads or seek as a bound at the track's or cylinder's end). Never before `end`.
+    fn read_ahead_limit(&self, segment: usize, end: u64) -> u64 {
+        let capacity = self.mechanics.geometry.capacity_sectors();
+        let ahead = (end + self.read_ahead_sectors).min(capacity);
+        match self.read_ahead_to {
+            ReadAheadTo::Segment => ahead,
+            ReadAheadTo::Track => ahead.min(self.track_end(end.saturating_sub(1))),
+            ReadAheadTo::Cylinder => {
+                // Track by track while the cylinder stays the same.
+                let cylinder = self.mechanics.target(end.saturating_sub(1)).location.track.cylinder;
+                let mut limit = self.track_end(end.saturating_sub(1));
+                while limit < ahead
+                    && self.mechanics.target(limit).location.track.cylinder == cylinder
+                {
+                    limit = self.track_end(limit);
+                }
+                ahead.min(limit)
+            }
+            ReadAheadTo::NextTrack => {
+                if end >= capacity {
+                    return capacity;
+                }
+                let location = self.mechanics.target(end).location;
+                let track_start = end - u64::from(location.sector_in_track);
+                let track_end = self.track_end(end);
+                let stream = self.cache.segments[segment].start < track_start;
+                // DiskSim adds the sectors per track of the track its range starts on.
+                let one_more = if stream {
+                    let first = self.cache.segments[segment].start;
+                    u64::from(self.mechanics.target(first).location.sectors_per_track)
+                } else {
+                    0
+                };
+                (track_end + one_more).min(capacity)
+            }
+        }
+    }
+
+    /// The sector after the last one of the track holding `lbn`.
+    fn track_end(&self, lbn: u64) -> u64 {
+        let location = self.mechanics.target(lbn).location;
+        lbn - u64::from(location.sector_in_track) + u64::from(location.sectors_per_track)
+    }
+
+    /// With `read_ahead_min`: the read-ahead in progress may not be stopped before it has read
+    /// that many sectors past `end` (DiskSim's minimum read-ahead block).
+    fn hold_for_minimum(&mut self, end: u64) {
+        if self.read_ahead_min_sectors == 0 {
+            return;
+        }
+        let Some(stream) = self.stream.as_mut() else { return };
+        let minimum = (end + self.read_ahead_min_sectors).min(stream.limit);
+        if minimum > stream.piece.lbn {
+            let until = stream.time_of(&self.mechanics, minimum);
+            stream.hold_until = stream.hold_until.max(until);
+        }
     }
 
     /// After a hit in `segment` up to `end`: keep its read-ahead a segment ahead.
@@ -1327,13 +1463,16 @@ impl Hdd {
         if !self.read_ahead || !self.cache.segments[segment].reusable() {
             return;
         }
-        let wanted =
-            (end + self.cache.segment_sectors).min(self.mechanics.geometry.capacity_sectors());
+        let wanted = self.read_ahead_limit(segment, end);
         match &mut self.stream {
-            Some(stream) if stream.segment == segment => stream.limit = stream.limit.max(wanted),
+            Some(stream) if stream.segment == segment => {
+                stream.limit = stream.limit.max(wanted);
+                self.hold_for_minimum(end);
+            }
             Some(_) => {}
             None => {
-                if self.cache.segments[segment].end < wanted {
+                // DiskSim's "Read-ahead on idle hit": only then does a hit restart it.
+                if self.read_ahead_on_idle_hit && self.cache.segments[segment].end < wanted {
                     self.stream_wanted = Some((segment, wanted));
                 }
             }
