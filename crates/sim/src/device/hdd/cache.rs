@@ -57,6 +57,9 @@ pub(super) struct Cache {
     pub(super) segment_sectors: u64,
     /// Most segments that may hold write data at once (one is kept for reads).
     pub(super) write_segments_max: usize,
+    /// Whether a write may join a segment holding adjacent or overlapping write data
+    /// (DiskSim's "Combine seq writes"); without it every write takes fresh segments.
+    pub(super) combine_writes: bool,
     clock: u64,
     /// Segments holding write data, kept by `recount`.
     write_segments: usize,
@@ -84,6 +87,7 @@ impl Cache {
             // (they take the mechanical path); giving it to writes could leave a write waiting
             // for room that a read stream holds (sweep seed 11394 stalled so).
             write_segments_max: segment_count.saturating_sub(1),
+            combine_writes: true,
             clock: 0,
             write_segments: 0,
             destages_pending: 0,
@@ -146,7 +150,8 @@ impl Cache {
     pub(super) fn place_write(&mut self, start: u64, end: u64, except: Option<usize>) -> bool {
         let size = self.segment_sectors;
         let merge = self.segments.iter().position(|segment| {
-            segment.has_write_data()
+            self.combine_writes
+                && segment.has_write_data()
                 && start <= segment.end
                 && segment.start <= end
                 && end.max(segment.end) - start.min(segment.start) <= size

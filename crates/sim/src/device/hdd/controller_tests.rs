@@ -322,3 +322,47 @@ fn read_ahead_on_idle_hit_restarts_read_ahead_after_a_hit() {
     assert_eq!(hits_of("read_ahead=1,read_ahead_max=8", &reads), 2);
     assert_eq!(hits_of("read_ahead=1,read_ahead_max=8,read_ahead_on_idle_hit=0", &reads), 1);
 }
+
+// Proves `read_any_free`, by hand. A miss of 8 sectors at 5590 (sector 90 of cylinder 55,
+// physical (90 + 50) mod 100 = 40, angle 0.4) reaches the track at 3.13 ms (0.13 ms overhead
+// + 3 ms seek), angle 0.313: 0.87 ms of rotation, in which 8 whole sectors pass under the
+// head, LBNs 5582..5590. With the flag the segment keeps them: a read at 5582 hits, one at
+// 5581 does not; without it 5582 misses. A miss at 5510 (sector 10, physical 60: 2.87 ms of
+// rotation, 28 sectors) keeps only the 10 of its track before it, from 5500.
+#[test]
+fn read_any_free_keeps_the_sectors_passing_before_a_miss() {
+    assert_eq!(hits_of("read_any_free=1", &[(5590, 8), (5582, 8)]), 1);
+    assert_eq!(hits_of("read_any_free=1", &[(5590, 8), (5581, 8)]), 0);
+    assert_eq!(hits_of("read_any_free=0", &[(5590, 8), (5582, 8)]), 0);
+    assert_eq!(hits_of("read_any_free=1", &[(5510, 8), (5500, 8)]), 1);
+    assert_eq!(hits_of("read_any_free=1", &[(5510, 8), (5499, 8)]), 0);
+}
+
+// Proves `combine_writes`: with 3 segments (2 for writes) and the write cache on, writes at
+// 1000 and 1008 (adjacent) and 3000 arrive together. Combined, the first two share a segment
+// and all three are buffered at once; without combining each takes its own segment and the
+// third waits for room.
+#[test]
+fn combine_writes_lets_sequential_writes_share_a_segment() {
+    for (combine, waits) in [("1", 0), ("0", 1)] {
+        let mut device = disk(&format!(
+            "depth=3,segments=3,segment_size=8k,write_cache=1,combine_writes={combine}"
+        ));
+        for (index, start) in [1000u64, 1008, 3000].into_iter().enumerate() {
+            let command = Command {
+                id: CommandId(index as u64),
+                op: Op::Write,
+                start: Sector(start),
+                sector_count: 8,
+                fua: false,
+            };
+            device.submit(Instant::ZERO, command);
+        }
+        let mut finished = Vec::new();
+        while finished.len() < 3 {
+            let next = device.next_event().expect("commands are inside");
+            device.advance(next, &mut finished);
+        }
+        assert_eq!(extra(&device, "cache_full_waits"), waits, "combine_writes={combine}");
+    }
+}

@@ -392,6 +392,19 @@ pub const KEYS: &[KeySpec] = &[
         help: "a read the buffer holds whole restarts its segment's stopped read-ahead",
     },
     KeySpec {
+        key: "read_any_free",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "a read miss also keeps the sectors before it that pass under the head while it \
+               waits for its first sector",
+    },
+    KeySpec {
+        key: "combine_writes",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "a write may join a segment holding adjacent or overlapping write data",
+    },
+    KeySpec {
         key: "write_cache",
         kind: KeyKind::Flag,
         default: "1",
@@ -707,6 +720,8 @@ pub struct Hdd {
     /// Sectors read ahead after a read before it may be stopped (`read_ahead_min`).
     read_ahead_min_sectors: u64,
     read_ahead_on_idle_hit: bool,
+    /// DiskSim's "Read any free blocks": see [`Hdd::free_sectors_before`].
+    read_any_free: bool,
     write_cache: bool,
     depth: u32,
     queue_policy: QueuePolicy,
@@ -806,8 +821,9 @@ struct Job {
 #[derive(Clone, Copy, Debug)]
 enum JobKind {
     /// A read miss filling `segment` (if it got one) up to `end_lbn`; `rest` is the rest of
-    /// its last track, where read-ahead continues without repositioning.
-    Read { segment: Option<usize>, end_lbn: u64, rest: Option<Piece> },
+    /// its last track, where read-ahead continues without repositioning; `free_from` is the
+    /// first sector it holds (before the requested ones with `read_any_free`).
+    Read { segment: Option<usize>, end_lbn: u64, rest: Option<Piece>, free_from: u64 },
     /// A write to the media for a command.
     Write,
     /// A destage of `segment`'s dirty range.
@@ -993,6 +1009,7 @@ impl Hdd {
             }
             cache.write_segments_max = write_segments;
         }
+        cache.combine_writes = params.flag("combine_writes");
         let segment_sectors = segment_bytes / SECTOR_SIZE_BYTES;
         // DiskSim bounds both read-ahead limits by the segment size.
         let within_segment = |key: &'static str, default: u64| {
@@ -1044,6 +1061,7 @@ impl Hdd {
             read_ahead_sectors,
             read_ahead_min_sectors,
             read_ahead_on_idle_hit: params.flag("read_ahead_on_idle_hit"),
+            read_any_free: params.flag("read_any_free"),
             write_cache: params.flag("write_cache"),
             depth,
             queue_policy: match params.text("queue_policy") {
@@ -1232,10 +1250,12 @@ impl Hdd {
 
     fn finish_job(&mut self, job: Job, at: Instant) {
         match job.kind {
-            JobKind::Read { segment, end_lbn, rest } => {
+            JobKind::Read { segment, end_lbn, rest, free_from } => {
                 if let Some(segment) = segment {
                     self.cache.segments[segment].filling = false;
                     self.cache.extend(segment, end_lbn);
+                    let held = &mut self.cache.segments[segment];
+                    held.start = held.start.min(free_from);
                     self.cache.touch(segment);
                     let limit = self.read_ahead_limit(segment, end_lbn);
                     if self.read_ahead && end_lbn < limit {
@@ -1872,11 +1892,20 @@ impl Hdd {
                 // reconnects at a read water mark of one sector) and ends no earlier than
                 // just after the last one.
                 let command = self.slots[slot as usize].command;
-                let first_ready = if command.start.0 < lbn {
-                    at
-                } else {
-                    // The access's first piece, planned again, says when its first sector ends.
-                    self.mechanics.piece_to(self.head, at, target, false).time_of(1)
+                // The access's first piece, planned again: when the head reaches the track
+                // and when the first sector is in.
+                let first = self.mechanics.piece_to(self.head, at, target, false);
+                let first_ready = if command.start.0 < lbn { at } else { first.time_of(1) };
+                let free_from = match segment {
+                    Some(index)
+                        if self.read_any_free && {
+                            let held = &self.cache.segments[index];
+                            held.start == held.end
+                        } =>
+                    {
+                        self.free_sectors_before(&first, target, sector_count)
+                    }
+                    _ => lbn,
                 };
                 let bus_start = self.bus_free_at.max(first_ready);
                 let done = (bus_start + self.bus_time(command.sector_count.into()))
@@ -1884,7 +1913,7 @@ impl Hdd {
                 self.bus_free_at = done;
                 self.finish_at(slot, done);
                 let rest = access.last.continuation(access.last_done);
-                JobKind::Read { segment, end_lbn: lbn + sector_count, rest }
+                JobKind::Read { segment, end_lbn: lbn + sector_count, rest, free_from }
             }
             (Choice::Destage(index), _) => {
                 let segment = &mut self.cache.segments[index];
@@ -1902,6 +1931,23 @@ impl Hdd {
         self.head = access.track();
         self.job = Some(Job { end: access.end, kind });
         self.wake = Some(access.end);
+    }
+
+    /// With `read_any_free`: the first LBN a read miss into an empty segment holds, counting
+    /// the sectors of the target's track that pass under the head between its arrival on the
+    /// track (`first.on_track`) and the target sector (DiskSim's "Read any free blocks": the
+    /// segment may take blocks before the request while it is empty), as long as the
+    /// segment can hold them with the request.
+    fn free_sectors_before(&self, first: &Piece, target: Target, sector_count: u64) -> u64 {
+        let location = target.location;
+        let wait_units = (first.transfer_start().as_nanos() - first.on_track.as_nanos())
+            * self.mechanics.geometry.rpm();
+        let sector_units = UNITS_PER_REVOLUTION / u64::from(location.sectors_per_track);
+        let room = self.cache.segment_sectors.saturating_sub(sector_count);
+        // Only whole sectors, and only those of this track before the target (the ones
+        // physically before sector 0 of the track are logically after the request).
+        let passed = (wait_units / sector_units).min(u64::from(location.sector_in_track));
+        target.lbn - passed.min(room)
     }
 
     /// The segment a read miss of `lbn..` fills: the one whose cached prefix it extends, if
