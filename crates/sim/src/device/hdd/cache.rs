@@ -60,6 +60,9 @@ pub(super) struct Cache {
     /// Whether a write may join a segment holding adjacent or overlapping write data
     /// (DiskSim's "Combine seq writes"); without it every write takes fresh segments.
     pub(super) combine_writes: bool,
+    /// Segment 0 holds all write data and nothing else (DiskSim's "Use separate write
+    /// segment": its first segment); reads neither use nor hit it.
+    pub(super) separate_write_segment: bool,
     clock: u64,
     /// Segments holding write data, kept by `recount`.
     write_segments: usize,
@@ -88,6 +91,7 @@ impl Cache {
             // for room that a read stream holds (sweep seed 11394 stalled so).
             write_segments_max: segment_count.saturating_sub(1),
             combine_writes: true,
+            separate_write_segment: false,
             clock: 0,
             write_segments: 0,
             destages_pending: 0,
@@ -109,7 +113,8 @@ impl Cache {
     /// Where `start..end` is: a segment holding all of it, else a clean one holding a prefix.
     pub(super) fn lookup(&self, start: u64, end: u64) -> Lookup {
         let mut prefix = Lookup::Miss;
-        for (index, segment) in self.segments.iter().enumerate() {
+        let first = usize::from(self.separate_write_segment);
+        for (index, segment) in self.segments.iter().enumerate().skip(first) {
             // `start` lies in `segment.start..segment.end`, as one unsigned comparison: a
             // single, well-predicted branch per segment. A segment a miss is filling holds its
             // cached prefix, if any, and is otherwise empty.
@@ -131,9 +136,10 @@ impl Cache {
         self.segments[index].last_used = self.clock;
     }
 
-    /// The least recently used reusable segment other than `except`.
+    /// The least recently used reusable segment other than `except` for read data (never the
+    /// separate write segment).
     pub(super) fn least_recent(&self, except: Option<usize>) -> Option<usize> {
-        (0..self.segments.len())
+        (usize::from(self.separate_write_segment)..self.segments.len())
             .filter(|&index| Some(index) != except && self.segments[index].reusable())
             .min_by_key(|&index| self.segments[index].last_used)
     }
@@ -171,6 +177,24 @@ impl Cache {
             return true;
         }
         let needed = (end - start).div_ceil(size) as usize;
+        if self.separate_write_segment {
+            // Only the write segment, once its former write data is on the media.
+            if needed > 1 || !self.segments[0].reusable() {
+                return false;
+            }
+            self.segments[0] = Segment {
+                start,
+                end,
+                dirty_start: start,
+                dirty_end: end,
+                destaging: false,
+                filling: false,
+                last_used: 0,
+            };
+            self.touch(0);
+            self.recount();
+            return true;
+        }
         let free =
             self.segments.iter().enumerate().filter(|&(i, s)| Some(i) != except && s.reusable());
         if self.write_segment_count() + needed > self.write_segments_max || free.count() < needed {

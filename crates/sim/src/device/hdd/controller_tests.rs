@@ -240,6 +240,7 @@ fn impossible_controller_keys_are_refused_by_name() {
     refuse("segment_size=4k,read_ahead_max=9", "read_ahead_max");
     refuse("segment_size=4k,read_ahead_min=9", "read_ahead_min");
     refuse("read_ahead_to=sector", "read_ahead_to");
+    refuse("segments=1,write_segment_separate=1", "write_segment_separate");
 }
 
 /// Runs reads of `(lbn, sectors)` one at a time, each 50 ms after the previous one
@@ -364,5 +365,24 @@ fn combine_writes_lets_sequential_writes_share_a_segment() {
             device.advance(next, &mut finished);
         }
         assert_eq!(extra(&device, "cache_full_waits"), waits, "combine_writes={combine}");
+    }
+}
+
+// Proves `write_segment_separate` with 2 segments: reads (5500, 7000, then 5500 again) have
+// both segments without it, so the third read hits; with it segment 0 is for writes only,
+// the second read takes the one read segment from the first, and the third misses. A read of
+// sectors just written hits the buffered write data without it, and misses with it (reads do
+// not use the write segment).
+#[test]
+fn write_segment_separate_keeps_one_segment_for_writes_only() {
+    let reads = [(5500, 8), (7000, 8), (5500, 8)];
+    assert_eq!(hits_of("segments=2", &reads), 1);
+    assert_eq!(hits_of("segments=2,write_segment_separate=1", &reads), 0);
+    for (keys, hits) in [("segments=2", 1), ("segments=2,write_segment_separate=1", 0)] {
+        let mut device = disk(&format!("{keys},write_cache=1"));
+        let written = run_one(&mut device, Instant::ZERO, Op::Write, 1000, 8);
+        run_one(&mut device, written, Op::Read, 1000, 8);
+        assert_eq!(extra(&device, "cached_writes"), 1, "{keys}");
+        assert_eq!(extra(&device, "cache_hits"), hits, "{keys}");
     }
 }

@@ -342,6 +342,12 @@ pub const KEYS: &[KeySpec] = &[
         help: "most segments holding write data at once (below `segments`); default all but one",
     },
     KeySpec {
+        key: "write_segment_separate",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "one segment holds all write data and reads never use it",
+    },
+    KeySpec {
         key: "bus_rate",
         kind: KeyKind::Float { min: 0.1, max: 100_000.0, unit: "MB/s" },
         default: "300",
@@ -1010,6 +1016,17 @@ impl Hdd {
             cache.write_segments_max = write_segments;
         }
         cache.combine_writes = params.flag("combine_writes");
+        if params.flag("write_segment_separate") {
+            if segment_count < 2 {
+                return Err(params.impossible(
+                    "write_segment_separate",
+                    "a separate write segment needs segments >= 2 (one for writes, the rest \
+                     for reads)",
+                ));
+            }
+            cache.separate_write_segment = true;
+            cache.write_segments_max = 1;
+        }
         let segment_sectors = segment_bytes / SECTOR_SIZE_BYTES;
         // DiskSim bounds both read-ahead limits by the segment size.
         let within_segment = |key: &'static str, default: u64| {
