@@ -70,7 +70,31 @@
 //! interface; a write miss at the later of that and the end of its media write.
 //!
 //! `write_segments` is DiskSim's "Maximum number of write segments": the most segments that
-//! hold write data at once (default: all but one, which is kept for reads).
+//! hold write data at once (default: all but one, which is kept for reads). With
+//! `write_segment_separate` ("Use separate write segment") the first segment holds all write
+//! data and nothing else, whatever `write_segments` says (as in DiskSim, which then ignores
+//! its write segment count); reads neither use it nor hit on it. `combine_writes` ("Combine
+//! seq writes", on by default as the model always did) lets a write join a segment holding
+//! adjacent or overlapping write data; off, every write takes fresh segments.
+//!
+//! # Read-ahead (DiskSim's `disk_buffer_get_max_readahead` and prefetch rules)
+//!
+//! After a read the read-ahead runs to a limit that `read_ahead_to` ("Buffer continuous
+//! read") sets: `segment` (3, the default and the model's behaviour before these keys)
+//! `read_ahead_max` sectors past the read ("Maximum read-ahead", default a segment's worth);
+//! `track` (1) and `cylinder` (2) the same but never past the end of the track or cylinder
+//! holding the read's last sector (DiskSim's background read refuses a head switch or a seek);
+//! `next-track` (4) to the end of the track holding the sector after the read, plus the
+//! sectors of one more track when the segment already held data before that track (DiskSim's
+//! sequential-stream test; `read_ahead_max` does not apply, as in DiskSim). A read that waits
+//! on the read-ahead, or hits a segment it is filling, pushes the limit on by the same rule.
+//! `read_ahead_min` ("Minimum read-ahead") is how far past a read the read-ahead must get
+//! before another command may stop it (the head waits for it). `read_ahead_on_idle_hit`
+//! ("Read-ahead on idle hit", on by default as before) lets a read that hits a segment whose
+//! read-ahead has stopped restart it when the head is idle. `read_any_free` ("Read any free
+//! blocks") keeps, in a read miss's empty segment, the sectors of the target's track that
+//! pass under the head while it waits for the first requested one (only those logically
+//! before the request on the same track, and only as many as the segment holds beside it).
 //!
 //! A long sequential read from the start of the disk runs at the outer zone's sustained rate
 //! ([`Hdd::sustained_read_bytes_per_s`]: a cylinder's tracks plus its track and cylinder
@@ -119,10 +143,17 @@
 //! | `overhead_write_complete` | 0 | from a write's end to its completion at the host |
 //! | `bulk_sector_time` | 0 | least interface time per 512-byte sector |
 //! | `write_segments` | (segments − 1) | most segments holding write data at once (below `segments`) |
+//! | `write_segment_separate` | 0 | segment 0 holds all write data, and reads never use it |
 //! | `bus_rate` | 300 | host interface in MB/s (10^6 bytes) |
 //! | `segments` | 16 | buffer segments |
 //! | `segment_size` | 512k | bytes per segment (a multiple of 512) |
 //! | `read_ahead` | 1 | read on after a read miss |
+//! | `read_ahead_to` | segment | `segment`, `track`, `cylinder` or `next-track` (see "Read-ahead") |
+//! | `read_ahead_min` | 0 | sectors read ahead before another command may stop it (at most a segment) |
+//! | `read_ahead_max` | (a segment) | most sectors read ahead past a read (at most a segment) |
+//! | `read_ahead_on_idle_hit` | 1 | a hit restarts its segment's stopped read-ahead |
+//! | `read_any_free` | 0 | a miss keeps the sectors passing before it on its track |
+//! | `combine_writes` | 1 | a write may join a segment holding adjacent write data |
 //! | `write_cache` | 1 | acknowledge writes from the buffer (write-back) |
 //! | `depth` | 1 | commands accepted at once (1: no command queuing) |
 //! | `queue_policy` | sptf | `fcfs`, `sptf`, `sstf-lbn`, `elevator-lbn` or `cycle-lbn` (with `depth` above 1) |
@@ -153,6 +184,15 @@
 //! * The interface/media overlap is the closed form above, exact while the media rate is
 //!   steady; a track or cylinder switch in the middle of a read whose interface outruns the
 //!   media is not followed sector by sector.
+//! * With `write_segment_separate` a read of sectors the write segment holds goes to the
+//!   media at once; DiskSim makes it wait until the write data is on the media (a
+//!   "collision"). Only which sectors are held is tracked, not their contents.
+//! * `read_ahead_to=track`/`cylinder` bound the limit at the end of the read's last track or
+//!   cylinder; a read-ahead restarted on an idle hit repositions the head if it must, where
+//!   DiskSim's would not start off the head's current track.
+//! * `read_any_free` counts the sectors passing during the rotational wait as whole sectors
+//!   from the head's arrival; the ones physically before the track's first sector (logically
+//!   after the request) are not kept.
 //! * The LBN queue policies order commands by their first sector; DiskSim's sequential-stream
 //!   grouping in its ioqueue (off in the validated drives) is not modelled.
 //! * A segment's dirty sectors are one range (the hull of its writes); writes larger than a
