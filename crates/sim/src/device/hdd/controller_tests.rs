@@ -386,3 +386,21 @@ fn write_segment_separate_keeps_one_segment_for_writes_only() {
         assert_eq!(extra(&device, "cache_hits"), hits, "{keys}");
     }
 }
+
+// Proves `write_hit_stop_read_ahead`: after a miss at 5500 (media done 5.8 ms, completion
+// 6.75 ms) read-ahead runs on from 5508 at 0.1 ms a sector. A buffered write of 5504..5512
+// submitted at 6.75 ms is classified at 6.96 ms (write-hit-after-read 0.21 ms), when the
+// segment holds 5500..5519: it overlaps, and with the flag the
+// read-ahead stops there, so a read of 5540 at 50 ms misses; without it read-ahead goes on a
+// segment's worth and the read hits.
+#[test]
+fn write_hit_stop_read_ahead_stops_read_ahead_on_an_overlapping_write() {
+    for (flag, hits) in [("0", 1), ("1", 0)] {
+        let keys = format!("read_ahead=1,write_cache=1,write_hit_stop_read_ahead={flag}");
+        let mut device = disk(&keys);
+        let done = run_one(&mut device, Instant::ZERO, Op::Read, 5500, 8);
+        let written = run_one(&mut device, done, Op::Write, 5504, 8);
+        run_one(&mut device, written + Duration::from_millis(50), Op::Read, 5540, 8);
+        assert_eq!(extra(&device, "cache_hits"), hits, "write_hit_stop_read_ahead={flag}");
+    }
+}

@@ -95,6 +95,9 @@
 //! blocks") keeps, in a read miss's empty segment, the sectors of the target's track that
 //! pass under the head while it waits for the first requested one (only those logically
 //! before the request on the same track, and only as many as the segment holds beside it).
+//! `write_hit_stop_read_ahead` ("Write hit stop prefetch") stops the read-ahead when a write
+//! arrives whose first or last sector falls in what the read-ahead's segment holds (DiskSim's
+//! overlap test), at once, or once the reads waiting on it have their sectors.
 //!
 //! A long sequential read from the start of the disk runs at the outer zone's sustained rate
 //! ([`Hdd::sustained_read_bytes_per_s`]: a cylinder's tracks plus its track and cylinder
@@ -153,6 +156,7 @@
 //! | `read_ahead_max` | (a segment) | most sectors read ahead past a read (at most a segment) |
 //! | `read_ahead_on_idle_hit` | 1 | a hit restarts its segment's stopped read-ahead |
 //! | `read_any_free` | 0 | a miss keeps the sectors passing before it on its track |
+//! | `write_hit_stop_read_ahead` | 0 | a write overlapping the read-ahead's segment stops it |
 //! | `combine_writes` | 1 | a write may join a segment holding adjacent write data |
 //! | `write_cache` | 1 | acknowledge writes from the buffer (write-back) |
 //! | `depth` | 1 | commands accepted at once (1: no command queuing) |
@@ -190,6 +194,8 @@
 //! * `read_ahead_to=track`/`cylinder` bound the limit at the end of the read's last track or
 //!   cylinder; a read-ahead restarted on an idle hit repositions the head if it must, where
 //!   DiskSim's would not start off the head's current track.
+//! * `write_hit_stop_read_ahead` lets reads already waiting on the read-ahead (and a
+//!   `read_ahead_min` hold) finish before it stops; DiskSim cuts the minimum too.
 //! * `read_any_free` counts the sectors passing during the rotational wait as whole sectors
 //!   from the head's arrival; the ones physically before the track's first sector (logically
 //!   after the request) are not kept.
@@ -443,6 +449,12 @@ pub const KEYS: &[KeySpec] = &[
         default: "0",
         help: "a read miss also keeps the sectors before it that pass under the head while it \
                waits for its first sector",
+    },
+    KeySpec {
+        key: "write_hit_stop_read_ahead",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "a write overlapping the read-ahead's segment stops the read-ahead",
     },
     KeySpec {
         key: "combine_writes",
@@ -768,6 +780,8 @@ pub struct Hdd {
     read_ahead_on_idle_hit: bool,
     /// DiskSim's "Read any free blocks": see [`Hdd::free_sectors_before`].
     read_any_free: bool,
+    /// DiskSim's "Write hit stop prefetch": see [`Hdd::write_stops_read_ahead`].
+    write_hit_stop_read_ahead: bool,
     write_cache: bool,
     depth: u32,
     queue_policy: QueuePolicy,
@@ -1119,6 +1133,7 @@ impl Hdd {
             read_ahead_min_sectors,
             read_ahead_on_idle_hit: params.flag("read_ahead_on_idle_hit"),
             read_any_free: params.flag("read_any_free"),
+            write_hit_stop_read_ahead: params.flag("write_hit_stop_read_ahead"),
             write_cache: params.flag("write_cache"),
             depth,
             queue_policy: match params.text("queue_policy") {
@@ -1365,6 +1380,9 @@ impl Hdd {
             }
             Op::Write => {
                 self.stats.sectors_written += sector_count;
+                if self.write_hit_stop_read_ahead {
+                    self.write_stops_read_ahead(start, end, at);
+                }
                 if self.write_is_cached(&command) {
                     if self.place_write(start, end, at) {
                         self.counters.cached_writes += 1;
@@ -1553,6 +1571,32 @@ impl Hdd {
                     self.stream_wanted = Some((segment, wanted));
                 }
             }
+        }
+    }
+
+    /// With `write_hit_stop_read_ahead`: a write overlapping what the read-ahead's segment
+    /// holds (DiskSim's test: its first sector inside, or its end inside) ends the read-ahead
+    /// now, or, when reads are waiting on it, as soon as they have their sectors.
+    fn write_stops_read_ahead(&mut self, start: u64, end: u64, at: Instant) {
+        self.sync_stream(at);
+        let Some(stream) = self.stream else { return };
+        let held = &self.cache.segments[stream.segment];
+        let overlaps =
+            (held.start <= start && start < held.end) || (held.start < end && end <= held.end);
+        if !overlaps {
+            return;
+        }
+        if stream.hold_until <= at {
+            self.stop_stream(at);
+            return;
+        }
+        let mut ahead = stream;
+        let read_to = match ahead.sync(&self.mechanics, stream.hold_until) {
+            Progress::Running { read_to } | Progress::Finished { read_to, .. } => read_to,
+        };
+        // Never below the track piece it is reading (the reads' sectors are past it).
+        if let Some(stream) = self.stream.as_mut() {
+            stream.limit = stream.limit.min(read_to.max(stream.piece.lbn));
         }
     }
 
