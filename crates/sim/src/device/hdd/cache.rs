@@ -63,6 +63,12 @@ pub(super) struct Cache {
     /// Segment 0 holds all write data and nothing else (DiskSim's "Use separate write
     /// segment": its first segment); reads neither use nor hit it.
     pub(super) separate_write_segment: bool,
+    /// Reads may hit data that writes put in the buffer (DiskSim's "Allow read hits on write
+    /// data"); without it such data serves no read and leaves once it is on the media.
+    pub(super) read_hits_on_writes: bool,
+    /// The buffer caches at all (DiskSim's "Enable caching in buffer"); without it no read
+    /// is served from it.
+    pub(super) caching: bool,
     clock: u64,
     /// Segments holding write data, kept by `recount`.
     write_segments: usize,
@@ -92,6 +98,8 @@ impl Cache {
             write_segments_max: segment_count.saturating_sub(1),
             combine_writes: true,
             separate_write_segment: false,
+            read_hits_on_writes: true,
+            caching: true,
             clock: 0,
             write_segments: 0,
             destages_pending: 0,
@@ -113,8 +121,14 @@ impl Cache {
     /// Where `start..end` is: a segment holding all of it, else a clean one holding a prefix.
     pub(super) fn lookup(&self, start: u64, end: u64) -> Lookup {
         let mut prefix = Lookup::Miss;
+        if !self.caching {
+            return prefix;
+        }
         let first = usize::from(self.separate_write_segment);
         for (index, segment) in self.segments.iter().enumerate().skip(first) {
+            if !self.read_hits_on_writes && segment.has_write_data() {
+                continue;
+            }
             // `start` lies in `segment.start..segment.end`, as one unsigned comparison: a
             // single, well-predicted branch per segment. A segment a miss is filling holds its
             // cached prefix, if any, and is otherwise empty.

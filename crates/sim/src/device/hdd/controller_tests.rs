@@ -241,6 +241,8 @@ fn impossible_controller_keys_are_refused_by_name() {
     refuse("segment_size=4k,read_ahead_min=9", "read_ahead_min");
     refuse("read_ahead_to=sector", "read_ahead_to");
     refuse("segments=1,write_segment_separate=1", "write_segment_separate");
+    refuse("write_cache=1,buffer_cache=0", "buffer_cache");
+    refuse("write_cache=0,read_ahead=1,buffer_cache=0", "buffer_cache");
 }
 
 /// Runs reads of `(lbn, sectors)` one at a time, each 50 ms after the previous one
@@ -403,4 +405,29 @@ fn write_hit_stop_read_ahead_stops_read_ahead_on_an_overlapping_write() {
         run_one(&mut device, written + Duration::from_millis(50), Op::Read, 5540, 8);
         assert_eq!(extra(&device, "cache_hits"), hits, "write_hit_stop_read_ahead={flag}");
     }
+}
+
+// Proves `read_hits_on_writes`: with the write cache on, a read of the 8 sectors just written
+// hits the buffered write data, and so does one 50 ms later, when they are on the media; with
+// the flag off both miss (write data serves no read, and leaves the buffer once destaged).
+#[test]
+fn read_hits_on_writes_decides_whether_write_data_serves_reads() {
+    for (flag, hits) in [("1", 1), ("0", 0)] {
+        for wait_ms in [0, 50] {
+            let mut device = disk(&format!("write_cache=1,read_hits_on_writes={flag}"));
+            let written = run_one(&mut device, Instant::ZERO, Op::Write, 1000, 8);
+            run_one(&mut device, written + Duration::from_millis(wait_ms), Op::Read, 1000, 8);
+            assert_eq!(extra(&device, "destages"), 1, "read_hits_on_writes={flag}");
+            assert_eq!(extra(&device, "cache_hits"), hits, "{flag} after {wait_ms} ms");
+        }
+    }
+}
+
+// Proves `buffer_cache`: reading the same 8 sectors twice hits the second time with caching,
+// and misses without it (the buffer only matches speeds).
+#[test]
+fn buffer_cache_off_serves_no_read_from_the_buffer() {
+    let reads = [(5500, 8), (5500, 8)];
+    assert_eq!(hits_of("write_cache=0,buffer_cache=1", &reads), 1);
+    assert_eq!(hits_of("write_cache=0,buffer_cache=0", &reads), 0);
 }

@@ -76,6 +76,11 @@
 //! its write segment count); reads neither use it nor hit on it. `combine_writes` ("Combine
 //! seq writes", on by default as the model always did) lets a write join a segment holding
 //! adjacent or overlapping write data; off, every write takes fresh segments.
+//! `read_hits_on_writes` ("Allow read hits on write data", on by default as before): off,
+//! reads never hit data that writes put in the buffer, and that data leaves the buffer once
+//! it is on the media. `buffer_cache` ("Enable caching in buffer", on by default): off, the
+//! buffer only matches speeds and serves no read; it needs `write_cache=0` (DiskSim refuses
+//! fast writes without caching) and `read_ahead=0`.
 //!
 //! # Read-ahead (DiskSim's `disk_buffer_get_max_readahead` and prefetch rules)
 //!
@@ -157,6 +162,8 @@
 //! | `read_ahead_on_idle_hit` | 1 | a hit restarts its segment's stopped read-ahead |
 //! | `read_any_free` | 0 | a miss keeps the sectors passing before it on its track |
 //! | `write_hit_stop_read_ahead` | 0 | a write overlapping the read-ahead's segment stops it |
+//! | `read_hits_on_writes` | 1 | reads may hit data that writes put in the buffer |
+//! | `buffer_cache` | 1 | the buffer caches (0: no read is served from it) |
 //! | `combine_writes` | 1 | a write may join a segment holding adjacent write data |
 //! | `write_cache` | 1 | acknowledge writes from the buffer (write-back) |
 //! | `depth` | 1 | commands accepted at once (1: no command queuing) |
@@ -188,9 +195,11 @@
 //! * The interface/media overlap is the closed form above, exact while the media rate is
 //!   steady; a track or cylinder switch in the middle of a read whose interface outruns the
 //!   media is not followed sector by sector.
-//! * With `write_segment_separate` a read of sectors the write segment holds goes to the
-//!   media at once; DiskSim makes it wait until the write data is on the media (a
-//!   "collision"). Only which sectors are held is tracked, not their contents.
+//! * With `write_segment_separate` or `read_hits_on_writes=0` a read of sectors held as
+//!   write data goes to the media at once; DiskSim makes it wait until the write data is on
+//!   the media (a "collision"). Only which sectors are held is tracked, not their contents.
+//! * `buffer_cache=0` refuses read-ahead instead of modelling a read-ahead whose data no read
+//!   can use.
 //! * `read_ahead_to=track`/`cylinder` bound the limit at the end of the read's last track or
 //!   cylinder; a read-ahead restarted on an idle hit repositions the head if it must, where
 //!   DiskSim's would not start off the head's current track.
@@ -455,6 +464,19 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Flag,
         default: "0",
         help: "a write overlapping the read-ahead's segment stops the read-ahead",
+    },
+    KeySpec {
+        key: "read_hits_on_writes",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "reads may hit data that writes put in the buffer",
+    },
+    KeySpec {
+        key: "buffer_cache",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "the buffer caches (0: speed matching only, no read hits; needs write_cache=0 \
+               and read_ahead=0)",
     },
     KeySpec {
         key: "combine_writes",
@@ -1070,6 +1092,17 @@ impl Hdd {
             cache.write_segments_max = write_segments;
         }
         cache.combine_writes = params.flag("combine_writes");
+        cache.read_hits_on_writes = params.flag("read_hits_on_writes");
+        cache.caching = params.flag("buffer_cache");
+        // DiskSim refuses fast writes without caching; read-ahead into a buffer that serves
+        // no reads is refused too rather than modelled (it could only cost head time).
+        if !cache.caching && (params.flag("write_cache") || params.flag("read_ahead")) {
+            return Err(params.impossible(
+                "buffer_cache",
+                "buffer_cache=0 needs write_cache=0 and read_ahead=0 (a buffer that caches \
+                 nothing acknowledges no writes and keeps no read-ahead)",
+            ));
+        }
         if params.flag("write_segment_separate") {
             if segment_count < 2 {
                 return Err(params.impossible(
@@ -1342,7 +1375,13 @@ impl Hdd {
             }
             JobKind::Write => {}
             JobKind::Destage { segment } => {
-                self.cache.segments[segment].destaging = false;
+                let held = &mut self.cache.segments[segment];
+                held.destaging = false;
+                // Without read hits on write data, written data leaves the buffer once it is
+                // on the media (unless newer write data joined it meanwhile).
+                if !self.cache.read_hits_on_writes && !held.needs_destage() {
+                    held.start = held.end;
+                }
                 self.cache.recount();
                 self.retry_space(at);
                 if !self.flush_queue.is_empty() && self.cache.write_segment_count() == 0 {
