@@ -223,8 +223,10 @@ fn write_segments_limits_the_segments_holding_write_data() {
     }
 }
 
-// Proves the new keys' impossible values are refused by name: more write segments than leave
-// one for reads, and an unknown queue policy.
+// Proves the new keys' impossible values are refused by name: more write segments than
+// segments (or any in a one-segment buffer), an unknown queue policy, read-ahead limits
+// beyond a segment, a separate write segment in a one-segment buffer, and a cacheless
+// buffer with write-back or read-ahead.
 #[test]
 fn impossible_controller_keys_are_refused_by_name() {
     let refuse = |extra: &str, key: &str| {
@@ -234,7 +236,8 @@ fn impossible_controller_keys_are_refused_by_name() {
         };
         assert!(error.contains(key), "{extra}: {error}");
     };
-    refuse("segments=4,write_segments=4", "write_segments");
+    refuse("segments=4,write_segments=5", "write_segments");
+    refuse("segments=1,write_segments=1", "write_segments");
     refuse("queue_policy=scan", "queue_policy");
     refuse("bulk_sector_time=-1", "bulk_sector_time");
     refuse("segment_size=4k,read_ahead_max=9", "read_ahead_max");
@@ -430,4 +433,42 @@ fn buffer_cache_off_serves_no_read_from_the_buffer() {
     let reads = [(5500, 8), (5500, 8)];
     assert_eq!(hits_of("write_cache=0,buffer_cache=1", &reads), 1);
     assert_eq!(hits_of("write_cache=0,buffer_cache=0", &reads), 0);
+}
+
+// Proves a buffer whose every segment may hold write data (the Cheetah 9LP's 3 of 3) keeps its
+// books through a mix of random and sequential reads and writes with read-ahead and flushes,
+// at depth 1 and 4: every command finishes, nothing stays dirty, and reads add up.
+#[test]
+fn every_segment_for_writes_finishes_a_mixed_load() {
+    use crate::device::Probe;
+    for depth in [1u32, 4] {
+        let keys = format!(
+            "depth={depth},segments=3,segment_size=287232,write_segments=3,write_cache=1,\
+             read_ahead=1"
+        );
+        let mut probe = Probe::new(Box::new(disk(&keys)));
+        let capacity = probe.device().capacity_sectors();
+        let mut state = 7u64;
+        let mut next = || {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            state >> 33
+        };
+        let script: Vec<(Op, Sector, u32)> = (0..2000u64)
+            .map(|i| match next() % 8 {
+                0..=2 => (Op::Read, Sector(next() % (capacity - 64)), 8),
+                3 => (Op::Read, Sector(i * 32 % (capacity - 64)), 32),
+                4 | 5 => (Op::Write, Sector(next() % (capacity - 64)), 16),
+                6 => (Op::Write, Sector(i * 8 % (capacity - 64)), 8),
+                _ => (Op::Flush, Sector(0), 0),
+            })
+            .collect();
+        let run = probe.closed_loop(script, depth);
+        assert_eq!(run.len(), 2000, "{keys}");
+        probe.settle();
+        assert_eq!(probe.device().next_event(), None, "{keys}");
+        let stats = probe.device().stats();
+        let extra = |name| stats.extra.iter().find(|(key, _)| *key == name).unwrap().1;
+        let reads = run.iter().filter(|timed| timed.command.op == Op::Read).count() as u64;
+        assert_eq!(extra("cache_hits") + extra("streamed_reads") + extra("read_misses"), reads);
+    }
 }

@@ -70,7 +70,8 @@
 //! interface; a write miss at the later of that and the end of its media write.
 //!
 //! `write_segments` is DiskSim's "Maximum number of write segments": the most segments that
-//! hold write data at once (default: all but one, which is kept for reads). With
+//! hold write data at once, up to all of them (default: all but one, which is then kept for
+//! reads; a read miss finding no free segment is not cached). With
 //! `write_segment_separate` ("Use separate write segment") the first segment holds all write
 //! data and nothing else, whatever `write_segments` says (as in DiskSim, which then ignores
 //! its write segment count); reads neither use it nor hit on it. `combine_writes` ("Combine
@@ -150,7 +151,7 @@
 //! | `overhead_read_complete` | 0 | from a read's end to its completion at the host |
 //! | `overhead_write_complete` | 0 | from a write's end to its completion at the host |
 //! | `bulk_sector_time` | 0 | least interface time per 512-byte sector |
-//! | `write_segments` | (segments − 1) | most segments holding write data at once (below `segments`) |
+//! | `write_segments` | (segments − 1) | most segments holding write data at once (1..=`segments`, with 2 or more segments) |
 //! | `write_segment_separate` | 0 | segment 0 holds all write data, and reads never use it |
 //! | `bus_rate` | 300 | host interface in MB/s (10^6 bytes) |
 //! | `segments` | 16 | buffer segments |
@@ -394,7 +395,7 @@ pub const KEYS: &[KeySpec] = &[
         key: "write_segments",
         kind: KeyKind::Integer { min: 1, max: 255 },
         default: "",
-        help: "most segments holding write data at once (below `segments`); default all but one",
+        help: "most segments holding write data at once (1..=segments); default all but one",
     },
     KeySpec {
         key: "write_segment_separate",
@@ -1078,14 +1079,14 @@ impl Hdd {
         let mut cache = Cache::new(segment_count, segment_bytes / SECTOR_SIZE_BYTES);
         if params.has("write_segments") {
             let write_segments = params.integer("write_segments") as usize;
-            // One segment is always kept for reads (see `Cache::new`).
-            if write_segments >= segment_count {
+            // As DiskSim, up to every segment; a one-segment buffer keeps its segment for
+            // reads (see `Cache::new`).
+            if write_segments > segment_count || segment_count < 2 {
                 return Err(params.impossible(
                     "write_segments",
                     format!(
-                        "{write_segments} write segments leave none of the {segment_count} \
-                         segments for reads (expected 1..={})",
-                        segment_count.saturating_sub(1)
+                        "{write_segments} write segments in a buffer of {segment_count} \
+                         (expected 1..=segments, with segments >= 2)"
                     ),
                 ));
             }
