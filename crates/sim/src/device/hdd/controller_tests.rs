@@ -472,3 +472,21 @@ fn every_segment_for_writes_finishes_a_mixed_load() {
         assert_eq!(extra("cache_hits") + extra("streamed_reads") + extra("read_misses"), reads);
     }
 }
+
+// Proves `read_ahead_over_requested` (16-sector segments, no `read_ahead_max`): after a miss
+// of 5500..5508, read-ahead goes a segment past the read, to 5524, so 5516..5524 hits; with
+// the flag it stops when the segment is full counting the read, at 5500 + 16 = 5516, and the
+// same read misses. With `read_ahead_min=10` the 8 sectors left beside the read are below the
+// minimum, so read-ahead goes the minimum past the read, to 5518: 5516..5518 hits, 5518..5520
+// does not. A `read_ahead_max` overrides the flag.
+#[test]
+fn read_ahead_over_requested_keeps_the_request_in_the_segment() {
+    let base = "read_ahead=1,segment_size=8k";
+    let hits =
+        |keys: &str, read: (u64, u32)| hits_of(&format!("{base},{keys}"), &[(5500, 8), read]);
+    assert_eq!(hits("read_ahead_over_requested=0", (5516, 8)), 1);
+    assert_eq!(hits("read_ahead_over_requested=1", (5516, 8)), 0);
+    assert_eq!(hits("read_ahead_over_requested=1,read_ahead_min=10", (5516, 2)), 1);
+    assert_eq!(hits("read_ahead_over_requested=1,read_ahead_min=10", (5518, 2)), 0);
+    assert_eq!(hits("read_ahead_over_requested=1,read_ahead_max=16", (5516, 8)), 1);
+}

@@ -94,6 +94,15 @@
 //! sectors of one more track when the segment already held data before that track (DiskSim's
 //! sequential-stream test; `read_ahead_max` does not apply, as in DiskSim). A read that waits
 //! on the read-ahead, or hits a segment it is filling, pushes the limit on by the same rule.
+//! Without `read_ahead_max`, `read_ahead_over_requested` ("Read-ahead over requested", off by
+//! default as the model behaved) stops the read-ahead once the segment is full counting the
+//! read's own sectors (a segment from the read's start; if the read leaves less than
+//! `read_ahead_min`, that minimum past it), where off it goes a whole segment past the read.
+//! This follows DiskSim's code, which stores the value as `keeprequestdata` and keeps the
+//! request's data when it is 1; the manual's sentence ("whether newly prefetched data can
+//! replace ... data returned to the host") reads the other way round. DiskSim's value -1
+//! (erase the request's data from the segment) has no key. With `read_ahead_max` set the flag
+//! does nothing, as in DiskSim, where a maximum read-ahead takes precedence.
 //! `read_ahead_min` ("Minimum read-ahead") is how far past a read the read-ahead must get
 //! before another command may stop it (the head waits for it). `read_ahead_on_idle_hit`
 //! ("Read-ahead on idle hit", on by default as before) lets a read that hits a segment whose
@@ -160,6 +169,7 @@
 //! | `read_ahead_to` | segment | `segment`, `track`, `cylinder` or `next-track` (see "Read-ahead") |
 //! | `read_ahead_min` | 0 | sectors read ahead before another command may stop it (at most a segment) |
 //! | `read_ahead_max` | (a segment) | most sectors read ahead past a read (at most a segment) |
+//! | `read_ahead_over_requested` | 0 | without `read_ahead_max`: read ahead only to a segment from the read's start |
 //! | `read_ahead_on_idle_hit` | 1 | a hit restarts its segment's stopped read-ahead |
 //! | `read_any_free` | 0 | a miss keeps the sectors passing before it on its track |
 //! | `write_hit_stop_read_ahead` | 0 | a write overlapping the read-ahead's segment stops it |
@@ -446,6 +456,13 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Integer { min: 1, max: 1 << 21 },
         default: "",
         help: "most sectors read ahead past a read (at most a segment); default a segment",
+    },
+    KeySpec {
+        key: "read_ahead_over_requested",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "without read_ahead_max: read ahead only as far as the segment holds beside the \
+               read (a segment from its start) instead of a segment past its end",
     },
     KeySpec {
         key: "read_ahead_on_idle_hit",
@@ -796,8 +813,12 @@ pub struct Hdd {
     bus_ns_table: Vec<u64>,
     read_ahead: bool,
     read_ahead_to: ReadAheadTo,
-    /// Sectors read ahead past a read (`read_ahead_max`, default a segment).
-    read_ahead_sectors: u64,
+    /// Sectors read ahead past a read (`read_ahead_max`); unset, a segment's worth (see
+    /// `read_ahead_over_requested`).
+    read_ahead_max_sectors: Option<u64>,
+    /// DiskSim's "Read-ahead over requested" as its code reads it: see
+    /// [`Hdd::read_ahead_limit`].
+    read_ahead_over_requested: bool,
     /// Sectors read ahead after a read before it may be stopped (`read_ahead_min`).
     read_ahead_min_sectors: u64,
     read_ahead_on_idle_hit: bool,
@@ -905,8 +926,15 @@ struct Job {
 enum JobKind {
     /// A read miss filling `segment` (if it got one) up to `end_lbn`; `rest` is the rest of
     /// its last track, where read-ahead continues without repositioning; `free_from` is the
-    /// first sector it holds (before the requested ones with `read_any_free`).
-    Read { segment: Option<usize>, end_lbn: u64, rest: Option<Piece>, free_from: u64 },
+    /// first sector it holds (before the requested ones with `read_any_free`);
+    /// `request_start` is where the command's read starts.
+    Read {
+        segment: Option<usize>,
+        end_lbn: u64,
+        rest: Option<Piece>,
+        free_from: u64,
+        request_start: u64,
+    },
     /// A write to the media for a command.
     Write,
     /// A destage of `segment`'s dirty range.
@@ -1133,7 +1161,11 @@ impl Hdd {
             }
             Ok(sectors)
         };
-        let read_ahead_sectors = within_segment("read_ahead_max", segment_sectors)?;
+        let read_ahead_max_sectors = if params.has("read_ahead_max") {
+            Some(within_segment("read_ahead_max", segment_sectors)?)
+        } else {
+            None
+        };
         let read_ahead_min_sectors = within_segment("read_ahead_min", 0)?;
         let bus_bytes_per_s = (params.float("bus_rate") * 1e6).round() as u64;
         let bulk_sector_ns = params.time("bulk_sector_time").as_nanos();
@@ -1163,7 +1195,8 @@ impl Hdd {
                 "next-track" => ReadAheadTo::NextTrack,
                 _ => ReadAheadTo::Segment,
             },
-            read_ahead_sectors,
+            read_ahead_max_sectors,
+            read_ahead_over_requested: params.flag("read_ahead_over_requested"),
             read_ahead_min_sectors,
             read_ahead_on_idle_hit: params.flag("read_ahead_on_idle_hit"),
             read_any_free: params.flag("read_any_free"),
@@ -1356,14 +1389,14 @@ impl Hdd {
 
     fn finish_job(&mut self, job: Job, at: Instant) {
         match job.kind {
-            JobKind::Read { segment, end_lbn, rest, free_from } => {
+            JobKind::Read { segment, end_lbn, rest, free_from, request_start } => {
                 if let Some(segment) = segment {
                     self.cache.segments[segment].filling = false;
                     self.cache.extend(segment, end_lbn);
                     let held = &mut self.cache.segments[segment];
                     held.start = held.start.min(free_from);
                     self.cache.touch(segment);
-                    let limit = self.read_ahead_limit(segment, end_lbn);
+                    let limit = self.read_ahead_limit(segment, request_start, end_lbn);
                     if self.read_ahead && end_lbn < limit {
                         let piece = match rest {
                             Some(piece) => piece,
@@ -1472,7 +1505,7 @@ impl Hdd {
         if let Lookup::Hit(segment) = lookup {
             self.counters.cache_hits += 1;
             self.cache.touch(segment);
-            self.read_ahead_after_hit(segment, end);
+            self.read_ahead_after_hit(segment, start, end);
             let done = self.bus_transfer(at, sector_count);
             self.finish_at(slot, done);
             return Ok(());
@@ -1523,7 +1556,7 @@ impl Hdd {
             return None;
         }
         let index = stream.segment;
-        let wanted = self.read_ahead_limit(index, end);
+        let wanted = self.read_ahead_limit(index, start, end);
         let stream = self.stream.as_mut().expect("checked above");
         stream.limit = stream.limit.max(wanted);
         let ready = stream.time_of(&self.mechanics, end);
@@ -1533,12 +1566,28 @@ impl Hdd {
         Some(ready)
     }
 
-    /// Where read-ahead into `segment` after a read ending at `end` stops (DiskSim's
+    /// Where read-ahead into `segment` after a read of `start..end` stops (DiskSim's
     /// `disk_buffer_get_max_readahead`, with "Buffer continuous read" 1 and 2's refusal to
     /// switch heads or seek as a bound at the track's or cylinder's end). Never before `end`.
-    fn read_ahead_limit(&self, segment: usize, end: u64) -> u64 {
+    /// Without `read_ahead_max` the distance is a segment's worth past the read, or, with
+    /// `read_ahead_over_requested`, what the segment holds beside the read (a segment from its
+    /// start), or `read_ahead_min` past it when that leaves less than the minimum.
+    fn read_ahead_limit(&self, segment: usize, start: u64, end: u64) -> u64 {
         let capacity = self.mechanics.geometry.capacity_sectors();
-        let ahead = (end + self.read_ahead_sectors).min(capacity);
+        let segment_sectors = self.cache.segment_sectors;
+        let ahead = match self.read_ahead_max_sectors {
+            Some(max) => end + max,
+            None if self.read_ahead_over_requested => {
+                let size = end - start;
+                if size >= segment_sectors || segment_sectors - size < self.read_ahead_min_sectors {
+                    end + self.read_ahead_min_sectors
+                } else {
+                    start + segment_sectors
+                }
+            }
+            None => end + segment_sectors,
+        }
+        .min(capacity);
         match self.read_ahead_to {
             ReadAheadTo::Segment => ahead,
             ReadAheadTo::Track => ahead.min(self.track_end(end.saturating_sub(1))),
@@ -1594,11 +1643,11 @@ impl Hdd {
     }
 
     /// After a hit in `segment` up to `end`: keep its read-ahead a segment ahead.
-    fn read_ahead_after_hit(&mut self, segment: usize, end: u64) {
+    fn read_ahead_after_hit(&mut self, segment: usize, start: u64, end: u64) {
         if !self.read_ahead || !self.cache.segments[segment].reusable() {
             return;
         }
-        let wanted = self.read_ahead_limit(segment, end);
+        let wanted = self.read_ahead_limit(segment, start, end);
         match &mut self.stream {
             Some(stream) if stream.segment == segment => {
                 stream.limit = stream.limit.max(wanted);
@@ -2054,7 +2103,13 @@ impl Hdd {
                 self.bus_free_at = done;
                 self.finish_at(slot, done);
                 let rest = access.last.continuation(access.last_done);
-                JobKind::Read { segment, end_lbn: lbn + sector_count, rest, free_from }
+                JobKind::Read {
+                    segment,
+                    end_lbn: lbn + sector_count,
+                    rest,
+                    free_from,
+                    request_start: command.start.0,
+                }
             }
             (Choice::Destage(index), _) => {
                 let segment = &mut self.cache.segments[index];
