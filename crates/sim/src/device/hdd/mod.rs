@@ -22,8 +22,8 @@
 //! With `write_cache=1` a write finishes once its data has crossed the bus into a segment
 //! (merged with adjacent dirty data when it fits); dirty segments are destaged when the head
 //! has nothing else to do, or at once, ahead of read-ahead and ordered with the queued commands
-//! by positioning time, when a write is waiting for room or a flush for the cache to empty. One
-//! segment is always kept for reads. FUA writes, writes larger than the write space, and every
+//! by positioning time, when a write is waiting for room or a flush for the cache to empty. By
+//! default one segment is kept for reads (see `write_segments`). FUA writes, writes larger than the write space, and every
 //! write with `write_cache=0` take the full mechanical path before they finish.
 //!
 //! With `depth` above 1 (NCQ/TCQ) the head takes the queued command `queue_policy` names.
@@ -82,6 +82,19 @@
 //! it is on the media. `buffer_cache` ("Enable caching in buffer", on by default): off, the
 //! buffer only matches speeds and serves no read; it needs `write_cache=0` (DiskSim refuses
 //! fast writes without caching) and `read_ahead=0`.
+//!
+//! DiskSim's fast writes are not this write-back. With "Fast write level" 2 a write completes
+//! once its data is in the buffer, but it stays the drive's current request and goes to the
+//! media at once: the next command gets the mechanism only after it (the manual: "before any
+//! such request is serviced by the disk, all of the dirty write data must be flushed to the
+//! media"; in `disksim_diskctlr.c` a write keeps the head until its physical access is done,
+//! and only a write appending to it may join). Level 1 further lets only writes that append
+//! to the current dirty segment ride along while it is written (`disk_buffer_stopable_access`
+//! refuses others, and an appending write only when it is the one pending command). The
+//! model's `write_cache=1` instead destages when the head is idle and lets reads go first, so
+//! a `write_back=full|limited` key mapping levels 2 / 1 onto it would not be faithful, and
+//! making `full` faithful would change every preset with the write cache on; the key is not
+//! provided (see the report of issue 26's controller work).
 //!
 //! # Read-ahead (DiskSim's `disk_buffer_get_max_readahead` and prefetch rules)
 //!
@@ -221,6 +234,16 @@
 //!   after the request) are not kept.
 //! * The LBN queue policies order commands by their first sector; DiskSim's sequential-stream
 //!   grouping in its ioqueue (off in the validated drives) is not modelled.
+//! * `fcfs` serves commands in the order they finished their overheads (DiskSim's queue
+//!   holds them from arrival: with unequal overheads the two orders can differ). The LBN
+//!   policies and FCFS leave destages to positioning time, first when one is due; DiskSim has
+//!   no deferred destage to order (see the fast-write note above).
+//! * DiskSim's fast writes (levels 1 and 2: the write goes to the media at once, after its
+//!   early completion) are not modelled; there is no `write_back` key.
+//! * The read and write water marks and "Immed transfer partial hit" have no keys: a miss
+//!   reconnects after one sector and a cached prefix goes out at once, which is what DiskSim
+//!   does with water marks 0 set by request size (all four validated drives), where that
+//!   flag makes no difference.
 //! * A segment's dirty sectors are one range (the hull of its writes); writes larger than a
 //!   segment take several fresh segments and never merge.
 //! * Only which sectors are buffered is tracked, not their contents: a write does not
@@ -832,7 +855,8 @@ pub struct Hdd {
     /// The LBN policies' reference point: where the last command they chose starts (elevator,
     /// cycle) or ends (SSTF).
     policy_lbn: u64,
-    /// The elevator's direction (and SSTF's, which only reads it for nothing): ascending.
+    /// The elevator's direction: ascending (DiskSim's ioqueue keeps it for SSTF too, where it
+    /// weighs nothing).
     policy_ascending: bool,
     /// SSTF's tie-break: the next tie between equally distant commands goes downward.
     policy_tie_down: bool,
