@@ -440,30 +440,6 @@ pub const KEYS: &[KeySpec] = &[
         help: "one segment holds all write data and reads never use it",
     },
     KeySpec {
-        key: "bus_rate",
-        kind: KeyKind::Float { min: 0.1, max: 100_000.0, unit: "MB/s" },
-        default: "300",
-        help: "host interface rate in MB/s (10^6 bytes per second)",
-    },
-    KeySpec {
-        key: "segments",
-        kind: KeyKind::Integer { min: 1, max: 256 },
-        default: "16",
-        help: "buffer segments",
-    },
-    KeySpec {
-        key: "segment_size",
-        kind: KeyKind::Size { min_bytes: 512, max_bytes: 1 << 30 },
-        default: "512k",
-        help: "bytes per buffer segment (a multiple of 512)",
-    },
-    KeySpec {
-        key: "read_ahead",
-        kind: KeyKind::Flag,
-        default: "1",
-        help: "keep reading into the segment after a read miss",
-    },
-    KeySpec {
         key: "read_ahead_to",
         kind: KeyKind::Choice(&["segment", "track", "cylinder", "next-track"]),
         default: "segment",
@@ -527,6 +503,30 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Flag,
         default: "1",
         help: "a write may join a segment holding adjacent or overlapping write data",
+    },
+    KeySpec {
+        key: "bus_rate",
+        kind: KeyKind::Float { min: 0.1, max: 100_000.0, unit: "MB/s" },
+        default: "300",
+        help: "host interface rate in MB/s (10^6 bytes per second)",
+    },
+    KeySpec {
+        key: "segments",
+        kind: KeyKind::Integer { min: 1, max: 256 },
+        default: "16",
+        help: "buffer segments",
+    },
+    KeySpec {
+        key: "segment_size",
+        kind: KeyKind::Size { min_bytes: 512, max_bytes: 1 << 30 },
+        default: "512k",
+        help: "bytes per buffer segment (a multiple of 512)",
+    },
+    KeySpec {
+        key: "read_ahead",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "keep reading into the segment after a read miss",
     },
     KeySpec {
         key: "write_cache",
