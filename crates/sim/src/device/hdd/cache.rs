@@ -57,6 +57,18 @@ pub(super) struct Cache {
     pub(super) segment_sectors: u64,
     /// Most segments that may hold write data at once (one is kept for reads).
     pub(super) write_segments_max: usize,
+    /// Whether a write may join a segment holding adjacent or overlapping write data
+    /// (DiskSim's "Combine seq writes"); without it every write takes fresh segments.
+    pub(super) combine_writes: bool,
+    /// Segment 0 holds all write data and nothing else (DiskSim's "Use separate write
+    /// segment": its first segment); reads neither use nor hit it.
+    pub(super) separate_write_segment: bool,
+    /// Reads may hit data that writes put in the buffer (DiskSim's "Allow read hits on write
+    /// data"); without it such data serves no read and leaves once it is on the media.
+    pub(super) read_hits_on_writes: bool,
+    /// The buffer caches at all (DiskSim's "Enable caching in buffer"); without it no read
+    /// is served from it.
+    pub(super) caching: bool,
     clock: u64,
     /// Segments holding write data, kept by `recount`.
     write_segments: usize,
@@ -84,6 +96,10 @@ impl Cache {
             // (they take the mechanical path); giving it to writes could leave a write waiting
             // for room that a read stream holds (sweep seed 11394 stalled so).
             write_segments_max: segment_count.saturating_sub(1),
+            combine_writes: true,
+            separate_write_segment: false,
+            read_hits_on_writes: true,
+            caching: true,
             clock: 0,
             write_segments: 0,
             destages_pending: 0,
@@ -105,7 +121,14 @@ impl Cache {
     /// Where `start..end` is: a segment holding all of it, else a clean one holding a prefix.
     pub(super) fn lookup(&self, start: u64, end: u64) -> Lookup {
         let mut prefix = Lookup::Miss;
-        for (index, segment) in self.segments.iter().enumerate() {
+        if !self.caching {
+            return prefix;
+        }
+        let first = usize::from(self.separate_write_segment);
+        for (index, segment) in self.segments.iter().enumerate().skip(first) {
+            if !self.read_hits_on_writes && segment.has_write_data() {
+                continue;
+            }
             // `start` lies in `segment.start..segment.end`, as one unsigned comparison: a
             // single, well-predicted branch per segment. A segment a miss is filling holds its
             // cached prefix, if any, and is otherwise empty.
@@ -127,9 +150,10 @@ impl Cache {
         self.segments[index].last_used = self.clock;
     }
 
-    /// The least recently used reusable segment other than `except`.
+    /// The least recently used reusable segment other than `except` for read data (never the
+    /// separate write segment).
     pub(super) fn least_recent(&self, except: Option<usize>) -> Option<usize> {
-        (0..self.segments.len())
+        (usize::from(self.separate_write_segment)..self.segments.len())
             .filter(|&index| Some(index) != except && self.segments[index].reusable())
             .min_by_key(|&index| self.segments[index].last_used)
     }
@@ -146,7 +170,8 @@ impl Cache {
     pub(super) fn place_write(&mut self, start: u64, end: u64, except: Option<usize>) -> bool {
         let size = self.segment_sectors;
         let merge = self.segments.iter().position(|segment| {
-            segment.has_write_data()
+            self.combine_writes
+                && segment.has_write_data()
                 && start <= segment.end
                 && segment.start <= end
                 && end.max(segment.end) - start.min(segment.start) <= size
@@ -166,6 +191,24 @@ impl Cache {
             return true;
         }
         let needed = (end - start).div_ceil(size) as usize;
+        if self.separate_write_segment {
+            // Only the write segment, once its former write data is on the media.
+            if needed > 1 || !self.segments[0].reusable() {
+                return false;
+            }
+            self.segments[0] = Segment {
+                start,
+                end,
+                dirty_start: start,
+                dirty_end: end,
+                destaging: false,
+                filling: false,
+                last_used: 0,
+            };
+            self.touch(0);
+            self.recount();
+            return true;
+        }
         let free =
             self.segments.iter().enumerate().filter(|&(i, s)| Some(i) != except && s.reusable());
         if self.write_segment_count() + needed > self.write_segments_max || free.count() < needed {

@@ -1,7 +1,7 @@
 //! `hdd`: a hard disk after Ruemmler & Wilkes (IEEE Computer, March 1994) with DiskSim's
 //! parameters (devices.md §1).
 //!
-//! A command first pays the controller's overhead (`overhead_read` / `overhead_write`). A read
+//! A command first pays the controller's overhead (see "The controller" below). A read
 //! is then served from the buffer if a segment holds all of it (a hit: a transfer at the bus
 //! rate), or by the read-ahead in progress if that is about to bring its sectors in (it waits
 //! for them and streams them out), or else it goes to the internal queue for the head. The
@@ -22,14 +22,113 @@
 //! With `write_cache=1` a write finishes once its data has crossed the bus into a segment
 //! (merged with adjacent dirty data when it fits); dirty segments are destaged when the head
 //! has nothing else to do, or at once, ahead of read-ahead and ordered with the queued commands
-//! by positioning time, when a write is waiting for room or a flush for the cache to empty. One
-//! segment is always kept for reads. FUA writes, writes larger than the write space, and every
+//! by positioning time, when a write is waiting for room or a flush for the cache to empty. By
+//! default one segment is kept for reads (see `write_segments`). FUA writes, writes larger than the write space, and every
 //! write with `write_cache=0` take the full mechanical path before they finish.
 //!
-//! With `depth` above 1 (NCQ/TCQ) the head takes the queued command with the shortest
-//! positioning time (seek plus rotation from where the head is, at the instant it is free),
-//! oldest first among equals; with `depth=1` there is only ever one, so the order is the
-//! host's.
+//! With `depth` above 1 (NCQ/TCQ) the head takes the queued command `queue_policy` names.
+//! `sptf` (the default) takes the one with the shortest positioning time (seek plus rotation
+//! from where the head is, at the instant it is free), oldest first among equals, weighing
+//! dirty segments with them. The others are DiskSim's ioqueue policies by logical block
+//! (`src/disksim_ioqueue.c`), which order the commands only (a destage, when one is due, goes
+//! first): `fcfs` in the order commands reached the head's queue; `cycle-lbn` (C-LOOK) the
+//! lowest start at or above the last chosen command's start, else the lowest start;
+//! `sstf-lbn` the start nearest to where the last chosen command ended, up or down, exact ties
+//! alternating between up and down; `elevator-lbn` (LOOK) the nearest start in the current
+//! direction from the last chosen start, turning only when nothing lies ahead (DiskSim's
+//! SSTF with the whole disk added to the distance behind). Among equal starts the command that
+//! queued first goes first. With `depth=1` there is only ever one, so the order is the host's.
+//!
+//! # The controller (DiskSim's disk controller, `src/disksim_diskctlr.c`)
+//!
+//! DiskSim charges each command one of eight command overheads on arrival: by kind (read or
+//! write), by cache outcome, and by the kind of the command the drive last completed (its
+//! `lastflags`, which starts as a read). A read is a "hit" when the buffer holds its first
+//! sector on (all of it, or a prefix: DiskSim's whole and partial hits) or the read-ahead in
+//! progress is reading towards it; a write is a "hit" when it will be acknowledged from the
+//! buffer (DiskSim picks the write-hit overheads whenever fast writes are on). Here the eight
+//! are `overhead_{read,write}_{hit,miss}_after_{read,write}`, each defaulting to
+//! `overhead_read` / `overhead_write`; flushes and discards (which DiskSim has not) pay
+//! `overhead_write`. The overhead runs before the command does anything else, as DiskSim's
+//! `overhead_done` holds back the mechanism. DiskSim's read and write completion overheads
+//! (`overhead_read_complete`, `overhead_write_complete`) delay the completion's arrival at
+//! the host after the command's data is done.
+//!
+//! The host interface moves a sector in the larger of `bus_rate`'s time for 512 bytes and
+//! `bulk_sector_time` (DiskSim's `disk_get_blktranstime` takes the maximum of the bus's
+//! per-block time and the drive's "Bulk sector transfer time"). The validated drives run with
+//! "Hold bus entire read xfer" = 0, water marks 0 set by request size, so DiskSim reconnects
+//! once one sector of a read miss is in the buffer (its read water mark is `max(1, 0·n)`) and
+//! then sends sector after sector, each no earlier than the media has read it. The model does
+//! the same in closed form: a read miss's data ends at the later of (first sector ready + n
+//! sectors of interface time) and (last sector ready + one sector's). When the interface is
+//! slower than the media (the Cheetah 9LP: 0.105 ms per sector on the interface, 254 sectors
+//! per 5.97 ms revolution = 0.0235 ms per sector on its outer zone), the interface bounds it:
+//! an 8-sector read miss takes overhead + seek + rotation + 0.0235 ms for the first sector +
+//! 8 × 0.105 ms, and a 561-sector sequential read costs 561 × 0.105 = 58.9 ms of interface
+//! time, however fast the media: DiskSim's Cheetah 9LP delivers at most 512 B / 0.105 ms =
+//! 4.9 MB/s to the host (its controllers, `disksim_ctlrsmart.c`, `disksim_ctlrdumb.c` and
+//! `disksim_iosim.c`, time each block at the larger of the device's and their own block
+//! time, and the device's is this maximum). A cached write finishes when its data has crossed the
+//! interface; a write miss at the later of that and the end of its media write.
+//!
+//! `write_segments` is DiskSim's "Maximum number of write segments": the most segments that
+//! hold write data at once, up to all of them (default: all but one, which is then kept for
+//! reads; a read miss finding no free segment is not cached). With
+//! `write_segment_separate` ("Use separate write segment") the first segment holds all write
+//! data and nothing else, whatever `write_segments` says (as in DiskSim, which then ignores
+//! its write segment count); reads neither use it nor hit on it. `combine_writes` ("Combine
+//! seq writes", on by default as the model always did) lets a write join a segment holding
+//! adjacent or overlapping write data; off, every write takes fresh segments.
+//! `read_hits_on_writes` ("Allow read hits on write data", on by default as before): off,
+//! reads never hit data that writes put in the buffer, and that data leaves the buffer once
+//! it is on the media. `buffer_cache` ("Enable caching in buffer", on by default): off, the
+//! buffer only matches speeds and serves no read; it needs `write_cache=0` (DiskSim refuses
+//! fast writes without caching) and `read_ahead=0`.
+//!
+//! DiskSim's fast writes are not this write-back. With "Fast write level" 2 a write completes
+//! once its data is in the buffer, but it stays the drive's current request and goes to the
+//! media at once: the next command gets the mechanism only after it (the manual: "before any
+//! such request is serviced by the disk, all of the dirty write data must be flushed to the
+//! media"; in `disksim_diskctlr.c` a write keeps the head until its physical access is done,
+//! and only a write appending to it may join). Level 1 further lets only writes that append
+//! to the current dirty segment ride along while it is written (`disk_buffer_stopable_access`
+//! refuses others, and an appending write only when it is the one pending command). The
+//! model's `write_cache=1` instead destages when the head is idle and lets reads go first, so
+//! a `write_back=full|limited` key mapping levels 2 / 1 onto it would not be faithful, and
+//! making `full` faithful would change every preset with the write cache on; the key is not
+//! provided (see the report of issue 26's controller work).
+//!
+//! # Read-ahead (DiskSim's `disk_buffer_get_max_readahead` and prefetch rules)
+//!
+//! After a read the read-ahead runs to a limit that `read_ahead_to` ("Buffer continuous
+//! read") sets: `segment` (3, the default and the model's behaviour before these keys)
+//! `read_ahead_max` sectors past the read ("Maximum read-ahead", default a segment's worth);
+//! `track` (1) and `cylinder` (2) the same but never past the end of the track or cylinder
+//! holding the read's last sector (DiskSim's background read refuses a head switch or a seek);
+//! `next-track` (4) to the end of the track holding the sector after the read, plus the
+//! sectors of one more track when the segment already held data before that track (DiskSim's
+//! sequential-stream test; `read_ahead_max` does not apply, as in DiskSim). A read that waits
+//! on the read-ahead, or hits a segment it is filling, pushes the limit on by the same rule.
+//! Without `read_ahead_max`, `read_ahead_over_requested` ("Read-ahead over requested", off by
+//! default as the model behaved) stops the read-ahead once the segment is full counting the
+//! read's own sectors (a segment from the read's start; if the read leaves less than
+//! `read_ahead_min`, that minimum past it), where off it goes a whole segment past the read.
+//! This follows DiskSim's code, which stores the value as `keeprequestdata` and keeps the
+//! request's data when it is 1; the manual's sentence ("whether newly prefetched data can
+//! replace ... data returned to the host") reads the other way round. DiskSim's value -1
+//! (erase the request's data from the segment) has no key. With `read_ahead_max` set the flag
+//! does nothing, as in DiskSim, where a maximum read-ahead takes precedence.
+//! `read_ahead_min` ("Minimum read-ahead") is how far past a read the read-ahead must get
+//! before another command may stop it (the head waits for it). `read_ahead_on_idle_hit`
+//! ("Read-ahead on idle hit", on by default as before) lets a read that hits a segment whose
+//! read-ahead has stopped restart it when the head is idle. `read_any_free` ("Read any free
+//! blocks") keeps, in a read miss's empty segment, the sectors of the target's track that
+//! pass under the head while it waits for the first requested one (only those logically
+//! before the request on the same track, and only as many as the segment holds beside it).
+//! `write_hit_stop_read_ahead` ("Write hit stop prefetch") stops the read-ahead when a write
+//! arrives whose first or last sector falls in what the read-ahead's segment holds (DiskSim's
+//! overlap test), at once, or once the reads waiting on it have their sectors.
 //!
 //! A long sequential read from the start of the disk runs at the outer zone's sustained rate
 //! ([`Hdd::sustained_read_bytes_per_s`]: a cylinder's tracks plus its track and cylinder
@@ -76,12 +175,36 @@
 //! | `write_settle` | 0.5ms | extra settling before writing after the head moved |
 //! | `overhead_read` | 0.03ms | controller time per read |
 //! | `overhead_write` | 0.03ms | controller time per write, flush or discard |
+//! | `overhead_read_hit_after_read` | `overhead_read` | a read hit after a read (see "The controller") |
+//! | `overhead_read_hit_after_write` | `overhead_read` | a read hit after a write |
+//! | `overhead_read_miss_after_read` | `overhead_read` | a read miss after a read |
+//! | `overhead_read_miss_after_write` | `overhead_read` | a read miss after a write |
+//! | `overhead_write_hit_after_read` | `overhead_write` | a write acknowledged from the buffer, after a read |
+//! | `overhead_write_hit_after_write` | `overhead_write` | the same after a write |
+//! | `overhead_write_miss_after_read` | `overhead_write` | a write that finishes on the media, after a read |
+//! | `overhead_write_miss_after_write` | `overhead_write` | the same after a write |
+//! | `overhead_read_complete` | 0 | from a read's end to its completion at the host |
+//! | `overhead_write_complete` | 0 | from a write's end to its completion at the host |
+//! | `bulk_sector_time` | 0 | least interface time per 512-byte sector |
+//! | `write_segments` | (segments − 1) | most segments holding write data at once (1..=`segments`, with 2 or more segments) |
+//! | `write_segment_separate` | 0 | segment 0 holds all write data, and reads never use it |
 //! | `bus_rate` | 300 | host interface in MB/s (10^6 bytes) |
 //! | `segments` | 16 | buffer segments |
 //! | `segment_size` | 512k | bytes per segment (a multiple of 512) |
 //! | `read_ahead` | 1 | read on after a read miss |
+//! | `read_ahead_to` | segment | `segment`, `track`, `cylinder` or `next-track` (see "Read-ahead") |
+//! | `read_ahead_min` | 0 | sectors read ahead before another command may stop it (at most a segment) |
+//! | `read_ahead_max` | (a segment) | most sectors read ahead past a read (at most a segment) |
+//! | `read_ahead_over_requested` | 0 | without `read_ahead_max`: read ahead only to a segment from the read's start |
+//! | `read_ahead_on_idle_hit` | 1 | a hit restarts its segment's stopped read-ahead |
+//! | `read_any_free` | 0 | a miss keeps the sectors passing before it on its track |
+//! | `write_hit_stop_read_ahead` | 0 | a write overlapping the read-ahead's segment stops it |
+//! | `read_hits_on_writes` | 1 | reads may hit data that writes put in the buffer |
+//! | `buffer_cache` | 1 | the buffer caches (0: no read is served from it) |
+//! | `combine_writes` | 1 | a write may join a segment holding adjacent write data |
 //! | `write_cache` | 1 | acknowledge writes from the buffer (write-back) |
 //! | `depth` | 1 | commands accepted at once (1: no command queuing) |
+//! | `queue_policy` | sptf | `fcfs`, `sptf`, `sstf-lbn`, `elevator-lbn` or `cycle-lbn` (with `depth` above 1) |
 //! | `driver` | generic | the driver in front of it (`device/driver.rs`): its queue's depth and largest request |
 //!
 //! The capacity is derived (unless `block_count` caps it): the sum over zones of cylinders ×
@@ -116,8 +239,41 @@
 //!   arrives meanwhile, only possible with `depth` above 1).
 //! * A read that finds only a prefix of itself in a clean segment reads the rest from the
 //!   media; any other partial hit is a miss. Read-ahead stops at the end of the disk.
-//! * Per-command overheads do not depend on the previous command or on hit/miss (DiskSim
-//!   splits them four ways).
+//! * A command's overhead is one delay before anything else; DiskSim overlaps parts of it
+//!   with the bus (reconnection, data preparation and disconnect overheads, all 0 in the
+//!   validated drives, are not modelled). The completion overheads delay the host only, not
+//!   the drive's next command. The "previous command" is the last one whose completion
+//!   reached the host, as DiskSim sets it when the completion starts.
+//! * A write larger than the write segments goes to the media and pays a write-miss overhead
+//!   even with the write cache on (DiskSim picks the write-hit one whenever fast writes are on).
+//! * The interface/media overlap is the closed form above, exact while the media rate is
+//!   steady; a track or cylinder switch in the middle of a read whose interface outruns the
+//!   media is not followed sector by sector.
+//! * With `write_segment_separate` or `read_hits_on_writes=0` a read of sectors held as
+//!   write data goes to the media at once; DiskSim makes it wait until the write data is on
+//!   the media (a "collision"). Only which sectors are held is tracked, not their contents.
+//! * `buffer_cache=0` refuses read-ahead instead of modelling a read-ahead whose data no read
+//!   can use.
+//! * `read_ahead_to=track`/`cylinder` bound the limit at the end of the read's last track or
+//!   cylinder; a read-ahead restarted on an idle hit repositions the head if it must, where
+//!   DiskSim's would not start off the head's current track.
+//! * `write_hit_stop_read_ahead` lets reads already waiting on the read-ahead (and a
+//!   `read_ahead_min` hold) finish before it stops; DiskSim cuts the minimum too.
+//! * `read_any_free` counts the sectors passing during the rotational wait as whole sectors
+//!   from the head's arrival; the ones physically before the track's first sector (logically
+//!   after the request) are not kept.
+//! * The LBN queue policies order commands by their first sector; DiskSim's sequential-stream
+//!   grouping in its ioqueue (off in the validated drives) is not modelled.
+//! * `fcfs` serves commands in the order they finished their overheads (DiskSim's queue
+//!   holds them from arrival: with unequal overheads the two orders can differ). The LBN
+//!   policies and FCFS leave destages to positioning time, first when one is due; DiskSim has
+//!   no deferred destage to order (see the fast-write note above).
+//! * DiskSim's fast writes (levels 1 and 2: the write goes to the media at once, after its
+//!   early completion) are not modelled; there is no `write_back` key.
+//! * The read and write water marks and "Immed transfer partial hit" have no keys: a miss
+//!   reconnects after one sector and a cached prefix goes out at once, which is what DiskSim
+//!   does with water marks 0 set by request size (all four validated drives), where that
+//!   flag makes no difference.
 //! * A segment's dirty sectors are one range (the hull of its writes); writes larger than a
 //!   segment take several fresh segments and never merge.
 //! * Only which sectors are buffered is tracked, not their contents: a write does not
@@ -128,6 +284,8 @@
 //! * No spindle-speed jitter, no seek-time variance, no thermal recalibration.
 
 mod cache;
+#[cfg(test)]
+mod controller_tests;
 mod layout;
 #[cfg(test)]
 mod layout_tests;
@@ -319,6 +477,137 @@ pub const KEYS: &[KeySpec] = &[
     time_key("write_settle", "0.5ms", "extra settling before a write after the head moved"),
     time_key("overhead_read", "0.03ms", "controller overhead per read"),
     time_key("overhead_write", "0.03ms", "controller overhead per write, flush or discard"),
+    time_key(
+        "overhead_read_hit_after_read",
+        "",
+        "overhead of a read the buffer holds (or is reading) after a read; default overhead_read",
+    ),
+    time_key(
+        "overhead_read_hit_after_write",
+        "",
+        "overhead of a read the buffer holds (or is reading) after a write; default \
+         overhead_read",
+    ),
+    time_key(
+        "overhead_read_miss_after_read",
+        "",
+        "overhead of a read that goes to the media after a read; default overhead_read",
+    ),
+    time_key(
+        "overhead_read_miss_after_write",
+        "",
+        "overhead of a read that goes to the media after a write; default overhead_read",
+    ),
+    time_key(
+        "overhead_write_hit_after_read",
+        "",
+        "overhead of a write acknowledged from the buffer after a read; default overhead_write",
+    ),
+    time_key(
+        "overhead_write_hit_after_write",
+        "",
+        "overhead of a write acknowledged from the buffer after a write; default \
+         overhead_write",
+    ),
+    time_key(
+        "overhead_write_miss_after_read",
+        "",
+        "overhead of a write that finishes on the media after a read; default overhead_write",
+    ),
+    time_key(
+        "overhead_write_miss_after_write",
+        "",
+        "overhead of a write that finishes on the media after a write; default overhead_write",
+    ),
+    time_key("overhead_read_complete", "0", "controller time from a read's end to its completion"),
+    time_key(
+        "overhead_write_complete",
+        "0",
+        "controller time from a write's end to its completion",
+    ),
+    time_key(
+        "bulk_sector_time",
+        "0",
+        "least interface time per 512-byte sector (the interface takes the larger of this and \
+         bus_rate's)",
+    ),
+    KeySpec {
+        key: "write_segments",
+        kind: KeyKind::Integer { min: 1, max: 255 },
+        default: "",
+        help: "most segments holding write data at once (1..=segments); default all but one",
+    },
+    KeySpec {
+        key: "write_segment_separate",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "one segment holds all write data and reads never use it",
+    },
+    KeySpec {
+        key: "read_ahead_to",
+        kind: KeyKind::Choice(&["segment", "track", "cylinder", "next-track"]),
+        default: "segment",
+        help: "how far read-ahead goes: read_ahead_max past the read (segment), no further \
+               than the end of its last track (track) or cylinder (cylinder), or to the end \
+               of the track after it (next-track)",
+    },
+    KeySpec {
+        key: "read_ahead_min",
+        kind: KeyKind::Integer { min: 0, max: 1 << 21 },
+        default: "0",
+        help: "sectors read ahead after a read before another command may stop it",
+    },
+    KeySpec {
+        key: "read_ahead_max",
+        kind: KeyKind::Integer { min: 1, max: 1 << 21 },
+        default: "",
+        help: "most sectors read ahead past a read (at most a segment); default a segment",
+    },
+    KeySpec {
+        key: "read_ahead_over_requested",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "without read_ahead_max: read ahead only as far as the segment holds beside the \
+               read (a segment from its start) instead of a segment past its end",
+    },
+    KeySpec {
+        key: "read_ahead_on_idle_hit",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "a read the buffer holds whole restarts its segment's stopped read-ahead",
+    },
+    KeySpec {
+        key: "read_any_free",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "a read miss also keeps the sectors before it that pass under the head while it \
+               waits for its first sector",
+    },
+    KeySpec {
+        key: "write_hit_stop_read_ahead",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "a write overlapping the read-ahead's segment stops the read-ahead",
+    },
+    KeySpec {
+        key: "read_hits_on_writes",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "reads may hit data that writes put in the buffer",
+    },
+    KeySpec {
+        key: "buffer_cache",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "the buffer caches (0: speed matching only, no read hits; needs write_cache=0 \
+               and read_ahead=0)",
+    },
+    KeySpec {
+        key: "combine_writes",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "a write may join a segment holding adjacent or overlapping write data",
+    },
     KeySpec {
         key: "bus_rate",
         kind: KeyKind::Float { min: 0.1, max: 100_000.0, unit: "MB/s" },
@@ -354,6 +643,12 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Integer { min: 1, max: 256 },
         default: "1",
         help: "commands accepted at once (above 1: NCQ/TCQ with SPTF)",
+    },
+    KeySpec {
+        key: "queue_policy",
+        kind: KeyKind::Choice(&["fcfs", "sptf", "sstf-lbn", "elevator-lbn", "cycle-lbn"]),
+        default: "sptf",
+        help: "order the drive serves its queued commands in (depth above 1)",
     },
     DRIVER_KEY,
 ];
@@ -635,14 +930,45 @@ pub const PRESETS: &[Preset] = &[
 pub struct Hdd {
     mechanics: Mechanics,
     cache: Cache,
+    /// The base read overhead, which the read overheads default to (tests compare with it).
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by the tests only"))]
     overhead_read: Duration,
+    /// The base write overhead: flushes and discards pay it; the write overheads default to it.
     overhead_write: Duration,
+    overheads: Overheads,
     bus_bytes_per_s: u64,
+    /// The least interface time per sector (DiskSim's bulk sector transfer time).
+    bulk_sector_ns: u64,
     /// `bus_time` for 0..BUS_TABLE_SECTORS sectors, to spare the division on every command.
     bus_ns_table: Vec<u64>,
     read_ahead: bool,
+    read_ahead_to: ReadAheadTo,
+    /// Sectors read ahead past a read (`read_ahead_max`); unset, a segment's worth (see
+    /// `read_ahead_over_requested`).
+    read_ahead_max_sectors: Option<u64>,
+    /// DiskSim's "Read-ahead over requested" as its code reads it: see
+    /// [`Hdd::read_ahead_limit`].
+    read_ahead_over_requested: bool,
+    /// Sectors read ahead after a read before it may be stopped (`read_ahead_min`).
+    read_ahead_min_sectors: u64,
+    read_ahead_on_idle_hit: bool,
+    /// DiskSim's "Read any free blocks": see [`Hdd::free_sectors_before`].
+    read_any_free: bool,
+    /// DiskSim's "Write hit stop prefetch": see [`Hdd::write_stops_read_ahead`].
+    write_hit_stop_read_ahead: bool,
     write_cache: bool,
     depth: u32,
+    queue_policy: QueuePolicy,
+    /// The LBN policies' reference point: where the last command they chose starts (elevator,
+    /// cycle) or ends (SSTF).
+    policy_lbn: u64,
+    /// The elevator's direction: ascending (DiskSim's ioqueue keeps it for SSTF too, where it
+    /// weighs nothing).
+    policy_ascending: bool,
+    /// SSTF's tie-break: the next tie between equally distant commands goes downward.
+    policy_tie_down: bool,
+    /// The last command to finish was not a read (DiskSim starts as if after a read).
+    last_was_write: bool,
     seek_description: String,
     /// The seek curve's mean over random pairs of distinct cylinders, for `describe`.
 
@@ -730,8 +1056,16 @@ struct Job {
 #[derive(Clone, Copy, Debug)]
 enum JobKind {
     /// A read miss filling `segment` (if it got one) up to `end_lbn`; `rest` is the rest of
-    /// its last track, where read-ahead continues without repositioning.
-    Read { segment: Option<usize>, end_lbn: u64, rest: Option<Piece> },
+    /// its last track, where read-ahead continues without repositioning; `free_from` is the
+    /// first sector it holds (before the requested ones with `read_any_free`);
+    /// `request_start` is where the command's read starts.
+    Read {
+        segment: Option<usize>,
+        end_lbn: u64,
+        rest: Option<Piece>,
+        free_from: u64,
+        request_start: u64,
+    },
     /// A write to the media for a command.
     Write,
     /// A destage of `segment`'s dirty range.
@@ -745,6 +1079,95 @@ enum Choice {
     Command(usize),
     /// Destage this segment.
     Destage(usize),
+}
+
+/// The controller's per-command overheads: by kind, by cache outcome and by the kind of the
+/// command that finished last, `[after a read, after a write]`; and its completion overheads.
+#[derive(Clone, Copy, Debug)]
+struct Overheads {
+    read_hit: [Duration; 2],
+    read_miss: [Duration; 2],
+    write_hit: [Duration; 2],
+    write_miss: [Duration; 2],
+    read_complete: Duration,
+    write_complete: Duration,
+}
+
+impl Overheads {
+    fn from_params(params: &Params) -> Overheads {
+        let pair = |after_read: &str, after_write: &str, default: &str| {
+            let one = |key: &str| params.time(if params.has(key) { key } else { default });
+            [one(after_read), one(after_write)]
+        };
+        Overheads {
+            read_hit: pair(
+                "overhead_read_hit_after_read",
+                "overhead_read_hit_after_write",
+                "overhead_read",
+            ),
+            read_miss: pair(
+                "overhead_read_miss_after_read",
+                "overhead_read_miss_after_write",
+                "overhead_read",
+            ),
+            write_hit: pair(
+                "overhead_write_hit_after_read",
+                "overhead_write_hit_after_write",
+                "overhead_write",
+            ),
+            write_miss: pair(
+                "overhead_write_miss_after_read",
+                "overhead_write_miss_after_write",
+                "overhead_write",
+            ),
+            read_complete: params.time("overhead_read_complete"),
+            write_complete: params.time("overhead_write_complete"),
+        }
+    }
+
+    /// Whether a read's overhead depends on its cache outcome (only then is it looked up).
+    fn read_outcome_matters(&self) -> bool {
+        self.read_hit != self.read_miss
+    }
+
+    /// The time from a command's finish to its completion reaching the host.
+    fn complete(&self, op: Op) -> Duration {
+        match op {
+            Op::Read => self.read_complete,
+            Op::Write => self.write_complete,
+            Op::Flush | Op::Discard => Duration::ZERO,
+        }
+    }
+}
+
+/// Where read-ahead stops (DiskSim's "Buffer continuous read" 3 / 1 / 2 / 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadAheadTo {
+    /// `read_ahead_max` sectors past the read (a segment by default).
+    Segment,
+    /// As `Segment`, but never past the end of the track holding the read's last sector.
+    Track,
+    /// As `Segment`, but never past the end of the cylinder holding the read's last sector.
+    Cylinder,
+    /// To the end of the track holding the sector after the read, and one track's worth
+    /// more when the segment already held sectors before that track (a sequential stream).
+    NextTrack,
+}
+
+/// The order the drive serves its queued commands in (DiskSim's ioqueue policies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum QueuePolicy {
+    /// Arrival order (DiskSim 1).
+    Fcfs,
+    /// Shortest positioning time first (DiskSim 8, SPTF_OPT).
+    Sptf,
+    /// Nearest starting LBN to where the last chosen command ended (DiskSim 4).
+    SstfLbn,
+    /// LOOK by LBN: on in the current direction, turning when nothing lies ahead (DiskSim 2).
+    ElevatorLbn,
+    /// C-LOOK by LBN: the lowest start at or above the last chosen start, else the lowest
+    /// (DiskSim 3).
+    CycleLbn,
 }
 
 /// Model-specific counters, reported in `DeviceStats::extra` in this order.
@@ -799,7 +1222,72 @@ impl Hdd {
                 ),
             ));
         }
+        let segment_count = params.integer("segments") as usize;
+        let mut cache = Cache::new(segment_count, segment_bytes / SECTOR_SIZE_BYTES);
+        if params.has("write_segments") {
+            let write_segments = params.integer("write_segments") as usize;
+            // As DiskSim, up to every segment; a one-segment buffer keeps its segment for
+            // reads (see `Cache::new`).
+            if write_segments > segment_count || segment_count < 2 {
+                return Err(params.impossible(
+                    "write_segments",
+                    format!(
+                        "{write_segments} write segments in a buffer of {segment_count} \
+                         (expected 1..=segments, with segments >= 2)"
+                    ),
+                ));
+            }
+            cache.write_segments_max = write_segments;
+        }
+        cache.combine_writes = params.flag("combine_writes");
+        cache.read_hits_on_writes = params.flag("read_hits_on_writes");
+        cache.caching = params.flag("buffer_cache");
+        // DiskSim refuses fast writes without caching; read-ahead into a buffer that serves
+        // no reads is refused too rather than modelled (it could only cost head time).
+        if !cache.caching && (params.flag("write_cache") || params.flag("read_ahead")) {
+            return Err(params.impossible(
+                "buffer_cache",
+                "buffer_cache=0 needs write_cache=0 and read_ahead=0 (a buffer that caches \
+                 nothing acknowledges no writes and keeps no read-ahead)",
+            ));
+        }
+        if params.flag("write_segment_separate") {
+            if segment_count < 2 {
+                return Err(params.impossible(
+                    "write_segment_separate",
+                    "a separate write segment needs segments >= 2 (one for writes, the rest \
+                     for reads)",
+                ));
+            }
+            cache.separate_write_segment = true;
+            cache.write_segments_max = 1;
+        }
+        let segment_sectors = segment_bytes / SECTOR_SIZE_BYTES;
+        // DiskSim bounds both read-ahead limits by the segment size.
+        let within_segment = |key: &'static str, default: u64| {
+            if !params.has(key) {
+                return Ok(default);
+            }
+            let sectors = params.integer(key) as u64;
+            if sectors > segment_sectors {
+                return Err(params.impossible(
+                    key,
+                    format!(
+                        "{sectors} sectors is more than a segment holds (expected at most \
+                         segment_size, {segment_sectors} sectors)"
+                    ),
+                ));
+            }
+            Ok(sectors)
+        };
+        let read_ahead_max_sectors = if params.has("read_ahead_max") {
+            Some(within_segment("read_ahead_max", segment_sectors)?)
+        } else {
+            None
+        };
+        let read_ahead_min_sectors = within_segment("read_ahead_min", 0)?;
         let bus_bytes_per_s = (params.float("bus_rate") * 1e6).round() as u64;
+        let bulk_sector_ns = params.time("bulk_sector_time").as_nanos();
         let depth = params.integer("depth") as u32;
         let seek_description = seek.to_string();
         Ok(Hdd {
@@ -810,17 +1298,41 @@ impl Hdd {
                 head_switch_ns,
                 write_settle_ns,
             },
-            cache: Cache::new(
-                params.integer("segments") as usize,
-                segment_bytes / SECTOR_SIZE_BYTES,
-            ),
+            cache,
             overhead_read: params.time("overhead_read"),
             overhead_write: params.time("overhead_write"),
+            overheads: Overheads::from_params(params),
             bus_bytes_per_s,
-            bus_ns_table: (0..BUS_TABLE_SECTORS).map(|n| bus_ns(n, bus_bytes_per_s)).collect(),
+            bulk_sector_ns,
+            bus_ns_table: (0..BUS_TABLE_SECTORS)
+                .map(|n| bus_ns(n, bus_bytes_per_s, bulk_sector_ns))
+                .collect(),
             read_ahead: params.flag("read_ahead"),
+            read_ahead_to: match params.text("read_ahead_to") {
+                "track" => ReadAheadTo::Track,
+                "cylinder" => ReadAheadTo::Cylinder,
+                "next-track" => ReadAheadTo::NextTrack,
+                _ => ReadAheadTo::Segment,
+            },
+            read_ahead_max_sectors,
+            read_ahead_over_requested: params.flag("read_ahead_over_requested"),
+            read_ahead_min_sectors,
+            read_ahead_on_idle_hit: params.flag("read_ahead_on_idle_hit"),
+            read_any_free: params.flag("read_any_free"),
+            write_hit_stop_read_ahead: params.flag("write_hit_stop_read_ahead"),
             write_cache: params.flag("write_cache"),
             depth,
+            queue_policy: match params.text("queue_policy") {
+                "fcfs" => QueuePolicy::Fcfs,
+                "sstf-lbn" => QueuePolicy::SstfLbn,
+                "elevator-lbn" => QueuePolicy::ElevatorLbn,
+                "cycle-lbn" => QueuePolicy::CycleLbn,
+                _ => QueuePolicy::Sptf,
+            },
+            policy_lbn: 0,
+            policy_ascending: true,
+            policy_tie_down: false,
+            last_was_write: false,
             seek_description,
             slots: Vec::with_capacity(depth as usize),
             free_slots: Vec::with_capacity(depth as usize),
@@ -877,7 +1389,11 @@ impl Hdd {
     fn bus_time(&self, sector_count: u64) -> Duration {
         match self.bus_ns_table.get(sector_count as usize) {
             Some(&nanos) => Duration::from_nanos(nanos),
-            None => Duration::from_nanos(bus_ns(sector_count, self.bus_bytes_per_s)),
+            None => Duration::from_nanos(bus_ns(
+                sector_count,
+                self.bus_bytes_per_s,
+                self.bulk_sector_ns,
+            )),
         }
     }
 
@@ -889,10 +1405,63 @@ impl Hdd {
     }
 
     /// Records `slot`'s finish time.
+    /// The completion reaches the host after the controller's completion overhead for its
+    /// kind.
     fn finish_at(&mut self, slot: u32, at: Instant) {
         let entry = &mut self.slots[slot as usize];
         entry.state = State::Done;
+        let at = at + self.overheads.complete(entry.command.op);
         self.completions.push(Reverse((at, entry.seq, slot)));
+    }
+
+    /// The controller overhead `command` pays on arrival at `now`: DiskSim's per-command
+    /// overhead for its kind, its cache outcome and the kind of the command that finished
+    /// last. A read is a hit when the buffer holds any of it from its first sector or the
+    /// read-ahead in progress is bringing that in; a write when it will be acknowledged from
+    /// the buffer (write cache on, not FUA, small enough for the write segments).
+    fn command_overhead(&mut self, command: &Command, now: Instant) -> Duration {
+        let after = usize::from(self.last_was_write);
+        let overheads = self.overheads;
+        match command.op {
+            Op::Read if overheads.read_outcome_matters() => {
+                if self.read_is_buffered(command.start.0, command.end().0, now) {
+                    overheads.read_hit[after]
+                } else {
+                    overheads.read_miss[after]
+                }
+            }
+            Op::Read => overheads.read_miss[after],
+            Op::Write => {
+                if self.write_is_cached(command) {
+                    overheads.write_hit[after]
+                } else {
+                    overheads.write_miss[after]
+                }
+            }
+            Op::Flush | Op::Discard => self.overhead_write,
+        }
+    }
+
+    /// Whether the buffer holds `start..` from its first sector at `now` (all of it or a
+    /// prefix) or the read-ahead in progress is reading towards it.
+    fn read_is_buffered(&mut self, start: u64, end: u64, now: Instant) -> bool {
+        if let Some(stream) = &self.stream
+            && self.cache.segments[stream.segment].start <= start
+            && start <= stream.limit
+        {
+            self.sync_stream(now);
+            if self.stream.is_some() {
+                return true;
+            }
+        }
+        self.cache.lookup(start, end) != Lookup::Miss
+    }
+
+    /// Whether a write is acknowledged once its data is in the buffer.
+    fn write_is_cached(&self, command: &Command) -> bool {
+        let fits = u64::from(command.sector_count)
+            <= self.cache.segment_sectors * self.cache.write_segments_max as u64;
+        self.write_cache && !command.fua && fits
     }
 
     fn next_internal(&self) -> Option<Instant> {
@@ -943,25 +1512,33 @@ impl Hdd {
 
     fn finish_job(&mut self, job: Job, at: Instant) {
         match job.kind {
-            JobKind::Read { segment, end_lbn, rest } => {
+            JobKind::Read { segment, end_lbn, rest, free_from, request_start } => {
                 if let Some(segment) = segment {
                     self.cache.segments[segment].filling = false;
                     self.cache.extend(segment, end_lbn);
+                    let held = &mut self.cache.segments[segment];
+                    held.start = held.start.min(free_from);
                     self.cache.touch(segment);
-                    let limit = (end_lbn + self.cache.segment_sectors)
-                        .min(self.mechanics.geometry.capacity_sectors());
+                    let limit = self.read_ahead_limit(segment, request_start, end_lbn);
                     if self.read_ahead && end_lbn < limit {
                         let piece = match rest {
                             Some(piece) => piece,
                             None => self.mechanics.piece(self.head, at, end_lbn, false),
                         };
                         self.start_stream(segment, limit, piece);
+                        self.hold_for_minimum(end_lbn);
                     }
                 }
             }
             JobKind::Write => {}
             JobKind::Destage { segment } => {
-                self.cache.segments[segment].destaging = false;
+                let held = &mut self.cache.segments[segment];
+                held.destaging = false;
+                // Without read hits on write data, written data leaves the buffer once it is
+                // on the media (unless newer write data joined it meanwhile).
+                if !self.cache.read_hits_on_writes && !held.needs_destage() {
+                    held.start = held.end;
+                }
                 self.cache.recount();
                 self.retry_space(at);
                 if !self.flush_queue.is_empty() && self.cache.write_segment_count() == 0 {
@@ -999,9 +1576,10 @@ impl Hdd {
             }
             Op::Write => {
                 self.stats.sectors_written += sector_count;
-                let fits = sector_count
-                    <= self.cache.segment_sectors * self.cache.write_segments_max as u64;
-                if self.write_cache && !command.fua && fits {
+                if self.write_hit_stop_read_ahead {
+                    self.write_stops_read_ahead(start, end, at);
+                }
+                if self.write_is_cached(&command) {
                     if self.place_write(start, end, at) {
                         self.counters.cached_writes += 1;
                         let done = self.bus_transfer(at, sector_count);
@@ -1050,7 +1628,7 @@ impl Hdd {
         if let Lookup::Hit(segment) = lookup {
             self.counters.cache_hits += 1;
             self.cache.touch(segment);
-            self.read_ahead_after_hit(segment, end);
+            self.read_ahead_after_hit(segment, start, end);
             let done = self.bus_transfer(at, sector_count);
             self.finish_at(slot, done);
             return Ok(());
@@ -1095,36 +1673,142 @@ impl Hdd {
     /// `start` falls in, or is about to reach it), extends it to cover the read and returns
     /// when the last sector arrives.
     fn stream_serves(&mut self, start: u64, end: u64) -> Option<Instant> {
-        let capacity = self.mechanics.geometry.capacity_sectors();
-        let segment_sectors = self.cache.segment_sectors;
-        let stream = self.stream.as_mut()?;
+        let stream = self.stream.as_ref()?;
         let segment = &self.cache.segments[stream.segment];
         if !(segment.start <= start && start <= stream.limit) {
             return None;
         }
-        stream.limit = stream.limit.max((end + segment_sectors).min(capacity));
+        let index = stream.segment;
+        let wanted = self.read_ahead_limit(index, start, end);
+        let stream = self.stream.as_mut().expect("checked above");
+        stream.limit = stream.limit.max(wanted);
         let ready = stream.time_of(&self.mechanics, end);
         stream.hold_until = stream.hold_until.max(ready);
-        let index = stream.segment;
+        self.hold_for_minimum(end);
         self.cache.touch(index);
         Some(ready)
     }
 
+    /// Where read-ahead into `segment` after a read of `start..end` stops (DiskSim's
+    /// `disk_buffer_get_max_readahead`, with "Buffer continuous read" 1 and 2's refusal to
+    /// switch heads or seek as a bound at the track's or cylinder's end). Never before `end`.
+    /// Without `read_ahead_max` the distance is a segment's worth past the read, or, with
+    /// `read_ahead_over_requested`, what the segment holds beside the read (a segment from its
+    /// start), or `read_ahead_min` past it when that leaves less than the minimum.
+    fn read_ahead_limit(&self, segment: usize, start: u64, end: u64) -> u64 {
+        let capacity = self.mechanics.geometry.capacity_sectors();
+        let segment_sectors = self.cache.segment_sectors;
+        let ahead = match self.read_ahead_max_sectors {
+            Some(max) => end + max,
+            None if self.read_ahead_over_requested => {
+                let size = end - start;
+                if size >= segment_sectors || segment_sectors - size < self.read_ahead_min_sectors {
+                    end + self.read_ahead_min_sectors
+                } else {
+                    start + segment_sectors
+                }
+            }
+            None => end + segment_sectors,
+        }
+        .min(capacity);
+        match self.read_ahead_to {
+            ReadAheadTo::Segment => ahead,
+            ReadAheadTo::Track => ahead.min(self.track_end(end.saturating_sub(1))),
+            ReadAheadTo::Cylinder => {
+                // Track by track while the cylinder stays the same.
+                let cylinder = self.mechanics.target(end.saturating_sub(1)).location.track.cylinder;
+                let mut limit = self.track_end(end.saturating_sub(1));
+                while limit < ahead
+                    && self.mechanics.target(limit).location.track.cylinder == cylinder
+                {
+                    limit = self.track_end(limit);
+                }
+                ahead.min(limit)
+            }
+            ReadAheadTo::NextTrack => {
+                if end >= capacity {
+                    return capacity;
+                }
+                let location = self.mechanics.target(end).location;
+                let track_start = end - u64::from(location.sector_in_track);
+                let track_end = self.track_end(end);
+                let stream = self.cache.segments[segment].start < track_start;
+                // DiskSim adds the sectors per track of the track its range starts on.
+                let one_more = if stream {
+                    let first = self.cache.segments[segment].start;
+                    u64::from(self.mechanics.target(first).location.sectors_per_track)
+                } else {
+                    0
+                };
+                (track_end + one_more).min(capacity)
+            }
+        }
+    }
+
+    /// The sector after the last one of the track holding `lbn`.
+    fn track_end(&self, lbn: u64) -> u64 {
+        let location = self.mechanics.target(lbn).location;
+        lbn - u64::from(location.sector_in_track) + u64::from(location.sectors_per_track)
+    }
+
+    /// With `read_ahead_min`: the read-ahead in progress may not be stopped before it has read
+    /// that many sectors past `end` (DiskSim's minimum read-ahead block).
+    fn hold_for_minimum(&mut self, end: u64) {
+        if self.read_ahead_min_sectors == 0 {
+            return;
+        }
+        let Some(stream) = self.stream.as_mut() else { return };
+        let minimum = (end + self.read_ahead_min_sectors).min(stream.limit);
+        if minimum > stream.piece.lbn {
+            let until = stream.time_of(&self.mechanics, minimum);
+            stream.hold_until = stream.hold_until.max(until);
+        }
+    }
+
     /// After a hit in `segment` up to `end`: keep its read-ahead a segment ahead.
-    fn read_ahead_after_hit(&mut self, segment: usize, end: u64) {
+    fn read_ahead_after_hit(&mut self, segment: usize, start: u64, end: u64) {
         if !self.read_ahead || !self.cache.segments[segment].reusable() {
             return;
         }
-        let wanted =
-            (end + self.cache.segment_sectors).min(self.mechanics.geometry.capacity_sectors());
+        let wanted = self.read_ahead_limit(segment, start, end);
         match &mut self.stream {
-            Some(stream) if stream.segment == segment => stream.limit = stream.limit.max(wanted),
+            Some(stream) if stream.segment == segment => {
+                stream.limit = stream.limit.max(wanted);
+                self.hold_for_minimum(end);
+            }
             Some(_) => {}
             None => {
-                if self.cache.segments[segment].end < wanted {
+                // DiskSim's "Read-ahead on idle hit": only then does a hit restart it.
+                if self.read_ahead_on_idle_hit && self.cache.segments[segment].end < wanted {
                     self.stream_wanted = Some((segment, wanted));
                 }
             }
+        }
+    }
+
+    /// With `write_hit_stop_read_ahead`: a write overlapping what the read-ahead's segment
+    /// holds (DiskSim's test: its first sector inside, or its end inside) ends the read-ahead
+    /// now, or, when reads are waiting on it, as soon as they have their sectors.
+    fn write_stops_read_ahead(&mut self, start: u64, end: u64, at: Instant) {
+        self.sync_stream(at);
+        let Some(stream) = self.stream else { return };
+        let held = &self.cache.segments[stream.segment];
+        let overlaps =
+            (held.start <= start && start < held.end) || (held.start < end && end <= held.end);
+        if !overlaps {
+            return;
+        }
+        if stream.hold_until <= at {
+            self.stop_stream(at);
+            return;
+        }
+        let mut ahead = stream;
+        let read_to = match ahead.sync(&self.mechanics, stream.hold_until) {
+            Progress::Running { read_to } | Progress::Finished { read_to, .. } => read_to,
+        };
+        // Never below the track piece it is reading (the reads' sectors are past it).
+        if let Some(stream) = self.stream.as_mut() {
+            stream.limit = stream.limit.min(read_to.max(stream.piece.lbn));
         }
     }
 
@@ -1254,7 +1938,7 @@ impl Hdd {
             }
         }
         if urgent {
-            let choice = self.choose(at, pressure && destage_ready);
+            let choice = self.pick(at, pressure && destage_ready);
             self.start_job(choice, at);
             return;
         }
@@ -1270,9 +1954,98 @@ impl Hdd {
             }
         }
         if destage_ready {
-            let choice = self.choose(at, true);
+            let choice = self.pick(at, true);
             self.start_job(choice, at);
         }
+    }
+
+    /// The head's next job under the queue policy. SPTF weighs queued commands and dirty
+    /// segments together ([`Hdd::choose`]); the other policies order only the commands, so
+    /// with `destages` (a write waits for room, a flush for a clean buffer, or nothing is
+    /// queued) they destage first, the nearest dirty segment by positioning time.
+    fn pick(&mut self, at: Instant, destages: bool) -> Choice {
+        if self.queue_policy == QueuePolicy::Sptf {
+            return self.choose(at, destages);
+        }
+        if destages {
+            let queue = std::mem::take(&mut self.media_queue);
+            let choice = self.choose(at, true);
+            self.media_queue = queue;
+            return choice;
+        }
+        Choice::Command(self.choose_by_lbn())
+    }
+
+    /// The index in `media_queue` of the command FCFS or an LBN policy serves next, updating
+    /// the policy's reference point and direction as DiskSim's ioqueue does. Commands are
+    /// placed by their first LBN; among equal LBNs the one that queued first goes first.
+    fn choose_by_lbn(&mut self) -> usize {
+        let key = |hdd: &Hdd, index: usize| {
+            let entry = &hdd.slots[hdd.media_queue[index] as usize];
+            (entry.command.start.0, entry.media_order)
+        };
+        let indices = 0..self.media_queue.len();
+        let last = self.policy_lbn;
+        // The lowest start at or above the reference, and the highest below it.
+        let top = indices.clone().filter(|&i| key(self, i).0 >= last).min_by_key(|&i| key(self, i));
+        let bottom = indices
+            .clone()
+            .filter(|&i| key(self, i).0 < last)
+            .min_by_key(|&i| (Reverse(key(self, i).0), key(self, i).1));
+        let chosen = match self.queue_policy {
+            QueuePolicy::Fcfs => {
+                indices.min_by_key(|&i| key(self, i).1).expect("a command is queued")
+            }
+            QueuePolicy::CycleLbn => {
+                top.or_else(|| indices.min_by_key(|&i| key(self, i))).expect("a command is queued")
+            }
+            QueuePolicy::SstfLbn | QueuePolicy::ElevatorLbn => {
+                // The nearer of the two by LBN distance; the elevator adds the whole disk to
+                // the distance behind it, so it turns only when nothing lies ahead. Exact ties
+                // alternate between up and down.
+                let penalty = if self.queue_policy == QueuePolicy::ElevatorLbn {
+                    self.mechanics.geometry.capacity_sectors()
+                } else {
+                    0
+                };
+                match (top, bottom) {
+                    (Some(top), None) => top,
+                    (None, Some(bottom)) => bottom,
+                    (Some(top), Some(bottom)) => {
+                        let mut up = key(self, top).0 - last;
+                        let mut down = last - key(self, bottom).0;
+                        if self.policy_ascending {
+                            down += penalty;
+                        } else if up > 0 {
+                            up += penalty;
+                        }
+                        let choice = if up < down {
+                            top
+                        } else if up > down || self.policy_tie_down {
+                            bottom
+                        } else {
+                            top
+                        };
+                        if up == down {
+                            self.policy_tie_down = !self.policy_tie_down;
+                        }
+                        choice
+                    }
+                    (None, None) => unreachable!("a command is queued"),
+                }
+            }
+            QueuePolicy::Sptf => unreachable!("SPTF chooses by positioning time"),
+        };
+        let start = key(self, chosen).0;
+        if start != last {
+            self.policy_ascending = start > last;
+        }
+        let entry = &self.slots[self.media_queue[chosen] as usize];
+        self.policy_lbn = match self.queue_policy {
+            QueuePolicy::SstfLbn => start + u64::from(entry.command.sector_count),
+            _ => start,
+        };
+        chosen
     }
 
     /// Shortest positioning time first among the queued commands (and the dirty segments
@@ -1427,18 +2200,39 @@ impl Hdd {
             (Choice::Command(_), Some((slot, prefix))) => {
                 self.counters.read_misses += 1;
                 let segment = self.read_segment(prefix, lbn);
-                // The host transfer overlaps the media transfer: it can start with the first
-                // sector (at once when a cached prefix comes first) and ends no earlier than
+                // The host transfer overlaps the media transfer: it can start once the first
+                // sector is in the buffer (at once when a cached prefix comes first: DiskSim
+                // reconnects at a read water mark of one sector) and ends no earlier than
                 // just after the last one.
                 let command = self.slots[slot as usize].command;
-                let first_ready = if command.start.0 < lbn { at } else { access.transfer_start };
+                // The access's first piece, planned again: when the head reaches the track
+                // and when the first sector is in.
+                let first = self.mechanics.piece_to(self.head, at, target, false);
+                let first_ready = if command.start.0 < lbn { at } else { first.time_of(1) };
+                let free_from = match segment {
+                    Some(index)
+                        if self.read_any_free && {
+                            let held = &self.cache.segments[index];
+                            held.start == held.end
+                        } =>
+                    {
+                        self.free_sectors_before(&first, target, sector_count)
+                    }
+                    _ => lbn,
+                };
                 let bus_start = self.bus_free_at.max(first_ready);
                 let done = (bus_start + self.bus_time(command.sector_count.into()))
                     .max(access.end + self.bus_time(1));
                 self.bus_free_at = done;
                 self.finish_at(slot, done);
                 let rest = access.last.continuation(access.last_done);
-                JobKind::Read { segment, end_lbn: lbn + sector_count, rest }
+                JobKind::Read {
+                    segment,
+                    end_lbn: lbn + sector_count,
+                    rest,
+                    free_from,
+                    request_start: command.start.0,
+                }
             }
             (Choice::Destage(index), _) => {
                 let segment = &mut self.cache.segments[index];
@@ -1456,6 +2250,23 @@ impl Hdd {
         self.head = access.track();
         self.job = Some(Job { end: access.end, kind });
         self.wake = Some(access.end);
+    }
+
+    /// With `read_any_free`: the first LBN a read miss into an empty segment holds, counting
+    /// the sectors of the target's track that pass under the head between its arrival on the
+    /// track (`first.on_track`) and the target sector (DiskSim's "Read any free blocks": the
+    /// segment may take blocks before the request while it is empty), as long as the
+    /// segment can hold them with the request.
+    fn free_sectors_before(&self, first: &Piece, target: Target, sector_count: u64) -> u64 {
+        let location = target.location;
+        let wait_units = (first.transfer_start().as_nanos() - first.on_track.as_nanos())
+            * self.mechanics.geometry.rpm();
+        let sector_units = UNITS_PER_REVOLUTION / u64::from(location.sectors_per_track);
+        let room = self.cache.segment_sectors.saturating_sub(sector_count);
+        // Only whole sectors, and only those of this track before the target (the ones
+        // physically before sector 0 of the track are logically after the request).
+        let passed = (wait_units / sector_units).min(u64::from(location.sector_in_track));
+        target.lbn - passed.min(room)
     }
 
     /// The segment a read miss of `lbn..` fills: the one whose cached prefix it extends, if
@@ -1552,10 +2363,7 @@ impl DeviceModel for Hdd {
         self.next_seq += 1;
         self.slots[slot as usize] =
             Slot { command, seq, state: State::Overhead, bus_end: Instant::ZERO, media_order: 0 };
-        let overhead = match command.op {
-            Op::Read => self.overhead_read,
-            Op::Write | Op::Flush | Op::Discard => self.overhead_write,
-        };
+        let overhead = self.command_overhead(&command, now);
         self.arrivals.push(Reverse((now + overhead, seq, slot)));
         self.inside += 1;
         self.busy_since.get_or_insert(now);
@@ -1582,6 +2390,7 @@ impl DeviceModel for Hdd {
             let entry = &mut self.slots[slot as usize];
             debug_assert_eq!(entry.state, State::Done);
             entry.state = State::Free;
+            self.last_was_write = entry.command.op != Op::Read;
             finished.push(entry.command.id);
             self.free_slots.push(slot);
             self.stats.commands += 1;
@@ -1620,10 +2429,13 @@ impl DeviceModel for Hdd {
 /// Transfers up to this many sectors have their bus time precomputed.
 const BUS_TABLE_SECTORS: u64 = 257;
 
-/// Nanoseconds for `sector_count` sectors at `bytes_per_s`, rounded up.
-fn bus_ns(sector_count: u64, bytes_per_s: u64) -> u64 {
+/// Nanoseconds for `sector_count` sectors at `bytes_per_s` (rounded up), or at
+/// `bulk_sector_ns` per sector if that is slower: DiskSim's `disk_get_blktranstime` takes the
+/// larger of the bus's time for a sector and the drive's bulk sector transfer time.
+fn bus_ns(sector_count: u64, bytes_per_s: u64, bulk_sector_ns: u64) -> u64 {
     let bytes = u128::from(sector_count) * u128::from(SECTOR_SIZE_BYTES);
-    (bytes * 1_000_000_000).div_ceil(u128::from(bytes_per_s)) as u64
+    let at_rate = (bytes * 1_000_000_000).div_ceil(u128::from(bytes_per_s)) as u64;
+    at_rate.max(sector_count * bulk_sector_ns)
 }
 
 /// DiskSim's sparing schemes 0..=10 by name, in DiskSim's order.
