@@ -65,7 +65,7 @@ pub struct Drive {
     /// `Maximum read-ahead (blks)`.
     pub read_ahead_max_blocks: i64,
     /// The 0/1 cache parameters in [`FLAGS`] order.
-    pub flags: [bool; 8],
+    pub flags: [bool; 7],
     /// `Max queue length`.
     pub max_queue_length: i64,
     /// The disk ioqueue's `Scheduling policy`.
@@ -148,14 +148,13 @@ pub const OVERHEADS: [(&str, &str); 8] = [
 ];
 
 /// The cache's 0/1 parameters and their flags.
-pub const FLAGS: [(&str, &str); 8] = [
+pub const FLAGS: [(&str, &str); 7] = [
     ("Read-ahead over requested", "read_ahead_over_requested"),
     ("Read-ahead on idle hit", "read_ahead_on_idle_hit"),
     ("Read any free blocks", "read_any_free"),
     ("Combine seq writes", "combine_writes"),
     ("Allow read hits on write data", "read_hits_on_writes"),
-    ("Write hit stop prefetch", "write_hit_stops_read_ahead"),
-    ("Immed transfer partial hit", "partial_hit_transfer"),
+    ("Write hit stop prefetch", "write_hit_stop_read_ahead"),
     ("Enable caching in buffer", "buffer_cache"),
 ];
 
@@ -283,7 +282,7 @@ impl Drive {
         for (slot, (name, _)) in overheads_ms.iter_mut().zip(OVERHEADS) {
             *slot = real(disk, name)?;
         }
-        let mut flags = [false; 8];
+        let mut flags = [false; 7];
         for (slot, (name, _)) in flags.iter_mut().zip(FLAGS) {
             *slot = flag(disk, name)?;
         }

@@ -206,13 +206,20 @@ pub const RULES: &[Rule] = &[
         Treatment::Fixed(0.0, "read-ahead stops at a sector boundary"),
     ),
     rule(Scope::Disk, "Disconnect write if seek", Treatment::Fixed(0.0, NO_DISCONNECT)),
-    rule(Scope::Disk, "Write hit stop prefetch", Treatment::Key("write_hit_stops_read_ahead")),
+    rule(Scope::Disk, "Write hit stop prefetch", Treatment::Key("write_hit_stop_read_ahead")),
     rule(
         Scope::Disk,
         "Read directly to buffer",
         Treatment::Fixed(1.0, "media reads always land in a buffer segment"),
     ),
-    rule(Scope::Disk, "Immed transfer partial hit", Treatment::Key("partial_hit_transfer")),
+    rule(
+        Scope::Disk,
+        "Immed transfer partial hit",
+        Treatment::Unused(
+            "with a high water mark of 0 any cached prefix already goes out at once, as with 1 \
+             (a water mark above 0 is reported)",
+        ),
+    ),
     rule(Scope::Disk, "Read hit over. after read", Treatment::Key("overhead_read_hit_after_read")),
     rule(
         Scope::Disk,
