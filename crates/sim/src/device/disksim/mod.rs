@@ -278,12 +278,20 @@ pub const RULES: &[Rule] = &[
     rule(
         Scope::Disk,
         "Immediate buffer read",
-        Treatment::Fixed(0.0, "no early bus reconnection for buffered reads"),
+        Treatment::Fixed(
+            0.0,
+            "zero-latency (read-on-arrival) media access is not modelled: a transfer starts at \
+             its first sector",
+        ),
     ),
     rule(
         Scope::Disk,
         "Immediate buffer write",
-        Treatment::Fixed(0.0, "no early bus reconnection for buffered writes"),
+        Treatment::Fixed(
+            0.0,
+            "zero-latency (write-on-arrival) media access is not modelled: a transfer starts at \
+             its first sector",
+        ),
     ),
     // The disk's disksim_ioqueue
     rule(Scope::Queue, "Scheduling policy", Treatment::Key("queue_policy")),
