@@ -639,6 +639,15 @@ pub const KEYS: &[KeySpec] = &[
         help: "acknowledge writes once buffered and destage them later",
     },
     KeySpec {
+        key: "write_back",
+        kind: KeyKind::Choice(&["idle", "immediate", "limited"]),
+        default: "idle",
+        help: "with write_cache=1, when buffered writes go to the media: idle (when the head \
+               has nothing else to do), immediate (at once, before any other command: DiskSim \
+               fast write level 2), limited (level 1: only a write with no other command \
+               pending joins a media write in progress)",
+    },
+    KeySpec {
         key: "depth",
         kind: KeyKind::Integer { min: 1, max: 256 },
         default: "1",
@@ -957,6 +966,8 @@ pub struct Hdd {
     /// DiskSim's "Write hit stop prefetch": see [`Hdd::write_stops_read_ahead`].
     write_hit_stop_read_ahead: bool,
     write_cache: bool,
+    /// When buffered writes go to the media (`write_back`).
+    write_back: WriteBack,
     depth: u32,
     queue_policy: QueuePolicy,
     /// The LBN policies' reference point: where the last command they chose starts (elevator,
@@ -1154,6 +1165,18 @@ enum ReadAheadTo {
     NextTrack,
 }
 
+/// When buffered writes go to the media (`write_back`; DiskSim's "Fast write level").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WriteBack {
+    /// Destaged when the head is idle, or when room or a flush needs it.
+    Idle,
+    /// DiskSim's fast write level 2: on the media at once, as the head's next job.
+    Immediate,
+    /// DiskSim's fast write level 1: as `Immediate`, but a write joins a media write in
+    /// progress only when no other command is pending.
+    Limited,
+}
+
 /// The order the drive serves its queued commands in (DiskSim's ioqueue policies).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum QueuePolicy {
@@ -1251,6 +1274,18 @@ impl Hdd {
                  nothing acknowledges no writes and keeps no read-ahead)",
             ));
         }
+        let write_back = match params.text("write_back") {
+            "immediate" => WriteBack::Immediate,
+            "limited" => WriteBack::Limited,
+            _ => WriteBack::Idle,
+        };
+        if write_back != WriteBack::Idle && !params.flag("write_cache") {
+            return Err(params.impossible(
+                "write_back",
+                "write_back=immediate or limited needs write_cache=1 (without the write cache \
+                 every write finishes on the media)",
+            ));
+        }
         if params.flag("write_segment_separate") {
             if segment_count < 2 {
                 return Err(params.impossible(
@@ -1321,6 +1356,7 @@ impl Hdd {
             read_any_free: params.flag("read_any_free"),
             write_hit_stop_read_ahead: params.flag("write_hit_stop_read_ahead"),
             write_cache: params.flag("write_cache"),
+            write_back,
             depth,
             queue_policy: match params.text("queue_policy") {
                 "fcfs" => QueuePolicy::Fcfs,
@@ -1580,7 +1616,15 @@ impl Hdd {
                     self.write_stops_read_ahead(start, end, at);
                 }
                 if self.write_is_cached(&command) {
-                    if self.place_write(start, end, at) {
+                    if self.write_back != WriteBack::Idle && !self.fast_write_may_enter(slot, at) {
+                        // DiskSim disconnects it: its data crosses the bus once it has the
+                        // head (see `start_job`).
+                        let target = self.mechanics.target(start);
+                        let state =
+                            State::Media { lbn: start, sector_count, segment: None, target };
+                        self.slots[slot as usize].state = state;
+                        self.enqueue_media(slot);
+                    } else if self.place_write(start, end, at) {
                         self.counters.cached_writes += 1;
                         let done = self.bus_transfer(at, sector_count);
                         self.finish_at(slot, done);
@@ -1812,6 +1856,48 @@ impl Hdd {
         }
     }
 
+    /// With fast writes (`write_back` other than `idle`): whether the write in `slot`, its
+    /// overhead done at `at`, may cross the bus into the buffer now (DiskSim's
+    /// `disk_write_arrive`: when nothing holds the head, or when the media access in
+    /// progress is a fast write it appends to, `disk_buffer_stopable_access`). Otherwise it
+    /// waits for the head like a write miss.
+    fn fast_write_may_enter(&self, slot: u32, at: Instant) -> bool {
+        let command = self.slots[slot as usize].command;
+        let start = command.start.0;
+        // Commands pending besides this one: DiskSim's ioqueue holds a command from its
+        // arrival, so those still paying their overhead count too.
+        let mut others = self.slots.iter().enumerate().filter(|&(index, entry)| {
+            index != slot as usize
+                && matches!(entry.state, State::Overhead | State::Media { .. } | State::Space)
+        });
+        match self.job {
+            None => {
+                let holding = self.stream.is_some_and(|stream| stream.hold_until > at);
+                self.media_queue.is_empty() && !self.cache.destage_pending() && !holding
+            }
+            Some(Job { kind: JobKind::Destage { segment }, .. }) => {
+                let held = &self.cache.segments[segment];
+                let appends = self.cache.combine_writes
+                    && start == held.end
+                    && command.end().0 - held.start <= self.cache.segment_sectors;
+                // Level 1 lets it join only as the one pending command; level 2 when the
+                // queue would serve it next, which an appending write always is (it needs
+                // no positioning and lies at LBN distance 0) except under FCFS behind an
+                // older command.
+                let next = match self.write_back {
+                    WriteBack::Limited => others.next().is_none(),
+                    _ if self.queue_policy == QueuePolicy::Fcfs => {
+                        let seq = self.slots[slot as usize].seq;
+                        others.all(|(_, entry)| entry.seq > seq)
+                    }
+                    _ => true,
+                };
+                appends && next
+            }
+            Some(_) => false,
+        }
+    }
+
     /// Puts a write in the buffer, taking the read-ahead's segment only as a last resort.
     fn place_write(&mut self, start: u64, end: u64, at: Instant) -> bool {
         let streaming = self.stream.map(|stream| stream.segment);
@@ -1915,7 +2001,9 @@ impl Hdd {
         }
         let pressure = !self.space_queue.is_empty() || !self.flush_queue.is_empty();
         let destage_ready = self.cache.destage_pending();
-        let urgent = !self.media_queue.is_empty() || (pressure && destage_ready);
+        // Fast writes go to the media before anything else.
+        let fast = self.write_back != WriteBack::Idle;
+        let urgent = !self.media_queue.is_empty() || ((pressure || fast) && destage_ready);
         if let Some(stream) = &self.stream {
             if stream.hold_until > at {
                 // Reads are waiting on the read-ahead: it may not be stopped before then.
@@ -1938,7 +2026,11 @@ impl Hdd {
             }
         }
         if urgent {
-            let choice = self.pick(at, pressure && destage_ready);
+            let fast_destage = fast.then(|| self.first_dirty_segment()).flatten();
+            let choice = match fast_destage {
+                Some(segment) => Choice::Destage(segment),
+                None => self.pick(at, pressure && destage_ready),
+            };
             self.start_job(choice, at);
             return;
         }
@@ -1957,6 +2049,15 @@ impl Hdd {
             let choice = self.pick(at, true);
             self.start_job(choice, at);
         }
+    }
+
+    /// The dirty segment waiting for a destage with the lowest first dirty sector: with fast
+    /// writes the one to write next (a write spread over several segments goes out in LBN
+    /// order).
+    fn first_dirty_segment(&self) -> Option<usize> {
+        let segments = self.cache.segments.iter().enumerate();
+        let dirty = segments.filter(|(_, segment)| segment.needs_destage());
+        dirty.min_by_key(|(_, segment)| segment.dirty_start).map(|(index, _)| index)
     }
 
     /// The head's next job under the queue policy. SPTF weighs queued commands and dirty
@@ -2173,6 +2274,29 @@ impl Hdd {
     }
 
     fn start_job(&mut self, choice: Choice, at: Instant) {
+        if let Choice::Command(index) = choice
+            && self.write_back != WriteBack::Idle
+        {
+            let slot = self.media_queue[index];
+            let command = self.slots[slot as usize].command;
+            if command.op == Op::Write && self.write_is_cached(&command) {
+                // A fast write that waited for the head: its data crosses the bus now, it
+                // completes when that is done, and its media write starts at once (the
+                // positioning overlaps the transfer, as DiskSim's does).
+                let sector_count = u64::from(command.sector_count);
+                let bus_end = self.bus_transfer(at, sector_count);
+                if self.place_write(command.start.0, command.end().0, at) {
+                    self.media_queue.remove(index);
+                    self.counters.cached_writes += 1;
+                    self.finish_at(slot, bus_end);
+                    let segment = self.first_dirty_segment();
+                    let segment = segment.expect("a placed fast write leaves a dirty segment");
+                    return self.start_job(Choice::Destage(segment), at);
+                }
+                // No room (every write segment busy with read data): the mechanical path.
+                self.slots[slot as usize].bus_end = bus_end;
+            }
+        }
         let (target, sector_count, write, command) = match choice {
             Choice::Command(index) => {
                 let slot = self.media_queue.remove(index);
