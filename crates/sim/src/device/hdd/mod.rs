@@ -86,18 +86,32 @@
 //! buffer only matches speeds and serves no read; it needs `write_cache=0` (DiskSim refuses
 //! fast writes without caching) and `read_ahead=0`.
 //!
-//! DiskSim's fast writes are not this write-back. With "Fast write level" 2 a write completes
-//! once its data is in the buffer, but it stays the drive's current request and goes to the
-//! media at once: the next command gets the mechanism only after it (the manual: "before any
-//! such request is serviced by the disk, all of the dirty write data must be flushed to the
-//! media"; in `disksim_diskctlr.c` a write keeps the head until its physical access is done,
-//! and only a write appending to it may join). Level 1 further lets only writes that append
-//! to the current dirty segment ride along while it is written (`disk_buffer_stopable_access`
-//! refuses others, and an appending write only when it is the one pending command). The
-//! model's `write_cache=1` instead destages when the head is idle and lets reads go first, so
-//! a `write_back=full|limited` key mapping levels 2 / 1 onto it would not be faithful, and
-//! making `full` faithful would change every preset with the write cache on; the key is not
-//! provided (see the report of issue 26's controller work).
+//! `write_back` says when buffered writes go to the media. `idle` (the default, and the
+//! model's behaviour before the key) is a modern drive's write cache: destage when the head
+//! has nothing else to do, reads first. `immediate` and `limited` are DiskSim's fast writes,
+//! "Fast write level" 2 and 1 (`disksim_diskctlr.c`, `disk_write_arrive`,
+//! `disk_buffer_stopable_access`, `disk_release_hda`). A fast write still completes once
+//! its data has crossed the interface, but the drive writes it to the media at once, as the
+//! head's next job: its media access starts when its overhead ends (the positioning overlaps
+//! the interface transfer) and nothing else gets the head until it is done (a read-ahead in
+//! progress is stopped for it, once past `read_ahead_min`). With `depth=1` the host sends
+//! the next command when the write completes; that command's overhead overlaps the media
+//! write, but a read miss or another write then waits for the head: a write crosses the
+//! interface only when nothing holds the head (DiskSim disconnects it until then), so its
+//! completion comes after the media write before it. Read hits are served from the buffer
+//! meanwhile. The one exception is an appending write: one that starts where the data being
+//! written ends, in the same segment (so only with `combine_writes`), joins the media write
+//! in progress: it crosses the interface and completes at once, and its sectors are written
+//! right after the ones before (with no rotational wait when they are in the buffer in time).
+//! The two levels differ only in when an appending write may join: `immediate` (level 2)
+//! when the queue would take it next (DiskSim asks its ioqueue; an appending write needs no
+//! positioning and lies at LBN distance 0, so every policy but `fcfs` with an older command
+//! pending takes it), `limited` (level 1) only when no other command is pending (DiskSim's
+//! `ioqueue_get_number_pending == 1`, counting commands still paying their overhead). In
+//! DiskSim 4.0's code a level-1 write that does not append is still acknowledged once its
+//! data is in the buffer, after the media write before it, exactly as at level 2; the
+//! manual's "write-back caching is enabled for contiguous sequential write request streams"
+//! describes the effect, not a different completion rule, and the model follows the code.
 //!
 //! # Read-ahead (DiskSim's `disk_buffer_get_max_readahead` and prefetch rules)
 //!
@@ -203,6 +217,7 @@
 //! | `buffer_cache` | 1 | the buffer caches (0: no read is served from it) |
 //! | `combine_writes` | 1 | a write may join a segment holding adjacent write data |
 //! | `write_cache` | 1 | acknowledge writes from the buffer (write-back) |
+//! | `write_back` | idle | with `write_cache=1`: `idle` (destage when the head is idle), `immediate` or `limited` (DiskSim's fast write levels 2 and 1: to the media at once; see "The controller") |
 //! | `depth` | 1 | commands accepted at once (1: no command queuing) |
 //! | `queue_policy` | sptf | `fcfs`, `sptf`, `sstf-lbn`, `elevator-lbn` or `cycle-lbn` (with `depth` above 1) |
 //! | `driver` | generic | the driver in front of it (`device/driver.rs`): its queue's depth and largest request |
@@ -267,9 +282,16 @@
 //! * `fcfs` serves commands in the order they finished their overheads (DiskSim's queue
 //!   holds them from arrival: with unequal overheads the two orders can differ). The LBN
 //!   policies and FCFS leave destages to positioning time, first when one is due; DiskSim has
-//!   no deferred destage to order (see the fast-write note above).
-//! * DiskSim's fast writes (levels 1 and 2: the write goes to the media at once, after its
-//!   early completion) are not modelled; there is no `write_back` key.
+//!   no deferred destage to order (`write_back=idle` is not DiskSim's).
+//! * Fast writes (`immediate`, `limited`): a write's media access may start before its data
+//!   is all in the buffer (it is not held back sector by sector, as for a write miss); an
+//!   appending write's sectors are written as a second media access right after the first,
+//!   from where the head is (no wait when the platter is there, a revolution otherwise),
+//!   where DiskSim extends the access in progress. `immediate` takes an appending write as
+//!   the queue's choice under every policy but `fcfs` instead of asking the policy. A fast
+//!   write waiting for the head is chosen among the queued commands by the queue policy as a
+//!   write miss would be. A fast write larger than the write segments takes the mechanical
+//!   path (as with `idle`).
 //! * The read and write water marks and "Immed transfer partial hit" have no keys: a miss
 //!   reconnects after one sector and a cached prefix goes out at once, which is what DiskSim
 //!   does with water marks 0 set by request size (all four validated drives), where that
