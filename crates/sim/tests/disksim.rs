@@ -167,7 +167,7 @@ fn cheetah_values_round_trip() {
     assert_eq!(value(&mapped, "segments"), "3");
     assert_eq!(value(&mapped, "segment_size"), (561 * 512).to_string());
     assert_eq!(value(&mapped, "write_cache"), "1");
-    assert_eq!(value(&mapped, "write_back"), "full");
+    assert_eq!(value(&mapped, "write_back"), "immediate");
     assert_eq!(value(&mapped, "read_ahead_to"), "next-track");
     assert_eq!(value(&mapped, "read_ahead_max"), "561");
     assert_eq!(value(&mapped, "read_hits_on_writes"), "1");

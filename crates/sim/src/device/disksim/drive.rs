@@ -427,7 +427,7 @@ impl Drive {
         set("write_cache", bit(self.fast_write_level > 0));
         match self.fast_write_level {
             1 => set("write_back", "limited".into()),
-            2 => set("write_back", "full".into()),
+            2 => set("write_back", "immediate".into()),
             _ => {}
         }
         set("read_ahead", bit(self.buffer_continuous_read > 0));

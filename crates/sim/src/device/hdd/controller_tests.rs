@@ -490,3 +490,192 @@ fn read_ahead_over_requested_keeps_the_request_in_the_segment() {
     assert_eq!(hits("read_ahead_over_requested=1,read_ahead_min=10", (5518, 2)), 0);
     assert_eq!(hits("read_ahead_over_requested=1,read_ahead_max=16", (5516, 8)), 1);
 }
+
+// ---- write_back: DiskSim's fast writes (levels 2 and 1) against the idle-time destage ----
+//
+// Shared figures: LBN 5500 is sector 0 of cylinder 55, physical sector 50 (angle 0.5); 5508
+// is physical 58, 5516 physical 66, 5524 physical 74; 5560 is physical 10 (angle 0.1). A
+// write of 8 sectors after a read pays write-hit-after-read 0.21 ms and crosses the
+// interface in 1.6 ms; its completion overhead is 0.07 ms. From cylinder 0 a write's seek
+// to 55 is 3 ms plus the 0.5 ms settle.
+
+/// Submits `commands` (`(op, lbn, sectors)`) at `at` in order and runs until all finish;
+/// returns each one's finish time, in submission order.
+fn run_together(device: &mut Hdd, at: Instant, commands: &[(Op, u64, u32)]) -> Vec<Instant> {
+    for (index, &(op, lbn, sector_count)) in commands.iter().enumerate() {
+        let id = CommandId(1000 + index as u64);
+        device.submit(at, Command { id, op, start: Sector(lbn), sector_count, fua: false });
+    }
+    let mut done = vec![Instant::ZERO; commands.len()];
+    let mut finished = Vec::new();
+    while done.contains(&Instant::ZERO) {
+        let next = device.next_event().expect("commands are inside");
+        device.advance(next, &mut finished);
+        for id in finished.drain(..) {
+            done[(id.0 - 1000) as usize] = next;
+        }
+    }
+    done
+}
+
+// Proves `write_back=immediate` (DiskSim level 2) at depth 1: the write of 5500 completes at
+// 0.21 + 1.6 + 0.07 = 1.88 ms, but its media write starts at 0.21 ms (seek 3 ms + settle 0.5:
+// on track at 3.71 ms, angle 0.371; physical 50 comes at 5.0 ms; written by 5.8 ms). The read
+// of 5560 submitted at 1.88 ms pays read-miss-after-write 0.14 ms (ready at 2.02 ms) and waits
+// for that media write: at 5.8 ms the head is on cylinder 55 already (no seek), angle 0.58,
+// so physical 10 comes round at 11.0 ms; the first sector is in at 11.1 ms, 8 × 0.2 ms on the
+// interface makes 12.7 ms, + 0.05 ms = 12.75 ms. With `idle` the same pair takes the same
+// times: the head is idle when the write arrives, so its idle-time destage starts at once.
+#[test]
+fn immediate_write_completes_from_the_buffer_and_a_read_waits_for_its_media_write() {
+    for mode in ["immediate", "idle"] {
+        let mut device = disk(&format!("write_cache=1,write_back={mode}"));
+        assert_eq!(run_one(&mut device, Instant::ZERO, Op::Write, 5500, 8), ms(1.88), "{mode}");
+        assert_eq!(run_one(&mut device, ms(1.88), Op::Read, 5560, 8), ms(12.75), "{mode}");
+        assert_eq!(extra(&device, "destages"), 1, "{mode}");
+    }
+}
+
+// Proves `immediate` stops read-ahead for the write's media access where `idle` lets the
+// next read go first. A read miss of LBN 0 at 0 (read-miss-after-read 0.13 ms; physical 0
+// comes at 10.0 ms; first sector in at 10.1 ms; + 1.6 + 0.05 = 11.75 ms) leaves read-ahead
+// running on cylinder 0. The write of 5500 submitted at 11.75 ms is ready at 11.96 ms and
+// completes at 11.96 + 1.6 + 0.07 = 13.63 ms in both modes. The read of 5560 submitted then
+// is ready at 13.77 ms (read-miss-after-write 0.14 ms).
+// * `idle`: the write waits in the buffer (read-ahead goes before an idle-time destage); the
+//   read stops the read-ahead and goes first: seek 55, 3 ms, on track at 16.77 ms (angle
+//   0.677); physical 10 at 21.0 ms; 21.1 + 1.6 + 0.05 = 22.75 ms.
+// * `immediate`: the write's media access stops the read-ahead at 11.96 ms: seek 3 + settle
+//   0.5, on track at 15.46 ms (angle 0.546), physical 50 at 25.0 ms, written by 25.8 ms; the
+//   read then needs no seek, physical 10 comes at 31.0 ms: 31.1 + 1.6 + 0.05 = 32.75 ms.
+#[test]
+fn immediate_write_goes_to_the_media_before_the_next_read_and_idle_lets_the_read_first() {
+    for (mode, read_done) in [("idle", 22.75), ("immediate", 32.75)] {
+        let mut device = disk(&format!("read_ahead=1,write_cache=1,write_back={mode}"));
+        assert_eq!(run_one(&mut device, Instant::ZERO, Op::Read, 0, 8), ms(11.75), "{mode}");
+        assert_eq!(run_one(&mut device, ms(11.75), Op::Write, 5500, 8), ms(13.63), "{mode}");
+        assert_eq!(run_one(&mut device, ms(13.63), Op::Read, 5560, 8), ms(read_done), "{mode}");
+    }
+}
+
+// Proves `limited` (DiskSim level 1) lets an appending write join the media write in
+// progress, and makes any other write wait for it. The write of 5500 completes at 1.88 ms and
+// is on the media 0.21 → 5.8 ms (as above).
+// * An appending write of 5508 submitted at 1.88 ms (write-hit-after-write 0.22 ms, ready at
+//   2.10 ms) crosses the interface at once: 2.10 + 1.6 + 0.07 = 3.77 ms. Its sectors follow
+//   under the head: at 5.8 ms the platter is at angle 0.58, physical 58, so they are written
+//   5.8 → 6.6 ms with no rotational wait, and a read of 5560 submitted at 3.77 ms (ready at
+//   3.91 ms) finds physical 10 at 11.0 ms: 11.1 + 1.6 + 0.05 = 12.75 ms.
+// * A write of 7000 (not appending) submitted at 1.88 ms waits for the head: at 5.8 ms its
+//   data crosses the interface, 5.8 + 1.6 + 0.07 = 7.47 ms.
+#[test]
+fn limited_lets_an_appending_write_join_and_others_wait() {
+    let mut device = disk("write_cache=1,write_back=limited");
+    assert_eq!(run_one(&mut device, Instant::ZERO, Op::Write, 5500, 8), ms(1.88));
+    assert_eq!(run_one(&mut device, ms(1.88), Op::Write, 5508, 8), ms(3.77));
+    assert_eq!(run_one(&mut device, ms(3.77), Op::Read, 5560, 8), ms(12.75));
+    let mut device = disk("write_cache=1,write_back=limited");
+    assert_eq!(run_one(&mut device, Instant::ZERO, Op::Write, 5500, 8), ms(1.88));
+    assert_eq!(run_one(&mut device, ms(1.88), Op::Write, 7000, 8), ms(7.47));
+}
+
+// Proves the difference between `limited` and `immediate`: with another command pending an
+// appending write joins only under `immediate`. At depth 2, after the write of 5500 (done
+// 1.88 ms, on the media until 5.8 ms), a read of 5560 (ready 2.02 ms) and a write of 5508
+// (ready 2.10 ms) are submitted together at 1.88 ms. `immediate`: the write joins, 2.10 +
+// 1.6 + 0.07 = 3.77 ms. `limited`: the read is pending, so the write waits; at 5.8 ms SPTF
+// takes it (physical 58 is under the head, no wait), its data crosses 5.8 → 7.4 ms, done at
+// 7.47 ms. Either way its sectors are written 5.8 → 6.6 ms and the read finishes at 12.75 ms
+// (physical 10 at 11.0 ms).
+#[test]
+fn limited_refuses_a_join_while_another_command_is_pending() {
+    for (mode, write_done) in [("immediate", 3.77), ("limited", 7.47)] {
+        let mut device = disk(&format!("depth=2,write_cache=1,write_back={mode}"));
+        assert_eq!(run_one(&mut device, Instant::ZERO, Op::Write, 5500, 8), ms(1.88), "{mode}");
+        let done =
+            run_together(&mut device, ms(1.88), &[(Op::Read, 5560, 8), (Op::Write, 5508, 8)]);
+        assert_eq!(done, [ms(12.75), ms(write_done)], "{mode}");
+    }
+}
+
+// Proves a sequential stream of small writes under `immediate` streams to the media when
+// writes combine, and loses revolutions when they do not. Four writes of 8 sectors from 5500,
+// each submitted when the one before completes (depth 1), each ready 0.22 ms after (0.21 ms
+// for the first) and done 1.67 ms after that unless it waits.
+// * `combine_writes=1`: each appends to the segment being written: 1.88, 2.10 + 1.67 = 3.77,
+//   3.99 + 1.67 = 5.66, 5.88 + 1.67 = 7.55 ms; the media writes run back to back from 5.0 ms:
+//   5508..5524 5.8 → 7.4 ms, 5524..5532 7.4 → 8.2 ms (three destages in all).
+// * `combine_writes=0`: no write appends. The second waits until 5.8 ms: 7.47 ms (written
+//   5.8 → 6.6 ms, physical 58 under the head); the third, ready at 7.69 ms, finds the head
+//   free: 9.36 ms, but physical 66 has just passed (angle 0.769): written 16.6 → 17.4 ms; the
+//   fourth, ready at 9.58 ms, waits until 17.4 ms: 19.07 ms.
+#[test]
+fn immediate_sequential_writes_stream_only_when_combined() {
+    for (combine, acks) in [("1", [1.88, 3.77, 5.66, 7.55]), ("0", [1.88, 7.47, 9.36, 19.07])] {
+        let mut device =
+            disk(&format!("write_cache=1,write_back=immediate,combine_writes={combine}"));
+        let mut at = Instant::ZERO;
+        for (index, ack) in acks.into_iter().enumerate() {
+            at = run_one(&mut device, at, Op::Write, 5500 + 8 * index as u64, 8);
+            assert_eq!(at, ms(ack), "combine_writes={combine}, write {index}");
+        }
+        let mut probe_done = Vec::new();
+        device.advance(ms(100.0), &mut probe_done);
+        assert_eq!(device.next_event(), None, "combine_writes={combine}");
+        assert_eq!(extra(&device, "destages"), if combine == "1" { 3 } else { 4 });
+        assert_eq!(extra(&device, "destaged_sectors"), 32);
+    }
+}
+
+// Proves `write_back` is refused, naming it, without the write cache or with an unknown
+// value, and accepted as `idle` without it.
+#[test]
+fn write_back_needs_the_write_cache() {
+    let refuse = |extra: &str, key: &str| {
+        let error = match params(extra) {
+            Err(error) => error,
+            Ok(params) => Hdd::from_params(&params).unwrap_err().to_string(),
+        };
+        assert!(error.contains(key), "{extra}: {error}");
+    };
+    refuse("write_cache=0,write_back=immediate", "write_back");
+    refuse("write_cache=0,write_back=limited", "write_back");
+    refuse("write_back=full", "write_back");
+    assert!(Hdd::from_params(&params("write_cache=0,write_back=idle").unwrap()).is_ok());
+}
+
+// Proves fast writes keep their books through a mixed random and sequential load with
+// read-ahead and flushes, at depth 1 and 4 and under every queue policy: every command
+// finishes and nothing stays dirty.
+#[test]
+fn fast_writes_finish_a_mixed_load() {
+    use crate::device::Probe;
+    for mode in ["immediate", "limited"] {
+        for (depth, policy) in [(1u32, "sptf"), (4, "sptf"), (4, "fcfs"), (4, "cycle-lbn")] {
+            let keys = format!(
+                "depth={depth},queue_policy={policy},segments=4,segment_size=64k,\
+                 write_cache=1,write_back={mode},read_ahead=1"
+            );
+            let mut probe = Probe::new(Box::new(disk(&keys)));
+            let capacity = probe.device().capacity_sectors();
+            let mut state = 11u64;
+            let mut next = || {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                state >> 33
+            };
+            let script: Vec<(Op, Sector, u32)> = (0..1000u64)
+                .map(|i| match next() % 8 {
+                    0..=2 => (Op::Read, Sector(next() % (capacity - 256)), 8),
+                    3 => (Op::Write, Sector(next() % (capacity - 256)), 200),
+                    4 | 5 => (Op::Write, Sector(i * 8 % (capacity - 64)), 8),
+                    6 => (Op::Write, Sector(next() % (capacity - 64)), 16),
+                    _ => (Op::Flush, Sector(0), 0),
+                })
+                .collect();
+            let run = probe.closed_loop(script, depth);
+            assert_eq!(run.len(), 1000, "{keys}");
+            probe.settle();
+            assert_eq!(probe.device().next_event(), None, "{keys}");
+        }
+    }
+}

@@ -86,18 +86,32 @@
 //! buffer only matches speeds and serves no read; it needs `write_cache=0` (DiskSim refuses
 //! fast writes without caching) and `read_ahead=0`.
 //!
-//! DiskSim's fast writes are not this write-back. With "Fast write level" 2 a write completes
-//! once its data is in the buffer, but it stays the drive's current request and goes to the
-//! media at once: the next command gets the mechanism only after it (the manual: "before any
-//! such request is serviced by the disk, all of the dirty write data must be flushed to the
-//! media"; in `disksim_diskctlr.c` a write keeps the head until its physical access is done,
-//! and only a write appending to it may join). Level 1 further lets only writes that append
-//! to the current dirty segment ride along while it is written (`disk_buffer_stopable_access`
-//! refuses others, and an appending write only when it is the one pending command). The
-//! model's `write_cache=1` instead destages when the head is idle and lets reads go first, so
-//! a `write_back=full|limited` key mapping levels 2 / 1 onto it would not be faithful, and
-//! making `full` faithful would change every preset with the write cache on; the key is not
-//! provided (see the report of issue 26's controller work).
+//! `write_back` says when buffered writes go to the media. `idle` (the default, and the
+//! model's behaviour before the key) is a modern drive's write cache: destage when the head
+//! has nothing else to do, reads first. `immediate` and `limited` are DiskSim's fast writes,
+//! "Fast write level" 2 and 1 (`disksim_diskctlr.c`, `disk_write_arrive`,
+//! `disk_buffer_stopable_access`, `disk_release_hda`). A fast write still completes once
+//! its data has crossed the interface, but the drive writes it to the media at once, as the
+//! head's next job: its media access starts when its overhead ends (the positioning overlaps
+//! the interface transfer) and nothing else gets the head until it is done (a read-ahead in
+//! progress is stopped for it, once past `read_ahead_min`). With `depth=1` the host sends
+//! the next command when the write completes; that command's overhead overlaps the media
+//! write, but a read miss or another write then waits for the head: a write crosses the
+//! interface only when nothing holds the head (DiskSim disconnects it until then), so its
+//! completion comes after the media write before it. Read hits are served from the buffer
+//! meanwhile. The one exception is an appending write: one that starts where the data being
+//! written ends, in the same segment (so only with `combine_writes`), joins the media write
+//! in progress: it crosses the interface and completes at once, and its sectors are written
+//! right after the ones before (with no rotational wait when they are in the buffer in time).
+//! The two levels differ only in when an appending write may join: `immediate` (level 2)
+//! when the queue would take it next (DiskSim asks its ioqueue; an appending write needs no
+//! positioning and lies at LBN distance 0, so every policy but `fcfs` with an older command
+//! pending takes it), `limited` (level 1) only when no other command is pending (DiskSim's
+//! `ioqueue_get_number_pending == 1`, counting commands still paying their overhead). In
+//! DiskSim 4.0's code a level-1 write that does not append is still acknowledged once its
+//! data is in the buffer, after the media write before it, exactly as at level 2; the
+//! manual's "write-back caching is enabled for contiguous sequential write request streams"
+//! describes the effect, not a different completion rule, and the model follows the code.
 //!
 //! # Read-ahead (DiskSim's `disk_buffer_get_max_readahead` and prefetch rules)
 //!
@@ -203,6 +217,7 @@
 //! | `buffer_cache` | 1 | the buffer caches (0: no read is served from it) |
 //! | `combine_writes` | 1 | a write may join a segment holding adjacent write data |
 //! | `write_cache` | 1 | acknowledge writes from the buffer (write-back) |
+//! | `write_back` | idle | with `write_cache=1`: `idle` (destage when the head is idle), `immediate` or `limited` (DiskSim's fast write levels 2 and 1: to the media at once; see "The controller") |
 //! | `depth` | 1 | commands accepted at once (1: no command queuing) |
 //! | `queue_policy` | sptf | `fcfs`, `sptf`, `sstf-lbn`, `elevator-lbn` or `cycle-lbn` (with `depth` above 1) |
 //! | `driver` | generic | the driver in front of it (`device/driver.rs`): its queue's depth and largest request |
@@ -267,9 +282,16 @@
 //! * `fcfs` serves commands in the order they finished their overheads (DiskSim's queue
 //!   holds them from arrival: with unequal overheads the two orders can differ). The LBN
 //!   policies and FCFS leave destages to positioning time, first when one is due; DiskSim has
-//!   no deferred destage to order (see the fast-write note above).
-//! * DiskSim's fast writes (levels 1 and 2: the write goes to the media at once, after its
-//!   early completion) are not modelled; there is no `write_back` key.
+//!   no deferred destage to order (`write_back=idle` is not DiskSim's).
+//! * Fast writes (`immediate`, `limited`): a write's media access may start before its data
+//!   is all in the buffer (it is not held back sector by sector, as for a write miss); an
+//!   appending write's sectors are written as a second media access right after the first,
+//!   from where the head is (no wait when the platter is there, a revolution otherwise),
+//!   where DiskSim extends the access in progress. `immediate` takes an appending write as
+//!   the queue's choice under every policy but `fcfs` instead of asking the policy. A fast
+//!   write waiting for the head is chosen among the queued commands by the queue policy as a
+//!   write miss would be. A fast write larger than the write segments takes the mechanical
+//!   path (as with `idle`).
 //! * The read and write water marks and "Immed transfer partial hit" have no keys: a miss
 //!   reconnects after one sector and a cached prefix goes out at once, which is what DiskSim
 //!   does with water marks 0 set by request size (all four validated drives), where that
@@ -639,6 +661,15 @@ pub const KEYS: &[KeySpec] = &[
         help: "acknowledge writes once buffered and destage them later",
     },
     KeySpec {
+        key: "write_back",
+        kind: KeyKind::Choice(&["idle", "immediate", "limited"]),
+        default: "idle",
+        help: "with write_cache=1, when buffered writes go to the media: idle (when the head \
+               has nothing else to do), immediate (at once, before any other command: DiskSim \
+               fast write level 2), limited (level 1: only a write with no other command \
+               pending joins a media write in progress)",
+    },
+    KeySpec {
         key: "depth",
         kind: KeyKind::Integer { min: 1, max: 256 },
         default: "1",
@@ -957,6 +988,8 @@ pub struct Hdd {
     /// DiskSim's "Write hit stop prefetch": see [`Hdd::write_stops_read_ahead`].
     write_hit_stop_read_ahead: bool,
     write_cache: bool,
+    /// When buffered writes go to the media (`write_back`).
+    write_back: WriteBack,
     depth: u32,
     queue_policy: QueuePolicy,
     /// The LBN policies' reference point: where the last command they chose starts (elevator,
@@ -1154,6 +1187,18 @@ enum ReadAheadTo {
     NextTrack,
 }
 
+/// When buffered writes go to the media (`write_back`; DiskSim's "Fast write level").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WriteBack {
+    /// Destaged when the head is idle, or when room or a flush needs it.
+    Idle,
+    /// DiskSim's fast write level 2: on the media at once, as the head's next job.
+    Immediate,
+    /// DiskSim's fast write level 1: as `Immediate`, but a write joins a media write in
+    /// progress only when no other command is pending.
+    Limited,
+}
+
 /// The order the drive serves its queued commands in (DiskSim's ioqueue policies).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum QueuePolicy {
@@ -1251,6 +1296,18 @@ impl Hdd {
                  nothing acknowledges no writes and keeps no read-ahead)",
             ));
         }
+        let write_back = match params.text("write_back") {
+            "immediate" => WriteBack::Immediate,
+            "limited" => WriteBack::Limited,
+            _ => WriteBack::Idle,
+        };
+        if write_back != WriteBack::Idle && !params.flag("write_cache") {
+            return Err(params.impossible(
+                "write_back",
+                "write_back=immediate or limited needs write_cache=1 (without the write cache \
+                 every write finishes on the media)",
+            ));
+        }
         if params.flag("write_segment_separate") {
             if segment_count < 2 {
                 return Err(params.impossible(
@@ -1321,6 +1378,7 @@ impl Hdd {
             read_any_free: params.flag("read_any_free"),
             write_hit_stop_read_ahead: params.flag("write_hit_stop_read_ahead"),
             write_cache: params.flag("write_cache"),
+            write_back,
             depth,
             queue_policy: match params.text("queue_policy") {
                 "fcfs" => QueuePolicy::Fcfs,
@@ -1580,7 +1638,15 @@ impl Hdd {
                     self.write_stops_read_ahead(start, end, at);
                 }
                 if self.write_is_cached(&command) {
-                    if self.place_write(start, end, at) {
+                    if self.write_back != WriteBack::Idle && !self.fast_write_may_enter(slot, at) {
+                        // DiskSim disconnects it: its data crosses the bus once it has the
+                        // head (see `start_job`).
+                        let target = self.mechanics.target(start);
+                        let state =
+                            State::Media { lbn: start, sector_count, segment: None, target };
+                        self.slots[slot as usize].state = state;
+                        self.enqueue_media(slot);
+                    } else if self.place_write(start, end, at) {
                         self.counters.cached_writes += 1;
                         let done = self.bus_transfer(at, sector_count);
                         self.finish_at(slot, done);
@@ -1812,6 +1878,48 @@ impl Hdd {
         }
     }
 
+    /// With fast writes (`write_back` other than `idle`): whether the write in `slot`, its
+    /// overhead done at `at`, may cross the bus into the buffer now (DiskSim's
+    /// `disk_write_arrive`: when nothing holds the head, or when the media access in
+    /// progress is a fast write it appends to, `disk_buffer_stopable_access`). Otherwise it
+    /// waits for the head like a write miss.
+    fn fast_write_may_enter(&self, slot: u32, at: Instant) -> bool {
+        let command = self.slots[slot as usize].command;
+        let start = command.start.0;
+        // Commands pending besides this one: DiskSim's ioqueue holds a command from its
+        // arrival, so those still paying their overhead count too.
+        let mut others = self.slots.iter().enumerate().filter(|&(index, entry)| {
+            index != slot as usize
+                && matches!(entry.state, State::Overhead | State::Media { .. } | State::Space)
+        });
+        match self.job {
+            None => {
+                let holding = self.stream.is_some_and(|stream| stream.hold_until > at);
+                self.media_queue.is_empty() && !self.cache.destage_pending() && !holding
+            }
+            Some(Job { kind: JobKind::Destage { segment }, .. }) => {
+                let held = &self.cache.segments[segment];
+                let appends = self.cache.combine_writes
+                    && start == held.end
+                    && command.end().0 - held.start <= self.cache.segment_sectors;
+                // Level 1 lets it join only as the one pending command; level 2 when the
+                // queue would serve it next, which an appending write always is (it needs
+                // no positioning and lies at LBN distance 0) except under FCFS behind an
+                // older command.
+                let next = match self.write_back {
+                    WriteBack::Limited => others.next().is_none(),
+                    _ if self.queue_policy == QueuePolicy::Fcfs => {
+                        let seq = self.slots[slot as usize].seq;
+                        others.all(|(_, entry)| entry.seq > seq)
+                    }
+                    _ => true,
+                };
+                appends && next
+            }
+            Some(_) => false,
+        }
+    }
+
     /// Puts a write in the buffer, taking the read-ahead's segment only as a last resort.
     fn place_write(&mut self, start: u64, end: u64, at: Instant) -> bool {
         let streaming = self.stream.map(|stream| stream.segment);
@@ -1915,7 +2023,9 @@ impl Hdd {
         }
         let pressure = !self.space_queue.is_empty() || !self.flush_queue.is_empty();
         let destage_ready = self.cache.destage_pending();
-        let urgent = !self.media_queue.is_empty() || (pressure && destage_ready);
+        // Fast writes go to the media before anything else.
+        let fast = self.write_back != WriteBack::Idle;
+        let urgent = !self.media_queue.is_empty() || ((pressure || fast) && destage_ready);
         if let Some(stream) = &self.stream {
             if stream.hold_until > at {
                 // Reads are waiting on the read-ahead: it may not be stopped before then.
@@ -1938,7 +2048,11 @@ impl Hdd {
             }
         }
         if urgent {
-            let choice = self.pick(at, pressure && destage_ready);
+            let fast_destage = fast.then(|| self.first_dirty_segment()).flatten();
+            let choice = match fast_destage {
+                Some(segment) => Choice::Destage(segment),
+                None => self.pick(at, pressure && destage_ready),
+            };
             self.start_job(choice, at);
             return;
         }
@@ -1957,6 +2071,15 @@ impl Hdd {
             let choice = self.pick(at, true);
             self.start_job(choice, at);
         }
+    }
+
+    /// The dirty segment waiting for a destage with the lowest first dirty sector: with fast
+    /// writes the one to write next (a write spread over several segments goes out in LBN
+    /// order).
+    fn first_dirty_segment(&self) -> Option<usize> {
+        let segments = self.cache.segments.iter().enumerate();
+        let dirty = segments.filter(|(_, segment)| segment.needs_destage());
+        dirty.min_by_key(|(_, segment)| segment.dirty_start).map(|(index, _)| index)
     }
 
     /// The head's next job under the queue policy. SPTF weighs queued commands and dirty
@@ -2173,6 +2296,29 @@ impl Hdd {
     }
 
     fn start_job(&mut self, choice: Choice, at: Instant) {
+        if let Choice::Command(index) = choice
+            && self.write_back != WriteBack::Idle
+        {
+            let slot = self.media_queue[index];
+            let command = self.slots[slot as usize].command;
+            if command.op == Op::Write && self.write_is_cached(&command) {
+                // A fast write that waited for the head: its data crosses the bus now, it
+                // completes when that is done, and its media write starts at once (the
+                // positioning overlaps the transfer, as DiskSim's does).
+                let sector_count = u64::from(command.sector_count);
+                let bus_end = self.bus_transfer(at, sector_count);
+                if self.place_write(command.start.0, command.end().0, at) {
+                    self.media_queue.remove(index);
+                    self.counters.cached_writes += 1;
+                    self.finish_at(slot, bus_end);
+                    let segment = self.first_dirty_segment();
+                    let segment = segment.expect("a placed fast write leaves a dirty segment");
+                    return self.start_job(Choice::Destage(segment), at);
+                }
+                // No room (every write segment busy with read data): the mechanical path.
+                self.slots[slot as usize].bus_end = bus_end;
+            }
+        }
         let (target, sector_count, write, command) = match choice {
             Choice::Command(index) => {
                 let slot = self.media_queue.remove(index);
