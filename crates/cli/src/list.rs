@@ -269,6 +269,19 @@ fn devices(specs: &[String]) -> Result<Vec<ComponentEntry>> {
         .collect())
 }
 
+/// Values longer than this are shortened in tables (`--format json` lists them whole).
+const TABLE_VALUE_CHARS: usize = 60;
+
+/// `value` as a table shows it: whole, or its start and how long it is (a DiskSim drive's
+/// slip list runs to thousands of characters).
+fn abbreviate(value: &str) -> String {
+    if value.chars().count() <= TABLE_VALUE_CHARS {
+        return value.to_owned();
+    }
+    let start: String = value.chars().take(TABLE_VALUE_CHARS - 20).collect();
+    format!("{start}... ({} chars: --format json)", value.chars().count())
+}
+
 /// The one warning line of each device read from a DiskSim file (what it does not model).
 pub(crate) fn warn_about_files(specs: &[DeviceSpec]) {
     for line in specs.iter().filter_map(DeviceSpec::warning_line) {
@@ -444,7 +457,7 @@ fn render_table(listing: &Listing, out: &mut dyn Write) -> Result<()> {
             for key in &entry.keys {
                 table.add_row(vec![
                     format!(" {}", key.key),
-                    key.value.clone(),
+                    abbreviate(&key.value),
                     key.default.to_owned(),
                     key.accepts.clone(),
                     key.help.to_owned(),
@@ -452,8 +465,11 @@ fn render_table(listing: &Listing, out: &mut dyn Write) -> Result<()> {
             }
             write_table(out, &table)?;
             for preset in &entry.presets {
-                let values: Vec<String> =
-                    preset.values.iter().map(|(key, value)| format!("{key}={value}")).collect();
+                let values: Vec<String> = preset
+                    .values
+                    .iter()
+                    .map(|(key, value)| format!("{key}={}", abbreviate(value)))
+                    .collect();
                 writeln!(out, "  preset {}: {}", preset.name, preset.help)?;
                 if !values.is_empty() {
                     writeln!(out, "    {}", values.join(","))?;

@@ -33,8 +33,10 @@ fn every_model() -> Vec<DeviceSpec> {
 /// are rounded down, so the bound never exceeds a model's own rounding up.
 ///
 /// * `ram`: `latency`, plus the transfer at `bandwidth` for reads and writes.
-/// * `hdd`: `overhead_read` or `overhead_write` (flushes and discards pay the latter), plus
-///   the transfer at `bus_rate` for reads and writes (a cache hit still crosses the bus; a
+/// * `hdd`: the least of the command kind's four overheads (DiskSim's hit/miss after a
+///   read/write; `overhead_read` or `overhead_write` where unset; flushes and discards pay
+///   `overhead_write`), plus the transfer at the interface's rate (`bus_rate`, or one sector per
+///   `bulk_sector_time` when slower) for reads and writes (a cache hit still crosses the bus; a
 ///   write-back write finishes once it has).
 /// * `ssd`: `command_time`; a read adds `read_time` and the bytes at `host_rate` (the link
 ///   carries all of them after the first sense); a write adds the bytes at `host_rate` and,
@@ -53,11 +55,30 @@ fn min_service(spec: &DeviceSpec, command: &Command) -> Duration {
     match spec.kind() {
         DeviceKind::Ram => params.time("latency") + transfer(params.size("bandwidth")),
         DeviceKind::Hdd => {
-            let overhead = match command.op {
-                Op::Read => params.time("overhead_read"),
-                Op::Write | Op::Flush | Op::Discard => params.time("overhead_write"),
+            // The least of the overheads that can apply: a read's or a write's four (hit or
+            // miss, after a read or a write), each `overhead_read` / `overhead_write` unless
+            // set; flushes and discards pay `overhead_write`.
+            let kind = match command.op {
+                Op::Read => Some(("read", "overhead_read")),
+                Op::Write => Some(("write", "overhead_write")),
+                Op::Flush | Op::Discard => None,
             };
-            overhead + transfer((params.float("bus_rate") * 1e6).round() as u64)
+            let overhead = match kind {
+                None => params.time("overhead_write"),
+                Some((kind, fallback)) => {
+                    ["hit_after_read", "hit_after_write", "miss_after_read", "miss_after_write"]
+                        .iter()
+                        .map(|case| {
+                            let key = format!("overhead_{kind}_{case}");
+                            params.time(if params.has(&key) { &key } else { fallback })
+                        })
+                        .min()
+                        .expect("four overheads")
+                }
+            };
+            let sectors = if data { u64::from(command.sector_count) } else { 0 };
+            let bulk = Duration::from_nanos(sectors * params.time("bulk_sector_time").as_nanos());
+            overhead + transfer((params.float("bus_rate") * 1e6).round() as u64).max(bulk)
         }
         DeviceKind::Ssd => {
             let host = transfer(params.size("host_rate"));

@@ -720,8 +720,12 @@ pub fn preset_equals_file(
     if differences.is_empty() { Ok(()) } else { Err(differences) }
 }
 
-/// Where the checked-in drive files are for tests and tools: `shared/disksim` in a directory
-/// above `from` (the repository sits next to `shared/`).
+/// Where DiskSim's drive files are for tests and tools: the directory named by the
+/// environment variable `ELEVATOR_DISKSIM_DIR` when it is set, else `shared/disksim` in a
+/// directory above `from` (the repository sits next to `shared/`).
 pub fn find_shared_dir(from: &Path) -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("ELEVATOR_DISKSIM_DIR") {
+        return Some(PathBuf::from(dir)).filter(|dir| dir.is_dir());
+    }
     from.ancestors().map(|dir| dir.join("shared/disksim")).find(|dir| dir.is_dir())
 }

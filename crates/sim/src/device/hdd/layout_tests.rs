@@ -387,11 +387,11 @@ proptest! {
 /// when they are absent.
 fn disksim_dir() -> Option<std::path::PathBuf> {
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let found = manifest.ancestors().map(|dir| dir.join("shared/disksim")).find(|dir| dir.is_dir());
+    let found = crate::device::disksim::find_shared_dir(manifest);
     if found.is_none() {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
-            "shared/disksim not found above {}",
+            "shared/disksim not found above {} (or ELEVATOR_DISKSIM_DIR)",
             manifest.display()
         );
         eprintln!("skipped: shared/disksim not found above {}", manifest.display());
@@ -399,92 +399,35 @@ fn disksim_dir() -> Option<std::path::PathBuf> {
     found
 }
 
-/// The layout keys of a DiskSim `.model` file and its Block count: just enough of its
-/// grammar for the layout (`NAME = VALUE,` lines and `slips = [ ... ]` lists).
-fn model_keys(text: &str) -> (String, u64) {
-    let value = |line: &str| {
-        line.split_once('=').map(|(_, v)| v.trim().trim_end_matches(',').trim().to_owned())
-    };
-    let (mut keys, mut zones, mut skews, mut offsets, mut spares) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut slips: Vec<Vec<String>> = Vec::new();
-    let (mut block_count, mut first, mut last, mut spt, mut offset, mut track) =
-        (0, String::new(), String::new(), String::new(), String::new(), String::new());
-    let mut in_slips = false;
-    for line in text.lines().map(str::trim) {
-        if in_slips {
-            let numbers: Vec<&str> =
-                line.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).collect();
-            if let Some(list) = slips.last_mut() {
-                list.extend(numbers.iter().map(|n| (*n).to_owned()));
-            }
-            in_slips = !line.contains(']');
-            continue;
-        }
-        let Some(v) = value(line) else { continue };
-        let name = line.split('=').next().unwrap().trim();
-        match name {
-            "Number of data surfaces" => keys.push(format!("surfaces={v}")),
-            "Number of cylinders" => keys.push(format!("cylinders={v}")),
-            "Block count" => block_count = v.parse().unwrap(),
-            "LBN-to-PBN mapping scheme" => keys.push(format!(
-                "mapping={}",
-                ["conventional", "serpentine", "serpentine-global"][v.parse::<usize>().unwrap()]
-            )),
-            "Sparing scheme used" => {
-                keys.push(format!("sparing={}", SPARING_NAMES[v.parse::<usize>().unwrap()]))
-            }
-            "Rotation speed (in rpms)" => keys.push(format!("rpm={v}")),
-            "First cylinder number" => first = v,
-            "Last cylinder number" => last = v,
-            "Blocks per track" => spt = v,
-            "Offset of first block" => offset = v,
-            "Empty space at zone front" => {
-                zones.push(format!("{first}-{last}@{spt}"));
-                offsets.push(format!("{offset}:{v}"));
-            }
-            "Skew for track switch" => track = v,
-            "Skew for cylinder switch" => skews.push(format!("{track}:{v}")),
-            "Number of spares" => spares.push(v),
-            "slips" => {
-                slips.push(Vec::new());
-                let rest = line.split_once('=').unwrap().1;
-                let numbers = rest.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty());
-                slips.last_mut().unwrap().extend(numbers.map(str::to_owned));
-                in_slips = !rest.contains(']');
-            }
-            _ => {}
+/// The layout keys of a DiskSim drive as the reader maps them (`disksim::load`), without its
+/// Block count, and that Block count.
+fn model_keys(parv: &std::path::Path) -> (String, u64) {
+    let mapped = crate::device::disksim::load(parv)
+        .unwrap_or_else(|error| panic!("{}: {error}", parv.display()));
+    let mut block_count = 0;
+    let mut keys = Vec::new();
+    for (key, value) in &mapped.values {
+        match *key {
+            "block_count" => block_count = value.parse().unwrap(),
+            // The layout is under test: a flat seek, no other mechanics.
+            "seek" | "seek_table" | "hpl" | "seek_first_ten" => {}
+            _ if value.is_empty() => {}
+            _ => keys.push(format!("{key}={value}")),
         }
     }
-    let slips: Vec<String> = slips
-        .iter()
-        .enumerate()
-        .filter(|(_, list)| !list.is_empty())
-        .map(|(zone, list)| format!("{zone}:{}", list.join("+")))
-        .collect();
-    keys.push(format!("zones={}", zones.join("/")));
-    keys.push(format!("zone_skews={}", skews.join("/")));
-    keys.push(format!("zone_offsets={}", offsets.join("/")));
-    keys.push(format!("zone_spares={}", spares.join("/")));
-    if !slips.is_empty() {
-        keys.push(format!("slips={}", slips.join("/")));
-    }
-    // A flat seek: the layout is under test, not the mechanics.
     keys.push("seek=table,seek_table=1:1".to_owned());
     (keys.join(","), block_count)
 }
 
 #[test]
 fn disksim_layouts_hold_their_block_counts() {
-    // Proves each of DiskSim's four validated layouts, read whole from its `.model`, is
+    // Proves each of DiskSim's four validated layouts, read whole by the DiskSim reader, is
     // accepted and holds at least its Block count (DiskSim itself uses the layout's total);
     // the HP C2247A's track-sparing layout holds exactly its 2,054,864, a check of the
     // spare, empty-front and slip arithmetic against the drive's own figure.
     let Some(dir) = disksim_dir() else { return };
-    for file in ["cheetah9LP.model", "ibm18es.model", "atlas10k.model", "hp_c2247a_validate.model"]
-    {
-        let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        let (keys, block_count) = model_keys(&text);
+    for file in ["cheetah9LP.parv", "ibm18es.parv", "atlas10k.parv", "hp_c2247a.parv"] {
+        let (keys, block_count) = model_keys(&dir.join(file));
         let whole = build(&keys).unwrap_or_else(|error| panic!("{file}: {error}"));
         assert!(whole.capacity_sectors() >= block_count, "{file}: {}", whole.capacity_sectors());
         if file.starts_with("hp_") {

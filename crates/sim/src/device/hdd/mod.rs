@@ -146,7 +146,7 @@
 //!
 //! A long sequential read from the start of the disk runs at the outer zone's sustained rate
 //! ([`Hdd::sustained_read_bytes_per_s`]: a cylinder's tracks plus its track and cylinder
-//! skews, capped by the bus) within 5 %: the first seek and rotation, and the per-command
+//! skews, capped by the interface: `bus_rate` or `bulk_sector_time`) within 5 %: the first seek and rotation, and the per-command
 //! overhead that read-ahead does not hide, are the difference (`tests/device_conformance.rs`
 //! checks every preset).
 //!
@@ -308,6 +308,7 @@
 mod cache;
 #[cfg(test)]
 mod controller_tests;
+mod disksim_presets;
 mod layout;
 #[cfg(test)]
 mod layout_tests;
@@ -781,42 +782,10 @@ pub const PRESETS: &[Preset] = &[
             ("driver", "mptspi"),
         ],
     },
-    Preset {
-        name: "cheetah9lp",
-        help: "Seagate Cheetah 9LP ST39102LW as validated in DiskSim (devices.md 1.3-1.4): \
-               10045 rpm, 6962 cylinders, 12 surfaces, 11 zones 254 -> 167 sectors per track \
-               (middle zones interpolated linearly, equal cylinder counts: assumptions), \
-               extracted seek table (16 of its 106 points), head switch 0.030 ms, write settle \
-               0.461 ms, 3 x 561-block segments. The host interface is the drive's Ultra2 Wide \
-               SCSI, 80 MB/s: DiskSim's bulk sector transfer time of 0.105 ms/sector (4.9 \
-               MB/s) is not the host bus rate, or the drive could not deliver its media rate. \
-               Skews derived; overheads 0.3/0.7 ms are mid-range of the 1999-2000 drives; \
-               depth 1 and write cache off are assumptions",
-        values: &[
-            ("rpm", "10045"),
-            ("cylinders", "6962"),
-            ("surfaces", "12"),
-            ("zone_count", "11"),
-            ("spt_outer", "254"),
-            ("spt_inner", "167"),
-            ("seek", "table"),
-            (
-                "seek_table",
-                "1:0.831/2:1.003/5:1.268/10:1.448/20:1.534/50:1.804/100:2.145/200:2.517/\
-                 500:3.230/1000:4.118/2000:5.282/3000:6.345/4000:7.419/5000:8.492/\
-                 6000:9.698/6894:10.627",
-            ),
-            ("head_switch", "0.030ms"),
-            ("write_settle", "0.461ms"),
-            ("overhead_read", "0.3ms"),
-            ("overhead_write", "0.7ms"),
-            ("bus_rate", "80"),
-            ("segments", "3"),
-            ("segment_size", "287232"),
-            ("write_cache", "0"),
-            ("depth", "1"),
-        ],
-    },
+    disksim_presets::CHEETAH_9LP,
+    disksim_presets::ULTRASTAR_18ES,
+    disksim_presets::ATLAS_10K,
+    disksim_presets::HP_C2247A,
     Preset {
         name: "ide-7200-2004",
         help: "a 2004 7200-rpm PATA desktop disk (Barracuda 7200.7 / Deskstar 7K250 class, \
@@ -1418,7 +1387,7 @@ impl Hdd {
 
     /// The sustained rate of a long sequential read from the outermost zone, in bytes per
     /// second: a cylinder's tracks, one revolution each, plus a track skew between surfaces and
-    /// a cylinder skew to the next cylinder (the datasheet formula), capped by the host bus.
+    /// a cylinder skew to the next cylinder (the datasheet formula), capped by the host interface ([`Hdd::interface_bytes_per_s`]).
     /// Slipped sectors pass under the head without data, so the zone's data share
     /// (`Geometry::data_share`) scales the bytes; spares and the empty front lie outside a
     /// long transfer's path.
@@ -1435,7 +1404,17 @@ impl Hdd {
             + f64::from(zone.cylinder_skew_sectors) * sector_ns;
         let cylinder_bytes =
             surfaces * f64::from(zone.sectors_per_track) * 512.0 * geometry.data_share(zone);
-        (cylinder_bytes / cylinder_ns * 1e9).min(self.bus_bytes_per_s as f64)
+        (cylinder_bytes / cylinder_ns * 1e9).min(self.interface_bytes_per_s())
+    }
+
+    /// The host interface's rate in bytes per second: `bus_rate`, or one sector per
+    /// `bulk_sector_time` when that is slower (DiskSim takes the slower per-sector time).
+    pub fn interface_bytes_per_s(&self) -> f64 {
+        let bus = self.bus_bytes_per_s as f64;
+        if self.bulk_sector_ns == 0 {
+            return bus;
+        }
+        bus.min(SECTOR_SIZE_BYTES as f64 * 1e9 / self.bulk_sector_ns as f64)
     }
 
     /// The seek time for a move of `distance_cylinders`, for tests and tools.
