@@ -1014,6 +1014,30 @@ pub struct Hdd {
     counters: Counters,
 }
 
+/// One zone of a disk, for tools and reports ([`Hdd::zone_summaries`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ZoneSummary {
+    /// Its first LBN.
+    pub first_lbn: u64,
+    /// LBNs it holds.
+    pub lbn_count: u64,
+    /// Its first cylinder.
+    pub first_cylinder: u32,
+    /// Cylinders it spans.
+    pub cylinder_count: u32,
+    /// Sectors on each track (spares and slipped sectors included).
+    pub sectors_per_track: u32,
+    /// Track skew in sectors.
+    pub track_skew_sectors: u32,
+    /// Cylinder skew in sectors.
+    pub cylinder_skew_sectors: u32,
+    /// The rate under the head within a track: sectors per track × 512 per revolution.
+    pub media_bytes_per_s: f64,
+    /// A long sequential read's rate: the media rate less the skews and the sectors that
+    /// hold no data (`Hdd::sustained_read_bytes_per_s` for zone 0, before the interface).
+    pub sustained_bytes_per_s: f64,
+}
+
 /// A command inside the drive.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -1394,17 +1418,41 @@ impl Hdd {
     /// A large sequential transfer runs within 5 % of it: the rest is the first positioning
     /// and the per-command overhead that read-ahead does not hide.
     pub fn sustained_read_bytes_per_s(&self) -> f64 {
+        self.zone_summaries()[0].sustained_bytes_per_s.min(self.interface_bytes_per_s())
+    }
+
+    /// Each zone as tools and reports show it, outer first: where its LBNs are, its
+    /// geometry, and its media rates (the interface not counted).
+    pub fn zone_summaries(&self) -> Vec<ZoneSummary> {
         let geometry = &self.mechanics.geometry;
-        let zone = &geometry.zones()[0];
         let revolution_ns = 60e9 / geometry.rpm() as f64;
-        let sector_ns = revolution_ns / f64::from(zone.sectors_per_track);
         let surfaces = f64::from(geometry.surfaces());
-        let cylinder_ns = surfaces * revolution_ns
-            + (surfaces - 1.0) * f64::from(zone.track_skew_sectors) * sector_ns
-            + f64::from(zone.cylinder_skew_sectors) * sector_ns;
-        let cylinder_bytes =
-            surfaces * f64::from(zone.sectors_per_track) * 512.0 * geometry.data_share(zone);
-        (cylinder_bytes / cylinder_ns * 1e9).min(self.interface_bytes_per_s())
+        geometry
+            .zones()
+            .iter()
+            .map(|zone| {
+                let spt = f64::from(zone.sectors_per_track);
+                let sector_ns = revolution_ns / spt;
+                // A cylinder's tracks, one revolution each, a track skew between surfaces and
+                // a cylinder skew to the next cylinder (the datasheet formula); slipped and
+                // spare sectors on the way pass under the head without data.
+                let cylinder_ns = surfaces * revolution_ns
+                    + (surfaces - 1.0) * f64::from(zone.track_skew_sectors) * sector_ns
+                    + f64::from(zone.cylinder_skew_sectors) * sector_ns;
+                let cylinder_bytes = surfaces * spt * 512.0 * geometry.data_share(zone);
+                ZoneSummary {
+                    first_lbn: zone.first_lbn,
+                    lbn_count: zone.lbn_count,
+                    first_cylinder: zone.first_cylinder,
+                    cylinder_count: zone.cylinder_count,
+                    sectors_per_track: zone.sectors_per_track,
+                    track_skew_sectors: zone.track_skew_sectors,
+                    cylinder_skew_sectors: zone.cylinder_skew_sectors,
+                    media_bytes_per_s: spt * 512.0 / revolution_ns * 1e9,
+                    sustained_bytes_per_s: cylinder_bytes / cylinder_ns * 1e9,
+                }
+            })
+            .collect()
     }
 
     /// The host interface's rate in bytes per second: `bus_rate`, or one sector per
@@ -1415,6 +1463,12 @@ impl Hdd {
             return bus;
         }
         bus.min(SECTOR_SIZE_BYTES as f64 * 1e9 / self.bulk_sector_ns as f64)
+    }
+
+    /// The seek curve's mean over random pairs of distinct cylinders, ms (the datasheet
+    /// definition, devices.md §1.6).
+    pub fn average_seek_ms(&self) -> f64 {
+        self.mechanics.seek.average_ms(self.mechanics.geometry.cylinders())
     }
 
     /// The seek time for a move of `distance_cylinders`, for tests and tools.
@@ -2445,7 +2499,12 @@ impl DeviceModel for Hdd {
             self.mechanics.seek.average_ms(geometry.cylinders()),
             self.cache.segments.len(),
             elevator_core::format_size(self.cache.segment_sectors * SECTOR_SIZE_BYTES),
-            if self.write_cache { "on" } else { "off" },
+            match (self.write_cache, self.write_back) {
+                (false, _) => "off",
+                (true, WriteBack::Idle) => "on (destaged when idle)",
+                (true, WriteBack::Immediate) => "on (written at once)",
+                (true, WriteBack::Limited) => "on (written at once, limited)",
+            },
             self.depth
         )
     }
