@@ -446,9 +446,8 @@ fn preset_comparison_names_differences() {
     assert!(differences.iter().any(|d| d.starts_with("depth: the file does not set")));
 }
 
-// Proves each drive's preset carries its file's values exactly. Runs once the presets
-// `cheetah9lp`, `ultrastar18es`, `atlas10k` and `hp-c2247a` carry the files' values (the
-// step after this one; today's `cheetah9lp` predates the reader).
+// Proves each drive's preset (`cheetah9lp`, `ultrastar18es`, `atlas10k`, `hp-c2247a`)
+// carries its file's values exactly, key for key: none missing, none extra, none different.
 #[test]
 fn presets_equal_their_files() {
     for (name, file, _) in DRIVES {
@@ -463,41 +462,35 @@ fn presets_equal_their_files() {
     }
 }
 
-/// Whether `hdd` has every key the reader produces (the keys colleagues add in parallel).
-fn hdd_has_keys(mapped: &Mapped) -> Option<&'static str> {
-    mapped
-        .values
-        .iter()
-        .map(|(key, _)| *key)
-        .find(|key| hdd::KEYS.iter().all(|spec| spec.key != *key))
-}
-
-// Proves `disksim:PATH` builds an `hdd` through the normal key resolution: a key `hdd`
-// lacks is refused by name (before the contract's keys exist), and once they exist the
-// spec takes the file's values, lets keys after the path override them, and prints back
-// as `disksim:PATH:changed=keys`.
+// Proves `disksim:PATH` builds an `hdd` through the normal key resolution for each of the
+// four drives (every key the reader produces is one `hdd` has: a renamed key fails here),
+// that keys after the path override the file's, and that the spec prints back as
+// `disksim:PATH:changed=keys`; a key `hdd` lacks is refused by name, never dropped.
 #[test]
 fn device_spec_from_a_file() {
     let Some(dir) = shared() else { return };
-    let path = dir.join("cheetah9LP.parv");
-    let mapped = disksim::load(&path).unwrap();
-    let text = format!("disksim:{}:depth=4", path.display());
-    match (hdd_has_keys(&mapped), DeviceSpec::parse(&text)) {
-        (Some(missing), Err(error)) => {
-            assert!(error.to_string().contains(&format!("no key `{missing}`")), "{error}")
-        }
-        (Some(missing), Ok(_)) => panic!("accepted although hdd lacks `{missing}`"),
-        (None, Ok(spec)) => {
-            assert_eq!(spec.to_string(), text);
-            let resolved = spec.resolved();
-            let get = |key: &str| resolved.iter().find(|(name, _)| *name == key).unwrap().1.clone();
-            assert_eq!(get("depth"), "4");
-            assert_eq!(get("rpm"), "10045");
-            assert_eq!(DeviceSpec::parse(&spec.to_string()).unwrap(), spec);
-        }
-        (None, Err(error)) => panic!("{error}"),
+    for (_, file, _) in DRIVES {
+        let path = dir.join(file);
+        let spec = DeviceSpec::parse(&format!("disksim:{}", path.display()))
+            .unwrap_or_else(|error| panic!("{file}: {error}"));
+        let device = spec.build().unwrap_or_else(|error| panic!("{file}: {error}"));
+        let mapped = disksim::load(&path).unwrap();
+        assert_eq!(device.capacity_sectors().to_string(), value(&mapped, "block_count"), "{file}");
     }
-    // A broken file is refused naming it, whatever keys exist.
+    let path = dir.join("cheetah9LP.parv");
+    let text = format!("disksim:{}:depth=4", path.display());
+    let spec = DeviceSpec::parse(&text).unwrap();
+    assert_eq!(spec.to_string(), text);
+    let resolved = spec.resolved();
+    let get = |key: &str| resolved.iter().find(|(name, _)| *name == key).unwrap().1.clone();
+    assert_eq!(get("depth"), "4");
+    assert_eq!(get("rpm"), "10045");
+    assert_eq!(DeviceSpec::parse(&spec.to_string()).unwrap(), spec);
+    let error = DeviceSpec::parse(&format!("disksim:{}:no_such_key=1", path.display()))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("no_such_key"), "{error}");
+    // A broken file is refused naming it.
     let error = DeviceSpec::parse(&format!("disksim:{}", dir.join("nope.parv").display()))
         .unwrap_err()
         .to_string();

@@ -2501,7 +2501,7 @@ impl DeviceModel for Hdd {
             elevator_core::format_size(self.cache.segment_sectors * SECTOR_SIZE_BYTES),
             match (self.write_cache, self.write_back) {
                 (false, _) => "off",
-                (true, WriteBack::Idle) => "on (destaged when idle)",
+                (true, WriteBack::Idle) => "on",
                 (true, WriteBack::Immediate) => "on (written at once)",
                 (true, WriteBack::Limited) => "on (written at once, limited)",
             },
