@@ -696,8 +696,10 @@ pub const PRESETS: &[Preset] = &[
                Hitachi's formula (65.1/31.1 MB/s). Seek 0.8/8.5/16 ms, write +0.5 ms, 8 MB \
                buffer as 16 x 512 KiB, SATA 300 MB/s, write cache on as shipped. Depth 1: the \
                2.6 elevators were built for disks that take one command at a time; set \
-               depth=31 for NCQ. Overheads 30 us are a guess",
-        values: &[("track_skew", "1.4ms"), ("cylinder_skew", "1.8ms")],
+               depth=31 for NCQ. Overheads 30 us are a guess. Write-back destaged when the \
+               head is idle (write_back=idle: drives of the 2000s reorder and coalesce cached \
+               writes; the 1990s SCSI drives DiskSim validated wrote each at once) [U]",
+        values: &[("track_skew", "1.4ms"), ("cylinder_skew", "1.8ms"), ("write_back", "idle")],
     },
     Preset {
         name: "sas-10k-2008",
@@ -788,11 +790,13 @@ pub const PRESETS: &[Preset] = &[
     disksim_presets::HP_C2247A,
     Preset {
         name: "ide-7200-2004",
-        help: "a 2004 7200-rpm PATA desktop disk (Barracuda 7200.7 / Deskstar 7K250 class, \
-               values typical of the class, not one datasheet [U]): 160 GB, 4 heads, 16 zones \
-               of 1152 -> 634 sectors per track giving about 60 -> 33 MB/s sustained with \
-               1.4/1.8 ms skews, seek 0.8/8.5/17 ms, write +0.5 ms, 8 MB buffer as 16 x 512 \
-               KiB, ATA/100 (100 MB/s), 40 us overheads, write cache on, no command queuing",
+        help: "a 2004 7200-rpm PATA desktop disk (Barracuda 7200.7 / Deskstar 7K250 class, values \
+               typical of the class, not one datasheet [U]): 160 GB, 4 heads, 16 zones of 1152 -> \
+               634 sectors per track giving about 60 -> 33 MB/s sustained with 1.4/1.8 ms skews, \
+               seek 0.8/8.5/17 ms, write +0.5 ms, 8 MB buffer as 16 x 512 KiB, ATA/100 (100 \
+               MB/s), 40 us overheads, write cache on, no command queuing. Write-back destaged \
+               when the head is idle (write_back=idle: drives of the 2000s reorder and coalesce \
+               cached writes; the 1990s SCSI drives DiskSim validated wrote each at once) [U]",
         values: &[
             ("cylinders", "87508"),
             ("surfaces", "4"),
@@ -805,6 +809,7 @@ pub const PRESETS: &[Preset] = &[
             ("overhead_read", "0.04ms"),
             ("overhead_write", "0.04ms"),
             ("bus_rate", "100"),
+            ("write_back", "idle"),
         ],
     },
     // The hdparm desktop's four drives (the `jbod` preset: hda..hdd). All 160 GB, 7200 rpm,
@@ -817,12 +822,15 @@ pub const PRESETS: &[Preset] = &[
     // UDMA/100 chipset port (a 2004 desktop's ICH5/ICH6 has no UDMA/133 [U]).
     Preset {
         name: "maxtor-6y160p0",
-        help: "hda: Maxtor DiamondMax Plus 9 6Y160P0 (160 GB PATA, 7200 rpm, 8 MB buffer: the \
-               8 MB version, Tom's Hardware review). Average seek 9.3 ms (the figure the \
+        help: "hda: Maxtor DiamondMax Plus 9 6Y160P0 (160 GB PATA, 7200 rpm, 8 MB buffer: the 8 \
+               MB version, Tom's Hardware review). Average seek 9.3 ms (the figure the \
                competition quoted beside Hitachi's 8.5 and WD's 8.9 in Tom's Hardware's 2004 \
                roundup [S]); single/full 0.8/17.8 ms [U]; peak media rate 741 Mbit/s [U] -> \
                sustained about 60 -> 29 MB/s (1154 -> 559 sectors per track) [D]; ATA/133 \
-               interface run at UDMA/100; overheads 40 us [U]; write cache on, no queuing",
+               interface run at UDMA/100; overheads 40 us [U]; write cache on, no queuing. \
+               Write-back destaged when the head is idle (write_back=idle: drives of the 2000s \
+               reorder and coalesce cached writes; the 1990s SCSI drives DiskSim validated wrote \
+               each at once) [U]",
         values: &[
             ("cylinders", "91238"),
             ("surfaces", "4"),
@@ -839,16 +847,19 @@ pub const PRESETS: &[Preset] = &[
             ("bus_rate", "100"),
             ("segments", "16"),
             ("segment_size", "512k"),
+            ("write_back", "idle"),
         ],
     },
     Preset {
         name: "seagate-st3160021a",
-        help: "hdb: Seagate Barracuda 7200.7 ST3160021A (160 GB PATA, 7200 rpm, 4 heads; \
-               average seek 8.5 ms, peak media rate 683 Mbit/s, 2 or 8 MB buffer by model, \
-               Red Hill's drive history [S]; this model's 2 MB [U], as 4 x 512 KiB). Sustained \
-               about 55 -> 27 MB/s (1064 -> 515 sectors per track) from the bit-rate ratio \
-               [D]; single/full 0.8/17 ms [U]; ATA/100; overheads 40 us [U]; write cache on, \
-               no queuing",
+        help: "hdb: Seagate Barracuda 7200.7 ST3160021A (160 GB PATA, 7200 rpm, 4 heads; average \
+               seek 8.5 ms, peak media rate 683 Mbit/s, 2 or 8 MB buffer by model, Red Hill's \
+               drive history [S]; this model's 2 MB [U], as 4 x 512 KiB). Sustained about 55 -> \
+               27 MB/s (1064 -> 515 sectors per track) from the bit-rate ratio [D]; single/full \
+               0.8/17 ms [U]; ATA/100; overheads 40 us [U]; write cache on, no queuing. \
+               Write-back destaged when the head is idle (write_back=idle: drives of the 2000s \
+               reorder and coalesce cached writes; the 1990s SCSI drives DiskSim validated wrote \
+               each at once) [U]",
         values: &[
             ("cylinders", "98981"),
             ("surfaces", "4"),
@@ -865,18 +876,21 @@ pub const PRESETS: &[Preset] = &[
             ("bus_rate", "100"),
             ("segments", "4"),
             ("segment_size", "512k"),
+            ("write_back", "idle"),
         ],
     },
     Preset {
         name: "wd-wd1600jb",
         help: "hdc: Western Digital Caviar SE WD1600JB (160 GB PATA, 7200 rpm, 8 MB buffer; \
-               average read seek 8.9 ms, Tom's Hardware on the WD1200JB of the same series \
-               [S]). WD's ATA spec sheets of the Caviar line (WD400BB) give write seek 10.9 ms \
-               (+2.0 ms settle), track-to-track 2.0 ms, full stroke 21 ms and 0.3 ms average \
-               controller overhead [S for the series, U for this model]; peak media rate 748 \
-               Mbit/s [U] -> sustained about 61 -> 29 MB/s (1172 -> 566 sectors per track, \
-               with a 2.0 ms cylinder skew: the track-to-track seek must fit in it) [D]; \
-               ATA/100; write cache on, no queuing",
+               average read seek 8.9 ms, Tom's Hardware on the WD1200JB of the same series [S]). \
+               WD's ATA spec sheets of the Caviar line (WD400BB) give write seek 10.9 ms (+2.0 ms \
+               settle), track-to-track 2.0 ms, full stroke 21 ms and 0.3 ms average controller \
+               overhead [S for the series, U for this model]; peak media rate 748 Mbit/s [U] -> \
+               sustained about 61 -> 29 MB/s (1172 -> 566 sectors per track, with a 2.0 ms \
+               cylinder skew: the track-to-track seek must fit in it) [D]; ATA/100; write cache \
+               on, no queuing. Write-back destaged when the head is idle (write_back=idle: drives \
+               of the 2000s reorder and coalesce cached writes; the 1990s SCSI drives DiskSim \
+               validated wrote each at once) [U]",
         values: &[
             ("cylinders", "89925"),
             ("surfaces", "4"),
@@ -894,17 +908,20 @@ pub const PRESETS: &[Preset] = &[
             ("bus_rate", "100"),
             ("segments", "16"),
             ("segment_size", "512k"),
+            ("write_back", "idle"),
         ],
     },
     Preset {
         name: "hitachi-hds722516vlat80",
-        help: "hdd: Hitachi Deskstar 7K250 HDS722516VLAT80 (160 GB PATA, 7200 rpm, 8 MB \
-               buffer, 80 GB platters; average read seek 8.5 ms, sustained 61.4 -> 29.7 MB/s, \
-               peak media rate 757 Mbit/s: The Tech Report's and Tom's Hardware's copies of \
-               the spec sheet [S]) -> 1179 -> 570 sectors per track; single/full 0.8/17 ms \
-               [U] (its ancestor the Deskstar 60GXP's 14.7 ms full stroke, devices.md 1.6, \
-               cannot go with an 8.5 ms average on this seek curve); ATA/133 run at UDMA/100; \
-               overheads 40 us [U]; write cache on, no queuing",
+        help: "hdd: Hitachi Deskstar 7K250 HDS722516VLAT80 (160 GB PATA, 7200 rpm, 8 MB buffer, \
+               80 GB platters; average read seek 8.5 ms, sustained 61.4 -> 29.7 MB/s, peak media \
+               rate 757 Mbit/s: The Tech Report's and Tom's Hardware's copies of the spec sheet \
+               [S]) -> 1179 -> 570 sectors per track; single/full 0.8/17 ms [U] (its ancestor the \
+               Deskstar 60GXP's 14.7 ms full stroke, devices.md 1.6, cannot go with an 8.5 ms \
+               average on this seek curve); ATA/133 run at UDMA/100; overheads 40 us [U]; write \
+               cache on, no queuing. Write-back destaged when the head is idle (write_back=idle: \
+               drives of the 2000s reorder and coalesce cached writes; the 1990s SCSI drives \
+               DiskSim validated wrote each at once) [U]",
         values: &[
             ("cylinders", "89360"),
             ("surfaces", "4"),
@@ -921,6 +938,7 @@ pub const PRESETS: &[Preset] = &[
             ("bus_rate", "100"),
             ("segments", "16"),
             ("segment_size", "512k"),
+            ("write_back", "idle"),
         ],
     },
 ];
