@@ -121,19 +121,7 @@ pub enum Seek {
 }
 
 /// DiskSim's sparing schemes 0..10 by their `sparing` names.
-pub const SPARING: [&str; 11] = [
-    "none",
-    "tracks",
-    "per-cylinder",
-    "per-track",
-    "per-cylinder-slip-to-end",
-    "per-cylinder-front",
-    "per-cylinder-front-slip-to-end",
-    "at-end",
-    "per-range",
-    "per-zone",
-    "per-zone-slip-to-end",
-];
+pub use crate::device::hdd::SPARING_NAMES as SPARING;
 
 /// The eight per-command overheads and their keys.
 pub const OVERHEADS: [(&str, &str); 8] = [
@@ -354,7 +342,7 @@ impl Drive {
         );
         let mapping = ["conventional", "serpentine", "serpentine-global"];
         set("mapping", name_of(&mapping, self.mapping_scheme));
-        set("sparing", name_of(&SPARING, self.sparing_scheme));
+        set("sparing", name_of(SPARING, self.sparing_scheme));
         set("sparing_range", self.sparing_range.to_string());
         set(
             "zone_skews",

@@ -2640,8 +2640,9 @@ fn bus_ns(sector_count: u64, bytes_per_s: u64, bulk_sector_ns: u64) -> u64 {
     at_rate.max(sector_count * bulk_sector_ns)
 }
 
-/// DiskSim's sparing schemes 0..=10 by name, in DiskSim's order.
-const SPARING_NAMES: &[&str] = &[
+/// DiskSim's sparing schemes 0..=10 by name, in DiskSim's order (the `sparing` key's
+/// choices; the DiskSim reader maps "Sparing scheme used" N to the Nth).
+pub const SPARING_NAMES: &[&str] = &[
     "none",
     "tracks",
     "per-cylinder",
