@@ -203,42 +203,31 @@ pub fn parse_str(text: &str, file: &str, dir: &Path, env: &FioEnv) -> Result<Fio
 /// job option: the caller takes out job files and fio's own flags (`--output`, …) first.
 pub fn parse_command_line<S: AsRef<str>>(args: &[S], env: &FioEnv) -> Result<FioJobFile, FioError> {
     let mut parser = Parser::new(env);
-    parser.current = Some(Section {
-        name: "global".into(),
-        at: Location { file: COMMAND_LINE.into(), line: 0 },
-        lines: Vec::new(),
-    });
-    for (index, arg) in args.iter().enumerate() {
-        let at = Location { file: COMMAND_LINE.into(), line: index + 1 };
-        let arg = arg.as_ref();
-        let Some(option) = arg.strip_prefix("--") else {
-            return Err(FioError {
-                at,
-                option: None,
-                message: format!("`{arg}` is not a job option (`--name=value`)"),
-            });
-        };
-        let (name, value) = match option.split_once('=') {
-            Some((name, value)) => (name, Some(value.to_string())),
-            None => (option, None),
-        };
-        let name = complete_prefix(name).map_err(|message| FioError {
-            at: at.clone(),
-            option: Some(name.to_string()),
-            message,
-        })?;
-        if name == "name" {
-            let section = value.clone().unwrap_or_default();
-            parser.close_section()?;
-            parser.current =
-                Some(Section { name: section.clone(), at: at.clone(), lines: Vec::new() });
-            // Command-line jobs list `name` among their options (§4.2, *observed*).
-            if !is_global(&section) {
-                parser.push_line(Line { at, name: name.into(), value })?;
-            }
-            continue;
+    parser.read_command_line(args)?;
+    parser.finish()
+}
+
+/// Reads a whole `fio` command line's jobs as fio does (§1.9): the command-line jobs first,
+/// then the job files in order. Options given on the command line before its first `--name`
+/// are global to the command-line jobs and to the first job file (PerfKitBenchmarker passes
+/// `--filename=DEV jobfile`); each further file starts from no globals. With `sections`, only
+/// the job sections named run, and the others are dropped unread (fio does not validate
+/// them); global sections are always read.
+pub fn parse_invocation<S: AsRef<str>>(
+    command_line: &[S],
+    files: &[&Path],
+    sections: &[String],
+    env: &FioEnv,
+) -> Result<FioJobFile, FioError> {
+    let mut parser = Parser::new(env);
+    parser.sections = sections.to_vec();
+    parser.read_command_line(command_line)?;
+    for (index, path) in files.iter().enumerate() {
+        parser.close_section()?;
+        if index > 0 {
+            parser.globals.clear();
         }
-        parser.push_line(Line { at, name: name.into(), value })?;
+        parser.read_file(path, None, &mut Vec::new())?;
     }
     parser.finish()
 }
@@ -306,6 +295,8 @@ const FIRST: &[&str] = &["kb_base", "unit_base", "lockfile", "cpus_allowed_polic
 
 struct Parser<'env> {
     env: &'env FioEnv,
+    /// `--section`: the job sections to keep (all when empty).
+    sections: Vec<String>,
     /// The defaults: every global option so far, in order.
     globals: Vec<FioOption>,
     current: Option<Section>,
@@ -314,7 +305,49 @@ struct Parser<'env> {
 
 impl<'env> Parser<'env> {
     fn new(env: &'env FioEnv) -> Self {
-        Parser { env, globals: Vec::new(), current: None, jobs: Vec::new() }
+        Parser { env, sections: Vec::new(), globals: Vec::new(), current: None, jobs: Vec::new() }
+    }
+
+    /// Reads command-line job options (see [`parse_command_line`]).
+    fn read_command_line<S: AsRef<str>>(&mut self, args: &[S]) -> Result<(), FioError> {
+        self.current = Some(Section {
+            name: "global".into(),
+            at: Location { file: COMMAND_LINE.into(), line: 0 },
+            lines: Vec::new(),
+        });
+        for (index, arg) in args.iter().enumerate() {
+            let at = Location { file: COMMAND_LINE.into(), line: index + 1 };
+            let arg = arg.as_ref();
+            let Some(option) = arg.strip_prefix("--") else {
+                return Err(FioError {
+                    at,
+                    option: None,
+                    message: format!("`{arg}` is not a job option (`--name=value`)"),
+                });
+            };
+            let (name, value) = match option.split_once('=') {
+                Some((name, value)) => (name, Some(value.to_string())),
+                None => (option, None),
+            };
+            let name = complete_prefix(name).map_err(|message| FioError {
+                at: at.clone(),
+                option: Some(name.to_string()),
+                message,
+            })?;
+            if name == "name" {
+                let section = value.clone().unwrap_or_default();
+                self.close_section()?;
+                self.current =
+                    Some(Section { name: section.clone(), at: at.clone(), lines: Vec::new() });
+                // Command-line jobs list `name` among their options (§4.2, *observed*).
+                if !is_global(&section) {
+                    self.push_line(Line { at, name: name.into(), value })?;
+                }
+                continue;
+            }
+            self.push_line(Line { at, name: name.into(), value })?;
+        }
+        Ok(())
     }
 
     fn finish(mut self) -> Result<FioJobFile, FioError> {
@@ -467,6 +500,10 @@ impl<'env> Parser<'env> {
             return Ok(());
         };
         let global = is_global(&section.name);
+        if !global && !self.sections.is_empty() && !self.sections.contains(&section.name) {
+            // `--section` leaves it out, unread (§1.8: skipped sections are not validated).
+            return Ok(());
+        }
         section.lines.sort_by_key(|line| !FIRST.contains(&line.name.as_str()));
         let mut options: Vec<FioOption> = Vec::with_capacity(section.lines.len());
         for line in section.lines {

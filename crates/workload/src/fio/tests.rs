@@ -349,3 +349,32 @@ fn catalog_names_are_unique() {
         assert!(!catalog::NON_BLOCK_ENGINES.contains(engine), "{engine}");
     }
 }
+
+// Proves a whole `fio` command line reads as fio reads it (§1.9): command-line jobs first,
+// command-line globals reaching the first job file's jobs but not the second file's, and
+// `--section` keeping only the named job sections while leaving the others unread (an
+// unknown option in a skipped section is no error, §1.8).
+#[test]
+fn invocation_orders_jobs_and_scopes_command_line_globals() {
+    let dir = std::env::temp_dir().join(format!("elevator-fio-invocation-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let first = dir.join("first.fio");
+    let second = dir.join("second.fio");
+    std::fs::write(&first, "[a]\nrw=read\n[b]\nrw=write\nbogus_option=1\n").unwrap();
+    std::fs::write(&second, "[c]\nrw=randread\n").unwrap();
+    let args = ["--bs=8k", "--name=cmd", "--rw=randwrite"];
+    let parsed =
+        parse_invocation(&args, &[first.as_path(), second.as_path()], &[], &env()).map(|_| ());
+    // Without --section the bad option in [b] is an error naming it.
+    assert_eq!(parsed.unwrap_err().option.as_deref(), Some("bogus_option"));
+    let sections = ["cmd".to_owned(), "a".to_owned(), "c".to_owned()];
+    let file =
+        parse_invocation(&args, &[first.as_path(), second.as_path()], &sections, &env()).unwrap();
+    let names: Vec<&str> = file.jobs.iter().map(FioJob::name).collect();
+    assert_eq!(names, ["cmd", "a", "c"]);
+    let bs = |job: &FioJob| job.get("bs").cloned();
+    assert!(bs(&file.jobs[0]).is_some(), "command-line global reaches command-line jobs");
+    assert!(bs(&file.jobs[1]).is_some(), "and the first file's jobs");
+    assert!(bs(&file.jobs[2]).is_none(), "but not the second file's");
+    std::fs::remove_dir_all(&dir).ok();
+}
