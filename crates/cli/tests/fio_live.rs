@@ -34,8 +34,11 @@ fn job_file(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
-/// Per run of a report: its scheduler, and per phase its name, bytes and issuers' names.
-fn phases(report: &Value) -> Vec<(String, Vec<(String, u64, Vec<String>)>)> {
+/// A phase of a report: its name, bytes and issuers' names.
+type Phase = (String, u64, Vec<String>);
+
+/// Per run of a report: its scheduler and its phases.
+fn phases(report: &Value) -> Vec<(String, Vec<Phase>)> {
     let runs = report["runs"].as_array().expect("runs");
     runs.iter()
         .map(|run| {
