@@ -6,7 +6,9 @@
 //! groups, stonewall, numjobs, each job its own pattern); what differs is where their I/O
 //! goes. A live run has one target, opened under the usual write-safety rules (DESIGN.md §7):
 //! the path every job's `filename` names, or the target named on the command line when the
-//! file names none. Options the simulator honours but a live mode cannot are refused here,
+//! file names none. A regular file named there that does not exist yet is created at the
+//! largest `size` the jobs give (`--size` wins), as fio lays a job's file out at its size
+//! before the job starts. Options the simulator honours but a live mode cannot are refused here,
 //! naming file, line and option, before anything is opened.
 //!
 //! # Deviations from fio
@@ -16,6 +18,8 @@
 //!   `NAME.CLONE.0` files in its working directory, one per clone.
 //! * `directory`, several names in `filename` (`a:b`), and jobs naming different files are
 //!   refused: a live run has one target, and lays out no files on a filesystem.
+//! * A file the run creates is allocated (elevator's scratch-file rules, DESIGN.md §7); fio
+//!   writes it through before the job starts.
 //! * `elevator run` does direct I/O only (its engine has no page cache), so fio's default
 //!   `direct=0` is refused there: a job file for `elevator run` says `direct=1` (or
 //!   `buffered=0`). `elevator kernel compare` runs buffered jobs through the kernel's page cache.
@@ -54,6 +58,9 @@ pub(crate) struct LiveJobFile {
     /// The one path the file's jobs name with `filename`, and where; `None` when no job
     /// names one.
     pub(crate) filename: Option<(PathBuf, Location)>,
+    /// The largest `size` a job gives in bytes: a target file that does not exist yet is
+    /// created at this size, as fio lays a job's file out at its `size` (§2.1).
+    pub(crate) size_bytes: Option<u64>,
 }
 
 /// The job file `-w fio:FILE` or a positional `JOBFILE` names, if the workload is one.
@@ -72,7 +79,15 @@ pub(crate) fn load(path: &str, mode: LiveMode) -> Result<LiveJobFile> {
         anyhow::anyhow!("fio {}: {}", error.at, error.message) // parse_fio_file read it already
     })?;
     let filename = check(&file, mode)?;
-    Ok(LiveJobFile { spec, filename })
+    let size_bytes = file
+        .jobs
+        .iter()
+        .filter_map(|job| match last(job, "size") {
+            Some((FioValue::Int(bytes), _)) => Some(*bytes),
+            _ => None,
+        })
+        .max();
+    Ok(LiveJobFile { spec, filename, size_bytes })
 }
 
 /// The last occurrence of `name` in a job (fio's last-wins, §1.7), with where it was written.

@@ -58,7 +58,13 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
     let options = TargetOptions {
         write: workload.may_write(),
         force: args.io.force,
-        create_bytes: if missing { Some(size.unwrap_or(DEFAULT_SCRATCH_BYTES)) } else { size },
+        create_bytes: if missing {
+            // A job file's `size` lays its file out at that size, as fio does.
+            let from_file = job_file.as_ref().and_then(|file| file.size_bytes);
+            Some(size.or(from_file).unwrap_or(DEFAULT_SCRATCH_BYTES))
+        } else {
+            size
+        },
         stop: Some(Arc::clone(&stop)),
     };
     let target = match Target::open(&path, &options) {

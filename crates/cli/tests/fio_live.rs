@@ -245,3 +245,30 @@ fn what_a_live_mode_cannot_honour_is_refused_with_its_line() {
         assert!(!Path::new("/dev/elevator-other").exists(), "nothing was created");
     }
 }
+
+// Proves a job file's `filename` naming a file that does not exist yet is the target: created
+// (under the scratch rules) at the job's `size`, as fio lays a job's file out at its size, and
+// read by the job; nothing else is needed on the command line.
+#[test]
+fn a_new_file_named_by_filename_is_created_at_the_jobs_size() {
+    // Not /tmp: often tmpfs, where O_DIRECT may be refused (the scratch file's own rule).
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let data = dir.path().join("data.bin");
+    let text = format!(
+        "[a]\ndirect=1\nrw=randread\nbs=4k\nsize=3m\nruntime=100ms\ntime_based\nfilename={}\n",
+        data.display()
+    );
+    let file = job_file(dir.path(), "new_file", &text);
+    let runs = phases(&report(&elevator(&[
+        "run",
+        file.to_str().unwrap(),
+        "-s",
+        "none",
+        "--format",
+        "json",
+    ])));
+    assert_eq!(std::fs::metadata(&data).unwrap().len(), 3 << 20);
+    let (name, bytes, _) = &runs[0].1[0];
+    assert_eq!(name, "a");
+    assert!(*bytes > 0);
+}
