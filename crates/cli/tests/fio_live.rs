@@ -272,3 +272,48 @@ fn a_new_file_named_by_filename_is_created_at_the_jobs_size() {
     assert_eq!(name, "a");
     assert!(*bytes > 0);
 }
+
+// Proves `elevator kernel compare` refuses, exit 2 with file and line, a job file whose
+// `filename` names another device than the one compared, and a `directory`, before changing
+// anything: the device's queue is as it was.
+#[test]
+fn kernel_compare_refuses_a_job_file_naming_another_target() {
+    let test = "kernel_compare_refuses_a_job_file_naming_another_target";
+    let Some(disk) = RamLoop::attach(test, 8 << 20) else { return };
+    let before = disk.now();
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let state_arg = format!("--state-dir={}", state.path().display());
+    let not_the_device =
+        format!("is not the target given on the command line ({})", disk.path().display());
+    for (name, text, at, says) in [
+        (
+            "other",
+            "[a]\nrw=read\nfilename=/dev/elevator-no-such-device\n",
+            "other.fio:3",
+            not_the_device.as_str(),
+        ),
+        (
+            "dir",
+            "[a]\nrw=read\ndirectory=/var/tmp\n",
+            "dir.fio:3",
+            "is not honoured by elevator kernel compare",
+        ),
+    ] {
+        let file = job_file(dir.path(), name, text);
+        let output = elevator(&[
+            "kernel",
+            &state_arg,
+            "compare",
+            &disk.name(),
+            "-w",
+            &format!("fio:{}", file.display()),
+            "-s",
+            "none,mq-deadline",
+        ]);
+        let error = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{name}: {error}");
+        assert!(error.contains(at) && error.contains(says), "{name}: {error}");
+        assert_eq!(disk.now(), before, "{name}: the queue untouched");
+    }
+}
