@@ -239,11 +239,20 @@ pub(crate) struct KernelCompareArgs {
     /// The device (`loop0`, `/dev/sdb`).
     pub(crate) device: String,
 
+    /// An fio job file (the same as `-w fio:FILE`): its jobs run as fio runs them, on the
+    /// device; a `filename` in it must name the device.
+    #[arg(
+        value_name = "JOBFILE",
+        conflicts_with = "workload",
+        required_unless_present = "workload"
+    )]
+    pub(crate) job_file: Option<String>,
+
     /// The workload: block-level jobs run direct (`job:rw=randread,bs=4k,iodepth=32`);
     /// buffered ones (`job:direct=0`, iozone, dd, hdparm, seqread) go through the page cache,
     /// their files laid out one after another on the device.
     #[arg(short, long)]
-    pub(crate) workload: String,
+    pub(crate) workload: Option<String>,
 
     /// Kernel schedulers with optional tunables, comma separated or repeated
     /// (`-s mq-deadline:fifo_batch=8,bfq` or `-s mq-deadline:fifo_batch=8 -s bfq`; default:
@@ -307,6 +316,12 @@ pub(crate) struct CompareArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
+    /// An fio job file to run live (the same as `-w fio:FILE`): its jobs run as fio runs them,
+    /// on the target its `filename` names or `--target`; an option the live engine cannot
+    /// honour (fio's default buffered I/O among them: say `direct=1`) is refused.
+    #[arg(value_name = "JOBFILE", conflicts_with = "workload")]
+    pub(crate) job_file: Option<String>,
+
     /// The target: a regular file or a block device (default: a scratch file
     /// /var/tmp/elevator.scratch, created at --size when missing; 1 GiB without --size).
     #[arg(short, long, value_name = "PATH")]

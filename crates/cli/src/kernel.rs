@@ -31,6 +31,7 @@ use crate::args::{
     KernelArgs, KernelCommand, KernelCompareArgs, KernelPersistArgs, KernelRestoreArgs,
     KernelShowArgs, ListFormat,
 };
+use crate::fio_live::{self, LiveMode};
 use crate::term::{LiveProgress, StopSignals, note};
 use crate::{CheckFailed, EXIT_INTERRUPTED, Interrupted, plan};
 
@@ -375,7 +376,14 @@ static SIGNALS: AtomicU32 = AtomicU32::new(0);
 
 fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) -> Result<()> {
     let device = sysfs.device(&args.device)?;
-    let workload = WorkloadSpec::parse(&args.workload)?;
+    let written = args.workload.as_deref().unwrap_or_default();
+    let job_file = fio_live::job_file_of(args.job_file.as_deref(), written)
+        .map(|path| fio_live::load(path, LiveMode::Kernel))
+        .transpose()?;
+    let workload = match &job_file {
+        Some(file) => file.spec.clone(),
+        None => WorkloadSpec::parse(written)?,
+    };
     let schedulers: Vec<KernelScheduler> = split_spec_list("scheduler", &args.schedulers)?
         .iter()
         .map(|text| KernelScheduler::parse(&device.name, text))
@@ -386,6 +394,10 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         Some(partition) => PathBuf::from("/dev").join(partition),
         None => device.dev_path(),
     };
+    if let Some(file) = &job_file {
+        // The device is the target: a `filename` in the file must name it.
+        file.target_path(Some(&path))?;
+    }
     let target = Target::open(
         &path,
         &TargetOptions {
@@ -395,6 +407,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
             stop: None,
         },
     )?;
+    let workload = fio_live::on_target(&workload, &target);
     let guard = RestoreGuard::new(sysfs, &device)?;
     let stop = Arc::new(AtomicBool::new(false));
     let handler_stop = Arc::clone(&stop);

@@ -8,6 +8,7 @@
 
 mod args;
 mod compare;
+mod fio_live;
 mod kernel;
 mod list;
 mod manual;

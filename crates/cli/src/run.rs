@@ -16,11 +16,19 @@ use elevator_sched::{SchedulerKind, SchedulerSpec};
 use elevator_workload::WorkloadSpec;
 
 use crate::args::RunArgs;
+use crate::fio_live::{self, LiveMode};
 use crate::term::{LiveProgress, StopSignals, note};
 use crate::{CheckFailed, Interrupted, plan};
 
 pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> {
-    let workload = WorkloadSpec::parse(&args.workload)?;
+    // A job file (positional or `-w fio:FILE`) may name the target itself (`filename`).
+    let job_file = fio_live::job_file_of(args.job_file.as_deref(), &args.workload)
+        .map(|path| fio_live::load(path, LiveMode::Run))
+        .transpose()?;
+    let workload = match &job_file {
+        Some(file) => file.spec.clone(),
+        None => WorkloadSpec::parse(&args.workload)?,
+    };
     let schedulers = plan::schedulers(&args.schedulers, SchedulerKind::ALL)?;
     let faults = args
         .inject
@@ -37,7 +45,11 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             })
         })
         .transpose()?;
-    let path = args.target.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SCRATCH_PATH));
+    let given = match &job_file {
+        Some(file) => file.target_path(args.target.as_deref())?,
+        None => args.target.clone(),
+    };
+    let path = given.unwrap_or_else(|| PathBuf::from(DEFAULT_SCRATCH_PATH));
     let missing = !path.exists();
     // Installed before the target opens: creating a large scratch file takes a while, and a
     // signal then stops it and removes what was written.
@@ -46,7 +58,13 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
     let options = TargetOptions {
         write: workload.may_write(),
         force: args.io.force,
-        create_bytes: if missing { Some(size.unwrap_or(DEFAULT_SCRATCH_BYTES)) } else { size },
+        create_bytes: if missing {
+            // A job file's `size` lays its file out at that size, as fio does.
+            let from_file = job_file.as_ref().and_then(|file| file.size_bytes);
+            Some(size.or(from_file).unwrap_or(DEFAULT_SCRATCH_BYTES))
+        } else {
+            size
+        },
         stop: Some(Arc::clone(&stop)),
     };
     let target = match Target::open(&path, &options) {
@@ -56,6 +74,7 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
         }
         opened => opened?,
     };
+    let workload = fio_live::on_target(&workload, &target);
     if args.verify && !workload.may_write() && !target.is_scratch() {
         // A scratch file's content is known (elevator wrote it); a device or file it did not
         // create holds what it holds, and a run that never writes has nothing to check.

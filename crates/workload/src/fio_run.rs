@@ -347,6 +347,23 @@ impl FioRun {
     }
 }
 
+impl WorkloadSpec {
+    /// For one live target (`elevator run`, `elevator kernel compare`; issue 17): every job of
+    /// a `fio:FILE` workload does its I/O on the device named `device`, as if its `filename`
+    /// named it (the caller checked that the file's own `filename`s, if any, are that target);
+    /// `None` for a workload that is no job file. Added for the live slice; the mapping is
+    /// unchanged.
+    pub fn fio_on_one_device(&self, device: &str) -> Option<WorkloadSpec> {
+        let mut run = (**self.fio.as_ref()?).clone();
+        for job in &mut run.jobs {
+            let at = job.filenames.as_ref().map_or_else(|| job.at.clone(), |(_, at)| at.clone());
+            job.filenames = Some((vec![device.to_owned()], at));
+            job.directory = None;
+        }
+        Some(WorkloadSpec { fio: Some(Box::new(run)), ..self.clone() })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
