@@ -170,9 +170,8 @@ pub(crate) fn reported<'a>(
             }
         }
         for direction in 0..3 {
-            if longest_ms[direction] > 0 {
-                totals.agg_bytes_per_s[direction] = bytes[direction] * 1000 / longest_ms[direction];
-            }
+            totals.agg_bytes_per_s[direction] =
+                (bytes[direction] * 1000).checked_div(longest_ms[direction]).unwrap_or(0);
         }
         groups.push(totals);
     }

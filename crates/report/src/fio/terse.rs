@@ -38,11 +38,11 @@ fn direction(job: &Reported<'_>, index: usize, totals: &GroupTotals, line: &mut 
     latency_us(&stats.clat, line);
     // clat_percentiles is on: the list's values in µs, `0%=0` past its end.
     let values = stats.clat_hist.percentiles(&job.percentiles, stats.clat.samples);
-    for slot in 0..PERCENTILE_FIELDS {
-        match job.percentiles.get(slot) {
-            Some(p) => line.push_str(&format!(";{p:.6}%={}", values[slot] / 1000)),
-            None => line.push_str(";0%=0"),
-        }
+    for (p, value) in job.percentiles.iter().zip(&values) {
+        line.push_str(&format!(";{p:.6}%={}", value / 1000));
+    }
+    for _ in job.percentiles.len()..PERCENTILE_FIELDS {
+        line.push_str(";0%=0");
     }
     latency_us(&stats.lat, line);
     let bw_stat = &stats.bw;
