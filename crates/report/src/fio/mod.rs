@@ -223,6 +223,111 @@ pub(crate) fn ctime(seconds: u64) -> String {
 mod tests {
     use super::*;
 
+    use crate::PhaseRecorder;
+    use crate::model::{DeviceStats, Mode, QueueStats, SchedulerStats};
+    use elevator_core::Instant;
+
+    /// A run of one phase whose issuers `names` each read `ios` 4 KiB blocks, one at a time,
+    /// each taking `latency_us[issuer]` µs.
+    fn run(names: &[&str], ios: u64, latency_us: &[u64]) -> Run {
+        let issuers = names.iter().map(|name| (*name).to_owned()).collect();
+        let mut recorder = PhaseRecorder::new("g", Instant::ZERO, issuers);
+        for (issuer, &latency) in latency_us.iter().enumerate() {
+            for io in 0..ios {
+                let submitted = Instant::from_nanos(io * latency * 1000);
+                recorder.record_submit(issuer, io, FioDirection::Read, submitted);
+                let completed = Instant::from_nanos((io + 1) * latency * 1000);
+                recorder.record_io(issuer, io, 4096, submitted, completed);
+            }
+        }
+        Run {
+            mode: Mode::Sim,
+            experiment: None,
+            device: "ssd".into(),
+            workload: "fio".into(),
+            scheduler: "noop".into(),
+            config: Default::default(),
+            phases: vec![recorder.finish()],
+            scheduler_stats: SchedulerStats::default(),
+            queue_stats: QueueStats::default(),
+            device_stats: DeviceStats::default(),
+            host_stats: Default::default(),
+            partial: false,
+            partial_reason: None,
+        }
+    }
+
+    fn job(name: &str, clones: u32, group_reporting: bool) -> FioJobSetup {
+        FioJobSetup { name: name.into(), clones, group_reporting, iodepth: 1, ..Default::default() }
+    }
+
+    // Proves `percentile_list` is honoured exactly (PKB indexes its keys literally, §5.2):
+    // given 99:25:50 the keys are fio's sorted `%f` forms and nothing else, each a bucket
+    // midpoint; terse carries the same three then 17 `0%=0`.
+    #[test]
+    fn percentile_list_is_honoured() {
+        let run = run(&["j/0"], 1000, &[100]);
+        let mut setup = FioSetup { jobs: vec![job("j", 1, false)], ..FioSetup::default() };
+        setup.jobs[0].percentile_list = Some(vec![99.0, 25.0, 50.0]);
+        let mut out = Vec::new();
+        render_json(&run, 1, &setup, false, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let at = text.find("\"percentile\" : {").unwrap();
+        let block = &text[at..at + text[at..].find('}').unwrap()];
+        let keys: Vec<&str> =
+            block.lines().skip(1).filter_map(|line| line.trim().split('"').nth(1)).collect();
+        assert_eq!(keys, ["25.000000", "50.000000", "99.000000"]);
+        // Every latency is 100 µs: each percentile is its bucket's midpoint.
+        assert!(block.contains(&format!(": {}", hist::idx_to_val(hist::val_to_idx(100_000)))));
+        let mut terse = Vec::new();
+        render_terse(&run, &setup, &mut terse).unwrap();
+        let line = String::from_utf8(terse).unwrap();
+        let fields: Vec<&str> = line.trim_end().split(';').collect();
+        // 100 000 ns lies in the bucket of midpoint 2^16 + 33.5 · 2^10 = 99 840 ns: 99 µs.
+        assert_eq!(fields[17..20], ["25.000000%=99", "50.000000%=99", "99.000000%=99"]);
+        assert!(fields[20..37].iter().all(|field| *field == "0%=0"));
+    }
+
+    // Proves group_reporting and the group's aggregate by hand: two clones each read 2000 ×
+    // 4 KiB one at a time, clone 0 at 250 µs a read (0.5 s), clone 1 at 500 µs (1 s).
+    // Merged: 4000 I/Os, runtime the longer 1000 ms, job_runtime summed; the aggregate is
+    // 16 384 000 B · 1000 / 1000 ms. Interval samples (a window closes when a completion at or
+    // past its end arrives, before that completion counts): clone 0 has one of 1999 reads,
+    // 15 992 KiB/s; clone 1 two, 999 and 1000 reads, 7992 and 8000 KiB/s; merged member by
+    // member. Without group_reporting the run reports two jobs whose `bw_agg` is each mean
+    // as a share of the aggregate (16 000 KiB/s).
+    #[test]
+    fn group_reporting_merges_clones() {
+        let run = run(&["j/0", "j/1"], 2000, &[250, 500]);
+        let merged = FioSetup { jobs: vec![job("j", 2, true)], ..FioSetup::default() };
+        let (jobs, groups) = reported(&run, &merged).unwrap();
+        assert_eq!(jobs.len(), 1);
+        let read = &jobs[0].stats.directions[0];
+        assert_eq!((read.total_ios, read.io_bytes, read.runtime_ms), (4000, 16_384_000, 1000));
+        assert_eq!(jobs[0].stats.job_runtime_ms, 500 + 1000);
+        assert_eq!(groups[0].agg_bytes_per_s[0], 16_384_000);
+        assert_eq!(read.bw.samples, 1 + 2);
+        assert_eq!((read.bw.min, read.bw.max), (15_992 + 7992, 15_992 + 8000));
+        assert!((read.bw.mean - (15_992.0 + 7996.0)).abs() < 1e-9);
+        let separate = FioSetup { jobs: vec![job("j", 2, false)], ..FioSetup::default() };
+        let (jobs, _) = reported(&run, &separate).unwrap();
+        assert_eq!(jobs.len(), 2);
+        let agg = |job: &Reported<'_>| {
+            percent_of_aggregate(job.stats.directions[0].bw.mean, groups[0].agg_bytes_per_s[0])
+        };
+        assert!((agg(&jobs[0]) - 15_992.0 * 100.0 / 16_000.0).abs() < 1e-9);
+        assert!((agg(&jobs[1]) - 7996.0 * 100.0 / 16_000.0).abs() < 1e-9);
+    }
+
+    // Proves a run whose issuers are not the file's job clones is refused, naming the issuer.
+    #[test]
+    fn mismatched_jobs_are_refused() {
+        let run = run(&["other/0"], 1, &[100]);
+        let setup = FioSetup { jobs: vec![job("j", 1, false)], ..FioSetup::default() };
+        let error = reported(&run, &setup).unwrap_err();
+        assert!(error.contains("other/0"), "{error}");
+    }
+
     // Proves ctime's layout and calendar: day 0 is a Thursday, the day pads to two columns,
     // and a leap day lands right (951 782 400 s is 2000-02-29).
     #[test]
