@@ -477,7 +477,7 @@ pub(crate) struct SimArgs {
     pub(crate) report: ReportArgs,
 
     /// With a job file: write fio's output instead of elevator's report, in fio's formats
-    /// (comma separated, as fio: `json`, `json+`, `terse`; `normal` is not written yet). With
+    /// (comma separated, as fio: `normal`, `json`, `json+`, `terse`). With
     /// several schedulers, `-o FILE` is required and each scheduler's output goes to FILE
     /// with `.SCHEDULER` before its extension.
     #[arg(long, value_name = "FORMAT[,FORMAT]", requires = "job_file", conflicts_with = "format")]

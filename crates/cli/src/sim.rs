@@ -77,11 +77,12 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
 }
 
 /// One of fio's output formats (fio-compat.md §4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum FioFormat {
+    Terse,
     Json,
     JsonPlus,
-    Terse,
+    Normal,
 }
 
 /// `--output-format` (comma separated, as fio's) or `--minimal`; `None` for elevator's report.
@@ -97,15 +98,17 @@ fn fio_formats(args: &SimArgs) -> Result<Option<Vec<FioFormat>>> {
             "json" => Ok(FioFormat::Json),
             "json+" => Ok(FioFormat::JsonPlus),
             "terse" => Ok(FioFormat::Terse),
-            "normal" => anyhow::bail!(
-                "--output-format normal: fio's text output is not written yet (accepted: \
-                 json, json+, terse)"
-            ),
+            "normal" => Ok(FioFormat::Normal),
             other => anyhow::bail!(
-                "--output-format {other}: not one of fio's formats (accepted: json, json+, terse)"
+                "--output-format {other}: not one of fio's formats (accepted: normal, json, \
+                 json+, terse)"
             ),
         })
-        .collect::<Result<_>>()?;
+        .collect::<Result<Vec<_>>>()?;
+    // fio writes its buffers in one order whatever the list's: terse, json (json+), normal.
+    let mut formats = formats;
+    formats.sort();
+    formats.dedup();
     Ok(Some(formats))
 }
 
@@ -139,6 +142,29 @@ fn fio_setup(path: &str) -> Result<FioSetup> {
             Some(FioValue::Int(value)) => *value,
             _ => default,
         };
+        let written = |name: &str| {
+            job.options.iter().rev().find(|option| option.name == name)?.written.clone()
+        };
+        // fio's default block size is 4 KiB each way; `bs` may give one per direction.
+        let mut block_sizes = [(4096, 4096); 3];
+        match job.get("bsrange").or_else(|| job.get("bs")) {
+            Some(FioValue::Int(size)) => block_sizes = [(*size, *size); 3],
+            Some(FioValue::Range { lo, hi }) => block_sizes = [(*lo, *hi); 3],
+            Some(FioValue::PerDirection(values)) => {
+                for (slot, value) in block_sizes.iter_mut().zip(values) {
+                    match value {
+                        Some(FioValue::Int(size)) => *slot = (*size, *size),
+                        Some(FioValue::Range { lo, hi }) => *slot = (*lo, *hi),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        let new_group = job.options.iter().any(|option| {
+            matches!(option.name, "stonewall" | "wait_for_previous" | "new_group")
+                && !matches!(option.value, FioValue::Bool(false))
+        });
         setup.jobs.push(FioJobSetup {
             name: job.name().to_owned(),
             clones: int("numjobs", 1) as u32,
@@ -153,12 +179,17 @@ fn fio_setup(path: &str) -> Result<FioSetup> {
                 Some(FioValue::Str(text)) if !text.is_empty() => Some(text.clone()),
                 _ => None,
             },
+            new_group,
+            rw: written("rw").unwrap_or_else(|| "read".to_owned()),
+            block_sizes,
+            ioengine: job.engine().to_owned(),
         });
     }
     Ok(setup)
 }
 
-/// Each run's fio output, in `formats` one after the other (fio's order for a comma list):
+/// Each run's fio output, in `formats` one after the other (fio's order, terse, json, normal,
+/// with fio's start-up lines first when normal is among them, §4.1, §5.3):
 /// to `-o FILE`, or stdout for a single run. With several runs (schedulers) each goes to its
 /// own file, FILE with `.SCHEDULER` before the extension — one document per file, as the
 /// tools reading fio's JSON expect.
@@ -179,6 +210,9 @@ fn write_fio_outputs(
     }
     for run in &report.runs {
         let mut text = Vec::new();
+        if formats.contains(&FioFormat::Normal) {
+            fio::render_banners(setup, &mut text)?;
+        }
         for format in formats {
             match format {
                 FioFormat::Json | FioFormat::JsonPlus => fio::render_json(
@@ -189,6 +223,7 @@ fn write_fio_outputs(
                     &mut text,
                 ),
                 FioFormat::Terse => fio::render_terse(run, setup, &mut text),
+                FioFormat::Normal => fio::render_normal(run, setup, &mut text),
             }
             .with_context(|| format!("fio output of the run under {}", run.scheduler))?;
         }

@@ -290,7 +290,7 @@ fn one_output_per_scheduler() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("needs -o FILE"));
     let bad = elevator(&["sim", path, "-d", "ssd", "-s", "noop", "--output-format", "xml"]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("accepted: json, json+, terse"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("accepted: normal, json, json+, terse"));
 }
 
 // Proves elevator's own report gains the per-direction split: a randrw job's phase lists read
@@ -395,4 +395,55 @@ fn fio_plot_draws_our_json() {
     );
     let image = std::fs::read(Path::new(&graph)).expect("fio-plot wrote the graph");
     assert!(image.starts_with(b"\x89PNG"), "a PNG image");
+}
+
+// Proves `--output-format json,normal` has the layout cbt cuts its JSON from (§5.3): banners,
+// `Starting …`, then the JSON up to the first empty line (it parses and is the same document
+// as `json` alone), then the text report, whose job line carries `IOPS=` in fio's num2str
+// form and whose `Run status group` lines carry `bw=` as PTS parses them (§5.4): read's
+// IOPS and bandwidth agree with the JSON's.
+#[test]
+fn json_normal_layout_for_cbt_and_pts() {
+    let dir = scratch("json-normal");
+    let file = dir.join("job.fio");
+    std::fs::write(&file, TWO_GROUPS).unwrap();
+    let path = file.to_str().unwrap();
+    let both =
+        elevator(&["sim", path, "-d", "ssd", "-s", "deadline", "--output-format", "json,normal"]);
+    assert!(both.status.success(), "{}", String::from_utf8_lossy(&both.stderr));
+    let text = String::from_utf8(both.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("reader: (g=0): rw=randread, bs=(R) 4096B-4096B"), "{}", lines[0]);
+    assert_eq!(lines[1], "...", "the reader's second clone");
+    assert!(lines[2].starts_with("writer: (g=1): rw=write"));
+    // cbt: skip to the line containing `Starting`, copy until the first empty line.
+    let start = lines.iter().position(|line| line.contains("Starting")).unwrap();
+    assert_eq!(lines[start], "Starting 3 processes");
+    let json_lines: Vec<&str> =
+        lines[start + 1..].iter().take_while(|line| !line.is_empty()).copied().collect();
+    let json: Value = serde_json::from_str(&json_lines.join("\n")).expect("cbt's cut is JSON");
+    let (_, alone) = run_json("json-alone", TWO_GROUPS, "json");
+    assert_eq!(json, alone);
+    let report = &lines[start + 1 + json_lines.len()..];
+    assert!(report.iter().any(|line| line.starts_with("reader: (groupid=0, jobs=2): err= 0:")));
+    // PTS: the value after `IOPS=` (a trailing `k` means ×1000).
+    let iops_line = report.iter().find(|line| line.starts_with("  read: IOPS=")).unwrap();
+    let iops_text = iops_line["  read: IOPS=".len()..].split(',').next().unwrap();
+    let iops: f64 = match iops_text.strip_suffix('k') {
+        Some(thousands) => thousands.parse::<f64>().unwrap() * 1000.0,
+        None => iops_text.parse().unwrap(),
+    };
+    let json_iops = json["jobs"][0]["read"]["iops"].as_f64().unwrap();
+    assert!((iops - json_iops).abs() <= json_iops * 0.001 + 50.0, "{iops} vs {json_iops}");
+    // PTS: the value after `bw=` on the READ group line, in KiB/s or MiB/s.
+    let group = report.iter().find(|line| line.starts_with("   READ: bw=")).unwrap();
+    let bw_text = group["   READ: bw=".len()..].split(' ').next().unwrap();
+    let kib_s: f64 = match (bw_text.strip_suffix("KiB/s"), bw_text.strip_suffix("MiB/s")) {
+        (Some(kib), _) => kib.parse().unwrap(),
+        (_, Some(mib)) => mib.parse::<f64>().unwrap() * 1024.0,
+        _ => panic!("bw {bw_text}"),
+    };
+    let json_kib_s = json["jobs"][0]["read"]["bw"].as_f64().unwrap();
+    assert!((kib_s - json_kib_s).abs() <= json_kib_s * 0.005 + 1.0, "{kib_s} vs {json_kib_s}");
+    assert!(report.contains(&"Run status group 1 (all jobs):"));
 }

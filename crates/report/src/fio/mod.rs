@@ -1,5 +1,5 @@
 //! fio's output formats from elevator's runs (fio-compat.md §4, read by the tools of §5):
-//! `json`, `json+` and `terse` (v3), one document per run (scheduler).
+//! `normal` (text), `json`, `json+` and `terse` (v3), one output per run (scheduler).
 //!
 //! A fio "job" here is one of the run's issuers (a job clone, named `NAME/N`); its figures are
 //! the [`JobStats`] the recorder kept for it ([`crate::PhaseRecorder::record_submit`]). A run's
@@ -47,16 +47,18 @@
 //!   device statistics are not yet kept per direction as `/proc/diskstats` does. fio also
 //!   omits it when it finds no block device.
 //! * **`job_start`** is ms on the simulated clock, not since the Unix epoch.
-//! * **Normal (text) output and log files (`write_*_log`) are not written yet**
-//!   (`--output-format normal` is refused).
+//! * **Log files (`write_*_log`) are not written yet.** Normal output has no `Disk stats`
+//!   section (as `disk_util`), and its `pid=` is the job's 1-based process number.
 //! * **`fio version`** is [`FIO_VERSION`], the fio release whose output layout is followed.
 
 pub mod hist;
 mod json;
+mod normal;
 mod stats;
 mod terse;
 
 pub use json::render_json;
+pub use normal::{render_banners, render_normal};
 pub use stats::{AVG_TIME_NS, DirectionStats, FioDirection, IoStat, JobStats, distribution};
 pub use terse::render_terse;
 
@@ -93,6 +95,14 @@ pub struct FioJobSetup {
     pub iodepth: u64,
     /// `description`.
     pub description: Option<String>,
+    /// It starts a new reporting group (`stonewall`, `new_group`).
+    pub new_group: bool,
+    /// `rw` as written (`read` by default), for the banner.
+    pub rw: String,
+    /// Smallest and largest block size per direction (read, write, trim), for the banner.
+    pub block_sizes: [(u64, u64); 3],
+    /// The I/O engine, for the banner.
+    pub ioengine: String,
 }
 
 /// One reported fio job (or merged group): what every format prints.

@@ -173,6 +173,8 @@ pub struct JobStats {
     pub job_runtime_ms: u64,
     /// When the job started, ns on the simulated clock.
     pub start_ns: u64,
+    /// Jobs these figures cover: 1, or a `group_reporting` group's count (fio's `members`).
+    pub members: u32,
     /// Operations in flight now (while recording).
     in_flight: u32,
     /// The end of the current 500 ms window, ns on the simulated clock.
@@ -187,7 +189,12 @@ fn ns_to_runtime_ms(ns: u64) -> u64 {
 impl JobStats {
     /// A job starting at `start_ns` on the simulated clock.
     pub fn new(start_ns: u64) -> JobStats {
-        JobStats { start_ns, next_sample_ns: start_ns + AVG_TIME_NS, ..JobStats::default() }
+        JobStats {
+            start_ns,
+            members: 1,
+            next_sample_ns: start_ns + AVG_TIME_NS,
+            ..JobStats::default()
+        }
     }
 
     /// An operation is submitted, alone (one I/O per call, as the simulator's issuers do):
@@ -312,6 +319,7 @@ impl JobStats {
         self.majf += other.majf;
         self.minf += other.minf;
         self.job_runtime_ms += other.job_runtime_ms;
+        self.members += other.members;
     }
 
     /// Read, write and trim operations completed (fio's `ddir_rw_sum(total_io_u)`).
