@@ -4,6 +4,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 use elevator_report::Report;
+use elevator_report::fio::{self, FioJobSetup, FioSetup};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 use elevator_sim::{Bounds, DeviceSpec, HostSpec, QueueSettings, SimConfig, run};
 use elevator_workload::WorkloadSpec;
@@ -68,5 +69,190 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
     for (scheduler, result) in plan.schedulers.iter().zip(results) {
         report.runs.push(result.with_context(|| format!("simulating under {scheduler}"))?);
     }
+    if let Some(formats) = fio_formats(args)? {
+        let path = args.job_file.as_deref().expect("clap requires a job file");
+        return write_fio_outputs(&report, &formats, &fio_setup(path)?, args, stdout);
+    }
     plan::write_report(&report, &args.report, stdout)
+}
+
+/// One of fio's output formats (fio-compat.md §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum FioFormat {
+    Terse,
+    Json,
+    JsonPlus,
+    Normal,
+}
+
+/// `--output-format` (comma separated, as fio's) or `--minimal`; `None` for elevator's report.
+fn fio_formats(args: &SimArgs) -> Result<Option<Vec<FioFormat>>> {
+    let text = match (&args.output_format, args.minimal) {
+        (Some(text), _) => text.as_str(),
+        (None, true) => "terse",
+        (None, false) => return Ok(None),
+    };
+    let formats = text
+        .split(',')
+        .map(|name| match name {
+            "json" => Ok(FioFormat::Json),
+            "json+" => Ok(FioFormat::JsonPlus),
+            "terse" => Ok(FioFormat::Terse),
+            "normal" => Ok(FioFormat::Normal),
+            other => anyhow::bail!(
+                "--output-format {other}: not one of fio's formats (accepted: normal, json, \
+                 json+, terse)"
+            ),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // fio writes its buffers in one order whatever the list's: terse, json (json+), normal.
+    let mut formats = formats;
+    formats.sort();
+    formats.dedup();
+    Ok(Some(formats))
+}
+
+/// What the job file at `path` says that fio's outputs echo: its options as written, per
+/// job and global, and the keys that shape the report (fio-compat.md §4.2, §4.4).
+fn fio_setup(path: &str) -> Result<FioSetup> {
+    use elevator_workload::fio::{self, FioValue};
+    // The environment `WorkloadSpec::parse_fio_file` ran the file with.
+    let env =
+        fio::FioEnv { page_size_bytes: 4096, memory_mib: 1024, cpus: 1, ..Default::default() };
+    let file = fio::parse_file(std::path::Path::new(path), &env)
+        .map_err(|error| anyhow::anyhow!("{}: {}", error.at, error.message))?;
+    let mut setup = FioSetup::default();
+    let mut seen_globals = Vec::new();
+    for job in &file.jobs {
+        for option in job.options.iter().filter(|option| option.global) {
+            let Some(written) = &option.written else { continue };
+            // Every job carries the globals before it; each occurrence is echoed once.
+            if !seen_globals.contains(&(option.name, option.at.clone())) {
+                seen_globals.push((option.name, option.at.clone()));
+                setup.global_options.push((option.name.to_owned(), written.clone()));
+            }
+        }
+        let options = job
+            .options
+            .iter()
+            .filter(|option| !option.global)
+            .filter_map(|option| Some((option.name.to_owned(), option.written.clone()?)))
+            .collect();
+        let int = |name: &str, default: u64| match job.get(name) {
+            Some(FioValue::Int(value)) => *value,
+            _ => default,
+        };
+        let written = |name: &str| {
+            job.options.iter().rev().find(|option| option.name == name)?.written.clone()
+        };
+        // fio's default block size is 4 KiB each way; `bs` may give one per direction.
+        let mut block_sizes = [(4096, 4096); 3];
+        match job.get("bsrange").or_else(|| job.get("bs")) {
+            Some(FioValue::Int(size)) => block_sizes = [(*size, *size); 3],
+            Some(FioValue::Range { lo, hi }) => block_sizes = [(*lo, *hi); 3],
+            Some(FioValue::PerDirection(values)) => {
+                for (slot, value) in block_sizes.iter_mut().zip(values) {
+                    match value {
+                        Some(FioValue::Int(size)) => *slot = (*size, *size),
+                        Some(FioValue::Range { lo, hi }) => *slot = (*lo, *hi),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        let new_group = job.options.iter().any(|option| {
+            matches!(option.name, "stonewall" | "wait_for_previous" | "new_group")
+                && !matches!(option.value, FioValue::Bool(false))
+        });
+        setup.jobs.push(FioJobSetup {
+            name: job.name().to_owned(),
+            clones: int("numjobs", 1) as u32,
+            options,
+            group_reporting: matches!(job.get("group_reporting"), Some(FioValue::Bool(true))),
+            percentile_list: match job.get("percentile_list") {
+                Some(FioValue::Floats(list)) => Some(list.clone()),
+                _ => None,
+            },
+            iodepth: int("iodepth", 1),
+            description: match job.get("description") {
+                Some(FioValue::Str(text)) if !text.is_empty() => Some(text.clone()),
+                _ => None,
+            },
+            new_group,
+            rw: written("rw").unwrap_or_else(|| "read".to_owned()),
+            block_sizes,
+            ioengine: job.engine().to_owned(),
+        });
+    }
+    Ok(setup)
+}
+
+/// Each run's fio output, in `formats` one after the other (fio's order, terse, json, normal,
+/// with fio's start-up lines first when normal is among them, §4.1, §5.3):
+/// to `-o FILE`, or stdout for a single run. With several runs (schedulers) each goes to its
+/// own file, FILE with `.SCHEDULER` before the extension — one document per file, as the
+/// tools reading fio's JSON expect.
+fn write_fio_outputs(
+    report: &Report,
+    formats: &[FioFormat],
+    setup: &FioSetup,
+    args: &SimArgs,
+    stdout: &mut dyn Write,
+) -> Result<()> {
+    let several = report.runs.len() > 1;
+    if several && args.report.output.is_none() {
+        anyhow::bail!(
+            "--output-format with {} schedulers needs -o FILE: each scheduler's output goes to \
+             FILE.SCHEDULER (one document per file, as tools read fio's)",
+            report.runs.len()
+        );
+    }
+    for run in &report.runs {
+        let mut text = Vec::new();
+        if formats.contains(&FioFormat::Normal) {
+            fio::render_banners(setup, &mut text)?;
+        }
+        for format in formats {
+            match format {
+                FioFormat::Json | FioFormat::JsonPlus => fio::render_json(
+                    run,
+                    report.seed,
+                    setup,
+                    *format == FioFormat::JsonPlus,
+                    &mut text,
+                ),
+                FioFormat::Terse => fio::render_terse(run, setup, &mut text),
+                FioFormat::Normal => fio::render_normal(run, setup, &mut text),
+            }
+            .with_context(|| format!("fio output of the run under {}", run.scheduler))?;
+        }
+        match &args.report.output {
+            None => stdout.write_all(&text)?,
+            Some(path) => {
+                let path =
+                    if several { scheduler_path(path, &run.scheduler) } else { path.clone() };
+                std::fs::write(&path, &text)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `out.json` → `out.SCHEDULER.json` (`out` → `out.SCHEDULER`); characters a file name
+/// should not hold (`/`, `:`, `,`, `=`) become `_`.
+fn scheduler_path(path: &std::path::Path, scheduler: &str) -> std::path::PathBuf {
+    let safe: String = scheduler
+        .chars()
+        .map(
+            |c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' },
+        )
+        .collect();
+    let stem = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(extension) => format!("{stem}.{safe}.{}", extension.to_string_lossy()),
+        None => format!("{stem}.{safe}"),
+    };
+    path.with_file_name(name)
 }

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, unreachable_pub)]
 
+pub mod fio;
 pub mod metrics;
 pub mod model;
 pub mod output;
@@ -22,8 +23,8 @@ mod tools;
 
 pub use metrics::{ErrorDirection, LatencyRecorder, PhaseRecorder};
 pub use model::{
-    DeviceStats, IoErrors, IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Mode,
-    Phase, QueueStats, Report, Run, SCHEMA, SchedulerStats, Tool,
+    DeviceStats, DirectionSummary, IoErrors, IssuerLatency, IssuerSummary, LatencyMethod,
+    LatencySummary, Mode, Phase, QueueStats, Report, Run, SCHEMA, SchedulerStats, Tool,
 };
 pub use output::{WriteError, write_report};
 pub use render::{Format, render};

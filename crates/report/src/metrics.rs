@@ -12,7 +12,12 @@
 use elevator_core::{Duration, Instant};
 use hdrhistogram::Histogram;
 
-use crate::model::{IoErrors, IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Phase};
+use std::collections::BTreeMap;
+
+use crate::fio::{FioDirection, JobStats};
+use crate::model::{
+    DirectionSummary, IoErrors, IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Phase,
+};
 
 /// Significant digits of a phase's latency histogram.
 pub const PHASE_DIGITS: u8 = 3;
@@ -117,6 +122,11 @@ struct IssuerRecord {
     /// Bytes done when the phase was stonewalled.
     bytes_at_stonewall: Option<u64>,
     errors: IoErrors,
+    /// fio's figures for it as a job, once an operation was submitted with its direction
+    /// ([`PhaseRecorder::record_submit`]).
+    fio: Option<Box<JobStats>>,
+    /// Its operations in flight with their direction, by the issuer's operation id.
+    in_flight: BTreeMap<u64, FioDirection>,
 }
 
 /// Which way a failed operation went, for [`PhaseRecorder::record_error`].
@@ -145,6 +155,9 @@ pub struct PhaseRecorder {
     first_error: Option<String>,
     /// Every issuer's latencies, at the phase's precision.
     latency: LatencyRecorder,
+    /// Per direction: bytes, operations and latencies at the phase's precision (operations
+    /// recorded with [`PhaseRecorder::record_io`]).
+    directions: BTreeMap<FioDirection, (u64, u64, LatencyRecorder)>,
 }
 
 impl PhaseRecorder {
@@ -166,6 +179,8 @@ impl PhaseRecorder {
                     cpu_ns: None,
                     bytes_at_stonewall: None,
                     errors: IoErrors::default(),
+                    fio: None,
+                    in_flight: BTreeMap::new(),
                 })
                 .collect(),
             stonewall: None,
@@ -173,6 +188,7 @@ impl PhaseRecorder {
             process_cpu_ns: None,
             first_error: None,
             latency: LatencyRecorder::new(PHASE_DIGITS),
+            directions: BTreeMap::new(),
         }
     }
 
@@ -215,6 +231,49 @@ impl PhaseRecorder {
         record.latency.record(latency);
         self.latency.record(latency);
         self.ended = self.ended.max(completed);
+    }
+
+    /// Issuer `issuer` submitted its operation `io_id` going `direction` at `at`: the
+    /// operation is then recorded by direction when [`PhaseRecorder::record_io`] completes
+    /// it, and counts in the issuer's fio figures (depth at submission, fio-compat.md §4.2).
+    pub fn record_submit(
+        &mut self,
+        issuer: usize,
+        io_id: u64,
+        direction: FioDirection,
+        at: Instant,
+    ) {
+        let started = self.started.as_nanos();
+        let record = &mut self.issuers[issuer];
+        let job = record.fio.get_or_insert_with(|| Box::new(JobStats::new(started)));
+        job.submitted(at.as_nanos());
+        record.in_flight.insert(io_id, direction);
+    }
+
+    /// [`PhaseRecorder::record`] for an operation `io_id` whose submission was recorded with
+    /// [`PhaseRecorder::record_submit`]: also counted by direction and in the issuer's fio
+    /// figures. An operation submitted without a direction is recorded as `record` does.
+    pub fn record_io(
+        &mut self,
+        issuer: usize,
+        io_id: u64,
+        bytes: u64,
+        submitted: Instant,
+        completed: Instant,
+    ) {
+        self.record(issuer, bytes, submitted, completed);
+        let record = &mut self.issuers[issuer];
+        let Some(direction) = record.in_flight.remove(&io_id) else { return };
+        if let Some(job) = record.fio.as_mut() {
+            job.completed(direction, bytes, submitted.as_nanos(), completed.as_nanos());
+        }
+        let (dir_bytes, ops, latency) = self
+            .directions
+            .entry(direction)
+            .or_insert_with(|| (0, 0, LatencyRecorder::new(PHASE_DIGITS)));
+        *dir_bytes += bytes;
+        *ops += 1;
+        latency.record(completed.saturating_since(submitted));
     }
 
     /// Issuer `issuer`'s operation failed at `completed`: it counts as an error of its
@@ -306,6 +365,12 @@ impl PhaseRecorder {
                         }
                     };
                     let values = issuer.latency.percentiles(&[50.0, 99.0]);
+                    let fio = issuer.fio.clone().map(|mut job| {
+                        let end = issuer.last_complete.unwrap_or(started).max(started);
+                        let (usr, sys) = issuer.cpu_ns.unwrap_or((0, 0));
+                        job.finish(end.as_nanos(), usr, sys);
+                        job
+                    });
                     IssuerSummary {
                         name: issuer.name.clone(),
                         bytes: issuer.bytes,
@@ -319,6 +384,7 @@ impl PhaseRecorder {
                         cpu_user_ns: issuer.cpu_ns.map(|(user, _)| user),
                         cpu_sys_ns: issuer.cpu_ns.map(|(_, sys)| sys),
                         errors: issuer.errors.clone(),
+                        fio,
                     }
                 })
                 .collect(),
@@ -326,6 +392,20 @@ impl PhaseRecorder {
             stonewall_ns: stonewall.map(|at| at.saturating_since(started).as_nanos()),
             queue_stats: None,
             errors,
+            directions: self
+                .directions
+                .iter()
+                .map(|(direction, (bytes, ops, latency))| {
+                    let summary = DirectionSummary {
+                        bytes: *bytes,
+                        ops: *ops,
+                        throughput_bytes_per_s: per_second(*bytes, duration),
+                        iops: per_second(*ops, duration),
+                        latency_ns: latency.summary(),
+                    };
+                    (direction.name().to_owned(), summary)
+                })
+                .collect(),
         }
     }
 }

@@ -184,6 +184,27 @@ pub struct Phase {
     /// whole run): simulated runs, which see every queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_stats: Option<QueueStats>,
+    /// The phase's operations split by direction (`read`, `write`, `trim`, `sync`; only those
+    /// that had operations), as fio splits its figures: modes that record directions
+    /// (simulated runs) fill it, others leave it empty (absent).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub directions: BTreeMap<String, DirectionSummary>,
+}
+
+/// One direction of a phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirectionSummary {
+    /// Bytes moved this way.
+    pub bytes: u64,
+    /// Operations completed this way.
+    pub ops: u64,
+    /// `bytes` over the phase's duration.
+    pub throughput_bytes_per_s: f64,
+    /// `ops` over the phase's duration.
+    pub iops: f64,
+    /// Submission-to-completion latency of these operations (percentiles from a histogram
+    /// at the phase's precision, as the phase's `latency_ns`).
+    pub latency_ns: LatencySummary,
 }
 
 /// Latency statistics in nanoseconds.
@@ -243,6 +264,11 @@ pub struct IssuerSummary {
     /// Its operations that failed (absent when none did).
     #[serde(default, skip_serializing_if = "IoErrors::is_empty")]
     pub errors: IoErrors,
+    /// Its figures as fio keeps them for a job, for the fio output formats
+    /// ([`crate::fio`]); recorded by modes that report operations with their direction
+    /// (simulated runs). Not part of the JSON report.
+    #[serde(skip)]
+    pub fio: Option<Box<crate::fio::JobStats>>,
 }
 
 /// An issuer's latency figures in nanoseconds: percentiles from its own histogram, at two

@@ -46,6 +46,7 @@ use elevator_core::{
     KernelVersion, Offered, Op, Prng, ProcessId, Pull, QueueConfig, RequestFlags, RequestId,
     SECTOR_SIZE_BYTES, Sector, Submitter,
 };
+use elevator_report::fio::FioDirection;
 use elevator_report::{
     DeviceStats as ReportDeviceStats, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run,
     SchedulerStats,
@@ -1160,7 +1161,7 @@ impl Simulation {
         bytes: u64,
         recorder: &mut PhaseRecorder,
     ) {
-        recorder.record(issuer, bytes, submitted, self.now);
+        recorder.record_io(issuer, io.0, bytes, submitted, self.now);
         let slot = &mut self.issuers[issuer];
         slot.outstanding -= 1;
         slot.issuer.complete(self.now, io);
@@ -1359,6 +1360,18 @@ impl Simulation {
             self.deliver_posts(index);
             match poll {
                 Poll::Submit(io) => {
+                    // fio's figures split by direction (elevator_report::fio); dropping the
+                    // page cache is no I/O fio would count.
+                    let direction = match io.kind {
+                        IoKind::Read => Some(FioDirection::Read),
+                        IoKind::Write => Some(FioDirection::Write),
+                        IoKind::Discard => Some(FioDirection::Trim),
+                        IoKind::Sync => Some(FioDirection::Sync),
+                        IoKind::DropCaches => None,
+                    };
+                    if let Some(direction) = direction {
+                        recorder.record_submit(index, io.id.0, direction, self.now);
+                    }
                     self.submit_io(index, io)?;
                     self.run_host_actions()?;
                 }

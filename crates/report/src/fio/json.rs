@@ -1,0 +1,321 @@
+//! fio's `json` and `json+` output (fio-compat.md §4.2; fio's `stat.c`
+//! `show_thread_status_json`, `add_ddir_status_json`, `add_ddir_lat_json`; `json.c`).
+
+use std::io::{self, Write};
+
+use super::stats::{IoStat, JobStats, distribution};
+use super::{FIO_VERSION, FioSetup, GroupTotals, Reported, ctime, percent_of_aggregate, reported};
+use crate::model::Run;
+
+/// A JSON value as fio's `json.c` builds and prints it.
+#[derive(Clone, Debug)]
+enum Value {
+    Int(u64),
+    Float(f64),
+    Str(String),
+    Object(Vec<(String, Value)>),
+    Array(Vec<Value>),
+}
+
+/// An object under construction, its keys in insertion order (fio's order).
+#[derive(Default)]
+struct Object(Vec<(String, Value)>);
+
+impl Object {
+    fn int(&mut self, key: &str, value: u64) -> &mut Self {
+        self.0.push((key.to_owned(), Value::Int(value)));
+        self
+    }
+    fn float(&mut self, key: &str, value: f64) -> &mut Self {
+        self.0.push((key.to_owned(), Value::Float(value)));
+        self
+    }
+    fn str(&mut self, key: &str, value: &str) -> &mut Self {
+        self.0.push((key.to_owned(), Value::Str(value.to_owned())));
+        self
+    }
+    fn object(&mut self, key: &str, value: Object) -> &mut Self {
+        self.0.push((key.to_owned(), Value::Object(value.0)));
+        self
+    }
+}
+
+/// `json.c`'s printer: two spaces per level, `"key" : value`, floats as `%f` (six decimals,
+/// never an exponent; NaN and infinities as 0), strings escaping `\` and `"`.
+fn print(value: &Value, level: usize, out: &mut String) {
+    let indent = |level: usize, out: &mut String| out.push_str(&"  ".repeat(level));
+    match value {
+        Value::Int(int) => out.push_str(&int.to_string()),
+        Value::Float(float) => {
+            let float = if float.is_finite() { *float } else { 0.0 };
+            out.push_str(&format!("{float:.6}"));
+        }
+        Value::Str(text) => {
+            out.push('"');
+            for c in text.chars() {
+                if c == '\\' || c == '"' {
+                    out.push('\\');
+                }
+                out.push(c);
+            }
+            out.push('"');
+        }
+        Value::Object(pairs) => {
+            out.push_str("{\n");
+            for (index, (key, value)) in pairs.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(",\n");
+                }
+                indent(level + 1, out);
+                print(&Value::Str(key.clone()), level + 1, out);
+                out.push_str(" : ");
+                print(value, level + 1, out);
+            }
+            out.push('\n');
+            indent(level, out);
+            out.push('}');
+        }
+        Value::Array(values) => {
+            out.push_str("[\n");
+            for (index, value) in values.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(",\n");
+                }
+                indent(level + 1, out);
+                print(value, level + 1, out);
+            }
+            out.push('\n');
+            indent(level, out);
+            out.push(']');
+        }
+    }
+}
+
+/// fio's latency object: min, max, mean, stddev, N; `percentile` when `percentiles` is
+/// given and there were samples; json+'s `bins` with them.
+fn latency(
+    stat: &IoStat,
+    hist: Option<&super::hist::PlatHistogram>,
+    percentiles: Option<&[f64]>,
+    plus: bool,
+) -> Object {
+    let mut object = Object::default();
+    let (min, max, mean, dev) = if stat.samples > 0 {
+        (stat.min, stat.max, stat.mean, stat.stddev())
+    } else {
+        (0, 0, 0.0, 0.0)
+    };
+    object.int("min", min).int("max", max).float("mean", mean).float("stddev", dev);
+    object.int("N", stat.samples);
+    if let (Some(list), Some(hist)) = (percentiles, hist)
+        && stat.samples > 0
+    {
+        let mut values = Object::default();
+        for (p, value) in list.iter().zip(hist.percentiles(list, stat.samples)) {
+            values.int(&format!("{p:.6}"), value);
+        }
+        object.object("percentile", values);
+        if plus {
+            let mut bins = Object::default();
+            for (value, count) in hist.bins() {
+                bins.int(&value.to_string(), count);
+            }
+            object.object("bins", bins);
+        }
+    }
+    object
+}
+
+fn direction(job: &Reported<'_>, index: usize, totals: &GroupTotals, plus: bool) -> Object {
+    let stats = &job.stats.directions[index];
+    let mut object = Object::default();
+    let list = Some(job.percentiles.as_slice());
+    if index == 3 {
+        // `sync`: fsyncs, their latency with clat's percentiles (`lat_percentiles |
+        // clat_percentiles`).
+        object.int("total_ios", stats.total_ios);
+        object.object("lat_ns", latency(&stats.clat, Some(&stats.clat_hist), list, plus));
+        return object;
+    }
+    let (bw_bytes, iops) = match stats.runtime_ms {
+        0 => (0, 0.0),
+        runtime => {
+            (1000 * stats.io_bytes / runtime, 1000.0 * stats.total_ios as f64 / runtime as f64)
+        }
+    };
+    object
+        .int("io_bytes", stats.io_bytes)
+        .int("io_kbytes", stats.io_bytes >> 10)
+        .int("bw_bytes", bw_bytes)
+        .int("bw", bw_bytes / 1024)
+        .float("iops", iops)
+        .int("runtime", stats.runtime_ms)
+        .int("total_ios", stats.total_ios)
+        .int("short_ios", stats.short_ios)
+        .int("drop_ios", stats.drop_ios);
+    // slat_percentiles and lat_percentiles are off by default, clat_percentiles on.
+    object.object("slat_ns", latency(&stats.slat, None, None, plus));
+    object.object("clat_ns", latency(&stats.clat, Some(&stats.clat_hist), list, plus));
+    object.object("lat_ns", latency(&stats.lat, None, None, plus));
+    let bw = &stats.bw;
+    let (min, max, mean, dev, agg) = if bw.samples > 0 {
+        let agg = percent_of_aggregate(bw.mean, totals.agg_bytes_per_s[index]);
+        (bw.min, bw.max, bw.mean, bw.stddev(), agg)
+    } else {
+        (0, 0, 0.0, 0.0, 0.0)
+    };
+    object.int("bw_min", min).int("bw_max", max).float("bw_agg", agg).float("bw_mean", mean);
+    object.float("bw_dev", dev).int("bw_samples", bw.samples);
+    let iops = &stats.iops;
+    let (min, max, mean, dev) = if iops.samples > 0 {
+        (iops.min, iops.max, iops.mean, iops.stddev())
+    } else {
+        (0, 0, 0.0, 0.0)
+    };
+    object.int("iops_min", min).int("iops_max", max).float("iops_mean", mean);
+    object.float("iops_stddev", dev).int("iops_samples", iops.samples);
+    object
+}
+
+fn percent_object(keys: &[&str], counts: &[u64], total: u64) -> Object {
+    let mut object = Object::default();
+    for (key, percent) in keys.iter().zip(distribution(counts, total)) {
+        object.float(key, percent);
+    }
+    object
+}
+
+fn job_object(
+    run: &Run,
+    seed: u64,
+    job: &Reported<'_>,
+    totals: &GroupTotals,
+    end_ms: u64,
+    plus: bool,
+) -> Value {
+    let stats: &JobStats = &job.stats;
+    let mut object = Object::default();
+    object
+        .str("jobname", &job.setup.name)
+        .int("groupid", job.groupid as u64)
+        .int("job_start", stats.start_ns / 1_000_000)
+        .int("error", 0)
+        .int("eta", 0)
+        .int("elapsed", end_ms.div_ceil(1000));
+    if !job.setup.options.is_empty() {
+        let mut options = Object::default();
+        for (key, value) in &job.setup.options {
+            options.str(key, value);
+        }
+        object.object("job options", options);
+    }
+    for (index, name) in ["read", "write", "trim", "sync"].into_iter().enumerate() {
+        object.object(name, direction(job, index, totals, plus));
+    }
+    let cpu = |ns: u64| match stats.job_runtime_ms {
+        0 => 0.0,
+        runtime => ns as f64 / 1e6 * 100.0 / runtime as f64,
+    };
+    object
+        .int("job_runtime", stats.job_runtime_ms)
+        .float("usr_cpu", cpu(stats.usr_ns))
+        .float("sys_cpu", cpu(stats.sys_ns))
+        .int("ctx", stats.ctx)
+        .int("majf", stats.majf)
+        .int("minf", stats.minf);
+    let rw = stats.rw_ios();
+    let batches = ["0", "4", "8", "16", "32", "64", ">=64"];
+    object.object(
+        "iodepth_level",
+        percent_object(&["1", "2", "4", "8", "16", "32", ">=64"], &stats.depth_map, rw),
+    );
+    object
+        .object("iodepth_submit", percent_object(&batches, &stats.submit_map, stats.total_submit));
+    object.object(
+        "iodepth_complete",
+        percent_object(&batches, &stats.complete_map, stats.total_complete),
+    );
+    let ten = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"];
+    object.object("latency_ns", percent_object(&ten, &stats.lat_n, rw));
+    object.object("latency_us", percent_object(&ten, &stats.lat_u, rw));
+    let twelve = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000"];
+    object.object("latency_ms", percent_object(&twelve, &stats.lat_m, rw));
+    object
+        .int("latency_depth", job.setup.iodepth.max(1))
+        .int("latency_target", 0)
+        .float("latency_percentile", 100.0)
+        .int("latency_window", 0);
+    if let Some(description) = &job.setup.description {
+        object.str("desc", description);
+    }
+    let mut elevator = Object::default();
+    elevator
+        .str("mode", "sim")
+        .str("scheduler", &run.scheduler)
+        .str("device", &run.device)
+        .int("seed", seed);
+    object.object("elevator", elevator);
+    Value::Object(object.0)
+}
+
+/// Writes `run` as fio's JSON document (`plus`: json+, with latency `bins`), its jobs those of
+/// `setup` (see the module's notes). `seed` is the run's seed.
+pub fn render_json(
+    run: &Run,
+    seed: u64,
+    setup: &FioSetup,
+    plus: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let (jobs, groups) = reported(run, setup).map_err(io::Error::other)?;
+    let end_ns = jobs
+        .iter()
+        .map(|job| job.stats.start_ns + job.stats.job_runtime_ms * 1_000_000)
+        .max()
+        .unwrap_or(0)
+        .max(run.phases.iter().map(|phase| phase.duration_ns).sum());
+    let end_ms = end_ns / 1_000_000;
+    let mut top = Object::default();
+    top.str("fio version", FIO_VERSION)
+        .int("timestamp", end_ms / 1000)
+        .int("timestamp_ms", end_ms)
+        .str("time", &ctime(end_ms / 1000));
+    if !setup.global_options.is_empty() {
+        let mut options = Object::default();
+        for (key, value) in &setup.global_options {
+            options.str(key, value);
+        }
+        top.object("global options", options);
+    }
+    let values = jobs
+        .iter()
+        .map(|job| job_object(run, seed, job, &groups[job.groupid], end_ms, plus))
+        .collect();
+    top.0.push(("jobs".to_owned(), Value::Array(values)));
+    let mut text = String::new();
+    print(&Value::Object(top.0), 0, &mut text);
+    text.push('\n');
+    out.write_all(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves json.c's number and string forms: whole floats keep six decimals, NaN prints as
+    // 0, quotes and backslashes are escaped, nesting indents two spaces per level.
+    #[test]
+    fn printer_matches_fio_forms() {
+        let mut object = Object::default();
+        let mut inner = Object::default();
+        inner.float("iops", 2.0).float("bad", f64::NAN);
+        object.str("name", "a\"b\\c").int("n", 7).object("read", inner);
+        let mut text = String::new();
+        print(&Value::Object(object.0), 0, &mut text);
+        assert_eq!(
+            text,
+            "{\n  \"name\" : \"a\\\"b\\\\c\",\n  \"n\" : 7,\n  \"read\" : {\n    \"iops\" : \
+             2.000000,\n    \"bad\" : 0.000000\n  }\n}"
+        );
+    }
+}

@@ -1,0 +1,348 @@
+//! fio's output formats from elevator's runs (fio-compat.md §4, read by the tools of §5):
+//! `normal` (text), `json`, `json+` and `terse` (v3), one output per run (scheduler).
+//!
+//! A fio "job" here is one of the run's issuers (a job clone, named `NAME/N`); its figures are
+//! the [`JobStats`] the recorder kept for it ([`crate::PhaseRecorder::record_submit`]). A run's
+//! phases are fio's reporting groups (`groupid` = phase index: a job file's groups run as
+//! phases). Jobs with `group_reporting` merge with the consecutive jobs of their group that
+//! have it too (§4.4, [`JobStats::merge`]).
+//!
+//! # What fills fio's keys
+//!
+//! * `io_bytes`, `total_ios`, `runtime`, `bw*`, `iops*`: the simulated completions, fio's
+//!   arithmetic (§4.2); `runtime` is from the group's start to the job's last completion, µs
+//!   rounded up to ms as fio's `update_runtime`.
+//! * `clat_ns` and `lat_ns`: submission to completion on the simulated clock (the same
+//!   figure: see slat below); `clat_ns.percentile` and json+ `bins` from fio's histogram
+//!   ([`hist`]) over the same samples, so they are fio's quantised values.
+//! * `bw_*`, `iops_*`: statistics of 500 ms interval samples (fio's `bwavgtime`,
+//!   `iopsavgtime` defaults), `bw_agg` against the group's aggregate as fio's
+//!   `convert_agg_kbytes_percent`.
+//! * `iodepth_level`: the issuer's in-flight count at each submission; `iodepth_submit` and
+//!   `iodepth_complete`: every call moves one I/O (the `"4"` bucket).
+//! * `latency_ns|us|ms`: the completion latencies, fio's buckets, % of read+write+trim I/Os.
+//! * `usr_cpu`, `sys_cpu`: the host model's CPU time of the issuer's process over its run time.
+//! * `timestamp`, `timestamp_ms`, `time`, `job_start`, `elapsed`: the simulated clock, whose
+//!   epoch is the run's start (1970-01-01 00:00:00 UTC), so output is deterministic.
+//! * Extra key, per job: `"elevator" : {"mode", "scheduler", "device", "seed"}`.
+//!
+//! Zero because the simulator does not model them: `slat_ns` (N = 0, as fio prints for
+//! synchronous engines), `short_ios`, `drop_ios`, `error`, `eta`, `ctx`, `majf`, `minf`,
+//! `latency_target`, `latency_window`.
+//!
+//! # Deviations from fio
+//!
+//! * **No submission latency.** A simulated issuer's submission takes no simulated time (it
+//!   blocks only when the request pool is full, which the simulator counts in the latency),
+//!   so `slat_ns` is never sampled and `clat_ns` = `lat_ns` = submission to completion. fio's
+//!   libaio and io_uring jobs have a small non-zero slat.
+//! * **One I/O per submission and per reaping call**: the simulator's issuers submit and reap
+//!   one at a time, so `iodepth_submit` and `iodepth_complete` put 100 % in `"4"` where fio's
+//!   `iodepth_batch*` would spread them.
+//! * **Interval samples at exact 500 ms boundaries** from the group's start; fio takes them
+//!   when its helper thread sees 500 ms or more have passed, over the time actually spent.
+//!   Windows are closed at each submission and completion and at the job's end; a final
+//!   partial window gives no sample.
+//! * **`disk_util` is absent**, and terse lines have no per-disk fields (121 fields): the
+//!   device statistics are not yet kept per direction as `/proc/diskstats` does. fio also
+//!   omits it when it finds no block device.
+//! * **`job_start`** is ms on the simulated clock, not since the Unix epoch.
+//! * **Log files (`write_*_log`) are not written yet.** Normal output has no `Disk stats`
+//!   section (as `disk_util`), and its `pid=` is the job's 1-based process number.
+//! * **`fio version`** is [`FIO_VERSION`], the fio release whose output layout is followed.
+
+pub mod hist;
+mod json;
+mod normal;
+mod stats;
+mod terse;
+
+pub use json::render_json;
+pub use normal::{render_banners, render_normal};
+pub use stats::{AVG_TIME_NS, DirectionStats, FioDirection, IoStat, JobStats, distribution};
+pub use terse::render_terse;
+
+use crate::model::Run;
+
+/// The fio version the outputs claim: the release whose layout they follow (tools check for
+/// `fio-3`).
+pub const FIO_VERSION: &str = "fio-3.36";
+
+/// What a fio job file said, as the outputs echo it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FioSetup {
+    /// Options given in global sections (or before the first `--name`), in order: canonical
+    /// name and value as written; value-less flags left out (fio's `global options`).
+    pub global_options: Vec<(String, String)>,
+    /// The file's jobs, in order.
+    pub jobs: Vec<FioJobSetup>,
+}
+
+/// One job of a job file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FioJobSetup {
+    /// Its name (the issuers of its clones are `NAME/N`).
+    pub name: String,
+    /// Its clones (`numjobs`).
+    pub clones: u32,
+    /// The options its own section gave, as `global_options` (fio's `job options`).
+    pub options: Vec<(String, String)>,
+    /// `group_reporting` is on.
+    pub group_reporting: bool,
+    /// `percentile_list` (default [`hist::DEFAULT_PERCENTILES`]).
+    pub percentile_list: Option<Vec<f64>>,
+    /// `iodepth` (fio's `latency_depth` without `latency_target`).
+    pub iodepth: u64,
+    /// `description`.
+    pub description: Option<String>,
+    /// It starts a new reporting group (`stonewall`, `new_group`).
+    pub new_group: bool,
+    /// `rw` as written (`read` by default), for the banner.
+    pub rw: String,
+    /// Smallest and largest block size per direction (read, write, trim), for the banner.
+    pub block_sizes: [(u64, u64); 3],
+    /// The I/O engine, for the banner.
+    pub ioengine: String,
+}
+
+/// One reported fio job (or merged group): what every format prints.
+#[derive(Clone, Debug)]
+pub(crate) struct Reported<'a> {
+    pub(crate) setup: &'a FioJobSetup,
+    pub(crate) groupid: usize,
+    pub(crate) stats: JobStats,
+    /// The percentiles, sorted (fio sorts `percentile_list`), at most 20.
+    pub(crate) percentiles: Vec<f64>,
+}
+
+/// A reporting group's totals (fio's `group_run_stats`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct GroupTotals {
+    /// Per direction (read, write, trim): Σ io_bytes · 1000 / the longest runtime, bytes/s.
+    pub(crate) agg_bytes_per_s: [u64; 3],
+}
+
+/// The run's jobs as fio reports them, matched to `setup`'s jobs and merged per
+/// `group_reporting`, with each group's totals. Errors when the run's issuers are not
+/// `setup`'s job clones, in order.
+pub(crate) fn reported<'a>(
+    run: &Run,
+    setup: &'a FioSetup,
+) -> Result<(Vec<Reported<'a>>, Vec<GroupTotals>), String> {
+    let expected: Vec<&FioJobSetup> =
+        setup.jobs.iter().flat_map(|job| std::iter::repeat_n(job, job.clones as usize)).collect();
+    let mut next = expected.iter();
+    let mut reported: Vec<Reported<'a>> = Vec::new();
+    let mut groups = Vec::new();
+    for (groupid, phase) in run.phases.iter().enumerate() {
+        let mut totals = GroupTotals::default();
+        let mut bytes = [0u64; 3];
+        let mut longest_ms = [0u64; 3];
+        let first_of_group = reported.len();
+        for issuer in &phase.issuers {
+            let Some(&job) = next.next() else {
+                return Err(format!("issuer `{}` is not a clone of any job", issuer.name));
+            };
+            let job_name = issuer.name.rsplit_once('/').map_or(issuer.name.as_str(), |(n, _)| n);
+            if job_name != job.name {
+                return Err(format!(
+                    "issuer `{}` does not match job `{}` of the file",
+                    issuer.name, job.name
+                ));
+            }
+            let stats = issuer.fio.as_deref().cloned().unwrap_or_else(|| {
+                let mut empty = JobStats::new(0);
+                empty.finish(0, 0, 0);
+                empty
+            });
+            for direction in 0..3 {
+                bytes[direction] += stats.directions[direction].io_bytes;
+                longest_ms[direction] =
+                    longest_ms[direction].max(stats.directions[direction].runtime_ms);
+            }
+            // fio's __show_run_stats: a job joins the previous result when both have
+            // group_reporting and share the group.
+            let in_group = reported.len() > first_of_group;
+            let merge_into = reported
+                .last_mut()
+                .filter(|last| in_group && last.setup.group_reporting && job.group_reporting);
+            match merge_into {
+                Some(last) => last.stats.merge(&stats),
+                None => {
+                    let mut percentiles = job
+                        .percentile_list
+                        .clone()
+                        .unwrap_or_else(|| hist::DEFAULT_PERCENTILES.to_vec());
+                    percentiles.truncate(20);
+                    percentiles.sort_by(f64::total_cmp);
+                    reported.push(Reported { setup: job, groupid, stats, percentiles });
+                }
+            }
+        }
+        for direction in 0..3 {
+            totals.agg_bytes_per_s[direction] =
+                (bytes[direction] * 1000).checked_div(longest_ms[direction]).unwrap_or(0);
+        }
+        groups.push(totals);
+    }
+    if next.next().is_some() {
+        return Err("the run has fewer issuers than the file's jobs have clones".to_owned());
+    }
+    Ok((reported, groups))
+}
+
+/// fio's `convert_agg_kbytes_percent`: a job's mean bandwidth (KiB/s) as a percentage of its
+/// group's aggregate, at most 100.
+pub(crate) fn percent_of_aggregate(mean_kib_s: f64, agg_bytes_per_s: u64) -> f64 {
+    if agg_bytes_per_s == 0 {
+        return 100.0;
+    }
+    (mean_kib_s * 100.0 / (agg_bytes_per_s as f64 / 1024.0)).min(100.0)
+}
+
+/// `ctime`'s text for `seconds` after the epoch, in UTC (`Thu Jan  1 00:00:05 1970`).
+pub(crate) fn ctime(seconds: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let days = seconds / 86_400;
+    let rest = seconds % 86_400;
+    // Howard Hinnant's days-to-civil conversion.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        DAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        day,
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60,
+        year
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::PhaseRecorder;
+    use crate::model::{DeviceStats, Mode, QueueStats, SchedulerStats};
+    use elevator_core::Instant;
+
+    /// A run of one phase whose issuers `names` each read `ios` 4 KiB blocks, one at a time,
+    /// each taking `latency_us[issuer]` µs.
+    fn run(names: &[&str], ios: u64, latency_us: &[u64]) -> Run {
+        let issuers = names.iter().map(|name| (*name).to_owned()).collect();
+        let mut recorder = PhaseRecorder::new("g", Instant::ZERO, issuers);
+        for (issuer, &latency) in latency_us.iter().enumerate() {
+            for io in 0..ios {
+                let submitted = Instant::from_nanos(io * latency * 1000);
+                recorder.record_submit(issuer, io, FioDirection::Read, submitted);
+                let completed = Instant::from_nanos((io + 1) * latency * 1000);
+                recorder.record_io(issuer, io, 4096, submitted, completed);
+            }
+        }
+        Run {
+            mode: Mode::Sim,
+            experiment: None,
+            device: "ssd".into(),
+            workload: "fio".into(),
+            scheduler: "noop".into(),
+            config: Default::default(),
+            phases: vec![recorder.finish()],
+            scheduler_stats: SchedulerStats::default(),
+            queue_stats: QueueStats::default(),
+            device_stats: DeviceStats::default(),
+            host_stats: Default::default(),
+            partial: false,
+            partial_reason: None,
+        }
+    }
+
+    fn job(name: &str, clones: u32, group_reporting: bool) -> FioJobSetup {
+        FioJobSetup { name: name.into(), clones, group_reporting, iodepth: 1, ..Default::default() }
+    }
+
+    // Proves `percentile_list` is honoured exactly (PKB indexes its keys literally, §5.2):
+    // given 99:25:50 the keys are fio's sorted `%f` forms and nothing else, each a bucket
+    // midpoint; terse carries the same three then 17 `0%=0`.
+    #[test]
+    fn percentile_list_is_honoured() {
+        let run = run(&["j/0"], 1000, &[100]);
+        let mut setup = FioSetup { jobs: vec![job("j", 1, false)], ..FioSetup::default() };
+        setup.jobs[0].percentile_list = Some(vec![99.0, 25.0, 50.0]);
+        let mut out = Vec::new();
+        render_json(&run, 1, &setup, false, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let at = text.find("\"percentile\" : {").unwrap();
+        let block = &text[at..at + text[at..].find('}').unwrap()];
+        let keys: Vec<&str> =
+            block.lines().skip(1).filter_map(|line| line.trim().split('"').nth(1)).collect();
+        assert_eq!(keys, ["25.000000", "50.000000", "99.000000"]);
+        // Every latency is 100 µs: each percentile is its bucket's midpoint.
+        assert!(block.contains(&format!(": {}", hist::idx_to_val(hist::val_to_idx(100_000)))));
+        let mut terse = Vec::new();
+        render_terse(&run, &setup, &mut terse).unwrap();
+        let line = String::from_utf8(terse).unwrap();
+        let fields: Vec<&str> = line.trim_end().split(';').collect();
+        // 100 000 ns lies in the bucket of midpoint 2^16 + 33.5 · 2^10 = 99 840 ns: 99 µs.
+        assert_eq!(fields[17..20], ["25.000000%=99", "50.000000%=99", "99.000000%=99"]);
+        assert!(fields[20..37].iter().all(|field| *field == "0%=0"));
+    }
+
+    // Proves group_reporting and the group's aggregate by hand: two clones each read 2000 ×
+    // 4 KiB one at a time, clone 0 at 250 µs a read (0.5 s), clone 1 at 500 µs (1 s).
+    // Merged: 4000 I/Os, runtime the longer 1000 ms, job_runtime summed; the aggregate is
+    // 16 384 000 B · 1000 / 1000 ms. Interval samples (a window closes when a completion at or
+    // past its end arrives, before that completion counts): clone 0 has one of 1999 reads,
+    // 15 992 KiB/s; clone 1 two, 999 and 1000 reads, 7992 and 8000 KiB/s; merged member by
+    // member. Without group_reporting the run reports two jobs whose `bw_agg` is each mean
+    // as a share of the aggregate (16 000 KiB/s).
+    #[test]
+    fn group_reporting_merges_clones() {
+        let run = run(&["j/0", "j/1"], 2000, &[250, 500]);
+        let merged = FioSetup { jobs: vec![job("j", 2, true)], ..FioSetup::default() };
+        let (jobs, groups) = reported(&run, &merged).unwrap();
+        assert_eq!(jobs.len(), 1);
+        let read = &jobs[0].stats.directions[0];
+        assert_eq!((read.total_ios, read.io_bytes, read.runtime_ms), (4000, 16_384_000, 1000));
+        assert_eq!(jobs[0].stats.job_runtime_ms, 500 + 1000);
+        assert_eq!(groups[0].agg_bytes_per_s[0], 16_384_000);
+        assert_eq!(read.bw.samples, 1 + 2);
+        assert_eq!((read.bw.min, read.bw.max), (15_992 + 7992, 15_992 + 8000));
+        assert!((read.bw.mean - (15_992.0 + 7996.0)).abs() < 1e-9);
+        let separate = FioSetup { jobs: vec![job("j", 2, false)], ..FioSetup::default() };
+        let (jobs, _) = reported(&run, &separate).unwrap();
+        assert_eq!(jobs.len(), 2);
+        let agg = |job: &Reported<'_>| {
+            percent_of_aggregate(job.stats.directions[0].bw.mean, groups[0].agg_bytes_per_s[0])
+        };
+        assert!((agg(&jobs[0]) - 15_992.0 * 100.0 / 16_000.0).abs() < 1e-9);
+        assert!((agg(&jobs[1]) - 7996.0 * 100.0 / 16_000.0).abs() < 1e-9);
+    }
+
+    // Proves a run whose issuers are not the file's job clones is refused, naming the issuer.
+    #[test]
+    fn mismatched_jobs_are_refused() {
+        let run = run(&["other/0"], 1, &[100]);
+        let setup = FioSetup { jobs: vec![job("j", 1, false)], ..FioSetup::default() };
+        let error = reported(&run, &setup).unwrap_err();
+        assert!(error.contains("other/0"), "{error}");
+    }
+
+    // Proves ctime's layout and calendar: day 0 is a Thursday, the day pads to two columns,
+    // and a leap day lands right (951 782 400 s is 2000-02-29).
+    #[test]
+    fn ctime_text() {
+        assert_eq!(ctime(5), "Thu Jan  1 00:00:05 1970");
+        assert_eq!(ctime(951_782_400 + 3661), "Tue Feb 29 01:01:01 2000");
+    }
+}
