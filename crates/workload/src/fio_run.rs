@@ -26,7 +26,7 @@
 //! * fio's random map is not kept (`job`'s documented deviation: `norandommap=1` always).
 //! * A group's jobs all start at once; fio starts them within a few milliseconds of each other.
 
-use elevator_core::{Duration, ParamError, Prng};
+use elevator_core::{Duration, ParamError, Prng, units};
 
 use crate::fio::{FioJob, FioJobFile, FioValue, Location};
 use crate::{FileSpec, PhasePlan, Place, Target, WorkloadPlan, WorkloadSpec};
@@ -50,6 +50,14 @@ pub(crate) struct FioRunJob {
     pub(crate) size_bytes: Option<u64>,
     /// `numjobs`.
     pub(crate) clones: u32,
+    /// Options that change only fio's reports and logs (`write_bw_log`, `log_avg_msec`,
+    /// `percentile_list`, `per_job_logs`, ...), as written, in file order: for the report
+    /// writers (fio-compat.md §4). They do not change the simulated I/O.
+    pub(crate) reporting: Vec<(&'static str, FioValue)>,
+    /// `wait_for`: the earlier job this one starts after.
+    pub(crate) wait_for: Option<(String, Location)>,
+    /// `ramp_time`: I/O done before measuring, run as a phase of its own.
+    pub(crate) ramp: Option<Duration>,
 }
 
 /// A job file ready to plan.
@@ -65,9 +73,63 @@ fn refuse(at: &Location, problem: String) -> ParamError {
     ParamError::Impossible { component: format!("fio {at}"), key: "option", problem }
 }
 
-/// What `job` key (and value) an fio option becomes; `None` for an option with no effect on
-/// the I/O. Errors name the option; the caller adds where it was written.
-fn map_option(name: &str, value: &FioValue) -> Result<Option<(&'static str, String)>, String> {
+/// Options that change only fio's own reports and logs, carried on the planned job
+/// ([`FioRunJob::reporting`]) for the report writers (fio-compat.md §2.1 "Logging and
+/// reporting", §4): they do not change the I/O.
+const REPORTING: &[&str] = &[
+    "write_bw_log",
+    "write_lat_log",
+    "write_iops_log",
+    "write_hist_log",
+    "log_avg_msec",
+    "log_hist_msec",
+    "log_hist_coarseness",
+    "log_max_value",
+    "log_window_value",
+    "per_job_logs",
+    "log_offset",
+    "log_prio",
+    "log_issue_time",
+    "percentile_list",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "significant_figures",
+    "unified_rw_reporting",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "disable_bw_measurement",
+    "gtod_reduce",
+    "bwavgtime",
+    "iopsavgtime",
+    "disk_util",
+    "group_reporting",
+    "description",
+    "name",
+    "stats",
+];
+
+/// Options that change how fio checks or fills data, not which I/O it does: the simulator
+/// moves no data, so nothing is checked (fio-compat.md §2.1 "Trim, verify, buffers": N).
+const DATA_ONLY: &[&str] = &[
+    "verify_pattern",
+    "verify_interval",
+    "verify_offset",
+    "verify_fatal",
+    "verify_dump",
+    "verify_async",
+    "zero_buffers",
+    "refill_buffers",
+    "scramble_buffers",
+    "buffer_pattern",
+    "buffer_compress_percentage",
+    "buffer_compress_chunk",
+];
+
+/// What `job` keys (and values) an fio option becomes; empty for an option with no effect
+/// on the I/O. Errors name the option; the caller adds where it was written.
+fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)>, String> {
     let not_honoured = || {
         Err(format!(
             "`{name}={value}` is not honoured by the simulator, so the job cannot run as fio would run it"
@@ -78,13 +140,19 @@ fn map_option(name: &str, value: &FioValue) -> Result<Option<(&'static str, Stri
         FioValue::Float(x) if x.fract() == 0.0 && *x >= 0.0 => Some(*x as u64),
         _ => None,
     };
-    // One value for both directions, or the same for reads and writes.
+    // One value for both directions, or the same for reads and writes (and trims, if given).
     let single = |value: &FioValue| -> Option<FioValue> {
         match value {
             FioValue::PerDirection(parts) => {
-                let given: Vec<&FioValue> = parts.iter().take(2).flatten().collect();
+                let given: Vec<&FioValue> = parts.iter().take(3).flatten().collect();
                 match given.as_slice() {
                     [one] if parts.len() == 1 => Some((*one).clone()),
+                    [first, rest @ ..]
+                        if parts.iter().take(3).all(Option::is_some)
+                            && rest.iter().all(|other| other == first) =>
+                    {
+                        Some((*first).clone())
+                    }
                     [read, write] if read == write => Some((*read).clone()),
                     _ => None,
                 }
@@ -96,60 +164,131 @@ fn map_option(name: &str, value: &FioValue) -> Result<Option<(&'static str, Stri
         FioValue::TimeNs(ns) => Some(Duration::from_nanos(*ns).to_string()),
         _ => None,
     };
-    let mapped = match name {
-        "name" | "description" | "group_reporting" | "stonewall" | "wait_for_previous"
-        | "new_group" | "norandommap" | "randrepeat" | "thread" => None,
+    let flag = |value: &FioValue| match value {
+        FioValue::Bool(on) => Some(u8::from(*on).to_string()),
+        FioValue::Int(n) if *n <= 1 => Some(n.to_string()),
+        _ => None,
+    };
+    let one = |key: &'static str, text: Option<String>| match text {
+        Some(text) => Ok(vec![(key, text)]),
+        None => not_honoured(),
+    };
+    if REPORTING.contains(&name) || DATA_ONLY.contains(&name) {
+        return Ok(Vec::new());
+    }
+    match name {
+        // Ordering (handled by the caller), and options whose effect the simulator has by
+        // construction: fio's `thread` (threads or processes) and the tiobench profile's
+        // `threads` change no I/O; `randrepeat` asks for a repeatable sequence, which a
+        // simulation always is (seeded from the run's seed).
+        "stonewall" | "wait_for_previous" | "new_group" | "wait_for" | "thread" | "threads"
+        | "randrepeat" => Ok(Vec::new()),
         "rw" => match value {
-            FioValue::Choice { value: rw, suffix: None }
+            FioValue::Choice { value: rw, suffix }
                 if matches!(
                     rw.as_str(),
-                    "read" | "write" | "randread" | "randwrite" | "rw" | "readwrite" | "randrw"
+                    "read"
+                        | "write"
+                        | "randread"
+                        | "randwrite"
+                        | "rw"
+                        | "readwrite"
+                        | "randrw"
+                        | "trim"
+                        | "randtrim"
+                        | "trimwrite"
                 ) =>
             {
-                Some(("rw", rw.clone()))
+                let mut keys = vec![("rw", rw.clone())];
+                if let Some(step) = suffix {
+                    keys.push(("rw_step", step.trim().to_owned()));
+                }
+                Ok(keys)
             }
-            _ => return not_honoured(),
+            _ => not_honoured(),
         },
-        "bs" => match single(value).as_ref().and_then(int) {
-            Some(bytes) => Some(("bs", bytes.to_string())),
-            None => return not_honoured(),
-        },
+        "bs" => one("bs", single(value).as_ref().and_then(int).map(|b| b.to_string())),
+        "ba" => one("blockalign", single(value).as_ref().and_then(int).map(|b| b.to_string())),
         "bssplit" => match single(value) {
             Some(FioValue::Split(entries)) => {
                 let entries: Vec<String> =
                     entries.iter().map(|(bytes, percent)| format!("{bytes}/{percent}")).collect();
-                Some(("bssplit", entries.join(":")))
+                Ok(vec![("bssplit", entries.join(":"))])
             }
-            _ => return not_honoured(),
+            _ => not_honoured(),
         },
         "bsrange" => match single(value) {
-            Some(FioValue::Range { lo, hi }) => Some(("bsrange", format!("{lo}-{hi}"))),
-            _ => return not_honoured(),
+            Some(FioValue::Range { lo, hi }) => Ok(vec![("bsrange", format!("{lo}-{hi}"))]),
+            _ => not_honoured(),
         },
         "size" | "io_size" | "offset_increment" | "iodepth" | "numjobs" | "rwmixread"
-        | "rwmixwrite" | "prio" | "prioclass" => match int(value) {
-            Some(n) => Some((canonical(name), n.to_string())),
-            None => return not_honoured(),
-        },
+        | "rwmixwrite" | "prio" | "prioclass" | "loops" | "fsync" | "verify_backlog"
+        | "thinktime_blocks" => one(canonical(name), int(value).map(|n| n.to_string())),
+        // fdatasync skips the metadata fsync also writes; the simulator's sync is one kind.
+        "fdatasync" => one("fsync", int(value).map(|n| n.to_string())),
+        "rate" | "rate_min" => {
+            one(canonical(name), single(value).as_ref().and_then(int).map(|n| n.to_string()))
+        }
+        "rate_iops" => {
+            one("rate_iops", single(value).as_ref().and_then(int).map(|n| n.to_string()))
+        }
+        // A bare rate_cycle is in milliseconds (fio's).
+        "rate_cycle" => one("rate_cycle", int(value).map(|ms| format!("{ms}ms"))),
+        "percentage_random" => {
+            one("percentage_random", single(value).as_ref().and_then(int).map(|n| n.to_string()))
+        }
         "offset" => match value {
-            FioValue::Int(bytes) => Some(("offset", bytes.to_string())),
-            FioValue::Percent(percent) => Some(("offset", format!("{percent}%"))),
-            _ => return not_honoured(),
+            FioValue::Int(bytes) => Ok(vec![("offset", bytes.to_string())]),
+            FioValue::Percent(percent) => Ok(vec![("offset", format!("{percent}%"))]),
+            _ => not_honoured(),
         },
-        "runtime" | "thinktime" => match time(value) {
-            Some(text) => Some((canonical(name), text)),
-            None => return not_honoured(),
+        "runtime" | "thinktime" | "startdelay" => one(canonical(name), time(value)),
+        // The busy part of the pause: the pause is as long, and the simulator models no CPU.
+        "thinktime_spin" => match time(value) {
+            Some(_) => Ok(Vec::new()),
+            None => not_honoured(),
         },
-        "time_based" | "direct" | "buffered" => match value {
+        "time_based" | "norandommap" | "end_fsync" => one(canonical(name), flag(value)),
+        // Files are closed once, at the end of the job, in the simulator.
+        "fsync_on_close" => one("end_fsync", flag(value)),
+        "direct" | "buffered" => match value {
             FioValue::Bool(on) => {
                 let direct = if name == "buffered" { !on } else { *on };
-                if name == "time_based" {
-                    Some(("time_based", u8::from(*on).to_string()))
-                } else {
-                    Some(("direct", u8::from(direct).to_string()))
-                }
+                Ok(vec![("direct", u8::from(direct).to_string())])
             }
-            _ => return not_honoured(),
+            _ => not_honoured(),
+        },
+        "random_distribution" => match value {
+            FioValue::Choice { value: kind, suffix }
+                if matches!(kind.as_str(), "random" | "zipf" | "pareto" | "normal" | "zoned") =>
+            {
+                let text = match suffix {
+                    Some(suffix) => format!("{kind}:{suffix}"),
+                    None => kind.clone(),
+                };
+                Ok(vec![("random_distribution", text)])
+            }
+            _ => not_honoured(),
+        },
+        "rate_process" | "thinktime_blocks_type" => match value {
+            FioValue::Choice { value: choice, suffix: None } => {
+                Ok(vec![(canonical(name), choice.clone())])
+            }
+            _ => not_honoured(),
+        },
+        // The submitting thread changes no I/O timing in a simulation, which models no CPU.
+        "io_submit_mode" => match value {
+            FioValue::Choice { value: mode, .. } if mode == "inline" || mode == "offload" => {
+                Ok(Vec::new())
+            }
+            _ => not_honoured(),
+        },
+        "verify" | "do_verify" => match value {
+            FioValue::Choice { value: kind, .. } => {
+                Ok(vec![("verify", u8::from(kind != "0" && kind != "none").to_string())])
+            }
+            FioValue::Bool(on) => Ok(vec![("verify", u8::from(*on).to_string())]),
+            _ => not_honoured(),
         },
         "ioengine" => match value {
             FioValue::Choice { value: engine, .. }
@@ -158,13 +297,12 @@ fn map_option(name: &str, value: &FioValue) -> Result<Option<(&'static str, Stri
                     "io_uring" | "libaio" | "posixaio" | "psync" | "sync" | "pvsync" | "pvsync2"
                 ) =>
             {
-                Some(("ioengine", engine.clone()))
+                Ok(vec![("ioengine", engine.clone())])
             }
-            _ => return not_honoured(),
+            _ => not_honoured(),
         },
-        _ => return not_honoured(),
-    };
-    Ok(mapped)
+        _ => not_honoured(),
+    }
 }
 
 /// `name` as a `'static` `job` key (the keys `map_option` passes through unchanged).
@@ -175,11 +313,13 @@ fn canonical(name: &str) -> &'static str {
 /// Maps one job; errors name its file, line and option.
 fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     job.runnable().map_err(|problem| refuse(&job.at, problem))?;
-    // fio's defaults where `job`'s differ (§2.1: ioengine psync, direct 0).
+    // fio's defaults where `job`'s differ (§2.1: ioengine psync, direct 0, the random map).
     let mut keys: Vec<(&'static str, String)> =
-        vec![("ioengine", "psync".into()), ("direct", "0".into())];
+        vec![("ioengine", "psync".into()), ("direct", "0".into()), ("norandommap", "0".into())];
     let mut new_group = false;
     let (mut filenames, mut directory, mut size_bytes, mut clones) = (None, None, None, 1);
+    let (mut reporting, mut wait_for, mut ramp, mut filesize) = (Vec::new(), None, None, None);
+    let mut verify_off = false;
     for (index, option) in job.options.iter().enumerate() {
         // The last occurrence wins (§1.7): map only that one.
         if job.options[index + 1..].iter().any(|later| later.name == option.name) {
@@ -208,15 +348,44 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
                 continue;
             }
             ("size", FioValue::Int(bytes)) => size_bytes = Some(*bytes),
+            // fio's per-file size; `size` then defaults to it (one file per job here).
+            ("filesize", FioValue::Int(bytes)) => {
+                filesize = Some(*bytes);
+                continue;
+            }
+            ("wait_for", FioValue::Str(name)) => {
+                wait_for = Some((name.clone(), option.at.clone()));
+            }
+            ("do_verify", FioValue::Bool(false)) => verify_off = true,
+            ("ramp_time", FioValue::TimeNs(ns)) => {
+                ramp = (*ns > 0).then(|| Duration::from_nanos(*ns));
+                continue;
+            }
+            (name, value) if REPORTING.contains(&name) => reporting.push((name, value.clone())),
             ("numjobs", FioValue::Int(count)) => clones = u32::try_from(*count).unwrap_or(u32::MAX),
             _ => {}
         }
         let mapped = map_option(option.name, &option.value)
             .map_err(|problem| refuse(&option.at, problem))?;
-        if let Some((key, value)) = mapped {
+        for (key, value) in mapped {
             keys.retain(|(given, _)| *given != key);
             keys.push((key, value));
         }
+    }
+    if verify_off {
+        keys.retain(|(given, _)| *given != "verify");
+    }
+    if let Some(bytes) = filesize {
+        if filenames.as_ref().is_some_and(|(names, _)| names.len() > 1) {
+            return Err(refuse(
+                &job.at,
+                format!("job `{}`: filesize with several filenames is not supported", job.name()),
+            ));
+        }
+        if size_bytes.is_none() {
+            keys.push(("size", bytes.to_string()));
+        }
+        size_bytes = Some(bytes);
     }
     let text: Vec<String> = keys.iter().map(|(key, value)| format!("{key}={value}")).collect();
     let spec = WorkloadSpec::parse(&format!("job:{}", text.join(",")))
@@ -230,6 +399,9 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         directory,
         size_bytes,
         clones,
+        reporting,
+        wait_for,
+        ramp,
     })
 }
 
@@ -313,20 +485,106 @@ impl FioRun {
         Ok(FioRun { path: path.to_owned(), jobs })
     }
 
+    /// Caps every job (fio-compat.md §0: a documented override so fio's examples run
+    /// quickly): `size` and `io_size` at most `max_size_bytes`, and `runtime` at most
+    /// `max_runtime` (a job without a runtime gets it, so no job runs longer). Regular files
+    /// shrink with the jobs' sizes. `elevator sim FILE.fio --max-size SIZE --max-runtime TIME`.
+    pub(crate) fn capped(
+        &self,
+        max_size_bytes: Option<u64>,
+        max_runtime: Option<Duration>,
+    ) -> Result<FioRun, ParamError> {
+        let mut capped = self.clone();
+        for job in &mut capped.jobs {
+            let text = job.spec.to_string();
+            let body = text.strip_prefix("job:").or_else(|| text.strip_prefix("job")).unwrap_or("");
+            let mut keys: Vec<(String, String)> = body
+                .split(',')
+                .filter_map(|pair| pair.split_once('='))
+                .map(|(key, value)| (key.to_owned(), value.to_owned()))
+                .collect();
+            let size_of = |value: &str| units::parse_size_bytes(value).ok();
+            if let Some(max) = max_size_bytes {
+                let mut has_size = false;
+                for (key, value) in &mut keys {
+                    if key == "size" || key == "io_size" {
+                        has_size |= key == "size";
+                        if size_of(value).is_none_or(|bytes| bytes > max) {
+                            *value = max.to_string();
+                        }
+                    }
+                }
+                if !has_size {
+                    keys.push(("size".into(), max.to_string()));
+                }
+                job.size_bytes = Some(job.size_bytes.map_or(max, |bytes| bytes.min(max)));
+            }
+            if let Some(max) = max_runtime {
+                let given = keys.iter_mut().find(|(key, _)| key == "runtime");
+                match given {
+                    Some((_, value)) => {
+                        let shorter = units::parse_duration(value, 1_000_000_000)
+                            .map_or(true, |time| time > max);
+                        if shorter {
+                            *value = max.to_string();
+                        }
+                    }
+                    None => keys.push(("runtime".into(), max.to_string())),
+                }
+                job.ramp = job.ramp.map(|ramp| ramp.min(max));
+            }
+            let text: Vec<String> =
+                keys.iter().map(|(key, value)| format!("{key}={value}")).collect();
+            job.spec = WorkloadSpec::parse(&format!("job:{}", text.join(",")))
+                .map_err(|error| refuse(&job.at, format!("job `{}` capped: {error}", job.name)))?;
+        }
+        Ok(capped)
+    }
+
     /// One phase per group; each job's clones are processes numbered after the previous
-    /// jobs' in the same phase, and each job draws from its own random stream.
+    /// jobs' in the same phase, and each job draws from its own random stream. A job with
+    /// `wait_for=NAME` starts a new phase when NAME's group is the last one (so it starts
+    /// after NAME finished), or joins the last group when NAME finished in an earlier one.
+    /// A group whose jobs have a `ramp_time` gets a ramp phase first, the same jobs run
+    /// time-based for the ramp, whose I/O is reported apart from the measured phase.
     pub(crate) fn plan(&self, targets: &[Target], prng: &Prng) -> Result<WorkloadPlan, ParamError> {
         let mut phases: Vec<PhasePlan> = Vec::new();
         let mut files = Vec::new();
+        // Per phase, the jobs in it.
+        let mut members: Vec<Vec<usize>> = Vec::new();
         for (index, job) in self.jobs.iter().enumerate() {
             let job_prng = prng.fork_indexed("fio", index as u64);
-            if index == 0 || job.new_group {
+            let mut new_phase = index == 0 || job.new_group;
+            if let Some((name, at)) = &job.wait_for
+                && !job.new_group
+            {
+                let earlier = self.jobs[..index].iter().position(|other| &other.name == name);
+                let Some(awaited) = earlier else {
+                    return Err(refuse(at, format!("wait_for={name}: no earlier job `{name}`")));
+                };
+                let last = members.last().expect("a job came before");
+                if last.contains(&awaited) {
+                    if last.iter().any(|&other| self.jobs[other].name != *name) {
+                        return Err(refuse(
+                            at,
+                            format!(
+                                "wait_for={name}: `{name}` runs in a group with other jobs; \
+                                 the simulator starts a job after a whole group, not one job of it"
+                            ),
+                        ));
+                    }
+                    new_phase = true;
+                }
+            }
+            if new_phase {
                 phases.push(PhasePlan {
                     name: String::new(),
                     issuers: Vec::new(),
                     stonewall: false,
                 });
+                members.push(Vec::new());
             }
+            members.last_mut().expect("a phase was pushed").push(index);
             let phase = phases.last_mut().expect("a phase was pushed");
             let first_process = phase.issuers.len() as u32;
             let places = job.places(targets, &mut files)?;
@@ -343,7 +601,86 @@ impl FioRun {
                 phase.issuers.extend(planned.issuers);
             }
         }
-        Ok(WorkloadPlan { files, phases })
+        let mut out = Vec::with_capacity(phases.len());
+        for (phase, jobs) in phases.into_iter().zip(&members) {
+            if let Some(ramp_phase) = self.ramp_phase(jobs, targets, prng, &mut files)? {
+                out.push(ramp_phase);
+            }
+            out.push(phase);
+        }
+        Ok(WorkloadPlan { files, phases: out })
+    }
+
+    /// The ramp phase of a group whose jobs all have the same `ramp_time`: the same jobs,
+    /// time-based for the ramp, from streams of their own. Mixed ramps in a group are refused.
+    fn ramp_phase(
+        &self,
+        jobs: &[usize],
+        targets: &[Target],
+        prng: &Prng,
+        files: &mut Vec<FileSpec>,
+    ) -> Result<Option<PhasePlan>, ParamError> {
+        let ramps: Vec<Option<Duration>> = jobs.iter().map(|&j| self.jobs[j].ramp).collect();
+        let Some(ramp) = ramps[0] else {
+            if let Some(&j) = jobs.iter().find(|&&j| self.jobs[j].ramp.is_some()) {
+                return Err(refuse(
+                    &self.jobs[j].at,
+                    format!(
+                        "job `{}`: ramp_time differs within its group (the simulator ramps a whole group)",
+                        self.jobs[j].name
+                    ),
+                ));
+            }
+            return Ok(None);
+        };
+        if let Some(&j) = jobs.iter().find(|&&j| self.jobs[j].ramp != Some(ramp)) {
+            return Err(refuse(
+                &self.jobs[j].at,
+                format!(
+                    "job `{}`: ramp_time differs within its group (the simulator ramps a whole group)",
+                    self.jobs[j].name
+                ),
+            ));
+        }
+        let mut phase = PhasePlan { name: String::new(), issuers: Vec::new(), stonewall: false };
+        for &index in jobs {
+            let job = &self.jobs[index];
+            let text = job.spec.to_string();
+            let body = text.strip_prefix("job:").or_else(|| text.strip_prefix("job")).unwrap_or("");
+            let mut keys: Vec<&str> = body
+                .split(',')
+                .filter(|pair| {
+                    !pair.is_empty()
+                        && !["runtime=", "time_based=", "verify=", "end_fsync="]
+                            .iter()
+                            .any(|key| pair.starts_with(key))
+                })
+                .collect();
+            let runtime = format!("runtime={ramp}");
+            keys.extend(["time_based=1", runtime.as_str()]);
+            let spec = WorkloadSpec::parse(&format!("job:{}", keys.join(",")))
+                .map_err(|error| refuse(&job.at, format!("job `{}` ramp: {error}", job.name)))?;
+            let places = job.places(targets, files)?;
+            let first_process = phase.issuers.len() as u32;
+            let plan = spec
+                .plan_job(
+                    targets,
+                    &prng.fork_indexed("fio-ramp", index as u64),
+                    first_process,
+                    &job.name,
+                    &places,
+                )
+                .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
+            if !phase.name.is_empty() {
+                phase.name.push('+');
+            }
+            phase.name.push_str(&job.name);
+            for planned in plan.phases {
+                phase.issuers.extend(planned.issuers);
+            }
+        }
+        phase.name.push_str(" (ramp)");
+        Ok(Some(phase))
     }
 }
 

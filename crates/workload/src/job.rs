@@ -690,7 +690,8 @@ impl JobConfig {
             return Err(params.impossible("rw_step", "a random pattern takes a count of I/Os"));
         }
         let distribution = Distribution::parse(params)?;
-        let align_bytes = (!params.text("blockalign").is_empty()).then(|| params.size("blockalign"));
+        let align_bytes =
+            (!params.text("blockalign").is_empty()).then(|| params.size("blockalign"));
         if let Some(align) = align_bytes {
             check_sectors(params, "blockalign", align)?;
         }
@@ -870,11 +871,12 @@ impl JobConfig {
             .saturating_mul(self.loops);
             let zipf = match self.distribution {
                 Distribution::Zipf(theta) => {
-                    let align =
-                        self.align_bytes.unwrap_or_else(|| self.block_size.min_bytes());
+                    let align = self.align_bytes.unwrap_or_else(|| self.block_size.min_bytes());
                     let blocks = regions
                         .iter()
-                        .map(|region| (region.length_bytes - self.block_size.max_bytes()) / align + 1)
+                        .map(|region| {
+                            (region.length_bytes - self.block_size.max_bytes()) / align + 1
+                        })
                         .min()
                         .unwrap_or(1);
                     Some(Zipf::new(blocks, theta).map_err(|error| {
@@ -1189,8 +1191,7 @@ impl Issuer for JobIssuer {
 
     fn finishing(&self, now: Instant) -> bool {
         let tail_left = self.config.verify || self.config.end_fsync;
-        (self.finishing && !tail_left)
-            || self.deadline.is_some_and(|deadline| now >= deadline)
+        (self.finishing && !tail_left) || self.deadline.is_some_and(|deadline| now >= deadline)
     }
 
     fn complete(&mut self, now: Instant, io: IoId) {
@@ -1435,8 +1436,7 @@ impl JobIssuer {
             let back = i128::from(skip.unsigned_abs());
             let (length, size) = (i128::from(length), i128::from(size));
             let first = (length - back).max(0);
-            let next =
-                if *position == 0 { first } else { i128::from(*position - 1) + size - back };
+            let next = if *position == 0 { first } else { i128::from(*position - 1) + size - back };
             let relative = if next < 0 || next + size > length { first } else { next };
             *position = relative as u64 + 1;
             return Some(relative as u64);

@@ -450,6 +450,22 @@ impl WorkloadSpec {
         }
     }
 
+    /// For `fio:FILE`, every job capped: `size`/`io_size` at most `max_size_bytes` and
+    /// `runtime` at most `max_runtime` (`elevator sim FILE.fio --max-size --max-runtime`, so
+    /// fio's examples run quickly). Other workloads are returned unchanged.
+    pub fn fio_capped(
+        &self,
+        max_size_bytes: Option<u64>,
+        max_runtime: Option<Duration>,
+    ) -> Result<WorkloadSpec, ParamError> {
+        let Some(run) = &self.fio else {
+            return Ok(self.clone());
+        };
+        let capped = run.capped(max_size_bytes, max_runtime)?;
+        let first = capped.jobs[0].spec.clone();
+        Ok(WorkloadSpec { kind: first.kind, params: first.params, fio: Some(Box::new(capped)) })
+    }
+
     /// The same workload with its amounts ([`WorkloadKind::scalable_keys`]) multiplied by
     /// `factor`, for quick looks at large experiments.
     ///
