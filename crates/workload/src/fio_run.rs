@@ -28,7 +28,11 @@
 
 use elevator_core::{Duration, ParamError, Prng, units};
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
 use crate::fio::{FioJob, FioJobFile, FioValue, Location};
+use crate::job::{GroupExit, JobConfig};
 use crate::{FileSpec, PhasePlan, Place, Target, WorkloadPlan, WorkloadSpec};
 
 /// One job of the file, as a `job` workload.
@@ -36,8 +40,15 @@ use crate::{FileSpec, PhasePlan, Place, Target, WorkloadPlan, WorkloadSpec};
 pub(crate) struct FioRunJob {
     /// fio's job name.
     pub(crate) name: String,
-    /// Whether it starts a new group (phase).
+    /// Whether it waits for every earlier job (`stonewall`, `wait_for_previous`): a new phase.
     pub(crate) new_group: bool,
+    /// Its reporting group (fio's `groupid`): `stonewall` and `new_group` start a new one;
+    /// `new_group` alone does not wait (fio-compat.md §2.1 "Jobs and groups"). For the report
+    /// writers.
+    pub(crate) group: u32,
+    /// `exitall`: when it finishes, the rest of its phase stops (fio's `exit_what`: the group,
+    /// the stonewall set and all running jobs are one phase here).
+    pub(crate) exitall: bool,
     /// Its mapped workload.
     pub(crate) spec: WorkloadSpec,
     /// Where its section starts, for errors found when it is planned.
@@ -125,6 +136,10 @@ const DATA_ONLY: &[&str] = &[
     "buffer_pattern",
     "buffer_compress_percentage",
     "buffer_compress_chunk",
+    "dedupe_percentage",
+    "dedupe_mode",
+    "dedupe_working_set_percentage",
+    "dedupe_global",
 ];
 
 /// What `job` keys (and values) an fio option becomes; empty for an option with no effect
@@ -182,7 +197,7 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
         // `threads` change no I/O; `randrepeat` asks for a repeatable sequence, which a
         // simulation always is (seeded from the run's seed).
         "stonewall" | "wait_for_previous" | "new_group" | "wait_for" | "thread" | "threads"
-        | "randrepeat" => Ok(Vec::new()),
+        | "exitall" | "exit_what" | "randrepeat" => Ok(Vec::new()),
         "rw" => match value {
             FioValue::Choice { value: rw, suffix }
                 if matches!(
@@ -221,9 +236,22 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             Some(FioValue::Range { lo, hi }) => Ok(vec![("bsrange", format!("{lo}-{hi}"))]),
             _ => not_honoured(),
         },
+        // zbd needs a zoned device model (write pointers, zone resets): refused below.
+        "zonemode" => match value {
+            FioValue::Choice { value: mode, .. } if mode == "strided" => Ok(Vec::new()),
+            _ => not_honoured(),
+        },
+        "zonesize" | "zonerange" | "zoneskip" => {
+            one(canonical(name), int(value).map(|n| n.to_string()))
+        }
+        "cmdprio_percentage" | "cmdprio_class" | "cmdprio" => {
+            one(canonical(name), single(value).as_ref().and_then(int).map(|n| n.to_string()))
+        }
         "size" | "io_size" | "offset_increment" | "iodepth" | "numjobs" | "rwmixread"
         | "rwmixwrite" | "prio" | "prioclass" | "loops" | "fsync" | "verify_backlog"
-        | "thinktime_blocks" => one(canonical(name), int(value).map(|n| n.to_string())),
+        | "number_ios" | "thinktime_blocks" => {
+            one(canonical(name), int(value).map(|n| n.to_string()))
+        }
         // fdatasync skips the metadata fsync also writes; the simulator's sync is one kind.
         "fdatasync" => one("fsync", int(value).map(|n| n.to_string())),
         "rate" | "rate_min" => {
@@ -242,7 +270,16 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             FioValue::Percent(percent) => Ok(vec![("offset", format!("{percent}%"))]),
             _ => not_honoured(),
         },
-        "runtime" | "thinktime" | "startdelay" => one(canonical(name), time(value)),
+        "runtime" | "thinktime" => one(canonical(name), time(value)),
+        // `lo-hi` is drawn per clone (fio's `startdelay` range).
+        "startdelay" => match value {
+            FioValue::TimeNs(ns) => Ok(vec![("startdelay", Duration::from_nanos(*ns).to_string())]),
+            FioValue::TimeRangeNs { lo_ns, hi_ns } => Ok(vec![(
+                "startdelay",
+                format!("{}-{}", Duration::from_nanos(*lo_ns), Duration::from_nanos(*hi_ns)),
+            )]),
+            _ => not_honoured(),
+        },
         // The busy part of the pause: the pause is as long, and the simulator models no CPU.
         "thinktime_spin" => match time(value) {
             Some(_) => Ok(Vec::new()),
@@ -316,7 +353,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     // fio's defaults where `job`'s differ (§2.1: ioengine psync, direct 0, the random map).
     let mut keys: Vec<(&'static str, String)> =
         vec![("ioengine", "psync".into()), ("direct", "0".into()), ("norandommap", "0".into())];
-    let mut new_group = false;
+    let (mut new_group, mut starts_group, mut exitall) = (false, false, false);
     let (mut filenames, mut directory, mut size_bytes, mut clones) = (None, None, None, 1);
     let (mut reporting, mut wait_for, mut ramp, mut filesize) = (Vec::new(), None, None, None);
     let mut verify_off = false;
@@ -326,8 +363,18 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
             continue;
         }
         let on = !matches!(option.value, FioValue::Bool(false));
-        if matches!(option.name, "stonewall" | "wait_for_previous" | "new_group") && on {
+        if matches!(option.name, "stonewall" | "wait_for_previous") && on {
             new_group = true;
+        }
+        if matches!(option.name, "stonewall" | "wait_for_previous" | "new_group") && on {
+            starts_group = true;
+        }
+        if option.name == "exitall" {
+            exitall = on;
+            continue;
+        }
+        if option.name == "exit_what" {
+            continue;
         }
         match (option.name, &option.value) {
             ("filename", FioValue::List(names)) => {
@@ -349,7 +396,16 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
             }
             ("size", FioValue::Int(bytes)) => size_bytes = Some(*bytes),
             // fio's per-file size; `size` then defaults to it (one file per job here).
-            ("filesize", FioValue::Int(bytes)) => {
+            ("filesize", FioValue::Int(bytes))
+            | ("filesize", FioValue::Range { lo: bytes, hi: _ }) => {
+                if let FioValue::Range { lo, hi } = &option.value
+                    && lo != hi
+                {
+                    return Err(refuse(
+                        &option.at,
+                        format!("`filesize={lo}-{hi}`: a random size per file is not supported"),
+                    ));
+                }
                 filesize = Some(*bytes);
                 continue;
             }
@@ -372,6 +428,15 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
             keys.push((key, value));
         }
     }
+    let strided = job.options.iter().rev().find(|option| option.name == "zonemode").is_some_and(
+        |option| matches!(&option.value, FioValue::Choice { value, .. } if value == "strided"),
+    );
+    if !strided && let Some(option) = job.options.iter().find(|option| option.name == "zonesize") {
+        return Err(refuse(
+            &option.at,
+            "zonesize needs zonemode=strided (fio refuses zonemode=none with a zonesize)".into(),
+        ));
+    }
     if verify_off {
         keys.retain(|(given, _)| *given != "verify");
     }
@@ -393,6 +458,8 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     Ok(FioRunJob {
         name: job.name().to_owned(),
         new_group,
+        group: u32::from(starts_group),
+        exitall,
         spec,
         at: job.at.clone(),
         filenames,
@@ -481,7 +548,15 @@ impl FioRun {
                 problem: "the file defines no job".into(),
             });
         }
-        let jobs = file.jobs.iter().map(map_job).collect::<Result<_, _>>()?;
+        let mut jobs: Vec<FioRunJob> = file.jobs.iter().map(map_job).collect::<Result<_, _>>()?;
+        // Number the reporting groups: each job that starts one adds one.
+        let mut group = 0;
+        for (index, job) in jobs.iter_mut().enumerate() {
+            if index > 0 && job.group == 1 {
+                group += 1;
+            }
+            job.group = group;
+        }
         Ok(FioRun { path: path.to_owned(), jobs })
     }
 
@@ -552,6 +627,8 @@ impl FioRun {
         let mut files = Vec::new();
         // Per phase, the jobs in it.
         let mut members: Vec<Vec<usize>> = Vec::new();
+        // Per phase, the flag an `exitall` job raises when it finishes.
+        let mut exits: Vec<Arc<AtomicBool>> = Vec::new();
         for (index, job) in self.jobs.iter().enumerate() {
             let job_prng = prng.fork_indexed("fio", index as u64);
             let mut new_phase = index == 0 || job.new_group;
@@ -583,14 +660,20 @@ impl FioRun {
                     stonewall: false,
                 });
                 members.push(Vec::new());
+                exits.push(Arc::new(AtomicBool::new(false)));
             }
             members.last_mut().expect("a phase was pushed").push(index);
             let phase = phases.last_mut().expect("a phase was pushed");
             let first_process = phase.issuers.len() as u32;
             let places = job.places(targets, &mut files)?;
-            let plan = job
-                .spec
-                .plan_job(targets, &job_prng, first_process, &job.name, &places)
+            let mut config = JobConfig::from_params(&job.spec.params)
+                .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
+            config.group_exit = Some(GroupExit {
+                flag: exits.last().expect("a phase was pushed").clone(),
+                sets: job.exitall,
+            });
+            let plan = config
+                .plan_as(&job.spec.params, targets, &job_prng, first_process, &job.name, &places)
                 .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
             files.extend(plan.files);
             for planned in plan.phases {

@@ -43,6 +43,9 @@ use elevator_core::{
     RequestFlags, SECTOR_SIZE_BYTES, Zipf, units,
 };
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::process::{check_sectors, parse_block_range};
 use crate::{Io, IoId, IoKind, Issuer, PhasePlan, Place, Poll, Target, WorkloadPlan};
 
@@ -132,9 +135,9 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         key: "startdelay",
-        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "s" },
+        kind: KeyKind::Text,
         default: "0",
-        help: "wait this long before the first I/O",
+        help: "wait this long before the first I/O (seconds if bare); LO-HI: drawn per clone",
     },
     KeySpec {
         key: "loops",
@@ -165,6 +168,48 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Choice(&["complete", "issue"]),
         default: "complete",
         help: "count thinktime_blocks as completed or as issued blocks",
+    },
+    KeySpec {
+        key: "number_ios",
+        kind: KeyKind::Integer { min: 0, max: 1 << 50 },
+        default: "0",
+        help: "stop after this many I/Os, times loops (0: no limit)",
+    },
+    KeySpec {
+        key: "zonesize",
+        kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 60 },
+        default: "0",
+        help: "fio's zonemode=strided: bytes done in each zone (0: no zones)",
+    },
+    KeySpec {
+        key: "zonerange",
+        kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 60 },
+        default: "0",
+        help: "the size of a zone (default: zonesize)",
+    },
+    KeySpec {
+        key: "zoneskip",
+        kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 60 },
+        default: "0",
+        help: "bytes skipped after each zone",
+    },
+    KeySpec {
+        key: "cmdprio_percentage",
+        kind: KeyKind::Integer { min: 0, max: 100 },
+        default: "0",
+        help: "percent of I/Os sent with cmdprio_class/cmdprio (io_uring, libaio)",
+    },
+    KeySpec {
+        key: "cmdprio_class",
+        kind: KeyKind::Integer { min: 1, max: 3 },
+        default: "1",
+        help: "the class of cmdprio_percentage's I/Os (1 realtime, 2 best-effort, 3 idle)",
+    },
+    KeySpec {
+        key: "cmdprio",
+        kind: KeyKind::Integer { min: 0, max: 7 },
+        default: "0",
+        help: "the level of cmdprio_percentage's I/Os",
     },
     KeySpec {
         key: "verify",
@@ -583,7 +628,8 @@ pub(crate) struct JobConfig {
     random_map: bool,
     align_bytes: Option<u64>,
     rate: Option<Rate>,
-    startdelay: Duration,
+    /// `startdelay`, low and high (drawn per clone between them).
+    startdelay: (Duration, Duration),
     loops: u64,
     fsync_every: u64,
     end_fsync: bool,
@@ -591,6 +637,30 @@ pub(crate) struct JobConfig {
     think_on_issue: bool,
     verify: bool,
     verify_backlog: u64,
+    /// `cmdprio_percentage` and the priority those I/Os carry.
+    cmdprio: Option<(u64, IoPriority)>,
+    /// Strided zones: bytes per zone, zone size, bytes skipped after a zone.
+    zones: Option<(u64, u64, u64)>,
+    /// `number_ios`: stop after this many I/Os (0: no such limit).
+    number_ios: u64,
+    /// fio's `exitall` among a job file's jobs: set by the planner.
+    pub(crate) group_exit: Option<GroupExit>,
+}
+
+/// The stop flag shared by the jobs of a phase: an `exitall` job raises it when it
+/// finishes, and every job of the phase then stops submitting (fio's `exitall`).
+#[derive(Clone, Debug)]
+pub(crate) struct GroupExit {
+    /// Raised once a job that `sets` it finished.
+    pub(crate) flag: Arc<AtomicBool>,
+    /// Whether this job raises it (`exitall`).
+    pub(crate) sets: bool,
+}
+
+impl PartialEq for GroupExit {
+    fn eq(&self, other: &GroupExit) -> bool {
+        Arc::ptr_eq(&self.flag, &other.flag) && self.sets == other.sets
+    }
 }
 
 impl JobConfig {
@@ -738,7 +808,7 @@ impl JobConfig {
             percentage_random: params.integer("percentage_random") as u64,
             align_bytes,
             rate,
-            startdelay: params.time("startdelay"),
+            startdelay: Self::startdelay(params)?,
             loops: params.integer("loops") as u64,
             fsync_every: params.integer("fsync") as u64,
             end_fsync: params.flag("end_fsync"),
@@ -746,7 +816,61 @@ impl JobConfig {
             think_on_issue: params.text("thinktime_blocks_type") == "issue",
             verify: params.flag("verify"),
             verify_backlog: params.integer("verify_backlog") as u64,
+            cmdprio: Self::cmdprio(params)?,
+            number_ios: (params.integer("number_ios") as u64)
+                .saturating_mul(params.integer("loops") as u64),
+            group_exit: None,
+            zones: match params.size("zonesize") {
+                0 => None,
+                _ if random => {
+                    return Err(params.impossible("zonesize", "strided zones take a sequential rw"));
+                }
+                size => {
+                    let range = params.size("zonerange");
+                    Some((size, if range == 0 { size } else { range }, params.size("zoneskip")))
+                }
+            },
         })
+    }
+
+    /// `cmdprio_percentage` with `cmdprio_class` and `cmdprio`: per-I/O priorities, which
+    /// fio's io_uring and libaio engines alone send (fio-compat.md §2.1).
+    fn cmdprio(params: &Params) -> Result<Option<(u64, IoPriority)>, ParamError> {
+        let percent = params.integer("cmdprio_percentage") as u64;
+        if percent == 0 {
+            return Ok(None);
+        }
+        if !matches!(params.text("ioengine"), "io_uring" | "libaio") {
+            return Err(params.impossible(
+                "cmdprio_percentage",
+                "only ioengine=io_uring and libaio send per-I/O priorities",
+            ));
+        }
+        let level = params.integer("cmdprio") as u8;
+        let priority = match params.integer("cmdprio_class") {
+            1 => IoPriority::realtime(level),
+            2 => IoPriority::best_effort(level),
+            _ => Ok(IoPriority::idle()),
+        }
+        .map_err(|error| params.impossible("cmdprio", error.to_string()))?;
+        Ok(Some((percent, priority)))
+    }
+
+    /// `startdelay`: a time, or `LO-HI` drawn per clone (bare numbers are seconds).
+    fn startdelay(params: &Params) -> Result<(Duration, Duration), ParamError> {
+        let text = params.text("startdelay");
+        let time = |text: &str| {
+            units::parse_duration(text.trim(), 1_000_000_000).map_err(|error| {
+                params.impossible("startdelay", format!("{error} (a time, or LO-HI)"))
+            })
+        };
+        match text.split_once('-') {
+            Some((lo, hi)) => {
+                let (lo, hi) = (time(lo)?, time(hi)?);
+                Ok((lo.min(hi), lo.max(hi)))
+            }
+            None => time(text).map(|delay| (delay, delay)),
+        }
     }
 
     /// The smallest and largest operation sizes, in bytes.
@@ -919,6 +1043,7 @@ impl JobConfig {
                 cycle_bytes: 0,
                 rate_min_failures: 0,
                 sizes: std::collections::BTreeMap::new(),
+                io_priority: None,
             }));
         }
         let name = match (self.random, self.mix) {
@@ -999,6 +1124,8 @@ impl JobConfig {
             next_write: 0,
             map: Vec::new(),
             map_used: 0,
+            zone_base: 0,
+            zone_bytes: 0,
         })
     }
 }
@@ -1016,6 +1143,9 @@ struct Region {
     /// fio's random map: one bit per aligned block, set once the block was used this pass.
     map: Vec<u64>,
     map_used: u64,
+    /// Strided zones: where the current zone starts, and the bytes done in it.
+    zone_base: u64,
+    zone_bytes: u64,
 }
 
 impl Region {
@@ -1098,6 +1228,8 @@ struct JobIssuer {
     cycle_bytes: u64,
     rate_min_failures: u64,
     sizes: std::collections::BTreeMap<u64, u64>,
+    /// The priority of the I/O being submitted, when `cmdprio_percentage` gave it one.
+    io_priority: Option<IoPriority>,
 }
 
 impl Issuer for JobIssuer {
@@ -1110,6 +1242,10 @@ impl Issuer for JobIssuer {
     }
 
     fn priority(&self) -> IoPriority {
+        // Asked as each I/O is submitted: a cmdprio I/O carries its own.
+        if let Some(priority) = self.io_priority {
+            return priority;
+        }
         let priorities = &self.config.priorities;
         priorities[self.clone_index as usize % priorities.len()]
     }
@@ -1124,7 +1260,15 @@ impl Issuer for JobIssuer {
 
     fn poll(&mut self, now: Instant) -> Poll {
         // startdelay: the clone starts late; its runtime counts from then (fio's).
-        let start = *self.start.get_or_insert_with(|| now.saturating_add(self.config.startdelay));
+        let start = match self.start {
+            Some(start) => start,
+            None => {
+                let (lo, hi) = self.config.startdelay;
+                let span = hi.as_nanos() - lo.as_nanos();
+                let delay = lo.as_nanos() + if span > 0 { self.prng.below(span + 1) } else { 0 };
+                *self.start.insert(now.saturating_add(Duration::from_nanos(delay)))
+            }
+        };
         if now < start {
             return Poll::Sleep { until: start };
         }
@@ -1135,7 +1279,14 @@ impl Issuer for JobIssuer {
         if self.stage == Stage::Main {
             let out_of_time = now >= deadline;
             let out_of_bytes = !self.config.time_based && self.issued_bytes >= self.budget_bytes;
-            if out_of_time || out_of_bytes || self.finishing {
+            let out_of_ios =
+                self.config.number_ios > 0 && self.issued_ios >= self.config.number_ios;
+            let stopped = self
+                .config
+                .group_exit
+                .as_ref()
+                .is_some_and(|exit| exit.flag.load(Ordering::Relaxed));
+            if out_of_time || out_of_bytes || out_of_ios || stopped || self.finishing {
                 // The tail (verify reads, end_fsync) starts once the writes completed.
                 self.finishing = true;
                 if self.outstanding > 0 {
@@ -1225,6 +1376,10 @@ impl JobIssuer {
     /// Counts `io` as issued and paces the next one.
     fn submit(&mut self, now: Instant, io: Io) -> Io {
         self.outstanding += 1;
+        self.io_priority = match self.config.cmdprio {
+            Some((percent, priority)) if self.prng.below(100) < percent => Some(priority),
+            _ => None,
+        };
         self.sizes.insert(io.id.0, io.size_bytes);
         if self.stage == Stage::Main && io.kind != IoKind::Sync {
             self.issued_bytes += io.size_bytes;
@@ -1284,6 +1439,7 @@ impl JobIssuer {
 
     /// The verify reads, then `end_fsync`'s syncs, then done.
     fn poll_tail(&mut self, now: Instant) -> Poll {
+        self.io_priority = None;
         match self.stage {
             Stage::Verify(index) if index < self.written.len() => {
                 let (region, relative, size) = self.written[index];
@@ -1322,7 +1478,15 @@ impl JobIssuer {
             }
             _ => {
                 self.finishing = true;
-                if self.outstanding == 0 { Poll::Done } else { Poll::Wait }
+                if self.outstanding > 0 {
+                    return Poll::Wait;
+                }
+                if let Some(exit) = &self.config.group_exit
+                    && exit.sets
+                {
+                    exit.flag.store(true, Ordering::Relaxed);
+                }
+                Poll::Done
             }
         }
     }
@@ -1427,6 +1591,20 @@ impl JobIssuer {
         let skip = self.config.seq_skip_bytes;
         let region = &mut self.regions[index];
         let length = region.length_bytes;
+        if let Some((zone_size, zone_range, zone_skip)) = self.config.zones {
+            // fio's strided zones (`io_u.c`): after zonesize bytes, the next zone starts
+            // zonerange + zoneskip later, wrapping to the start past the end.
+            if region.zone_bytes >= zone_size {
+                region.zone_bytes = 0;
+                region.zone_base += zone_range + zone_skip;
+                if region.zone_base >= length {
+                    region.zone_base = 0;
+                }
+                region.next_read = region.zone_base;
+                region.next_write = region.zone_base;
+            }
+            region.zone_bytes += size;
+        }
         let position =
             if kind == IoKind::Read { &mut region.next_read } else { &mut region.next_write };
         if skip < 0 {
