@@ -818,35 +818,49 @@ mod tests {
         assert!(writer_start < reader_end && reader_start < writer_end, "interleaved in time");
     }
 
-    // Proves `stonewall` puts a job in a new phase, run after the first group finished, and
-    // `new_group` does the same; without either the jobs share a phase.
+    // Proves `stonewall` puts a job in a new phase, run after the first group finished, while
+    // `new_group` alone starts a new reporting group whose jobs still run at once with the
+    // previous ones (fio: only stonewall waits).
     #[test]
     fn stonewall_starts_a_new_phase() {
-        for (test, marker) in [("stonewall", "stonewall\n"), ("new_group", "new_group\n")] {
-            let text = format!("{TWO_JOBS}{marker}");
-            let plan = parse(test, &text).unwrap().plan(&targets(), &Prng::new(3)).unwrap();
-            let names: Vec<&str> = plan.phases.iter().map(|p| p.name.as_str()).collect();
-            assert_eq!(names, ["reader", "writer"], "{test}");
-            let result = run(plan, |_| Duration::from_micros(100));
-            let first_end = result.phase(0).iter().map(|r| r.completed).max().unwrap();
-            let second_start = result.phase(1).iter().map(|r| r.submitted).min().unwrap();
-            assert!(second_start >= first_end, "{test}");
-            assert!(result.phase(1).iter().all(|r| r.io.kind == IoKind::Write));
-        }
+        let text = format!("{TWO_JOBS}stonewall\n");
+        let plan = parse("stonewall", &text).unwrap().plan(&targets(), &Prng::new(3)).unwrap();
+        let names: Vec<&str> = plan.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["reader", "writer"]);
+        let result = run(plan, |_| Duration::from_micros(100));
+        let first_end = result.phase(0).iter().map(|r| r.completed).max().unwrap();
+        let second_start = result.phase(1).iter().map(|r| r.submitted).min().unwrap();
+        assert!(second_start >= first_end);
+        assert!(result.phase(1).iter().all(|r| r.io.kind == IoKind::Write));
+        let text = format!("{TWO_JOBS}new_group\n");
+        let spec = parse("new_group", &text).unwrap();
+        let groups: Vec<u32> = spec.fio.as_ref().unwrap().jobs.iter().map(|j| j.group).collect();
+        assert_eq!(groups, [0, 1], "new_group starts reporting group 1");
+        let plan = spec.plan(&targets(), &Prng::new(3)).unwrap();
+        let names: Vec<&str> = plan.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["reader+writer"], "new_group does not wait");
     }
 
     // Proves an option the simulator does not honour, and an engine doing no block I/O, are
     // refused naming the file, the line and the option or engine.
     #[test]
     fn unsupported_options_are_refused_with_their_line() {
-        let error = parse("verify", "[a]\nrw=write\nverify=md5\n").unwrap_err().to_string();
-        assert!(error.contains("verify.fio:3: option: `verify=md5` is not honoured"), "{error}");
+        let error = parse("zbd", "[a]\nrw=write\nzonemode=zbd\n").unwrap_err().to_string();
+        assert!(error.contains("zbd.fio:3: option: `zonemode=zbd` is not honoured"), "{error}");
         let error = parse("net", "[a]\nioengine=net\n").unwrap_err().to_string();
         assert!(error.contains("net.fio:1") && error.contains("ioengine=net"), "{error}");
-        let error = parse("trim", "[a]\nrw=randtrim\n").unwrap_err().to_string();
-        assert!(error.contains("trim.fio:2") && error.contains("rw=randtrim"), "{error}");
-        let error = parse("suffix", "[a]\nrw=read:8\n").unwrap_err().to_string();
-        assert!(error.contains("suffix.fio:2"), "{error}");
+        let error = parse("null", "[a]\nioengine=null\n").unwrap_err().to_string();
+        assert!(error.contains("null.fio:2") && error.contains("ioengine=null"), "{error}");
+        let error = parse("steady", "[a]\nsize=1m\nsteadystate=iops:10%\n").unwrap_err();
+        assert!(error.to_string().contains("steady.fio:3"), "{error}");
+        let error = parse("zonesize", "[a]\nsize=1m\nzonesize=64k\n").unwrap_err().to_string();
+        assert!(error.contains("zonesize.fio:3") && error.contains("zonemode=strided"), "{error}");
+        let text = "[a]\nsize=1m\nrw=randread\ncmdprio_percentage=10\n";
+        let error = parse("cmdprio", text).unwrap_err().to_string();
+        assert!(
+            error.contains("cmdprio.fio:1") && error.contains("io_uring and libaio"),
+            "{error}"
+        );
         // Plan-time refusals name the job's section or the option's line: a regular file
         // without a size, a /dev/ name that is no device.
         let spec = parse("file", "[global]\n[a]\nfilename=scratch.dat\n").unwrap();
@@ -932,5 +946,236 @@ mod tests {
             let share = count as f64 / total;
             assert!((share - 0.25).abs() < 0.03, "{size}: {share}");
         }
+    }
+
+    /// Plans `text` (a job file) on [`targets`] with seed `seed` and runs it, each I/O taking
+    /// `latency`.
+    fn run_file(test: &str, text: &str, seed: u64, latency: Duration) -> crate::testing::Run {
+        let plan = parse(test, text).unwrap().plan(&targets(), &Prng::new(seed)).unwrap();
+        run(plan, |_| latency)
+    }
+
+    /// Per block (offset / 4 KiB), how many I/Os it took.
+    fn block_counts(records: &[crate::testing::Record]) -> Vec<u64> {
+        let mut counts = std::collections::BTreeMap::new();
+        for record in records {
+            *counts.entry(record.io.offset_bytes / 4096).or_insert(0u64) += 1;
+        }
+        counts.into_values().collect()
+    }
+
+    // Proves zipf:θ skews as the law implies: over 64 MiB of 4 KiB blocks, the hottest 10 % of
+    // the blocks take the share Σ_{k≤n/10} k^-θ / Σ_{k≤n} k^-θ (computed here from the law,
+    // within 3 points: ranks are scattered by a hash, as fio does, which may merge a few),
+    // and far more than the 10 % a uniform draw gives.
+    #[test]
+    fn zipf_skews_as_its_theta_implies() {
+        let text = "[a]\nrw=randread\nsize=64m\nio_size=400m\nrandom_distribution=zipf:1.2\n";
+        let result = run_file("zipf", text, 11, Duration::from_micros(1));
+        let total = result.records.len() as f64;
+        assert_eq!(total, 102_400.0);
+        let blocks = 16_384usize;
+        let law = |k: usize| (k as f64).powf(-1.2);
+        let expected = (1..=blocks / 10).map(law).sum::<f64>() / (1..=blocks).map(law).sum::<f64>();
+        let mut counts = block_counts(&result.records);
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        let hottest: u64 = counts.iter().take(blocks / 10).sum();
+        let share = hottest as f64 / total;
+        assert!((share - expected).abs() < 0.03, "hottest 10%: {share}, the law: {expected}");
+        assert!(share > 0.5, "{share}");
+    }
+
+    // Proves `rate` and `rate_iops` cap the achieved rate within 2 %: 1 MiB/s of 4 KiB reads
+    // over 20 s on a device fast enough for far more, and 500 IOPS with poisson gaps (whose
+    // gaps then vary: not all equal).
+    #[test]
+    fn rates_are_capped() {
+        let text = "[a]\nrw=randread\nsize=64m\ntime_based\nruntime=20s\nrate=1m\n";
+        let result = run_file("rate", text, 2, Duration::from_micros(50));
+        let bytes: u64 = result.records.iter().map(|r| r.io.size_bytes).sum();
+        let achieved = bytes as f64 / 20.0;
+        assert!((achieved / f64::from(1 << 20) - 1.0).abs() < 0.02, "{achieved} B/s");
+        let text = "[a]\nrw=randread\nsize=64m\ntime_based\nruntime=20s\nrate_iops=500\n\
+                    rate_process=poisson\nioengine=libaio\niodepth=8\ndirect=1\n";
+        let result = run_file("poisson", text, 2, Duration::from_micros(50));
+        let iops = result.records.len() as f64 / 20.0;
+        assert!((iops / 500.0 - 1.0).abs() < 0.02, "{iops} IOPS");
+        let gaps: std::collections::BTreeSet<u64> = result
+            .records
+            .windows(2)
+            .map(|pair| pair[1].submitted.saturating_since(pair[0].submitted).as_nanos())
+            .collect();
+        assert!(gaps.len() > 100, "poisson gaps vary");
+    }
+
+    // Proves `wait_for=NAME` starts the job after NAME finished (a new phase, when NAME's
+    // group holds only NAME), joins the running group when NAME finished in an earlier one,
+    // and is refused naming its line when NAME shares its group with others or is unknown.
+    #[test]
+    fn wait_for_orders_jobs() {
+        let text = "[global]\nsize=1m\n[w]\nrw=write\n[r]\nwait_for=w\nrw=randread\n\
+                    [r2]\nwait_for=w\nrw=read\n";
+        let plan = parse("wait_for", text).unwrap().plan(&targets(), &Prng::new(1)).unwrap();
+        let names: Vec<&str> = plan.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["w", "r+r2"]);
+        let result = run(plan, |_| Duration::from_micros(100));
+        let writes_end = result.phase(0).iter().map(|r| r.completed).max().unwrap();
+        assert!(result.phase(1).iter().all(|r| r.submitted >= writes_end));
+        let text = "[global]\nsize=1m\n[w]\nrw=write\n[x]\n[r]\nwait_for=w\n";
+        let error = parse("wait_shared", text).unwrap().plan(&targets(), &Prng::new(1));
+        let error = error.unwrap_err().to_string();
+        assert!(error.contains("wait_shared.fio:7") && error.contains("other jobs"), "{error}");
+        let text = "[global]\nsize=1m\n[r]\nwait_for=nobody\n";
+        let error = parse("wait_none", text).unwrap().plan(&targets(), &Prng::new(1));
+        assert!(error.unwrap_err().to_string().contains("no earlier job `nobody`"));
+    }
+
+    // Proves ramp_time's I/O is done but kept out of the measured phase: a ramp phase of
+    // 1 s comes first, the measured phase starts after it and lasts the 2 s runtime, and
+    // every I/O of the ramp is in the ramp phase.
+    #[test]
+    fn ramp_time_is_not_measured() {
+        let text = "[a]\nrw=randread\nsize=64m\ntime_based\nruntime=2s\nramp_time=1s\n";
+        let plan = parse("ramp", text).unwrap().plan(&targets(), &Prng::new(1)).unwrap();
+        let names: Vec<&str> = plan.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["a (ramp)", "a"]);
+        let result = run(plan, |_| Duration::from_millis(1));
+        let ramp = result.phase(0);
+        let measured = result.phase(1);
+        let ramp_end = ramp.iter().map(|r| r.completed).max().unwrap();
+        assert!(ramp_end.as_nanos() <= 1_001_000_000, "the ramp lasts 1 s");
+        assert!(measured.iter().all(|r| r.submitted >= ramp_end));
+        let ratio = measured.len() as f64 / ramp.len() as f64;
+        assert!((ratio - 2.0).abs() < 0.01, "2 s measured against a 1 s ramp: {ratio}");
+    }
+
+    // Proves the random map: by default (fio's) each block is read once per pass — 256
+    // reads of a 1 MiB region touch all 256 blocks once, and a second pass again once each;
+    // with norandommap blocks repeat; randrepeat's sequence is the same run to run with the
+    // seed and differs with another seed.
+    #[test]
+    fn random_map_and_randrepeat() {
+        let text = "[a]\nrw=randread\nsize=1m\nio_size=2m\n";
+        let result = run_file("map", text, 4, Duration::from_micros(10));
+        assert_eq!(result.records.len(), 512);
+        let first: Vec<u64> = block_counts(&result.records[..256]);
+        assert_eq!(first, vec![1; 256], "every block once in the first pass");
+        assert_eq!(block_counts(&result.records), vec![2; 256], "and once more in the second");
+        let text = "[a]\nrw=randread\nsize=1m\nnorandommap\nrandrepeat=1\n";
+        let result = run_file("nomap", text, 4, Duration::from_micros(10));
+        let counts = block_counts(&result.records);
+        assert!(counts.len() < 256 && counts.iter().any(|&n| n > 1), "repeats without the map");
+        let offsets = |seed| {
+            let result = run_file("nomap", text, seed, Duration::from_micros(10));
+            result.records.iter().map(|r| r.io.offset_bytes).collect::<Vec<_>>()
+        };
+        assert_eq!(offsets(4), offsets(4));
+        assert_ne!(offsets(4), offsets(5));
+    }
+
+    // Proves the rw family's extras: `read:-8k` reads 4 KiB blocks backwards from 8 KiB
+    // before the end; `write:4k` leaves a 4 KiB hole after each write; `trimwrite` discards
+    // each block then writes it; `randread:4` takes a new random offset every 4 I/Os and
+    // reads on sequentially in between.
+    #[test]
+    fn rw_suffixes_and_trims() {
+        let offsets = |test: &str, text: &str| -> Vec<(IoKind, u64)> {
+            let result = run_file(test, text, 1, Duration::from_micros(10));
+            result.records.iter().map(|r| (r.io.kind, r.io.offset_bytes)).collect()
+        };
+        let back = offsets("back", "[a]\nrw=read:-8k\nsize=64k\nfilename=/dev/sda\nbs=4k\n");
+        let expected: Vec<(IoKind, u64)> =
+            [56, 52, 48].iter().map(|k| (IoKind::Read, (k << 10) as u64)).collect();
+        assert_eq!(back[..3], expected);
+        let holes = offsets("holes", "[a]\nrw=write:4k\nsize=64k\nfilename=/dev/sda\n");
+        let expected: Vec<(IoKind, u64)> = (0..4).map(|i| (IoKind::Write, i * 8192)).collect();
+        assert_eq!(holes[..4], expected);
+        let trimwrite = offsets("tw", "[a]\nrw=trimwrite\nsize=16k\nfilename=/dev/sda\n");
+        let expected: Vec<(IoKind, u64)> =
+            (0..4).flat_map(|i| [(IoKind::Discard, i * 4096), (IoKind::Write, i * 4096)]).collect();
+        assert_eq!(trimwrite, expected);
+        let runs = offsets("runs", "[a]\nrw=randread:4\nsize=64m\nio_size=64k\n");
+        for chunk in runs.chunks(4) {
+            for pair in chunk.windows(2) {
+                assert_eq!(pair[1].1, pair[0].1 + 4096, "sequential within a run of 4");
+            }
+        }
+        let starts: std::collections::BTreeSet<u64> = runs.chunks(4).map(|c| c[0].1).collect();
+        assert_eq!(starts.len(), 4, "each run starts at a new random offset");
+    }
+
+    // Proves verify reads back every written block after the writes, in write order;
+    // fsync=4 syncs after every 4 writes; end_fsync syncs once at the end.
+    #[test]
+    fn verify_and_fsync() {
+        let text = "[a]\nrw=randwrite\nsize=64k\nverify=crc32c\n";
+        let result = run_file("verify", text, 1, Duration::from_micros(10));
+        let (writes, reads) = result.records.split_at(16);
+        assert!(writes.iter().all(|r| r.io.kind == IoKind::Write));
+        assert!(reads.iter().all(|r| r.io.kind == IoKind::Read));
+        let written: Vec<u64> = writes.iter().map(|r| r.io.offset_bytes).collect();
+        let read: Vec<u64> = reads.iter().map(|r| r.io.offset_bytes).collect();
+        assert_eq!(written, read);
+        let write_end = writes.iter().map(|r| r.completed).max().unwrap();
+        assert!(reads.iter().all(|r| r.submitted >= write_end));
+        let text = "[a]\nrw=write\nsize=64k\nfsync=4\nend_fsync=1\n";
+        let result = run_file("fsync", text, 1, Duration::from_micros(10));
+        let kinds: Vec<IoKind> = result.records.iter().map(|r| r.io.kind).collect();
+        let syncs: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i] == IoKind::Sync).collect();
+        assert_eq!(syncs, [4, 9, 14, 19, 20], "after every 4 writes, and one at the end");
+    }
+
+    // Proves zoned shares, strided zones, startdelay and cmdprio: `zoned:60/10:40/` puts 60 %
+    // of reads in the first tenth (within 2 points); strided zones read zonesize then jump
+    // zonerange + zoneskip; a job with startdelay=1s starts 1 s in; cmdprio_percentage=25
+    // sends about a quarter of the I/Os (within 3 points) as realtime.
+    #[test]
+    fn distributions_zones_delays_and_cmdprio() {
+        let text = "[a]\nrw=randread\nsize=100m\nio_size=200m\n\
+                    random_distribution=zoned:60/10:40/\n";
+        let result = run_file("zoned", text, 3, Duration::from_micros(1));
+        let first_tenth =
+            result.records.iter().filter(|r| r.io.offset_bytes < 10 << 20).count() as f64;
+        let share = first_tenth / result.records.len() as f64;
+        assert!((share - 0.6).abs() < 0.02, "{share}");
+        let text = "[a]\nrw=read\nbs=64k\nsize=1m\nzonemode=strided\nzonesize=128k\n\
+                    zoneskip=256k\nfilename=/dev/sda\n";
+        let result = run_file("strided", text, 3, Duration::from_micros(1));
+        let offsets: Vec<u64> = result.records.iter().map(|r| r.io.offset_bytes >> 10).collect();
+        assert_eq!(offsets[..6], [0, 64, 384, 448, 768, 832]);
+        let text = "[a]\nrw=read\nsize=64k\nstartdelay=1\n";
+        let result = run_file("delay", text, 3, Duration::from_micros(1));
+        assert_eq!(result.records[0].submitted.as_nanos(), 1_000_000_000);
+        let text = "[a]\nrw=randread\nsize=64m\nio_size=40m\nioengine=libaio\n\
+                    cmdprio_percentage=25\ncmdprio_class=1\nprioclass=3\n";
+        let result = run_file("cmdprio", text, 3, Duration::from_micros(1));
+        let realtime = result
+            .records
+            .iter()
+            .filter(|r| r.priority == elevator_core::IoPriority::realtime(0).unwrap())
+            .count() as f64;
+        let share = realtime / result.records.len() as f64;
+        assert!((share - 0.25).abs() < 0.03, "{share}");
+        assert!(result.records.iter().any(|r| r.priority == elevator_core::IoPriority::idle()));
+    }
+
+    // Proves the caps (`--max-size`, `--max-runtime`): a 10 GiB job is cut to 1 MiB, a job
+    // without a runtime gets the cap, a shorter runtime stays, and the reporting options are
+    // carried on the planned job, not dropped.
+    #[test]
+    fn caps_and_carried_reporting_options() {
+        let text = "[a]\nrw=read\nsize=10g\nwrite_bw_log=a\nlog_avg_msec=500\n\
+                    [b]\nrw=read\nsize=1m\nruntime=100ms\ntime_based\n";
+        let spec = parse("caps", text).unwrap();
+        let carried: Vec<&str> =
+            spec.fio.as_ref().unwrap().jobs[0].reporting.iter().map(|(name, _)| *name).collect();
+        assert_eq!(carried, ["write_bw_log", "log_avg_msec"]);
+        let capped = spec.fio_capped(Some(1 << 20), Some(Duration::from_secs(1))).unwrap();
+        let result =
+            run(capped.plan(&targets(), &Prng::new(1)).unwrap(), |_| Duration::from_micros(100));
+        let a: Vec<_> = result.records.iter().filter(|r| r.issuer == 0).collect();
+        assert_eq!(a.len(), 256, "1 MiB of 4 KiB reads");
+        let b_end = result.records.iter().filter(|r| r.issuer == 1).map(|r| r.submitted).max();
+        assert!(b_end.unwrap().as_nanos() < 100_000_000, "b keeps its 100 ms");
     }
 }

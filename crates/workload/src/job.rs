@@ -992,7 +992,9 @@ impl JobConfig {
                 (None, Some(size)) => size,
                 (None, None) => regions.iter().map(|region| region.length_bytes).sum(),
             }
-            .saturating_mul(self.loops);
+            .saturating_mul(self.loops)
+            // trimwrite trims and then writes each byte: twice the bytes (fio's `do_io`).
+            .saturating_mul(if self.mix == Mix::TrimWrite { 2 } else { 1 });
             let zipf = match self.distribution {
                 Distribution::Zipf(theta) => {
                     let align = self.align_bytes.unwrap_or_else(|| self.block_size.min_bytes());
@@ -1286,7 +1288,14 @@ impl Issuer for JobIssuer {
                 .group_exit
                 .as_ref()
                 .is_some_and(|exit| exit.flag.load(Ordering::Relaxed));
-            if out_of_time || out_of_bytes || out_of_ios || stopped || self.finishing {
+            // A sync owed for the last writes (`fsync=N`) goes out before the job ends.
+            let ended = out_of_time || out_of_bytes || out_of_ios || stopped || self.finishing;
+            if ended && self.sync_due && !stopped && self.outstanding < self.config.depth {
+                self.sync_due = false;
+                let io = self.sync_io(self.next_region);
+                return Poll::Submit(self.submit(now, io));
+            }
+            if ended {
                 // The tail (verify reads, end_fsync) starts once the writes completed.
                 self.finishing = true;
                 if self.outstanding > 0 {
