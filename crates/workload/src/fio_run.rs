@@ -3,28 +3,65 @@
 //!
 //! Each runnable job becomes a [`job`](crate::job) workload: its options are mapped onto the
 //! `job` keys that carry the same meaning, with fio's defaults (§2.1) for what the file leaves
-//! unset — `ioengine=psync` (depth 1) and `direct=0` (buffered), where `job`'s own defaults
-//! differ. Jobs run in groups as fio runs them: every job of a group at once (one phase, the
-//! issuers of all its jobs together), and a job with `stonewall`/`wait_for_previous` or
-//! `new_group` starts a new group, run after the previous one finished.
+//! unset — `ioengine=psync` (depth 1), `direct=0` (buffered) and the random map
+//! (`norandommap=0`), where `job`'s own defaults differ. Jobs run in groups as fio runs them:
+//! every job of a group at once (one phase, the issuers of all its jobs together); a job with
+//! `stonewall`/`wait_for_previous` starts a new phase, run after the previous one finished;
+//! `new_group` starts a new reporting group ([`FioRunJob::group`]) without waiting;
+//! `wait_for=NAME` starts after NAME (see [`FioRun::plan`]).
 //!
-//! An option the simulator cannot honour is refused with its file, line and name; it is
-//! never silently ignored. Options that change only fio's reports or names (`name`,
-//! `description`, `group_reporting`) and those whose behaviour `job` already has
-//! (`norandommap`, `randrepeat`, `thread`) are accepted.
+//! Mapped (see [`map_option`]): the rw family with `:N` and trims (`trim`, `randtrim`,
+//! `trimwrite` as discards), bs/bsrange/bssplit/ba, size/io_size/filesize/offset/
+//! offset_increment, iodepth, numjobs, rwmix*, percentage_random, random_distribution (random,
+//! zipf, pareto, normal, zoned), norandommap, runtime/time_based/startdelay (with ranges)/
+//! ramp_time, thinktime with thinktime_blocks/_blocks_type/_spin, rate/rate_iops/rate_min/
+//! rate_cycle/rate_process, loops, number_ios, fsync/fdatasync/end_fsync/fsync_on_close,
+//! verify/do_verify/verify_backlog, cmdprio_percentage/cmdprio_class/cmdprio, zonemode=strided
+//! with zonesize/zonerange/zoneskip, exitall/exit_what, direct/buffered, prio/prioclass, and
+//! the block engines `job` knows.
+//!
+//! Options that change only fio's reports and logs (`write_bw_log`, `write_lat_log`,
+//! `write_iops_log`, `log_avg_msec`, `percentile_list`, `per_job_logs`, `log_offset`,
+//! `log_prio`, `gtod_reduce`, ... — the `REPORTING` list) are carried on the planned job in
+//! [`FioRunJob::reporting`] for the report writers. An option the simulator cannot honour is
+//! refused with its file, line and name; it is never silently ignored.
+//!
+//! `elevator sim FILE.fio --max-size SIZE --max-runtime TIME` caps every job
+//! ([`FioRun::capped`]), so fio's examples, written for whole disks, run in seconds.
 //!
 //! # Deviations from fio
 //!
-//! * `size` as a percentage, `rw=...:N`, trims, per-direction block sizes that
-//!   differ, and every option outside the table in [`map_option`] are refused rather than run.
 //! * `filename` names a simulated device (`sdb` or `/dev/sdb`) when every name is one;
-//!   otherwise, and with `directory`, the job's files are regular files of `size` bytes on the
-//!   first device's filesystem, laid out before the run (fio lays them out by writing them
-//!   before the job starts; its `nrfiles`, `filesize` and several directories are refused).
-//!   A job with neither `filename` nor `directory` gets fio's `NAME.CLONE.0` files (fio's
-//!   working directory is the first device's filesystem here).
-//! * fio's random map is not kept (`job`'s documented deviation: `norandommap=1` always).
+//!   otherwise, and with `directory`, the job's files are regular files of `size` (or
+//!   `filesize`) bytes on the first device's filesystem, laid out before the run (fio lays
+//!   them out by writing them before the job starts); `nrfiles`, a random `filesize` range and
+//!   several directories are refused. A job with neither `filename` nor `directory` gets fio's
+//!   `NAME.CLONE.0` files (fio's working directory is the first device's filesystem here).
 //! * A group's jobs all start at once; fio starts them within a few milliseconds of each other.
+//! * `randrepeat=0` asks fio for a clock-seeded sequence; a simulation is always seeded from
+//!   the run's seed, so the sequence repeats whatever `randrepeat` says.
+//! * `ramp_time` runs as a phase of its own before the measured phase (named `JOB (ramp)`):
+//!   the device drains between the two, and the jobs' positions and random maps restart, where
+//!   fio keeps running and only resets its statistics. Every job of a group must have the same
+//!   ramp.
+//! * `wait_for=NAME` waits for NAME's whole group; a NAME that shares its group with other
+//!   jobs is refused rather than waited for alone.
+//! * `exitall` stops the rest of the job's phase: fio's `exit_what` (group, stonewall set, all
+//!   running jobs) are the same set of jobs here, since a phase is all three.
+//! * `verify` reads back every block written, after the writes (or after every
+//!   `verify_backlog` blocks), in the order written; the check itself is trivially true in a
+//!   simulator, which moves no data, so `verify_pattern`, `verify_fatal`, `verify_dump` and the
+//!   buffer and dedupe options (the `DATA_ONLY` list) change nothing.
+//! * `fdatasync` is a sync like `fsync` (the simulator's sync has one kind), and
+//!   `fsync_on_close` is `end_fsync` (files are closed once, at the end).
+//! * `thinktime_spin` is part of the pause, as in fio; the simulator models no CPU, so busy
+//!   and sleeping pauses look the same to the device. `io_submit_mode=offload` likewise
+//!   changes no I/O timing.
+//! * `thinktime` with `thinktime_blocks_type=complete` counts completions as they arrive; fio
+//!   counts them as it reaps them (when its queue is full, for async engines).
+//! * zipf, pareto and normal scatter their ranks with a 64-bit hash of our own, standing for
+//!   fio's `__hash_u64` (so the hot blocks are fio's in share, not in place); normal draws
+//!   with Box-Muller; the `:c` hot-spot centre is refused.
 
 use elevator_core::{Duration, ParamError, Prng, units};
 

@@ -29,14 +29,26 @@
 //! | `filename` | first device | device name(s), `:`-separated, served round robin |
 //! | `ioengine` | io_uring | psync/sync/pvsync/pvsync2 cap the depth at 1 as in fio |
 //!
+//! The keys above are `job`'s basics; `fio:FILE` also uses `rw_step` (fio's `rw=...:N`),
+//! `random_distribution`, `percentage_random`, `norandommap`, `blockalign`, `rate`,
+//! `rate_iops`, `rate_process`, `rate_min`, `rate_cycle`, `startdelay`, `loops`, `number_ios`,
+//! `fsync`, `end_fsync`, `thinktime_blocks`, `thinktime_blocks_type`, `verify`,
+//! `verify_backlog`, `cmdprio_percentage`, `cmdprio_class`, `cmdprio` and `zonesize`,
+//! `zonerange`, `zoneskip` (fio's strided zones), each with fio's meaning (`elevator list
+//! workloads` prints them all).
+//!
 //! # Deviations from fio
 //!
 //! * `direct` defaults to 1 and `ioengine` to io_uring: `job` is the block-level workload, so
 //!   `iodepth` works without extra keys. Buffered I/O (`direct=0`) belongs to the host model.
-//! * Random offsets are drawn uniformly with replacement (fio's `norandommap=1`); fio's default
-//!   random map touches every block once per pass.
-//! * `thinktime` behaves as fio's default `thinktime_blocks=1`: after every completion, which
-//!   makes the effective depth 1.
+//! * `norandommap` defaults to 1 (draws with replacement) for `job`; `fio:FILE` sets fio's
+//!   default, the random map (each block once per pass; a used block is replaced by the next
+//!   free one, as fio's `axmap_next_free`). Non-uniform distributions and `blockalign`
+//!   disable the map, as in fio.
+//! * `rate` and `rate_iops` take one value for all directions (fio keeps one per direction).
+//! * `rate_min` ends the clone and counts `rate_min_failures` where fio fails the job.
+//! * A sequential pass that reaches the end of the region before the job's amount (io_size
+//!   beyond the region, loops, holes) wraps to the start, as fio's does.
 
 use elevator_core::{
     Duration, Instant, IoPriority, KeyKind, KeySpec, ParamError, Params, Prng, ProcessId,
