@@ -11,12 +11,13 @@
 //! `wait_for=NAME` starts after NAME (see [`FioRun::plan`]).
 //!
 //! Mapped (see [`map_option`]): the rw family with `:N` and trims (`trim`, `randtrim`,
-//! `trimwrite` as discards), bs/bsrange/bssplit/ba, size/io_size/filesize/offset/
+//! `trimwrite` as discards), bs/bsrange/bssplit (one for reads and one for writes too)/ba, size/io_size/filesize/offset/
 //! offset_increment, iodepth, numjobs, rwmix*, percentage_random, random_distribution (random,
 //! zipf, pareto, normal, zoned), norandommap, runtime/time_based/startdelay (with ranges)/
 //! ramp_time, thinktime with thinktime_blocks/_blocks_type/_spin, rate/rate_iops/rate_min/
 //! rate_cycle/rate_process, loops, number_ios, fsync/fdatasync/end_fsync/fsync_on_close,
-//! verify/do_verify/verify_backlog, cmdprio_percentage/cmdprio_class/cmdprio, zonemode=strided
+//! verify/do_verify/verify_backlog, cmdprio_percentage/cmdprio_bssplit/cmdprio_class/cmdprio,
+//! zonemode=strided
 //! with zonesize/zonerange/zoneskip, exitall/exit_what, direct/buffered, prio/prioclass, and
 //! the block engines `job` knows.
 //!
@@ -261,11 +262,44 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
         },
         "bs" => one("bs", single(value).as_ref().and_then(int).map(|b| b.to_string())),
         "ba" => one("blockalign", single(value).as_ref().and_then(int).map(|b| b.to_string())),
-        "bssplit" => match single(value) {
-            Some(FioValue::Split(entries)) => {
+        "bssplit" => {
+            let text = |entries: &[(u64, f64)]| {
                 let entries: Vec<String> =
                     entries.iter().map(|(bytes, percent)| format!("{bytes}/{percent}")).collect();
-                Ok(vec![("bssplit", entries.join(":"))])
+                entries.join(":")
+            };
+            match (single(value), value) {
+                (Some(FioValue::Split(entries)), _) => Ok(vec![("bssplit", text(&entries))]),
+                // Reads and writes differ (trims, if given, as the writes: `job` trims none
+                // of a mixed pattern).
+                (None, FioValue::PerDirection(parts)) => match parts.as_slice() {
+                    [Some(FioValue::Split(reads)), Some(FioValue::Split(writes)), rest @ ..]
+                        if rest
+                            .iter()
+                            .all(|trim| trim.is_none() || trim.as_ref() == parts[1].as_ref()) =>
+                    {
+                        Ok(vec![("bssplit", text(reads)), ("bssplit_write", text(writes))])
+                    }
+                    _ => not_honoured(),
+                },
+                _ => not_honoured(),
+            }
+        }
+        // Per direction, reads then writes; entries `SIZE/PERCENT[/CLASS/LEVEL]`.
+        "cmdprio_bssplit" => match value {
+            FioValue::Str(text) => {
+                let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+                match parts.as_slice() {
+                    [both] => Ok(vec![
+                        ("cmdprio_bssplit", (*both).to_owned()),
+                        ("cmdprio_bssplit_write", (*both).to_owned()),
+                    ]),
+                    [reads, writes] => Ok(vec![
+                        ("cmdprio_bssplit", (*reads).to_owned()),
+                        ("cmdprio_bssplit_write", (*writes).to_owned()),
+                    ]),
+                    _ => not_honoured(),
+                }
             }
             _ => not_honoured(),
         },
@@ -1214,5 +1248,43 @@ mod tests {
         assert_eq!(a.len(), 256, "1 MiB of 4 KiB reads");
         let b_end = result.records.iter().filter(|r| r.issuer == 1).map(|r| r.submitted).max();
         assert!(b_end.unwrap().as_nanos() < 100_000_000, "b keeps its 100 ms");
+    }
+
+    // Proves bssplit per direction and cmdprio_bssplit: reads draw from the read split and
+    // writes from the write split; 64 KiB reads go realtime level 1 a quarter of the time
+    // and idle three quarters (within 3 points), 1 MiB I/Os never carry a cmdprio priority.
+    #[test]
+    fn per_direction_bssplit_and_cmdprio_bssplit() {
+        let text = "[a]\nrw=randrw\nsize=256m\nio_size=8g\nioengine=libaio\n\
+                    bssplit=64k/40:1024k/60,1024k/100\n\
+                    cmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0,1024k/0\n";
+        let result = run_file("cmdprio_split", text, 5, Duration::from_micros(1));
+        // The last I/O may be cut short by the amount left, as fio's is.
+        let records = &result.records[..result.records.len() - 1];
+        let writes: Vec<_> = records.iter().filter(|r| r.io.kind == IoKind::Write).collect();
+        assert!(writes.len() > 100 && writes.iter().all(|r| r.io.size_bytes == 1 << 20));
+        let small: Vec<_> = result
+            .records
+            .iter()
+            .filter(|r| r.io.kind == IoKind::Read && r.io.size_bytes == 64 << 10)
+            .collect();
+        assert!(small.len() > 1500, "{}", small.len());
+        let realtime = elevator_core::IoPriority::realtime(1).unwrap();
+        let share =
+            small.iter().filter(|r| r.priority == realtime).count() as f64 / small.len() as f64;
+        assert!((share - 0.25).abs() < 0.03, "{share}");
+        assert!(
+            small
+                .iter()
+                .all(|r| r.priority == realtime || r.priority == elevator_core::IoPriority::idle())
+        );
+        let default = elevator_core::IoPriority::DEFAULT;
+        assert!(
+            result
+                .records
+                .iter()
+                .filter(|r| r.io.size_bytes == 1 << 20)
+                .all(|r| r.priority == default)
+        );
     }
 }

@@ -206,6 +206,24 @@ pub const KEYS: &[KeySpec] = &[
         help: "bytes skipped after each zone",
     },
     KeySpec {
+        key: "bssplit_write",
+        kind: KeyKind::Text,
+        default: "",
+        help: "bssplit for writes when it differs from the reads' (fio's bssplit=READS,WRITES)",
+    },
+    KeySpec {
+        key: "cmdprio_bssplit",
+        kind: KeyKind::Text,
+        default: "",
+        help: "SIZE/PERCENT[/CLASS/LEVEL]:...: per size, the share of reads sent with a priority",
+    },
+    KeySpec {
+        key: "cmdprio_bssplit_write",
+        kind: KeyKind::Text,
+        default: "",
+        help: "cmdprio_bssplit for writes",
+    },
+    KeySpec {
         key: "cmdprio_percentage",
         kind: KeyKind::Integer { min: 0, max: 100 },
         default: "0",
@@ -556,9 +574,9 @@ impl BlockSize {
 
     /// Parses `bssplit`: `SIZE/PERCENT` entries `:`-separated; entries without a percentage
     /// share what the others leave, equally (fio's rule); the shares must make 100.
-    fn parse_split(params: &Params) -> Result<BlockSize, ParamError> {
-        let text = params.text("bssplit");
-        let bad = |problem: String| params.impossible("bssplit", problem);
+    fn parse_split(params: &Params, key: &'static str) -> Result<BlockSize, ParamError> {
+        let text = params.text(key);
+        let bad = |problem: String| params.impossible(key, problem);
         let mut entries: Vec<(u64, Option<f64>)> = Vec::new();
         for entry in text.split(':') {
             let (size, percent) = match entry.split_once('/') {
@@ -570,7 +588,7 @@ impl BlockSize {
             if bytes == 0 || bytes > 64 << 20 {
                 return Err(bad(format!("`{entry}`: a size must be in 1..=64m")));
             }
-            check_sectors(params, "bssplit", bytes)?;
+            check_sectors(params, key, bytes)?;
             let percent = if percent.is_empty() {
                 None
             } else {
@@ -651,6 +669,10 @@ pub(crate) struct JobConfig {
     verify_backlog: u64,
     /// `cmdprio_percentage` and the priority those I/Os carry.
     cmdprio: Option<(u64, IoPriority)>,
+    /// `bssplit` of writes when it differs from the reads'.
+    write_block_size: Option<BlockSize>,
+    /// `cmdprio_bssplit` for reads and for writes: (size, cumulative percent, priority).
+    cmdprio_split: Option<[Vec<(u64, u64, IoPriority)>; 2]>,
     /// Strided zones: bytes per zone, zone size, bytes skipped after a zone.
     zones: Option<(u64, u64, u64)>,
     /// `number_ios`: stop after this many I/Os (0: no such limit).
@@ -697,7 +719,7 @@ impl JobConfig {
             return Err(params.impossible("bssplit", "give one of bs, bsrange and bssplit"));
         }
         let block_size = if params.has("bssplit") {
-            BlockSize::parse_split(params)?
+            BlockSize::parse_split(params, "bssplit")?
         } else if params.has("bsrange") {
             let (min_bytes, max_bytes) = parse_block_range(params, "bsrange", 64 << 20)?;
             BlockSize::Range { min_bytes, max_bytes }
@@ -829,6 +851,12 @@ impl JobConfig {
             verify: params.flag("verify"),
             verify_backlog: params.integer("verify_backlog") as u64,
             cmdprio: Self::cmdprio(params)?,
+            write_block_size: if params.has("bssplit_write") {
+                Some(BlockSize::parse_split(params, "bssplit_write")?)
+            } else {
+                None
+            },
+            cmdprio_split: Self::cmdprio_split(params)?,
             number_ios: (params.integer("number_ios") as u64)
                 .saturating_mul(params.integer("loops") as u64),
             group_exit: None,
@@ -866,6 +894,66 @@ impl JobConfig {
         }
         .map_err(|error| params.impossible("cmdprio", error.to_string()))?;
         Ok(Some((percent, priority)))
+    }
+
+    /// `cmdprio_bssplit` (and its write part): entries `SIZE/PERCENT[/CLASS/LEVEL]`; an I/O
+    /// of SIZE is sent with the entry's priority (default `cmdprio_class`/`cmdprio`) with the
+    /// entry's share, entries of one size adding up (fio's `cmdprio_bssplit`).
+    fn cmdprio_split(
+        params: &Params,
+    ) -> Result<Option<[Vec<(u64, u64, IoPriority)>; 2]>, ParamError> {
+        if !params.has("cmdprio_bssplit") && !params.has("cmdprio_bssplit_write") {
+            return Ok(None);
+        }
+        if !matches!(params.text("ioengine"), "io_uring" | "libaio") {
+            return Err(params.impossible(
+                "cmdprio_bssplit",
+                "only ioengine=io_uring and libaio send per-I/O priorities",
+            ));
+        }
+        if params.integer("cmdprio_percentage") > 0 {
+            return Err(params.impossible("cmdprio_bssplit", "give it or cmdprio_percentage"));
+        }
+        let parse = |key: &'static str| -> Result<Vec<(u64, u64, IoPriority)>, ParamError> {
+            let text = params.text(key);
+            let bad = |entry: &str, why: &str| {
+                params.impossible(key, format!("`{entry}`: {why} (SIZE/PERCENT[/CLASS/LEVEL])"))
+            };
+            let mut entries: Vec<(u64, u64, IoPriority)> = Vec::new();
+            for entry in text.split(':').filter(|entry| !entry.trim().is_empty()) {
+                let fields: Vec<&str> = entry.split('/').map(str::trim).collect();
+                let size = units::parse_size_bytes(fields[0]).map_err(|_| bad(entry, "size"))?;
+                let number = |index: usize, default: i64| match fields.get(index) {
+                    Some(text) => text.parse::<i64>().map_err(|_| bad(entry, "not a number")),
+                    None => Ok(default),
+                };
+                let percent = number(1, 0)?;
+                let class = number(2, params.integer("cmdprio_class"))?;
+                let level = number(3, params.integer("cmdprio"))?;
+                if !(0..=100).contains(&percent) || !(0..=7).contains(&level) {
+                    return Err(bad(entry, "a share 0..=100 and a level 0..=7"));
+                }
+                let priority = match class {
+                    1 => IoPriority::realtime(level as u8),
+                    2 => IoPriority::best_effort(level as u8),
+                    3 => Ok(IoPriority::idle()),
+                    _ => return Err(bad(entry, "the class is 1, 2 or 3")),
+                }
+                .map_err(|error| bad(entry, &error.to_string()))?;
+                let before: u64 = entries
+                    .iter()
+                    .filter(|(s, ..)| *s == size)
+                    .map(|(_, p, _)| *p)
+                    .max()
+                    .unwrap_or(0);
+                if before + percent as u64 > 100 {
+                    return Err(bad(entry, "the shares of one size make over 100"));
+                }
+                entries.push((size, before + percent as u64, priority));
+            }
+            Ok(entries)
+        };
+        Ok(Some([parse("cmdprio_bssplit")?, parse("cmdprio_bssplit_write")?]))
     }
 
     /// `startdelay`: a time, or `LO-HI` drawn per clone (bare numbers are seconds).
@@ -1397,8 +1485,16 @@ impl JobIssuer {
     /// Counts `io` as issued and paces the next one.
     fn submit(&mut self, now: Instant, io: Io) -> Io {
         self.outstanding += 1;
-        self.io_priority = match self.config.cmdprio {
-            Some((percent, priority)) if self.prng.below(100) < percent => Some(priority),
+        self.io_priority = match (&self.config.cmdprio, &self.config.cmdprio_split) {
+            (Some((percent, priority)), _) if self.prng.below(100) < *percent => Some(*priority),
+            (_, Some(splits)) if matches!(io.kind, IoKind::Read | IoKind::Write) => {
+                let entries = &splits[usize::from(io.kind == IoKind::Write)];
+                let point = self.prng.below(100);
+                entries
+                    .iter()
+                    .find(|(size, cumulative, _)| *size == io.size_bytes && point < *cumulative)
+                    .map(|(_, _, priority)| *priority)
+            }
             _ => None,
         };
         self.sizes.insert(io.id.0, io.size_bytes);
@@ -1531,7 +1627,10 @@ impl JobIssuer {
                 }
             }
         };
-        let mut size = self.config.block_size.draw(&mut self.prng);
+        let mut size = match (&self.config.write_block_size, kind) {
+            (Some(split), IoKind::Write) => split.draw(&mut self.prng),
+            _ => self.config.block_size.draw(&mut self.prng),
+        };
         if !self.config.time_based {
             // The last operation may be shorter, as fio's is when size is not a multiple.
             let remaining = self.budget_bytes - self.issued_bytes;
