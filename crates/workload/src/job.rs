@@ -672,7 +672,7 @@ pub(crate) struct JobConfig {
     /// `bssplit` of writes when it differs from the reads'.
     write_block_size: Option<BlockSize>,
     /// `cmdprio_bssplit` for reads and for writes: (size, cumulative percent, priority).
-    cmdprio_split: Option<[Vec<(u64, u64, IoPriority)>; 2]>,
+    cmdprio_split: Option<[CmdprioSplit; 2]>,
     /// Strided zones: bytes per zone, zone size, bytes skipped after a zone.
     zones: Option<(u64, u64, u64)>,
     /// `number_ios`: stop after this many I/Os (0: no such limit).
@@ -680,6 +680,10 @@ pub(crate) struct JobConfig {
     /// fio's `exitall` among a job file's jobs: set by the planner.
     pub(crate) group_exit: Option<GroupExit>,
 }
+
+/// One direction's `cmdprio_bssplit`: (size in bytes, cumulative percent among that size's
+/// I/Os, the priority they carry).
+type CmdprioSplit = Vec<(u64, u64, IoPriority)>;
 
 /// The stop flag shared by the jobs of a phase: an `exitall` job raises it when it
 /// finishes, and every job of the phase then stops submitting (fio's `exitall`).
@@ -899,9 +903,7 @@ impl JobConfig {
     /// `cmdprio_bssplit` (and its write part): entries `SIZE/PERCENT[/CLASS/LEVEL]`; an I/O
     /// of SIZE is sent with the entry's priority (default `cmdprio_class`/`cmdprio`) with the
     /// entry's share, entries of one size adding up (fio's `cmdprio_bssplit`).
-    fn cmdprio_split(
-        params: &Params,
-    ) -> Result<Option<[Vec<(u64, u64, IoPriority)>; 2]>, ParamError> {
+    fn cmdprio_split(params: &Params) -> Result<Option<[CmdprioSplit; 2]>, ParamError> {
         if !params.has("cmdprio_bssplit") && !params.has("cmdprio_bssplit_write") {
             return Ok(None);
         }
@@ -914,7 +916,7 @@ impl JobConfig {
         if params.integer("cmdprio_percentage") > 0 {
             return Err(params.impossible("cmdprio_bssplit", "give it or cmdprio_percentage"));
         }
-        let parse = |key: &'static str| -> Result<Vec<(u64, u64, IoPriority)>, ParamError> {
+        let parse = |key: &'static str| -> Result<CmdprioSplit, ParamError> {
             let text = params.text(key);
             let bad = |entry: &str, why: &str| {
                 params.impossible(key, format!("`{entry}`: {why} (SIZE/PERCENT[/CLASS/LEVEL])"))
