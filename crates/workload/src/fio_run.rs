@@ -73,6 +73,19 @@ use crate::fio::{FioJob, FioJobFile, FioValue, Location};
 use crate::job::{GroupExit, JobConfig};
 use crate::{FileSpec, PhasePlan, Place, Target, WorkloadPlan, WorkloadSpec};
 
+/// What a job file's job asks of fio's reports and logs, for the report writers: the options
+/// that change only fio's output, as written (see [`WorkloadSpec::fio_reporting`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FioReporting {
+    /// The job's name.
+    pub job: String,
+    /// Its reporting group (fio's `groupid`): `stonewall` and `new_group` start a new one.
+    pub group: u32,
+    /// `write_bw_log`, `log_avg_msec`, `percentile_list`, `per_job_logs`, ... in file order
+    /// (the last occurrence of a name wins, as in fio).
+    pub options: Vec<(&'static str, FioValue)>,
+}
+
 /// One job of the file, as a `job` workload.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct FioRunJob {
@@ -610,6 +623,18 @@ impl FioRunJob {
 }
 
 impl FioRun {
+    /// Each job's reporting options and group, in file order.
+    pub(crate) fn reporting(&self) -> Vec<FioReporting> {
+        self.jobs
+            .iter()
+            .map(|job| FioReporting {
+                job: job.name.clone(),
+                group: job.group,
+                options: job.reporting.clone(),
+            })
+            .collect()
+    }
+
     /// Maps every job of `file`, read from `path`.
     pub(crate) fn new(path: &str, file: &FioJobFile) -> Result<FioRun, ParamError> {
         if file.jobs.is_empty() {
@@ -1238,8 +1263,8 @@ mod tests {
         let text = "[a]\nrw=read\nsize=10g\nwrite_bw_log=a\nlog_avg_msec=500\n\
                     [b]\nrw=read\nsize=1m\nruntime=100ms\ntime_based\n";
         let spec = parse("caps", text).unwrap();
-        let carried: Vec<&str> =
-            spec.fio.as_ref().unwrap().jobs[0].reporting.iter().map(|(name, _)| *name).collect();
+        let reporting = spec.fio_reporting();
+        let carried: Vec<&str> = reporting[0].options.iter().map(|(name, _)| *name).collect();
         assert_eq!(carried, ["write_bw_log", "log_avg_msec"]);
         let capped = spec.fio_capped(Some(1 << 20), Some(Duration::from_secs(1))).unwrap();
         let result =

@@ -1560,6 +1560,8 @@ impl JobIssuer {
     fn poll_tail(&mut self, now: Instant) -> Poll {
         self.io_priority = None;
         match self.stage {
+            // fio reads a block back only once its write completed (`get_next_verify`).
+            Stage::Verify(0) if self.outstanding > 0 => Poll::Wait,
             Stage::Verify(index) if index < self.written.len() => {
                 let (region, relative, size) = self.written[index];
                 self.stage = Stage::Verify(index + 1);

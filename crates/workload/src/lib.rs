@@ -32,6 +32,7 @@ pub mod dd;
 pub mod dss;
 pub mod fio;
 mod fio_run;
+pub use fio_run::FioReporting;
 pub mod hdparm;
 pub mod iozone;
 pub mod job;
@@ -448,6 +449,13 @@ impl WorkloadSpec {
                 seqread::SeqreadConfig::from_params(params)?.plan(params, targets, prng)
             }
         }
+    }
+
+    /// For `fio:FILE`, each job's options that change only fio's reports and logs
+    /// (`write_bw_log`, `write_lat_log`, `write_iops_log`, `log_avg_msec`, `percentile_list`,
+    /// `per_job_logs`, ...) and its reporting group; empty for other workloads.
+    pub fn fio_reporting(&self) -> Vec<FioReporting> {
+        self.fio.as_ref().map_or_else(Vec::new, |run| run.reporting())
     }
 
     /// For `fio:FILE`, every job capped: `size`/`io_size` at most `max_size_bytes` and
