@@ -1312,4 +1312,28 @@ mod tests {
                 .all(|r| r.priority == default)
         );
     }
+
+    // Proves number_ios stops a job after that many I/Os, exitall then stops the rest of its
+    // group (a time-based job meant to run 10 s ends with it), and loops repeats the job's
+    // amount: 64 KiB read three times over the same offsets.
+    #[test]
+    fn number_ios_exitall_and_loops() {
+        let text = "[global]\nsize=1m\n[a]\nrw=read\nnumber_ios=10\nexitall\n\
+                    [b]\nrw=randread\ntime_based\nruntime=10s\n";
+        let result = run_file("exitall", text, 1, Duration::from_millis(1));
+        let a: Vec<_> = result.records.iter().filter(|r| r.issuer == 0).collect();
+        assert_eq!(a.len(), 10);
+        let a_end = a.iter().map(|r| r.completed).max().unwrap();
+        let b_last = result.records.iter().filter(|r| r.issuer == 1).map(|r| r.submitted).max();
+        assert!(b_last.unwrap() <= a_end, "b stops when a finished, not after 10 s");
+        let without = text.replace("exitall\n", "");
+        let result = run_file("no_exitall", &without, 1, Duration::from_millis(1));
+        let b_last = result.records.iter().filter(|r| r.issuer == 1).map(|r| r.submitted).max();
+        assert!(b_last.unwrap().as_nanos() > 9_000_000_000, "without exitall b runs its 10 s");
+        let text = "[a]\nrw=read\nsize=64k\nloops=3\nfilename=/dev/sda\n";
+        let result = run_file("loops", text, 1, Duration::from_micros(10));
+        let offsets: Vec<u64> = result.records.iter().map(|r| r.io.offset_bytes).collect();
+        let pass: Vec<u64> = (0..16).map(|i| i * 4096).collect();
+        assert_eq!(offsets, [pass.clone(), pass.clone(), pass].concat());
+    }
 }
