@@ -470,6 +470,16 @@ pub(crate) struct SimArgs {
     #[arg(value_name = "JOBFILE", conflicts_with = "workload")]
     pub(crate) job_file: Option<String>,
 
+    /// With a job file: cap every job's `size` and `io_size` at this many bytes (e.g. `16m`),
+    /// so fio's examples, written for whole disks, run in seconds.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg, requires = "job_file")]
+    pub(crate) max_size: Option<u64>,
+
+    /// With a job file: cap every job's `runtime` at this (e.g. `2s`); jobs without a runtime
+    /// get it.
+    #[arg(long, value_name = "TIME", value_parser = parse_time_arg, requires = "job_file")]
+    pub(crate) max_runtime: Option<elevator_core::Duration>,
+
     /// The device: a kind or preset with keys, e.g. `hdd`, `sas-15k-2008:depth=1`, `ssd`, or
     /// a DiskSim 4.0 parameter file, `disksim:PATH.parv[:key=value,...]`.
     #[arg(short, long, default_value = elevator_sim::DEFAULT_DEVICE)]
@@ -558,4 +568,14 @@ fn parse_on_off(text: &str) -> Result<bool, String> {
         "off" | "0" | "no" | "false" => Ok(false),
         _ => Err(format!("`{text}` is neither on nor off (accepted: on, off)")),
     }
+}
+
+/// A size argument (`16m`, `1g`, bytes if bare).
+fn parse_size_arg(text: &str) -> Result<u64, String> {
+    elevator_core::units::parse_size_bytes(text).map_err(|error| error.to_string())
+}
+
+/// A time argument (`2s`, `500ms`, seconds if bare).
+fn parse_time_arg(text: &str) -> Result<elevator_core::Duration, String> {
+    elevator_core::units::parse_duration(text, 1_000_000_000).map_err(|error| error.to_string())
 }

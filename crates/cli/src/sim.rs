@@ -23,7 +23,9 @@ fn plan(args: &SimArgs) -> Result<Plan> {
     let device = DeviceSpec::parse(&args.device)?;
     crate::list::warn_about_files(std::slice::from_ref(&device));
     let workload = match &args.job_file {
-        Some(path) => WorkloadSpec::parse_fio_file(path)?,
+        Some(path) => {
+            WorkloadSpec::parse_fio_file(path)?.fio_capped(args.max_size, args.max_runtime)?
+        }
         None => WorkloadSpec::parse(&args.workload)?,
     };
     let host = HostSpec::parse(&args.host)?;

@@ -438,10 +438,31 @@ fn sim_runs_an_fio_job_file() {
         assert!(text.contains("phase reader+writer"), "{text}");
         assert!(text.contains("reader/0") && text.contains("writer/0"), "{text}");
     }
-    let bad = dir.join("verify.fio");
-    std::fs::write(&bad, "[a]\nrw=write\nverify=md5\n").unwrap();
+    let bad = dir.join("zbd.fio");
+    std::fs::write(&bad, "[a]\nrw=write\nzonemode=zbd\n").unwrap();
     let output = elevator(&["sim", &bad.display().to_string(), "-d", "ram"]);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
-    assert!(message.contains("verify.fio:3: option: `verify=md5` is not honoured"), "{message}");
+    assert!(message.contains("zbd.fio:3: option: `zonemode=zbd` is not honoured"), "{message}");
+}
+
+// Proves `--max-size` and `--max-runtime` cap a job file's jobs: a 1 TiB job that does not
+// fit the device is refused (exit 2) uncapped and runs capped; the caps without a job file
+// exit 2.
+#[test]
+fn sim_caps_an_fio_job_file() {
+    let dir = std::env::temp_dir().join(format!("elevator-cli-fio-caps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.fio");
+    std::fs::write(&big, "[big]\nrw=randread\nsize=1t\nfilename=/dev/sda\n").unwrap();
+    let big = big.display().to_string();
+    let output = elevator(&["sim", &big, "-d", "ram", "-s", "noop"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let capped =
+        ["sim", &big, "-d", "ram", "-s", "noop", "--max-size", "1m", "--max-runtime", "1s"];
+    let output = elevator(&capped);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("phase big"), "{}", stdout(&output));
+    let output = elevator(&["sim", "-d", "ram", "--max-size", "1m"]);
+    assert_eq!(output.status.code(), Some(2));
 }

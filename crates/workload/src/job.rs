@@ -29,19 +29,34 @@
 //! | `filename` | first device | device name(s), `:`-separated, served round robin |
 //! | `ioengine` | io_uring | psync/sync/pvsync/pvsync2 cap the depth at 1 as in fio |
 //!
+//! The keys above are `job`'s basics; `fio:FILE` also uses `rw_step` (fio's `rw=...:N`),
+//! `random_distribution`, `percentage_random`, `norandommap`, `blockalign`, `rate`,
+//! `rate_iops`, `rate_process`, `rate_min`, `rate_cycle`, `startdelay`, `loops`, `number_ios`,
+//! `fsync`, `end_fsync`, `thinktime_blocks`, `thinktime_blocks_type`, `verify`,
+//! `verify_backlog`, `cmdprio_percentage`, `cmdprio_class`, `cmdprio` and `zonesize`,
+//! `zonerange`, `zoneskip` (fio's strided zones), each with fio's meaning (`elevator list
+//! workloads` prints them all).
+//!
 //! # Deviations from fio
 //!
 //! * `direct` defaults to 1 and `ioengine` to io_uring: `job` is the block-level workload, so
 //!   `iodepth` works without extra keys. Buffered I/O (`direct=0`) belongs to the host model.
-//! * Random offsets are drawn uniformly with replacement (fio's `norandommap=1`); fio's default
-//!   random map touches every block once per pass.
-//! * `thinktime` behaves as fio's default `thinktime_blocks=1`: after every completion, which
-//!   makes the effective depth 1.
+//! * `norandommap` defaults to 1 (draws with replacement) for `job`; `fio:FILE` sets fio's
+//!   default, the random map (each block once per pass; a used block is replaced by the next
+//!   free one, as fio's `axmap_next_free`). Non-uniform distributions and `blockalign`
+//!   disable the map, as in fio.
+//! * `rate` and `rate_iops` take one value for all directions (fio keeps one per direction).
+//! * `rate_min` ends the clone and counts `rate_min_failures` where fio fails the job.
+//! * A sequential pass that reaches the end of the region before the job's amount (io_size
+//!   beyond the region, loops, holes) wraps to the start, as fio's does.
 
 use elevator_core::{
     Duration, Instant, IoPriority, KeyKind, KeySpec, ParamError, Params, Prng, ProcessId,
-    RequestFlags, SECTOR_SIZE_BYTES, units,
+    RequestFlags, SECTOR_SIZE_BYTES, Zipf, units,
 };
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::process::{check_sectors, parse_block_range};
 use crate::{Io, IoId, IoKind, Issuer, PhasePlan, Place, Poll, Target, WorkloadPlan};
@@ -63,9 +78,180 @@ pub const KEYS: &[KeySpec] = &[
             "rw",
             "readwrite",
             "randrw",
+            "trim",
+            "randtrim",
+            "trimwrite",
         ]),
         default: "read",
-        help: "I/O pattern",
+        help: "I/O pattern (trims are discards)",
+    },
+    KeySpec {
+        key: "rw_step",
+        kind: KeyKind::Text,
+        default: "",
+        help: "fio's rw=...:N: sequential: bytes skipped after each I/O (may be negative); random: I/Os per random offset",
+    },
+    KeySpec {
+        key: "random_distribution",
+        kind: KeyKind::Text,
+        default: "random",
+        help: "random, zipf:THETA, pareto:H, normal:DEV%, zoned:ACCESS/RANGE:...",
+    },
+    KeySpec {
+        key: "percentage_random",
+        kind: KeyKind::Integer { min: 0, max: 100 },
+        default: "100",
+        help: "percent of a random pattern's I/Os at random offsets (the rest sequential)",
+    },
+    KeySpec {
+        key: "norandommap",
+        kind: KeyKind::Flag,
+        default: "1",
+        help: "0: fio's random map, each block once per pass; 1: draws with replacement",
+    },
+    KeySpec {
+        key: "blockalign",
+        kind: KeyKind::Size { min_bytes: 512, max_bytes: 64 << 20 },
+        default: "",
+        help: "alignment of random offsets (default: the smallest block size)",
+    },
+    KeySpec {
+        key: "rate",
+        kind: KeyKind::Size { min_bytes: 1, max_bytes: 1 << 50 },
+        default: "",
+        help: "bytes per second cap per clone",
+    },
+    KeySpec {
+        key: "rate_iops",
+        kind: KeyKind::Integer { min: 1, max: 1 << 40 },
+        default: "",
+        help: "I/Os per second cap per clone",
+    },
+    KeySpec {
+        key: "rate_process",
+        kind: KeyKind::Choice(&["linear", "poisson"]),
+        default: "linear",
+        help: "linear: evenly spaced; poisson: exponential gaps with the same mean",
+    },
+    KeySpec {
+        key: "rate_min",
+        kind: KeyKind::Size { min_bytes: 1, max_bytes: 1 << 50 },
+        default: "",
+        help: "end the clone (a failure, counted) when a rate_cycle moves fewer bytes a second",
+    },
+    KeySpec {
+        key: "rate_cycle",
+        kind: KeyKind::Time { min: Duration::from_millis(1), max: MAX_TIME, bare_unit: "ms" },
+        default: "1000ms",
+        help: "the window rate_min is averaged over",
+    },
+    KeySpec {
+        key: "startdelay",
+        kind: KeyKind::Text,
+        default: "0",
+        help: "wait this long before the first I/O (seconds if bare); LO-HI: drawn per clone",
+    },
+    KeySpec {
+        key: "loops",
+        kind: KeyKind::Integer { min: 1, max: 1 << 40 },
+        default: "1",
+        help: "repeat the job's I/O amount this many times",
+    },
+    KeySpec {
+        key: "fsync",
+        kind: KeyKind::Integer { min: 0, max: 1 << 40 },
+        default: "0",
+        help: "issue a sync after every N writes (0: never)",
+    },
+    KeySpec {
+        key: "end_fsync",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "one sync of each place after the last write",
+    },
+    KeySpec {
+        key: "thinktime_blocks",
+        kind: KeyKind::Integer { min: 1, max: 1 << 40 },
+        default: "1",
+        help: "think after this many blocks (completed or issued)",
+    },
+    KeySpec {
+        key: "thinktime_blocks_type",
+        kind: KeyKind::Choice(&["complete", "issue"]),
+        default: "complete",
+        help: "count thinktime_blocks as completed or as issued blocks",
+    },
+    KeySpec {
+        key: "number_ios",
+        kind: KeyKind::Integer { min: 0, max: 1 << 50 },
+        default: "0",
+        help: "stop after this many I/Os, times loops (0: no limit)",
+    },
+    KeySpec {
+        key: "zonesize",
+        kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 60 },
+        default: "0",
+        help: "fio's zonemode=strided: bytes done in each zone (0: no zones)",
+    },
+    KeySpec {
+        key: "zonerange",
+        kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 60 },
+        default: "0",
+        help: "the size of a zone (default: zonesize)",
+    },
+    KeySpec {
+        key: "zoneskip",
+        kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 60 },
+        default: "0",
+        help: "bytes skipped after each zone",
+    },
+    KeySpec {
+        key: "bssplit_write",
+        kind: KeyKind::Text,
+        default: "",
+        help: "bssplit for writes when it differs from the reads' (fio's bssplit=READS,WRITES)",
+    },
+    KeySpec {
+        key: "cmdprio_bssplit",
+        kind: KeyKind::Text,
+        default: "",
+        help: "SIZE/PERCENT[/CLASS/LEVEL]:...: per size, the share of reads sent with a priority",
+    },
+    KeySpec {
+        key: "cmdprio_bssplit_write",
+        kind: KeyKind::Text,
+        default: "",
+        help: "cmdprio_bssplit for writes",
+    },
+    KeySpec {
+        key: "cmdprio_percentage",
+        kind: KeyKind::Integer { min: 0, max: 100 },
+        default: "0",
+        help: "percent of I/Os sent with cmdprio_class/cmdprio (io_uring, libaio)",
+    },
+    KeySpec {
+        key: "cmdprio_class",
+        kind: KeyKind::Integer { min: 1, max: 3 },
+        default: "1",
+        help: "the class of cmdprio_percentage's I/Os (1 realtime, 2 best-effort, 3 idle)",
+    },
+    KeySpec {
+        key: "cmdprio",
+        kind: KeyKind::Integer { min: 0, max: 7 },
+        default: "0",
+        help: "the level of cmdprio_percentage's I/Os",
+    },
+    KeySpec {
+        key: "verify",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "read back every written block after the writes (nothing to check in a simulator)",
+    },
+    KeySpec {
+        key: "verify_backlog",
+        kind: KeyKind::Integer { min: 0, max: 1 << 40 },
+        default: "0",
+        help: "read back after every N blocks written (0: after all writes)",
     },
     KeySpec {
         key: "bs",
@@ -194,6 +380,143 @@ enum Mix {
     Mixed {
         read_fraction: f64,
     },
+    /// Discards (`rw=trim`, `randtrim`).
+    Trim,
+    /// Each block discarded, then written (`rw=trimwrite`).
+    TrimWrite,
+}
+
+/// `random_distribution` (fio-compat.md §2.1; fio `options.c` `str_random_distribution_cb`).
+#[derive(Clone, Debug, PartialEq)]
+enum Distribution {
+    Uniform,
+    /// `zipf:θ`: block of rank k drawn with weight k^-θ.
+    Zipf(f64),
+    /// `pareto:h`: fio's `(n-1) · u^(ln h / ln(1-h))`.
+    Pareto(f64),
+    /// `normal:σ`: σ in percent of the range, centred on it.
+    Normal(f64),
+    /// `zoned`: (cumulative access share in ppm, range start and end as fractions).
+    Zoned(Vec<(u64, f64, f64)>),
+}
+
+impl Distribution {
+    fn parse(params: &Params) -> Result<Distribution, ParamError> {
+        let text = params.text("random_distribution");
+        let bad = |problem: String| params.impossible("random_distribution", problem);
+        let (kind, rest) = text.split_once(':').unwrap_or((text, ""));
+        let number = |what: &str| -> Result<f64, ParamError> {
+            // fio's optional `:c` (hot-spot centre) is not taken here.
+            if rest.contains(':') {
+                return Err(bad(format!("`{text}`: the centre value (`:c`) is not supported")));
+            }
+            rest.trim().parse::<f64>().map_err(|_| bad(format!("`{text}`: {what} is not a number")))
+        };
+        Ok(match kind {
+            "random" if rest.is_empty() => Distribution::Uniform,
+            "zipf" => match number("θ")? {
+                theta if theta > 0.0 && theta != 1.0 => Distribution::Zipf(theta),
+                _ => return Err(bad(format!("`{text}`: zipf's θ must be > 0 and ≠ 1"))),
+            },
+            "pareto" => match number("h")? {
+                h if h > 0.0 && h < 1.0 => Distribution::Pareto(h),
+                _ => return Err(bad(format!("`{text}`: pareto's h must be in (0, 1)"))),
+            },
+            "normal" | "gauss" => match number("the deviation")? {
+                dev if dev > 0.0 && dev <= 100.0 => Distribution::Normal(dev),
+                _ => return Err(bad(format!("`{text}`: the deviation must be in (0, 100]"))),
+            },
+            "zoned" => Self::parse_zoned(text, rest).map_err(bad)?,
+            _ => {
+                return Err(bad(format!(
+                    "`{text}` (accepted: random, zipf:θ, pareto:h, normal:σ, zoned:A/R:...)"
+                )));
+            }
+        })
+    }
+
+    /// `zoned:A/R:...`: A percent of accesses to the next R percent of the range; a blank
+    /// range takes what the others leave (fio's rule); accesses make 100.
+    fn parse_zoned(text: &str, rest: &str) -> Result<Distribution, String> {
+        let mut zones: Vec<(f64, Option<f64>)> = Vec::new();
+        for entry in rest.split(':').filter(|entry| !entry.trim().is_empty()) {
+            let (access, range) = entry.split_once('/').unwrap_or((entry, ""));
+            let access: f64 = access.trim().parse().map_err(|_| format!("`{text}`: `{entry}`"))?;
+            let range = match range.trim() {
+                "" => None,
+                range => Some(range.parse::<f64>().map_err(|_| format!("`{text}`: `{entry}`"))?),
+            };
+            zones.push((access, range));
+        }
+        let accesses: f64 = zones.iter().map(|(access, _)| access).sum();
+        let given: f64 = zones.iter().filter_map(|(_, range)| *range).sum();
+        let blanks = zones.iter().filter(|(_, range)| range.is_none()).count();
+        if zones.is_empty() || (accesses - 100.0).abs() > 1e-6 || given > 100.0 + 1e-6 {
+            return Err(format!("`{text}`: accesses must make 100% over ranges of at most 100%"));
+        }
+        let blank = if blanks > 0 { (100.0 - given) / blanks as f64 } else { 0.0 };
+        let (mut start, mut cumulative_ppm) = (0.0, 0);
+        let mut out = Vec::with_capacity(zones.len());
+        for (access, range) in zones {
+            let end = start + range.unwrap_or(blank) / 100.0;
+            cumulative_ppm += (access * 1e4).round() as u64;
+            out.push((cumulative_ppm, start, end.min(1.0)));
+            start = end;
+        }
+        if let Some(last) = out.last_mut() {
+            last.0 = SPLIT_WHOLE_PPM;
+        }
+        Ok(Distribution::Zoned(out))
+    }
+
+    /// A block index in `0..blocks`. The skewed ones scatter ranks over the range with a hash,
+    /// as fio does (`lib/zipf.c`, `lib/gauss.c`), so the hot blocks are not all at the start.
+    fn draw(&self, prng: &mut Prng, zipf: Option<&Zipf>, blocks: u64) -> u64 {
+        let scatter = |rank: u64| hash_u64(rank) % blocks;
+        match self {
+            Distribution::Uniform => prng.below(blocks),
+            Distribution::Zipf(_) => scatter(zipf.expect("planned with the zipf").sample(prng) - 1),
+            Distribution::Pareto(h) => {
+                let power = h.ln() / (1.0 - h).ln();
+                scatter(((blocks - 1) as f64 * prng.unit_f64().powf(power)) as u64)
+            }
+            Distribution::Normal(dev) => {
+                // Box-Muller; fio sums uniforms (`lib/gauss.c`): the same law near the centre.
+                let (u, v) = (prng.unit_f64().max(f64::MIN_POSITIVE), prng.unit_f64());
+                let z = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
+                let x = blocks as f64 / 2.0 + z * dev / 100.0 * blocks as f64;
+                scatter((x.max(0.0) as u64).min(blocks - 1))
+            }
+            Distribution::Zoned(zones) => {
+                let point = prng.below(SPLIT_WHOLE_PPM);
+                let &(_, start, end) =
+                    zones.iter().find(|(cumulative, ..)| point < *cumulative).unwrap_or(&zones[0]);
+                let first = (start * blocks as f64) as u64;
+                let last = ((end * blocks as f64) as u64).clamp(first + 1, blocks);
+                first + prng.below(last - first)
+            }
+        }
+    }
+}
+
+/// A 64-bit mix (splitmix64's finaliser) standing for fio's `__hash_u64`.
+fn hash_u64(value: u64) -> u64 {
+    let mut z = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// How the issuer paces itself (`rate`, `rate_iops`, `rate_process`).
+#[derive(Clone, Debug, PartialEq)]
+struct Rate {
+    /// Bytes per second, or I/Os per second when `per_io`.
+    per_second: f64,
+    per_io: bool,
+    poisson: bool,
+    /// `rate_min` in bytes per second, and its window.
+    min_bytes_per_second: Option<u64>,
+    cycle: Duration,
 }
 
 /// Shares of `bssplit` are kept in parts per million (fio takes percentages with decimals).
@@ -251,9 +574,9 @@ impl BlockSize {
 
     /// Parses `bssplit`: `SIZE/PERCENT` entries `:`-separated; entries without a percentage
     /// share what the others leave, equally (fio's rule); the shares must make 100.
-    fn parse_split(params: &Params) -> Result<BlockSize, ParamError> {
-        let text = params.text("bssplit");
-        let bad = |problem: String| params.impossible("bssplit", problem);
+    fn parse_split(params: &Params, key: &'static str) -> Result<BlockSize, ParamError> {
+        let text = params.text(key);
+        let bad = |problem: String| params.impossible(key, problem);
         let mut entries: Vec<(u64, Option<f64>)> = Vec::new();
         for entry in text.split(':') {
             let (size, percent) = match entry.split_once('/') {
@@ -265,7 +588,7 @@ impl BlockSize {
             if bytes == 0 || bytes > 64 << 20 {
                 return Err(bad(format!("`{entry}`: a size must be in 1..=64m")));
             }
-            check_sectors(params, "bssplit", bytes)?;
+            check_sectors(params, key, bytes)?;
             let percent = if percent.is_empty() {
                 None
             } else {
@@ -326,6 +649,56 @@ pub(crate) struct JobConfig {
     priorities: Vec<IoPriority>,
     direct: bool,
     filenames: Vec<String>,
+    /// `rw=...:N`: sequential skip in bytes (may be negative).
+    seq_skip_bytes: i64,
+    /// `rw=rand...:N`: I/Os per random offset.
+    random_run: u64,
+    distribution: Distribution,
+    percentage_random: u64,
+    random_map: bool,
+    align_bytes: Option<u64>,
+    rate: Option<Rate>,
+    /// `startdelay`, low and high (drawn per clone between them).
+    startdelay: (Duration, Duration),
+    loops: u64,
+    fsync_every: u64,
+    end_fsync: bool,
+    thinktime_blocks: u64,
+    think_on_issue: bool,
+    verify: bool,
+    verify_backlog: u64,
+    /// `cmdprio_percentage` and the priority those I/Os carry.
+    cmdprio: Option<(u64, IoPriority)>,
+    /// `bssplit` of writes when it differs from the reads'.
+    write_block_size: Option<BlockSize>,
+    /// `cmdprio_bssplit` for reads and for writes: (size, cumulative percent, priority).
+    cmdprio_split: Option<[CmdprioSplit; 2]>,
+    /// Strided zones: bytes per zone, zone size, bytes skipped after a zone.
+    zones: Option<(u64, u64, u64)>,
+    /// `number_ios`: stop after this many I/Os (0: no such limit).
+    number_ios: u64,
+    /// fio's `exitall` among a job file's jobs: set by the planner.
+    pub(crate) group_exit: Option<GroupExit>,
+}
+
+/// One direction's `cmdprio_bssplit`: (size in bytes, cumulative percent among that size's
+/// I/Os, the priority they carry).
+type CmdprioSplit = Vec<(u64, u64, IoPriority)>;
+
+/// The stop flag shared by the jobs of a phase: an `exitall` job raises it when it
+/// finishes, and every job of the phase then stops submitting (fio's `exitall`).
+#[derive(Clone, Debug)]
+pub(crate) struct GroupExit {
+    /// Raised once a job that `sets` it finished.
+    pub(crate) flag: Arc<AtomicBool>,
+    /// Whether this job raises it (`exitall`).
+    pub(crate) sets: bool,
+}
+
+impl PartialEq for GroupExit {
+    fn eq(&self, other: &GroupExit) -> bool {
+        Arc::ptr_eq(&self.flag, &other.flag) && self.sets == other.sets
+    }
 }
 
 impl JobConfig {
@@ -342,13 +715,15 @@ impl JobConfig {
         let mix = match rw {
             "read" | "randread" => Mix::Read,
             "write" | "randwrite" => Mix::Write,
+            "trim" | "randtrim" => Mix::Trim,
+            "trimwrite" => Mix::TrimWrite,
             _ => Mix::Mixed { read_fraction: read_percent as f64 / 100.0 },
         };
         if params.has("bssplit") && (params.has("bsrange") || params.is_set("bs")) {
             return Err(params.impossible("bssplit", "give one of bs, bsrange and bssplit"));
         }
         let block_size = if params.has("bssplit") {
-            BlockSize::parse_split(params)?
+            BlockSize::parse_split(params, "bssplit")?
         } else if params.has("bsrange") {
             let (min_bytes, max_bytes) = parse_block_range(params, "bsrange", 64 << 20)?;
             BlockSize::Range { min_bytes, max_bytes }
@@ -393,11 +768,7 @@ impl JobConfig {
         let synchronous_engine =
             matches!(params.text("ioengine"), "psync" | "sync" | "pvsync" | "pvsync2");
         let thinktime = params.time("thinktime");
-        let depth = if synchronous_engine || thinktime > Duration::ZERO {
-            1
-        } else {
-            params.integer("iodepth") as u32
-        };
+        let depth = if synchronous_engine { 1 } else { params.integer("iodepth") as u32 };
         let runtime = params.time("runtime");
         if params.flag("time_based") && runtime == Duration::ZERO {
             // fio runs such a job forever; a run here always has an end.
@@ -407,6 +778,48 @@ impl JobConfig {
             params.text("filename").split(':').map(|name| name.trim().to_owned()).collect()
         } else {
             Vec::new()
+        };
+        let step_text = params.text("rw_step");
+        let step: i64 = if step_text.is_empty() {
+            0
+        } else {
+            let (negative, magnitude) = match step_text.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, step_text),
+            };
+            let bytes = units::parse_size_bytes(magnitude).map_err(|error| {
+                params.impossible("rw_step", format!("{error} (bytes, or a count for random)"))
+            })?;
+            let bytes = i64::try_from(bytes)
+                .map_err(|_| params.impossible("rw_step", "too large".to_string()))?;
+            if negative { -bytes } else { bytes }
+        };
+        if random && step < 0 {
+            return Err(params.impossible("rw_step", "a random pattern takes a count of I/Os"));
+        }
+        let distribution = Distribution::parse(params)?;
+        let align_bytes =
+            (!params.text("blockalign").is_empty()).then(|| params.size("blockalign"));
+        if let Some(align) = align_bytes {
+            check_sectors(params, "blockalign", align)?;
+        }
+        let rate = match (params.has("rate"), params.has("rate_iops")) {
+            (true, true) => return Err(params.impossible("rate_iops", "give rate or rate_iops")),
+            (false, false) if params.has("rate_min") => {
+                return Err(params.impossible("rate_min", "needs rate or rate_iops"));
+            }
+            (false, false) => None,
+            (bytes, _) => Some(Rate {
+                per_second: if bytes {
+                    params.size("rate") as f64
+                } else {
+                    params.integer("rate_iops") as f64
+                },
+                per_io: !bytes,
+                poisson: params.text("rate_process") == "poisson",
+                min_bytes_per_second: params.has("rate_min").then(|| params.size("rate_min")),
+                cycle: params.time("rate_cycle"),
+            }),
         };
         Ok(JobConfig {
             random,
@@ -424,7 +837,142 @@ impl JobConfig {
             priorities,
             direct: params.flag("direct"),
             filenames,
+            seq_skip_bytes: if random { 0 } else { step },
+            random_run: if random { u64::try_from(step).unwrap_or(1).max(1) } else { 1 },
+            random_map: !params.flag("norandommap")
+                && distribution == Distribution::Uniform
+                && params.text("blockalign").is_empty(),
+            distribution,
+            percentage_random: params.integer("percentage_random") as u64,
+            align_bytes,
+            rate,
+            startdelay: Self::startdelay(params)?,
+            loops: params.integer("loops") as u64,
+            fsync_every: params.integer("fsync") as u64,
+            end_fsync: params.flag("end_fsync"),
+            thinktime_blocks: params.integer("thinktime_blocks") as u64,
+            think_on_issue: params.text("thinktime_blocks_type") == "issue",
+            verify: params.flag("verify"),
+            verify_backlog: params.integer("verify_backlog") as u64,
+            cmdprio: Self::cmdprio(params)?,
+            write_block_size: if params.has("bssplit_write") {
+                Some(BlockSize::parse_split(params, "bssplit_write")?)
+            } else {
+                None
+            },
+            cmdprio_split: Self::cmdprio_split(params)?,
+            number_ios: (params.integer("number_ios") as u64)
+                .saturating_mul(params.integer("loops") as u64),
+            group_exit: None,
+            zones: match params.size("zonesize") {
+                0 => None,
+                _ if random => {
+                    return Err(params.impossible("zonesize", "strided zones take a sequential rw"));
+                }
+                size => {
+                    let range = params.size("zonerange");
+                    Some((size, if range == 0 { size } else { range }, params.size("zoneskip")))
+                }
+            },
         })
+    }
+
+    /// `cmdprio_percentage` with `cmdprio_class` and `cmdprio`: per-I/O priorities, which
+    /// fio's io_uring and libaio engines alone send (fio-compat.md §2.1).
+    fn cmdprio(params: &Params) -> Result<Option<(u64, IoPriority)>, ParamError> {
+        let percent = params.integer("cmdprio_percentage") as u64;
+        if percent == 0 {
+            return Ok(None);
+        }
+        if !matches!(params.text("ioengine"), "io_uring" | "libaio") {
+            return Err(params.impossible(
+                "cmdprio_percentage",
+                "only ioengine=io_uring and libaio send per-I/O priorities",
+            ));
+        }
+        let level = params.integer("cmdprio") as u8;
+        let priority = match params.integer("cmdprio_class") {
+            1 => IoPriority::realtime(level),
+            2 => IoPriority::best_effort(level),
+            _ => Ok(IoPriority::idle()),
+        }
+        .map_err(|error| params.impossible("cmdprio", error.to_string()))?;
+        Ok(Some((percent, priority)))
+    }
+
+    /// `cmdprio_bssplit` (and its write part): entries `SIZE/PERCENT[/CLASS/LEVEL]`; an I/O
+    /// of SIZE is sent with the entry's priority (default `cmdprio_class`/`cmdprio`) with the
+    /// entry's share, entries of one size adding up (fio's `cmdprio_bssplit`).
+    fn cmdprio_split(params: &Params) -> Result<Option<[CmdprioSplit; 2]>, ParamError> {
+        if !params.has("cmdprio_bssplit") && !params.has("cmdprio_bssplit_write") {
+            return Ok(None);
+        }
+        if !matches!(params.text("ioengine"), "io_uring" | "libaio") {
+            return Err(params.impossible(
+                "cmdprio_bssplit",
+                "only ioengine=io_uring and libaio send per-I/O priorities",
+            ));
+        }
+        if params.integer("cmdprio_percentage") > 0 {
+            return Err(params.impossible("cmdprio_bssplit", "give it or cmdprio_percentage"));
+        }
+        let parse = |key: &'static str| -> Result<CmdprioSplit, ParamError> {
+            let text = params.text(key);
+            let bad = |entry: &str, why: &str| {
+                params.impossible(key, format!("`{entry}`: {why} (SIZE/PERCENT[/CLASS/LEVEL])"))
+            };
+            let mut entries: Vec<(u64, u64, IoPriority)> = Vec::new();
+            for entry in text.split(':').filter(|entry| !entry.trim().is_empty()) {
+                let fields: Vec<&str> = entry.split('/').map(str::trim).collect();
+                let size = units::parse_size_bytes(fields[0]).map_err(|_| bad(entry, "size"))?;
+                let number = |index: usize, default: i64| match fields.get(index) {
+                    Some(text) => text.parse::<i64>().map_err(|_| bad(entry, "not a number")),
+                    None => Ok(default),
+                };
+                let percent = number(1, 0)?;
+                let class = number(2, params.integer("cmdprio_class"))?;
+                let level = number(3, params.integer("cmdprio"))?;
+                if !(0..=100).contains(&percent) || !(0..=7).contains(&level) {
+                    return Err(bad(entry, "a share 0..=100 and a level 0..=7"));
+                }
+                let priority = match class {
+                    1 => IoPriority::realtime(level as u8),
+                    2 => IoPriority::best_effort(level as u8),
+                    3 => Ok(IoPriority::idle()),
+                    _ => return Err(bad(entry, "the class is 1, 2 or 3")),
+                }
+                .map_err(|error| bad(entry, &error.to_string()))?;
+                let before: u64 = entries
+                    .iter()
+                    .filter(|(s, ..)| *s == size)
+                    .map(|(_, p, _)| *p)
+                    .max()
+                    .unwrap_or(0);
+                if before + percent as u64 > 100 {
+                    return Err(bad(entry, "the shares of one size make over 100"));
+                }
+                entries.push((size, before + percent as u64, priority));
+            }
+            Ok(entries)
+        };
+        Ok(Some([parse("cmdprio_bssplit")?, parse("cmdprio_bssplit_write")?]))
+    }
+
+    /// `startdelay`: a time, or `LO-HI` drawn per clone (bare numbers are seconds).
+    fn startdelay(params: &Params) -> Result<(Duration, Duration), ParamError> {
+        let text = params.text("startdelay");
+        let time = |text: &str| {
+            units::parse_duration(text.trim(), 1_000_000_000).map_err(|error| {
+                params.impossible("startdelay", format!("{error} (a time, or LO-HI)"))
+            })
+        };
+        match text.split_once('-') {
+            Some((lo, hi)) => {
+                let (lo, hi) = (time(lo)?, time(hi)?);
+                Ok((lo.min(hi), lo.max(hi)))
+            }
+            None => time(text).map(|delay| (delay, delay)),
+        }
     }
 
     /// The smallest and largest operation sizes, in bytes.
@@ -545,7 +1093,27 @@ impl JobConfig {
                 (Some(io_size), _) => io_size,
                 (None, Some(size)) => size,
                 (None, None) => regions.iter().map(|region| region.length_bytes).sum(),
+            }
+            .saturating_mul(self.loops)
+            // trimwrite trims and then writes each byte: twice the bytes (fio's `do_io`).
+            .saturating_mul(if self.mix == Mix::TrimWrite { 2 } else { 1 });
+            let zipf = match self.distribution {
+                Distribution::Zipf(theta) => {
+                    let align = self.align_bytes.unwrap_or_else(|| self.block_size.min_bytes());
+                    let blocks = regions
+                        .iter()
+                        .map(|region| {
+                            (region.length_bytes - self.block_size.max_bytes()) / align + 1
+                        })
+                        .min()
+                        .unwrap_or(1);
+                    Some(Zipf::new(blocks, theta).map_err(|error| {
+                        params.impossible("random_distribution", error.to_string())
+                    })?)
+                }
+                _ => None,
             };
+            let region_count = regions.len();
             issuers.push(Box::new(JobIssuer {
                 name: format!("{name}/{clone}"),
                 process: ProcessId(first_process + clone + 1),
@@ -554,13 +1122,32 @@ impl JobConfig {
                 next_region: 0,
                 budget_bytes,
                 issued_bytes: 0,
+                issued_ios: 0,
                 outstanding: 0,
                 deadline: None,
+                start: None,
                 think_until: None,
+                think_blocks: 0,
                 finishing: false,
                 prng: prng.fork_indexed("job", u64::from(clone)),
                 next_id: 0,
                 clone_index: clone,
+                zipf,
+                run_left: 0,
+                last_end: vec![0; region_count],
+                trimmed: None,
+                writes_since_sync: 0,
+                sync_due: false,
+                written: Vec::new(),
+                stage: Stage::Main,
+                rate_due: None,
+                rate_origin: None,
+                rate_credit_secs: 0.0,
+                cycle_start: None,
+                cycle_bytes: 0,
+                rate_min_failures: 0,
+                sizes: std::collections::BTreeMap::new(),
+                io_priority: None,
             }));
         }
         let name = match (self.random, self.mix) {
@@ -570,6 +1157,9 @@ impl JobConfig {
             (true, Mix::Read) => "randread",
             (true, Mix::Write) => "randwrite",
             (true, Mix::Mixed { .. }) => "randrw",
+            (false, Mix::Trim) => "trim",
+            (true, Mix::Trim) => "randtrim",
+            (_, Mix::TrimWrite) => "trimwrite",
         };
         Ok(WorkloadPlan {
             files: Vec::new(),
@@ -630,7 +1220,17 @@ impl JobConfig {
                 format!("a block is larger than the {length_bytes}-byte region on {}", target.name),
             ));
         }
-        Ok(Region { place, start_bytes: start, length_bytes, next_read: 0, next_write: 0 })
+        Ok(Region {
+            place,
+            start_bytes: start,
+            length_bytes,
+            next_read: 0,
+            next_write: 0,
+            map: Vec::new(),
+            map_used: 0,
+            zone_base: 0,
+            zone_bytes: 0,
+        })
     }
 }
 
@@ -644,6 +1244,47 @@ struct Region {
     /// per direction).
     next_read: u64,
     next_write: u64,
+    /// fio's random map: one bit per aligned block, set once the block was used this pass.
+    map: Vec<u64>,
+    map_used: u64,
+    /// Strided zones: where the current zone starts, and the bytes done in it.
+    zone_base: u64,
+    zone_bytes: u64,
+}
+
+impl Region {
+    /// Marks `[first, first + count)` used; a full map starts a new pass (fio resets it).
+    fn mark(&mut self, first: u64, count: u64, blocks: u64) {
+        for block in first..(first + count).min(blocks) {
+            let (word, bit) = ((block / 64) as usize, block % 64);
+            if self.map[word] & (1 << bit) == 0 {
+                self.map[word] |= 1 << bit;
+                self.map_used += 1;
+            }
+        }
+        if self.map_used >= blocks {
+            self.map.iter_mut().for_each(|word| *word = 0);
+            self.map_used = 0;
+        }
+    }
+
+    /// `block` if unused this pass, else the next unused one after it, wrapping (fio's
+    /// `axmap_next_free`).
+    fn next_free(&self, block: u64, blocks: u64) -> u64 {
+        let used = |b: u64| self.map[(b / 64) as usize] & (1 << (b % 64)) != 0;
+        (0..blocks).map(|step| (block + step) % blocks).find(|&b| !used(b)).unwrap_or(block)
+    }
+}
+
+/// What an issuer is doing.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Stage {
+    /// Issuing the job's I/O.
+    Main,
+    /// Reading back what was written (`verify`), from this index of `written`.
+    Verify(usize),
+    /// Syncing each place once after the writes (`end_fsync`), from this place.
+    EndSync(usize),
 }
 
 /// One clone of a job.
@@ -656,15 +1297,43 @@ struct JobIssuer {
     next_region: usize,
     budget_bytes: u64,
     issued_bytes: u64,
+    issued_ios: u64,
     outstanding: u32,
     deadline: Option<Instant>,
+    /// When the clone starts (after `startdelay`).
+    start: Option<Instant>,
     think_until: Option<Instant>,
+    /// Blocks counted toward the next think (`thinktime_blocks`).
+    think_blocks: u64,
     /// Past its runtime or its amount: it submits nothing more.
     finishing: bool,
     prng: Prng,
     next_id: u64,
     /// Which clone it is (its entry in per-clone lists such as `prio=0:7`).
     clone_index: u32,
+    zipf: Option<Zipf>,
+    /// Random pattern: I/Os left at sequential offsets after the last random one
+    /// (`rw=rand...:N`), and where the last one ended, per region.
+    run_left: u64,
+    last_end: Vec<u64>,
+    /// `rw=trimwrite`: the block just trimmed, to write next.
+    trimmed: Option<(usize, u64, u64)>,
+    writes_since_sync: u64,
+    sync_due: bool,
+    /// Writes kept for `verify`, in order: (region, offset, size).
+    written: Vec<(usize, u64, u64)>,
+    stage: Stage,
+    /// `rate`: when the next I/O is due.
+    rate_due: Option<Instant>,
+    rate_origin: Option<Instant>,
+    rate_credit_secs: f64,
+    /// `rate_min`: the current window's start and bytes completed in it.
+    cycle_start: Option<Instant>,
+    cycle_bytes: u64,
+    rate_min_failures: u64,
+    sizes: std::collections::BTreeMap<u64, u64>,
+    /// The priority of the I/O being submitted, when `cmdprio_percentage` gave it one.
+    io_priority: Option<IoPriority>,
 }
 
 impl Issuer for JobIssuer {
@@ -677,59 +1346,283 @@ impl Issuer for JobIssuer {
     }
 
     fn priority(&self) -> IoPriority {
+        // Asked as each I/O is submitted: a cmdprio I/O carries its own.
+        if let Some(priority) = self.io_priority {
+            return priority;
+        }
         let priorities = &self.config.priorities;
         priorities[self.clone_index as usize % priorities.len()]
     }
 
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        if self.config.rate.as_ref().is_some_and(|rate| rate.min_bytes_per_second.is_some()) {
+            vec![("rate_min_failures", self.rate_min_failures)]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn poll(&mut self, now: Instant) -> Poll {
+        // startdelay: the clone starts late; its runtime counts from then (fio's).
+        let start = match self.start {
+            Some(start) => start,
+            None => {
+                let (lo, hi) = self.config.startdelay;
+                let span = hi.as_nanos() - lo.as_nanos();
+                let delay = lo.as_nanos() + if span > 0 { self.prng.below(span + 1) } else { 0 };
+                *self.start.insert(now.saturating_add(Duration::from_nanos(delay)))
+            }
+        };
+        if now < start {
+            return Poll::Sleep { until: start };
+        }
         let runtime = self.config.runtime;
         let deadline = *self.deadline.get_or_insert_with(|| {
             if runtime > Duration::ZERO { now.saturating_add(runtime) } else { Instant::MAX }
         });
-        let out_of_time = now >= deadline;
-        let out_of_bytes = !self.config.time_based && self.issued_bytes >= self.budget_bytes;
-        if out_of_time || out_of_bytes {
-            self.finishing = true;
-            return if self.outstanding == 0 { Poll::Done } else { Poll::Wait };
+        if self.stage == Stage::Main {
+            let out_of_time = now >= deadline;
+            let out_of_bytes = !self.config.time_based && self.issued_bytes >= self.budget_bytes;
+            let out_of_ios =
+                self.config.number_ios > 0 && self.issued_ios >= self.config.number_ios;
+            let stopped = self
+                .config
+                .group_exit
+                .as_ref()
+                .is_some_and(|exit| exit.flag.load(Ordering::Relaxed));
+            // A sync owed for the last writes (`fsync=N`) goes out before the job ends.
+            let ended = out_of_time || out_of_bytes || out_of_ios || stopped || self.finishing;
+            if ended && self.sync_due && !stopped && self.outstanding < self.config.depth {
+                self.sync_due = false;
+                let io = self.sync_io(self.next_region);
+                return Poll::Submit(self.submit(now, io));
+            }
+            if ended {
+                // The tail (verify reads, end_fsync) starts once the writes completed.
+                self.finishing = true;
+                if self.outstanding > 0 {
+                    return Poll::Wait;
+                }
+                self.stage = if self.config.verify && !self.written.is_empty() {
+                    Stage::Verify(0)
+                } else {
+                    Stage::EndSync(0)
+                };
+            }
         }
         if self.outstanding >= self.config.depth {
             return Poll::Wait;
+        }
+        if self.stage != Stage::Main {
+            return self.poll_tail(now);
+        }
+        if self.config.thinktime > Duration::ZERO
+            && self.think_blocks >= self.config.thinktime_blocks
+        {
+            // fio quiesces before thinking, so the depth is at most thinktime_blocks.
+            if self.outstanding > 0 {
+                return Poll::Wait;
+            }
+            self.think_blocks = 0;
+            self.think_until = Some(now.saturating_add(self.config.thinktime));
         }
         if let Some(until) = self.think_until
             && until > now
         {
             return Poll::Sleep { until: until.min(deadline) };
         }
-        match self.poll_next_io() {
-            Some(io) => {
-                self.outstanding += 1;
-                self.issued_bytes += io.size_bytes;
-                Poll::Submit(io)
+        if let Some(due) = self.rate_due
+            && due > now
+        {
+            return Poll::Sleep { until: due.min(deadline) };
+        }
+        let io = if self.sync_due {
+            self.sync_due = false;
+            Some(self.sync_io(self.next_region))
+        } else {
+            self.poll_next_io()
+        };
+        match io {
+            Some(io) => Poll::Submit(self.submit(now, io)),
+            None => {
+                self.finishing = true;
+                if self.outstanding == 0 { self.poll(now) } else { Poll::Wait }
             }
-            None if self.outstanding == 0 => Poll::Done,
-            None => Poll::Wait,
         }
     }
 
     fn finishing(&self, now: Instant) -> bool {
-        self.finishing || self.deadline.is_some_and(|deadline| now >= deadline)
+        let tail_left = self.config.verify || self.config.end_fsync;
+        (self.finishing && !tail_left) || self.deadline.is_some_and(|deadline| now >= deadline)
     }
 
-    fn complete(&mut self, now: Instant, _io: IoId) {
+    fn complete(&mut self, now: Instant, io: IoId) {
         self.outstanding = self.outstanding.checked_sub(1).expect("completion without an I/O");
-        if self.config.thinktime > Duration::ZERO {
-            self.think_until = Some(now.saturating_add(self.config.thinktime));
+        let size = self.sizes.remove(&io.0).unwrap_or(0);
+        if !self.config.think_on_issue {
+            self.think_blocks += 1;
+        }
+        if let Some(rate) = &self.config.rate
+            && let Some(min) = rate.min_bytes_per_second
+            && self.stage == Stage::Main
+        {
+            let cycle_start = *self.cycle_start.get_or_insert(now);
+            self.cycle_bytes += size;
+            let elapsed = now.saturating_since(cycle_start);
+            if elapsed >= rate.cycle {
+                // fio fails the job when a window falls below rate_min (`backend.c` check_min_rate).
+                let achieved = self.cycle_bytes as f64 / elapsed.as_secs_f64();
+                if achieved < min as f64 {
+                    self.rate_min_failures += 1;
+                    self.finishing = true;
+                }
+                self.cycle_start = Some(now);
+                self.cycle_bytes = 0;
+            }
         }
     }
 }
 
 impl JobIssuer {
+    /// Counts `io` as issued and paces the next one.
+    fn submit(&mut self, now: Instant, io: Io) -> Io {
+        self.outstanding += 1;
+        self.io_priority = match (&self.config.cmdprio, &self.config.cmdprio_split) {
+            (Some((percent, priority)), _) if self.prng.below(100) < *percent => Some(*priority),
+            (_, Some(splits)) if matches!(io.kind, IoKind::Read | IoKind::Write) => {
+                let entries = &splits[usize::from(io.kind == IoKind::Write)];
+                let point = self.prng.below(100);
+                entries
+                    .iter()
+                    .find(|(size, cumulative, _)| *size == io.size_bytes && point < *cumulative)
+                    .map(|(_, _, priority)| *priority)
+            }
+            _ => None,
+        };
+        self.sizes.insert(io.id.0, io.size_bytes);
+        if self.stage == Stage::Main && io.kind != IoKind::Sync {
+            self.issued_bytes += io.size_bytes;
+            self.issued_ios += 1;
+            if self.config.think_on_issue {
+                self.think_blocks += 1;
+            }
+            if io.kind == IoKind::Write {
+                self.writes_since_sync += 1;
+                if self.config.fsync_every > 0 && self.writes_since_sync >= self.config.fsync_every
+                {
+                    self.writes_since_sync = 0;
+                    self.sync_due = true;
+                }
+                if self.config.verify {
+                    let index = self.regions.iter().position(|r| r.place == io.place).unwrap_or(0);
+                    let relative = io.offset_bytes - self.regions[index].start_bytes;
+                    self.written.push((index, relative, io.size_bytes));
+                    if self.config.verify_backlog > 0
+                        && self.written.len() as u64 >= self.config.verify_backlog
+                    {
+                        self.stage = Stage::Verify(0);
+                    }
+                }
+            }
+            if let Some(rate) = &self.config.rate {
+                // Each I/O's cost in seconds at the rate; poisson draws the gap with that mean.
+                let units = if rate.per_io { 1.0 } else { io.size_bytes as f64 };
+                let mean = units / rate.per_second;
+                let gap = if rate.poisson { self.prng.exponential(mean) } else { mean };
+                // Due times count from the first I/O (fio's: bytes done since the start at the
+                // rate), so a slow device's lag is caught up rather than lost.
+                let origin = *self.rate_origin.get_or_insert(now);
+                self.rate_credit_secs += gap;
+                let credit = Duration::from_nanos((self.rate_credit_secs * 1e9) as u64);
+                self.rate_due = Some(origin.saturating_add(credit));
+            }
+        }
+        io
+    }
+
+    /// A sync of region `index`'s place.
+    fn sync_io(&mut self, index: usize) -> Io {
+        let region = &self.regions[index % self.regions.len()];
+        let id = IoId(self.next_id);
+        self.next_id += 1;
+        Io {
+            id,
+            kind: IoKind::Sync,
+            place: region.place,
+            offset_bytes: 0,
+            size_bytes: 0,
+            direct: self.config.direct,
+            flags: RequestFlags::SYNC,
+        }
+    }
+
+    /// The verify reads, then `end_fsync`'s syncs, then done.
+    fn poll_tail(&mut self, now: Instant) -> Poll {
+        self.io_priority = None;
+        match self.stage {
+            // fio reads a block back only once its write completed (`get_next_verify`).
+            Stage::Verify(0) if self.outstanding > 0 => Poll::Wait,
+            Stage::Verify(index) if index < self.written.len() => {
+                let (region, relative, size) = self.written[index];
+                self.stage = Stage::Verify(index + 1);
+                let place = self.regions[region].place;
+                let offset_bytes = self.regions[region].start_bytes + relative;
+                let id = IoId(self.next_id);
+                self.next_id += 1;
+                let io = Io {
+                    id,
+                    kind: IoKind::Read,
+                    place,
+                    offset_bytes,
+                    size_bytes: size,
+                    direct: self.config.direct,
+                    flags: RequestFlags::SYNC,
+                };
+                self.outstanding += 1;
+                Poll::Submit(io)
+            }
+            Stage::Verify(_) => {
+                self.written.clear();
+                if !self.finishing {
+                    // verify_backlog: back to writing.
+                    self.stage = Stage::Main;
+                    return self.poll(now);
+                }
+                self.stage = Stage::EndSync(0);
+                self.poll_tail(now)
+            }
+            Stage::EndSync(index) if self.config.end_fsync && index < self.regions.len() => {
+                self.stage = Stage::EndSync(index + 1);
+                let io = self.sync_io(index);
+                self.outstanding += 1;
+                Poll::Submit(io)
+            }
+            _ => {
+                self.finishing = true;
+                if self.outstanding > 0 {
+                    return Poll::Wait;
+                }
+                if let Some(exit) = &self.config.group_exit
+                    && exit.sets
+                {
+                    exit.flag.store(true, Ordering::Relaxed);
+                }
+                Poll::Done
+            }
+        }
+    }
+
     /// The next operation, or `None` when a sequential pass ended and the job is not
     /// time-based.
     fn poll_next_io(&mut self) -> Option<Io> {
+        if let Some((index, offset_bytes, size_bytes)) = self.trimmed.take() {
+            // trimwrite: the block just discarded is written next (fio's `td_trimwrite`).
+            return Some(self.io(IoKind::Write, index, offset_bytes, size_bytes));
+        }
         let kind = match self.config.mix {
             Mix::Read => IoKind::Read,
             Mix::Write => IoKind::Write,
+            Mix::Trim | Mix::TrimWrite => IoKind::Discard,
             Mix::Mixed { read_fraction } => {
                 if self.prng.chance(read_fraction) {
                     IoKind::Read
@@ -738,7 +1631,10 @@ impl JobIssuer {
                 }
             }
         };
-        let mut size = self.config.block_size.draw(&mut self.prng);
+        let mut size = match (&self.config.write_block_size, kind) {
+            (Some(split), IoKind::Write) => split.draw(&mut self.prng),
+            _ => self.config.block_size.draw(&mut self.prng),
+        };
         if !self.config.time_based {
             // The last operation may be shorter, as fio's is when size is not a multiple.
             let remaining = self.budget_bytes - self.issued_bytes;
@@ -746,42 +1642,115 @@ impl JobIssuer {
         }
         let index = self.next_region;
         self.next_region = (self.next_region + 1) % self.regions.len();
-        let region = &mut self.regions[index];
-        let relative = if self.config.random {
-            let align = self.config.block_size.min_bytes();
-            let slots = (region.length_bytes - size) / align + 1;
-            self.prng.below(slots) * align
+        let random = self.config.random
+            && self.run_left == 0
+            && (self.config.percentage_random >= 100
+                || self.prng.below(100) < self.config.percentage_random);
+        let relative = if random {
+            self.run_left = self.config.random_run - 1;
+            self.random_offset(index, size)
+        } else if self.config.random {
+            // Between random offsets (`:N`, percentage_random): continue sequentially.
+            self.run_left = self.run_left.saturating_sub(1);
+            let region = &self.regions[index];
+            let next = self.last_end[index];
+            if next + size > region.length_bytes { 0 } else { next }
         } else {
-            let position =
-                if kind == IoKind::Read { &mut region.next_read } else { &mut region.next_write };
-            if *position + size > region.length_bytes {
-                if !self.config.time_based {
-                    return None;
-                }
-                *position = 0;
-            }
-            let relative = *position;
-            *position += size;
-            relative
+            self.sequential_offset(index, kind, size)?
         };
+        self.last_end[index] = relative + size;
+        if self.config.mix == Mix::TrimWrite {
+            self.trimmed = Some((index, relative, size));
+        }
+        Some(self.io(kind, index, relative, size))
+    }
+
+    fn io(&mut self, kind: IoKind, index: usize, relative: u64, size_bytes: u64) -> Io {
+        let region = &self.regions[index];
         // Reads are always synchronous; so are O_DIRECT writes (the kernel marks them so).
         // Buffered writes are the host's to classify (write-back is asynchronous).
-        let flags = if self.config.direct || kind == IoKind::Read {
+        let flags = if kind == IoKind::Discard {
+            RequestFlags::NONE
+        } else if self.config.direct || kind == IoKind::Read {
             RequestFlags::SYNC
         } else {
             RequestFlags::NONE
         };
         let id = IoId(self.next_id);
         self.next_id += 1;
-        Some(Io {
+        Io {
             id,
             kind,
             place: region.place,
             offset_bytes: region.start_bytes + relative,
-            size_bytes: size,
-            direct: self.config.direct,
+            size_bytes,
+            direct: self.config.direct || kind == IoKind::Discard,
             flags,
-        })
+        }
+    }
+
+    /// A random offset in region `index`, aligned to `blockalign` (default: the smallest
+    /// block), drawn from `random_distribution`, through the random map unless `norandommap`.
+    fn random_offset(&mut self, index: usize, size: u64) -> u64 {
+        let align = self.config.align_bytes.unwrap_or_else(|| self.config.block_size.min_bytes());
+        let region = &mut self.regions[index];
+        let blocks = (region.length_bytes - size) / align + 1;
+        let drawn = self.config.distribution.draw(&mut self.prng, self.zipf.as_ref(), blocks);
+        if !self.config.random_map {
+            return drawn * align;
+        }
+        let map_blocks = region.length_bytes / align;
+        if region.map.is_empty() {
+            region.map = vec![0; map_blocks.div_ceil(64) as usize];
+        }
+        let block = region.next_free(drawn, map_blocks).min(blocks - 1);
+        region.mark(block, size.div_ceil(align), map_blocks);
+        block * align
+    }
+
+    /// The next sequential offset for `kind`, or `None` at the end of a pass that ends the
+    /// job. `rw=...:N` skips N bytes after each I/O (backwards when negative, wrapping at the
+    /// ends as fio's `get_next_seq_offset`); loops and io_size beyond the region wrap too.
+    fn sequential_offset(&mut self, index: usize, kind: IoKind, size: u64) -> Option<u64> {
+        let skip = self.config.seq_skip_bytes;
+        let region = &mut self.regions[index];
+        let length = region.length_bytes;
+        if let Some((zone_size, zone_range, zone_skip)) = self.config.zones {
+            // fio's strided zones (`io_u.c`): after zonesize bytes, the next zone starts
+            // zonerange + zoneskip later, wrapping to the start past the end.
+            if region.zone_bytes >= zone_size {
+                region.zone_bytes = 0;
+                region.zone_base += zone_range + zone_skip;
+                if region.zone_base >= length {
+                    region.zone_base = 0;
+                }
+                region.next_read = region.zone_base;
+                region.next_write = region.zone_base;
+            }
+            region.zone_bytes += size;
+        }
+        let position =
+            if kind == IoKind::Read { &mut region.next_read } else { &mut region.next_write };
+        if skip < 0 {
+            // Backwards: the first I/O at `end - |skip|`, each next one `|skip| - size` before
+            // the last; below the start it wraps to the first again. `position` holds the
+            // last offset + 1 (0: not started).
+            let back = i128::from(skip.unsigned_abs());
+            let (length, size) = (i128::from(length), i128::from(size));
+            let first = (length - back).max(0);
+            let next = if *position == 0 { first } else { i128::from(*position - 1) + size - back };
+            let relative = if next < 0 || next + size > length { first } else { next };
+            *position = relative as u64 + 1;
+            return Some(relative as u64);
+        }
+        // The job's amount is not done (checked before): a pass that reached the end wraps,
+        // as fio's does for io_size beyond the region, loops and holes.
+        if *position + size > length {
+            *position = 0;
+        }
+        let relative = *position;
+        *position += size + skip as u64;
+        Some(relative)
     }
 }
 
@@ -853,13 +1822,20 @@ mod tests {
         }
     }
 
-    // Proves thinktime pauses after every completion (and makes the depth 1).
+    // Proves thinktime pauses after every completion with a synchronous engine, and with
+    // `thinktime_blocks=2,thinktime_blocks_type=issue` after every two issued blocks, the
+    // in-flight ones drained first (fio's `handle_thinktime` quiesces), so the depth is 2.
     #[test]
     fn thinktime_pauses_after_each_completion() {
-        let log =
-            drive(plan("job:rw=read,size=16k,thinktime=2ms,iodepth=8"), Duration::from_millis(1));
+        let text = "job:rw=read,size=16k,thinktime=2ms,iodepth=8,ioengine=psync";
+        let log = drive(plan(text), Duration::from_millis(1));
         let times: Vec<u64> = log.iter().map(|(_, at, _)| at.as_nanos() / 1_000_000).collect();
         assert_eq!(times, [0, 3, 6, 9]);
+        let text = "job:rw=read,size=24k,thinktime=2ms,iodepth=8,thinktime_blocks=2,\
+                    thinktime_blocks_type=issue";
+        let log = drive(plan(text), Duration::from_millis(1));
+        let times: Vec<u64> = log.iter().map(|(_, at, _)| at.as_nanos() / 1_000_000).collect();
+        assert_eq!(times, [0, 0, 3, 3, 6, 6]);
     }
 
     // Proves io_size sets the amount of I/O apart from the region: 64 KiB of random reads spread

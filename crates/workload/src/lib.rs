@@ -32,6 +32,7 @@ pub mod dd;
 pub mod dss;
 pub mod fio;
 mod fio_run;
+pub use fio_run::FioReporting;
 pub mod hdparm;
 pub mod iozone;
 pub mod job;
@@ -448,6 +449,29 @@ impl WorkloadSpec {
                 seqread::SeqreadConfig::from_params(params)?.plan(params, targets, prng)
             }
         }
+    }
+
+    /// For `fio:FILE`, each job's options that change only fio's reports and logs
+    /// (`write_bw_log`, `write_lat_log`, `write_iops_log`, `log_avg_msec`, `percentile_list`,
+    /// `per_job_logs`, ...) and its reporting group; empty for other workloads.
+    pub fn fio_reporting(&self) -> Vec<FioReporting> {
+        self.fio.as_ref().map_or_else(Vec::new, |run| run.reporting())
+    }
+
+    /// For `fio:FILE`, every job capped: `size`/`io_size` at most `max_size_bytes` and
+    /// `runtime` at most `max_runtime` (`elevator sim FILE.fio --max-size --max-runtime`, so
+    /// fio's examples run quickly). Other workloads are returned unchanged.
+    pub fn fio_capped(
+        &self,
+        max_size_bytes: Option<u64>,
+        max_runtime: Option<Duration>,
+    ) -> Result<WorkloadSpec, ParamError> {
+        let Some(run) = &self.fio else {
+            return Ok(self.clone());
+        };
+        let capped = run.capped(max_size_bytes, max_runtime)?;
+        let first = capped.jobs[0].spec.clone();
+        Ok(WorkloadSpec { kind: first.kind, params: first.params, fio: Some(Box::new(capped)) })
     }
 
     /// The same workload with its amounts ([`WorkloadKind::scalable_keys`]) multiplied by

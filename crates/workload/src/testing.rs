@@ -20,6 +20,8 @@ pub(crate) struct Record {
     /// Operations of this issuer in flight once this one was submitted (itself included).
     pub(crate) in_flight: usize,
     pub(crate) io: Io,
+    /// The priority its issuer gave it (asked at submission, as the simulator asks).
+    pub(crate) priority: elevator_core::IoPriority,
 }
 
 /// What a whole plan did.
@@ -105,12 +107,18 @@ pub(crate) fn run(plan: WorkloadPlan, latency: impl Fn(&Io) -> Duration) -> Run 
                                     completed,
                                     in_flight: in_flight[index],
                                     io,
+                                    priority: issuers[index].priority(),
                                 });
                                 completions.insert((completed, order), (index, io.id));
                                 order += 1;
                             }
                             Poll::Sleep { until } => {
                                 assert!(until > now, "a sleep must end in the future");
+                                // A new sleep replaces a pending one (an issuer with I/O in
+                                // flight may sleep again when one completes).
+                                if let Some(stale) = sleeping[index].take() {
+                                    wakes.remove(&stale);
+                                }
                                 wakes.insert((until, order), index);
                                 sleeping[index] = Some((until, order));
                                 order += 1;

@@ -136,76 +136,79 @@ fn every_debian_example_parses() {
     }
 }
 
-/// Runs `plan`'s phases in order, each operation taking 100 µs, stopping a phase after
-/// `cap_ops` submissions (the cap that keeps the examples' gigabytes short). Gives, per phase,
-/// how many operations each issuer submitted.
-fn drive_capped(plan: elevator_workload::WorkloadPlan, cap_ops: usize) -> Vec<Vec<usize>> {
-    use elevator_core::{Duration, Instant};
-    use elevator_workload::{IoId, Poll};
-    let latency = Duration::from_micros(100);
-    let mut counts = Vec::new();
-    for mut phase in plan.phases {
-        let issuers = &mut phase.issuers;
-        let mut submitted = vec![0usize; issuers.len()];
-        let mut done = vec![false; issuers.len()];
-        let mut wake: Vec<Option<Instant>> = vec![None; issuers.len()];
-        // (completion instant, issuer, operation)
-        let mut pending: Vec<(Instant, usize, IoId)> = Vec::new();
-        let mut now = Instant::ZERO;
-        while submitted.iter().sum::<usize>() < cap_ops {
-            for index in 0..issuers.len() {
-                if done[index] || wake[index].is_some_and(|until| until > now) {
-                    continue;
-                }
-                wake[index] = None;
-                loop {
-                    match issuers[index].poll(now) {
-                        Poll::Submit(io) => {
-                            submitted[index] += 1;
-                            pending.push((now.saturating_add(latency), index, io.id));
-                        }
-                        Poll::Sleep { until } => {
-                            wake[index] = Some(until);
-                            break;
-                        }
-                        Poll::Wait => break,
-                        Poll::Done => {
-                            done[index] = true;
-                            break;
-                        }
-                    }
-                }
-            }
-            let next_completion = pending.iter().map(|(at, _, _)| *at).min();
-            let next_wake = wake.iter().flatten().copied().min();
-            let Some(next) = next_completion.into_iter().chain(next_wake).min() else {
-                break;
-            };
-            now = next;
-            pending.sort_by_key(|(at, issuer, id)| (*at, *issuer, *id));
-            while pending.first().is_some_and(|(at, _, _)| *at <= now) {
-                let (_, issuer, id) = pending.remove(0);
-                issuers[issuer].complete(now, id);
-            }
-        }
-        counts.push(submitted);
-    }
-    counts
+/// The caps the corpus runs under (`elevator sim FILE.fio --max-size 8m --max-runtime 1s`):
+/// fio's examples are written for whole disks and minutes.
+const MAX_SIZE_BYTES: u64 = 8 << 20;
+const MAX_RUNTIME_MS: u64 = 1000;
+
+/// The block-engine examples that do not run, each with why (also in `docs/fio-compat.md`).
+/// The test fails when one of them starts running (take it off the list) or when a file not
+/// listed is refused.
+const REFUSED: &[(&str, &str)] = &[
+    ("butterfly.fio", "flow: proportional progress among jobs is not modelled"),
+    ("enospc-pressure.fio", "continue_on_error/ignore_error on ENOSPC: no full filesystem"),
+    ("flow.fio", "flow, flow_sleep: proportional progress among jobs is not modelled"),
+    ("latency-profile.fio", "random_generator=lfsr and latency_target's depth search"),
+    ("libzbc-rand-write.fio", "zonemode=zbd (and the libzbc engine): no zoned device model"),
+    ("libzbc-seq-read.fio", "zonemode=zbd (and the libzbc engine): no zoned device model"),
+    ("null.fio", "ioengine=null: the simulator has no device that completes at once"),
+    ("numa.fio", "numa_cpu_nodes, numa_mem_policy: the host model has no NUMA nodes"),
+    ("sg_verify-fail.fio", "ioengine=sg: passthrough that bypasses the scheduler"),
+    ("sg_verify.fio", "ioengine=sg: passthrough that bypasses the scheduler"),
+    ("sg_write_same_ndob.fio", "ioengine=sg: passthrough that bypasses the scheduler"),
+    ("steadystate.fio", "steadystate: detection of steady state is not implemented"),
+    ("surface-scan.fio", "fill_device: writing until the device is full"),
+    ("uring-cmd-ng.fio", "ioengine=io_uring_cmd: passthrough that bypasses the scheduler"),
+    ("uring-cmd-zoned.fio", "ioengine=io_uring_cmd and zonemode=zbd"),
+    ("xnvme-compare.fio", "rw=${FIO_RW} empty without its environment; ioengine=xnvme"),
+    ("xnvme-zoned.fio", "rw=${FIO_RW} empty without its environment; ioengine=xnvme"),
+    ("zbd-rand-write.fio", "zonemode=zbd: no zoned device model"),
+    ("zbd-seq-read.fio", "zonemode=zbd: no zoned device model"),
+    ("zipf.fio", "ioengine=null: the simulator has no device that completes at once"),
+];
+
+/// How many of the 46 run today: a floor, so a mapping that stops honouring an option shows.
+/// The target is 95 % (44 files); the gap is `REFUSED`, mostly engines that bypass
+/// the scheduler and zoned devices, which the simulator does not model yet.
+const MEASURED_RUNNING: usize = 26;
+
+/// A copy of `path` whose device names (`/dev/sdb`, `/dev/nvme0n1`, `/dev/XXX`: the examples'
+/// authors' devices, meant to be edited) name the simulated device `/dev/sda`.
+fn on_simulated_device(path: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(path).expect("readable example");
+    let rewritten: Vec<String> = text
+        .lines()
+        .map(|line| match line.trim_start().strip_prefix("filename=/dev/") {
+            Some(_) => "filename=/dev/sda".to_string(),
+            None => line.to_string(),
+        })
+        .collect();
+    let dir = std::env::temp_dir().join(format!("elevator-fio-corpus-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let copy = dir.join(path.file_name().expect("a file name"));
+    std::fs::write(&copy, rewritten.join("\n") + "\n").expect("writable copy");
+    copy
 }
 
-// Proves the share of the examples with block engines that run in the simulator end to end
-// (`-w fio:FILE`'s path: parse, map each job onto `job`, plan on a 16 GiB `sda`, drive with a
-// cap of 2000 operations a phase) does not fall below what it was when measured, and that
-// every job of a file that runs submits I/O in its phase. The refusals are printed with their
-// file, line and option.
+// Proves the examples with block engines run end to end in the real simulator (parse, map each job onto `job`, cap with `fio_capped` as `--max-size 8m
+// --max-runtime 1s` does, simulate on a 4 TiB `ssd` under mq-deadline), every phase of a file that
+// runs moves I/O, every file that does not run is on the documented `REFUSED` list with its
+// reason and is refused naming its file, and no fewer run than when measured (26 of 46; the
+// issue's target of 95 % is not reached yet).
 #[test]
 fn the_share_of_examples_that_run() {
-    use elevator_core::Prng;
-    use elevator_workload::{Target, WorkloadSpec};
+    use elevator_core::Duration;
+    use elevator_sched::SchedulerSpec;
+    use elevator_sim::{DeviceSpec, SimConfig};
+    use elevator_workload::WorkloadSpec;
     if !require_examples() {
         return;
     }
-    let targets = [Target { name: "sda".into(), capacity_bytes: 16 << 30 }];
+    // 4 TiB: cross-stripe-verify's 30 clones start 124 GiB apart (the caps cap amounts, not
+    // where jobs start).
+    let device = DeviceSpec::parse("ssd:capacity=4t").expect("the ssd preset");
+    let config = SimConfig::new(1, device);
+    let scheduler = SchedulerSpec::parse("mq-deadline").expect("mq-deadline");
     let (mut block_files, mut running) = (0, 0);
     let mut refusals = Vec::new();
     for path in job_files() {
@@ -214,32 +217,42 @@ fn the_share_of_examples_that_run() {
             continue;
         }
         block_files += 1;
-        let planned = WorkloadSpec::parse_fio_file(&path.display().to_string())
-            .and_then(|spec| spec.plan(&targets, &Prng::new(1)));
-        match planned {
-            Ok(plan) => {
-                let counts = drive_capped(plan, 2000);
-                for (phase, submitted) in counts.iter().enumerate() {
-                    assert!(
-                        submitted.iter().all(|&n| n > 0),
-                        "{}: phase {phase}: an issuer submitted nothing: {submitted:?}",
-                        path.display()
-                    );
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let copy = on_simulated_device(&path);
+        let spec = WorkloadSpec::parse_fio_file(&copy.display().to_string()).and_then(|spec| {
+            spec.fio_capped(Some(MAX_SIZE_BYTES), Some(Duration::from_millis(MAX_RUNTIME_MS)))
+        });
+        let result = match spec {
+            Ok(spec) => elevator_sim::run(&config, &scheduler, &spec).map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        match result {
+            Ok(run) => {
+                for phase in &run.phases {
+                    assert!(phase.ops > 0, "{name}: phase {} moved no I/O", phase.name);
                 }
+                assert!(
+                    !REFUSED.iter().any(|(refused, _)| *refused == name),
+                    "{name} runs: take it off REFUSED"
+                );
                 running += 1;
-                eprintln!("runs: {}", path.display());
+                eprintln!("runs: {name} ({} phases)", run.phases.len());
             }
-            Err(error) => refusals.push(error.to_string()),
+            Err(error) => {
+                assert!(error.contains(&name), "{name}: the refusal names the file: {error}");
+                refusals.push(format!("{name}: {error}"));
+            }
         }
     }
-    eprintln!("{running} of {block_files} block-engine example files run:");
+    eprintln!("{running} of {block_files} block-engine example files run; refused:");
     for refusal in &refusals {
         eprintln!("  {refusal}");
     }
-    assert_eq!(running + refusals.len(), block_files);
+    for refusal in &refusals {
+        let listed = REFUSED.iter().any(|(name, _)| refusal.starts_with(&format!("{name}:")));
+        assert!(listed, "not on the documented REFUSED list: {refusal}");
+    }
+    assert_eq!(block_files, 46, "block-engine example files");
+    assert_eq!(running + REFUSED.len(), block_files, "every file runs or is listed as refused");
     assert!(running >= MEASURED_RUNNING, "{running} run, {MEASURED_RUNNING} did when measured");
 }
-
-/// How many example files ran when `the_share_of_examples_that_run` was written: a floor, so
-/// a mapping that stops honouring an option shows.
-const MEASURED_RUNNING: usize = 10;
