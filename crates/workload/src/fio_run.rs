@@ -120,6 +120,8 @@ pub(crate) struct FioRunJob {
     pub(crate) wait_for: Option<(String, Location)>,
     /// `ramp_time`: I/O done before measuring, run as a phase of its own.
     pub(crate) ramp: Option<Duration>,
+    /// `allow_file_create` (default 1): with 0, fio refuses a job whose files do not exist.
+    pub(crate) allow_file_create: bool,
 }
 
 /// A job file ready to plan.
@@ -397,6 +399,29 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             }
             _ => not_honoured(),
         },
+        // io_uring_cmd's only command set (fio's `cmd_type=nvme`, the default).
+        "cmd_type" => match value {
+            FioValue::Choice { value: kind, .. } if kind == "nvme" => Ok(Vec::new()),
+            _ => not_honoured(),
+        },
+        // How the submitting side talks to the kernel (an SQ polling thread and its CPU,
+        // registered files, one buffer per command): CPU work the simulator does not model,
+        // like `io_submit_mode`; the commands and their timing at the device are the same.
+        "sqthread_poll" | "sqthread_poll_cpu" | "nonvectored" | "registerfiles" | "fixedbufs" => {
+            Ok(Vec::new())
+        }
+        // The numbering of the host's NUMA nodes (fio's `numa_cpu_nodes`, `numa_mem_policy`):
+        // the host model is one node, node 0. Binding to it (or to every node) is what the
+        // host does anyway; another node does not exist here, as libnuma would refuse it on a
+        // one-node machine.
+        "numa_cpu_nodes" | "numa_mem_policy" => match value {
+            FioValue::Str(text) if numa_on_node_zero(name, text) => Ok(Vec::new()),
+            _ => Err(format!(
+                "`{name}={value}` names a NUMA node the simulated host lacks: it has one node, \
+                 0 (accepted: 0 or all; numa_mem_policy default, local, or \
+                 prefer/bind/interleave:0)"
+            )),
+        },
         // The submitting thread changes no I/O timing in a simulation, which models no CPU.
         "io_submit_mode" => match value {
             FioValue::Choice { value: mode, .. } if mode == "inline" || mode == "offload" => {
@@ -415,7 +440,16 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             FioValue::Choice { value: engine, .. }
                 if matches!(
                     engine.as_str(),
-                    "io_uring" | "libaio" | "posixaio" | "psync" | "sync" | "pvsync" | "pvsync2"
+                    "io_uring"
+                        | "libaio"
+                        | "posixaio"
+                        | "psync"
+                        | "sync"
+                        | "pvsync"
+                        | "pvsync2"
+                        | "sg"
+                        | "io_uring_cmd"
+                        | "xnvme"
                 ) =>
             {
                 Ok(vec![("ioengine", engine.clone())])
@@ -423,6 +457,22 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             _ => not_honoured(),
         },
         _ => not_honoured(),
+    }
+}
+
+/// Whether a `numa_cpu_nodes` or `numa_mem_policy` value names only node 0 (or all nodes),
+/// the simulated host's one node (fio's syntax: a node list `0`, `0-1`, `all`; a policy
+/// `default`, `local`, or `prefer|bind|interleave:NODES`).
+fn numa_on_node_zero(name: &str, text: &str) -> bool {
+    let nodes_zero = |nodes: &str| matches!(nodes.trim(), "0" | "all" | "0-0");
+    if name == "numa_cpu_nodes" {
+        return nodes_zero(text);
+    }
+    match text.trim().split_once(':') {
+        None => matches!(text.trim(), "default" | "local"),
+        Some((policy, nodes)) => {
+            matches!(policy, "prefer" | "bind" | "interleave") && nodes_zero(nodes)
+        }
     }
 }
 
@@ -441,6 +491,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let (mut filenames, mut directory, mut size_bytes, mut clones) = (None, None, None, 1);
     let (mut reporting, mut wait_for, mut ramp, mut filesize) = (Vec::new(), None, None, None);
     let mut verify_off = false;
+    let (mut sg_write_mode, mut allow_file_create) = (None, true);
     for (index, option) in job.options.iter().enumerate() {
         // The last occurrence wins (§1.7): map only that one.
         if job.options[index + 1..].iter().any(|later| later.name == option.name) {
@@ -493,6 +544,14 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
                 filesize = Some(*bytes);
                 continue;
             }
+            ("sg_write_mode", FioValue::Choice { value: mode, .. }) => {
+                sg_write_mode = Some((mode.clone(), option.at.clone()));
+                continue;
+            }
+            ("allow_file_create", FioValue::Bool(on)) => {
+                allow_file_create = *on;
+                continue;
+            }
             ("wait_for", FioValue::Str(name)) => {
                 wait_for = Some((name.clone(), option.at.clone()));
             }
@@ -524,6 +583,9 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     if verify_off {
         keys.retain(|(given, _)| *given != "verify");
     }
+    if let Some((mode, at)) = sg_write_mode {
+        sg_write(&mut keys, &mode).map_err(|problem| refuse(&at, problem))?;
+    }
     if let Some(bytes) = filesize {
         if filenames.as_ref().is_some_and(|(names, _)| names.len() > 1) {
             return Err(refuse(
@@ -553,7 +615,44 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         reporting,
         wait_for,
         ramp,
+        allow_file_create,
     })
+}
+
+/// What fio's `sg_write_mode` makes of the sg engine's writes (fio's HOWTO, engines/sg.c): the
+/// SCSI command each write becomes, as the device's work on the written range.
+fn sg_write(keys: &mut [(&'static str, String)], mode: &str) -> Result<(), String> {
+    let engine = keys.iter().find(|(key, _)| *key == "ioengine").map_or("", |(_, v)| v.as_str());
+    if engine != "sg" {
+        return Err(format!("sg_write_mode is an option of ioengine=sg, not of {engine}"));
+    }
+    match mode {
+        // WRITE, and WRITE SAME (one block, or none with NDOB, written over the whole range):
+        // the device writes every block of the range either way.
+        "write" | "write_same" | "write_same_ndob" => Ok(()),
+        // VERIFY: the device reads the range from the medium (and with BYTCHK compares it with
+        // the block(s) sent); nothing is written.
+        "verify" | "verify_bytchk_00" | "verify_bytchk_01" | "verify_bytchk_11" => {
+            let Some((_, rw)) = keys.iter_mut().find(|(key, _)| *key == "rw") else {
+                return Err("sg_write_mode=verify* needs rw=write or randwrite".into());
+            };
+            *rw = match rw.as_str() {
+                "write" => "read".into(),
+                "randwrite" => "randread".into(),
+                other => {
+                    return Err(format!(
+                        "sg_write_mode={mode} with rw={other}: only a pure write pattern \
+                         (write, randwrite) becomes VERIFY commands here"
+                    ));
+                }
+            };
+            Ok(())
+        }
+        _ => Err(format!(
+            "sg_write_mode={mode} (WRITE AND VERIFY) is not modelled: the device's write and \
+             read-back as one command"
+        )),
+    }
 }
 
 impl FioRunJob {
@@ -589,6 +688,17 @@ impl FioRunJob {
                     format!("filename: no device `{name}` (accepted: {})", accepted.join(", ")),
                 ));
             }
+        }
+        if !self.allow_file_create {
+            // The simulated filesystem starts empty: every regular file is created for the run.
+            return Err(refuse(
+                &self.at,
+                format!(
+                    "job `{}`: allow_file_create=0 and its files (regular files, not devices) \
+                     do not exist before the run; fio refuses to create them",
+                    self.name
+                ),
+            ));
         }
         let Some(size_bytes) = self.size_bytes else {
             return Err(refuse(

@@ -364,10 +364,20 @@ pub const KEYS: &[KeySpec] = &[
     KeySpec {
         key: "ioengine",
         kind: KeyKind::Choice(&[
-            "io_uring", "libaio", "posixaio", "psync", "sync", "pvsync", "pvsync2",
+            "io_uring",
+            "libaio",
+            "posixaio",
+            "psync",
+            "sync",
+            "pvsync",
+            "pvsync2",
+            "sg",
+            "io_uring_cmd",
+            "xnvme",
         ]),
         default: "io_uring",
-        help: "synchronous engines cap the depth at 1",
+        help: "synchronous engines (and sg) cap the depth at 1; sg, io_uring_cmd and xnvme are \
+               passthrough: direct to a device, past the scheduler",
     },
 ];
 
@@ -648,6 +658,9 @@ pub(crate) struct JobConfig {
     /// One priority, or one per clone.
     priorities: Vec<IoPriority>,
     direct: bool,
+    /// A passthrough engine (sg, io_uring_cmd, xnvme): every command goes to the device
+    /// flagged [`RequestFlags::PASSTHROUGH`], past the scheduler.
+    passthrough: bool,
     filenames: Vec<String>,
     /// `rw=...:N`: sequential skip in bytes (may be negative).
     seq_skip_bytes: i64,
@@ -765,8 +778,11 @@ impl JobConfig {
         let offset_increment_bytes = params.size("offset_increment");
         check_sectors(params, "offset_increment", offset_increment_bytes)?;
         let priorities = Self::priorities(params)?;
+        // fio's sg engine on a block device issues `SG_IO` ioctls, one at a time (fio's
+        // `fio_sgio_ioctl_doio`); only a `/dev/sgN` character device would take a depth.
         let synchronous_engine =
-            matches!(params.text("ioengine"), "psync" | "sync" | "pvsync" | "pvsync2");
+            matches!(params.text("ioengine"), "psync" | "sync" | "pvsync" | "pvsync2" | "sg");
+        let passthrough = matches!(params.text("ioengine"), "sg" | "io_uring_cmd" | "xnvme");
         let thinktime = params.time("thinktime");
         let depth = if synchronous_engine { 1 } else { params.integer("iodepth") as u32 };
         let runtime = params.time("runtime");
@@ -835,7 +851,8 @@ impl JobConfig {
             offset,
             offset_increment_bytes,
             priorities,
-            direct: params.flag("direct"),
+            direct: params.flag("direct") || passthrough,
+            passthrough,
             filenames,
             seq_skip_bytes: if random { 0 } else { step },
             random_run: if random { u64::try_from(step).unwrap_or(1).max(1) } else { 1 },
@@ -1078,6 +1095,19 @@ impl JobConfig {
                 })
                 .collect::<Result<_, ParamError>>()?
         };
+        // A passthrough command addresses a device's blocks (SCSI CDBs, NVMe commands): fio
+        // opens a block or character device for these engines.
+        if self.passthrough
+            && places.iter().flatten().any(|(place, _)| matches!(place, Place::File(_)))
+        {
+            return Err(params.impossible(
+                "ioengine",
+                format!(
+                    "ioengine={} sends commands to a device: filename must name one, not a regular file",
+                    params.text("ioengine")
+                ),
+            ));
+        }
         let mut issuers: Vec<Box<dyn Issuer>> = Vec::with_capacity(self.clones as usize);
         for clone in 0..self.clones {
             let places: Vec<(Place, &Target)> = if places.is_empty() {
@@ -1676,6 +1706,8 @@ impl JobIssuer {
         } else {
             RequestFlags::NONE
         };
+        let flags =
+            if self.config.passthrough { flags.union(RequestFlags::PASSTHROUGH) } else { flags };
         let id = IoId(self.next_id);
         self.next_id += 1;
         Io {

@@ -333,7 +333,16 @@ impl WorkloadSpec {
                 },
             }
         })?;
-        let run = fio_run::FioRun::new(path, &file)?;
+        WorkloadSpec::from_fio_job_file(path, &file)
+    }
+
+    /// The workload of an already parsed fio job file (e.g. [`fio::parse_invocation`]'s, with
+    /// a command line, sections and environment), read from `path`.
+    pub fn from_fio_job_file(
+        path: &str,
+        file: &fio::FioJobFile,
+    ) -> Result<WorkloadSpec, ParamError> {
+        let run = fio_run::FioRun::new(path, file)?;
         let first = run.jobs[0].spec.clone();
         Ok(WorkloadSpec { kind: first.kind, params: first.params, fio: Some(Box::new(run)) })
     }
