@@ -1463,4 +1463,68 @@ mod tests {
         let pass: Vec<u64> = (0..16).map(|i| i * 4096).collect();
         assert_eq!(offsets, [pass.clone(), pass.clone(), pass].concat());
     }
+
+    // Proves the passthrough engines' mapping: every sg/io_uring_cmd/xnvme command is direct
+    // and flagged PASSTHROUGH (so the queue dispatches it past the scheduler), sg keeps one
+    // command in flight (SG_IO on a block device) where io_uring_cmd takes its iodepth,
+    // sg_write_mode=verify_bytchk_01 turns the writes into reads of the same blocks (VERIFY
+    // reads the medium) while write_same_ndob stays a write; a regular file, sg_write_mode with
+    // another engine and WRITE AND VERIFY are refused naming their line.
+    #[test]
+    fn passthrough_engines() {
+        use elevator_core::RequestFlags;
+        let latency = Duration::from_micros(100);
+        let text = "[global]\nfilename=/dev/sdb\nbs=512\nnumber_ios=20\nstonewall\n\
+                    ioengine=sg\nrw=write\niodepth=8\n[precon]\n\
+                    [verify]\nsg_write_mode=verify_bytchk_01\n\
+                    [same]\nsg_write_mode=write_same_ndob\n\
+                    [nvme]\nioengine=io_uring_cmd\ncmd_type=nvme\nsqthread_poll=1\nrw=randread\n";
+        let run = run_file("passthrough", text, 7, latency);
+        for record in &run.records {
+            assert!(record.io.direct && record.io.flags.contains(RequestFlags::PASSTHROUGH));
+            assert_eq!(record.io.place, Place::Device(1), "filename=/dev/sdb");
+        }
+        let kinds = |phase: usize| -> Vec<crate::IoKind> {
+            run.phase(phase).iter().map(|record| record.io.kind).collect()
+        };
+        assert_eq!(kinds(0), vec![crate::IoKind::Write; 20]);
+        assert_eq!(kinds(1), vec![crate::IoKind::Read; 20], "VERIFY reads");
+        assert_eq!(kinds(2), vec![crate::IoKind::Write; 20], "WRITE SAME writes");
+        let deepest =
+            |phase: usize| run.phase(phase).iter().map(|record| record.in_flight).max().unwrap();
+        assert_eq!((deepest(0), deepest(1)), (1, 1), "SG_IO is synchronous");
+        assert_eq!(deepest(3), 8, "io_uring_cmd keeps iodepth in flight");
+        let offsets: Vec<u64> = run.phase(1).iter().map(|record| record.io.offset_bytes).collect();
+        assert_eq!(offsets, (0..20).map(|block| block * 512).collect::<Vec<_>>());
+
+        let text = "[a]\nioengine=sg\nsize=1m\nfilename=scratch\n";
+        let error = parse("sgfile", text).unwrap().plan(&targets(), &Prng::new(1)).unwrap_err();
+        assert!(error.to_string().contains("filename must name one"), "{error}");
+        let text = "[a]\nioengine=libaio\nrw=write\nsg_write_mode=verify\n";
+        let error = parse("sgmode", text).unwrap_err().to_string();
+        assert!(error.contains("sgmode.fio:4") && error.contains("ioengine=sg"), "{error}");
+        let text = "[a]\nioengine=sg\nrw=write\nsg_write_mode=write_and_verify\n";
+        let error = parse("wav", text).unwrap_err().to_string();
+        assert!(error.contains("wav.fio:4") && error.contains("WRITE AND VERIFY"), "{error}");
+    }
+
+    // Proves NUMA binding is honoured for the host's one node and refused for any other,
+    // naming the line: node 0 and `all` run, `0-1` and `bind:1` do not.
+    #[test]
+    fn numa_nodes() {
+        for ok in [
+            "numa_cpu_nodes=0",
+            "numa_cpu_nodes=all",
+            "numa_mem_policy=bind:0",
+            "numa_mem_policy=local",
+            "numa_mem_policy=interleave:all",
+        ] {
+            parse("numa_ok", &format!("[a]\nsize=1m\n{ok}\n")).unwrap();
+        }
+        for bad in ["numa_cpu_nodes=0-1", "numa_mem_policy=bind:1", "numa_mem_policy=prefer:0-1"] {
+            let error = parse("numa_bad", &format!("[a]\nsize=1m\n{bad}\n")).unwrap_err();
+            let error = error.to_string();
+            assert!(error.contains("numa_bad.fio:3") && error.contains("one node, 0"), "{error}");
+        }
+    }
 }
