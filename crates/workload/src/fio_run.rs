@@ -450,6 +450,7 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
                         | "sg"
                         | "io_uring_cmd"
                         | "xnvme"
+                        | "null"
                 ) =>
             {
                 Ok(vec![("ioengine", engine.clone())])
@@ -669,6 +670,18 @@ impl FioRunJob {
             let name = name.strip_prefix("/dev/").unwrap_or(name);
             targets.iter().position(|target| target.name == name)
         };
+        if self.spec.params.text("ioengine") == "null" {
+            // fio's null engine is diskless (`FIO_DISKLESSIO`): it opens and lays out no file;
+            // its offsets span `size` bytes (fio's default when no size: nothing to do).
+            let Some(size_bytes) = self.size_bytes else {
+                return Err(refuse(
+                    &self.at,
+                    format!("job `{}`: ioengine=null needs `size` (fio's rule)", self.name),
+                ));
+            };
+            let target = Target { name: "null".into(), capacity_bytes: size_bytes };
+            return Ok(vec![vec![(Place::Device(0), target)]]);
+        }
         if let (Some((names, at)), None) = (&self.filenames, &self.directory) {
             let devices: Vec<Option<usize>> = names.iter().map(|name| device(name)).collect();
             if devices.iter().all(Option::is_some) {
@@ -1072,8 +1085,8 @@ mod tests {
         assert!(error.contains("zbd.fio:3: option: `zonemode=zbd` is not honoured"), "{error}");
         let error = parse("net", "[a]\nioengine=net\n").unwrap_err().to_string();
         assert!(error.contains("net.fio:1") && error.contains("ioengine=net"), "{error}");
-        let error = parse("null", "[a]\nioengine=null\n").unwrap_err().to_string();
-        assert!(error.contains("null.fio:2") && error.contains("ioengine=null"), "{error}");
+        let error = parse("mmap", "[a]\nsize=1m\nioengine=mmap\n").unwrap_err().to_string();
+        assert!(error.contains("mmap.fio:3") && error.contains("ioengine=mmap"), "{error}");
         let error = parse("steady", "[a]\nsize=1m\nsteadystate=iops:10%\n").unwrap_err();
         assert!(error.to_string().contains("steady.fio:3"), "{error}");
         let error = parse("zonesize", "[a]\nsize=1m\nzonesize=64k\n").unwrap_err().to_string();

@@ -374,6 +374,7 @@ pub const KEYS: &[KeySpec] = &[
             "sg",
             "io_uring_cmd",
             "xnvme",
+            "null",
         ]),
         default: "io_uring",
         help: "synchronous engines (and sg) cap the depth at 1; sg, io_uring_cmd and xnvme are \
@@ -661,6 +662,9 @@ pub(crate) struct JobConfig {
     /// A passthrough engine (sg, io_uring_cmd, xnvme): every command goes to the device
     /// flagged [`RequestFlags::PASSTHROUGH`], past the scheduler.
     passthrough: bool,
+    /// fio's null engine: every operation completes at once, without host or device
+    /// ([`Issuer::null_engine`]).
+    null_engine: bool,
     filenames: Vec<String>,
     /// `rw=...:N`: sequential skip in bytes (may be negative).
     seq_skip_bytes: i64,
@@ -783,12 +787,23 @@ impl JobConfig {
         let synchronous_engine =
             matches!(params.text("ioengine"), "psync" | "sync" | "pvsync" | "pvsync2" | "sg");
         let passthrough = matches!(params.text("ioengine"), "sg" | "io_uring_cmd" | "xnvme");
+        let null_engine = params.text("ioengine") == "null";
         let thinktime = params.time("thinktime");
         let depth = if synchronous_engine { 1 } else { params.integer("iodepth") as u32 };
         let runtime = params.time("runtime");
         if params.flag("time_based") && runtime == Duration::ZERO {
             // fio runs such a job forever; a run here always has an end.
             return Err(params.impossible("runtime", "time_based=1 needs a runtime (e.g. 10s)"));
+        }
+        let paced = thinktime > Duration::ZERO || params.has("rate") || params.has("rate_iops");
+        if null_engine && params.flag("time_based") && !paced {
+            // fio's null engine runs at the speed of fio's own code; the simulator models no
+            // CPU, so its operations take no time and the runtime would never come.
+            return Err(params.impossible(
+                "time_based",
+                "ioengine=null completes in no simulated time: time_based needs thinktime or \
+                 a rate to end",
+            ));
         }
         let filenames = if params.has("filename") {
             params.text("filename").split(':').map(|name| name.trim().to_owned()).collect()
@@ -853,6 +868,7 @@ impl JobConfig {
             priorities,
             direct: params.flag("direct") || passthrough,
             passthrough,
+            null_engine,
             filenames,
             seq_skip_bytes: if random { 0 } else { step },
             random_run: if random { u64::try_from(step).unwrap_or(1).max(1) } else { 1 },
@@ -1369,6 +1385,10 @@ struct JobIssuer {
 impl Issuer for JobIssuer {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn null_engine(&self) -> bool {
+        self.config.null_engine
     }
 
     fn process(&self) -> ProcessId {
