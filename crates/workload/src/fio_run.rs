@@ -399,6 +399,13 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             }
             _ => not_honoured(),
         },
+        "steadystate" => match value {
+            FioValue::Str(text) => Ok(vec![("steadystate", text.clone())]),
+            _ => not_honoured(),
+        },
+        "steadystate_duration" | "steadystate_ramp_time" | "steadystate_check_interval" => {
+            one(canonical(name), time(value))
+        }
         // io_uring_cmd's only command set (fio's `cmd_type=nvme`, the default).
         "cmd_type" => match value {
             FioValue::Choice { value: kind, .. } if kind == "nvme" => Ok(Vec::new()),
@@ -559,6 +566,14 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
             ("do_verify", FioValue::Bool(false)) => verify_off = true,
             ("ramp_time", FioValue::TimeNs(ns)) => {
                 ramp = (*ns > 0).then(|| Duration::from_nanos(*ns));
+                continue;
+            }
+            // group_reporting also makes the steady state one judgement over the job's clones
+            // (fio judges a reporting group's aggregate).
+            ("group_reporting", value) => {
+                reporting.push(("group_reporting", value.clone()));
+                keys.retain(|(given, _)| *given != "steadystate_group");
+                keys.push(("steadystate_group", u8::from(on).to_string()));
                 continue;
             }
             (name, value) if REPORTING.contains(&name) => reporting.push((name, value.clone())),
@@ -1087,8 +1102,6 @@ mod tests {
         assert!(error.contains("net.fio:1") && error.contains("ioengine=net"), "{error}");
         let error = parse("mmap", "[a]\nsize=1m\nioengine=mmap\n").unwrap_err().to_string();
         assert!(error.contains("mmap.fio:3") && error.contains("ioengine=mmap"), "{error}");
-        let error = parse("steady", "[a]\nsize=1m\nsteadystate=iops:10%\n").unwrap_err();
-        assert!(error.to_string().contains("steady.fio:3"), "{error}");
         let error = parse("zonesize", "[a]\nsize=1m\nzonesize=64k\n").unwrap_err().to_string();
         assert!(error.contains("zonesize.fio:3") && error.contains("zonemode=strided"), "{error}");
         let text = "[a]\nsize=1m\nrw=randread\ncmdprio_percentage=10\n";
@@ -1539,5 +1552,40 @@ mod tests {
             let error = error.to_string();
             assert!(error.contains("numa_bad.fio:3") && error.contains("one node, 0"), "{error}");
         }
+    }
+
+    // Proves steadystate ends a job when its criterion holds over the window, as fio's does:
+    // at a constant 1 ms per I/O, `ss=iops:10%` with `ss_ramp=2s` and `ss_dur=5s` stops a
+    // 60 s time_based job once five samples after the ramp are in (7 s); `ss=bw_slope:0%`
+    // (no slope is below 0) never holds and the job runs its 20 s; with group_reporting the
+    // two clones are judged together and stop at the same instant.
+    #[test]
+    fn steadystate_stops_the_job() {
+        let last = |run: &crate::testing::Run| {
+            run.records.iter().map(|record| record.submitted).max().unwrap()
+        };
+        let latency = Duration::from_millis(1);
+        let text = "[ss]\nsize=64m\nbs=4k\nrw=randread\ntime_based\nruntime=60s\n\
+                    ss=iops:10%\nss_dur=5s\nss_ramp=2s\n";
+        let run = run_file("ss_iops", text, 3, latency);
+        let ended = last(&run).as_nanos();
+        assert!(ended >= 7_000_000_000 - 1_000_000 && ended < 7_000_000_000, "ended at {ended} ns");
+        let text = "[ss]\nsize=64m\nbs=4k\nrw=randread\ntime_based\nruntime=20s\n\
+                    ss=bw_slope:0%\nss_dur=2s\n";
+        let run = run_file("ss_never", text, 3, latency);
+        assert!(last(&run).as_nanos() >= 20_000_000_000 - 1_000_000, "runs its runtime");
+        let text = "[ss]\nsize=64m\nbs=4k\nrw=randread\ntime_based\nruntime=60s\nnumjobs=2\n\
+                    group_reporting\nss=iops:10%\nss_dur=3s\n";
+        let run = run_file("ss_group", text, 3, latency);
+        let per_clone: Vec<u64> = (0..2)
+            .map(|clone| {
+                let records = run.records.iter().filter(|record| record.issuer == clone);
+                records.map(|record| record.submitted.as_nanos()).max().unwrap()
+            })
+            .collect();
+        assert!(
+            per_clone.iter().all(|&t| (2_999_000_000..3_000_000_000).contains(&t)),
+            "{per_clone:?}"
+        );
     }
 }

@@ -56,6 +56,7 @@ use elevator_core::{
 };
 
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::process::{check_sectors, parse_block_range};
@@ -180,6 +181,36 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Choice(&["complete", "issue"]),
         default: "complete",
         help: "count thinktime_blocks as completed or as issued blocks",
+    },
+    KeySpec {
+        key: "steadystate",
+        kind: KeyKind::Text,
+        default: "",
+        help: "fio's steady state: iops|iops_slope|bw|bw_slope:LIMIT[%] ends the job early",
+    },
+    KeySpec {
+        key: "steadystate_duration",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "s" },
+        default: "0",
+        help: "ss_dur: the rolling window the steady state criterion holds over",
+    },
+    KeySpec {
+        key: "steadystate_ramp_time",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "s" },
+        default: "0",
+        help: "ss_ramp: run this long before collecting steady state data",
+    },
+    KeySpec {
+        key: "steadystate_check_interval",
+        kind: KeyKind::Time { min: Duration::from_millis(1), max: MAX_TIME, bare_unit: "s" },
+        default: "1s",
+        help: "ss_interval: one sample per interval",
+    },
+    KeySpec {
+        key: "steadystate_group",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "judge the steady state over all clones together (fio's group_reporting)",
     },
     KeySpec {
         key: "number_ios",
@@ -696,6 +727,171 @@ pub(crate) struct JobConfig {
     number_ios: u64,
     /// fio's `exitall` among a job file's jobs: set by the planner.
     pub(crate) group_exit: Option<GroupExit>,
+    /// fio's `steadystate`: the job ends once its criterion holds.
+    steady: Option<SteadySpec>,
+}
+
+/// fio's `steadystate=METRIC:LIMIT[%]` with `ss_dur`, `ss_ramp` and `ss_interval` (fio's
+/// HOWTO "Steady state", `steadystate.c`): one sample of IOPS or bandwidth per interval, after
+/// the ramp; once the last `ss_dur / ss_interval` samples are in, the job ends if every sample
+/// is within LIMIT of their mean (`iops`, `bw`) or their least-squares slope is below LIMIT
+/// (`iops_slope`, `bw_slope`); with `%`, LIMIT is relative to the mean.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SteadySpec {
+    /// Bandwidth (bytes per second) rather than IOPS.
+    bandwidth: bool,
+    /// The slope criterion rather than the deviation.
+    slope: bool,
+    /// The limit: per second (IOPS or bytes), or a percentage of the mean.
+    limit: f64,
+    percent: bool,
+    /// Samples in the window (`ss_dur / ss_interval`).
+    samples: usize,
+    ramp: Duration,
+    interval: Duration,
+    /// One judgement over all clones (`group_reporting`), or one per clone.
+    shared: bool,
+}
+
+impl SteadySpec {
+    fn from_params(params: &Params) -> Result<Option<SteadySpec>, ParamError> {
+        let text = params.text("steadystate");
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let bad = |why: &str| params.impossible("steadystate", format!("`{text}`: {why}"));
+        let (metric, limit) = text
+            .split_once(':')
+            .ok_or_else(|| bad("expected iops|iops_slope|bw|bw_slope:LIMIT[%]"))?;
+        let (bandwidth, slope) = match metric {
+            "iops" => (false, false),
+            "iops_slope" => (false, true),
+            "bw" => (true, false),
+            "bw_slope" => (true, true),
+            _ => return Err(bad("the metric is one of iops, iops_slope, bw, bw_slope")),
+        };
+        let (number, percent) = match limit.strip_suffix('%') {
+            Some(number) => (number, true),
+            None => (limit, false),
+        };
+        if bandwidth && !percent {
+            // fio reads an absolute bandwidth limit with its own size units; only the
+            // relative form is taken here.
+            return Err(bad("a bandwidth limit must be a percentage of the mean"));
+        }
+        let limit: f64 = number
+            .trim()
+            .parse()
+            .ok()
+            .filter(|limit: &f64| limit.is_finite() && *limit >= 0.0)
+            .ok_or_else(|| bad("the limit is a non-negative number"))?;
+        let interval = params.time("steadystate_check_interval");
+        let window = params.time("steadystate_duration");
+        let samples = (window.as_nanos() / interval.as_nanos()) as usize;
+        if window == Duration::ZERO {
+            // fio's default ss_dur, 0, disables the detection (HOWTO `ss_dur`).
+            return Ok(None);
+        }
+        if samples == 0 {
+            return Err(params.impossible(
+                "steadystate_duration",
+                "ss_dur is shorter than one ss_interval (fio's default: 1s)",
+            ));
+        }
+        Ok(Some(SteadySpec {
+            bandwidth,
+            slope,
+            limit,
+            percent,
+            samples,
+            ramp: params.time("steadystate_ramp_time"),
+            interval,
+            shared: params.flag("steadystate_group"),
+        }))
+    }
+}
+
+/// What the steady state check has seen (shared by the clones when judged together).
+#[derive(Debug)]
+pub(crate) struct SteadyState {
+    spec: SteadySpec,
+    /// When collection starts (the job's start plus `ss_ramp`), and the current sample's end.
+    collect_from: Option<Instant>,
+    sample_end: Instant,
+    ios: u64,
+    bytes: u64,
+    window: std::collections::VecDeque<f64>,
+    attained: bool,
+}
+
+impl SteadyState {
+    fn new(spec: SteadySpec) -> SteadyState {
+        SteadyState {
+            spec,
+            collect_from: None,
+            sample_end: Instant::MAX,
+            ios: 0,
+            bytes: 0,
+            window: std::collections::VecDeque::new(),
+            attained: false,
+        }
+    }
+
+    /// The job started at `now` (the first clone to start sets it).
+    fn start(&mut self, now: Instant) {
+        if self.collect_from.is_none() {
+            let from = now.saturating_add(self.spec.ramp);
+            self.collect_from = Some(from);
+            self.sample_end = from.saturating_add(self.spec.interval);
+        }
+    }
+
+    /// Closes every sample that ended by `now`, judging the window after each.
+    fn advance(&mut self, now: Instant) {
+        while !self.attained && now >= self.sample_end {
+            let seconds = self.spec.interval.as_secs_f64();
+            let value = if self.spec.bandwidth { self.bytes } else { self.ios } as f64 / seconds;
+            (self.ios, self.bytes) = (0, 0);
+            self.window.push_back(value);
+            if self.window.len() > self.spec.samples {
+                self.window.pop_front();
+            }
+            self.sample_end = self.sample_end.saturating_add(self.spec.interval);
+            self.attained = self.window.len() == self.spec.samples && self.holds();
+        }
+    }
+
+    /// fio's criterion over a full window (`steadystate.c`: `steadystate_slope`,
+    /// `steadystate_deviation`).
+    fn holds(&self) -> bool {
+        let n = self.window.len() as f64;
+        let mean = self.window.iter().sum::<f64>() / n;
+        let criterion = if self.spec.slope {
+            // Least squares over x = 0, 1, ..., n-1.
+            let (mut sum_x, mut sum_xx, mut sum_xy) = (0.0, 0.0, 0.0);
+            for (x, y) in self.window.iter().enumerate() {
+                let x = x as f64;
+                (sum_x, sum_xx, sum_xy) = (sum_x + x, sum_xx + x * x, sum_xy + x * y);
+            }
+            let sum_y = mean * n;
+            let slope = (sum_xy - sum_x * sum_y / n) / (sum_xx - sum_x * sum_x / n);
+            if n < 2.0 { 0.0 } else { slope }
+        } else {
+            self.window.iter().map(|value| (value - mean).abs()).fold(0.0, f64::max)
+        };
+        let criterion = if self.spec.percent { 100.0 * criterion / mean } else { criterion };
+        // A zero mean makes the relative criterion undefined (NaN, infinite): not steady.
+        criterion.is_finite() && criterion.abs() < self.spec.limit
+    }
+
+    /// One completion of `bytes` at `now`.
+    fn complete(&mut self, now: Instant, bytes: u64) {
+        self.advance(now);
+        if self.collect_from.is_some_and(|from| now >= from) {
+            self.ios += 1;
+            self.bytes += bytes;
+        }
+    }
 }
 
 /// One direction's `cmdprio_bssplit`: (size in bytes, cumulative percent among that size's
@@ -894,6 +1090,7 @@ impl JobConfig {
                 None
             },
             cmdprio_split: Self::cmdprio_split(params)?,
+            steady: SteadySpec::from_params(params)?,
             number_ios: (params.integer("number_ios") as u64)
                 .saturating_mul(params.integer("loops") as u64),
             group_exit: None,
@@ -1124,6 +1321,8 @@ impl JobConfig {
                 ),
             ));
         }
+        let new_steady = |spec: &SteadySpec| Arc::new(Mutex::new(SteadyState::new(spec.clone())));
+        let shared_steady = self.steady.as_ref().filter(|spec| spec.shared).map(new_steady);
         let mut issuers: Vec<Box<dyn Issuer>> = Vec::with_capacity(self.clones as usize);
         for clone in 0..self.clones {
             let places: Vec<(Place, &Target)> = if places.is_empty() {
@@ -1194,6 +1393,7 @@ impl JobConfig {
                 rate_min_failures: 0,
                 sizes: std::collections::BTreeMap::new(),
                 io_priority: None,
+                steady: shared_steady.clone().or_else(|| self.steady.as_ref().map(new_steady)),
             }));
         }
         let name = match (self.random, self.mix) {
@@ -1380,6 +1580,8 @@ struct JobIssuer {
     sizes: std::collections::BTreeMap<u64, u64>,
     /// The priority of the I/O being submitted, when `cmdprio_percentage` gave it one.
     io_priority: Option<IoPriority>,
+    /// `steadystate`: its check, shared with the other clones when judged together.
+    steady: Option<Arc<Mutex<SteadyState>>>,
 }
 
 impl Issuer for JobIssuer {
@@ -1426,6 +1628,11 @@ impl Issuer for JobIssuer {
         if now < start {
             return Poll::Sleep { until: start };
         }
+        if let Some(steady) = &self.steady {
+            let mut steady = steady.lock().expect("steady state lock");
+            steady.start(start);
+            steady.advance(now);
+        }
         let runtime = self.config.runtime;
         let deadline = *self.deadline.get_or_insert_with(|| {
             if runtime > Duration::ZERO { now.saturating_add(runtime) } else { Instant::MAX }
@@ -1440,8 +1647,13 @@ impl Issuer for JobIssuer {
                 .group_exit
                 .as_ref()
                 .is_some_and(|exit| exit.flag.load(Ordering::Relaxed));
+            let steady = self
+                .steady
+                .as_ref()
+                .is_some_and(|steady| steady.lock().expect("steady state lock").attained);
             // A sync owed for the last writes (`fsync=N`) goes out before the job ends.
-            let ended = out_of_time || out_of_bytes || out_of_ios || stopped || self.finishing;
+            let ended =
+                out_of_time || out_of_bytes || out_of_ios || stopped || steady || self.finishing;
             if ended && self.sync_due && !stopped && self.outstanding < self.config.depth {
                 self.sync_due = false;
                 let io = self.sync_io(self.next_region);
@@ -1509,6 +1721,13 @@ impl Issuer for JobIssuer {
     fn complete(&mut self, now: Instant, io: IoId) {
         self.outstanding = self.outstanding.checked_sub(1).expect("completion without an I/O");
         let size = self.sizes.remove(&io.0).unwrap_or(0);
+        // Syncs carry no bytes and are no I/O in fio's IOPS.
+        if let Some(steady) = &self.steady
+            && self.stage == Stage::Main
+            && size > 0
+        {
+            steady.lock().expect("steady state lock").complete(now, size);
+        }
         if !self.config.think_on_issue {
             self.think_blocks += 1;
         }
@@ -1996,5 +2215,31 @@ mod tests {
         assert!(plan_error("job:filename=sdb,bs=2m").contains("bs: a block is larger"));
         assert!(plan_error("job:size=2g").contains("size:"));
         assert!(plan_error("job:offset=2g").contains("offset:"));
+    }
+
+    // Proves fio's two steady state criteria on a window of samples 100, 110, 120, 130 IOPS
+    // (mean 115): the largest deviation is 15 (13 % of the mean), so `iops:10%` does not hold
+    // and `iops:14%` does; the least-squares slope is 10 per interval (8.7 % of the mean), so
+    // `iops_slope:10%` holds and `iops_slope:8%` does not; absolute `iops:16` holds. fio's
+    // default ss_dur (0) disables the check.
+    #[test]
+    fn steady_state_criteria_are_fios() {
+        let holds = |criterion: &str| {
+            let text = format!("job:steadystate={criterion},steadystate_duration=4s");
+            let params = WorkloadSpec::parse(&text).unwrap().params;
+            let spec = SteadySpec::from_params(&params).unwrap().unwrap();
+            let mut state = SteadyState::new(spec);
+            state.window.extend([100.0, 110.0, 120.0, 130.0]);
+            state.holds()
+        };
+        assert!(!holds("iops:10%") && holds("iops:14%"));
+        assert!(holds("iops_slope:10%") && !holds("iops_slope:8%"));
+        assert!(holds("iops:16") && !holds("iops:14"));
+        let error = |text: &str| parse_error(&format!("job:{text}"));
+        assert!(error("steadystate=lat:1%,steadystate_duration=4s").contains("metric"));
+        let short = "steadystate=iops:1%,steadystate_duration=100ms";
+        assert!(error(short).contains("shorter than one ss_interval"));
+        let params = WorkloadSpec::parse("job:steadystate=iops:1%").unwrap().params;
+        assert_eq!(SteadySpec::from_params(&params).unwrap(), None, "ss_dur=0 disables it");
     }
 }
