@@ -183,6 +183,24 @@ pub const KEYS: &[KeySpec] = &[
         help: "count thinktime_blocks as completed or as issued blocks",
     },
     KeySpec {
+        key: "flow",
+        kind: KeyKind::Integer { min: 0, max: 1 << 32 },
+        default: "0",
+        help: "fio's flow weight: jobs sharing a flow_id issue in proportion to their weights",
+    },
+    KeySpec {
+        key: "flow_id",
+        kind: KeyKind::Integer { min: 0, max: 1 << 32 },
+        default: "0",
+        help: "the flow a job's weight counts in",
+    },
+    KeySpec {
+        key: "flow_sleep",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "us" },
+        default: "0",
+        help: "after its share is exceeded, quiesce and sleep this long (0: retry at once)",
+    },
+    KeySpec {
         key: "steadystate",
         kind: KeyKind::Text,
         default: "",
@@ -729,6 +747,33 @@ pub(crate) struct JobConfig {
     pub(crate) group_exit: Option<GroupExit>,
     /// fio's `steadystate`: the job ends once its criterion holds.
     steady: Option<SteadySpec>,
+    /// fio's `flow` weight (0: not in a flow), `flow_id` and `flow_sleep`.
+    flow_weight: u64,
+    pub(crate) flow_id: u64,
+    flow_sleep: Duration,
+    /// The flow's shared counters: set by the planner for the jobs that run together.
+    pub(crate) flow: Option<SharedFlow>,
+}
+
+/// A flow shared by the jobs that run together (equal when it is the same flow).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SharedFlow(pub(crate) Arc<Mutex<Flow>>);
+
+impl PartialEq for SharedFlow {
+    fn eq(&self, other: &SharedFlow) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// fio's token-based flow control (`flow.c`): the I/Os issued by all members of a flow, and
+/// their total weight. A member whose share of the flow's I/Os is above its share of the
+/// weight holds back until the others catch up.
+#[derive(Debug, Default)]
+pub(crate) struct Flow {
+    /// I/Os issued by every member.
+    issued: u64,
+    /// The members' summed weights (each clone counts, as each of fio's threads does).
+    total_weight: u64,
 }
 
 /// fio's `steadystate=METRIC:LIMIT[%]` with `ss_dur`, `ss_ramp` and `ss_interval` (fio's
@@ -1091,6 +1136,10 @@ impl JobConfig {
             },
             cmdprio_split: Self::cmdprio_split(params)?,
             steady: SteadySpec::from_params(params)?,
+            flow_weight: params.integer("flow") as u64,
+            flow_id: params.integer("flow_id") as u64,
+            flow_sleep: params.time("flow_sleep"),
+            flow: None,
             number_ios: (params.integer("number_ios") as u64)
                 .saturating_mul(params.integer("loops") as u64),
             group_exit: None,
@@ -1323,8 +1372,16 @@ impl JobConfig {
         }
         let new_steady = |spec: &SteadySpec| Arc::new(Mutex::new(SteadyState::new(spec.clone())));
         let shared_steady = self.steady.as_ref().filter(|spec| spec.shared).map(new_steady);
+        let flow = match (&self.flow, self.flow_weight) {
+            (_, 0) => None,
+            (Some(flow), _) => Some(flow.0.clone()),
+            (None, _) => Some(Arc::new(Mutex::new(Flow::default()))),
+        };
         let mut issuers: Vec<Box<dyn Issuer>> = Vec::with_capacity(self.clones as usize);
         for clone in 0..self.clones {
+            if let Some(flow) = &flow {
+                flow.lock().expect("flow lock").total_weight += self.flow_weight;
+            }
             let places: Vec<(Place, &Target)> = if places.is_empty() {
                 devices.clone()
             } else {
@@ -1394,6 +1451,9 @@ impl JobConfig {
                 sizes: std::collections::BTreeMap::new(),
                 io_priority: None,
                 steady: shared_steady.clone().or_else(|| self.steady.as_ref().map(new_steady)),
+                flow: flow.clone(),
+                flow_issued: 0,
+                flow_quiesce: false,
             }));
         }
         let name = match (self.random, self.mix) {
@@ -1582,6 +1642,11 @@ struct JobIssuer {
     io_priority: Option<IoPriority>,
     /// `steadystate`: its check, shared with the other clones when judged together.
     steady: Option<Arc<Mutex<SteadyState>>>,
+    /// `flow`: the flow it belongs to, the I/Os it issued in it, and whether it is quiescing
+    /// before its `flow_sleep`.
+    flow: Option<Arc<Mutex<Flow>>>,
+    flow_issued: u64,
+    flow_quiesce: bool,
 }
 
 impl Issuer for JobIssuer {
@@ -1698,6 +1763,11 @@ impl Issuer for JobIssuer {
         {
             return Poll::Sleep { until: due.min(deadline) };
         }
+        if !self.sync_due
+            && let Some(poll) = self.flow_holds_back(now, deadline)
+        {
+            return poll;
+        }
         let io = if self.sync_due {
             self.sync_due = false;
             Some(self.sync_io(self.next_region))
@@ -1753,6 +1823,42 @@ impl Issuer for JobIssuer {
 }
 
 impl JobIssuer {
+    /// fio's `flow_threshold_exceeded`, asked before each I/O: when this clone's share of the
+    /// flow's I/Os is above its share of the weight it holds back — with `flow_sleep`, it
+    /// quiesces (waits for its I/O) and sleeps that long; without, fio retries at once, here
+    /// at its next completion or after a microsecond (the simulator has no spinning CPU).
+    /// Otherwise the I/O counts in the flow.
+    fn flow_holds_back(&mut self, now: Instant, deadline: Instant) -> Option<Poll> {
+        let flow = self.flow.as_ref()?;
+        if self.flow_quiesce {
+            if self.outstanding > 0 {
+                return Some(Poll::Wait);
+            }
+            self.flow_quiesce = false;
+            let until = now.saturating_add(self.config.flow_sleep);
+            return Some(Poll::Sleep { until: until.min(deadline) });
+        }
+        let mut shared = flow.lock().expect("flow lock");
+        // 0/0 is not above any share: the first I/O of a flow always goes.
+        let issued_share = self.flow_issued as f64 / shared.issued as f64;
+        let weight_share = self.config.flow_weight as f64 / shared.total_weight as f64;
+        if issued_share > weight_share {
+            drop(shared);
+            if self.config.flow_sleep > Duration::ZERO {
+                self.flow_quiesce = true;
+                return self.flow_holds_back(now, deadline);
+            }
+            return Some(if self.outstanding > 0 {
+                Poll::Wait
+            } else {
+                Poll::Sleep { until: now.saturating_add(Duration::from_micros(1)).min(deadline) }
+            });
+        }
+        shared.issued += 1;
+        self.flow_issued += 1;
+        None
+    }
+
     /// Counts `io` as issued and paces the next one.
     fn submit(&mut self, now: Instant, io: Io) -> Io {
         self.outstanding += 1;
