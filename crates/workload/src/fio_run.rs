@@ -399,6 +399,23 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             }
             _ => not_honoured(),
         },
+        "latency_target" | "latency_window" => one(canonical(name), time(value)),
+        "latency_percentile" => match value {
+            FioValue::Float(percent) => Ok(vec![("latency_percentile", percent.to_string())]),
+            FioValue::Int(percent) => Ok(vec![("latency_percentile", percent.to_string())]),
+            _ => not_honoured(),
+        },
+        "latency_run" => one("latency_run", flag(value)),
+        // fio's generators differ in sequence, not in kind: tausworthe stands for our PRNG;
+        // lfsr never repeats an offset within a pass, which the random map gives (set below).
+        "random_generator" => match value {
+            FioValue::Choice { value: generator, .. }
+                if matches!(generator.as_str(), "tausworthe" | "tausworthe64" | "lfsr") =>
+            {
+                Ok(Vec::new())
+            }
+            _ => not_honoured(),
+        },
         // fio's flow weight is an integer (a fraction is refused).
         "flow" => one("flow", int(value).map(|n| n.to_string())),
         "flow_id" => one("flow_id", int(value).map(|n| n.to_string())),
@@ -603,6 +620,22 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     }
     if verify_off {
         keys.retain(|(given, _)| *given != "verify");
+    }
+    let lfsr = job.options.iter().rev().find(|option| option.name == "random_generator").filter(
+        |option| matches!(&option.value, FioValue::Choice { value, .. } if value == "lfsr"),
+    );
+    if let Some(option) = lfsr {
+        // lfsr visits every block once per pass whatever `norandommap` says (fio's HOWTO);
+        // it only draws uniformly.
+        if keys.iter().any(|(key, value)| *key == "random_distribution" && value != "random") {
+            return Err(refuse(
+                &option.at,
+                "random_generator=lfsr draws uniformly: it cannot follow random_distribution"
+                    .into(),
+            ));
+        }
+        keys.retain(|(key, _)| *key != "norandommap");
+        keys.push(("norandommap", "0".into()));
     }
     if let Some((mode, at)) = sg_write_mode {
         sg_write(&mut keys, &mode).map_err(|problem| refuse(&at, problem))?;

@@ -183,6 +183,30 @@ pub const KEYS: &[KeySpec] = &[
         help: "count thinktime_blocks as completed or as issued blocks",
     },
     KeySpec {
+        key: "latency_target",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "us" },
+        default: "0",
+        help: "fio's latency target: search the deepest queue that keeps latency below it",
+    },
+    KeySpec {
+        key: "latency_window",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "us" },
+        default: "0",
+        help: "how long each depth of the latency_target search runs",
+    },
+    KeySpec {
+        key: "latency_percentile",
+        kind: KeyKind::Float { min: 0.0, max: 100.0, unit: "%" },
+        default: "100",
+        help: "the share of I/Os within latency_target for a depth to pass",
+    },
+    KeySpec {
+        key: "latency_run",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "keep adjusting the depth to the target instead of ending once it is found",
+    },
+    KeySpec {
         key: "flow",
         kind: KeyKind::Integer { min: 0, max: 1 << 32 },
         default: "0",
@@ -747,12 +771,144 @@ pub(crate) struct JobConfig {
     pub(crate) group_exit: Option<GroupExit>,
     /// fio's `steadystate`: the job ends once its criterion holds.
     steady: Option<SteadySpec>,
+    /// fio's `latency_target` search.
+    latency_target: Option<LatencyTargetSpec>,
     /// fio's `flow` weight (0: not in a flow), `flow_id` and `flow_sleep`.
     flow_weight: u64,
     pub(crate) flow_id: u64,
     flow_sleep: Duration,
     /// The flow's shared counters: set by the planner for the jobs that run together.
     pub(crate) flow: Option<SharedFlow>,
+}
+
+/// fio's `latency_target`, `latency_window`, `latency_percentile` and `latency_run`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct LatencyTargetSpec {
+    target: Duration,
+    window: Duration,
+    percentile: f64,
+    keep_running: bool,
+}
+
+/// fio's queue-depth search for `latency_target` (`io_u.c`: `lat_target_init`,
+/// `lat_target_check`, `lat_target_success`, `__lat_target_failed`): starting at depth 1, a
+/// window whose share of I/Os within the target reaches the percentile doubles the depth (or,
+/// once a depth failed, bisects towards the failing one); a failing window bisects down
+/// (waiting for the I/O in flight first). When the depth stops changing, one more window runs
+/// at it and the job ends (unless `latency_run`).
+#[derive(Debug)]
+struct LatencySearch {
+    spec: LatencyTargetSpec,
+    depth: u32,
+    depth_low: u32,
+    depth_high: u32,
+    stable_count: u32,
+    window_start: Instant,
+    window_ios: u64,
+    window_failed: u64,
+    end_run: bool,
+    /// Waiting for every I/O in flight after a ramp down (fio's `io_u_quiesce`).
+    quiesce: bool,
+    /// Found (fio's `td->done`), or failed at depth 1 with percentile 100 (fio's ETIMEDOUT).
+    done: bool,
+    failed_at_depth_one: bool,
+}
+
+impl LatencySearch {
+    fn new(spec: LatencyTargetSpec, max_depth: u32, now: Instant) -> LatencySearch {
+        LatencySearch {
+            spec,
+            depth: 1,
+            depth_low: 1,
+            depth_high: max_depth,
+            stable_count: 0,
+            window_start: now,
+            window_ios: 0,
+            window_failed: 0,
+            end_run: false,
+            quiesce: false,
+            done: false,
+            failed_at_depth_one: false,
+        }
+    }
+
+    fn new_window(&mut self, now: Instant) {
+        (self.window_start, self.window_ios, self.window_failed) = (now, 0, 0);
+    }
+
+    /// `__lat_target_failed`: whether the depth was already 1.
+    fn ramp_down(&mut self, now: Instant) -> bool {
+        if self.depth == 1 {
+            return true;
+        }
+        self.depth_high = self.depth;
+        if self.depth == self.depth_low {
+            self.depth_low -= 1;
+        }
+        self.depth = (self.depth + self.depth_low) / 2;
+        self.stable_count = 0;
+        self.quiesce = true;
+        self.new_window(now);
+        false
+    }
+
+    fn ramp_up(&mut self, now: Instant, max_depth: u32) {
+        let was = self.depth;
+        self.depth_low = self.depth;
+        if self.depth + 1 == self.depth_high {
+            // fio's heuristic: three successes in a row at the edge raise the ceiling by one.
+            self.stable_count += 1;
+            if self.stable_count >= 3 {
+                self.depth_high += 1;
+                self.stable_count = 0;
+            }
+        }
+        self.depth = if self.depth_high != max_depth {
+            (self.depth + self.depth_high) / 2
+        } else {
+            self.depth * 2
+        }
+        .min(max_depth);
+        if !self.spec.keep_running && self.depth == was {
+            if self.end_run {
+                self.done = true;
+            } else {
+                self.quiesce = true;
+                self.end_run = true;
+            }
+        }
+        self.new_window(now);
+    }
+
+    /// A read or write completed after `latency`.
+    fn complete(&mut self, now: Instant, latency: Duration) {
+        self.window_ios += 1;
+        if latency > self.spec.target {
+            if self.spec.percentile == 100.0 {
+                if self.ramp_down(now) {
+                    self.failed_at_depth_one = true;
+                    self.done = true;
+                }
+            } else {
+                self.window_failed += 1;
+            }
+        }
+    }
+
+    /// `lat_target_check`: at the end of each window, up or down.
+    fn check(&mut self, now: Instant, max_depth: u32) {
+        if now.saturating_since(self.window_start) < self.spec.window {
+            return;
+        }
+        // No I/O in the window gives 0/0, which fio too counts as a failure.
+        let ios = self.window_ios as f64;
+        let success_percent = 100.0 * (ios - self.window_failed as f64) / ios;
+        if success_percent >= self.spec.percentile {
+            self.ramp_up(now, max_depth);
+        } else {
+            self.ramp_down(now);
+        }
+    }
 }
 
 /// A flow shared by the jobs that run together (equal when it is the same flow).
@@ -1136,6 +1292,14 @@ impl JobConfig {
             },
             cmdprio_split: Self::cmdprio_split(params)?,
             steady: SteadySpec::from_params(params)?,
+            latency_target: (params.time("latency_target") > Duration::ZERO).then(|| {
+                LatencyTargetSpec {
+                    target: params.time("latency_target"),
+                    window: params.time("latency_window"),
+                    percentile: params.float("latency_percentile"),
+                    keep_running: params.flag("latency_run"),
+                }
+            }),
             flow_weight: params.integer("flow") as u64,
             flow_id: params.integer("flow_id") as u64,
             flow_sleep: params.time("flow_sleep"),
@@ -1452,6 +1616,9 @@ impl JobConfig {
                 io_priority: None,
                 steady: shared_steady.clone().or_else(|| self.steady.as_ref().map(new_steady)),
                 flow: flow.clone(),
+                latency: None,
+                submitted_at: std::collections::BTreeMap::new(),
+                latency_target_failures: 0,
                 flow_issued: 0,
                 flow_quiesce: false,
             }));
@@ -1645,6 +1812,11 @@ struct JobIssuer {
     /// `flow`: the flow it belongs to, the I/Os it issued in it, and whether it is quiescing
     /// before its `flow_sleep`.
     flow: Option<Arc<Mutex<Flow>>>,
+    /// `latency_target`: the depth search, each I/O's submission time, and whether the job
+    /// ended failing the target at depth 1 (fio's ETIMEDOUT).
+    latency: Option<LatencySearch>,
+    submitted_at: std::collections::BTreeMap<u64, Instant>,
+    latency_target_failures: u64,
     flow_issued: u64,
     flow_quiesce: bool,
 }
@@ -1672,11 +1844,15 @@ impl Issuer for JobIssuer {
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
+        let mut counters = Vec::new();
         if self.config.rate.as_ref().is_some_and(|rate| rate.min_bytes_per_second.is_some()) {
-            vec![("rate_min_failures", self.rate_min_failures)]
-        } else {
-            Vec::new()
+            counters.push(("rate_min_failures", self.rate_min_failures));
         }
+        if let Some(search) = &self.latency {
+            counters.push(("latency_target_depth", u64::from(search.depth)));
+            counters.push(("latency_target_failures", self.latency_target_failures));
+        }
+        counters
     }
 
     fn poll(&mut self, now: Instant) -> Poll {
@@ -1737,7 +1913,29 @@ impl Issuer for JobIssuer {
                 };
             }
         }
-        if self.outstanding >= self.config.depth {
+        let mut depth = self.config.depth;
+        if let Some(spec) = &self.config.latency_target
+            && self.stage == Stage::Main
+        {
+            let search = self
+                .latency
+                .get_or_insert_with(|| LatencySearch::new(spec.clone(), self.config.depth, now));
+            search.check(now, self.config.depth);
+            if search.done {
+                self.latency_target_failures += u64::from(search.failed_at_depth_one);
+                self.finishing = true;
+                search.done = false;
+                return self.poll(now);
+            }
+            if search.quiesce {
+                if self.outstanding > 0 {
+                    return Poll::Wait;
+                }
+                search.quiesce = false;
+            }
+            depth = search.depth;
+        }
+        if self.outstanding >= depth {
             return Poll::Wait;
         }
         if self.stage != Stage::Main {
@@ -1792,6 +1990,13 @@ impl Issuer for JobIssuer {
         self.outstanding = self.outstanding.checked_sub(1).expect("completion without an I/O");
         let size = self.sizes.remove(&io.0).unwrap_or(0);
         // Syncs carry no bytes and are no I/O in fio's IOPS.
+        if let Some(submitted) = self.submitted_at.remove(&io.0)
+            && let Some(search) = &mut self.latency
+            && self.stage == Stage::Main
+            && size > 0
+        {
+            search.complete(now, now.saturating_since(submitted));
+        }
         if let Some(steady) = &self.steady
             && self.stage == Stage::Main
             && size > 0
@@ -1875,6 +2080,9 @@ impl JobIssuer {
             _ => None,
         };
         self.sizes.insert(io.id.0, io.size_bytes);
+        if self.config.latency_target.is_some() {
+            self.submitted_at.insert(io.id.0, now);
+        }
         if self.stage == Stage::Main && io.kind != IoKind::Sync {
             self.issued_bytes += io.size_bytes;
             self.issued_ios += 1;

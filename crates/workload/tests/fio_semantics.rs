@@ -76,3 +76,44 @@ fn the_null_engine_completes_at_once() {
     let error = WorkloadSpec::parse_fio_file(&path.display().to_string()).unwrap_err();
     assert!(error.to_string().contains("time_based"), "{error}");
 }
+
+/// The first phase's counters, p99 and mean latencies of `text` run on an ssd under none.
+fn first_phase(test: &str, text: &str) -> (std::collections::BTreeMap<String, u64>, u64, u64) {
+    let dir = std::env::temp_dir().join(format!("elevator-fio-semantics-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let path = dir.join(format!("{test}.fio"));
+    std::fs::write(&path, text).expect("writable job file");
+    let spec = WorkloadSpec::parse_fio_file(&path.display().to_string()).expect("maps");
+    let config = SimConfig::new(1, DeviceSpec::parse("ssd").expect("device preset"));
+    let scheduler = SchedulerSpec::parse("none").expect("scheduler");
+    let run = elevator_sim::run(&config, &scheduler, &spec).expect("runs");
+    let phase = &run.phases[0];
+    (phase.counters.clone(), phase.latency_ns.p99, phase.latency_ns.mean)
+}
+
+// Proves latency_target's depth search as fio's: with a target of 4 times the depth-1 mean
+// latency and latency_percentile=99, the search settles on a depth D between 1 and iodepth
+// whose p99 is within the target when run at that fixed depth, while twice that depth misses
+// it (the search does not stop short, nor overshoot).
+#[test]
+fn latency_target_finds_the_deepest_depth_within_the_target() {
+    let job = |extra: &str| {
+        format!(
+            "[j]\nfilename=/dev/sda\nrw=randread\nbs=4k\ndirect=1\nioengine=libaio\nsize=1g\n\
+             time_based\nruntime=2s\n{extra}\n"
+        )
+    };
+    let (_, _, mean_qd1) = first_phase("qd1", &job("iodepth=1"));
+    let target_us = 4 * mean_qd1 / 1000;
+    let text = job(&format!(
+        "iodepth=128\nlatency_target={target_us}\nlatency_window=20ms\nlatency_percentile=99\nrandom_generator=lfsr"
+    ));
+    let (counters, _, _) = first_phase("target", &text);
+    let depth = counters["latency_target_depth"];
+    assert!(depth > 1 && depth < 128, "depth {depth} (target {target_us} us)");
+    assert_eq!(counters["latency_target_failures"], 0);
+    let (_, p99_at_depth, _) = first_phase("at", &job(&format!("iodepth={depth}")));
+    let (_, p99_above, _) = first_phase("above", &job(&format!("iodepth={}", 2 * depth)));
+    assert!(p99_at_depth <= target_us * 1000, "{p99_at_depth} ns at depth {depth}");
+    assert!(p99_above > target_us * 1000, "{p99_above} ns at depth {}", 2 * depth);
+}
