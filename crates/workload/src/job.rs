@@ -33,8 +33,11 @@
 //! `random_distribution`, `percentage_random`, `norandommap`, `blockalign`, `rate`,
 //! `rate_iops`, `rate_process`, `rate_min`, `rate_cycle`, `startdelay`, `loops`, `number_ios`,
 //! `fsync`, `end_fsync`, `thinktime_blocks`, `thinktime_blocks_type`, `verify`,
-//! `verify_backlog`, `cmdprio_percentage`, `cmdprio_class`, `cmdprio` and `zonesize`,
-//! `zonerange`, `zoneskip` (fio's strided zones), each with fio's meaning (`elevator list
+//! `verify_backlog`, `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `zonesize`,
+//! `zonerange`, `zoneskip` (fio's strided zones), `latency_target`, `latency_window`,
+//! `latency_percentile`, `latency_run`, `flow`, `flow_id`, `flow_sleep`, `steadystate` with
+//! `steadystate_duration`, `steadystate_ramp_time`, `steadystate_check_interval` and
+//! `steadystate_group`, each with fio's meaning (`elevator list
 //! workloads` prints them all).
 //!
 //! # Deviations from fio
@@ -47,6 +50,11 @@
 //!   disable the map, as in fio.
 //! * `rate` and `rate_iops` take one value for all directions (fio keeps one per direction).
 //! * `rate_min` ends the clone and counts `rate_min_failures` where fio fails the job.
+//! * `ioengine=null` completes each I/O at its submission, in no simulated time (fio's takes
+//!   the time of fio's own code); a `time_based` null job without thinktime or a rate would
+//!   never end, and is refused.
+//! * The passthrough engines (`sg`, `io_uring_cmd`, `xnvme`) are direct I/O to a device whose
+//!   requests bypass the scheduler; `sg` is one command at a time (SG_IO on a block device).
 //! * A sequential pass that reaches the end of the region before the job's amount (io_size
 //!   beyond the region, loops, holes) wraps to the start, as fio's does.
 
