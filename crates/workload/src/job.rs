@@ -1537,7 +1537,8 @@ impl JobConfig {
             return Err(params.impossible(
                 "ioengine",
                 format!(
-                    "ioengine={} sends commands to a device: filename must name one, not a regular file",
+                    "ioengine={} sends commands to a device: filename must name one, not a \
+                     regular file",
                     params.text("ioengine")
                 ),
             ));

@@ -106,7 +106,8 @@ fn latency_target_finds_the_deepest_depth_within_the_target() {
     let (_, _, mean_qd1) = first_phase("qd1", &job("iodepth=1"));
     let target_us = 4 * mean_qd1 / 1000;
     let text = job(&format!(
-        "iodepth=128\nlatency_target={target_us}\nlatency_window=20ms\nlatency_percentile=99\nrandom_generator=lfsr"
+        "iodepth=128\nlatency_target={target_us}\nlatency_window=20ms\n\
+         latency_percentile=99\nrandom_generator=lfsr"
     ));
     let (counters, _, _) = first_phase("target", &text);
     let depth = counters["latency_target_depth"];
