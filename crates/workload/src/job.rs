@@ -52,7 +52,8 @@
 //! * `rate_min` ends the clone and counts `rate_min_failures` where fio fails the job.
 //! * `ioengine=null` completes each I/O at its submission, in no simulated time (fio's takes
 //!   the time of fio's own code); a `time_based` null job without thinktime or a rate would
-//!   never end, and is refused.
+//!   never end, and is refused. A null phase so takes no time, and its rates (MB/s, IOPS)
+//!   print as 0: the operations and bytes are counted, a rate over no time is not.
 //! * The passthrough engines (`sg`, `io_uring_cmd`, `xnvme`) are direct I/O to a device whose
 //!   requests bypass the scheduler; `sg` is one command at a time (SG_IO on a block device).
 //! * A sequential pass that reaches the end of the region before the job's amount (io_size
