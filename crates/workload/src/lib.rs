@@ -171,6 +171,12 @@ pub trait Issuer: fmt::Debug + Send {
     fn finishing(&self, _now: Instant) -> bool {
         false
     }
+
+    /// Whether its operations complete at once without host or device, as fio's `null` engine
+    /// "pretends to" transfer (fio's HOWTO): a driver completes each where it is submitted.
+    fn null_engine(&self) -> bool {
+        false
+    }
 }
 
 /// A device a workload can address.
