@@ -19,6 +19,7 @@ pub mod hdd;
 pub mod ram;
 pub mod ssd;
 pub mod validate;
+pub mod zoned;
 
 use std::fmt;
 use std::path::Path;
@@ -139,6 +140,8 @@ pub enum DeviceKind {
     Ram,
     /// An iSCSI target's disks, read by a ZFS initiator (two hosts, `crate::iscsi`).
     Iscsi,
+    /// A zoned device (host-managed SMR, ZNS) over an `hdd` or `ssd` preset.
+    Zoned,
 }
 
 impl DeviceKind {
@@ -151,6 +154,7 @@ impl DeviceKind {
         DeviceKind::Jbod,
         DeviceKind::Ram,
         DeviceKind::Iscsi,
+        DeviceKind::Zoned,
     ];
 
     /// The name users write.
@@ -163,6 +167,7 @@ impl DeviceKind {
             DeviceKind::Jbod => "jbod",
             DeviceKind::Ram => "ram",
             DeviceKind::Iscsi => "iscsi",
+            DeviceKind::Zoned => "zoned",
         }
     }
 
@@ -176,6 +181,7 @@ impl DeviceKind {
             DeviceKind::Jbod => array::JBOD_SUMMARY,
             DeviceKind::Ram => ram::SUMMARY,
             DeviceKind::Iscsi => crate::iscsi::SUMMARY,
+            DeviceKind::Zoned => zoned::SUMMARY,
         }
     }
 
@@ -189,6 +195,7 @@ impl DeviceKind {
             DeviceKind::Jbod => array::JBOD_KEYS,
             DeviceKind::Ram => ram::KEYS,
             DeviceKind::Iscsi => crate::iscsi::KEYS,
+            DeviceKind::Zoned => zoned::KEYS,
         }
     }
 
@@ -202,6 +209,7 @@ impl DeviceKind {
             DeviceKind::Jbod => array::JBOD_PRESETS,
             DeviceKind::Ram => ram::PRESETS,
             DeviceKind::Iscsi => crate::iscsi::PRESETS,
+            DeviceKind::Zoned => zoned::PRESETS,
         }
     }
 
@@ -216,6 +224,7 @@ impl DeviceKind {
             DeviceKind::Ram => Box::new(ram::Ram::from_params(params)?),
             // An `iscsi` built as one device is one of the target's disks.
             DeviceKind::Iscsi => array::member_spec(params)?.build()?,
+            DeviceKind::Zoned => Box::new(zoned::Zoned::from_params(params)?),
         })
     }
 }
