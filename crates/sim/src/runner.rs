@@ -695,6 +695,8 @@ impl Simulation {
                     elevator_core::DriverFetch::WhenDeviceFree
                 },
                 linux_2_4,
+                // A zoned device's writes are ordered per zone (`ZoneWriteOrder`).
+                zones: device.model.zones().map(|zones| zones.write_order()),
                 ..QueueConfig::default()
             };
             if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())

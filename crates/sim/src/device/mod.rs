@@ -110,6 +110,11 @@ pub trait DeviceModel: fmt::Debug + Send {
 
     /// Counters since the device was built.
     fn stats(&self) -> DeviceStats;
+
+    /// A zoned device's zones (their layout and states); `None` for a conventional device.
+    fn zones(&self) -> Option<&zoned::Zones> {
+        None
+    }
 }
 
 /// A named set of values for some of a kind's keys (a real drive, a class of drive).

@@ -262,6 +262,26 @@ impl Zones {
         self.zone_capacity_sectors
     }
 
+    /// Sectors of the conventional zones at the start.
+    pub fn conventional_sectors(&self) -> u64 {
+        let count =
+            self.zones.iter().take_while(|zone| zone.kind == ZoneType::Conventional).count();
+        count as u64 * self.zone_size_sectors
+    }
+
+    /// The most zones open at once (0: no limit).
+    pub fn max_open_zones(&self) -> u32 {
+        self.max_open
+    }
+
+    /// The kernel's write ordering for this layout.
+    pub fn write_order(&self) -> elevator_core::ZoneWriteOrder {
+        elevator_core::ZoneWriteOrder {
+            zone_size_sectors: self.zone_size_sectors,
+            conventional_sectors: self.conventional_sectors(),
+        }
+    }
+
     /// Every zone, in LBA order (a zone report).
     pub fn report(&self) -> &[Zone] {
         &self.zones
@@ -547,6 +567,10 @@ impl DeviceModel for Zoned {
         if self.media.next_event().is_some_and(|at| at <= now) {
             self.media.advance(now, finished);
         }
+    }
+
+    fn zones(&self) -> Option<&Zones> {
+        Some(&self.zones)
     }
 
     fn stats(&self) -> DeviceStats {
