@@ -611,7 +611,7 @@ impl FioRunJob {
                     files.len() - 1
                 }
             };
-            (Place::File(index), Target { name, capacity_bytes: size_bytes })
+            (Place::File(index), Target { name, capacity_bytes: size_bytes, zones: None })
         };
         Ok(match &self.filenames {
             Some((names, _)) => vec![names.iter().map(|name| file(in_directory(name))).collect()],

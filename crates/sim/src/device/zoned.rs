@@ -39,9 +39,10 @@
 //!
 //! # Deviations from the standards
 //!
-//! * The simulator's command set has no zone-management commands: a **discard covering whole
-//!   sequential zones is their zone reset** (`BLKRESETZONE`, REQ_OP_ZONE_RESET). A discard
-//!   covering part of a sequential zone fails like a bad write. Open, close and finish exist as
+//! * The simulator's command set has no zone-management commands: a **discard starting at a
+//!   sequential zone's first sector is its zone reset** (`BLKRESETZONE`, REQ_OP_ZONE_RESET,
+//!   which carries only that sector); one spanning several whole zones resets them all. Any
+//!   other discard of a sequential zone fails like a bad write. Open, close and finish exist as
 //!   methods of [`Zones`] only, for the host side and tests.
 //! * The capacity is the `media` preset's, rounded down to whole zones; the media's mechanics
 //!   (an `hdd`'s seek, an `ssd`'s FTL and garbage collection) are those of a conventional drive.
@@ -414,15 +415,24 @@ impl Zones {
         Ok(())
     }
 
-    /// A discard of whole sequential zones resets them; anything else is refused.
+    /// A zone reset as it arrives: a discard starting at a sequential zone's first sector
+    /// resets that zone (REQ_OP_ZONE_RESET carries only the zone's start sector), or every
+    /// zone it covers when it spans several whole zones; any other discard of a sequential
+    /// zone is refused.
     pub fn reset_range(&mut self, start: u64, sector_count: u64) -> Result<(), ZoneError> {
         let size = self.zone_size_sectors;
-        if sector_count == 0 || !start.is_multiple_of(size) || !sector_count.is_multiple_of(size) {
+        if sector_count == 0 || !start.is_multiple_of(size) {
             return Err(ZoneError::BadRange);
         }
         let first = self.zone_of(start).ok_or(ZoneError::BadRange)?;
-        let last = self.zone_of(start + sector_count - 1).ok_or(ZoneError::BadRange)?;
-        if self.zones[first..=last].iter().any(|zone| zone.kind == ZoneType::Conventional) {
+        let zones = sector_count.div_ceil(size);
+        if zones > 1 && !sector_count.is_multiple_of(size) {
+            return Err(ZoneError::BadRange);
+        }
+        let last = first + zones as usize - 1;
+        if last >= self.zones.len()
+            || self.zones[first..=last].iter().any(|zone| zone.kind == ZoneType::Conventional)
+        {
             return Err(ZoneError::BadRange);
         }
         for index in first..=last {
@@ -616,7 +626,11 @@ mod tests {
         assert_eq!(zones.write(3, 2), Ok(()));
         assert_eq!(zones.write(6, 4), Err(ZoneError::BadRange));
         assert_eq!(zones.reset_range(0, 8), Err(ZoneError::BadRange));
-        assert_eq!(zones.reset_range(16, 4), Err(ZoneError::BadRange));
+        assert_eq!(zones.reset_range(17, 4), Err(ZoneError::BadRange));
+        assert_eq!(zones.reset_range(16, 12), Err(ZoneError::BadRange), "1.5 zones");
+        zones.write(16, 3).unwrap();
+        assert_eq!(zones.reset_range(16, 1), Ok(()), "the zone's first sector resets it");
+        assert_eq!(zones.report()[2].state, ZoneState::Empty);
     }
 
     // Proves the open and active limits: a third zone written with two open closes the oldest

@@ -1,0 +1,392 @@
+//! fio's `zonemode=zbd`: I/O on a zoned block device, with fio's own view of each zone's
+//! write pointer (fio-compat.md §2; fio's `zbd.c` and HOWTO "zonemode", read to learn the
+//! behaviour, not copied).
+//!
+//! fio reports the device's zones when a job starts and from then on keeps each sequential
+//! zone's write pointer itself, shared by every job using the device. Then, per I/O:
+//!
+//! * **writes** go to a *write target zone*: the zone the job's offset falls in, if it is one
+//!   already or there is room for one more (`max_open_zones`, or the device's own limit when
+//!   that is 0); otherwise one of the current ones, picked by where the offset lies in the
+//!   job's range. The write starts at that zone's write pointer and is shortened (to a whole
+//!   number of the smallest block) not to pass the zone's capacity. A zone with less than the
+//!   smallest block left is **reset** first (the write then starts at the zone's start), after
+//!   the job's outstanding I/O completed (fio quiesces before its synchronous reset). A zone
+//!   that fills stops being a write target.
+//! * `zone_reset_threshold` and `zone_reset_frequency`: once the written bytes of the job's
+//!   zones reach `threshold × the job's size`, one write in every `1 / frequency` resets its
+//!   zone first.
+//! * **reads** with `read_beyond_wp=0` (the default) only read written data: a read whose zone
+//!   holds less than the smallest block moves to the nearest zone that does (nothing left: the
+//!   job ends), a random read lands inside the written part, and no read passes the write
+//!   pointer. `read_beyond_wp=1` reads anywhere.
+//! * Conventional zones take I/O as any disk, except that a write may not cross into a
+//!   sequential zone.
+//!
+//! # Deviations from fio
+//!
+//! * fio's per-zone mutex, which makes a job wait while another job's I/O to the zone is in
+//!   flight, is not modelled: writes are ordered at the write pointer by this shared state and
+//!   the simulated kernel's zone write ordering (one write per zone at the device) serialises
+//!   them, so a job never waits for another job's zone lock, only for the kernel.
+//! * A zone leaves the write targets when a write that fills it is issued (fio: when it
+//!   completes).
+//! * fio's handling of zone remainders (`write_zone_remainder`, zone finish when a remainder is
+//!   smaller than the block) is not modelled: a zone with a remainder smaller than the block is
+//!   reset like a full one.
+//! * `zonemode=zbd` on a regular file (fio emulates zones of `zonesize` there) is refused.
+
+use std::sync::{Arc, Mutex};
+
+use crate::TargetZones;
+
+/// A job's `zonemode=zbd` options.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ZbdOptions {
+    /// `max_open_zones` (0: the device's limit).
+    pub(crate) max_open_zones: u32,
+    /// `zone_reset_threshold`: fraction of the job's size written before resets start.
+    pub(crate) reset_threshold: f64,
+    /// `zone_reset_frequency`: fraction of writes that reset their zone past the threshold.
+    pub(crate) reset_frequency: f64,
+    /// `read_beyond_wp`.
+    pub(crate) read_beyond_wp: bool,
+}
+
+/// fio's view of one zoned device, shared by every job that uses it.
+#[derive(Debug)]
+pub(crate) struct ZbdDevice {
+    zone_bytes: u64,
+    capacity_bytes: u64,
+    conventional: usize,
+    /// Each zone's write pointer, in bytes from the device's start.
+    write_pointer: Vec<u64>,
+    /// Write target zones, in the order they became one.
+    write_zones: Vec<usize>,
+    max_write_zones: usize,
+    /// Bytes written in sequential zones (fio's `wp_valid_data_bytes`).
+    valid_bytes: u64,
+    /// Writes past the threshold left until the next frequency-driven reset (set at the
+    /// first such write).
+    writes_to_reset: Option<u64>,
+    /// Zone resets issued.
+    pub(crate) resets: u64,
+}
+
+/// Shared handle.
+pub(crate) type SharedZbd = Arc<Mutex<ZbdDevice>>;
+
+/// What a write becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ZbdWrite {
+    /// Write `size` bytes at `offset`.
+    Write { offset: u64, size: u64 },
+    /// Reset the zone starting at `zone_start` first, then write.
+    ResetThenWrite { zone_start: u64, offset: u64, size: u64 },
+}
+
+impl ZbdDevice {
+    /// fio's view after its zone report of a freshly built device (every zone empty), with
+    /// `max_open_zones` from the job (fio refuses more than the device allows).
+    pub(crate) fn new(
+        zones: TargetZones,
+        capacity_bytes: u64,
+        max_open_zones: u32,
+    ) -> Result<ZbdDevice, String> {
+        let count = (capacity_bytes / zones.zone_size_bytes) as usize;
+        let device_limit = zones.max_open_zones;
+        if device_limit > 0 && max_open_zones > device_limit {
+            return Err(format!(
+                "max_open_zones={max_open_zones} is larger than the device's {device_limit} (fio \
+                 refuses it)"
+            ));
+        }
+        let max_write_zones = if max_open_zones > 0 { max_open_zones } else { device_limit };
+        Ok(ZbdDevice {
+            zone_bytes: zones.zone_size_bytes,
+            capacity_bytes: zones.zone_capacity_bytes,
+            conventional: zones.conventional_zones as usize,
+            write_pointer: (0..count as u64).map(|zone| zone * zones.zone_size_bytes).collect(),
+            write_zones: Vec::new(),
+            max_write_zones: max_write_zones as usize,
+            valid_bytes: 0,
+            writes_to_reset: None,
+            resets: 0,
+        })
+    }
+
+    /// Bytes per zone.
+    pub(crate) fn zone_bytes(&self) -> u64 {
+        self.zone_bytes
+    }
+
+    fn start(&self, zone: usize) -> u64 {
+        zone as u64 * self.zone_bytes
+    }
+
+    fn written(&self, zone: usize) -> u64 {
+        self.write_pointer[zone] - self.start(zone)
+    }
+
+    fn remainder(&self, zone: usize) -> u64 {
+        self.start(zone) + self.capacity_bytes - self.write_pointer[zone]
+    }
+
+    /// The write pointer of `zone` (for tests and reports).
+    pub(crate) fn write_pointer(&self, zone: usize) -> u64 {
+        self.write_pointer[zone]
+    }
+
+    /// A write of `size` bytes the job drew at `offset` within its range `range_start..
+    /// range_end` (whole zones, checked by the planner); `None` when it cannot be done (fio's
+    /// end of the job).
+    pub(crate) fn write(
+        &mut self,
+        options: &ZbdOptions,
+        offset: u64,
+        size: u64,
+        min_bs: u64,
+        range: (u64, u64),
+    ) -> Option<ZbdWrite> {
+        let zone = (offset / self.zone_bytes) as usize;
+        if zone < self.conventional {
+            // A conventional write must not cross into a sequential zone.
+            let limit = if zone + 1 == self.conventional { self.start(zone + 1) } else { u64::MAX };
+            let size = size.min(limit.saturating_sub(offset)) / min_bs * min_bs;
+            return (size > 0).then_some(ZbdWrite::Write { offset, size });
+        }
+        if size > self.zone_bytes {
+            return None;
+        }
+        let zone = self.write_target(zone, offset, range);
+        let mut reset = self.remainder(zone) < min_bs;
+        if options.reset_frequency > 0.0 {
+            let range_bytes = range.1 - range.0;
+            if self.valid_bytes as f64 >= range_bytes as f64 * options.reset_threshold {
+                // fio's write count: every trunc(1 / frequency)-th write past the threshold
+                // resets its zone, counting from the job's start.
+                let every = (1.0 / options.reset_frequency).min(f64::from(u32::MAX)) as u64;
+                let left = self.writes_to_reset.get_or_insert(every);
+                *left = left.saturating_sub(1);
+                if *left == 0 {
+                    *left = every;
+                    reset = true;
+                }
+            }
+        }
+        if reset {
+            self.valid_bytes -= self.written(zone);
+            self.write_pointer[zone] = self.start(zone);
+            self.resets += 1;
+            if !self.write_zones.contains(&zone) {
+                self.write_zones.push(zone);
+            }
+        }
+        let offset = self.write_pointer[zone];
+        let size = size.min(self.remainder(zone)) / min_bs * min_bs;
+        if size == 0 {
+            return None;
+        }
+        self.write_pointer[zone] += size;
+        self.valid_bytes += size;
+        if self.remainder(zone) == 0 {
+            self.write_zones.retain(|&target| target != zone);
+        }
+        Some(if reset {
+            ZbdWrite::ResetThenWrite { zone_start: self.start(zone), offset, size }
+        } else {
+            ZbdWrite::Write { offset, size }
+        })
+    }
+
+    /// The zone a write drawn in `zone` goes to: it, if it is a write target or can become
+    /// one, else a current target picked by where `offset` lies in the range.
+    fn write_target(&mut self, zone: usize, offset: u64, range: (u64, u64)) -> usize {
+        if self.write_zones.contains(&zone) {
+            return zone;
+        }
+        if self.max_write_zones == 0 || self.write_zones.len() < self.max_write_zones {
+            self.write_zones.push(zone);
+            return zone;
+        }
+        let count = self.write_zones.len() as u64;
+        let at = (offset - range.0) * count / (range.1 - range.0).max(1);
+        self.write_zones[at.min(count - 1) as usize]
+    }
+
+    /// A read of `size` bytes drawn at `offset`: where it goes and how long it is, or `None`
+    /// when no zone of the range holds written data (fio's end of the job).
+    pub(crate) fn read(
+        &self,
+        options: &ZbdOptions,
+        offset: u64,
+        size: u64,
+        min_bs: u64,
+        random: bool,
+        range: (u64, u64),
+    ) -> Option<(u64, u64)> {
+        let original = (offset / self.zone_bytes) as usize;
+        if original < self.conventional || options.read_beyond_wp {
+            return Some((offset, size));
+        }
+        let mut zone = original;
+        let mut offset = offset;
+        if self.written(zone) < min_bs || (!random && offset + min_bs > self.write_pointer[zone]) {
+            zone = self.nearest_with_data(zone, min_bs, range)?;
+            if !random {
+                offset = self.start(zone);
+            }
+        }
+        let range_bytes = self.written(zone);
+        if zone < self.conventional {
+            return Some((self.start(zone), size));
+        }
+        if range_bytes <= size {
+            offset = self.start(zone);
+        } else if random {
+            let within = (offset - self.start(original)) % (range_bytes - size);
+            offset = self.start(zone) + within / min_bs * min_bs;
+        }
+        let size = size.min(self.write_pointer[zone] - offset) / min_bs * min_bs;
+        (size > 0).then_some((offset, size))
+    }
+
+    /// The zone nearest `zone` in the range (looking after it, then before it, alternately)
+    /// that holds at least `min_bs` written bytes; conventional zones always do.
+    fn nearest_with_data(&self, zone: usize, min_bs: u64, range: (u64, u64)) -> Option<usize> {
+        let first = (range.0 / self.zone_bytes) as usize;
+        let end = (range.1.div_ceil(self.zone_bytes) as usize).min(self.write_pointer.len());
+        let has_data =
+            |candidate: usize| candidate < self.conventional || self.written(candidate) >= min_bs;
+        for distance in 1..=end.saturating_sub(first) {
+            if zone + distance < end && has_data(zone + distance) {
+                return Some(zone + distance);
+            }
+            if zone >= first + distance && has_data(zone - distance) {
+                return Some(zone - distance);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn device(max_open: u32) -> ZbdDevice {
+        let zones = TargetZones {
+            zone_size_bytes: 4 * MIB,
+            zone_capacity_bytes: 3 * MIB,
+            conventional_zones: 1,
+            max_open_zones: 0,
+        };
+        ZbdDevice::new(zones, 16 * MIB, max_open).unwrap()
+    }
+
+    fn options() -> ZbdOptions {
+        ZbdOptions {
+            max_open_zones: 0,
+            reset_threshold: 1.0,
+            reset_frequency: 0.0,
+            read_beyond_wp: false,
+        }
+    }
+
+    // Proves random writes land only at write pointers: each write drawn anywhere in a
+    // sequential zone starts at that zone's pointer, which then moves by the write; a zone
+    // stops at its capacity (the last write shortened to whole blocks), and the next write
+    // there resets it and starts at the zone's start.
+    #[test]
+    fn writes_go_to_the_write_pointer_and_full_zones_are_reset() {
+        let mut zbd = device(0);
+        let range = (0, 16 * MIB);
+        let write = |zbd: &mut ZbdDevice, offset| {
+            zbd.write(&options(), offset, 512 << 10, 4096, range).unwrap()
+        };
+        assert_eq!(
+            write(&mut zbd, 4 * MIB + 123 * 4096),
+            ZbdWrite::Write { offset: 4 * MIB, size: 512 << 10 }
+        );
+        assert_eq!(
+            write(&mut zbd, 6 * MIB),
+            ZbdWrite::Write { offset: 4 * MIB + (512 << 10), size: 512 << 10 }
+        );
+        for _ in 0..4 {
+            write(&mut zbd, 5 * MIB);
+        }
+        assert_eq!(zbd.write_pointer(1), 7 * MIB, "full at its 3 MiB capacity");
+        assert_eq!(
+            write(&mut zbd, 4 * MIB),
+            ZbdWrite::ResetThenWrite { zone_start: 4 * MIB, offset: 4 * MIB, size: 512 << 10 }
+        );
+        assert_eq!(zbd.resets, 1);
+        // Conventional zone 0: written where drawn, not across into zone 1.
+        assert_eq!(write(&mut zbd, 8192), ZbdWrite::Write { offset: 8192, size: 512 << 10 });
+        assert_eq!(
+            write(&mut zbd, 4 * MIB - 8192),
+            ZbdWrite::Write { offset: 4 * MIB - 8192, size: 8192 }
+        );
+    }
+
+    // Proves max_open_zones: with 2 write targets, a write drawn in a third zone goes to one of
+    // the two (by where its offset lies), and a zone becomes a target again once one fills.
+    #[test]
+    fn max_open_zones_limits_the_write_targets() {
+        let mut zbd = device(2);
+        let range = (4 * MIB, 16 * MIB);
+        let options = options();
+        zbd.write(&options, 4 * MIB, MIB, 4096, range).unwrap();
+        zbd.write(&options, 8 * MIB, MIB, 4096, range).unwrap();
+        let third = zbd.write(&options, 15 * MIB, MIB, 4096, range).unwrap();
+        assert_eq!(third, ZbdWrite::Write { offset: 9 * MIB, size: MIB }, "the second target");
+        assert_eq!(zbd.write_pointer(3), 12 * MIB, "zone 3 never written");
+        zbd.write(&options, 4 * MIB, 2 * MIB, 4096, range).unwrap();
+        assert_eq!(
+            zbd.write(&options, 15 * MIB, MIB, 4096, range).unwrap(),
+            ZbdWrite::Write { offset: 12 * MIB, size: MIB },
+            "zone 1 filled, so zone 3 may become a target"
+        );
+    }
+
+    // Proves zone_reset_threshold/frequency: below the threshold nothing resets; past it,
+    // every second write (frequency 0.5) resets its zone, as fio's write count does.
+    #[test]
+    fn reset_threshold_and_frequency() {
+        let mut zbd = device(0);
+        let options = ZbdOptions { reset_threshold: 0.25, reset_frequency: 0.5, ..options() };
+        let range = (4 * MIB, 16 * MIB);
+        let resets: Vec<bool> = [4, 8, 12, 4, 8, 12, 4]
+            .into_iter()
+            .map(|zone_mib| {
+                let write = zbd.write(&options, zone_mib * MIB, MIB, 4096, range).unwrap();
+                matches!(write, ZbdWrite::ResetThenWrite { .. })
+            })
+            .collect();
+        // 3 MiB written (= 0.25 x 12 MiB) after the third write: the fifth and seventh reset.
+        assert_eq!(resets, [false, false, false, false, true, false, true]);
+        assert_eq!(zbd.write_pointer(2), 9 * MIB, "zone 2 reset, then written once");
+    }
+
+    // Proves read_beyond_wp=0: reads stay below the write pointer (random ones within the
+    // written part, sequential ones move to the nearest zone with data), an empty range ends
+    // the job, and read_beyond_wp=1 reads anywhere.
+    #[test]
+    fn reads_stay_below_the_write_pointer() {
+        let mut zbd = device(0);
+        let range = (4 * MIB, 16 * MIB);
+        let options = options();
+        assert_eq!(zbd.read(&options, 4 * MIB, 4096, 4096, false, range), None, "nothing written");
+        zbd.write(&options, 8 * MIB, MIB, 4096, range).unwrap();
+        assert_eq!(zbd.read(&options, 4 * MIB, 4096, 4096, false, range), Some((8 * MIB, 4096)));
+        for draw in 0..64 {
+            let (offset, size) =
+                zbd.read(&options, 8 * MIB + draw * 40960, 8192, 4096, true, range).unwrap();
+            assert!(offset >= 8 * MIB && offset + size <= 9 * MIB, "{offset} {size}");
+        }
+        let beyond = ZbdOptions { read_beyond_wp: true, ..options };
+        assert_eq!(zbd.read(&beyond, 12 * MIB, 4096, 4096, false, range), Some((12 * MIB, 4096)));
+    }
+}
