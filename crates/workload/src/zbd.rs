@@ -36,9 +36,10 @@
 //!   reset like a full one.
 //! * `zonemode=zbd` on a regular file (fio emulates zones of `zonesize` there) is refused.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use crate::TargetZones;
+use crate::{Target, TargetZones};
 
 /// A job's `zonemode=zbd` options.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -75,6 +76,50 @@ pub(crate) struct ZbdDevice {
 
 /// Shared handle.
 pub(crate) type SharedZbd = Arc<Mutex<ZbdDevice>>;
+
+/// fio's views of the zoned devices a job file uses, by target index: one per device, shared
+/// by every job and clone (fio's `zbd_info` belongs to the file, not the job).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ZbdRegistry(Arc<Mutex<BTreeMap<usize, SharedZbd>>>);
+
+impl PartialEq for ZbdRegistry {
+    fn eq(&self, other: &ZbdRegistry) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl ZbdRegistry {
+    /// The view of target `index`, made at its first use; errors say why the job cannot use
+    /// it (not zoned, `zonesize` or `max_open_zones` at odds with the device).
+    pub(crate) fn device(
+        &self,
+        index: usize,
+        target: &Target,
+        options: &ZbdOptions,
+        zone_size_bytes: u64,
+    ) -> Result<SharedZbd, String> {
+        let Some(zones) = target.zones else {
+            return Err(format!(
+                "zonemode=zbd needs a zoned device; `{}` is not (a zoned preset: smr-hm-2016,                  zns-2020)",
+                target.name
+            ));
+        };
+        if zone_size_bytes != 0 && zone_size_bytes != zones.zone_size_bytes {
+            return Err(format!(
+                "zonesize {zone_size_bytes} does not match the device zone size {} (fio refuses                  it)",
+                zones.zone_size_bytes
+            ));
+        }
+        let mut devices = self.0.lock().expect("zbd registry");
+        if let Some(device) = devices.get(&index) {
+            return Ok(Arc::clone(device));
+        }
+        let device = ZbdDevice::new(zones, target.capacity_bytes, options.max_open_zones)?;
+        let shared = Arc::new(Mutex::new(device));
+        devices.insert(index, Arc::clone(&shared));
+        Ok(shared)
+    }
+}
 
 /// What a write becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,9 +160,25 @@ impl ZbdDevice {
         })
     }
 
-    /// Bytes per zone.
-    pub(crate) fn zone_bytes(&self) -> u64 {
-        self.zone_bytes
+    /// A job's region `start..start + length` aligned to zones, as fio's
+    /// `zbd_zone_align_file_sizes` does for a region holding sequential zones: a writing job's
+    /// start rounds up and end down to zone boundaries, a reading job's end down.
+    pub(crate) fn align(
+        &self,
+        start: u64,
+        length: u64,
+        writes: bool,
+    ) -> Result<(u64, u64), String> {
+        let end = start + length;
+        if end <= self.conventional as u64 * self.zone_bytes {
+            return Ok((start, length));
+        }
+        let new_start = if writes { start.next_multiple_of(self.zone_bytes) } else { start };
+        let new_end = end - end % self.zone_bytes;
+        if new_end <= new_start {
+            return Err("io_size must be at least one zone (fio's rule)".into());
+        }
+        Ok((new_start, new_end - new_start))
     }
 
     fn start(&self, zone: usize) -> u64 {
@@ -132,23 +193,34 @@ impl ZbdDevice {
         self.start(zone) + self.capacity_bytes - self.write_pointer[zone]
     }
 
-    /// The write pointer of `zone` (for tests and reports).
+    /// The write pointer of `zone`.
+    #[cfg(test)]
     pub(crate) fn write_pointer(&self, zone: usize) -> u64 {
         self.write_pointer[zone]
     }
 
-    /// A write of `size` bytes the job drew at `offset` within its range `range_start..
-    /// range_end` (whole zones, checked by the planner); `None` when it cannot be done (fio's
-    /// end of the job).
+    /// A write of `size` bytes the job drew at `offset` (`random`: at random) within its range
+    /// `range.0..range.1` (whole zones, aligned by the planner); `None` when it cannot be done
+    /// (fio's end of the job).
     pub(crate) fn write(
         &mut self,
         options: &ZbdOptions,
         offset: u64,
         size: u64,
         min_bs: u64,
+        random: bool,
         range: (u64, u64),
     ) -> Option<ZbdWrite> {
-        let zone = (offset / self.zone_bytes) as usize;
+        let mut zone = (offset / self.zone_bytes) as usize;
+        if !random && zone >= self.conventional && offset >= self.start(zone) + self.capacity_bytes
+        {
+            // A sequential writer at a zone's capacity goes on at the next zone's start (fio's
+            // `setup_zbd_zone_mode`), wrapping to the range's start.
+            zone += 1;
+            if self.start(zone) >= range.1 {
+                zone = (range.0 / self.zone_bytes) as usize;
+            }
+        }
         if zone < self.conventional {
             // A conventional write must not cross into a sequential zone.
             let limit = if zone + 1 == self.conventional { self.start(zone + 1) } else { u64::MAX };
@@ -232,7 +304,7 @@ impl ZbdDevice {
         let mut zone = original;
         let mut offset = offset;
         if self.written(zone) < min_bs || (!random && offset + min_bs > self.write_pointer[zone]) {
-            zone = self.nearest_with_data(zone, min_bs, range)?;
+            zone = self.next_with_data(zone, min_bs, random, range)?;
             if !random {
                 offset = self.start(zone);
             }
@@ -251,9 +323,16 @@ impl ZbdDevice {
         (size > 0).then_some((offset, size))
     }
 
-    /// The zone nearest `zone` in the range (looking after it, then before it, alternately)
-    /// that holds at least `min_bs` written bytes; conventional zones always do.
-    fn nearest_with_data(&self, zone: usize, min_bs: u64, range: (u64, u64)) -> Option<usize> {
+    /// The next zone after `zone` in the range that holds at least `min_bs` written bytes
+    /// (conventional zones always do); for random I/O the nearest one, looking after and
+    /// before it alternately (fio's `zbd_find_zone`).
+    fn next_with_data(
+        &self,
+        zone: usize,
+        min_bs: u64,
+        random: bool,
+        range: (u64, u64),
+    ) -> Option<usize> {
         let first = (range.0 / self.zone_bytes) as usize;
         let end = (range.1.div_ceil(self.zone_bytes) as usize).min(self.write_pointer.len());
         let has_data =
@@ -262,7 +341,7 @@ impl ZbdDevice {
             if zone + distance < end && has_data(zone + distance) {
                 return Some(zone + distance);
             }
-            if zone >= first + distance && has_data(zone - distance) {
+            if random && zone >= first + distance && has_data(zone - distance) {
                 return Some(zone - distance);
             }
         }
@@ -304,7 +383,7 @@ mod tests {
         let mut zbd = device(0);
         let range = (0, 16 * MIB);
         let write = |zbd: &mut ZbdDevice, offset| {
-            zbd.write(&options(), offset, 512 << 10, 4096, range).unwrap()
+            zbd.write(&options(), offset, 512 << 10, 4096, true, range).unwrap()
         };
         assert_eq!(
             write(&mut zbd, 4 * MIB + 123 * 4096),
@@ -338,14 +417,14 @@ mod tests {
         let mut zbd = device(2);
         let range = (4 * MIB, 16 * MIB);
         let options = options();
-        zbd.write(&options, 4 * MIB, MIB, 4096, range).unwrap();
-        zbd.write(&options, 8 * MIB, MIB, 4096, range).unwrap();
-        let third = zbd.write(&options, 15 * MIB, MIB, 4096, range).unwrap();
+        zbd.write(&options, 4 * MIB, MIB, 4096, true, range).unwrap();
+        zbd.write(&options, 8 * MIB, MIB, 4096, true, range).unwrap();
+        let third = zbd.write(&options, 15 * MIB, MIB, 4096, true, range).unwrap();
         assert_eq!(third, ZbdWrite::Write { offset: 9 * MIB, size: MIB }, "the second target");
         assert_eq!(zbd.write_pointer(3), 12 * MIB, "zone 3 never written");
-        zbd.write(&options, 4 * MIB, 2 * MIB, 4096, range).unwrap();
+        zbd.write(&options, 4 * MIB, 2 * MIB, 4096, true, range).unwrap();
         assert_eq!(
-            zbd.write(&options, 15 * MIB, MIB, 4096, range).unwrap(),
+            zbd.write(&options, 15 * MIB, MIB, 4096, true, range).unwrap(),
             ZbdWrite::Write { offset: 12 * MIB, size: MIB },
             "zone 1 filled, so zone 3 may become a target"
         );
@@ -361,7 +440,7 @@ mod tests {
         let resets: Vec<bool> = [4, 8, 12, 4, 8, 12, 4]
             .into_iter()
             .map(|zone_mib| {
-                let write = zbd.write(&options, zone_mib * MIB, MIB, 4096, range).unwrap();
+                let write = zbd.write(&options, zone_mib * MIB, MIB, 4096, true, range).unwrap();
                 matches!(write, ZbdWrite::ResetThenWrite { .. })
             })
             .collect();
@@ -379,14 +458,33 @@ mod tests {
         let range = (4 * MIB, 16 * MIB);
         let options = options();
         assert_eq!(zbd.read(&options, 4 * MIB, 4096, 4096, false, range), None, "nothing written");
-        zbd.write(&options, 8 * MIB, MIB, 4096, range).unwrap();
+        zbd.write(&options, 8 * MIB, MIB, 4096, true, range).unwrap();
         assert_eq!(zbd.read(&options, 4 * MIB, 4096, 4096, false, range), Some((8 * MIB, 4096)));
         for draw in 0..64 {
             let (offset, size) =
                 zbd.read(&options, 8 * MIB + draw * 40960, 8192, 4096, true, range).unwrap();
             assert!(offset >= 8 * MIB && offset + size <= 9 * MIB, "{offset} {size}");
         }
+        // Past the last written zone a sequential reader finds nothing ahead (fio looks only
+        // forward for sequential I/O); a random reader finds the zone behind.
+        assert_eq!(zbd.read(&options, 12 * MIB, 4096, 4096, false, range), None);
+        assert_eq!(zbd.read(&options, 12 * MIB, 4096, 4096, true, range), Some((8 * MIB, 4096)));
         let beyond = ZbdOptions { read_beyond_wp: true, ..options };
         assert_eq!(zbd.read(&beyond, 12 * MIB, 4096, 4096, false, range), Some((12 * MIB, 4096)));
+    }
+
+    // Proves a sequential writer that reaches a zone's capacity (3 MiB of a 4 MiB zone) goes
+    // on at the next zone's start instead of resetting the zone it filled.
+    #[test]
+    fn sequential_writes_skip_the_capacity_gap() {
+        let mut zbd = device(0);
+        let range = (4 * MIB, 16 * MIB);
+        for at in [4, 5, 6] {
+            let write = zbd.write(&options(), at * MIB, MIB, 4096, false, range).unwrap();
+            assert_eq!(write, ZbdWrite::Write { offset: at * MIB, size: MIB });
+        }
+        let next = zbd.write(&options(), 7 * MIB, MIB, 4096, false, range).unwrap();
+        assert_eq!(next, ZbdWrite::Write { offset: 8 * MIB, size: MIB });
+        assert_eq!(zbd.resets, 0);
     }
 }
