@@ -18,7 +18,9 @@
 //! rate_cycle/rate_process, loops, number_ios, fsync/fdatasync/end_fsync/fsync_on_close,
 //! verify/do_verify/verify_backlog, cmdprio_percentage/cmdprio_bssplit/cmdprio_class/cmdprio,
 //! zonemode=strided
-//! with zonesize/zonerange/zoneskip, exitall/exit_what, direct/buffered, prio/prioclass, and
+//! with zonesize/zonerange/zoneskip, zonemode=zbd with zonesize/max_open_zones/
+//! zone_reset_threshold/zone_reset_frequency/read_beyond_wp on a zoned device (`crate::zbd`,
+//! whose "Deviations from fio" apply), exitall/exit_what, direct/buffered, prio/prioclass, and
 //! the block engines `job` knows.
 //!
 //! Options that change only fio's reports and logs (`write_bw_log`, `write_lat_log`,

@@ -162,8 +162,8 @@ const REFUSED: &[(&str, &str)] = &[
     ("uring-cmd-zoned.fio", "ioengine=io_uring_cmd and zonemode=zbd"),
     ("xnvme-compare.fio", "rw=${FIO_RW} empty without its environment; ioengine=xnvme"),
     ("xnvme-zoned.fio", "rw=${FIO_RW} empty without its environment; ioengine=xnvme"),
-    ("zbd-rand-write.fio", "zonemode=zbd: no zoned device model"),
-    ("zbd-seq-read.fio", "zonemode=zbd: no zoned device model"),
+    ("zbd-rand-write.fio", "zonemode=zbd needs a zoned device (run on one below)"),
+    ("zbd-seq-read.fio", "zonemode=zbd needs a zoned device (run on one below)"),
     ("zipf.fio", "ioengine=null: the simulator has no device that completes at once"),
 ];
 

@@ -453,6 +453,8 @@ pub struct Zoned {
     at_once_since: Option<Instant>,
     write_errors: u64,
     resets: u64,
+    /// Commands finished at once so far.
+    finished_at_once: u64,
 }
 
 impl Zoned {
@@ -499,6 +501,7 @@ impl Zoned {
             at_once_since: None,
             write_errors: 0,
             resets: 0,
+            finished_at_once: 0,
         })
     }
 
@@ -571,6 +574,7 @@ impl DeviceModel for Zoned {
 
     fn advance(&mut self, now: Instant, finished: &mut Vec<CommandId>) {
         if self.at_once_since.is_some_and(|at| at <= now) {
+            self.finished_at_once += self.at_once.len() as u64;
             finished.append(&mut self.at_once);
             self.at_once_since = None;
         }
@@ -585,6 +589,8 @@ impl DeviceModel for Zoned {
 
     fn stats(&self) -> DeviceStats {
         let mut stats = self.media.stats();
+        // Refused writes and resets finished too, without reaching the media.
+        stats.commands += self.finished_at_once;
         stats.extra.push(("zone_write_errors", self.write_errors));
         stats.extra.push(("zone_resets", self.resets));
         stats
