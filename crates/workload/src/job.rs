@@ -1239,13 +1239,13 @@ impl JobConfig {
         for (&(place, target), region) in places.iter().zip(regions.iter_mut()) {
             let Place::Device(index) = place else {
                 return Err(params.impossible(
-                    "zbd",
+                    "zonemode",
                     "zonemode=zbd on a regular file (fio emulates zones there) is not modelled",
                 ));
             };
             let device = registry
                 .device(index, target, options, *zone_size)
-                .map_err(|problem| params.impossible("zbd", problem))?;
+                .map_err(|problem| params.impossible("zonemode", problem))?;
             let (start, length) = device
                 .lock()
                 .expect("zbd state")

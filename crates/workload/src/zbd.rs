@@ -100,13 +100,15 @@ impl ZbdRegistry {
     ) -> Result<SharedZbd, String> {
         let Some(zones) = target.zones else {
             return Err(format!(
-                "zonemode=zbd needs a zoned device; `{}` is not (a zoned preset: smr-hm-2016,                  zns-2020)",
+                "zonemode=zbd needs a zoned device; `{}` is not (a zoned preset: smr-hm-2016, \
+                 zns-2020)",
                 target.name
             ));
         };
         if zone_size_bytes != 0 && zone_size_bytes != zones.zone_size_bytes {
             return Err(format!(
-                "zonesize {zone_size_bytes} does not match the device zone size {} (fio refuses                  it)",
+                "zonesize {zone_size_bytes} does not match the device zone size {} (fio \
+                 refuses it)",
                 zones.zone_size_bytes
             ));
         }

@@ -421,12 +421,12 @@ impl Zones {
     /// zone is refused.
     pub fn reset_range(&mut self, start: u64, sector_count: u64) -> Result<(), ZoneError> {
         let size = self.zone_size_sectors;
-        if sector_count == 0 || !start.is_multiple_of(size) {
+        if sector_count == 0 || start % size != 0 {
             return Err(ZoneError::BadRange);
         }
         let first = self.zone_of(start).ok_or(ZoneError::BadRange)?;
         let zones = sector_count.div_ceil(size);
-        if zones > 1 && !sector_count.is_multiple_of(size) {
+        if zones > 1 && sector_count % size != 0 {
             return Err(ZoneError::BadRange);
         }
         let last = first + zones as usize - 1;
