@@ -1200,6 +1200,9 @@ impl JobConfig {
                 sizes: std::collections::BTreeMap::new(),
                 io_priority: None,
                 zbd_pending: std::collections::VecDeque::new(),
+                zbd_locks: std::collections::BTreeMap::new(),
+                zbd_posts: Vec::new(),
+                zbd_blocked: false,
             }));
         }
         let name = match (self.random, self.mix) {
@@ -1230,12 +1233,6 @@ impl JobConfig {
     ) -> Result<(), ParamError> {
         let Some((options, zone_size, registry)) = &self.zbd else { return Ok(()) };
         let writes = self.mix != Mix::Read;
-        if writes && !self.direct {
-            // fio: "Using direct I/O is mandatory for writing to ZBD drives".
-            return Err(
-                params.impossible("direct", "zonemode=zbd writes need direct=1 (fio's rule)")
-            );
-        }
         for (&(place, target), region) in places.iter().zip(regions.iter_mut()) {
             let Place::Device(index) = place else {
                 return Err(params.impossible(
@@ -1256,6 +1253,13 @@ impl JobConfig {
             region.start_bytes = start;
             region.length_bytes = length;
             region.zbd = Some(device);
+        }
+        // Checked once the device is known to be zoned (fio checks its drives first).
+        if writes && !self.direct {
+            // fio: "Using direct I/O is mandatory for writing to ZBD drives".
+            return Err(
+                params.impossible("direct", "zonemode=zbd writes need direct=1 (fio's rule)")
+            );
         }
         Ok(())
     }
@@ -1417,6 +1421,11 @@ struct JobIssuer {
     /// `zonemode=zbd`: a zone reset and the write after it, each sent once nothing is
     /// outstanding (fio quiesces before its synchronous reset).
     zbd_pending: std::collections::VecDeque<Io>,
+    /// `zonemode=zbd`: the zone lock each I/O holds, released at its completion; the issuers
+    /// a release woke (posted); whether the last I/O found its zone locked by another issuer.
+    zbd_locks: std::collections::BTreeMap<u64, (crate::zbd::SharedZbd, usize)>,
+    zbd_posts: Vec<usize>,
+    zbd_blocked: bool,
     writes_since_sync: u64,
     sync_due: bool,
     /// Writes kept for `verify`, in order: (region, offset, size).
@@ -1552,6 +1561,18 @@ impl Issuer for JobIssuer {
             Some(io) => Poll::Submit(self.submit(now, io)),
             // zonemode=zbd queued a zone reset: sent by the check above.
             None if !self.zbd_pending.is_empty() => self.poll(now),
+            // zonemode=zbd: the zone is another issuer's. fio quiesces its own I/O, then
+            // blocks on the zone's mutex: the release posts this issuer (a 1 s re-poll guards
+            // against a missed post).
+            None if self.zbd_blocked => {
+                self.zbd_blocked = false;
+                if self.outstanding > 0 {
+                    Poll::Wait
+                } else {
+                    let retry = now.saturating_add(Duration::from_secs(1));
+                    Poll::Sleep { until: retry.min(deadline) }
+                }
+            }
             None => {
                 self.finishing = true;
                 if self.outstanding == 0 { self.poll(now) } else { Poll::Wait }
@@ -1564,8 +1585,17 @@ impl Issuer for JobIssuer {
         (self.finishing && !tail_left) || self.deadline.is_some_and(|deadline| now >= deadline)
     }
 
+    fn take_posts(&mut self, posted: &mut Vec<usize>) {
+        posted.append(&mut self.zbd_posts);
+    }
+
     fn complete(&mut self, now: Instant, io: IoId) {
         self.outstanding = self.outstanding.checked_sub(1).expect("completion without an I/O");
+        if let Some((zbd, zone)) = self.zbd_locks.remove(&io.0) {
+            zbd.lock().expect("zbd state").unlock(zone, &mut self.zbd_posts);
+            let me = self.process.0 as usize - 1;
+            self.zbd_posts.retain(|&woken| woken != me);
+        }
         let size = self.sizes.remove(&io.0).unwrap_or(0);
         if !self.config.think_on_issue {
             self.think_blocks += 1;
@@ -1794,15 +1824,32 @@ impl JobIssuer {
         let start = region.start_bytes;
         let range = (start, start + region.length_bytes);
         let min_bs = self.config.block_size.min_bytes();
+        // The issuer's index in its phase (process ids count from 1 there).
+        let me = self.process.0 as usize - 1;
         let mut device = zbd.lock().expect("zbd state");
+        let busy = |device: &mut crate::zbd::ZbdDevice| {
+            device.wait(me);
+            None
+        };
         let (relative, size, reset) = match kind {
             IoKind::Read => {
-                let (offset, size) =
-                    device.read(&options, start + relative, size, min_bs, random, range)?;
+                let Ok(read) =
+                    device.read(&options, start + relative, size, min_bs, random, range, me)
+                else {
+                    self.zbd_blocked = true;
+                    return busy(&mut device);
+                };
+                let (offset, size) = read?;
                 (offset - start, size, None)
             }
             IoKind::Write => {
-                match device.write(&options, start + relative, size, min_bs, random, range)? {
+                let Ok(write) =
+                    device.write(&options, start + relative, size, min_bs, random, range, me)
+                else {
+                    self.zbd_blocked = true;
+                    return busy(&mut device);
+                };
+                match write? {
                     ZbdWrite::Write { offset, size } => (offset - start, size, None),
                     ZbdWrite::ResetThenWrite { zone_start, offset, size } => {
                         (offset - start, size, Some(zone_start - start))
@@ -1812,6 +1859,14 @@ impl JobIssuer {
             // Trims and syncs are not moved (fio's trims of zones are not modelled).
             _ => (relative, size, None),
         };
+        let zone = device.zone_of(start + relative);
+        // Conventional zones, trims and reads past the write pointer take no lock (fio's).
+        let locked = zone >= device.conventional_zones()
+            && match kind {
+                IoKind::Write => true,
+                IoKind::Read => !options.read_beyond_wp,
+                _ => false,
+            };
         drop(device);
         // A sequential job continues after where its I/O really went.
         let region = &mut self.regions[index];
@@ -1821,12 +1876,16 @@ impl JobIssuer {
         }
         self.last_end[index] = relative + size;
         let io = self.io(kind, index, relative, size);
+        if locked {
+            self.zbd_locks.insert(io.id.0, (Arc::clone(zbd), zone));
+        }
         match reset {
             None => Some(io),
             Some(zone_relative) => {
                 // The reset travels as a discard of the zone's first sector (the simulated
                 // device's zone reset, `device/zoned.rs`).
                 let reset = self.io(IoKind::Discard, index, zone_relative, SECTOR_SIZE_BYTES);
+                self.zbd_locks.insert(reset.id.0, (Arc::clone(zbd), zone));
                 self.zbd_pending.push_back(reset);
                 self.zbd_pending.push_back(io);
                 None

@@ -72,7 +72,16 @@ pub(crate) struct ZbdDevice {
     writes_to_reset: Option<u64>,
     /// Zone resets issued.
     pub(crate) resets: u64,
+    /// fio's zone locks: the issuer (index in its phase) with I/O of the zone in flight or
+    /// decided, and how many.
+    owners: Vec<Option<(usize, u32)>>,
+    /// Issuers waiting for a zone lock, woken (posted) when one is released.
+    waiters: Vec<usize>,
 }
+
+/// A zone another issuer holds: the I/O must wait (fio blocks on the zone's mutex).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ZoneBusy;
 
 /// Shared handle.
 pub(crate) type SharedZbd = Arc<Mutex<ZbdDevice>>;
@@ -159,6 +168,8 @@ impl ZbdDevice {
             valid_bytes: 0,
             writes_to_reset: None,
             resets: 0,
+            owners: vec![None; count],
+            waiters: Vec::new(),
         })
     }
 
@@ -195,6 +206,46 @@ impl ZbdDevice {
         self.start(zone) + self.capacity_bytes - self.write_pointer[zone]
     }
 
+    /// Whether `issuer` may take `zone`'s lock (free, or its own: fio's zone mutexes are
+    /// recursive).
+    fn lockable(&self, zone: usize, issuer: usize) -> bool {
+        self.owners[zone].is_none_or(|(owner, _)| owner == issuer)
+    }
+
+    /// Takes `zone`'s lock for `count` more I/Os of `issuer`.
+    fn lock(&mut self, zone: usize, issuer: usize, count: u32) {
+        let held = self.owners[zone].map_or(0, |(_, held)| held);
+        self.owners[zone] = Some((issuer, held + count));
+    }
+
+    /// One I/O of `zone` finished: releases its lock when it was the last, moving the issuers
+    /// that waited into `woken`.
+    pub(crate) fn unlock(&mut self, zone: usize, woken: &mut Vec<usize>) {
+        if let Some((owner, held)) = self.owners[zone] {
+            self.owners[zone] = (held > 1).then_some((owner, held - 1));
+            if held == 1 {
+                woken.append(&mut self.waiters);
+            }
+        }
+    }
+
+    /// `issuer` waits for a zone lock.
+    pub(crate) fn wait(&mut self, issuer: usize) {
+        if !self.waiters.contains(&issuer) {
+            self.waiters.push(issuer);
+        }
+    }
+
+    /// How many zones at the start are conventional.
+    pub(crate) fn conventional_zones(&self) -> usize {
+        self.conventional
+    }
+
+    /// The zone holding `offset`.
+    pub(crate) fn zone_of(&self, offset: u64) -> usize {
+        (offset / self.zone_bytes) as usize
+    }
+
     /// The write pointer of `zone`.
     #[cfg(test)]
     pub(crate) fn write_pointer(&self, zone: usize) -> u64 {
@@ -203,7 +254,9 @@ impl ZbdDevice {
 
     /// A write of `size` bytes the job drew at `offset` (`random`: at random) within its range
     /// `range.0..range.1` (whole zones, aligned by the planner); `None` when it cannot be done
-    /// (fio's end of the job).
+    /// (fio's end of the job). The zone is locked for `issuer` until the write completes;
+    /// [`ZoneBusy`] when another issuer holds it.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn write(
         &mut self,
         options: &ZbdOptions,
@@ -212,7 +265,8 @@ impl ZbdDevice {
         min_bs: u64,
         random: bool,
         range: (u64, u64),
-    ) -> Option<ZbdWrite> {
+        issuer: usize,
+    ) -> Result<Option<ZbdWrite>, ZoneBusy> {
         let mut zone = (offset / self.zone_bytes) as usize;
         if !random && zone >= self.conventional && offset >= self.start(zone) + self.capacity_bytes
         {
@@ -227,12 +281,15 @@ impl ZbdDevice {
             // A conventional write must not cross into a sequential zone.
             let limit = if zone + 1 == self.conventional { self.start(zone + 1) } else { u64::MAX };
             let size = size.min(limit.saturating_sub(offset)) / min_bs * min_bs;
-            return (size > 0).then_some(ZbdWrite::Write { offset, size });
+            return Ok((size > 0).then_some(ZbdWrite::Write { offset, size }));
         }
         if size > self.zone_bytes {
-            return None;
+            return Ok(None);
         }
         let zone = self.write_target(zone, offset, range);
+        if !self.lockable(zone, issuer) {
+            return Err(ZoneBusy);
+        }
         let mut reset = self.remainder(zone) < min_bs;
         if options.reset_frequency > 0.0 {
             let range_bytes = range.1 - range.0;
@@ -248,6 +305,11 @@ impl ZbdDevice {
                 }
             }
         }
+        let room = if reset { self.capacity_bytes } else { self.remainder(zone) };
+        if size.min(room) / min_bs * min_bs == 0 {
+            // Too short to write (the job's last bytes): nothing is reset or written.
+            return Ok(None);
+        }
         if reset {
             self.valid_bytes -= self.written(zone);
             self.write_pointer[zone] = self.start(zone);
@@ -259,18 +321,20 @@ impl ZbdDevice {
         let offset = self.write_pointer[zone];
         let size = size.min(self.remainder(zone)) / min_bs * min_bs;
         if size == 0 {
-            return None;
+            return Ok(None);
         }
+        // Held until the write (and the reset before it) completes.
+        self.lock(zone, issuer, if reset { 2 } else { 1 });
         self.write_pointer[zone] += size;
         self.valid_bytes += size;
         if self.remainder(zone) == 0 {
             self.write_zones.retain(|&target| target != zone);
         }
-        Some(if reset {
+        Ok(Some(if reset {
             ZbdWrite::ResetThenWrite { zone_start: self.start(zone), offset, size }
         } else {
             ZbdWrite::Write { offset, size }
-        })
+        }))
     }
 
     /// The zone a write drawn in `zone` goes to: it, if it is a write target or can become
@@ -290,30 +354,39 @@ impl ZbdDevice {
 
     /// A read of `size` bytes drawn at `offset`: where it goes and how long it is, or `None`
     /// when no zone of the range holds written data (fio's end of the job).
+    /// The zone it reads is locked for `issuer` until it completes (sequential zones only).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn read(
-        &self,
+        &mut self,
         options: &ZbdOptions,
         offset: u64,
         size: u64,
         min_bs: u64,
         random: bool,
         range: (u64, u64),
-    ) -> Option<(u64, u64)> {
+        issuer: usize,
+    ) -> Result<Option<(u64, u64)>, ZoneBusy> {
         let original = (offset / self.zone_bytes) as usize;
         if original < self.conventional || options.read_beyond_wp {
-            return Some((offset, size));
+            return Ok(Some((offset, size)));
         }
         let mut zone = original;
         let mut offset = offset;
         if self.written(zone) < min_bs || (!random && offset + min_bs > self.write_pointer[zone]) {
-            zone = self.next_with_data(zone, min_bs, random, range)?;
+            let Some(found) = self.next_with_data(zone, min_bs, random, range) else {
+                return Ok(None);
+            };
+            zone = found;
             if !random {
                 offset = self.start(zone);
             }
         }
         let range_bytes = self.written(zone);
         if zone < self.conventional {
-            return Some((self.start(zone), size));
+            return Ok(Some((self.start(zone), size)));
+        }
+        if !self.lockable(zone, issuer) {
+            return Err(ZoneBusy);
         }
         if range_bytes <= size {
             offset = self.start(zone);
@@ -322,7 +395,11 @@ impl ZbdDevice {
             offset = self.start(zone) + within / min_bs * min_bs;
         }
         let size = size.min(self.write_pointer[zone] - offset) / min_bs * min_bs;
-        (size > 0).then_some((offset, size))
+        if size == 0 {
+            return Ok(None);
+        }
+        self.lock(zone, issuer, 1);
+        Ok(Some((offset, size)))
     }
 
     /// The next zone after `zone` in the range that holds at least `min_bs` written bytes
@@ -385,7 +462,7 @@ mod tests {
         let mut zbd = device(0);
         let range = (0, 16 * MIB);
         let write = |zbd: &mut ZbdDevice, offset| {
-            zbd.write(&options(), offset, 512 << 10, 4096, true, range).unwrap()
+            zbd.write(&options(), offset, 512 << 10, 4096, true, range, 0).unwrap().unwrap()
         };
         assert_eq!(
             write(&mut zbd, 4 * MIB + 123 * 4096),
@@ -419,14 +496,14 @@ mod tests {
         let mut zbd = device(2);
         let range = (4 * MIB, 16 * MIB);
         let options = options();
-        zbd.write(&options, 4 * MIB, MIB, 4096, true, range).unwrap();
-        zbd.write(&options, 8 * MIB, MIB, 4096, true, range).unwrap();
-        let third = zbd.write(&options, 15 * MIB, MIB, 4096, true, range).unwrap();
+        zbd.write(&options, 4 * MIB, MIB, 4096, true, range, 0).unwrap().unwrap();
+        zbd.write(&options, 8 * MIB, MIB, 4096, true, range, 0).unwrap().unwrap();
+        let third = zbd.write(&options, 15 * MIB, MIB, 4096, true, range, 0).unwrap().unwrap();
         assert_eq!(third, ZbdWrite::Write { offset: 9 * MIB, size: MIB }, "the second target");
         assert_eq!(zbd.write_pointer(3), 12 * MIB, "zone 3 never written");
-        zbd.write(&options, 4 * MIB, 2 * MIB, 4096, true, range).unwrap();
+        zbd.write(&options, 4 * MIB, 2 * MIB, 4096, true, range, 0).unwrap().unwrap();
         assert_eq!(
-            zbd.write(&options, 15 * MIB, MIB, 4096, true, range).unwrap(),
+            zbd.write(&options, 15 * MIB, MIB, 4096, true, range, 0).unwrap().unwrap(),
             ZbdWrite::Write { offset: 12 * MIB, size: MIB },
             "zone 1 filled, so zone 3 may become a target"
         );
@@ -442,7 +519,10 @@ mod tests {
         let resets: Vec<bool> = [4, 8, 12, 4, 8, 12, 4]
             .into_iter()
             .map(|zone_mib| {
-                let write = zbd.write(&options, zone_mib * MIB, MIB, 4096, true, range).unwrap();
+                let write = zbd
+                    .write(&options, zone_mib * MIB, MIB, 4096, true, range, 0)
+                    .unwrap()
+                    .unwrap();
                 matches!(write, ZbdWrite::ResetThenWrite { .. })
             })
             .collect();
@@ -459,20 +539,35 @@ mod tests {
         let mut zbd = device(0);
         let range = (4 * MIB, 16 * MIB);
         let options = options();
-        assert_eq!(zbd.read(&options, 4 * MIB, 4096, 4096, false, range), None, "nothing written");
-        zbd.write(&options, 8 * MIB, MIB, 4096, true, range).unwrap();
-        assert_eq!(zbd.read(&options, 4 * MIB, 4096, 4096, false, range), Some((8 * MIB, 4096)));
+        assert_eq!(
+            zbd.read(&options, 4 * MIB, 4096, 4096, false, range, 0).unwrap(),
+            None,
+            "nothing written"
+        );
+        zbd.write(&options, 8 * MIB, MIB, 4096, true, range, 0).unwrap().unwrap();
+        assert_eq!(
+            zbd.read(&options, 4 * MIB, 4096, 4096, false, range, 0).unwrap(),
+            Some((8 * MIB, 4096))
+        );
         for draw in 0..64 {
-            let (offset, size) =
-                zbd.read(&options, 8 * MIB + draw * 40960, 8192, 4096, true, range).unwrap();
+            let (offset, size) = zbd
+                .read(&options, 8 * MIB + draw * 40960, 8192, 4096, true, range, 0)
+                .unwrap()
+                .unwrap();
             assert!(offset >= 8 * MIB && offset + size <= 9 * MIB, "{offset} {size}");
         }
         // Past the last written zone a sequential reader finds nothing ahead (fio looks only
         // forward for sequential I/O); a random reader finds the zone behind.
-        assert_eq!(zbd.read(&options, 12 * MIB, 4096, 4096, false, range), None);
-        assert_eq!(zbd.read(&options, 12 * MIB, 4096, 4096, true, range), Some((8 * MIB, 4096)));
+        assert_eq!(zbd.read(&options, 12 * MIB, 4096, 4096, false, range, 0).unwrap(), None);
+        assert_eq!(
+            zbd.read(&options, 12 * MIB, 4096, 4096, true, range, 0).unwrap(),
+            Some((8 * MIB, 4096))
+        );
         let beyond = ZbdOptions { read_beyond_wp: true, ..options };
-        assert_eq!(zbd.read(&beyond, 12 * MIB, 4096, 4096, false, range), Some((12 * MIB, 4096)));
+        assert_eq!(
+            zbd.read(&beyond, 12 * MIB, 4096, 4096, false, range, 0).unwrap(),
+            Some((12 * MIB, 4096))
+        );
     }
 
     // Proves a sequential writer that reaches a zone's capacity (3 MiB of a 4 MiB zone) goes
@@ -482,11 +577,95 @@ mod tests {
         let mut zbd = device(0);
         let range = (4 * MIB, 16 * MIB);
         for at in [4, 5, 6] {
-            let write = zbd.write(&options(), at * MIB, MIB, 4096, false, range).unwrap();
+            let write =
+                zbd.write(&options(), at * MIB, MIB, 4096, false, range, 0).unwrap().unwrap();
             assert_eq!(write, ZbdWrite::Write { offset: at * MIB, size: MIB });
         }
-        let next = zbd.write(&options(), 7 * MIB, MIB, 4096, false, range).unwrap();
+        let next = zbd.write(&options(), 7 * MIB, MIB, 4096, false, range, 0).unwrap().unwrap();
         assert_eq!(next, ZbdWrite::Write { offset: 8 * MIB, size: MIB });
         assert_eq!(zbd.resets, 0);
+    }
+
+    /// A 64 MiB zoned disk of 4 MiB zones (3 MiB writable), the first conventional.
+    fn zoned_targets() -> Vec<crate::Target> {
+        let mut targets = crate::testing::devices(&[("sda", 64 * MIB)]);
+        targets[0].zones = Some(TargetZones {
+            zone_size_bytes: 4 * MIB,
+            zone_capacity_bytes: 3 * MIB,
+            conventional_zones: 1,
+            max_open_zones: 0,
+        });
+        targets
+    }
+
+    fn fio_plan(test: &str, text: &str) -> Result<crate::WorkloadPlan, String> {
+        let dir = std::env::temp_dir().join(format!("elevator-zbd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{test}.fio"));
+        std::fs::write(&path, text).unwrap();
+        crate::WorkloadSpec::parse(&format!("fio:{}", path.display()))
+            .and_then(|spec| spec.plan(&zoned_targets(), &elevator_core::Prng::new(3)))
+            .map_err(|error| error.to_string())
+    }
+
+    // Proves a zonemode=zbd job file's random writes, from 4 clones at depth 4, land only at
+    // write pointers: replaying the writes in issue order, each starts where the last write
+    // of its zone ended, or at the zone's start right after a reset (a discard at the zone's
+    // start, issued when nothing of the clone is in flight), and none crosses a zone's
+    // capacity; max_open_zones=2 keeps to 2 zones between resets.
+    #[test]
+    fn a_job_files_random_writes_land_at_write_pointers() {
+        let text = "[w]\nrw=randwrite\nzonemode=zbd\nmax_open_zones=2\nbs=256k\n\
+                    filename=/dev/sda\ndirect=1\nioengine=libaio\niodepth=4\nnumjobs=4\n\
+                    offset=4m\nio_size=40m\n";
+        let plan = fio_plan("randwrite", text).unwrap();
+        let run = crate::testing::run(plan, |_| elevator_core::Duration::from_micros(100));
+        let mut pointers = std::collections::BTreeMap::new();
+        let (mut writes, mut resets) = (0, 0);
+        for record in &run.records {
+            let io = record.io;
+            let zone = io.offset_bytes / (4 * MIB);
+            assert!(zone >= 1, "the job starts at 4 MiB");
+            match io.kind {
+                crate::IoKind::Discard => {
+                    assert_eq!(io.offset_bytes, zone * 4 * MIB, "a reset at the zone's start");
+                    assert_eq!(record.in_flight, 1, "issued with nothing else in flight");
+                    pointers.insert(zone, zone * 4 * MIB);
+                    resets += 1;
+                }
+                crate::IoKind::Write => {
+                    let pointer = pointers.entry(zone).or_insert(zone * 4 * MIB);
+                    assert_eq!(io.offset_bytes, *pointer, "write off the pointer of zone {zone}");
+                    *pointer += io.size_bytes;
+                    assert!(*pointer <= zone * 4 * MIB + 3 * MIB, "past the zone's capacity");
+                    writes += 1;
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert!(writes >= 160 && resets > 0, "{writes} writes, {resets} resets");
+        assert!(pointers.len() <= 2 + resets, "{} zones written", pointers.len());
+    }
+
+    // Proves the planner's zbd rules: a zonesize other than the device's, buffered writes, a
+    // regular file and a device that is not zoned are refused naming why; a writer's region
+    // is rounded to whole zones (offset up, end down).
+    #[test]
+    fn zbd_jobs_are_checked_against_the_device() {
+        let job = |extra: &str| {
+            format!("[w]\nrw=write\nzonemode=zbd\nbs=64k\nfilename=/dev/sda\ndirect=1\n{extra}")
+        };
+        let error = fio_plan("zonesize", &job("zonesize=8m\n")).unwrap_err();
+        assert!(error.contains("does not match the device zone size 4194304"), "{error}");
+        let error = fio_plan("buffered", &job("direct=0\n")).unwrap_err();
+        assert!(error.contains("need direct=1"), "{error}");
+        let text = "[w]\nrw=write\nzonemode=zbd\nfilename=data\nsize=8m\ndirect=1\n";
+        let error = fio_plan("file", text).unwrap_err();
+        assert!(error.contains("regular file"), "{error}");
+        let plan = fio_plan("aligned", &job("offset=5m\nsize=10m\nio_size=1m\n")).unwrap();
+        let run = crate::testing::run(plan, |_| elevator_core::Duration::from_micros(100));
+        let offsets: Vec<u64> = run.records.iter().map(|r| r.io.offset_bytes).collect();
+        assert_eq!(offsets.first(), Some(&(8 * MIB)), "5 MiB rounds up to the zone at 8 MiB");
+        assert!(offsets.iter().all(|&offset| offset < 12 * MIB), "15 MiB rounds down to 12");
     }
 }
