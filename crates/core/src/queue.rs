@@ -166,6 +166,13 @@ pub struct QueueConfig {
 /// write whose zone `blk_req_zone_write_trylock` found locked, unlocked at completion).
 /// Conventional zones (the first `conventional_sectors`) are never held (the kernel's
 /// `BLK_ZONE_WPLUG_CONV` / `blk_req_needs_zone_write_lock`).
+///
+/// Deviations: the rule applies under every scheduler and kernel the simulator runs, though
+/// Linux drives zoned devices only from 4.10 and before 6.10 only mq-deadline ordered their
+/// writes. A held write is kept out of the scheduler (6.10's plug) rather than queued and
+/// skipped at dispatch (mq-deadline's lock), so it cannot merge while held. A zone reset is
+/// not itself ordered: it is a discard (`Op::Discard`) at the zone's first sector, ordered
+/// only by the overlap rule; fio's zone locks keep writes away from a zone being reset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ZoneWriteOrder {
     /// Sectors per zone.

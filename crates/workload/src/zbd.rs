@@ -22,13 +22,21 @@
 //!   pointer. `read_beyond_wp=1` reads anywhere.
 //! * Conventional zones take I/O as any disk, except that a write may not cross into a
 //!   sequential zone.
+//! * The job's region is aligned to zones when it holds sequential zones (a writer's start
+//!   rounds up and end down; a reader's end down); `direct=0` writers are refused, as are a
+//!   `zonesize` other than the device's and a `max_open_zones` above the device's limit.
 //!
 //! # Deviations from fio
 //!
-//! * fio's per-zone mutex, which makes a job wait while another job's I/O to the zone is in
-//!   flight, is not modelled: writes are ordered at the write pointer by this shared state and
-//!   the simulated kernel's zone write ordering (one write per zone at the device) serialises
-//!   them, so a job never waits for another job's zone lock, only for the kernel.
+//! * fio's per-zone mutex is modelled as a zone lock in this shared state: an issuer's reads
+//!   (with `read_beyond_wp=0`) and writes of a sequential zone hold it until they complete (it
+//!   is recursive, so one issuer may have several in flight); another issuer that draws that
+//!   zone waits (after its own I/O completed, as fio's `io_u_quiesce`) until it is released,
+//!   then **draws a new offset** where fio retries the same one. A waiting issuer is re-polled
+//!   after 1 s at the latest even if no release wakes it.
+//! * A zone reset is a discard of the zone's first sector, counted among the job's I/Os (512
+//!   bytes, as a trim) where fio's `BLKRESETZONE` ioctl is not an I/O (fio reports resets
+//!   separately: "N zone resets", not shown here).
 //! * A zone leaves the write targets when a write that fills it is issued (fio: when it
 //!   completes).
 //! * fio's handling of zone remainders (`write_zone_remainder`, zone finish when a remainder is

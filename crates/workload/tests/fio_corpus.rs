@@ -260,8 +260,7 @@ fn the_share_of_examples_that_run() {
 // Proves the zbd-* examples run on the zoned preset (fio's zonemode=zbd, `crate::zbd`):
 // zbd-rand-write's 16 psync jobs write at random into at most 32 zones, and the device refuses
 // none of their writes (every one lands at its zone's write pointer, in order, under
-// mq-deadline and under bfq, which would reorder the jobs' writes without the kernel's zone
-// write ordering); zbd-seq-read, on a drive nothing has written, reads nothing, as fio with
+// mq-deadline and under bfq); zbd-seq-read, on a drive nothing has written, reads nothing, as fio with
 // read_beyond_wp=0 does; and a writer followed by a reader of the same zones reads back exactly
 // the bytes written, never past a write pointer.
 #[test]
