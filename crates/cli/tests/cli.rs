@@ -419,8 +419,8 @@ fn reports_say_why_the_schedulers_differ() {
 }
 
 // Proves `elevator sim FILE.fio` and `-w fio:FILE` run a job file's jobs together (both
-// jobs report in one phase), and a file with an option the simulator does not honour exits 2
-// naming the file, the line and the option.
+// jobs report in one phase), and a file the simulator cannot run as fio would (zonemode=zbd on
+// a device that is not zoned) exits 2 naming the file, the line and why.
 #[test]
 fn sim_runs_an_fio_job_file() {
     let dir = std::env::temp_dir().join(format!("elevator-cli-fio-{}", std::process::id()));
@@ -439,11 +439,15 @@ fn sim_runs_an_fio_job_file() {
         assert!(text.contains("reader/0") && text.contains("writer/0"), "{text}");
     }
     let bad = dir.join("zbd.fio");
-    std::fs::write(&bad, "[a]\nrw=write\nzonemode=zbd\n").unwrap();
+    std::fs::write(&bad, "[a]\nrw=write\nzonemode=zbd\nfilename=/dev/sda\n").unwrap();
     let output = elevator(&["sim", &bad.display().to_string(), "-d", "ram"]);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
-    assert!(message.contains("zbd.fio:3: option: `zonemode=zbd` is not honoured"), "{message}");
+    // zonemode=zbd is honoured on a zoned device only (`-d smr-hm-2016`).
+    assert!(
+        message.contains("zbd.fio:1") && message.contains("needs a zoned device; `sda` is not"),
+        "{message}"
+    );
 }
 
 // Proves `--max-size` and `--max-runtime` cap a job file's jobs: a 1 TiB job that does not

@@ -122,10 +122,35 @@ impl Hazards {
         end: u64,
         sequence: u64,
     ) -> bool {
+        let incoming_writes = writes(op);
+        self.earlier_overlap(table, start, end, sequence, |earlier| {
+            incoming_writes || writes(earlier)
+        })
+    }
+
+    /// Whether an outstanding `Op::Write` allocated before `sequence` overlaps `start..end`:
+    /// a zone's write plug is taken (see [`ZoneWriteOrder`](crate::ZoneWriteOrder)).
+    pub(crate) fn earlier_write_in(
+        &self,
+        table: &RequestTable,
+        start: u64,
+        end: u64,
+        sequence: u64,
+    ) -> bool {
+        self.earlier_overlap(table, start, end, sequence, |earlier| earlier == Op::Write)
+    }
+
+    fn earlier_overlap(
+        &self,
+        table: &RequestTable,
+        start: u64,
+        end: u64,
+        sequence: u64,
+        counts: impl Fn(Op) -> bool,
+    ) -> bool {
         if start >= end || self.count == 0 {
             return false;
         }
-        let incoming_writes = writes(op);
         let chain_conflicts = |head: Option<RequestId>| {
             let mut at = head;
             while let Some(id) = at {
@@ -133,7 +158,7 @@ impl Hazards {
                 if earlier.sequence < sequence
                     && earlier.start.0 < end
                     && earlier.end().0 > start
-                    && (incoming_writes || writes(earlier.op))
+                    && counts(earlier.op)
                 {
                     return true;
                 }

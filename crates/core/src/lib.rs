@@ -100,7 +100,7 @@ pub use pool::{POOL_WAIT_2_4, PoolSplit, batch_requests_2_4};
 pub use prng::{Prng, Zipf, ZipfError};
 pub use queue::{
     BlockQueue, CompletedRequest, DriverFetch, Linux2_4Queue, Pull, QueueConfig, QueueConfigError,
-    QueueStats, SubmitError, Submitted, WindowMaxima,
+    QueueStats, SubmitError, Submitted, WindowMaxima, ZoneWriteOrder,
 };
 pub use request::{
     Bio, BioTag, Direction, IOPRIO_LEVELS, IoClass, IoPriority, IoPriorityError, Op, ProcessId,

@@ -156,6 +156,33 @@ pub struct QueueConfig {
     pub driver_fetch: DriverFetch,
     /// The 2.4.21 block layer's rules ([`Linux2_4Queue`]), or `None` for 2.6's (the default).
     pub linux_2_4: Option<Linux2_4Queue>,
+    /// A zoned device's write ordering ([`ZoneWriteOrder`]); `None` (the default) for a
+    /// conventional device.
+    pub zones: Option<ZoneWriteOrder>,
+}
+
+/// The kernel's zone write ordering for a zoned device whose sequential zones must be written
+/// at their write pointer: **one write per sequential zone outstanding at a time**, the later
+/// ones held back in submission order until it completes. Linux 6.10+ does this in the block
+/// layer for every scheduler (zone write plugging, `block/blk-zoned.c`: a zone's plug is
+/// `BLK_ZONE_WPLUG_PLUGGED` while a write BIO of it executes, later BIOs wait on its list);
+/// 4.16–6.9 did it in mq-deadline only (zone write locking: `dd_dispatch_request` skipped a
+/// write whose zone `blk_req_zone_write_trylock` found locked, unlocked at completion).
+/// Conventional zones (the first `conventional_sectors`) are never held (the kernel's
+/// `BLK_ZONE_WPLUG_CONV` / `blk_req_needs_zone_write_lock`).
+///
+/// Deviations: the rule applies under every scheduler and kernel the simulator runs, though
+/// Linux drives zoned devices only from 4.10 and before 6.10 only mq-deadline ordered their
+/// writes. A held write is kept out of the scheduler (6.10's plug) rather than queued and
+/// skipped at dispatch (mq-deadline's lock), so it cannot merge while held. A zone reset is
+/// not itself ordered: it is a discard (`Op::Discard`) at the zone's first sector, ordered
+/// only by the overlap rule; fio's zone locks keep writes away from a zone being reset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZoneWriteOrder {
+    /// Sectors per zone.
+    pub zone_size_sectors: u64,
+    /// Sectors of conventional zones at the start of the device.
+    pub conventional_sectors: u64,
 }
 
 /// What differs in a 2.4.21 queue (linux-2.4-elevator.md §1, §3.1, §4.2, §5), chosen by the
@@ -215,6 +242,7 @@ impl Default for QueueConfig {
             merges_ignore_sync: false,
             driver_fetch: DriverFetch::WhenDeviceFree,
             linux_2_4: None,
+            zones: None,
         }
     }
 }
@@ -641,7 +669,8 @@ impl BlockQueue {
         }
         let sequence = self.next_sequence;
         let overlaps =
-            self.hazards.conflicts(&self.table, bio.op, bio.start.0, bio.end().0, sequence);
+            self.hazards.conflicts(&self.table, bio.op, bio.start.0, bio.end().0, sequence)
+                || self.zone_write_plugged(bio.op, bio.start.0, sequence);
         // A bio that overlaps earlier I/O must not merge: that would carry it ahead of the
         // request it has to wait for.
         // A 2.4 super bh never merges into a queued request (linux-2.4-elevator.md §3.1).
@@ -1489,6 +1518,18 @@ impl BlockQueue {
         self.config.linux_2_4.is_some_and(|linux_2_4| linux_2_4.free_at_dispatch)
     }
 
+    /// Whether a write starting at `start`, allocated at `sequence`, must wait for an earlier
+    /// write to its sequential zone ([`ZoneWriteOrder`]).
+    fn zone_write_plugged(&self, op: Op, start: u64, sequence: u64) -> bool {
+        let Some(zones) = self.config.zones else { return false };
+        if op != Op::Write || start < zones.conventional_sectors {
+            return false;
+        }
+        let zone_start = start - start % zones.zone_size_sectors;
+        let zone_end = zone_start + zones.zone_size_sectors;
+        self.hazards.earlier_write_in(&self.table, zone_start, zone_end, sequence)
+    }
+
     /// Releases held requests whose earlier overlapping requests have all completed, in
     /// allocation order. One released ahead of a pending flush goes straight onto the dispatch
     /// list in front of it: it was submitted before the flush.
@@ -1506,7 +1547,8 @@ impl BlockQueue {
                 request.start.0,
                 request.end().0,
                 request.sequence,
-            ) {
+            ) || self.zone_write_plugged(request.op, request.start.0, request.sequence)
+            {
                 index += 1;
                 continue;
             }

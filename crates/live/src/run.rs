@@ -209,7 +209,9 @@ pub fn workload_target(target: &Target) -> WorkloadTarget {
         || target.path().display().to_string(),
         |name| name.to_string_lossy().into_owned(),
     );
-    WorkloadTarget { name, capacity_bytes: target.size_bytes() }
+    // Zones are not read from a live device (sysfs `queue/zoned`, BLKREPORTZONE): fio's
+    // zonemode=zbd refuses it as not zoned.
+    WorkloadTarget { name, capacity_bytes: target.size_bytes(), zones: None }
 }
 
 /// Runs a plan built by hand (issuers of several workloads, scripted issuers) on `target`;

@@ -294,6 +294,7 @@ pub(crate) fn topology_targets(topology: &Topology) -> Vec<Target> {
         return vec![Target {
             name: "pool".to_owned(),
             capacity_bytes: usable * u64::from(spec.mirrors),
+            zones: None,
         }];
     }
     topology
@@ -302,6 +303,12 @@ pub(crate) fn topology_targets(topology: &Topology) -> Vec<Target> {
         .map(|device| Target {
             name: device.name.clone(),
             capacity_bytes: device.model.capacity_sectors() * SECTOR_SIZE_BYTES,
+            zones: device.model.zones().map(|zones| elevator_workload::TargetZones {
+                zone_size_bytes: zones.zone_size_sectors() * SECTOR_SIZE_BYTES,
+                zone_capacity_bytes: zones.zone_capacity_sectors() * SECTOR_SIZE_BYTES,
+                conventional_zones: zones.conventional_sectors() / zones.zone_size_sectors(),
+                max_open_zones: zones.max_open_zones(),
+            }),
         })
         .collect()
 }
@@ -695,6 +702,8 @@ impl Simulation {
                     elevator_core::DriverFetch::WhenDeviceFree
                 },
                 linux_2_4,
+                // A zoned device's writes are ordered per zone (`ZoneWriteOrder`).
+                zones: device.model.zones().map(|zones| zones.write_order()),
                 ..QueueConfig::default()
             };
             if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())

@@ -45,6 +45,8 @@ fn every_model() -> Vec<DeviceSpec> {
 ///   nothing more).
 /// * `jbod`: one of its disks, the `disk` spec (built as one device: the first of a
 ///   `+`-joined list); `iscsi`: its `member` (one of the target's disks).
+/// * `zoned`: its `media`'s for reads and flushes; 0 for writes and discards (one that breaks a
+///   zone rule, or a zone reset, finishes at once).
 fn min_service(spec: &DeviceSpec, command: &Command) -> Duration {
     let params = spec.params();
     let data = matches!(command.op, Op::Read | Op::Write);
@@ -95,6 +97,9 @@ fn min_service(spec: &DeviceSpec, command: &Command) -> Duration {
         DeviceKind::Jbod => min_service(&member_spec(first_disk(params.text("disk"))), command),
         // Built as one device, an iSCSI target's disk is its member.
         DeviceKind::Iscsi => min_service(&member_spec(params.text("member")), command),
+        // A write or discard may break a zone rule (or be a reset) and finish at once.
+        DeviceKind::Zoned if matches!(command.op, Op::Write | Op::Discard) => Duration::ZERO,
+        DeviceKind::Zoned => min_service(&member_spec(params.text("media")), command),
     }
 }
 
@@ -117,7 +122,7 @@ fn member_spec(text: &str) -> DeviceSpec {
 ///   (`channels × dies` each sensing `planes` pages in `read_time` and shifting them out),
 ///   within 5 %.
 /// * `hdd`: [`Hdd::sustained_read_bytes_per_s`] (outer zone, skews, bus), within 5 %.
-/// * `jbod`: its disk's; `iscsi`: its member's.
+/// * `jbod`: its disk's; `iscsi`: its member's; `zoned`: its media's.
 /// * `array`, `san` (one LUN; the link is outside the model): the member's bandwidth times the
 ///   members holding distinct data — RAID 0 all, RAID 1 one, RAID 10 half, RAID 5 all but
 ///   one — within 5 %.
@@ -142,6 +147,7 @@ fn stated_bandwidth(spec: &DeviceSpec) -> (f64, f64) {
         }
         DeviceKind::Jbod => stated_bandwidth(&member_spec(first_disk(params.text("disk")))),
         DeviceKind::Iscsi => stated_bandwidth(&member_spec(params.text("member"))),
+        DeviceKind::Zoned => stated_bandwidth(&member_spec(params.text("media"))),
         DeviceKind::Array | DeviceKind::San => {
             let (member, _) = stated_bandwidth(&member_spec(params.text("member")));
             let members = params.integer("members") as f64;

@@ -362,7 +362,9 @@ mod tests {
     use crate::testing::{Record, Run, parse_error, plan, plan_error, run};
 
     fn targets() -> Vec<Target> {
-        (0..2).map(|i| Target { name: format!("lun{i}"), capacity_bytes: 1 << 30 }).collect()
+        (0..2)
+            .map(|i| Target { name: format!("lun{i}"), capacity_bytes: 1 << 30, zones: None })
+            .collect()
     }
 
     fn dss(text: &str) -> Run {

@@ -18,7 +18,9 @@
 //! rate_cycle/rate_process, loops, number_ios, fsync/fdatasync/end_fsync/fsync_on_close,
 //! verify/do_verify/verify_backlog, cmdprio_percentage/cmdprio_bssplit/cmdprio_class/cmdprio,
 //! zonemode=strided
-//! with zonesize/zonerange/zoneskip, exitall/exit_what, direct/buffered, prio/prioclass, the
+//! with zonesize/zonerange/zoneskip, zonemode=zbd with zonesize/max_open_zones/
+//! zone_reset_threshold/zone_reset_frequency/read_beyond_wp on a zoned device (`crate::zbd`,
+//! whose "Deviations from fio" apply), exitall/exit_what, direct/buffered, prio/prioclass, the
 //! block engines `job` knows, the passthrough engines (sg with sg_write_mode, io_uring_cmd,
 //! xnvme), the null engine, flow/flow_id/flow_sleep, latency_target/latency_window/
 //! latency_percentile/latency_run, steadystate with ss_dur/ss_ramp/ss_interval,
@@ -345,11 +347,15 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             Some(FioValue::Range { lo, hi }) => Ok(vec![("bsrange", format!("{lo}-{hi}"))]),
             _ => not_honoured(),
         },
-        // zbd needs a zoned device model (write pointers, zone resets): refused below.
         "zonemode" => match value {
             FioValue::Choice { value: mode, .. } if mode == "strided" => Ok(Vec::new()),
+            FioValue::Choice { value: mode, .. } if mode == "zbd" => Ok(vec![("zbd", "1".into())]),
             _ => not_honoured(),
         },
+        "max_open_zones" | "zone_reset_threshold" | "zone_reset_frequency" | "read_beyond_wp" => {
+            map_zbd_option(canonical(name), value)
+                .map_or_else(not_honoured, |text| Ok(vec![(canonical(name), text)]))
+        }
         "zonesize" | "zonerange" | "zoneskip" => {
             one(canonical(name), int(value).map(|n| n.to_string()))
         }
@@ -530,6 +536,42 @@ fn numa_on_node_zero(name: &str, text: &str) -> bool {
 }
 
 /// `name` as a `'static` `job` key (the keys `map_option` passes through unchanged).
+/// The value of a `zonemode=zbd` option (`crate::zbd`) as a `job` key's text.
+fn map_zbd_option(name: &str, value: &FioValue) -> Option<String> {
+    match (name, value) {
+        ("max_open_zones", FioValue::Int(count)) => Some(count.to_string()),
+        ("zone_reset_threshold" | "zone_reset_frequency", FioValue::Float(fraction)) => {
+            Some(fraction.to_string())
+        }
+        ("zone_reset_threshold" | "zone_reset_frequency", FioValue::Int(whole)) if *whole <= 1 => {
+            Some(whole.to_string())
+        }
+        ("read_beyond_wp", FioValue::Bool(on)) => Some(u8::from(*on).to_string()),
+        ("read_beyond_wp", FioValue::Int(n)) if *n <= 1 => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// `zonemode=zbd`'s keys: `zonesize` must match the device's (checked when planned), and
+/// strided zones' `zonerange`/`zoneskip` are refused (fio's zoneskip under zbd skips whole
+/// zones, not modelled).
+fn zbd_keys(job: &FioJob, keys: &mut Vec<(&'static str, String)>) -> Result<(), ParamError> {
+    if let Some(option) =
+        job.options.iter().find(|option| matches!(option.name, "zonerange" | "zoneskip"))
+    {
+        return Err(refuse(
+            &option.at,
+            format!("`{}` with zonemode=zbd is not honoured by the simulator", option.name),
+        ));
+    }
+    for (key, _) in keys.iter_mut() {
+        if *key == "zonesize" {
+            *key = "zbd_zonesize";
+        }
+    }
+    Ok(())
+}
+
 fn canonical(name: &str) -> &'static str {
     crate::job::KEYS.iter().find(|key| key.key == name).map_or("", |key| key.key)
 }
@@ -635,7 +677,12 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let strided = job.options.iter().rev().find(|option| option.name == "zonemode").is_some_and(
         |option| matches!(&option.value, FioValue::Choice { value, .. } if value == "strided"),
     );
-    if !strided && let Some(option) = job.options.iter().find(|option| option.name == "zonesize") {
+    let zbd = keys.iter().any(|(key, _)| *key == "zbd");
+    if zbd {
+        zbd_keys(job, &mut keys)?;
+    } else if !strided
+        && let Some(option) = job.options.iter().find(|option| option.name == "zonesize")
+    {
         return Err(refuse(
             &option.at,
             "zonesize needs zonemode=strided (fio refuses zonemode=none with a zonesize)".into(),
@@ -755,7 +802,7 @@ impl FioRunJob {
                     format!("job `{}`: ioengine=null needs `size` (fio's rule)", self.name),
                 ));
             };
-            let target = Target { name: "null".into(), capacity_bytes: size_bytes };
+            let target = Target { name: "null".into(), capacity_bytes: size_bytes, zones: None };
             return Ok(vec![vec![(Place::Device(0), target)]]);
         }
         if let (Some((names, at)), None) = (&self.filenames, &self.directory) {
@@ -810,7 +857,7 @@ impl FioRunJob {
                     files.len() - 1
                 }
             };
-            (Place::File(index), Target { name, capacity_bytes: size_bytes })
+            (Place::File(index), Target { name, capacity_bytes: size_bytes, zones: None })
         };
         Ok(match &self.filenames {
             Some((names, _)) => vec![names.iter().map(|name| file(in_directory(name))).collect()],
@@ -920,6 +967,8 @@ impl FioRun {
     pub(crate) fn plan(&self, targets: &[Target], prng: &Prng) -> Result<WorkloadPlan, ParamError> {
         let mut phases: Vec<PhasePlan> = Vec::new();
         let mut files = Vec::new();
+        // zonemode=zbd: one view of each zoned device for the whole file (fio's per-file zbd_info).
+        let zbd_registry = crate::zbd::ZbdRegistry::default();
         // Per phase, the jobs in it.
         let mut members: Vec<Vec<usize>> = Vec::new();
         // Per phase, the flag an `exitall` job raises when it finishes.
@@ -968,6 +1017,9 @@ impl FioRun {
                 .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
             let phase_flows = flows.last_mut().expect("a phase was pushed");
             config.flow = Some(phase_flows.entry(config.flow_id).or_default().clone());
+            if let Some(zbd) = &mut config.zbd {
+                zbd.2 = zbd_registry.clone();
+            }
             config.group_exit = Some(GroupExit {
                 flag: exits.last().expect("a phase was pushed").clone(),
                 sets: job.exitall,
@@ -1162,8 +1214,8 @@ mod tests {
     // refused naming the file, the line and the option or engine.
     #[test]
     fn unsupported_options_are_refused_with_their_line() {
-        let error = parse("zbd", "[a]\nrw=write\nzonemode=zbd\n").unwrap_err().to_string();
-        assert!(error.contains("zbd.fio:3: option: `zonemode=zbd` is not honoured"), "{error}");
+        let error = parse("zbd", "[a]\nrw=write\nzonemode=zip\n").unwrap_err().to_string();
+        assert!(error.contains("zbd.fio:3") && error.contains("zonemode"), "{error}");
         let error = parse("net", "[a]\nioengine=net\n").unwrap_err().to_string();
         assert!(error.contains("net.fio:1") && error.contains("ioengine=net"), "{error}");
         let error = parse("mmap", "[a]\nsize=1m\nioengine=mmap\n").unwrap_err().to_string();

@@ -502,7 +502,7 @@ mod tests {
         assert!(parse_error("hdparm:version=6").contains("version: `6` is not MAJOR.MINOR"));
         assert!(parse_error("hdparm:version=x.1").contains("version: `x.1` is not"));
         let plan_error = |text: &str, capacity_bytes| {
-            let targets = [Target { name: "hda".into(), capacity_bytes }];
+            let targets = [Target { name: "hda".into(), capacity_bytes, zones: None }];
             WorkloadSpec::parse(text)
                 .unwrap()
                 .plan(&targets, &Prng::new(1))

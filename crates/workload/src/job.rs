@@ -287,6 +287,43 @@ pub const KEYS: &[KeySpec] = &[
         default: "0",
         help: "bytes skipped after each zone",
     },
+    // fio's zonemode=zbd (crate::zbd): zoned devices, I/O at write pointers.
+    KeySpec {
+        key: "zbd",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "fio's zonemode=zbd: writes at zone write pointers, on a zoned device",
+    },
+    KeySpec {
+        key: "zbd_zonesize",
+        kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 60 },
+        default: "0",
+        help: "zonemode=zbd's zonesize: must be the device's zone size (0: the device's)",
+    },
+    KeySpec {
+        key: "max_open_zones",
+        kind: KeyKind::Integer { min: 0, max: 4096 },
+        default: "0",
+        help: "zonemode=zbd: most zones written at once (0: the device's limit)",
+    },
+    KeySpec {
+        key: "zone_reset_threshold",
+        kind: KeyKind::Float { min: 0.0, max: 1.0, unit: "of the job's size" },
+        default: "0",
+        help: "zonemode=zbd: written fraction past which zone_reset_frequency applies",
+    },
+    KeySpec {
+        key: "zone_reset_frequency",
+        kind: KeyKind::Float { min: 0.0, max: 1.0, unit: "of writes" },
+        default: "0",
+        help: "zonemode=zbd: fraction of writes that reset their zone past the threshold",
+    },
+    KeySpec {
+        key: "read_beyond_wp",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "zonemode=zbd: read past zone write pointers",
+    },
     KeySpec {
         key: "bssplit_write",
         kind: KeyKind::Text,
@@ -776,6 +813,8 @@ pub(crate) struct JobConfig {
     zones: Option<(u64, u64, u64)>,
     /// `number_ios`: stop after this many I/Os (0: no such limit).
     number_ios: u64,
+    /// fio's `zonemode=zbd` (crate::zbd), with the zone size the job names (0: the device's).
+    pub(crate) zbd: Option<(crate::zbd::ZbdOptions, u64, crate::zbd::ZbdRegistry)>,
     /// fio's `exitall` among a job file's jobs: set by the planner.
     pub(crate) group_exit: Option<GroupExit>,
     /// fio's `steadystate`: the job ends once its criterion holds.
@@ -1316,6 +1355,15 @@ impl JobConfig {
             number_ios: (params.integer("number_ios") as u64)
                 .saturating_mul(params.integer("loops") as u64),
             group_exit: None,
+            zbd: params.flag("zbd").then(|| {
+                let options = crate::zbd::ZbdOptions {
+                    max_open_zones: params.integer("max_open_zones") as u32,
+                    reset_threshold: params.float("zone_reset_threshold"),
+                    reset_frequency: params.float("zone_reset_frequency"),
+                    read_beyond_wp: params.flag("read_beyond_wp"),
+                };
+                (options, params.size("zbd_zonesize"), crate::zbd::ZbdRegistry::default())
+            }),
             zones: match params.size("zonesize") {
                 0 => None,
                 _ if random => {
@@ -1561,10 +1609,13 @@ impl JobConfig {
             } else {
                 places[clone as usize % places.len()].iter().map(|(p, t)| (*p, t)).collect()
             };
-            let regions = places
+            let mut regions = places
                 .iter()
                 .map(|&(place, target)| self.region(params, target, place, clone, places.len()))
                 .collect::<Result<Vec<_>, _>>()?;
+            if self.zbd.is_some() {
+                self.attach_zbd(params, &places, &mut regions)?;
+            }
             let budget_bytes = match (self.io_size_bytes, self.size_bytes) {
                 (Some(io_size), _) => io_size,
                 (None, Some(size)) => size,
@@ -1631,6 +1682,10 @@ impl JobConfig {
                 latency_target_failures: 0,
                 flow_issued: 0,
                 flow_quiesce: false,
+                zbd_pending: std::collections::VecDeque::new(),
+                zbd_locks: std::collections::BTreeMap::new(),
+                zbd_posts: Vec::new(),
+                zbd_blocked: false,
             }));
         }
         let name = match (self.random, self.mix) {
@@ -1648,6 +1703,48 @@ impl JobConfig {
             files: Vec::new(),
             phases: vec![PhasePlan { name: name.to_owned(), issuers, stonewall: false }],
         })
+    }
+
+    /// `zonemode=zbd`: gives each region fio's shared view of its zoned device, and aligns
+    /// the region to zones as fio's `zbd_zone_align_file_sizes` does when it holds sequential
+    /// zones (writes: start rounded up and end down to zone boundaries; reads: end down).
+    fn attach_zbd(
+        &self,
+        params: &Params,
+        places: &[(Place, &Target)],
+        regions: &mut [Region],
+    ) -> Result<(), ParamError> {
+        let Some((options, zone_size, registry)) = &self.zbd else { return Ok(()) };
+        let writes = self.mix != Mix::Read;
+        for (&(place, target), region) in places.iter().zip(regions.iter_mut()) {
+            let Place::Device(index) = place else {
+                return Err(params.impossible(
+                    "zonemode",
+                    "zonemode=zbd on a regular file (fio emulates zones there) is not modelled",
+                ));
+            };
+            let device = registry
+                .device(index, target, options, *zone_size)
+                .map_err(|problem| params.impossible("zonemode", problem))?;
+            let (start, length) = device
+                .lock()
+                .expect("zbd state")
+                .align(region.start_bytes, region.length_bytes, writes)
+                .map_err(|problem| {
+                    params.impossible("size", format!("{}: {problem}", target.name))
+                })?;
+            region.start_bytes = start;
+            region.length_bytes = length;
+            region.zbd = Some(device);
+        }
+        // Checked once the device is known to be zoned (fio checks its drives first).
+        if writes && !self.direct {
+            // fio: "Using direct I/O is mandatory for writing to ZBD drives".
+            return Err(
+                params.impossible("direct", "zonemode=zbd writes need direct=1 (fio's rule)")
+            );
+        }
+        Ok(())
     }
 
     /// Clone `clone`'s region on `target`.
@@ -1713,6 +1810,7 @@ impl JobConfig {
             map_used: 0,
             zone_base: 0,
             zone_bytes: 0,
+            zbd: None,
         })
     }
 }
@@ -1733,6 +1831,8 @@ struct Region {
     /// Strided zones: where the current zone starts, and the bytes done in it.
     zone_base: u64,
     zone_bytes: u64,
+    /// `zonemode=zbd`: fio's view of the zoned device (shared by every clone and job on it).
+    pub(crate) zbd: Option<crate::zbd::SharedZbd>,
 }
 
 impl Region {
@@ -1801,6 +1901,14 @@ struct JobIssuer {
     last_end: Vec<u64>,
     /// `rw=trimwrite`: the block just trimmed, to write next.
     trimmed: Option<(usize, u64, u64)>,
+    /// `zonemode=zbd`: a zone reset and the write after it, each sent once nothing is
+    /// outstanding (fio quiesces before its synchronous reset).
+    zbd_pending: std::collections::VecDeque<Io>,
+    /// `zonemode=zbd`: the zone lock each I/O holds, released at its completion; the issuers
+    /// a release woke (posted); whether the last I/O found its zone locked by another issuer.
+    zbd_locks: std::collections::BTreeMap<u64, (crate::zbd::SharedZbd, usize)>,
+    zbd_posts: Vec<usize>,
+    zbd_blocked: bool,
     writes_since_sync: u64,
     sync_due: bool,
     /// Writes kept for `verify`, in order: (region, offset, size).
@@ -1976,6 +2084,13 @@ impl Issuer for JobIssuer {
         {
             return poll;
         }
+        if !self.zbd_pending.is_empty() {
+            if self.outstanding > 0 {
+                return Poll::Wait;
+            }
+            let io = self.zbd_pending.pop_front().expect("checked");
+            return Poll::Submit(self.submit(now, io));
+        }
         let io = if self.sync_due {
             self.sync_due = false;
             Some(self.sync_io(self.next_region))
@@ -1984,6 +2099,20 @@ impl Issuer for JobIssuer {
         };
         match io {
             Some(io) => Poll::Submit(self.submit(now, io)),
+            // zonemode=zbd queued a zone reset: sent by the check above.
+            None if !self.zbd_pending.is_empty() => self.poll(now),
+            // zonemode=zbd: the zone is another issuer's. fio quiesces its own I/O, then
+            // blocks on the zone's mutex: the release posts this issuer (a 1 s re-poll guards
+            // against a missed post).
+            None if self.zbd_blocked => {
+                self.zbd_blocked = false;
+                if self.outstanding > 0 {
+                    Poll::Wait
+                } else {
+                    let retry = now.saturating_add(Duration::from_secs(1));
+                    Poll::Sleep { until: retry.min(deadline) }
+                }
+            }
             None => {
                 self.finishing = true;
                 if self.outstanding == 0 { self.poll(now) } else { Poll::Wait }
@@ -1996,8 +2125,17 @@ impl Issuer for JobIssuer {
         (self.finishing && !tail_left) || self.deadline.is_some_and(|deadline| now >= deadline)
     }
 
+    fn take_posts(&mut self, posted: &mut Vec<usize>) {
+        posted.append(&mut self.zbd_posts);
+    }
+
     fn complete(&mut self, now: Instant, io: IoId) {
         self.outstanding = self.outstanding.checked_sub(1).expect("completion without an I/O");
+        if let Some((zbd, zone)) = self.zbd_locks.remove(&io.0) {
+            zbd.lock().expect("zbd state").unlock(zone, &mut self.zbd_posts);
+            let me = self.process.0 as usize - 1;
+            self.zbd_posts.retain(|&woken| woken != me);
+        }
         let size = self.sizes.remove(&io.0).unwrap_or(0);
         // Syncs carry no bytes and are no I/O in fio's IOPS.
         if let Some(submitted) = self.submitted_at.remove(&io.0)
@@ -2251,11 +2389,101 @@ impl JobIssuer {
         } else {
             self.sequential_offset(index, kind, size)?
         };
+        if let Some(zbd) = self.regions[index].zbd.clone() {
+            return self.zbd_io(&zbd, kind, index, relative, size, random);
+        }
         self.last_end[index] = relative + size;
         if self.config.mix == Mix::TrimWrite {
             self.trimmed = Some((index, relative, size));
         }
         Some(self.io(kind, index, relative, size))
+    }
+
+    /// `zonemode=zbd`: the I/O drawn at `relative` moved where fio's `zbd_adjust_block` puts
+    /// it (crate::zbd); `None` ends the job, or, with `zbd_pending` filled, defers a write
+    /// behind its zone's reset.
+    fn zbd_io(
+        &mut self,
+        zbd: &crate::zbd::SharedZbd,
+        kind: IoKind,
+        index: usize,
+        relative: u64,
+        size: u64,
+        random: bool,
+    ) -> Option<Io> {
+        use crate::zbd::ZbdWrite;
+        let (options, _, _) = self.config.zbd.clone().expect("a zbd region has zbd options");
+        let region = &self.regions[index];
+        let start = region.start_bytes;
+        let range = (start, start + region.length_bytes);
+        let min_bs = self.config.block_size.min_bytes();
+        // The issuer's index in its phase (process ids count from 1 there).
+        let me = self.process.0 as usize - 1;
+        let mut device = zbd.lock().expect("zbd state");
+        let busy = |device: &mut crate::zbd::ZbdDevice| {
+            device.wait(me);
+            None
+        };
+        let (relative, size, reset) = match kind {
+            IoKind::Read => {
+                let Ok(read) =
+                    device.read(&options, start + relative, size, min_bs, random, range, me)
+                else {
+                    self.zbd_blocked = true;
+                    return busy(&mut device);
+                };
+                let (offset, size) = read?;
+                (offset - start, size, None)
+            }
+            IoKind::Write => {
+                let Ok(write) =
+                    device.write(&options, start + relative, size, min_bs, random, range, me)
+                else {
+                    self.zbd_blocked = true;
+                    return busy(&mut device);
+                };
+                match write? {
+                    ZbdWrite::Write { offset, size } => (offset - start, size, None),
+                    ZbdWrite::ResetThenWrite { zone_start, offset, size } => {
+                        (offset - start, size, Some(zone_start - start))
+                    }
+                }
+            }
+            // Trims and syncs are not moved (fio's trims of zones are not modelled).
+            _ => (relative, size, None),
+        };
+        let zone = device.zone_of(start + relative);
+        // Conventional zones, trims and reads past the write pointer take no lock (fio's).
+        let locked = zone >= device.conventional_zones()
+            && match kind {
+                IoKind::Write => true,
+                IoKind::Read => !options.read_beyond_wp,
+                _ => false,
+            };
+        drop(device);
+        // A sequential job continues after where its I/O really went.
+        let region = &mut self.regions[index];
+        match kind {
+            IoKind::Read => region.next_read = relative + size,
+            _ => region.next_write = relative + size,
+        }
+        self.last_end[index] = relative + size;
+        let io = self.io(kind, index, relative, size);
+        if locked {
+            self.zbd_locks.insert(io.id.0, (Arc::clone(zbd), zone));
+        }
+        match reset {
+            None => Some(io),
+            Some(zone_relative) => {
+                // The reset travels as a discard of the zone's first sector (the simulated
+                // device's zone reset, `device/zoned.rs`).
+                let reset = self.io(IoKind::Discard, index, zone_relative, SECTOR_SIZE_BYTES);
+                self.zbd_locks.insert(reset.id.0, (Arc::clone(zbd), zone));
+                self.zbd_pending.push_back(reset);
+                self.zbd_pending.push_back(io);
+                None
+            }
+        }
     }
 
     fn io(&mut self, kind: IoKind, index: usize, relative: u64, size_bytes: u64) -> Io {

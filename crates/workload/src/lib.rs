@@ -41,6 +41,7 @@ mod process;
 pub mod seqread;
 #[cfg(test)]
 pub(crate) mod testing;
+mod zbd;
 
 /// An issuer's handle for one of its operations.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -186,6 +187,22 @@ pub struct Target {
     pub name: String,
     /// Size in bytes.
     pub capacity_bytes: u64,
+    /// A zoned device's zone layout (`None`: not zoned), for fio's `zonemode=zbd`.
+    pub zones: Option<TargetZones>,
+}
+
+/// A zoned device's zones as a workload sees them (a zone report, `BLKREPORTZONE`): the
+/// device starts with every sequential zone empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetZones {
+    /// Bytes per zone.
+    pub zone_size_bytes: u64,
+    /// Writable bytes of each sequential zone.
+    pub zone_capacity_bytes: u64,
+    /// Conventional zones at the start of the device.
+    pub conventional_zones: u64,
+    /// The most zones open at once (0: no limit; sysfs `max_open_zones`).
+    pub max_open_zones: u32,
 }
 
 /// Issuers that run together; a phase ends when all of them are done and idle.
@@ -599,7 +616,7 @@ mod tests {
     // spec's plan is run through the test driver and its operations inspected.
     #[test]
     fn may_write_agrees_with_what_the_issuers_do() {
-        let targets = [Target { name: "sda".into(), capacity_bytes: 1 << 30 }];
+        let targets = [Target { name: "sda".into(), capacity_bytes: 1 << 30, zones: None }];
         for text in [
             "job:rw=read,size=1m",
             "job:rw=randread,size=1m",

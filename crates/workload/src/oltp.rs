@@ -895,7 +895,9 @@ mod tests {
     use crate::testing::{Record, Run, parse_error, plan, plan_error, run};
 
     fn targets() -> Vec<Target> {
-        (0..4).map(|i| Target { name: format!("lun{i}"), capacity_bytes: 4 << 30 }).collect()
+        (0..4)
+            .map(|i| Target { name: format!("lun{i}"), capacity_bytes: 4 << 30, zones: None })
+            .collect()
     }
 
     fn oltp(text: &str) -> Run {

@@ -54,7 +54,11 @@ pub(crate) fn plan(text: &str, targets: &[Target]) -> WorkloadPlan {
 pub(crate) fn devices(names_and_bytes: &[(&str, u64)]) -> Vec<Target> {
     names_and_bytes
         .iter()
-        .map(|&(name, capacity_bytes)| Target { name: name.to_owned(), capacity_bytes })
+        .map(|&(name, capacity_bytes)| Target {
+            name: name.to_owned(),
+            capacity_bytes,
+            zones: None,
+        })
         .collect()
 }
 

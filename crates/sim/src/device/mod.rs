@@ -19,6 +19,7 @@ pub mod hdd;
 pub mod ram;
 pub mod ssd;
 pub mod validate;
+pub mod zoned;
 
 use std::fmt;
 use std::path::Path;
@@ -109,6 +110,11 @@ pub trait DeviceModel: fmt::Debug + Send {
 
     /// Counters since the device was built.
     fn stats(&self) -> DeviceStats;
+
+    /// A zoned device's zones (their layout and states); `None` for a conventional device.
+    fn zones(&self) -> Option<&zoned::Zones> {
+        None
+    }
 }
 
 /// A named set of values for some of a kind's keys (a real drive, a class of drive).
@@ -139,6 +145,8 @@ pub enum DeviceKind {
     Ram,
     /// An iSCSI target's disks, read by a ZFS initiator (two hosts, `crate::iscsi`).
     Iscsi,
+    /// A zoned device (host-managed SMR, ZNS) over an `hdd` or `ssd` preset.
+    Zoned,
 }
 
 impl DeviceKind {
@@ -151,6 +159,7 @@ impl DeviceKind {
         DeviceKind::Jbod,
         DeviceKind::Ram,
         DeviceKind::Iscsi,
+        DeviceKind::Zoned,
     ];
 
     /// The name users write.
@@ -163,6 +172,7 @@ impl DeviceKind {
             DeviceKind::Jbod => "jbod",
             DeviceKind::Ram => "ram",
             DeviceKind::Iscsi => "iscsi",
+            DeviceKind::Zoned => "zoned",
         }
     }
 
@@ -176,6 +186,7 @@ impl DeviceKind {
             DeviceKind::Jbod => array::JBOD_SUMMARY,
             DeviceKind::Ram => ram::SUMMARY,
             DeviceKind::Iscsi => crate::iscsi::SUMMARY,
+            DeviceKind::Zoned => zoned::SUMMARY,
         }
     }
 
@@ -189,6 +200,7 @@ impl DeviceKind {
             DeviceKind::Jbod => array::JBOD_KEYS,
             DeviceKind::Ram => ram::KEYS,
             DeviceKind::Iscsi => crate::iscsi::KEYS,
+            DeviceKind::Zoned => zoned::KEYS,
         }
     }
 
@@ -202,6 +214,7 @@ impl DeviceKind {
             DeviceKind::Jbod => array::JBOD_PRESETS,
             DeviceKind::Ram => ram::PRESETS,
             DeviceKind::Iscsi => crate::iscsi::PRESETS,
+            DeviceKind::Zoned => zoned::PRESETS,
         }
     }
 
@@ -216,6 +229,7 @@ impl DeviceKind {
             DeviceKind::Ram => Box::new(ram::Ram::from_params(params)?),
             // An `iscsi` built as one device is one of the target's disks.
             DeviceKind::Iscsi => array::member_spec(params)?.build()?,
+            DeviceKind::Zoned => Box::new(zoned::Zoned::from_params(params)?),
         })
     }
 }
