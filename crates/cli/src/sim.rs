@@ -51,6 +51,8 @@ fn plan(args: &SimArgs) -> Result<Plan> {
 }
 
 pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> {
+    // A bad --output-format is refused before anything runs.
+    let formats = fio_formats(args)?;
     let plan = plan(args)?;
     // Independent runs go in parallel; results are reported in the order asked for.
     let results: Vec<_> = std::thread::scope(|scope| {
@@ -71,9 +73,13 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
     for (scheduler, result) in plan.schedulers.iter().zip(results) {
         report.runs.push(result.with_context(|| format!("simulating under {scheduler}"))?);
     }
-    if let Some(formats) = fio_formats(args)? {
-        let path = args.job_file.as_deref().expect("clap requires a job file");
-        return write_fio_outputs(&report, &formats, &fio_setup(path)?, args, stdout);
+    let Some(path) = fio_job_file(args) else {
+        return plan::write_report(&report, &args.report, stdout);
+    };
+    let setup = fio_setup(path)?;
+    write_fio_logs(&report, &setup, args)?;
+    if let Some(formats) = formats {
+        return write_fio_outputs(&report, &formats, &setup, args, stdout);
     }
     plan::write_report(&report, &args.report, stdout)
 }
@@ -87,6 +93,30 @@ enum FioFormat {
     Normal,
 }
 
+/// The job file run, if any: the positional one or `-w fio:FILE`'s.
+fn fio_job_file(args: &SimArgs) -> Option<&str> {
+    args.job_file.as_deref().or_else(|| args.workload.strip_prefix("fio:"))
+}
+
+/// The log files the job file asks for (fio-compat.md §4.6), next to `-o FILE` or in the
+/// working directory; with several schedulers each name carries the scheduler.
+fn write_fio_logs(report: &Report, setup: &FioSetup, args: &SimArgs) -> Result<()> {
+    if !setup.jobs.iter().any(|job| job.logs.any()) {
+        return Ok(());
+    }
+    let dir = match args.report.output.as_deref().and_then(std::path::Path::parent) {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let several = report.runs.len() > 1;
+    for run in &report.runs {
+        let tag = several.then(|| safe_name(&run.scheduler));
+        fio::write_logs(run, setup, &dir, tag.as_deref())
+            .with_context(|| format!("fio log files of the run under {}", run.scheduler))?;
+    }
+    Ok(())
+}
+
 /// `--output-format` (comma separated, as fio's) or `--minimal`; `None` for elevator's report.
 fn fio_formats(args: &SimArgs) -> Result<Option<Vec<FioFormat>>> {
     let text = match (&args.output_format, args.minimal) {
@@ -94,6 +124,12 @@ fn fio_formats(args: &SimArgs) -> Result<Option<Vec<FioFormat>>> {
         (None, true) => "terse",
         (None, false) => return Ok(None),
     };
+    if fio_job_file(args).is_none() {
+        anyhow::bail!(
+            "--output-format and --minimal need a job file (FILE.fio or -w fio:FILE), not -w {}",
+            args.workload
+        );
+    }
     let formats = text
         .split(',')
         .map(|name| match name {
@@ -167,6 +203,7 @@ fn fio_setup(path: &str) -> Result<FioSetup> {
             matches!(option.name, "stonewall" | "wait_for_previous" | "new_group")
                 && !matches!(option.value, FioValue::Bool(false))
         });
+        let logs = fio_logs(job)?;
         setup.jobs.push(FioJobSetup {
             name: job.name().to_owned(),
             clones: int("numjobs", 1) as u32,
@@ -185,9 +222,59 @@ fn fio_setup(path: &str) -> Result<FioSetup> {
             rw: written("rw").unwrap_or_else(|| "read".to_owned()),
             block_sizes,
             ioengine: job.engine().to_owned(),
+            logs,
         });
     }
     Ok(setup)
+}
+
+/// A job's log options (fio-compat.md §2.1 "Logging and reporting", §4.6). Log options this
+/// writer does not honour are refused naming file, line and option.
+fn fio_logs(job: &elevator_workload::fio::FioJob) -> Result<fio::FioLogs> {
+    use elevator_workload::fio::FioValue;
+    for option in &job.options {
+        let refused = match (option.name, &option.value) {
+            ("write_hist_log", _) => Some("histogram logs are not written yet"),
+            ("log_issue_time", FioValue::Bool(true)) => Some("issue times are not logged yet"),
+            ("log_window_value", FioValue::Choice { value, .. }) if value == "both" => {
+                Some("`both` (mean and max columns) is not written yet; avg or max are")
+            }
+            _ => None,
+        };
+        if let Some(why) = refused {
+            anyhow::bail!("fio {}: option: {}: {why}", option.at, option.name);
+        }
+    }
+    let prefix = |name: &str| match job.get(name) {
+        Some(FioValue::Str(text)) => Some(text.clone()),
+        Some(FioValue::Bool(false)) | None => None,
+        Some(other) => Some(other.to_string()),
+    };
+    let flag = |name: &str, default: bool| match job.get(name) {
+        Some(FioValue::Bool(value)) => *value,
+        _ => default,
+    };
+    let int = |name: &str| match job.get(name) {
+        Some(FioValue::Int(value)) => Some(*value),
+        _ => None,
+    };
+    // fio's `ioprio_value(ioprio_class, ioprio)`: class << 13 | level, each 0 when unset
+    // (backend.c sets it when either option is given).
+    let ioprio = (int("prioclass").unwrap_or(0) << 13 | int("prio").unwrap_or(0)) as u32;
+    Ok(fio::FioLogs {
+        bw: prefix("write_bw_log"),
+        lat: prefix("write_lat_log"),
+        iops: prefix("write_iops_log"),
+        avg_msec: int("log_avg_msec").unwrap_or(0),
+        max_value: matches!(
+            job.get("log_window_value"),
+            Some(FioValue::Choice { value, .. }) if value == "max" || value == "1"
+        ),
+        offset: flag("log_offset", false),
+        prio: flag("log_prio", false),
+        shared: !flag("per_job_logs", true),
+        ioprio,
+    })
 }
 
 /// Each run's fio output, in `formats` one after the other (fio's order, terse, json, normal,
@@ -245,16 +332,21 @@ fn write_fio_outputs(
 /// `out.json` → `out.SCHEDULER.json` (`out` → `out.SCHEDULER`); characters a file name
 /// should not hold (`/`, `:`, `,`, `=`) become `_`.
 fn scheduler_path(path: &std::path::Path, scheduler: &str) -> std::path::PathBuf {
-    let safe: String = scheduler
-        .chars()
-        .map(
-            |c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' },
-        )
-        .collect();
+    let safe = safe_name(scheduler);
     let stem = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
     let name = match path.extension() {
         Some(extension) => format!("{stem}.{safe}.{}", extension.to_string_lossy()),
         None => format!("{stem}.{safe}"),
     };
     path.with_file_name(name)
+}
+
+/// `scheduler` with the characters a file name should not hold (`/`, `:`, `,`, `=`) as `_`.
+fn safe_name(scheduler: &str) -> String {
+    scheduler
+        .chars()
+        .map(
+            |c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' },
+        )
+        .collect()
 }

@@ -271,7 +271,11 @@ pub fn run_audited(
     let label = workload.to_string();
     let settings: Vec<(String, String)> =
         workload.resolved().into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
-    run_topology(config, scheduler, topology, plan, &label, &settings)
+    // fio's log files (`write_bw_log`, ...) need every I/O; kept only when a job asks.
+    let keep_io_samples = workload.fio_reporting().iter().any(|job| {
+        job.options.iter().any(|(name, _)| name.starts_with("write_") && name.ends_with("_log"))
+    });
+    run_topology(config, scheduler, topology, plan, &label, &settings, keep_io_samples)
 }
 
 /// The devices `config` stands for, as workloads address them.
@@ -315,7 +319,7 @@ pub fn run_plan(
     label: &str,
     settings: &[(String, String)],
 ) -> Result<Run, SimError> {
-    run_topology(config, scheduler, config.device.topology()?, plan, label, settings)
+    run_topology(config, scheduler, config.device.topology()?, plan, label, settings, false)
         .map(|(run, _)| run)
 }
 
@@ -326,6 +330,7 @@ fn run_topology(
     plan: elevator_workload::WorkloadPlan,
     label: &str,
     settings: &[(String, String)],
+    keep_io_samples: bool,
 ) -> Result<(Run, RunAudit), SimError> {
     let files: Vec<(usize, u64)> = plan.files.iter().map(|f| (f.device, f.size_bytes)).collect();
     // A bare scheduler name runs the version the host's kernel has (a 2.6.9 host's `cfq` is
@@ -346,6 +351,9 @@ fn run_topology(
             phase.issuers.iter().map(|issuer| last_phase_of[&issuer.process()] == index).collect();
         let names = phase.issuers.iter().map(|issuer| issuer.name().to_owned()).collect();
         let mut recorder = PhaseRecorder::new(phase.name, sim.now, names);
+        if keep_io_samples {
+            recorder.keep_io_samples();
+        }
         let before = sim.start_queue_window();
         sim.run_phase(phase.issuers, &exits, phase.stonewall, &mut recorder)?;
         let mut finished = recorder.finish();
@@ -1370,7 +1378,13 @@ impl Simulation {
                         IoKind::DropCaches => None,
                     };
                     if let Some(direction) = direction {
-                        recorder.record_submit(index, io.id.0, direction, self.now);
+                        recorder.record_submit(
+                            index,
+                            io.id.0,
+                            direction,
+                            io.offset_bytes,
+                            self.now,
+                        );
                     }
                     self.submit_io(index, io)?;
                     self.run_host_actions()?;

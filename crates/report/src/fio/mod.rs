@@ -53,13 +53,17 @@
 
 pub mod hist;
 mod json;
+mod logs;
 mod normal;
 mod stats;
 mod terse;
 
 pub use json::render_json;
+pub use logs::{FioLogs, write_logs};
 pub use normal::{render_banners, render_normal};
-pub use stats::{AVG_TIME_NS, DirectionStats, FioDirection, IoStat, JobStats, distribution};
+pub use stats::{
+    AVG_TIME_NS, DirectionStats, FioDirection, IoSample, IoStat, JobStats, distribution,
+};
 pub use terse::render_terse;
 
 use crate::model::Run;
@@ -103,6 +107,8 @@ pub struct FioJobSetup {
     pub block_sizes: [(u64, u64); 3],
     /// The I/O engine, for the banner.
     pub ioengine: String,
+    /// Its log files ([`write_logs`]).
+    pub logs: FioLogs,
 }
 
 /// One reported fio job (or merged group): what every format prints.
@@ -245,7 +251,7 @@ mod tests {
         for (issuer, &latency) in latency_us.iter().enumerate() {
             for io in 0..ios {
                 let submitted = Instant::from_nanos(io * latency * 1000);
-                recorder.record_submit(issuer, io, FioDirection::Read, submitted);
+                recorder.record_submit(issuer, io, FioDirection::Read, io * 4096, submitted);
                 let completed = Instant::from_nanos((io + 1) * latency * 1000);
                 recorder.record_io(issuer, io, 4096, submitted, completed);
             }
