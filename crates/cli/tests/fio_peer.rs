@@ -127,3 +127,77 @@ fn our_json_plus_has_real_fios_keys() {
         "fio {version:?}: keys only in ours {ours_only:?}, only in fio's {fio_only:?}"
     );
 }
+
+/// The line of fio's `tools/fiologparser.py` before upstream's commit 5f2a90b8 ("fix
+/// fiologparser.py to work with new logging format", fio 3.34): it unpacks exactly four
+/// columns, so it cannot read the five-column logs fio itself writes since 3.x.
+const OLD_PARSER_LINE: &str = "(time, value, foo, bar) = line.rstrip('\\r\\n').rsplit(', ')";
+/// The same line after that commit.
+const FIXED_PARSER_LINE: &str = "(time, value) = line.rstrip('\\r\\n').rsplit(', ')[:2]";
+
+/// fio's `fiologparser.py` as Debian's `fio` package installs it (gzipped under
+/// /usr/share/doc/fio), written into `dir`; with upstream's one-line fix applied when the
+/// packaged copy predates it (says so on stderr).
+fn fiologparser(dir: &Path) -> std::path::PathBuf {
+    let packaged = "/usr/share/doc/fio/fiologparser.py.gz";
+    let output = Command::new("gzip").args(["-dc", packaged]).output().expect("run gzip");
+    assert!(output.status.success(), "{packaged}: {}", String::from_utf8_lossy(&output.stderr));
+    let mut text = String::from_utf8(output.stdout).expect("a Python script");
+    if text.contains(OLD_PARSER_LINE) {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("{packaged} predates fio 3.34's fix 5f2a90b8: applying it");
+        }
+        text = text.replace(OLD_PARSER_LINE, FIXED_PARSER_LINE);
+    }
+    assert!(text.contains(FIXED_PARSER_LINE), "fiologparser.py reads lines another way now");
+    let path = dir.join("fiologparser.py");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+// Proves fio's own log parser reads our bandwidth log as fio's: Debian's `fiologparser.py`
+// (the `fio` package, installed when missing) with `-a` averages our `log_avg_msec=250`
+// bw log of a 1 s 4 KiB random-read job, and its average (KiB/s) is within 2 % of the mean
+// of the same run's json bandwidth samples (`bw_mean`, 500 ms windows) — a log in another
+// unit, with a column missing or misplaced, or not parseable, fails it.
+#[test]
+fn fios_log_parser_reads_our_bw_log() {
+    let test = "fios_log_parser_reads_our_bw_log";
+    if support::fio(test).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let parser = fiologparser(dir.path());
+    std::fs::write(
+        dir.path().join("bw.fio"),
+        "[randread]\nioengine=libaio\ndirect=1\nsize=16m\nruntime=1\ntime_based\n\
+         rw=randread\nbs=4k\niodepth=4\nwrite_bw_log=ours\nlog_avg_msec=250\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .current_dir(dir.path())
+        .args(["sim", "bw.fio", "-d", "ssd", "-s", "none", "--output-format", "json"])
+        .output()
+        .expect("run elevator");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let bw_mean = json["jobs"][0]["read"]["bw_mean"].as_f64().unwrap();
+    assert!(bw_mean > 0.0);
+    let parsed = Command::new("python3")
+        .current_dir(dir.path())
+        .arg(&parser)
+        .args(["-a", "ours_bw.1.log"])
+        .output()
+        .expect("run python3 fiologparser.py");
+    let stdout = String::from_utf8_lossy(&parsed.stdout);
+    assert!(parsed.status.success(), "{stdout}{}", String::from_utf8_lossy(&parsed.stderr));
+    // `END_MS, AVERAGE` per interval; one interval of 1 s here.
+    let average: f64 = stdout
+        .lines()
+        .last()
+        .and_then(|line| line.rsplit(", ").next())
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no average in fiologparser's output: {stdout}"));
+    assert!((average / bw_mean - 1.0).abs() < 0.02, "fiologparser {average}, json {bw_mean}");
+}
