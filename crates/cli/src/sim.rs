@@ -223,6 +223,15 @@ fn fio_setup(path: &str) -> Result<FioSetup> {
             block_sizes,
             ioengine: job.engine().to_owned(),
             logs,
+            percentile_switches: elevator_report::fio::PercentileSwitches {
+                clat: !matches!(job.get("clat_percentiles"), Some(FioValue::Bool(false))),
+                lat: matches!(job.get("lat_percentiles"), Some(FioValue::Bool(true))),
+                slat: matches!(job.get("slat_percentiles"), Some(FioValue::Bool(true))),
+            },
+            unified_mixed: matches!(
+                job.get("unified_rw_reporting"),
+                Some(FioValue::Choice { value, .. }) if value == "mixed" || value == "1"
+            ),
         });
     }
     Ok(setup)
@@ -235,6 +244,9 @@ fn fio_logs(job: &elevator_workload::fio::FioJob) -> Result<fio::FioLogs> {
     for option in &job.options {
         let refused = match (option.name, &option.value) {
             ("write_hist_log", _) => Some("histogram logs are not written yet"),
+            ("unified_rw_reporting", FioValue::Choice { value, .. }) if value == "both" => {
+                Some("`both` (split and mixed) is not written yet; none and mixed are")
+            }
             ("log_issue_time", FioValue::Bool(true)) => Some("issue times are not logged yet"),
             ("log_window_value", FioValue::Choice { value, .. }) if value == "both" => {
                 Some("`both` (mean and max columns) is not written yet; avg or max are")

@@ -109,6 +109,28 @@ pub struct FioJobSetup {
     pub ioengine: String,
     /// Its log files ([`write_logs`]).
     pub logs: FioLogs,
+    /// `clat_percentiles`, `lat_percentiles`, `slat_percentiles`.
+    pub percentile_switches: PercentileSwitches,
+    /// `unified_rw_reporting=mixed` (or `1`): one `mixed` direction for read, write and trim.
+    pub unified_mixed: bool,
+}
+
+/// Which latencies get percentiles (and json+ bins): fio's `clat_percentiles` (on by
+/// default), `lat_percentiles` and `slat_percentiles` (off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PercentileSwitches {
+    /// `clat_percentiles`.
+    pub clat: bool,
+    /// `lat_percentiles`.
+    pub lat: bool,
+    /// `slat_percentiles`.
+    pub slat: bool,
+}
+
+impl Default for PercentileSwitches {
+    fn default() -> Self {
+        PercentileSwitches { clat: true, lat: false, slat: false }
+    }
 }
 
 /// One reported fio job (or merged group): what every format prints.
@@ -156,11 +178,16 @@ pub(crate) fn reported<'a>(
                     issuer.name, job.name
                 ));
             }
-            let stats = issuer.fio.as_deref().cloned().unwrap_or_else(|| {
+            let mut stats = issuer.fio.as_deref().cloned().unwrap_or_else(|| {
                 let mut empty = JobStats::new(0);
                 empty.finish(0, 0, 0);
                 empty
             });
+            // Folded before the group's totals, as fio folds each job's figures as it sums
+            // them (`sum_thread_stats`), so the group's aggregate is mixed too.
+            if job.unified_mixed {
+                stats.fold_mixed();
+            }
             for direction in 0..3 {
                 bytes[direction] += stats.directions[direction].io_bytes;
                 longest_ms[direction] =

@@ -364,6 +364,28 @@ impl JobStats {
         self.members += other.members;
     }
 
+    /// fio's `unified_rw_reporting=mixed`: read, write and trim folded into the first
+    /// direction as `sum_thread_stats` does for `UNIFIED_MIXED` (latencies pooled,
+    /// bandwidth and IOPS statistics summed member by member, bytes and counts summed,
+    /// runtime the longest); write and trim left empty, sync untouched.
+    pub fn fold_mixed(&mut self) {
+        let [read, write, trim, _] = &mut self.directions;
+        for other in [write, trim] {
+            read.io_bytes += other.io_bytes;
+            read.total_ios += other.total_ios;
+            read.short_ios += other.short_ios;
+            read.drop_ios += other.drop_ios;
+            read.slat.pool(&other.slat);
+            read.clat.pool(&other.clat);
+            read.lat.pool(&other.lat);
+            read.clat_hist.merge(&other.clat_hist);
+            read.bw.sum(&other.bw);
+            read.iops.sum(&other.iops);
+            read.runtime_ms = read.runtime_ms.max(other.runtime_ms);
+            *other = DirectionStats::default();
+        }
+    }
+
     /// Read, write and trim operations completed (fio's `ddir_rw_sum(total_io_u)`).
     pub fn rw_ios(&self) -> u64 {
         self.directions[..3].iter().map(|stats| stats.total_ios).sum()

@@ -36,12 +36,16 @@ fn direction(job: &Reported<'_>, index: usize, totals: &GroupTotals, line: &mut 
     line.push_str(&format!(";{};{bw};{iops};{}", stats.io_bytes >> 10, stats.runtime_ms));
     latency_us(&stats.slat, line);
     latency_us(&stats.clat, line);
-    // clat_percentiles is on: the list's values in µs, `0%=0` past its end.
-    let values = stats.clat_hist.percentiles(&job.percentiles, stats.clat.samples);
-    for (p, value) in job.percentiles.iter().zip(&values) {
+    // lat's percentiles with lat_percentiles, else clat's with clat_percentiles, else none
+    // (fio's show_ddir_status_terse): the list's values in µs, `0%=0` past its end. lat is
+    // clat here (no submission latency): one histogram.
+    let switches = job.setup.percentile_switches;
+    let listed: &[f64] = if switches.lat || switches.clat { &job.percentiles } else { &[] };
+    let values = stats.clat_hist.percentiles(listed, stats.clat.samples);
+    for (p, value) in listed.iter().zip(&values) {
         line.push_str(&format!(";{p:.6}%={}", value / 1000));
     }
-    for _ in job.percentiles.len()..PERCENTILE_FIELDS {
+    for _ in listed.len()..PERCENTILE_FIELDS {
         line.push_str(";0%=0");
     }
     latency_us(&stats.lat, line);
@@ -63,8 +67,12 @@ fn direction(job: &Reported<'_>, index: usize, totals: &GroupTotals, line: &mut 
 fn job_line(job: &Reported<'_>, totals: &GroupTotals) -> String {
     let stats = &job.stats;
     let mut line = format!("3;{FIO_VERSION};{};{};0", job.setup.name, job.groupid);
+    // Read (or mixed), then write unless unified_rw_reporting=mixed (fio's
+    // show_thread_status_terse_all).
     direction(job, 0, totals, &mut line);
-    direction(job, 1, totals, &mut line);
+    if !job.setup.unified_mixed {
+        direction(job, 1, totals, &mut line);
+    }
     let cpu = |ns: u64| match stats.job_runtime_ms {
         0 => 0.0,
         runtime => ns as f64 / 1e6 * 100.0 / runtime as f64,
