@@ -47,13 +47,31 @@
 //!   device statistics are not yet kept per direction as `/proc/diskstats` does. fio also
 //!   omits it when it finds no block device.
 //! * **`job_start`** is ms on the simulated clock, not since the Unix epoch.
-//! * **Log files (`write_*_log`) are not written yet.** Normal output has no `Disk stats`
-//!   section (as `disk_util`), and its `pid=` is the job's 1-based process number.
+//! * Normal output has no `Disk stats` section (as `disk_util`), and its `pid=` is the job's
+//!   1-based process number.
+//! * **Percentiles of `lat`** (`lat_percentiles=1`) are clat's: with no submission latency
+//!   the two are the same samples. `slat_percentiles=1` prints none (slat has no samples).
+//! * **`unified_rw_reporting`**: `none` and `mixed` (`0`, `1`) are honoured; `both` is
+//!   refused with its file and line.
+//! * **Log files** ([`logs`]): the `slat` log is empty (no submission latency); the priority
+//!   column is the job's `prio`/`prioclass` (fio's `ioprio`), not `cmdprio_*`'s per-I/O
+//!   choice; bw and iops logs with `log_avg_msec` take a line per whole window at its exact
+//!   end (fio's helper thread samples when it wakes, some ms late) and none for the final
+//!   partial window; `bwavgtime`/`iopsavgtime` in the json stay 500 ms though fio sets them
+//!   to `log_avg_msec` when a bw or iops log is written. `write_hist_log`,
+//!   `log_issue_time` and `log_window_value=both` are refused with file and line.
+//!
+//! # The json+ peer check
+//!
+//! `crates/cli/tests/fio_peer.rs` runs one job file by real fio on a RAM-backed loop device
+//! and by `elevator sim`, and compares `jobs[0]`'s key paths. Ours only: `elevator` (our
+//! extra object) and `job_start` (added in fio 3.36, the layout followed here; an older peer
+//! lacks it). Fio's only: none. Not compared: `disk_util` (top level, see above).
 //! * **`fio version`** is [`FIO_VERSION`], the fio release whose output layout is followed.
 
 pub mod hist;
 mod json;
-mod logs;
+pub mod logs;
 mod normal;
 mod stats;
 mod terse;
