@@ -49,7 +49,8 @@ const TWO_JOBS: &str = "[global]\nioengine=libaio\ndirect=1\nsize=4m\nruntime=30
 // inside the 4 MiB file, times in ms within the run, bw = 4096 · 10^6 / clat; the writer's
 // `writer_lat.log`, `writer_clat.log` (no `.N`: per_job_logs=0) whose values average to
 // json's lat_ns mean, five columns, direction 1; `writer_slat.log` empty (no submission
-// latency). A wrong name, column, count or unit fails it.
+// latency); json's bandwidth statistics are per operation, as fio's when it logs them so
+// (samples = I/Os, max = the log's largest). A wrong name, column, count or unit fails it.
 #[test]
 fn logs_have_fios_names_columns_and_the_runs_values() {
     let dir = tempfile::tempdir().unwrap();
@@ -77,6 +78,10 @@ fn logs_have_fios_names_columns_and_the_runs_values() {
     for (clone, job) in [(1, &json["jobs"][0]), (2, &json["jobs"][1])] {
         let bw = lines(&logs.join(format!("pre_bw.{clone}.log")));
         assert_eq!(bw.len() as u64, job["read"]["total_ios"].as_u64().unwrap());
+        // fio samples bandwidth per operation when it logs it so (bw_avg_time = 0).
+        assert_eq!(job["read"]["bw_samples"], job["read"]["total_ios"]);
+        let max = bw.iter().map(|line| line[1]).max().unwrap();
+        assert_eq!(job["read"]["bw_max"].as_u64(), Some(max));
         assert!(bw.len() > 10);
         for line in &bw {
             let [time_ms, value, direction, bs, offset, prio] = line[..] else {

@@ -120,6 +120,84 @@ fn priority(out: &mut String, logs: &FioLogs, ioprio: u32) {
     }
 }
 
+/// fio's `__add_samples` every `avg_msec` from the job's start: per window end, per direction
+/// with I/O in the window, the rate over it (`bw`: KiB/s, else I/O/s); no sample for the
+/// final partial window.
+fn window_rates(
+    bw: bool,
+    samples: &[IoSample],
+    start_ns: u64,
+    end_ns: u64,
+    avg_msec: u64,
+) -> Vec<(u64, usize, u64)> {
+    let elapsed_ms = |at_ns: u64| at_ns.saturating_sub(start_ns) / 1_000_000;
+    let end_ms = elapsed_ms(end_ns);
+    let mut rates = Vec::new();
+    let mut window_end_ms = avg_msec;
+    let mut next = 0;
+    while window_end_ms <= end_ms {
+        let mut bytes = [0u64; 3];
+        let mut ios = [0u64; 3];
+        while next < samples.len() && elapsed_ms(samples[next].completed_ns) < window_end_ms {
+            bytes[samples[next].direction as usize] += samples[next].bytes;
+            ios[samples[next].direction as usize] += 1;
+            next += 1;
+        }
+        for direction in 0..3 {
+            if ios[direction] > 0 {
+                let value = if bw {
+                    bytes[direction] * 1000 / avg_msec / 1024
+                } else {
+                    ios[direction] * 1000 / avg_msec
+                };
+                rates.push((window_end_ms, direction, value));
+            }
+        }
+        window_end_ms += avg_msec;
+    }
+    rates
+}
+
+/// fio's bandwidth and IOPS statistics when the job writes a bw or iops log
+/// (`init.c`: the log's `log_avg_msec` becomes `bw_avg_time`/`iops_avg_time`): with
+/// `log_avg_msec=0` one sample per operation (`add_bw_sample`: `bytes · 10^6 / clat_ns`;
+/// `add_iops_sample`: 1) and no interval samples, else interval samples every `log_avg_msec`.
+/// Replaces `stats`' 500 ms figures of the logged kind; needs the kept operations.
+pub(crate) fn resample(stats: &mut super::JobStats, logs: &FioLogs) {
+    let Some(samples) = stats.io_samples.take() else { return };
+    let end_ns = samples.last().map_or(stats.start_ns, |last| last.completed_ns);
+    for (bw, logged) in [(true, logs.bw.is_some()), (false, logs.iops.is_some())] {
+        if !logged {
+            continue;
+        }
+        let mut fresh = [IoStat::default(); 3];
+        if logs.avg_msec == 0 {
+            for sample in &samples {
+                let value = if bw {
+                    (sample.bytes * 1_000_000).checked_div(sample.latency_ns).unwrap_or(0)
+                } else {
+                    1
+                };
+                fresh[sample.direction as usize].add(value);
+            }
+        } else {
+            for (_, direction, value) in
+                window_rates(bw, &samples, stats.start_ns, end_ns, logs.avg_msec)
+            {
+                fresh[direction].add(value);
+            }
+        }
+        for (direction, stat) in stats.directions[..3].iter_mut().zip(fresh) {
+            if bw {
+                direction.bw = stat;
+            } else {
+                direction.iops = stat;
+            }
+        }
+    }
+    stats.io_samples = Some(samples);
+}
+
 /// The lines of one log of one job.
 fn log_text(
     kind: Kind,
@@ -158,32 +236,12 @@ fn log_text(
     let avg_msec = logs.avg_msec;
     match kind {
         Kind::Bw | Kind::Iops => {
-            // `__add_samples` at each window's end: the rate over it, per direction with I/O.
-            let end_ms = elapsed_ms(end_ns);
-            let mut window_end_ms = avg_msec;
-            let mut next = 0;
-            while window_end_ms <= end_ms {
-                let mut bytes = [0u64; 3];
-                let mut ios = [0u64; 3];
-                while next < samples.len() && elapsed_ms(samples[next].completed_ns) < window_end_ms
-                {
-                    bytes[samples[next].direction as usize] += samples[next].bytes;
-                    ios[samples[next].direction as usize] += 1;
-                    next += 1;
-                }
-                for direction in 0..3 {
-                    if ios[direction] == 0 {
-                        continue;
-                    }
-                    let value = match kind {
-                        Kind::Bw => bytes[direction] * 1000 / avg_msec / 1024,
-                        _ => ios[direction] * 1000 / avg_msec,
-                    };
-                    let (lo, hi) = job.block_sizes[direction];
-                    let bs = if lo == hi { lo } else { 0 };
-                    line(&mut out, window_end_ms, value, direction, bs, logs);
-                }
-                window_end_ms += avg_msec;
+            for (time_ms, direction, value) in
+                window_rates(kind == Kind::Bw, samples, start_ns, end_ns, avg_msec)
+            {
+                let (lo, hi) = job.block_sizes[direction];
+                let bs = if lo == hi { lo } else { 0 };
+                line(&mut out, time_ms, value, direction, bs, logs);
             }
         }
         Kind::Lat | Kind::Clat | Kind::Slat => {

@@ -17,7 +17,8 @@
 //!   ([`hist`]) over the same samples, so they are fio's quantised values.
 //! * `bw_*`, `iops_*`: statistics of 500 ms interval samples (fio's `bwavgtime`,
 //!   `iopsavgtime` defaults), `bw_agg` against the group's aggregate as fio's
-//!   `convert_agg_kbytes_percent`.
+//!   `convert_agg_kbytes_percent`. A job writing a bw (iops) log samples as its log does,
+//!   as fio: per operation without `log_avg_msec`, else every `log_avg_msec`.
 //! * `iodepth_level`: the issuer's in-flight count at each submission; `iodepth_submit` and
 //!   `iodepth_complete`: every call moves one I/O (the `"4"` bucket).
 //! * `latency_ns|us|ms`: the completion latencies, fio's buckets, % of read+write+trim I/Os.
@@ -57,8 +58,8 @@
 //!   column is the job's `prio`/`prioclass` (fio's `ioprio`), not `cmdprio_*`'s per-I/O
 //!   choice; bw and iops logs with `log_avg_msec` take a line per whole window at its exact
 //!   end (fio's helper thread samples when it wakes, some ms late) and none for the final
-//!   partial window; `bwavgtime`/`iopsavgtime` in the json stay 500 ms though fio sets them
-//!   to `log_avg_msec` when a bw or iops log is written. `write_hist_log`,
+//!   partial window (so too the json's `bw_*`/`iops_*` statistics, which such a log sets
+//!   as fio does: per operation, or every `log_avg_msec`). `write_hist_log`,
 //!   `log_issue_time` and `log_window_value=both` are refused with file and line.
 //!
 //! # The json+ peer check
@@ -201,6 +202,10 @@ pub(crate) fn reported<'a>(
                 empty.finish(0, 0, 0);
                 empty
             });
+            // A bw or iops log sets fio's sampling of those statistics (logs::resample).
+            if job.logs.bw.is_some() || job.logs.iops.is_some() {
+                logs::resample(&mut stats, &job.logs);
+            }
             // Folded before the group's totals, as fio folds each job's figures as it sums
             // them (`sum_thread_stats`), so the group's aggregate is mixed too.
             if job.unified_mixed {
