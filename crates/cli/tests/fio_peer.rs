@@ -63,8 +63,8 @@ fn fio_version(fio: &Path) -> (u32, u32) {
 // file, run by real fio on a RAM-backed loop device (named by the file's `filename`) and by
 // `elevator sim` (where that name is a regular file of `size`), gives `jobs[0]` objects with
 // the same set of key paths, recursively — the percentile keys included, bins' latencies left
-// out — except the keys listed above with their reasons. A key we drop, rename or misplace,
-// or one fio adds, fails it.
+// out — except the keys listed above with their reasons; and the top level's keys and
+// `disk_util`'s are fio's too. A key we drop, rename or misplace, or one fio adds, fails it.
 #[test]
 fn our_json_plus_has_real_fios_keys() {
     let test = "our_json_plus_has_real_fios_keys";
@@ -126,6 +126,23 @@ fn our_json_plus_has_real_fios_keys() {
         ours_only.is_empty() && fio_only.is_empty(),
         "fio {version:?}: keys only in ours {ours_only:?}, only in fio's {fio_only:?}"
     );
+
+    // The top level and each device's disk_util: the same keys, but for the sectors fio 3.36
+    // added (the layout we follow) when the peer is older.
+    let top = |document: &Value| -> BTreeSet<String> {
+        document.as_object().unwrap().keys().cloned().collect()
+    };
+    assert_eq!(top(&ours), top(&theirs));
+    let mut their_disk = BTreeSet::new();
+    key_paths(&theirs["disk_util"][0], "", &mut their_disk);
+    let mut our_disk = BTreeSet::new();
+    key_paths(&ours["disk_util"][0], "", &mut our_disk);
+    assert!(their_disk.contains("util"), "no disk_util from fio: {theirs}");
+    if version < (3, 36) {
+        our_disk.remove("read_sectors");
+        our_disk.remove("write_sectors");
+    }
+    assert_eq!(our_disk, their_disk);
 }
 
 /// The line of fio's `tools/fiologparser.py` before upstream's commit 5f2a90b8 ("fix

@@ -92,3 +92,46 @@ fn unified_rw_reporting_mixed_folds_directions() {
     let stderr = String::from_utf8_lossy(&both.stderr);
     assert!(stderr.contains("job.fio:8") && stderr.contains("unified_rw_reporting"), "{stderr}");
 }
+
+// Proves `disk_util` in every format is the simulated device's own count, not a copy of the
+// jobs': direct 4 KiB random reads by two clones give read_ios + read_merges = the jobs' read
+// I/Os summed (each a bio), read_sectors = their bytes / 512, no
+// writes, ticks ≥ 1 ms and util in (0, 100]; terse carries the same nine
+// fields after fio's 121 (130 in all), and normal the `Disk stats (read/write)` line.
+#[test]
+fn disk_util_counts_the_devices_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("{READER}numjobs=2\n");
+    let json: Value = serde_json::from_str(&stdout(&sim(dir.path(), &text, "json"))).unwrap();
+    let disks = json["disk_util"].as_array().expect("disk_util");
+    assert_eq!(disks.len(), 1);
+    let disk = &disks[0];
+    let jobs = json["jobs"].as_array().unwrap();
+    let sum = |key: &str| jobs.iter().map(|job| job["read"][key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(disk["name"], "sda");
+    // Each bio is a request of its own or merged into one.
+    let merged = disk["read_merges"].as_u64().unwrap();
+    assert_eq!(disk["read_ios"].as_u64().unwrap() + merged, sum("total_ios"));
+    assert_eq!(disk["read_sectors"].as_u64(), Some(sum("io_bytes") / 512));
+    assert_eq!((disk["write_ios"].as_u64(), disk["write_ticks"].as_u64()), (Some(0), Some(0)));
+    let ticks = disk["read_ticks"].as_u64().unwrap();
+    assert!(ticks >= 1 && disk["in_queue"].as_u64() == Some(ticks), "{disk}");
+    let util = disk["util"].as_f64().unwrap();
+    assert!(util > 0.0 && util <= 100.0, "{util}");
+    let terse = stdout(&sim(dir.path(), &text, "terse"));
+    for line in terse.lines() {
+        let fields: Vec<&str> = line.split(';').collect();
+        assert_eq!(fields.len(), 130, "{line}");
+        assert_eq!(fields[121], "sda");
+        assert_eq!(fields[122].parse::<u64>().ok(), disk["read_ios"].as_u64());
+        assert_eq!(fields[126].parse::<u64>().ok(), Some(ticks));
+        assert_eq!(fields[129], format!("{util:.2}%"));
+    }
+    let normal = stdout(&sim(dir.path(), &text, "normal"));
+    let expected = format!(
+        "\nDisk stats (read/write):\n  sda: ios={}/0, sectors={}/0, merge={}/0, ticks={ticks}/0, \
+         in_queue={ticks}, util={util:.2}%\n",
+        disk["read_ios"], disk["read_sectors"], disk["read_merges"]
+    );
+    assert!(normal.ends_with(&expected), "{normal}");
+}

@@ -301,6 +301,29 @@ pub fn render_json(
         .map(|job| job_object(run, seed, job, &groups[job.groupid], end_ms, plus))
         .collect();
     top.0.push(("jobs".to_owned(), Value::Array(values)));
+    // fio's json_array_add_disk_util, one object per device; none when none were recorded.
+    let disks: Vec<Value> = super::disk_utils(run)
+        .into_iter()
+        .map(|disk| {
+            let mut object = Object::default();
+            object
+                .str("name", &disk.name)
+                .int("read_ios", disk.ios[0])
+                .int("write_ios", disk.ios[1])
+                .int("read_sectors", disk.sectors[0])
+                .int("write_sectors", disk.sectors[1])
+                .int("read_merges", disk.merges[0])
+                .int("write_merges", disk.merges[1])
+                .int("read_ticks", disk.ticks[0])
+                .int("write_ticks", disk.ticks[1])
+                .int("in_queue", disk.in_queue)
+                .float("util", disk.util);
+            Value::Object(object.0)
+        })
+        .collect();
+    if !disks.is_empty() {
+        top.0.push(("disk_util".to_owned(), Value::Array(disks)));
+    }
     let mut text = String::new();
     print(&Value::Object(top.0), 0, &mut text);
     text.push('\n');

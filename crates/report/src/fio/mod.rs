@@ -44,12 +44,17 @@
 //!   when its helper thread sees 500 ms or more have passed, over the time actually spent.
 //!   Windows are closed at each submission and completion and at the job's end; a final
 //!   partial window gives no sample.
-//! * **`disk_util` is absent**, and terse lines have no per-disk fields (121 fields): the
-//!   device statistics are not yet kept per direction as `/proc/diskstats` does. fio also
-//!   omits it when it finds no block device.
+//! * **`disk_util`** is the simulated devices' requests, per direction, over the whole run
+//!   (`/proc/diskstats` as fio reads it): `ios` completed read and write requests (flushes and
+//!   discards not counted), `merges` bios merged into them, `sectors`, `ticks` their time
+//!   from creation to completion summed (ms), `in_queue` = read + write ticks (no separate
+//!   queue-time weighting), `util` the device model's busy time over the run's simulated
+//!   time. The figures ride in the run's `device_stats.extra` as `fio.disk_util.DEVICE.KEY`
+//!   ([`DISK_UTIL_PREFIX`]), recorded for job-file runs only, so elevator's own report of a
+//!   job file shows them there too. Terse lines carry them after fio's 121 fields (130 with
+//!   one device), as fio run locally does.
 //! * **`job_start`** is ms on the simulated clock, not since the Unix epoch.
-//! * Normal output has no `Disk stats` section (as `disk_util`), and its `pid=` is the job's
-//!   1-based process number.
+//! * Normal output's `pid=` is the job's 1-based process number.
 //! * **Percentiles of `lat`** (`lat_percentiles=1`) are clat's: with no submission latency
 //!   the two are the same samples. `slat_percentiles=1` prints none (slat has no samples).
 //! * **`unified_rw_reporting`**: `none` and `mixed` (`0`, `1`) are honoured; `both` is
@@ -67,7 +72,8 @@
 //! `crates/cli/tests/fio_peer.rs` runs one job file by real fio on a RAM-backed loop device
 //! and by `elevator sim`, and compares `jobs[0]`'s key paths. Ours only: `elevator` (our
 //! extra object) and `job_start` (added in fio 3.36, the layout followed here; an older peer
-//! lacks it). Fio's only: none. Not compared: `disk_util` (top level, see above).
+//! lacks it). Fio's only: none. The top level's keys and `disk_util`'s are compared too
+//! (`read_sectors`/`write_sectors` are fio 3.36's, excused with an older peer).
 //! * **`fio version`** is [`FIO_VERSION`], the fio release whose output layout is followed.
 
 pub mod hist;
@@ -86,6 +92,64 @@ pub use stats::{
 pub use terse::render_terse;
 
 use crate::model::Run;
+
+/// Where a run's device statistics carry fio's `disk_util` figures:
+/// `fio.disk_util.DEVICE.KEY` (read_ios, write_ios, read_merges, write_merges, read_sectors,
+/// write_sectors, read_ticks_ns, write_ticks_ns, busy_ns, elapsed_ns).
+pub const DISK_UTIL_PREFIX: &str = "fio.disk_util.";
+
+/// One device's `disk_util` (fio's `disk_util_stat`; fio-compat.md §4.2).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct DiskUtil {
+    pub(crate) name: String,
+    /// Read, write.
+    pub(crate) ios: [u64; 2],
+    pub(crate) merges: [u64; 2],
+    pub(crate) sectors: [u64; 2],
+    /// ms.
+    pub(crate) ticks: [u64; 2],
+    /// ms: the requests' time summed (`time_in_queue`).
+    pub(crate) in_queue: u64,
+    /// % of the run the device was busy (`io_ticks` / `msec`), at most 100.
+    pub(crate) util: f64,
+}
+
+/// The run's devices' `disk_util`, by name (empty when the run did not record them).
+pub(crate) fn disk_utils(run: &Run) -> Vec<DiskUtil> {
+    let mut disks: Vec<DiskUtil> = Vec::new();
+    let mut busy = Vec::new();
+    for (key, &value) in &run.device_stats.extra {
+        let Some(rest) = key.strip_prefix(DISK_UTIL_PREFIX) else { continue };
+        let Some((name, field)) = rest.rsplit_once('.') else { continue };
+        if disks.last().is_none_or(|disk| disk.name != name) {
+            disks.push(DiskUtil { name: name.to_owned(), ..DiskUtil::default() });
+            busy.push((0u64, 0u64));
+        }
+        let disk = disks.last_mut().expect("pushed above");
+        let times = busy.last_mut().expect("pushed above");
+        match field {
+            "read_ios" => disk.ios[0] = value,
+            "write_ios" => disk.ios[1] = value,
+            "read_merges" => disk.merges[0] = value,
+            "write_merges" => disk.merges[1] = value,
+            "read_sectors" => disk.sectors[0] = value,
+            "write_sectors" => disk.sectors[1] = value,
+            "read_ticks_ns" => disk.ticks[0] = value / 1_000_000,
+            "write_ticks_ns" => disk.ticks[1] = value / 1_000_000,
+            "busy_ns" => times.0 = value,
+            "elapsed_ns" => times.1 = value,
+            _ => {}
+        }
+    }
+    for (disk, (busy_ns, elapsed_ns)) in disks.iter_mut().zip(busy) {
+        disk.in_queue = disk.ticks[0] + disk.ticks[1];
+        // fio: 100 · io_ticks / msec, at most 100.
+        let (io_ticks, msec) = (busy_ns / 1_000_000, elapsed_ns / 1_000_000);
+        disk.util =
+            if msec == 0 { 0.0 } else { (100.0 * io_ticks as f64 / msec as f64).min(100.0) };
+    }
+    disks
+}
 
 /// The fio version the outputs claim: the release whose layout they follow (tools check for
 /// `fio-3`).

@@ -345,6 +345,28 @@ pub fn render_normal(run: &Run, setup: &FioSetup, out: &mut dyn Write) -> io::Re
     for (groupid, totals) in groups.iter().enumerate() {
         group_block(groupid, &jobs, totals, &mut text);
     }
+    // fio's show_disk_util (normal).
+    let disks = super::disk_utils(run);
+    if !disks.is_empty() {
+        text.push_str("\nDisk stats (read/write):\n");
+        for disk in disks {
+            text.push_str(&format!(
+                "  {}: ios={}/{}, sectors={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, \
+                 util={:3.2}%\n",
+                disk.name,
+                disk.ios[0],
+                disk.ios[1],
+                disk.sectors[0],
+                disk.sectors[1],
+                disk.merges[0],
+                disk.merges[1],
+                disk.ticks[0],
+                disk.ticks[1],
+                disk.in_queue,
+                disk.util
+            ));
+        }
+    }
     out.write_all(text.as_bytes())
 }
 

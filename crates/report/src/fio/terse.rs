@@ -1,12 +1,14 @@
 //! fio's terse output, version 3 (`--output-format=terse`, `--minimal`; fio-compat.md §4.5;
 //! fio's `stat.c` `show_thread_status_terse_all`, `show_ddir_status_terse`; HOWTO "Terse
-//! output"). One `;`-separated line per job (or merged group): 121 fields — no per-disk
-//! fields (see the module's deviations).
+//! output"). One `;`-separated line per job (or merged group): 121 fields, then nine per
+//! simulated device (`disk_util`: 130 with one device, as fio run locally prints).
 
 use std::io::{self, Write};
 
 use super::stats::{IoStat, distribution};
-use super::{FIO_VERSION, FioSetup, GroupTotals, Reported, percent_of_aggregate, reported};
+use super::{
+    DiskUtil, FIO_VERSION, FioSetup, GroupTotals, Reported, percent_of_aggregate, reported,
+};
 use crate::model::Run;
 
 /// Most percentiles a line carries (fio's `FIO_IO_U_LIST_MAX_LEN`).
@@ -64,7 +66,7 @@ fn direction(job: &Reported<'_>, index: usize, totals: &GroupTotals, line: &mut 
     }
 }
 
-fn job_line(job: &Reported<'_>, totals: &GroupTotals) -> String {
+fn job_line(job: &Reported<'_>, totals: &GroupTotals, disks: &[DiskUtil]) -> String {
     let stats = &job.stats;
     let mut line = format!("3;{FIO_VERSION};{};{};0", job.setup.name, job.groupid);
     // Read (or mixed), then write unless unified_rw_reporting=mixed (fio's
@@ -95,6 +97,21 @@ fn job_line(job: &Reported<'_>, totals: &GroupTotals) -> String {
     for percent in distribution(&micro, rw).into_iter().chain(distribution(&stats.lat_m, rw)) {
         line.push_str(&format!(";{percent:3.2}%"));
     }
+    // fio's print_disk_util (terse): nine fields per device, on every job's line.
+    for disk in disks {
+        line.push_str(&format!(
+            ";{};{};{};{};{};{};{};{};{:3.2}%",
+            disk.name,
+            disk.ios[0],
+            disk.ios[1],
+            disk.merges[0],
+            disk.merges[1],
+            disk.ticks[0],
+            disk.ticks[1],
+            disk.in_queue,
+            disk.util
+        ));
+    }
     if let Some(description) = &job.setup.description {
         line.push_str(&format!(";{description}"));
     }
@@ -104,8 +121,9 @@ fn job_line(job: &Reported<'_>, totals: &GroupTotals) -> String {
 /// Writes `run` as fio's terse v3 lines, its jobs those of `setup`.
 pub fn render_terse(run: &Run, setup: &FioSetup, out: &mut dyn Write) -> io::Result<()> {
     let (jobs, groups) = reported(run, setup).map_err(io::Error::other)?;
+    let disks = super::disk_utils(run);
     for job in &jobs {
-        writeln!(out, "{}", job_line(job, &groups[job.groupid]))?;
+        writeln!(out, "{}", job_line(job, &groups[job.groupid], &disks))?;
     }
     Ok(())
 }
