@@ -399,7 +399,8 @@ fn run_topology(
                 ("elapsed_ns", sim.now.as_nanos()),
             ];
             for (key, value) in figures {
-                let key = format!("{}{}.{key}", elevator_report::fio::DISK_UTIL_PREFIX, device.name);
+                let key =
+                    format!("{}{}.{key}", elevator_report::fio::DISK_UTIL_PREFIX, device.name);
                 run.device_stats.extra.insert(key, value);
             }
         }
