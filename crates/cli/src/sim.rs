@@ -232,6 +232,7 @@ fn fio_setup(path: &str) -> Result<FioSetup> {
                 job.get("unified_rw_reporting"),
                 Some(FioValue::Choice { value, .. }) if value == "mixed" || value == "1"
             ),
+            no_disk_util: matches!(job.get("disk_util"), Some(FioValue::Bool(false))),
         });
     }
     Ok(setup)

@@ -97,7 +97,8 @@ fn unified_rw_reporting_mixed_folds_directions() {
 // jobs': direct 4 KiB random reads by two clones give read_ios + read_merges = the jobs' read
 // I/Os summed (each a bio), read_sectors = their bytes / 512, no
 // writes, ticks ≥ 1 ms and util in (0, 100]; terse carries the same nine
-// fields after fio's 121 (130 in all), and normal the `Disk stats (read/write)` line.
+// fields after fio's 121 (130 in all), and normal the `Disk stats (read/write)` line; with
+// `disk_util=0` none of them.
 #[test]
 fn disk_util_counts_the_devices_requests() {
     let dir = tempfile::tempdir().unwrap();
@@ -134,4 +135,11 @@ fn disk_util_counts_the_devices_requests() {
         disk["read_ios"], disk["read_sectors"], disk["read_merges"]
     );
     assert!(normal.ends_with(&expected), "{normal}");
+    // disk_util=0 for every job: fio gathers no device figures, and prints none.
+    let off = format!("{text}disk_util=0\n");
+    let json: Value = serde_json::from_str(&stdout(&sim(dir.path(), &off, "json"))).unwrap();
+    assert!(json.get("disk_util").is_none());
+    let terse = stdout(&sim(dir.path(), &off, "terse"));
+    assert!(terse.lines().all(|line| line.split(';').count() == 121), "{terse}");
+    assert!(!stdout(&sim(dir.path(), &off, "normal")).contains("Disk stats"));
 }

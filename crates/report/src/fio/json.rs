@@ -302,7 +302,7 @@ pub fn render_json(
         .collect();
     top.0.push(("jobs".to_owned(), Value::Array(values)));
     // fio's json_array_add_disk_util, one object per device; none when none were recorded.
-    let disks: Vec<Value> = super::disk_utils(run)
+    let disks: Vec<Value> = super::disk_utils(run, setup)
         .into_iter()
         .map(|disk| {
             let mut object = Object::default();

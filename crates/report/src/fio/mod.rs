@@ -114,8 +114,12 @@ pub(crate) struct DiskUtil {
     pub(crate) util: f64,
 }
 
-/// The run's devices' `disk_util`, by name (empty when the run did not record them).
-pub(crate) fn disk_utils(run: &Run) -> Vec<DiskUtil> {
+/// The run's devices' `disk_util`, by name: empty when the run did not record them or every
+/// job says `disk_util=0` (fio gathers a device's figures for the jobs that ask).
+pub(crate) fn disk_utils(run: &Run, setup: &FioSetup) -> Vec<DiskUtil> {
+    if setup.jobs.iter().all(|job| job.no_disk_util) {
+        return Vec::new();
+    }
     let mut disks: Vec<DiskUtil> = Vec::new();
     let mut busy = Vec::new();
     for (key, &value) in &run.device_stats.extra {
@@ -196,6 +200,8 @@ pub struct FioJobSetup {
     pub percentile_switches: PercentileSwitches,
     /// `unified_rw_reporting=mixed` (or `1`): one `mixed` direction for read, write and trim.
     pub unified_mixed: bool,
+    /// `disk_util=0`: the job does not ask for its devices' figures.
+    pub no_disk_util: bool,
 }
 
 /// Which latencies get percentiles (and json+ bins): fio's `clat_percentiles` (on by

@@ -346,7 +346,7 @@ pub fn render_normal(run: &Run, setup: &FioSetup, out: &mut dyn Write) -> io::Re
         group_block(groupid, &jobs, totals, &mut text);
     }
     // fio's show_disk_util (normal).
-    let disks = super::disk_utils(run);
+    let disks = super::disk_utils(run, setup);
     if !disks.is_empty() {
         text.push_str("\nDisk stats (read/write):\n");
         for disk in disks {

@@ -121,7 +121,7 @@ fn job_line(job: &Reported<'_>, totals: &GroupTotals, disks: &[DiskUtil]) -> Str
 /// Writes `run` as fio's terse v3 lines, its jobs those of `setup`.
 pub fn render_terse(run: &Run, setup: &FioSetup, out: &mut dyn Write) -> io::Result<()> {
     let (jobs, groups) = reported(run, setup).map_err(io::Error::other)?;
-    let disks = super::disk_utils(run);
+    let disks = super::disk_utils(run, setup);
     for job in &jobs {
         writeln!(out, "{}", job_line(job, &groups[job.groupid], &disks))?;
     }
