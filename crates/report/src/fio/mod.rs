@@ -52,7 +52,8 @@
 //!   time. The figures ride in the run's `device_stats.extra` as `fio.disk_util.DEVICE.KEY`
 //!   ([`DISK_UTIL_PREFIX`]), recorded for job-file runs only, so elevator's own report of a
 //!   job file shows them there too. Terse lines carry them after fio's 121 fields (130 with
-//!   one device), as fio run locally does.
+//!   one device), as fio run locally does. With `disk_util=0` on every job none is printed;
+//!   otherwise every simulated device is (fio lists the devices its jobs' files are on).
 //! * **`job_start`** is ms on the simulated clock, not since the Unix epoch.
 //! * Normal output's `pid=` is the job's 1-based process number.
 //! * **Percentiles of `lat`** (`lat_percentiles=1`) are clat's: with no submission latency
