@@ -94,6 +94,24 @@ pub(crate) enum Command {
     /// Read the top page with `elevator man | man -l -`; install all of them with
     /// `elevator man -o ~/.local/share/man/man1`.
     Man(ManArgs),
+    /// Run fio's command line: job files and command-line jobs, fio's flags and outputs.
+    ///
+    /// `elevator fio --output-format=json job.fio` reads what fio reads and writes what fio
+    /// writes (normal, terse, json, json+), nothing on stderr on success, exit 1 on bad input
+    /// as fio; the binary invoked through a link named `fio` behaves the same, so tools that
+    /// run fio (bench-fio, PerfKitBenchmarker, cbt) can run elevator. The jobs run in the
+    /// simulator; ELEVATOR_FIO_DEVICE, ELEVATOR_FIO_SCHEDULER and ELEVATOR_FIO_SEED choose
+    /// the device, scheduler and seed (`elevator fio --help` lists fio's flags).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Fio(FioArgs),
+}
+
+/// `elevator fio`: fio's own command line, read by `fio_front`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct FioArgs {
+    /// fio's arguments, as fio takes them.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub(crate) args: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]

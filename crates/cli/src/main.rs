@@ -8,6 +8,7 @@
 
 mod args;
 mod compare;
+mod fio_front;
 mod fio_live;
 mod kernel;
 mod list;
@@ -68,8 +69,41 @@ impl std::fmt::Display for CheckFailed {
 
 impl std::error::Error for CheckFailed {}
 
+/// `fio`'s command line: fio's exit codes (§1.8: 1 for bad input), nothing on stderr on
+/// success, and a closed stdout counts as success.
+fn fio_main(args: &[String]) -> ExitCode {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let result = fio_front::run(args, &mut out).and_then(|()| {
+        out.flush().map_err(|error| fio_front::FioFailure {
+            message: format!("fio: writing the output: {error}"),
+            code: 1,
+        })
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) if failure.message.contains("Broken pipe") => ExitCode::SUCCESS,
+        Err(failure) => {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("{}", failure.message);
+            }
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    // Invoked as `fio` (a link or copy of this binary), the whole command line is fio's.
+    let mut raw = std::env::args_os();
+    if raw.next().is_some_and(|program| fio_front::invoked_as_fio(&program)) {
+        let rest: Vec<String> = raw.map(|arg| arg.to_string_lossy().into_owned()).collect();
+        return fio_main(&rest);
+    }
     let args = Args::parse();
+    if let Command::Fio(fio_args) = &args.command {
+        return fio_main(&fio_args.args);
+    }
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let result = match &args.command {
@@ -81,6 +115,7 @@ fn main() -> ExitCode {
         Command::Kernel(kernel_args) => kernel::run_command(kernel_args, &mut out),
         Command::Completions(completions) => manual::completions(completions.shell, &mut out),
         Command::Man(man) => manual::man(man.output.as_deref(), &mut out),
+        Command::Fio(_) => unreachable!("handled above"),
     };
     let result = result.and_then(|()| out.flush().map_err(anyhow::Error::from));
     match result {

@@ -84,9 +84,9 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
     plan::write_report(&report, &args.report, stdout)
 }
 
-/// One of fio's output formats (fio-compat.md §4).
+/// One of fio's output formats (fio-compat.md §4), in the order fio writes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum FioFormat {
+pub(crate) enum FioFormat {
     Terse,
     Json,
     JsonPlus,
@@ -153,12 +153,18 @@ fn fio_formats(args: &SimArgs) -> Result<Option<Vec<FioFormat>>> {
 /// What the job file at `path` says that fio's outputs echo: its options as written, per
 /// job and global, and the keys that shape the report (fio-compat.md §4.2, §4.4).
 fn fio_setup(path: &str) -> Result<FioSetup> {
-    use elevator_workload::fio::{self, FioValue};
+    use elevator_workload::fio;
     // The environment `WorkloadSpec::parse_fio_file` ran the file with.
     let env =
         fio::FioEnv { page_size_bytes: 4096, memory_mib: 1024, cpus: 1, ..Default::default() };
     let file = fio::parse_file(std::path::Path::new(path), &env)
         .map_err(|error| anyhow::anyhow!("{}: {}", error.at, error.message))?;
+    Ok(fio_setup_of(&file))
+}
+
+/// What parsed jobs say that fio's outputs echo (see [`fio_setup`]).
+pub(crate) fn fio_setup_of(file: &elevator_workload::fio::FioJobFile) -> FioSetup {
+    use elevator_workload::fio::FioValue;
     let mut setup = FioSetup::default();
     let mut seen_globals = Vec::new();
     for job in &file.jobs {
@@ -235,7 +241,7 @@ fn fio_setup(path: &str) -> Result<FioSetup> {
             no_disk_util: matches!(job.get("disk_util"), Some(FioValue::Bool(false))),
         });
     }
-    Ok(setup)
+    setup
 }
 
 /// A job's log options (fio-compat.md §2.1 "Logging and reporting", §4.6). Reporting and log
@@ -328,24 +334,7 @@ fn write_fio_outputs(
         );
     }
     for run in &report.runs {
-        let mut text = Vec::new();
-        if formats.contains(&FioFormat::Normal) {
-            fio::render_banners(setup, &mut text)?;
-        }
-        for format in formats {
-            match format {
-                FioFormat::Json | FioFormat::JsonPlus => fio::render_json(
-                    run,
-                    report.seed,
-                    setup,
-                    *format == FioFormat::JsonPlus,
-                    &mut text,
-                ),
-                FioFormat::Terse => fio::render_terse(run, setup, &mut text),
-                FioFormat::Normal => fio::render_normal(run, setup, &mut text),
-            }
-            .with_context(|| format!("fio output of the run under {}", run.scheduler))?;
-        }
+        let text = fio_text(report, run, formats, setup)?;
         match &args.report.output {
             None => stdout.write_all(&text)?,
             Some(path) => {
@@ -357,6 +346,34 @@ fn write_fio_outputs(
         }
     }
     Ok(())
+}
+
+/// One run's fio output: `formats` in fio's order (terse, json, normal), with fio's start-up
+/// lines first when normal is among them (§4.1, §5.3).
+pub(crate) fn fio_text(
+    report: &Report,
+    run: &elevator_report::Run,
+    formats: &[FioFormat],
+    setup: &FioSetup,
+) -> Result<Vec<u8>> {
+    let mut formats = formats.to_vec();
+    formats.sort();
+    formats.dedup();
+    let mut text = Vec::new();
+    if formats.contains(&FioFormat::Normal) {
+        fio::render_banners(setup, &mut text)?;
+    }
+    for format in &formats {
+        match format {
+            FioFormat::Json | FioFormat::JsonPlus => {
+                fio::render_json(run, report.seed, setup, *format == FioFormat::JsonPlus, &mut text)
+            }
+            FioFormat::Terse => fio::render_terse(run, setup, &mut text),
+            FioFormat::Normal => fio::render_normal(run, setup, &mut text),
+        }
+        .with_context(|| format!("fio output of the run under {}", run.scheduler))?;
+    }
+    Ok(text)
 }
 
 /// `out.json` → `out.SCHEDULER.json` (`out` → `out.SCHEDULER`); characters a file name

@@ -48,6 +48,10 @@
 //! [`RequestFlags::UNSORTED`] (a direct-I/O super bh, §6.6) never merges into a queued
 //! request; and [`Submitter`](crate::Submitter) splits I/O into 4 KiB buffer heads (§1).
 //!
+//! A bio flagged [`RequestFlags::PASSTHROUGH`] (SG_IO, NVMe passthrough) never merges and
+//! goes to the dispatch list's tail without the scheduler seeing it, as the kernel inserts
+//! passthrough requests.
+//!
 //! # Deviations from Linux
 //!
 //! * 2.4 queues (linux-2.4-elevator.md): `rhel3-early`'s plugging (§4.3: the submission that
@@ -644,6 +648,7 @@ impl BlockQueue {
         if !overlaps
             && self.scheduler.queued() > 0
             && !bio.flags.contains(RequestFlags::UNSORTED)
+            && !bio.flags.contains(RequestFlags::PASSTHROUGH)
             && let Some(into) = self.try_merge(now, &bio)
         {
             self.stats.bios += 1;
@@ -661,7 +666,8 @@ impl BlockQueue {
             self.table[id].state = RequestState::Held;
             self.held.push_back(id);
             self.stats.held += 1;
-        } else if self.bypass_before.is_some() {
+        } else if self.bypass_before.is_some() || bio.flags.contains(RequestFlags::PASSTHROUGH) {
+            // A passthrough command never sees the scheduler (`RequestFlags::PASSTHROUGH`).
             self.bypass(id);
         } else {
             self.insert_into_scheduler(now, id);
@@ -1515,7 +1521,11 @@ impl BlockQueue {
                     self.table[id].state = RequestState::Dispatched;
                     self.dispatch.insert_at(position, id);
                 }
-                None if self.bypass_before.is_some() => self.bypass(id),
+                None if self.bypass_before.is_some()
+                    || self.table[id].flags.contains(RequestFlags::PASSTHROUGH) =>
+                {
+                    self.bypass(id)
+                }
                 None => self.insert_into_scheduler(now, id),
             }
         }

@@ -137,6 +137,11 @@ impl RequestFlags {
     /// elevator's list, unsorted (a scheduler honouring 2.4 semantics must append it there).
     /// Later bios may still merge into that request.
     pub const UNSORTED: RequestFlags = RequestFlags(1 << 3);
+    /// A passthrough command (SG_IO, NVMe passthrough: fio's `sg`, `io_uring_cmd` and `xnvme`
+    /// engines): it never merges and goes straight to the dispatch list's tail, past the
+    /// scheduler, as the kernel inserts a request that `blk_rq_is_passthrough` (without
+    /// `RQF_USE_SCHED`, `blk_mq_insert_request`; 5.x's `blk_mq_sched_bypass_insert`).
+    pub const PASSTHROUGH: RequestFlags = RequestFlags(1 << 4);
 
     /// Whether every flag in `other` is set.
     pub const fn contains(self, other: RequestFlags) -> bool {
@@ -179,6 +184,7 @@ impl fmt::Debug for RequestFlags {
             (RequestFlags::META, "meta"),
             (RequestFlags::FUA, "fua"),
             (RequestFlags::UNSORTED, "unsorted"),
+            (RequestFlags::PASSTHROUGH, "passthrough"),
         ] {
             if self.contains(flag) {
                 names.push(name);

@@ -1529,6 +1529,19 @@ impl Simulation {
     /// Starts an issuer's operation: O_DIRECT I/O becomes bios here, everything else goes to
     /// the host.
     fn submit_io(&mut self, index: usize, io: Io) -> Result<(), SimError> {
+        if self.issuers[index].issuer.null_engine() {
+            // fio's null engine: done at once, touching neither host nor device; its bytes
+            // count as moved, as fio counts them.
+            let op = self.next_host_op;
+            self.next_host_op += 1;
+            self.issuers[index].outstanding += 1;
+            let done =
+                HostOp { issuer: index, io: io.id, submitted: self.now, bytes: io.size_bytes };
+            self.host_ops.insert(op, done);
+            self.host_ops_peak = self.host_ops_peak.max(self.host_ops.len());
+            self.events.push(self.now, Event::HostDone { op });
+            return Ok(());
+        }
         if self.fabric.is_some() {
             return self.submit_to_fabric(index, io);
         }

@@ -18,8 +18,11 @@
 //! rate_cycle/rate_process, loops, number_ios, fsync/fdatasync/end_fsync/fsync_on_close,
 //! verify/do_verify/verify_backlog, cmdprio_percentage/cmdprio_bssplit/cmdprio_class/cmdprio,
 //! zonemode=strided
-//! with zonesize/zonerange/zoneskip, exitall/exit_what, direct/buffered, prio/prioclass, and
-//! the block engines `job` knows.
+//! with zonesize/zonerange/zoneskip, exitall/exit_what, direct/buffered, prio/prioclass, the
+//! block engines `job` knows, the passthrough engines (sg with sg_write_mode, io_uring_cmd,
+//! xnvme), the null engine, flow/flow_id/flow_sleep, latency_target/latency_window/
+//! latency_percentile/latency_run, steadystate with ss_dur/ss_ramp/ss_interval,
+//! random_generator, numa_cpu_nodes/numa_mem_policy on node 0, and allow_file_create.
 //!
 //! Options that change only fio's reports and logs (`write_bw_log`, `write_lat_log`,
 //! `write_iops_log`, `log_avg_msec`, `percentile_list`, `per_job_logs`, `log_offset`,
@@ -60,6 +63,26 @@
 //!   changes no I/O timing.
 //! * `thinktime` with `thinktime_blocks_type=complete` counts completions as they arrive; fio
 //!   counts them as it reaps them (when its queue is full, for async engines).
+//! * The passthrough engines' commands are the reads and writes they carry, flagged
+//!   passthrough (past the scheduler, unmerged). `sg_write_mode=verify*` (SCSI VERIFY) is a
+//!   read of the range — the device reads the medium; BYTCHK's data sent to the device is not
+//!   modelled — and its comparison always passes, since no data moves: fio reports the
+//!   miscompare of a block that differs (`sg_verify-fail.fio`). WRITE SAME writes the range.
+//!   `write_and_verify` is refused.
+//! * io_uring's CPU-side options (`sqthread_poll`, `sqthread_poll_cpu`, `registerfiles`,
+//!   `fixedbufs`, `nonvectored`) and `random_generator=tausworthe*` change nothing; `lfsr` is
+//!   the random map (each block once per pass, fio's guarantee), in another order.
+//! * `numa_cpu_nodes`/`numa_mem_policy` are honoured for node 0, the simulated host's only
+//!   node; another node is refused.
+//! * `flow`'s counters are shared by the jobs of one phase (fio shares them among all jobs
+//!   running with the flow_id, the same set here); a job held back without `flow_sleep`
+//!   retries at its next completion, or after 1 µs (fio spins on a CPU).
+//! * `steadystate` with `group_reporting` is judged over the job's clones, not over the
+//!   whole reporting group when it holds other jobs.
+//! * `latency_target`'s final window is not measured apart: fio resets its statistics for
+//!   it, the simulator's figures cover the whole search. A failure at depth 1 with
+//!   `latency_percentile=100` (fio's ETIMEDOUT) ends the clone and counts
+//!   `latency_target_failures`.
 //! * zipf, pareto and normal scatter their ranks with a 64-bit hash of our own, standing for
 //!   fio's `__hash_u64` (so the hot blocks are fio's in share, not in place); normal draws
 //!   with Box-Muller; the `:c` hot-spot centre is refused.
@@ -70,7 +93,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use crate::fio::{FioJob, FioJobFile, FioValue, Location};
-use crate::job::{GroupExit, JobConfig};
+use crate::job::{GroupExit, JobConfig, SharedFlow};
 use crate::{FileSpec, PhasePlan, Place, Target, WorkloadPlan, WorkloadSpec};
 
 /// What a job file's job asks of fio's reports and logs, for the report writers: the options
@@ -120,6 +143,8 @@ pub(crate) struct FioRunJob {
     pub(crate) wait_for: Option<(String, Location)>,
     /// `ramp_time`: I/O done before measuring, run as a phase of its own.
     pub(crate) ramp: Option<Duration>,
+    /// `allow_file_create` (default 1): with 0, fio refuses a job whose files do not exist.
+    pub(crate) allow_file_create: bool,
 }
 
 /// A job file ready to plan.
@@ -397,6 +422,58 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             }
             _ => not_honoured(),
         },
+        "latency_target" | "latency_window" => one(canonical(name), time(value)),
+        "latency_percentile" => match value {
+            FioValue::Float(percent) => Ok(vec![("latency_percentile", percent.to_string())]),
+            FioValue::Int(percent) => Ok(vec![("latency_percentile", percent.to_string())]),
+            _ => not_honoured(),
+        },
+        "latency_run" => one("latency_run", flag(value)),
+        // fio's generators differ in sequence, not in kind: tausworthe stands for our PRNG;
+        // lfsr never repeats an offset within a pass, which the random map gives (set below).
+        "random_generator" => match value {
+            FioValue::Choice { value: generator, .. }
+                if matches!(generator.as_str(), "tausworthe" | "tausworthe64" | "lfsr") =>
+            {
+                Ok(Vec::new())
+            }
+            _ => not_honoured(),
+        },
+        // fio's flow weight is an integer (a fraction is refused).
+        "flow" => one("flow", int(value).map(|n| n.to_string())),
+        "flow_id" => one("flow_id", int(value).map(|n| n.to_string())),
+        // In microseconds (fio's `flow_sleep`).
+        "flow_sleep" => one("flow_sleep", int(value).map(|us| format!("{us}us"))),
+        "steadystate" => match value {
+            FioValue::Str(text) => Ok(vec![("steadystate", text.clone())]),
+            _ => not_honoured(),
+        },
+        "steadystate_duration" | "steadystate_ramp_time" | "steadystate_check_interval" => {
+            one(canonical(name), time(value))
+        }
+        // io_uring_cmd's only command set (fio's `cmd_type=nvme`, the default).
+        "cmd_type" => match value {
+            FioValue::Choice { value: kind, .. } if kind == "nvme" => Ok(Vec::new()),
+            _ => not_honoured(),
+        },
+        // How the submitting side talks to the kernel (an SQ polling thread and its CPU,
+        // registered files, one buffer per command): CPU work the simulator does not model,
+        // like `io_submit_mode`; the commands and their timing at the device are the same.
+        "sqthread_poll" | "sqthread_poll_cpu" | "nonvectored" | "registerfiles" | "fixedbufs" => {
+            Ok(Vec::new())
+        }
+        // The numbering of the host's NUMA nodes (fio's `numa_cpu_nodes`, `numa_mem_policy`):
+        // the host model is one node, node 0. Binding to it (or to every node) is what the
+        // host does anyway; another node does not exist here, as libnuma would refuse it on a
+        // one-node machine.
+        "numa_cpu_nodes" | "numa_mem_policy" => match value {
+            FioValue::Str(text) if numa_on_node_zero(name, text) => Ok(Vec::new()),
+            _ => Err(format!(
+                "`{name}={value}` names a NUMA node the simulated host lacks: it has one node, \
+                 0 (accepted: 0 or all; numa_mem_policy default, local, or \
+                 prefer/bind/interleave:0)"
+            )),
+        },
         // The submitting thread changes no I/O timing in a simulation, which models no CPU.
         "io_submit_mode" => match value {
             FioValue::Choice { value: mode, .. } if mode == "inline" || mode == "offload" => {
@@ -415,7 +492,17 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             FioValue::Choice { value: engine, .. }
                 if matches!(
                     engine.as_str(),
-                    "io_uring" | "libaio" | "posixaio" | "psync" | "sync" | "pvsync" | "pvsync2"
+                    "io_uring"
+                        | "libaio"
+                        | "posixaio"
+                        | "psync"
+                        | "sync"
+                        | "pvsync"
+                        | "pvsync2"
+                        | "sg"
+                        | "io_uring_cmd"
+                        | "xnvme"
+                        | "null"
                 ) =>
             {
                 Ok(vec![("ioengine", engine.clone())])
@@ -423,6 +510,22 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             _ => not_honoured(),
         },
         _ => not_honoured(),
+    }
+}
+
+/// Whether a `numa_cpu_nodes` or `numa_mem_policy` value names only node 0 (or all nodes),
+/// the simulated host's one node (fio's syntax: a node list `0`, `0-1`, `all`; a policy
+/// `default`, `local`, or `prefer|bind|interleave:NODES`).
+fn numa_on_node_zero(name: &str, text: &str) -> bool {
+    let nodes_zero = |nodes: &str| matches!(nodes.trim(), "0" | "all" | "0-0");
+    if name == "numa_cpu_nodes" {
+        return nodes_zero(text);
+    }
+    match text.trim().split_once(':') {
+        None => matches!(text.trim(), "default" | "local"),
+        Some((policy, nodes)) => {
+            matches!(policy, "prefer" | "bind" | "interleave") && nodes_zero(nodes)
+        }
     }
 }
 
@@ -441,6 +544,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let (mut filenames, mut directory, mut size_bytes, mut clones) = (None, None, None, 1);
     let (mut reporting, mut wait_for, mut ramp, mut filesize) = (Vec::new(), None, None, None);
     let mut verify_off = false;
+    let (mut sg_write_mode, mut allow_file_create) = (None, true);
     for (index, option) in job.options.iter().enumerate() {
         // The last occurrence wins (§1.7): map only that one.
         if job.options[index + 1..].iter().any(|later| later.name == option.name) {
@@ -493,12 +597,28 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
                 filesize = Some(*bytes);
                 continue;
             }
+            ("sg_write_mode", FioValue::Choice { value: mode, .. }) => {
+                sg_write_mode = Some((mode.clone(), option.at.clone()));
+                continue;
+            }
+            ("allow_file_create", FioValue::Bool(on)) => {
+                allow_file_create = *on;
+                continue;
+            }
             ("wait_for", FioValue::Str(name)) => {
                 wait_for = Some((name.clone(), option.at.clone()));
             }
             ("do_verify", FioValue::Bool(false)) => verify_off = true,
             ("ramp_time", FioValue::TimeNs(ns)) => {
                 ramp = (*ns > 0).then(|| Duration::from_nanos(*ns));
+                continue;
+            }
+            // group_reporting also makes the steady state one judgement over the job's clones
+            // (fio judges a reporting group's aggregate).
+            ("group_reporting", value) => {
+                reporting.push(("group_reporting", value.clone()));
+                keys.retain(|(given, _)| *given != "steadystate_group");
+                keys.push(("steadystate_group", u8::from(on).to_string()));
                 continue;
             }
             (name, value) if REPORTING.contains(&name) => reporting.push((name, value.clone())),
@@ -523,6 +643,25 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     }
     if verify_off {
         keys.retain(|(given, _)| *given != "verify");
+    }
+    let lfsr = job.options.iter().rev().find(|option| option.name == "random_generator").filter(
+        |option| matches!(&option.value, FioValue::Choice { value, .. } if value == "lfsr"),
+    );
+    if let Some(option) = lfsr {
+        // lfsr visits every block once per pass whatever `norandommap` says (fio's HOWTO);
+        // it only draws uniformly.
+        if keys.iter().any(|(key, value)| *key == "random_distribution" && value != "random") {
+            return Err(refuse(
+                &option.at,
+                "random_generator=lfsr draws uniformly: it cannot follow random_distribution"
+                    .into(),
+            ));
+        }
+        keys.retain(|(key, _)| *key != "norandommap");
+        keys.push(("norandommap", "0".into()));
+    }
+    if let Some((mode, at)) = sg_write_mode {
+        sg_write(&mut keys, &mode).map_err(|problem| refuse(&at, problem))?;
     }
     if let Some(bytes) = filesize {
         if filenames.as_ref().is_some_and(|(names, _)| names.len() > 1) {
@@ -553,7 +692,44 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         reporting,
         wait_for,
         ramp,
+        allow_file_create,
     })
+}
+
+/// What fio's `sg_write_mode` makes of the sg engine's writes (fio's HOWTO, engines/sg.c): the
+/// SCSI command each write becomes, as the device's work on the written range.
+fn sg_write(keys: &mut [(&'static str, String)], mode: &str) -> Result<(), String> {
+    let engine = keys.iter().find(|(key, _)| *key == "ioengine").map_or("", |(_, v)| v.as_str());
+    if engine != "sg" {
+        return Err(format!("sg_write_mode is an option of ioengine=sg, not of {engine}"));
+    }
+    match mode {
+        // WRITE, and WRITE SAME (one block, or none with NDOB, written over the whole range):
+        // the device writes every block of the range either way.
+        "write" | "write_same" | "write_same_ndob" => Ok(()),
+        // VERIFY: the device reads the range from the medium (and with BYTCHK compares it with
+        // the block(s) sent); nothing is written.
+        "verify" | "verify_bytchk_00" | "verify_bytchk_01" | "verify_bytchk_11" => {
+            let Some((_, rw)) = keys.iter_mut().find(|(key, _)| *key == "rw") else {
+                return Err("sg_write_mode=verify* needs rw=write or randwrite".into());
+            };
+            *rw = match rw.as_str() {
+                "write" => "read".into(),
+                "randwrite" => "randread".into(),
+                other => {
+                    return Err(format!(
+                        "sg_write_mode={mode} with rw={other}: only a pure write pattern \
+                         (write, randwrite) becomes VERIFY commands here"
+                    ));
+                }
+            };
+            Ok(())
+        }
+        _ => Err(format!(
+            "sg_write_mode={mode} (WRITE AND VERIFY) is not modelled: the device's write and \
+             read-back as one command"
+        )),
+    }
 }
 
 impl FioRunJob {
@@ -570,6 +746,18 @@ impl FioRunJob {
             let name = name.strip_prefix("/dev/").unwrap_or(name);
             targets.iter().position(|target| target.name == name)
         };
+        if self.spec.params.text("ioengine") == "null" {
+            // fio's null engine is diskless (`FIO_DISKLESSIO`): it opens and lays out no file;
+            // its offsets span `size` bytes (fio's default when no size: nothing to do).
+            let Some(size_bytes) = self.size_bytes else {
+                return Err(refuse(
+                    &self.at,
+                    format!("job `{}`: ioengine=null needs `size` (fio's rule)", self.name),
+                ));
+            };
+            let target = Target { name: "null".into(), capacity_bytes: size_bytes };
+            return Ok(vec![vec![(Place::Device(0), target)]]);
+        }
         if let (Some((names, at)), None) = (&self.filenames, &self.directory) {
             let devices: Vec<Option<usize>> = names.iter().map(|name| device(name)).collect();
             if devices.iter().all(Option::is_some) {
@@ -589,6 +777,17 @@ impl FioRunJob {
                     format!("filename: no device `{name}` (accepted: {})", accepted.join(", ")),
                 ));
             }
+        }
+        if !self.allow_file_create {
+            // The simulated filesystem starts empty: every regular file is created for the run.
+            return Err(refuse(
+                &self.at,
+                format!(
+                    "job `{}`: allow_file_create=0 and its files (regular files, not devices) \
+                     do not exist before the run; fio refuses to create them",
+                    self.name
+                ),
+            ));
         }
         let Some(size_bytes) = self.size_bytes else {
             return Err(refuse(
@@ -725,6 +924,8 @@ impl FioRun {
         let mut members: Vec<Vec<usize>> = Vec::new();
         // Per phase, the flag an `exitall` job raises when it finishes.
         let mut exits: Vec<Arc<AtomicBool>> = Vec::new();
+        // Per phase, its flows by `flow_id` (fio's flows are shared by the jobs running).
+        let mut flows: Vec<std::collections::BTreeMap<u64, SharedFlow>> = Vec::new();
         for (index, job) in self.jobs.iter().enumerate() {
             let job_prng = prng.fork_indexed("fio", index as u64);
             let mut new_phase = index == 0 || job.new_group;
@@ -757,6 +958,7 @@ impl FioRun {
                 });
                 members.push(Vec::new());
                 exits.push(Arc::new(AtomicBool::new(false)));
+                flows.push(std::collections::BTreeMap::new());
             }
             members.last_mut().expect("a phase was pushed").push(index);
             let phase = phases.last_mut().expect("a phase was pushed");
@@ -764,6 +966,8 @@ impl FioRun {
             let places = job.places(targets, &mut files)?;
             let mut config = JobConfig::from_params(&job.spec.params)
                 .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
+            let phase_flows = flows.last_mut().expect("a phase was pushed");
+            config.flow = Some(phase_flows.entry(config.flow_id).or_default().clone());
             config.group_exit = Some(GroupExit {
                 flag: exits.last().expect("a phase was pushed").clone(),
                 sets: job.exitall,
@@ -962,10 +1166,8 @@ mod tests {
         assert!(error.contains("zbd.fio:3: option: `zonemode=zbd` is not honoured"), "{error}");
         let error = parse("net", "[a]\nioengine=net\n").unwrap_err().to_string();
         assert!(error.contains("net.fio:1") && error.contains("ioengine=net"), "{error}");
-        let error = parse("null", "[a]\nioengine=null\n").unwrap_err().to_string();
-        assert!(error.contains("null.fio:2") && error.contains("ioengine=null"), "{error}");
-        let error = parse("steady", "[a]\nsize=1m\nsteadystate=iops:10%\n").unwrap_err();
-        assert!(error.to_string().contains("steady.fio:3"), "{error}");
+        let error = parse("mmap", "[a]\nsize=1m\nioengine=mmap\n").unwrap_err().to_string();
+        assert!(error.contains("mmap.fio:3") && error.contains("ioengine=mmap"), "{error}");
         let error = parse("zonesize", "[a]\nsize=1m\nzonesize=64k\n").unwrap_err().to_string();
         assert!(error.contains("zonesize.fio:3") && error.contains("zonemode=strided"), "{error}");
         let text = "[a]\nsize=1m\nrw=randread\ncmdprio_percentage=10\n";
@@ -1352,5 +1554,137 @@ mod tests {
         let offsets: Vec<u64> = result.records.iter().map(|r| r.io.offset_bytes).collect();
         let pass: Vec<u64> = (0..16).map(|i| i * 4096).collect();
         assert_eq!(offsets, [pass.clone(), pass.clone(), pass].concat());
+    }
+
+    // Proves the passthrough engines' mapping: every sg/io_uring_cmd/xnvme command is direct
+    // and flagged PASSTHROUGH (so the queue dispatches it past the scheduler), sg keeps one
+    // command in flight (SG_IO on a block device) where io_uring_cmd takes its iodepth,
+    // sg_write_mode=verify_bytchk_01 turns the writes into reads of the same blocks (VERIFY
+    // reads the medium) while write_same_ndob stays a write; a regular file, sg_write_mode with
+    // another engine and WRITE AND VERIFY are refused naming their line.
+    #[test]
+    fn passthrough_engines() {
+        use elevator_core::RequestFlags;
+        let latency = Duration::from_micros(100);
+        let text = "[global]\nfilename=/dev/sdb\nbs=512\nnumber_ios=20\nstonewall\n\
+                    ioengine=sg\nrw=write\niodepth=8\n[precon]\n\
+                    [verify]\nsg_write_mode=verify_bytchk_01\n\
+                    [same]\nsg_write_mode=write_same_ndob\n\
+                    [nvme]\nioengine=io_uring_cmd\ncmd_type=nvme\nsqthread_poll=1\nrw=randread\n";
+        let run = run_file("passthrough", text, 7, latency);
+        for record in &run.records {
+            assert!(record.io.direct && record.io.flags.contains(RequestFlags::PASSTHROUGH));
+            assert_eq!(record.io.place, Place::Device(1), "filename=/dev/sdb");
+        }
+        let kinds = |phase: usize| -> Vec<crate::IoKind> {
+            run.phase(phase).iter().map(|record| record.io.kind).collect()
+        };
+        assert_eq!(kinds(0), vec![crate::IoKind::Write; 20]);
+        assert_eq!(kinds(1), vec![crate::IoKind::Read; 20], "VERIFY reads");
+        assert_eq!(kinds(2), vec![crate::IoKind::Write; 20], "WRITE SAME writes");
+        let deepest =
+            |phase: usize| run.phase(phase).iter().map(|record| record.in_flight).max().unwrap();
+        assert_eq!((deepest(0), deepest(1)), (1, 1), "SG_IO is synchronous");
+        assert_eq!(deepest(3), 8, "io_uring_cmd keeps iodepth in flight");
+        let offsets: Vec<u64> = run.phase(1).iter().map(|record| record.io.offset_bytes).collect();
+        assert_eq!(offsets, (0..20).map(|block| block * 512).collect::<Vec<_>>());
+
+        let text = "[a]\nioengine=sg\nsize=1m\nfilename=scratch\n";
+        let error = parse("sgfile", text).unwrap().plan(&targets(), &Prng::new(1)).unwrap_err();
+        assert!(error.to_string().contains("filename must name one"), "{error}");
+        let text = "[a]\nioengine=libaio\nrw=write\nsg_write_mode=verify\n";
+        let error = parse("sgmode", text).unwrap_err().to_string();
+        assert!(error.contains("sgmode.fio:4") && error.contains("ioengine=sg"), "{error}");
+        let text = "[a]\nioengine=sg\nrw=write\nsg_write_mode=write_and_verify\n";
+        let error = parse("wav", text).unwrap_err().to_string();
+        assert!(error.contains("wav.fio:4") && error.contains("WRITE AND VERIFY"), "{error}");
+    }
+
+    // Proves NUMA binding is honoured for the host's one node and refused for any other,
+    // naming the line: node 0 and `all` run, `0-1` and `bind:1` do not.
+    #[test]
+    fn numa_nodes() {
+        for ok in [
+            "numa_cpu_nodes=0",
+            "numa_cpu_nodes=all",
+            "numa_mem_policy=bind:0",
+            "numa_mem_policy=local",
+            "numa_mem_policy=interleave:all",
+        ] {
+            parse("numa_ok", &format!("[a]\nsize=1m\n{ok}\n")).unwrap();
+        }
+        for bad in ["numa_cpu_nodes=0-1", "numa_mem_policy=bind:1", "numa_mem_policy=prefer:0-1"] {
+            let error = parse("numa_bad", &format!("[a]\nsize=1m\n{bad}\n")).unwrap_err();
+            let error = error.to_string();
+            assert!(error.contains("numa_bad.fio:3") && error.contains("one node, 0"), "{error}");
+        }
+    }
+
+    // Proves steadystate ends a job when its criterion holds over the window, as fio's does:
+    // at a constant 1 ms per I/O, `ss=iops:10%` with `ss_ramp=2s` and `ss_dur=5s` stops a
+    // 60 s time_based job once five samples after the ramp are in (7 s); `ss=bw_slope:0%`
+    // (no slope is below 0) never holds and the job runs its 20 s; with group_reporting the
+    // two clones are judged together and stop at the same instant.
+    #[test]
+    fn steadystate_stops_the_job() {
+        let last = |run: &crate::testing::Run| {
+            run.records.iter().map(|record| record.submitted).max().unwrap()
+        };
+        let latency = Duration::from_millis(1);
+        let text = "[ss]\nsize=64m\nbs=4k\nrw=randread\ntime_based\nruntime=60s\n\
+                    ss=iops:10%\nss_dur=5s\nss_ramp=2s\n";
+        let run = run_file("ss_iops", text, 3, latency);
+        let ended = last(&run).as_nanos();
+        assert!((6_999_000_000..7_000_000_000).contains(&ended), "ended at {ended} ns");
+        let text = "[ss]\nsize=64m\nbs=4k\nrw=randread\ntime_based\nruntime=20s\n\
+                    ss=bw_slope:0%\nss_dur=2s\n";
+        let run = run_file("ss_never", text, 3, latency);
+        assert!(last(&run).as_nanos() >= 20_000_000_000 - 1_000_000, "runs its runtime");
+        let text = "[ss]\nsize=64m\nbs=4k\nrw=randread\ntime_based\nruntime=60s\nnumjobs=2\n\
+                    group_reporting\nss=iops:10%\nss_dur=3s\n";
+        let run = run_file("ss_group", text, 3, latency);
+        let per_clone: Vec<u64> = (0..2)
+            .map(|clone| {
+                let records = run.records.iter().filter(|record| record.issuer == clone);
+                records.map(|record| record.submitted.as_nanos()).max().unwrap()
+            })
+            .collect();
+        assert!(
+            per_clone.iter().all(|&t| (2_999_000_000..3_000_000_000).contains(&t)),
+            "{per_clone:?}"
+        );
+    }
+
+    // Proves fio's flow control: jobs sharing a flow issue in the ratio of their weights
+    // (HOWTO `flow`: "3:2:1"), where without flow two equal jobs at the same latency issue the
+    // same. flow=1 against flow=8 with flow_sleep=1000 comes out 1:8 within 2 %, and 3 against
+    // 1 without flow_sleep (fio retries at once) 3:1 within 2 %; a job in another flow_id is
+    // not held back by them.
+    #[test]
+    fn flow_keeps_the_weights_ratio() {
+        let latency = Duration::from_micros(100);
+        let ops = |text: &str, test: &str| -> Vec<f64> {
+            let run = run_file(test, text, 5, latency);
+            let count = |issuer: usize| run.records.iter().filter(|r| r.issuer == issuer).count();
+            (0..3).map(|issuer| count(issuer) as f64).collect()
+        };
+        let jobs = |a: &str, b: &str, c: &str| {
+            format!(
+                "[global]\nsize=64m\nbs=4k\nrw=randread\nioengine=libaio\ndirect=1\niodepth=4\n\
+                 time_based\nruntime=2s\n[a]\n{a}\n[b]\n{b}\n[c]\n{c}\n"
+            )
+        };
+        let plain = ops(&jobs("", "", "flow=1\nflow_id=1"), "flow_none");
+        assert_eq!(plain[0], plain[1], "equal jobs issue the same without flow");
+        let run = ops(
+            &jobs("flow=1\nflow_sleep=1000", "flow=8\nflow_sleep=1000", "flow=1\nflow_id=1"),
+            "flow_8",
+        );
+        let ratio = run[1] / run[0];
+        assert!((ratio - 8.0).abs() < 0.16, "1:8 came out 1:{ratio} ({run:?})");
+        assert_eq!(run[2], plain[2], "another flow_id is not held back");
+        let run = ops(&jobs("flow=3", "flow=1", "flow=1\nflow_id=1"), "flow_3");
+        let ratio = run[0] / run[1];
+        assert!((ratio - 3.0).abs() < 0.06, "3:1 came out {ratio}:1 ({run:?})");
     }
 }

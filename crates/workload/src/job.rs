@@ -33,8 +33,11 @@
 //! `random_distribution`, `percentage_random`, `norandommap`, `blockalign`, `rate`,
 //! `rate_iops`, `rate_process`, `rate_min`, `rate_cycle`, `startdelay`, `loops`, `number_ios`,
 //! `fsync`, `end_fsync`, `thinktime_blocks`, `thinktime_blocks_type`, `verify`,
-//! `verify_backlog`, `cmdprio_percentage`, `cmdprio_class`, `cmdprio` and `zonesize`,
-//! `zonerange`, `zoneskip` (fio's strided zones), each with fio's meaning (`elevator list
+//! `verify_backlog`, `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `zonesize`,
+//! `zonerange`, `zoneskip` (fio's strided zones), `latency_target`, `latency_window`,
+//! `latency_percentile`, `latency_run`, `flow`, `flow_id`, `flow_sleep`, `steadystate` with
+//! `steadystate_duration`, `steadystate_ramp_time`, `steadystate_check_interval` and
+//! `steadystate_group`, each with fio's meaning (`elevator list
 //! workloads` prints them all).
 //!
 //! # Deviations from fio
@@ -47,6 +50,12 @@
 //!   disable the map, as in fio.
 //! * `rate` and `rate_iops` take one value for all directions (fio keeps one per direction).
 //! * `rate_min` ends the clone and counts `rate_min_failures` where fio fails the job.
+//! * `ioengine=null` completes each I/O at its submission, in no simulated time (fio's takes
+//!   the time of fio's own code); a `time_based` null job without thinktime or a rate would
+//!   never end, and is refused. A null phase so takes no time, and its rates (MB/s, IOPS)
+//!   print as 0: the operations and bytes are counted, a rate over no time is not.
+//! * The passthrough engines (`sg`, `io_uring_cmd`, `xnvme`) are direct I/O to a device whose
+//!   requests bypass the scheduler; `sg` is one command at a time (SG_IO on a block device).
 //! * A sequential pass that reaches the end of the region before the job's amount (io_size
 //!   beyond the region, loops, holes) wraps to the start, as fio's does.
 
@@ -56,6 +65,7 @@ use elevator_core::{
 };
 
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::process::{check_sectors, parse_block_range};
@@ -180,6 +190,78 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Choice(&["complete", "issue"]),
         default: "complete",
         help: "count thinktime_blocks as completed or as issued blocks",
+    },
+    KeySpec {
+        key: "latency_target",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "us" },
+        default: "0",
+        help: "fio's latency target: search the deepest queue that keeps latency below it",
+    },
+    KeySpec {
+        key: "latency_window",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "us" },
+        default: "0",
+        help: "how long each depth of the latency_target search runs",
+    },
+    KeySpec {
+        key: "latency_percentile",
+        kind: KeyKind::Float { min: 0.0, max: 100.0, unit: "%" },
+        default: "100",
+        help: "the share of I/Os within latency_target for a depth to pass",
+    },
+    KeySpec {
+        key: "latency_run",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "keep adjusting the depth to the target instead of ending once it is found",
+    },
+    KeySpec {
+        key: "flow",
+        kind: KeyKind::Integer { min: 0, max: 1 << 32 },
+        default: "0",
+        help: "fio's flow weight: jobs sharing a flow_id issue in proportion to their weights",
+    },
+    KeySpec {
+        key: "flow_id",
+        kind: KeyKind::Integer { min: 0, max: 1 << 32 },
+        default: "0",
+        help: "the flow a job's weight counts in",
+    },
+    KeySpec {
+        key: "flow_sleep",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "us" },
+        default: "0",
+        help: "after its share is exceeded, quiesce and sleep this long (0: retry at once)",
+    },
+    KeySpec {
+        key: "steadystate",
+        kind: KeyKind::Text,
+        default: "",
+        help: "fio's steady state: iops|iops_slope|bw|bw_slope:LIMIT[%] ends the job early",
+    },
+    KeySpec {
+        key: "steadystate_duration",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "s" },
+        default: "0",
+        help: "ss_dur: the rolling window the steady state criterion holds over",
+    },
+    KeySpec {
+        key: "steadystate_ramp_time",
+        kind: KeyKind::Time { min: Duration::ZERO, max: MAX_TIME, bare_unit: "s" },
+        default: "0",
+        help: "ss_ramp: run this long before collecting steady state data",
+    },
+    KeySpec {
+        key: "steadystate_check_interval",
+        kind: KeyKind::Time { min: Duration::from_millis(1), max: MAX_TIME, bare_unit: "s" },
+        default: "1s",
+        help: "ss_interval: one sample per interval",
+    },
+    KeySpec {
+        key: "steadystate_group",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "judge the steady state over all clones together (fio's group_reporting)",
     },
     KeySpec {
         key: "number_ios",
@@ -364,10 +446,21 @@ pub const KEYS: &[KeySpec] = &[
     KeySpec {
         key: "ioengine",
         kind: KeyKind::Choice(&[
-            "io_uring", "libaio", "posixaio", "psync", "sync", "pvsync", "pvsync2",
+            "io_uring",
+            "libaio",
+            "posixaio",
+            "psync",
+            "sync",
+            "pvsync",
+            "pvsync2",
+            "sg",
+            "io_uring_cmd",
+            "xnvme",
+            "null",
         ]),
         default: "io_uring",
-        help: "synchronous engines cap the depth at 1",
+        help: "synchronous engines (and sg) cap the depth at 1; sg, io_uring_cmd and xnvme are \
+               passthrough: direct to a device, past the scheduler",
     },
 ];
 
@@ -648,6 +741,12 @@ pub(crate) struct JobConfig {
     /// One priority, or one per clone.
     priorities: Vec<IoPriority>,
     direct: bool,
+    /// A passthrough engine (sg, io_uring_cmd, xnvme): every command goes to the device
+    /// flagged [`RequestFlags::PASSTHROUGH`], past the scheduler.
+    passthrough: bool,
+    /// fio's null engine: every operation completes at once, without host or device
+    /// ([`Issuer::null_engine`]).
+    null_engine: bool,
     filenames: Vec<String>,
     /// `rw=...:N`: sequential skip in bytes (may be negative).
     seq_skip_bytes: i64,
@@ -679,6 +778,330 @@ pub(crate) struct JobConfig {
     number_ios: u64,
     /// fio's `exitall` among a job file's jobs: set by the planner.
     pub(crate) group_exit: Option<GroupExit>,
+    /// fio's `steadystate`: the job ends once its criterion holds.
+    steady: Option<SteadySpec>,
+    /// fio's `latency_target` search.
+    latency_target: Option<LatencyTargetSpec>,
+    /// fio's `flow` weight (0: not in a flow), `flow_id` and `flow_sleep`.
+    flow_weight: u64,
+    pub(crate) flow_id: u64,
+    flow_sleep: Duration,
+    /// The flow's shared counters: set by the planner for the jobs that run together.
+    pub(crate) flow: Option<SharedFlow>,
+}
+
+/// fio's `latency_target`, `latency_window`, `latency_percentile` and `latency_run`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct LatencyTargetSpec {
+    target: Duration,
+    window: Duration,
+    percentile: f64,
+    keep_running: bool,
+}
+
+/// fio's queue-depth search for `latency_target` (`io_u.c`: `lat_target_init`,
+/// `lat_target_check`, `lat_target_success`, `__lat_target_failed`): starting at depth 1, a
+/// window whose share of I/Os within the target reaches the percentile doubles the depth (or,
+/// once a depth failed, bisects towards the failing one); a failing window bisects down
+/// (waiting for the I/O in flight first). When the depth stops changing, one more window runs
+/// at it and the job ends (unless `latency_run`).
+#[derive(Debug)]
+struct LatencySearch {
+    spec: LatencyTargetSpec,
+    depth: u32,
+    depth_low: u32,
+    depth_high: u32,
+    stable_count: u32,
+    window_start: Instant,
+    window_ios: u64,
+    window_failed: u64,
+    end_run: bool,
+    /// Waiting for every I/O in flight after a ramp down (fio's `io_u_quiesce`).
+    quiesce: bool,
+    /// Found (fio's `td->done`), or failed at depth 1 with percentile 100 (fio's ETIMEDOUT).
+    done: bool,
+    failed_at_depth_one: bool,
+}
+
+impl LatencySearch {
+    fn new(spec: LatencyTargetSpec, max_depth: u32, now: Instant) -> LatencySearch {
+        LatencySearch {
+            spec,
+            depth: 1,
+            depth_low: 1,
+            depth_high: max_depth,
+            stable_count: 0,
+            window_start: now,
+            window_ios: 0,
+            window_failed: 0,
+            end_run: false,
+            quiesce: false,
+            done: false,
+            failed_at_depth_one: false,
+        }
+    }
+
+    fn new_window(&mut self, now: Instant) {
+        (self.window_start, self.window_ios, self.window_failed) = (now, 0, 0);
+    }
+
+    /// `__lat_target_failed`: whether the depth was already 1.
+    fn ramp_down(&mut self, now: Instant) -> bool {
+        if self.depth == 1 {
+            return true;
+        }
+        self.depth_high = self.depth;
+        if self.depth == self.depth_low {
+            self.depth_low -= 1;
+        }
+        self.depth = (self.depth + self.depth_low) / 2;
+        self.stable_count = 0;
+        self.quiesce = true;
+        self.new_window(now);
+        false
+    }
+
+    fn ramp_up(&mut self, now: Instant, max_depth: u32) {
+        let was = self.depth;
+        self.depth_low = self.depth;
+        if self.depth + 1 == self.depth_high {
+            // fio's heuristic: three successes in a row at the edge raise the ceiling by one.
+            self.stable_count += 1;
+            if self.stable_count >= 3 {
+                self.depth_high += 1;
+                self.stable_count = 0;
+            }
+        }
+        self.depth = if self.depth_high != max_depth {
+            (self.depth + self.depth_high) / 2
+        } else {
+            self.depth * 2
+        }
+        .min(max_depth);
+        if !self.spec.keep_running && self.depth == was {
+            if self.end_run {
+                self.done = true;
+            } else {
+                self.quiesce = true;
+                self.end_run = true;
+            }
+        }
+        self.new_window(now);
+    }
+
+    /// A read or write completed after `latency`.
+    fn complete(&mut self, now: Instant, latency: Duration) {
+        self.window_ios += 1;
+        if latency > self.spec.target {
+            if self.spec.percentile == 100.0 {
+                if self.ramp_down(now) {
+                    self.failed_at_depth_one = true;
+                    self.done = true;
+                }
+            } else {
+                self.window_failed += 1;
+            }
+        }
+    }
+
+    /// `lat_target_check`: at the end of each window, up or down.
+    fn check(&mut self, now: Instant, max_depth: u32) {
+        if now.saturating_since(self.window_start) < self.spec.window {
+            return;
+        }
+        // No I/O in the window gives 0/0, which fio too counts as a failure.
+        let ios = self.window_ios as f64;
+        let success_percent = 100.0 * (ios - self.window_failed as f64) / ios;
+        if success_percent >= self.spec.percentile {
+            self.ramp_up(now, max_depth);
+        } else {
+            self.ramp_down(now);
+        }
+    }
+}
+
+/// A flow shared by the jobs that run together (equal when it is the same flow).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SharedFlow(pub(crate) Arc<Mutex<Flow>>);
+
+impl PartialEq for SharedFlow {
+    fn eq(&self, other: &SharedFlow) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// fio's token-based flow control (`flow.c`): the I/Os issued by all members of a flow, and
+/// their total weight. A member whose share of the flow's I/Os is above its share of the
+/// weight holds back until the others catch up.
+#[derive(Debug, Default)]
+pub(crate) struct Flow {
+    /// I/Os issued by every member.
+    issued: u64,
+    /// The members' summed weights (each clone counts, as each of fio's threads does).
+    total_weight: u64,
+}
+
+/// fio's `steadystate=METRIC:LIMIT[%]` with `ss_dur`, `ss_ramp` and `ss_interval` (fio's
+/// HOWTO "Steady state", `steadystate.c`): one sample of IOPS or bandwidth per interval, after
+/// the ramp; once the last `ss_dur / ss_interval` samples are in, the job ends if every sample
+/// is within LIMIT of their mean (`iops`, `bw`) or their least-squares slope is below LIMIT
+/// (`iops_slope`, `bw_slope`); with `%`, LIMIT is relative to the mean.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SteadySpec {
+    /// Bandwidth (bytes per second) rather than IOPS.
+    bandwidth: bool,
+    /// The slope criterion rather than the deviation.
+    slope: bool,
+    /// The limit: per second (IOPS or bytes), or a percentage of the mean.
+    limit: f64,
+    percent: bool,
+    /// Samples in the window (`ss_dur / ss_interval`).
+    samples: usize,
+    ramp: Duration,
+    interval: Duration,
+    /// One judgement over all clones (`group_reporting`), or one per clone.
+    shared: bool,
+}
+
+impl SteadySpec {
+    fn from_params(params: &Params) -> Result<Option<SteadySpec>, ParamError> {
+        let text = params.text("steadystate");
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let bad = |why: &str| params.impossible("steadystate", format!("`{text}`: {why}"));
+        let (metric, limit) = text
+            .split_once(':')
+            .ok_or_else(|| bad("expected iops|iops_slope|bw|bw_slope:LIMIT[%]"))?;
+        let (bandwidth, slope) = match metric {
+            "iops" => (false, false),
+            "iops_slope" => (false, true),
+            "bw" => (true, false),
+            "bw_slope" => (true, true),
+            _ => return Err(bad("the metric is one of iops, iops_slope, bw, bw_slope")),
+        };
+        let (number, percent) = match limit.strip_suffix('%') {
+            Some(number) => (number, true),
+            None => (limit, false),
+        };
+        if bandwidth && !percent {
+            // fio reads an absolute bandwidth limit with its own size units; only the
+            // relative form is taken here.
+            return Err(bad("a bandwidth limit must be a percentage of the mean"));
+        }
+        let limit: f64 = number
+            .trim()
+            .parse()
+            .ok()
+            .filter(|limit: &f64| limit.is_finite() && *limit >= 0.0)
+            .ok_or_else(|| bad("the limit is a non-negative number"))?;
+        let interval = params.time("steadystate_check_interval");
+        let window = params.time("steadystate_duration");
+        let samples = (window.as_nanos() / interval.as_nanos()) as usize;
+        if window == Duration::ZERO {
+            // fio's default ss_dur, 0, disables the detection (HOWTO `ss_dur`).
+            return Ok(None);
+        }
+        if samples == 0 {
+            return Err(params.impossible(
+                "steadystate_duration",
+                "ss_dur is shorter than one ss_interval (fio's default: 1s)",
+            ));
+        }
+        Ok(Some(SteadySpec {
+            bandwidth,
+            slope,
+            limit,
+            percent,
+            samples,
+            ramp: params.time("steadystate_ramp_time"),
+            interval,
+            shared: params.flag("steadystate_group"),
+        }))
+    }
+}
+
+/// What the steady state check has seen (shared by the clones when judged together).
+#[derive(Debug)]
+pub(crate) struct SteadyState {
+    spec: SteadySpec,
+    /// When collection starts (the job's start plus `ss_ramp`), and the current sample's end.
+    collect_from: Option<Instant>,
+    sample_end: Instant,
+    ios: u64,
+    bytes: u64,
+    window: std::collections::VecDeque<f64>,
+    attained: bool,
+}
+
+impl SteadyState {
+    fn new(spec: SteadySpec) -> SteadyState {
+        SteadyState {
+            spec,
+            collect_from: None,
+            sample_end: Instant::MAX,
+            ios: 0,
+            bytes: 0,
+            window: std::collections::VecDeque::new(),
+            attained: false,
+        }
+    }
+
+    /// The job started at `now` (the first clone to start sets it).
+    fn start(&mut self, now: Instant) {
+        if self.collect_from.is_none() {
+            let from = now.saturating_add(self.spec.ramp);
+            self.collect_from = Some(from);
+            self.sample_end = from.saturating_add(self.spec.interval);
+        }
+    }
+
+    /// Closes every sample that ended by `now`, judging the window after each.
+    fn advance(&mut self, now: Instant) {
+        while !self.attained && now >= self.sample_end {
+            let seconds = self.spec.interval.as_secs_f64();
+            let value = if self.spec.bandwidth { self.bytes } else { self.ios } as f64 / seconds;
+            (self.ios, self.bytes) = (0, 0);
+            self.window.push_back(value);
+            if self.window.len() > self.spec.samples {
+                self.window.pop_front();
+            }
+            self.sample_end = self.sample_end.saturating_add(self.spec.interval);
+            self.attained = self.window.len() == self.spec.samples && self.holds();
+        }
+    }
+
+    /// fio's criterion over a full window (`steadystate.c`: `steadystate_slope`,
+    /// `steadystate_deviation`).
+    fn holds(&self) -> bool {
+        let n = self.window.len() as f64;
+        let mean = self.window.iter().sum::<f64>() / n;
+        let criterion = if self.spec.slope {
+            // Least squares over x = 0, 1, ..., n-1.
+            let (mut sum_x, mut sum_xx, mut sum_xy) = (0.0, 0.0, 0.0);
+            for (x, y) in self.window.iter().enumerate() {
+                let x = x as f64;
+                (sum_x, sum_xx, sum_xy) = (sum_x + x, sum_xx + x * x, sum_xy + x * y);
+            }
+            let sum_y = mean * n;
+            let slope = (sum_xy - sum_x * sum_y / n) / (sum_xx - sum_x * sum_x / n);
+            if n < 2.0 { 0.0 } else { slope }
+        } else {
+            self.window.iter().map(|value| (value - mean).abs()).fold(0.0, f64::max)
+        };
+        let criterion = if self.spec.percent { 100.0 * criterion / mean } else { criterion };
+        // A zero mean makes the relative criterion undefined (NaN, infinite): not steady.
+        criterion.is_finite() && criterion.abs() < self.spec.limit
+    }
+
+    /// One completion of `bytes` at `now`.
+    fn complete(&mut self, now: Instant, bytes: u64) {
+        self.advance(now);
+        if self.collect_from.is_some_and(|from| now >= from) {
+            self.ios += 1;
+            self.bytes += bytes;
+        }
+    }
 }
 
 /// One direction's `cmdprio_bssplit`: (size in bytes, cumulative percent among that size's
@@ -765,14 +1188,28 @@ impl JobConfig {
         let offset_increment_bytes = params.size("offset_increment");
         check_sectors(params, "offset_increment", offset_increment_bytes)?;
         let priorities = Self::priorities(params)?;
+        // fio's sg engine on a block device issues `SG_IO` ioctls, one at a time (fio's
+        // `fio_sgio_ioctl_doio`); only a `/dev/sgN` character device would take a depth.
         let synchronous_engine =
-            matches!(params.text("ioengine"), "psync" | "sync" | "pvsync" | "pvsync2");
+            matches!(params.text("ioengine"), "psync" | "sync" | "pvsync" | "pvsync2" | "sg");
+        let passthrough = matches!(params.text("ioengine"), "sg" | "io_uring_cmd" | "xnvme");
+        let null_engine = params.text("ioengine") == "null";
         let thinktime = params.time("thinktime");
         let depth = if synchronous_engine { 1 } else { params.integer("iodepth") as u32 };
         let runtime = params.time("runtime");
         if params.flag("time_based") && runtime == Duration::ZERO {
             // fio runs such a job forever; a run here always has an end.
             return Err(params.impossible("runtime", "time_based=1 needs a runtime (e.g. 10s)"));
+        }
+        let paced = thinktime > Duration::ZERO || params.has("rate") || params.has("rate_iops");
+        if null_engine && params.flag("time_based") && !paced {
+            // fio's null engine runs at the speed of fio's own code; the simulator models no
+            // CPU, so its operations take no time and the runtime would never come.
+            return Err(params.impossible(
+                "time_based",
+                "ioengine=null completes in no simulated time: time_based needs thinktime or \
+                 a rate to end",
+            ));
         }
         let filenames = if params.has("filename") {
             params.text("filename").split(':').map(|name| name.trim().to_owned()).collect()
@@ -835,7 +1272,9 @@ impl JobConfig {
             offset,
             offset_increment_bytes,
             priorities,
-            direct: params.flag("direct"),
+            direct: params.flag("direct") || passthrough,
+            passthrough,
+            null_engine,
             filenames,
             seq_skip_bytes: if random { 0 } else { step },
             random_run: if random { u64::try_from(step).unwrap_or(1).max(1) } else { 1 },
@@ -861,6 +1300,19 @@ impl JobConfig {
                 None
             },
             cmdprio_split: Self::cmdprio_split(params)?,
+            steady: SteadySpec::from_params(params)?,
+            latency_target: (params.time("latency_target") > Duration::ZERO).then(|| {
+                LatencyTargetSpec {
+                    target: params.time("latency_target"),
+                    window: params.time("latency_window"),
+                    percentile: params.float("latency_percentile"),
+                    keep_running: params.flag("latency_run"),
+                }
+            }),
+            flow_weight: params.integer("flow") as u64,
+            flow_id: params.integer("flow_id") as u64,
+            flow_sleep: params.time("flow_sleep"),
+            flow: None,
             number_ios: (params.integer("number_ios") as u64)
                 .saturating_mul(params.integer("loops") as u64),
             group_exit: None,
@@ -1078,8 +1530,32 @@ impl JobConfig {
                 })
                 .collect::<Result<_, ParamError>>()?
         };
+        // A passthrough command addresses a device's blocks (SCSI CDBs, NVMe commands): fio
+        // opens a block or character device for these engines.
+        if self.passthrough
+            && places.iter().flatten().any(|(place, _)| matches!(place, Place::File(_)))
+        {
+            return Err(params.impossible(
+                "ioengine",
+                format!(
+                    "ioengine={} sends commands to a device: filename must name one, not a \
+                     regular file",
+                    params.text("ioengine")
+                ),
+            ));
+        }
+        let new_steady = |spec: &SteadySpec| Arc::new(Mutex::new(SteadyState::new(spec.clone())));
+        let shared_steady = self.steady.as_ref().filter(|spec| spec.shared).map(new_steady);
+        let flow = match (&self.flow, self.flow_weight) {
+            (_, 0) => None,
+            (Some(flow), _) => Some(flow.0.clone()),
+            (None, _) => Some(Arc::new(Mutex::new(Flow::default()))),
+        };
         let mut issuers: Vec<Box<dyn Issuer>> = Vec::with_capacity(self.clones as usize);
         for clone in 0..self.clones {
+            if let Some(flow) = &flow {
+                flow.lock().expect("flow lock").total_weight += self.flow_weight;
+            }
             let places: Vec<(Place, &Target)> = if places.is_empty() {
                 devices.clone()
             } else {
@@ -1148,6 +1624,13 @@ impl JobConfig {
                 rate_min_failures: 0,
                 sizes: std::collections::BTreeMap::new(),
                 io_priority: None,
+                steady: shared_steady.clone().or_else(|| self.steady.as_ref().map(new_steady)),
+                flow: flow.clone(),
+                latency: None,
+                submitted_at: std::collections::BTreeMap::new(),
+                latency_target_failures: 0,
+                flow_issued: 0,
+                flow_quiesce: false,
             }));
         }
         let name = match (self.random, self.mix) {
@@ -1334,11 +1817,27 @@ struct JobIssuer {
     sizes: std::collections::BTreeMap<u64, u64>,
     /// The priority of the I/O being submitted, when `cmdprio_percentage` gave it one.
     io_priority: Option<IoPriority>,
+    /// `steadystate`: its check, shared with the other clones when judged together.
+    steady: Option<Arc<Mutex<SteadyState>>>,
+    /// `flow`: the flow it belongs to, the I/Os it issued in it, and whether it is quiescing
+    /// before its `flow_sleep`.
+    flow: Option<Arc<Mutex<Flow>>>,
+    /// `latency_target`: the depth search, each I/O's submission time, and whether the job
+    /// ended failing the target at depth 1 (fio's ETIMEDOUT).
+    latency: Option<LatencySearch>,
+    submitted_at: std::collections::BTreeMap<u64, Instant>,
+    latency_target_failures: u64,
+    flow_issued: u64,
+    flow_quiesce: bool,
 }
 
 impl Issuer for JobIssuer {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn null_engine(&self) -> bool {
+        self.config.null_engine
     }
 
     fn process(&self) -> ProcessId {
@@ -1355,11 +1854,15 @@ impl Issuer for JobIssuer {
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
+        let mut counters = Vec::new();
         if self.config.rate.as_ref().is_some_and(|rate| rate.min_bytes_per_second.is_some()) {
-            vec![("rate_min_failures", self.rate_min_failures)]
-        } else {
-            Vec::new()
+            counters.push(("rate_min_failures", self.rate_min_failures));
         }
+        if let Some(search) = &self.latency {
+            counters.push(("latency_target_depth", u64::from(search.depth)));
+            counters.push(("latency_target_failures", self.latency_target_failures));
+        }
+        counters
     }
 
     fn poll(&mut self, now: Instant) -> Poll {
@@ -1376,6 +1879,11 @@ impl Issuer for JobIssuer {
         if now < start {
             return Poll::Sleep { until: start };
         }
+        if let Some(steady) = &self.steady {
+            let mut steady = steady.lock().expect("steady state lock");
+            steady.start(start);
+            steady.advance(now);
+        }
         let runtime = self.config.runtime;
         let deadline = *self.deadline.get_or_insert_with(|| {
             if runtime > Duration::ZERO { now.saturating_add(runtime) } else { Instant::MAX }
@@ -1390,8 +1898,13 @@ impl Issuer for JobIssuer {
                 .group_exit
                 .as_ref()
                 .is_some_and(|exit| exit.flag.load(Ordering::Relaxed));
+            let steady = self
+                .steady
+                .as_ref()
+                .is_some_and(|steady| steady.lock().expect("steady state lock").attained);
             // A sync owed for the last writes (`fsync=N`) goes out before the job ends.
-            let ended = out_of_time || out_of_bytes || out_of_ios || stopped || self.finishing;
+            let ended =
+                out_of_time || out_of_bytes || out_of_ios || stopped || steady || self.finishing;
             if ended && self.sync_due && !stopped && self.outstanding < self.config.depth {
                 self.sync_due = false;
                 let io = self.sync_io(self.next_region);
@@ -1410,7 +1923,29 @@ impl Issuer for JobIssuer {
                 };
             }
         }
-        if self.outstanding >= self.config.depth {
+        let mut depth = self.config.depth;
+        if let Some(spec) = &self.config.latency_target
+            && self.stage == Stage::Main
+        {
+            let search = self
+                .latency
+                .get_or_insert_with(|| LatencySearch::new(spec.clone(), self.config.depth, now));
+            search.check(now, self.config.depth);
+            if search.done {
+                self.latency_target_failures += u64::from(search.failed_at_depth_one);
+                self.finishing = true;
+                search.done = false;
+                return self.poll(now);
+            }
+            if search.quiesce {
+                if self.outstanding > 0 {
+                    return Poll::Wait;
+                }
+                search.quiesce = false;
+            }
+            depth = search.depth;
+        }
+        if self.outstanding >= depth {
             return Poll::Wait;
         }
         if self.stage != Stage::Main {
@@ -1436,6 +1971,11 @@ impl Issuer for JobIssuer {
         {
             return Poll::Sleep { until: due.min(deadline) };
         }
+        if !self.sync_due
+            && let Some(poll) = self.flow_holds_back(now, deadline)
+        {
+            return poll;
+        }
         let io = if self.sync_due {
             self.sync_due = false;
             Some(self.sync_io(self.next_region))
@@ -1459,6 +1999,20 @@ impl Issuer for JobIssuer {
     fn complete(&mut self, now: Instant, io: IoId) {
         self.outstanding = self.outstanding.checked_sub(1).expect("completion without an I/O");
         let size = self.sizes.remove(&io.0).unwrap_or(0);
+        // Syncs carry no bytes and are no I/O in fio's IOPS.
+        if let Some(submitted) = self.submitted_at.remove(&io.0)
+            && let Some(search) = &mut self.latency
+            && self.stage == Stage::Main
+            && size > 0
+        {
+            search.complete(now, now.saturating_since(submitted));
+        }
+        if let Some(steady) = &self.steady
+            && self.stage == Stage::Main
+            && size > 0
+        {
+            steady.lock().expect("steady state lock").complete(now, size);
+        }
         if !self.config.think_on_issue {
             self.think_blocks += 1;
         }
@@ -1484,6 +2038,42 @@ impl Issuer for JobIssuer {
 }
 
 impl JobIssuer {
+    /// fio's `flow_threshold_exceeded`, asked before each I/O: when this clone's share of the
+    /// flow's I/Os is above its share of the weight it holds back — with `flow_sleep`, it
+    /// quiesces (waits for its I/O) and sleeps that long; without, fio retries at once, here
+    /// at its next completion or after a microsecond (the simulator has no spinning CPU).
+    /// Otherwise the I/O counts in the flow.
+    fn flow_holds_back(&mut self, now: Instant, deadline: Instant) -> Option<Poll> {
+        let flow = self.flow.as_ref()?;
+        if self.flow_quiesce {
+            if self.outstanding > 0 {
+                return Some(Poll::Wait);
+            }
+            self.flow_quiesce = false;
+            let until = now.saturating_add(self.config.flow_sleep);
+            return Some(Poll::Sleep { until: until.min(deadline) });
+        }
+        let mut shared = flow.lock().expect("flow lock");
+        // 0/0 is not above any share: the first I/O of a flow always goes.
+        let issued_share = self.flow_issued as f64 / shared.issued as f64;
+        let weight_share = self.config.flow_weight as f64 / shared.total_weight as f64;
+        if issued_share > weight_share {
+            drop(shared);
+            if self.config.flow_sleep > Duration::ZERO {
+                self.flow_quiesce = true;
+                return self.flow_holds_back(now, deadline);
+            }
+            return Some(if self.outstanding > 0 {
+                Poll::Wait
+            } else {
+                Poll::Sleep { until: now.saturating_add(Duration::from_micros(1)).min(deadline) }
+            });
+        }
+        shared.issued += 1;
+        self.flow_issued += 1;
+        None
+    }
+
     /// Counts `io` as issued and paces the next one.
     fn submit(&mut self, now: Instant, io: Io) -> Io {
         self.outstanding += 1;
@@ -1500,6 +2090,9 @@ impl JobIssuer {
             _ => None,
         };
         self.sizes.insert(io.id.0, io.size_bytes);
+        if self.config.latency_target.is_some() {
+            self.submitted_at.insert(io.id.0, now);
+        }
         if self.stage == Stage::Main && io.kind != IoKind::Sync {
             self.issued_bytes += io.size_bytes;
             self.issued_ios += 1;
@@ -1676,6 +2269,8 @@ impl JobIssuer {
         } else {
             RequestFlags::NONE
         };
+        let flags =
+            if self.config.passthrough { flags.union(RequestFlags::PASSTHROUGH) } else { flags };
         let id = IoId(self.next_id);
         self.next_id += 1;
         Io {
@@ -1944,5 +2539,31 @@ mod tests {
         assert!(plan_error("job:filename=sdb,bs=2m").contains("bs: a block is larger"));
         assert!(plan_error("job:size=2g").contains("size:"));
         assert!(plan_error("job:offset=2g").contains("offset:"));
+    }
+
+    // Proves fio's two steady state criteria on a window of samples 100, 110, 120, 130 IOPS
+    // (mean 115): the largest deviation is 15 (13 % of the mean), so `iops:10%` does not hold
+    // and `iops:14%` does; the least-squares slope is 10 per interval (8.7 % of the mean), so
+    // `iops_slope:10%` holds and `iops_slope:8%` does not; absolute `iops:16` holds. fio's
+    // default ss_dur (0) disables the check.
+    #[test]
+    fn steady_state_criteria_are_fios() {
+        let holds = |criterion: &str| {
+            let text = format!("job:steadystate={criterion},steadystate_duration=4s");
+            let params = WorkloadSpec::parse(&text).unwrap().params;
+            let spec = SteadySpec::from_params(&params).unwrap().unwrap();
+            let mut state = SteadyState::new(spec);
+            state.window.extend([100.0, 110.0, 120.0, 130.0]);
+            state.holds()
+        };
+        assert!(!holds("iops:10%") && holds("iops:14%"));
+        assert!(holds("iops_slope:10%") && !holds("iops_slope:8%"));
+        assert!(holds("iops:16") && !holds("iops:14"));
+        let error = |text: &str| parse_error(&format!("job:{text}"));
+        assert!(error("steadystate=lat:1%,steadystate_duration=4s").contains("metric"));
+        let short = "steadystate=iops:1%,steadystate_duration=100ms";
+        assert!(error(short).contains("shorter than one ss_interval"));
+        let params = WorkloadSpec::parse("job:steadystate=iops:1%").unwrap().params;
+        assert_eq!(SteadySpec::from_params(&params).unwrap(), None, "ss_dur=0 disables it");
     }
 }

@@ -171,6 +171,12 @@ pub trait Issuer: fmt::Debug + Send {
     fn finishing(&self, _now: Instant) -> bool {
         false
     }
+
+    /// Whether its operations complete at once without host or device, as fio's `null` engine
+    /// "pretends to" transfer (fio's HOWTO): a driver completes each where it is submitted.
+    fn null_engine(&self) -> bool {
+        false
+    }
 }
 
 /// A device a workload can address.
@@ -333,7 +339,14 @@ impl WorkloadSpec {
                 },
             }
         })?;
-        let run = fio_run::FioRun::new(path, &file)?;
+        Self::from_fio_jobs(path, &file)
+    }
+
+    /// The jobs of a parsed job file or `fio` command line (`fio::parse_invocation`) as a
+    /// workload; `name` names them in errors and reports (the first job file's path, or
+    /// `command line`).
+    pub fn from_fio_jobs(name: &str, file: &fio::FioJobFile) -> Result<WorkloadSpec, ParamError> {
+        let run = fio_run::FioRun::new(name, file)?;
         let first = run.jobs[0].spec.clone();
         Ok(WorkloadSpec { kind: first.kind, params: first.params, fio: Some(Box::new(run)) })
     }
