@@ -159,11 +159,12 @@ fn fio_setup(path: &str) -> Result<FioSetup> {
         fio::FioEnv { page_size_bytes: 4096, memory_mib: 1024, cpus: 1, ..Default::default() };
     let file = fio::parse_file(std::path::Path::new(path), &env)
         .map_err(|error| anyhow::anyhow!("{}: {}", error.at, error.message))?;
-    Ok(fio_setup_of(&file))
+    fio_setup_of(&file)
 }
 
 /// What parsed jobs say that fio's outputs echo (see [`fio_setup`]).
-pub(crate) fn fio_setup_of(file: &elevator_workload::fio::FioJobFile) -> FioSetup {
+/// Errors name the file, line and option the outputs cannot honour.
+pub(crate) fn fio_setup_of(file: &elevator_workload::fio::FioJobFile) -> Result<FioSetup> {
     use elevator_workload::fio::FioValue;
     let mut setup = FioSetup::default();
     let mut seen_globals = Vec::new();
@@ -241,7 +242,7 @@ pub(crate) fn fio_setup_of(file: &elevator_workload::fio::FioJobFile) -> FioSetu
             no_disk_util: matches!(job.get("disk_util"), Some(FioValue::Bool(false))),
         });
     }
-    setup
+    Ok(setup)
 }
 
 /// A job's log options (fio-compat.md §2.1 "Logging and reporting", §4.6). Reporting and log
