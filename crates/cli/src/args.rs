@@ -519,15 +519,15 @@ pub(crate) struct SimArgs {
     #[command(flatten)]
     pub(crate) report: ReportArgs,
 
-    /// With a job file: write fio's output instead of elevator's report, in fio's formats
-    /// (comma separated, as fio: `normal`, `json`, `json+`, `terse`). With
-    /// several schedulers, `-o FILE` is required and each scheduler's output goes to FILE
+    /// With a job file (positional or `-w fio:FILE`): write fio's output instead of elevator's
+    /// report, in fio's formats (comma separated, as fio: `normal`, `json`, `json+`, `terse`).
+    /// With several schedulers, `-o FILE` is required and each scheduler's output goes to FILE
     /// with `.SCHEDULER` before its extension.
-    #[arg(long, value_name = "FORMAT[,FORMAT]", requires = "job_file", conflicts_with = "format")]
+    #[arg(long, value_name = "FORMAT[,FORMAT]", conflicts_with = "format")]
     pub(crate) output_format: Option<String>,
 
     /// fio's `--minimal`: the same as `--output-format terse`.
-    #[arg(long, requires = "job_file", conflicts_with_all = ["output_format", "format"])]
+    #[arg(long, conflicts_with_all = ["output_format", "format"])]
     pub(crate) minimal: bool,
 
     /// The host: memory, processors, write-back tunables, e.g. `fileserver-2007` or

@@ -477,7 +477,8 @@ pub(crate) fn run(args: &[String], stdout: &mut dyn std::io::Write) -> Result<()
         )));
     }
     let report = simulate(&environment, &workload)?;
-    let setup = crate::sim::fio_setup_of(&jobs);
+    let setup = crate::sim::fio_setup_of(&jobs)
+        .map_err(|error| FioFailure::input(format!("fio: {error:#}")))?;
     let formats: Vec<crate::sim::FioFormat> = invocation
         .formats
         .iter()

@@ -135,9 +135,11 @@ const FLOAT_KEYS: &[&str] =
 #[test]
 fn json_has_fios_shape_and_types() {
     let (text, json) = run_json("shape", TWO_GROUPS, "json");
-    let top = ["fio version", "timestamp", "timestamp_ms", "time", "global options", "jobs"];
+    let top =
+        ["fio version", "timestamp", "timestamp_ms", "time", "global options", "jobs", "disk_util"];
     assert_eq!(keys(&json), sorted(&top));
-    let jobs_at = assert_order(&text, 0, 2, &top);
+    assert_order(&text, 0, 2, &top);
+    let jobs_at = assert_order(&text, 0, 2, &top[..6]);
     let read_at = assert_order(&text, jobs_at, 6, JOB_KEYS);
     assert_order(&text, text[..read_at].rfind("\"read\" : {").unwrap(), 8, DIRECTION_KEYS);
     assert!(json["fio version"].as_str().unwrap().starts_with("fio-3"));
@@ -209,7 +211,8 @@ fn json_plus_bins_count_every_completion() {
     assert!((last / max - 1.0).abs() <= 1.0 / 128.0, "{last} vs {max}");
 }
 
-// Proves terse v3 (§4.5): one line per reported job, 121 `;` fields in fio's order — version
+// Proves terse v3 (§4.5): one line per reported job, 121 `;` fields in fio's order (then
+// disk_util's nine) — version
 // 3, fio version, name, group, error, then read's io KiB equal to the JSON's io_kbytes, 20
 // percentile fields `P%=V` (3 past the 17 defaults are `0%=0`), and the 29 percentages at the
 // end — and `--minimal` is the same.
@@ -229,7 +232,8 @@ fn terse_v3_fields_in_order() {
     let (_, json) = run_json("terse-json", TWO_GROUPS, "json");
     for (line, job) in lines.iter().zip(json["jobs"].as_array().unwrap()) {
         let fields: Vec<&str> = line.split(';').collect();
-        assert_eq!(fields.len(), 121, "{line}");
+        // fio's 121, then the one simulated device's nine disk_util fields.
+        assert_eq!(fields.len(), 130, "{line}");
         assert_eq!(fields[..2], ["3", "fio-3.36"]);
         assert_eq!(fields[2], job["jobname"].as_str().unwrap());
         assert_eq!(fields[3], job["groupid"].to_string());
@@ -240,9 +244,10 @@ fn terse_v3_fields_in_order() {
         assert_eq!(percentiles[0].split('=').next(), Some("1.000000%"));
         assert_eq!(percentiles[17..], ["0%=0", "0%=0", "0%=0"]);
         assert!(
-            fields[92..].iter().all(|field| field.ends_with('%')),
+            fields[92..121].iter().all(|field| field.ends_with('%')),
             "depths and latency buckets"
         );
+        assert_eq!(fields[121], "sda", "disk_util follows");
     }
 }
 

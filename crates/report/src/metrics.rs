@@ -125,8 +125,9 @@ struct IssuerRecord {
     /// fio's figures for it as a job, once an operation was submitted with its direction
     /// ([`PhaseRecorder::record_submit`]).
     fio: Option<Box<JobStats>>,
-    /// Its operations in flight with their direction, by the issuer's operation id.
-    in_flight: BTreeMap<u64, FioDirection>,
+    /// Its operations in flight with their direction and byte offset, by the issuer's
+    /// operation id.
+    in_flight: BTreeMap<u64, (FioDirection, u64)>,
 }
 
 /// Which way a failed operation went, for [`PhaseRecorder::record_error`].
@@ -158,6 +159,8 @@ pub struct PhaseRecorder {
     /// Per direction: bytes, operations and latencies at the phase's precision (operations
     /// recorded with [`PhaseRecorder::record_io`]).
     directions: BTreeMap<FioDirection, (u64, u64, LatencyRecorder)>,
+    /// Every issuer keeps each operation for fio's log files ([`JobStats::io_samples`]).
+    keep_io_samples: bool,
 }
 
 impl PhaseRecorder {
@@ -189,7 +192,15 @@ impl PhaseRecorder {
             first_error: None,
             latency: LatencyRecorder::new(PHASE_DIGITS),
             directions: BTreeMap::new(),
+            keep_io_samples: false,
         }
+    }
+
+    /// Every issuer keeps each of its operations ([`JobStats::io_samples`]) for fio's log
+    /// files (`write_bw_log`, ...; fio-compat.md §4.6): memory grows with the I/Os, so only
+    /// runs that write logs ask.
+    pub fn keep_io_samples(&mut self) {
+        self.keep_io_samples = true;
     }
 
     /// The whole process used `user_ns` and `sys_ns` of CPU in the phase (live runs, whose
@@ -233,21 +244,30 @@ impl PhaseRecorder {
         self.ended = self.ended.max(completed);
     }
 
-    /// Issuer `issuer` submitted its operation `io_id` going `direction` at `at`: the
-    /// operation is then recorded by direction when [`PhaseRecorder::record_io`] completes
-    /// it, and counts in the issuer's fio figures (depth at submission, fio-compat.md §4.2).
+    /// Issuer `issuer` submitted its operation `io_id` going `direction` at byte
+    /// `offset_bytes` at `at`: the operation is then recorded by direction when
+    /// [`PhaseRecorder::record_io`] completes it, and counts in the issuer's fio figures
+    /// (depth at submission, fio-compat.md §4.2; the offset for fio's logs, §4.6).
     pub fn record_submit(
         &mut self,
         issuer: usize,
         io_id: u64,
         direction: FioDirection,
+        offset_bytes: u64,
         at: Instant,
     ) {
         let started = self.started.as_nanos();
+        let keep = self.keep_io_samples;
         let record = &mut self.issuers[issuer];
-        let job = record.fio.get_or_insert_with(|| Box::new(JobStats::new(started)));
+        let job = record.fio.get_or_insert_with(|| {
+            let mut job = JobStats::new(started);
+            if keep {
+                job.io_samples = Some(Vec::new());
+            }
+            Box::new(job)
+        });
         job.submitted(at.as_nanos());
-        record.in_flight.insert(io_id, direction);
+        record.in_flight.insert(io_id, (direction, offset_bytes));
     }
 
     /// [`PhaseRecorder::record`] for an operation `io_id` whose submission was recorded with
@@ -263,9 +283,16 @@ impl PhaseRecorder {
     ) {
         self.record(issuer, bytes, submitted, completed);
         let record = &mut self.issuers[issuer];
-        let Some(direction) = record.in_flight.remove(&io_id) else { return };
+        let Some((direction, offset_bytes)) = record.in_flight.remove(&io_id) else { return };
         if let Some(job) = record.fio.as_mut() {
             job.completed(direction, bytes, submitted.as_nanos(), completed.as_nanos());
+            job.sample_io(
+                direction,
+                bytes,
+                offset_bytes,
+                submitted.as_nanos(),
+                completed.as_nanos(),
+            );
         }
         let (dir_bytes, ops, latency) = self
             .directions

@@ -271,7 +271,25 @@ pub fn run_audited(
     let label = workload.to_string();
     let settings: Vec<(String, String)> =
         workload.resolved().into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
-    run_topology(config, scheduler, topology, plan, &label, &settings)
+    let reporting = workload.fio_reporting();
+    let fio = FioRecording {
+        // fio's log files (`write_bw_log`, ...) need every I/O; kept only when a job asks.
+        io_samples: reporting.iter().any(|job| {
+            job.options.iter().any(|(name, _)| name.starts_with("write_") && name.ends_with("_log"))
+        }),
+        // A job file's run carries fio's disk_util figures for its outputs.
+        disk_stats: !reporting.is_empty(),
+    };
+    run_topology(config, scheduler, topology, plan, &label, &settings, fio)
+}
+
+/// What a run records for fio's outputs beyond elevator's report (elevator_report::fio).
+#[derive(Clone, Copy, Debug, Default)]
+struct FioRecording {
+    /// Every operation, for fio's log files.
+    io_samples: bool,
+    /// Each device's `/proc/diskstats` figures, for `disk_util`.
+    disk_stats: bool,
 }
 
 /// The devices `config` stands for, as workloads address them.
@@ -322,7 +340,8 @@ pub fn run_plan(
     label: &str,
     settings: &[(String, String)],
 ) -> Result<Run, SimError> {
-    run_topology(config, scheduler, config.device.topology()?, plan, label, settings)
+    let fio = FioRecording::default();
+    run_topology(config, scheduler, config.device.topology()?, plan, label, settings, fio)
         .map(|(run, _)| run)
 }
 
@@ -333,6 +352,7 @@ fn run_topology(
     plan: elevator_workload::WorkloadPlan,
     label: &str,
     settings: &[(String, String)],
+    fio: FioRecording,
 ) -> Result<(Run, RunAudit), SimError> {
     let files: Vec<(usize, u64)> = plan.files.iter().map(|f| (f.device, f.size_bytes)).collect();
     // A bare scheduler name runs the version the host's kernel has (a 2.6.9 host's `cfq` is
@@ -353,6 +373,9 @@ fn run_topology(
             phase.issuers.iter().map(|issuer| last_phase_of[&issuer.process()] == index).collect();
         let names = phase.issuers.iter().map(|issuer| issuer.name().to_owned()).collect();
         let mut recorder = PhaseRecorder::new(phase.name, sim.now, names);
+        if fio.io_samples {
+            recorder.keep_io_samples();
+        }
         let before = sim.start_queue_window();
         sim.run_phase(phase.issuers, &exits, phase.stonewall, &mut recorder)?;
         let mut finished = recorder.finish();
@@ -364,7 +387,32 @@ fn run_topology(
         sim.audit_end()?;
     }
     let audit = sim.run_audit(issuers_peak);
-    Ok((sim.report(config, scheduler, label, settings, phases), audit))
+    let mut run = sim.report(config, scheduler, label, settings, phases);
+    if fio.disk_stats {
+        // fio's disk_util, per device (elevator_report::fio reads these keys).
+        for device in &sim.devices {
+            let busy_ns = device.model.stats().busy_ns;
+            let disk = device.disk;
+            let figures = [
+                ("read_ios", disk.ios[0]),
+                ("write_ios", disk.ios[1]),
+                ("read_merges", disk.merges[0]),
+                ("write_merges", disk.merges[1]),
+                ("read_sectors", disk.sectors[0]),
+                ("write_sectors", disk.sectors[1]),
+                ("read_ticks_ns", disk.ticks_ns[0]),
+                ("write_ticks_ns", disk.ticks_ns[1]),
+                ("busy_ns", busy_ns),
+                ("elapsed_ns", sim.now.as_nanos()),
+            ];
+            for (key, value) in figures {
+                let key =
+                    format!("{}{}.{key}", elevator_report::fio::DISK_UTIL_PREFIX, device.name);
+                run.device_stats.extra.insert(key, value);
+            }
+        }
+    }
+    Ok((run, audit))
 }
 
 /// The queue's `nr_requests`: selecting 2.6.9's cfq sets it to what the host's release gives
@@ -516,6 +564,19 @@ struct DeviceSlot {
     read_congested: bool,
     /// The adapter whose command limit it shares (an index into `Simulation::adapters`).
     adapter: Option<usize>,
+    /// `/proc/diskstats`' figures, for fio's `disk_util`.
+    disk: DiskStat,
+}
+
+/// One device's `/proc/diskstats` figures per direction (read, write), as fio's `disk_util`
+/// reports them: requests completed, bios merged into them, sectors, and their time from
+/// creation to completion. Flushes and discards are not counted (Linux counts them apart).
+#[derive(Clone, Copy, Debug, Default)]
+struct DiskStat {
+    ios: [u64; 2],
+    merges: [u64; 2],
+    sectors: [u64; 2],
+    ticks_ns: [u64; 2],
 }
 
 /// An adapter whose command limit binds across its devices (`topology::HostAdapter`).
@@ -768,6 +829,7 @@ impl Simulation {
                 congested: false,
                 adapter: device.adapter,
                 read_congested: false,
+                disk: DiskStat::default(),
             });
         }
         let adapters = topology
@@ -1120,6 +1182,18 @@ impl Simulation {
         tags.clear();
         let slot = &mut self.devices[device];
         let done = slot.paths[path].submitter.queue_mut().complete(self.now, request, &mut tags);
+        let direction = match done.op {
+            elevator_core::Op::Read => Some(0),
+            elevator_core::Op::Write => Some(1),
+            elevator_core::Op::Flush | elevator_core::Op::Discard => None,
+        };
+        if let Some(direction) = direction {
+            let disk = &mut slot.disk;
+            disk.ios[direction] += 1;
+            disk.merges[direction] += u64::from(done.bio_count.saturating_sub(1));
+            disk.sectors[direction] += u64::from(done.sector_count);
+            disk.ticks_ns[direction] += done.total_time.as_nanos();
+        }
         // The completion interrupt, charged to the process whose bio created the request.
         self.host.charge_completion(self.now, done.process);
         let slot = &mut self.devices[device];
@@ -1379,7 +1453,13 @@ impl Simulation {
                         IoKind::DropCaches => None,
                     };
                     if let Some(direction) = direction {
-                        recorder.record_submit(index, io.id.0, direction, self.now);
+                        recorder.record_submit(
+                            index,
+                            io.id.0,
+                            direction,
+                            io.offset_bytes,
+                            self.now,
+                        );
                     }
                     self.submit_io(index, io)?;
                     self.run_host_actions()?;

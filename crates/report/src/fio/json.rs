@@ -129,11 +129,13 @@ fn latency(
 fn direction(job: &Reported<'_>, index: usize, totals: &GroupTotals, plus: bool) -> Object {
     let stats = &job.stats.directions[index];
     let mut object = Object::default();
-    let list = Some(job.percentiles.as_slice());
+    let switches = job.setup.percentile_switches;
+    let list = |on: bool| on.then_some(job.percentiles.as_slice());
     if index == 3 {
-        // `sync`: fsyncs, their latency with clat's percentiles (`lat_percentiles |
-        // clat_percentiles`).
+        // `sync`: fsyncs, their latency with percentiles when `lat_percentiles |
+        // clat_percentiles`.
         object.int("total_ios", stats.total_ios);
+        let list = list(switches.clat || switches.lat);
         object.object("lat_ns", latency(&stats.clat, Some(&stats.clat_hist), list, plus));
         return object;
     }
@@ -153,10 +155,13 @@ fn direction(job: &Reported<'_>, index: usize, totals: &GroupTotals, plus: bool)
         .int("total_ios", stats.total_ios)
         .int("short_ios", stats.short_ios)
         .int("drop_ios", stats.drop_ios);
-    // slat_percentiles and lat_percentiles are off by default, clat_percentiles on.
-    object.object("slat_ns", latency(&stats.slat, None, None, plus));
-    object.object("clat_ns", latency(&stats.clat, Some(&stats.clat_hist), list, plus));
-    object.object("lat_ns", latency(&stats.lat, None, None, plus));
+    // Each latency's percentiles as its switch says (fio's add_ddir_status_json). lat is
+    // clat here (no submission latency), so its histogram is clat's; slat has no samples.
+    object.object("slat_ns", latency(&stats.slat, None, list(switches.slat), plus));
+    let clat = latency(&stats.clat, Some(&stats.clat_hist), list(switches.clat), plus);
+    object.object("clat_ns", clat);
+    let lat = latency(&stats.lat, Some(&stats.clat_hist), list(switches.lat), plus);
+    object.object("lat_ns", lat);
     let bw = &stats.bw;
     let (min, max, mean, dev, agg) = if bw.samples > 0 {
         let agg = percent_of_aggregate(bw.mean, totals.agg_bytes_per_s[index]);
@@ -209,7 +214,11 @@ fn job_object(
         }
         object.object("job options", options);
     }
-    for (index, name) in ["read", "write", "trim", "sync"].into_iter().enumerate() {
+    // unified_rw_reporting=mixed: only the folded first direction, as `mixed` (fio's
+    // add_ddir_status_json returns for the others, sync included).
+    let names: &[&str] =
+        if job.setup.unified_mixed { &["mixed"] } else { &["read", "write", "trim", "sync"] };
+    for (index, name) in names.iter().enumerate() {
         object.object(name, direction(job, index, totals, plus));
     }
     let cpu = |ns: u64| match stats.job_runtime_ms {
@@ -292,6 +301,29 @@ pub fn render_json(
         .map(|job| job_object(run, seed, job, &groups[job.groupid], end_ms, plus))
         .collect();
     top.0.push(("jobs".to_owned(), Value::Array(values)));
+    // fio's json_array_add_disk_util, one object per device; none when none were recorded.
+    let disks: Vec<Value> = super::disk_utils(run, setup)
+        .into_iter()
+        .map(|disk| {
+            let mut object = Object::default();
+            object
+                .str("name", &disk.name)
+                .int("read_ios", disk.ios[0])
+                .int("write_ios", disk.ios[1])
+                .int("read_sectors", disk.sectors[0])
+                .int("write_sectors", disk.sectors[1])
+                .int("read_merges", disk.merges[0])
+                .int("write_merges", disk.merges[1])
+                .int("read_ticks", disk.ticks[0])
+                .int("write_ticks", disk.ticks[1])
+                .int("in_queue", disk.in_queue)
+                .float("util", disk.util);
+            Value::Object(object.0)
+        })
+        .collect();
+    if !disks.is_empty() {
+        top.0.push(("disk_util".to_owned(), Value::Array(disks)));
+    }
     let mut text = String::new();
     print(&Value::Object(top.0), 0, &mut text);
     text.push('\n');

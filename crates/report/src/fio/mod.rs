@@ -17,7 +17,8 @@
 //!   ([`hist`]) over the same samples, so they are fio's quantised values.
 //! * `bw_*`, `iops_*`: statistics of 500 ms interval samples (fio's `bwavgtime`,
 //!   `iopsavgtime` defaults), `bw_agg` against the group's aggregate as fio's
-//!   `convert_agg_kbytes_percent`.
+//!   `convert_agg_kbytes_percent`. A job writing a bw (iops) log samples as its log does,
+//!   as fio: per operation without `log_avg_msec`, else every `log_avg_msec`.
 //! * `iodepth_level`: the issuer's in-flight count at each submission; `iodepth_submit` and
 //!   `iodepth_complete`: every call moves one I/O (the `"4"` bucket).
 //! * `latency_ns|us|ms`: the completion latencies, fio's buckets, % of read+write+trim I/Os.
@@ -43,26 +44,117 @@
 //!   when its helper thread sees 500 ms or more have passed, over the time actually spent.
 //!   Windows are closed at each submission and completion and at the job's end; a final
 //!   partial window gives no sample.
-//! * **`disk_util` is absent**, and terse lines have no per-disk fields (121 fields): the
-//!   device statistics are not yet kept per direction as `/proc/diskstats` does. fio also
-//!   omits it when it finds no block device.
+//! * **`disk_util`** is the simulated devices' requests, per direction, over the whole run
+//!   (`/proc/diskstats` as fio reads it): `ios` completed read and write requests (flushes and
+//!   discards not counted), `merges` bios merged into them, `sectors`, `ticks` their time
+//!   from creation to completion summed (ms), `in_queue` = read + write ticks (no separate
+//!   queue-time weighting), `util` the device model's busy time over the run's simulated
+//!   time. The figures ride in the run's `device_stats.extra` as `fio.disk_util.DEVICE.KEY`
+//!   ([`DISK_UTIL_PREFIX`]), recorded for job-file runs only, so elevator's own report of a
+//!   job file shows them there too. Terse lines carry them after fio's 121 fields (130 with
+//!   one device), as fio run locally does. With `disk_util=0` on every job none is printed;
+//!   otherwise every simulated device is (fio lists the devices its jobs' files are on).
 //! * **`job_start`** is ms on the simulated clock, not since the Unix epoch.
-//! * **Log files (`write_*_log`) are not written yet.** Normal output has no `Disk stats`
-//!   section (as `disk_util`), and its `pid=` is the job's 1-based process number.
+//! * Normal output's `pid=` is the job's 1-based process number.
+//! * **Percentiles of `lat`** (`lat_percentiles=1`) are clat's: with no submission latency
+//!   the two are the same samples. `slat_percentiles=1` prints none (slat has no samples).
+//! * **`unified_rw_reporting`**: `none` and `mixed` (`0`, `1`) are honoured; `both` is
+//!   refused with its file and line.
+//! * **Log files** ([`logs`]): the `slat` log is empty (no submission latency); the priority
+//!   column is the job's `prio`/`prioclass` (fio's `ioprio`), not `cmdprio_*`'s per-I/O
+//!   choice; bw and iops logs with `log_avg_msec` take a line per whole window at its exact
+//!   end (fio's helper thread samples when it wakes, some ms late) and none for the final
+//!   partial window (so too the json's `bw_*`/`iops_*` statistics, which such a log sets
+//!   as fio does: per operation, or every `log_avg_msec`). `write_hist_log`,
+//!   `log_issue_time` and `log_window_value=both` are refused with file and line.
+//!
+//! # The json+ peer check
+//!
+//! `crates/cli/tests/fio_peer.rs` runs one job file by real fio on a RAM-backed loop device
+//! and by `elevator sim`, and compares `jobs[0]`'s key paths. Ours only: `elevator` (our
+//! extra object) and `job_start` (added in fio 3.36, the layout followed here; an older peer
+//! lacks it). Fio's only: none. The top level's keys and `disk_util`'s are compared too
+//! (`read_sectors`/`write_sectors` are fio 3.36's, excused with an older peer).
 //! * **`fio version`** is [`FIO_VERSION`], the fio release whose output layout is followed.
 
 pub mod hist;
 mod json;
+pub mod logs;
 mod normal;
 mod stats;
 mod terse;
 
 pub use json::render_json;
+pub use logs::{FioLogs, write_logs};
 pub use normal::{render_banners, render_normal};
-pub use stats::{AVG_TIME_NS, DirectionStats, FioDirection, IoStat, JobStats, distribution};
+pub use stats::{
+    AVG_TIME_NS, DirectionStats, FioDirection, IoSample, IoStat, JobStats, distribution,
+};
 pub use terse::render_terse;
 
 use crate::model::Run;
+
+/// Where a run's device statistics carry fio's `disk_util` figures:
+/// `fio.disk_util.DEVICE.KEY` (read_ios, write_ios, read_merges, write_merges, read_sectors,
+/// write_sectors, read_ticks_ns, write_ticks_ns, busy_ns, elapsed_ns).
+pub const DISK_UTIL_PREFIX: &str = "fio.disk_util.";
+
+/// One device's `disk_util` (fio's `disk_util_stat`; fio-compat.md §4.2).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct DiskUtil {
+    pub(crate) name: String,
+    /// Read, write.
+    pub(crate) ios: [u64; 2],
+    pub(crate) merges: [u64; 2],
+    pub(crate) sectors: [u64; 2],
+    /// ms.
+    pub(crate) ticks: [u64; 2],
+    /// ms: the requests' time summed (`time_in_queue`).
+    pub(crate) in_queue: u64,
+    /// % of the run the device was busy (`io_ticks` / `msec`), at most 100.
+    pub(crate) util: f64,
+}
+
+/// The run's devices' `disk_util`, by name: empty when the run did not record them or every
+/// job says `disk_util=0` (fio gathers a device's figures for the jobs that ask).
+pub(crate) fn disk_utils(run: &Run, setup: &FioSetup) -> Vec<DiskUtil> {
+    if setup.jobs.iter().all(|job| job.no_disk_util) {
+        return Vec::new();
+    }
+    let mut disks: Vec<DiskUtil> = Vec::new();
+    let mut busy = Vec::new();
+    for (key, &value) in &run.device_stats.extra {
+        let Some(rest) = key.strip_prefix(DISK_UTIL_PREFIX) else { continue };
+        let Some((name, field)) = rest.rsplit_once('.') else { continue };
+        if disks.last().is_none_or(|disk| disk.name != name) {
+            disks.push(DiskUtil { name: name.to_owned(), ..DiskUtil::default() });
+            busy.push((0u64, 0u64));
+        }
+        let disk = disks.last_mut().expect("pushed above");
+        let times = busy.last_mut().expect("pushed above");
+        match field {
+            "read_ios" => disk.ios[0] = value,
+            "write_ios" => disk.ios[1] = value,
+            "read_merges" => disk.merges[0] = value,
+            "write_merges" => disk.merges[1] = value,
+            "read_sectors" => disk.sectors[0] = value,
+            "write_sectors" => disk.sectors[1] = value,
+            "read_ticks_ns" => disk.ticks[0] = value / 1_000_000,
+            "write_ticks_ns" => disk.ticks[1] = value / 1_000_000,
+            "busy_ns" => times.0 = value,
+            "elapsed_ns" => times.1 = value,
+            _ => {}
+        }
+    }
+    for (disk, (busy_ns, elapsed_ns)) in disks.iter_mut().zip(busy) {
+        disk.in_queue = disk.ticks[0] + disk.ticks[1];
+        // fio: 100 · io_ticks / msec, at most 100.
+        let (io_ticks, msec) = (busy_ns / 1_000_000, elapsed_ns / 1_000_000);
+        disk.util =
+            if msec == 0 { 0.0 } else { (100.0 * io_ticks as f64 / msec as f64).min(100.0) };
+    }
+    disks
+}
 
 /// The fio version the outputs claim: the release whose layout they follow (tools check for
 /// `fio-3`).
@@ -103,6 +195,32 @@ pub struct FioJobSetup {
     pub block_sizes: [(u64, u64); 3],
     /// The I/O engine, for the banner.
     pub ioengine: String,
+    /// Its log files ([`write_logs`]).
+    pub logs: FioLogs,
+    /// `clat_percentiles`, `lat_percentiles`, `slat_percentiles`.
+    pub percentile_switches: PercentileSwitches,
+    /// `unified_rw_reporting=mixed` (or `1`): one `mixed` direction for read, write and trim.
+    pub unified_mixed: bool,
+    /// `disk_util=0`: the job does not ask for its devices' figures.
+    pub no_disk_util: bool,
+}
+
+/// Which latencies get percentiles (and json+ bins): fio's `clat_percentiles` (on by
+/// default), `lat_percentiles` and `slat_percentiles` (off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PercentileSwitches {
+    /// `clat_percentiles`.
+    pub clat: bool,
+    /// `lat_percentiles`.
+    pub lat: bool,
+    /// `slat_percentiles`.
+    pub slat: bool,
+}
+
+impl Default for PercentileSwitches {
+    fn default() -> Self {
+        PercentileSwitches { clat: true, lat: false, slat: false }
+    }
 }
 
 /// One reported fio job (or merged group): what every format prints.
@@ -150,11 +268,20 @@ pub(crate) fn reported<'a>(
                     issuer.name, job.name
                 ));
             }
-            let stats = issuer.fio.as_deref().cloned().unwrap_or_else(|| {
+            let mut stats = issuer.fio.as_deref().cloned().unwrap_or_else(|| {
                 let mut empty = JobStats::new(0);
                 empty.finish(0, 0, 0);
                 empty
             });
+            // A bw or iops log sets fio's sampling of those statistics (logs::resample).
+            if job.logs.bw.is_some() || job.logs.iops.is_some() {
+                logs::resample(&mut stats, &job.logs);
+            }
+            // Folded before the group's totals, as fio folds each job's figures as it sums
+            // them (`sum_thread_stats`), so the group's aggregate is mixed too.
+            if job.unified_mixed {
+                stats.fold_mixed();
+            }
             for direction in 0..3 {
                 bytes[direction] += stats.directions[direction].io_bytes;
                 longest_ms[direction] =
@@ -245,7 +372,7 @@ mod tests {
         for (issuer, &latency) in latency_us.iter().enumerate() {
             for io in 0..ios {
                 let submitted = Instant::from_nanos(io * latency * 1000);
-                recorder.record_submit(issuer, io, FioDirection::Read, submitted);
+                recorder.record_submit(issuer, io, FioDirection::Read, io * 4096, submitted);
                 let completed = Instant::from_nanos((io + 1) * latency * 1000);
                 recorder.record_io(issuer, io, 4096, submitted, completed);
             }

@@ -71,8 +71,9 @@ fn display_lat(name: &str, stat: &IoStat, out: &mut String) {
     ));
 }
 
-/// fio's `show_clat_percentiles`: four per line, in the unit the range calls for.
-fn show_percentiles(job: &Reported<'_>, index: usize, out: &mut String) {
+/// fio's `show_clat_percentiles` for latency `name` (`clat`, `lat`): four per line, in the
+/// unit the range calls for. lat is clat here (no submission latency): one histogram.
+fn show_percentiles(job: &Reported<'_>, index: usize, name: &str, out: &mut String) {
     let stats = &job.stats.directions[index];
     if stats.clat.samples == 0 || job.percentiles.is_empty() {
         return;
@@ -88,7 +89,7 @@ fn show_percentiles(job: &Reported<'_>, index: usize, out: &mut String) {
         (0, 1, "nsec")
     };
     let width = 5usize.max(((max / divisor).max(1) as f64).log10() as usize + 1);
-    out.push_str(&format!("    clat percentiles ({unit}):\n     |"));
+    out.push_str(&format!("    {name} percentiles ({unit}):\n     |"));
     let last = job.percentiles.len() - 1;
     for (j, (p, value)) in job.percentiles.iter().zip(values).enumerate() {
         if j != 0 && j % 4 == 0 {
@@ -119,7 +120,7 @@ fn direction(job: &Reported<'_>, index: usize, totals: &GroupTotals, out: &mut S
     let iops = 1000 * stats.total_ios / runtime;
     out.push_str(&format!(
         "  {}: IOPS={}, BW={} ({})({}/{runtime}msec)\n",
-        ["read", "write", "trim"][index],
+        if job.setup.unified_mixed { "mixed" } else { ["read", "write", "trim"][index] },
         num2str(iops, 4, false, ""),
         num2str(bw, 4, true, "B/s"),
         num2str(bw, 4, false, "B/s"),
@@ -128,7 +129,14 @@ fn direction(job: &Reported<'_>, index: usize, totals: &GroupTotals, out: &mut S
     display_lat("slat", &stats.slat, out);
     display_lat("clat", &stats.clat, out);
     display_lat(" lat", &stats.lat, out);
-    show_percentiles(job, index, out);
+    // fio's show_ddir_status: slat's (never sampled here), clat's, then lat's, as switched.
+    let switches = job.setup.percentile_switches;
+    if switches.clat {
+        show_percentiles(job, index, "clat", out);
+    }
+    if switches.lat {
+        show_percentiles(job, index, "lat", out);
+    }
     let bw_stat = &stats.bw;
     if bw_stat.samples > 0 {
         let agg = percent_of_aggregate(bw_stat.mean, totals.agg_bytes_per_s[index]);
@@ -251,7 +259,10 @@ fn job_block(job: &Reported<'_>, totals: &GroupTotals, pid: usize, date: &str, o
 /// fio's `show_group_stats` for group `groupid`.
 fn group_block(groupid: usize, jobs: &[Reported<'_>], totals: &GroupTotals, out: &mut String) {
     out.push_str(&format!("\nRun status group {groupid} (all jobs):\n"));
+    // fio's rs->unified_rw_rep: any job of the group reporting mixed.
+    let mixed = jobs.iter().any(|job| job.groupid == groupid && job.setup.unified_mixed);
     for (index, label) in ["   READ", "  WRITE", "   TRIM"].into_iter().enumerate() {
+        let label = if mixed { "  MIXED" } else { label };
         let members: Vec<&super::stats::DirectionStats> = jobs
             .iter()
             .filter(|job| job.groupid == groupid)
@@ -333,6 +344,28 @@ pub fn render_normal(run: &Run, setup: &FioSetup, out: &mut dyn Write) -> io::Re
     }
     for (groupid, totals) in groups.iter().enumerate() {
         group_block(groupid, &jobs, totals, &mut text);
+    }
+    // fio's show_disk_util (normal).
+    let disks = super::disk_utils(run, setup);
+    if !disks.is_empty() {
+        text.push_str("\nDisk stats (read/write):\n");
+        for disk in disks {
+            text.push_str(&format!(
+                "  {}: ios={}/{}, sectors={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, \
+                 util={:3.2}%\n",
+                disk.name,
+                disk.ios[0],
+                disk.ios[1],
+                disk.sectors[0],
+                disk.sectors[1],
+                disk.merges[0],
+                disk.merges[1],
+                disk.ticks[0],
+                disk.ticks[1],
+                disk.in_queue,
+                disk.util
+            ));
+        }
     }
     out.write_all(text.as_bytes())
 }

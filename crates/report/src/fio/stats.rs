@@ -138,6 +138,21 @@ pub struct DirectionStats {
     window_ios: u64,
 }
 
+/// One completed operation, for fio's log files (fio-compat.md §4.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoSample {
+    /// When it completed, ns on the simulated clock.
+    pub completed_ns: u64,
+    /// Submission to completion, ns.
+    pub latency_ns: u64,
+    /// Its direction (read, write or trim).
+    pub direction: FioDirection,
+    /// Its size.
+    pub bytes: u64,
+    /// Its byte offset.
+    pub offset_bytes: u64,
+}
+
 /// One fio job's figures (or a `group_reporting` group's, merged).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JobStats {
@@ -175,6 +190,10 @@ pub struct JobStats {
     pub start_ns: u64,
     /// Jobs these figures cover: 1, or a `group_reporting` group's count (fio's `members`).
     pub members: u32,
+    /// Every read, write and trim completed, in completion order, when the run writes fio's
+    /// log files ([`crate::PhaseRecorder::keep_io_samples`]); `None` otherwise. Per job:
+    /// [`JobStats::merge`] leaves them out (fio's logs are per job, `group_reporting` or not).
+    pub io_samples: Option<Vec<IoSample>>,
     /// Operations in flight now (while recording).
     in_flight: u32,
     /// The end of the current 500 ms window, ns on the simulated clock.
@@ -231,6 +250,29 @@ impl JobStats {
         stats.clat_hist.add(latency_ns);
         if direction != FioDirection::Sync {
             self.mark_latency(latency_ns);
+        }
+    }
+
+    /// Keeps the operation for the log files when they are kept ([`JobStats::io_samples`]);
+    /// syncs are not logged (fio's `add_log_sample` takes only reads, writes and trims).
+    pub fn sample_io(
+        &mut self,
+        direction: FioDirection,
+        bytes: u64,
+        offset_bytes: u64,
+        submitted_ns: u64,
+        completed_ns: u64,
+    ) {
+        if let Some(samples) = self.io_samples.as_mut()
+            && direction != FioDirection::Sync
+        {
+            samples.push(IoSample {
+                completed_ns,
+                latency_ns: completed_ns.saturating_sub(submitted_ns),
+                direction,
+                bytes,
+                offset_bytes,
+            });
         }
     }
 
@@ -320,6 +362,28 @@ impl JobStats {
         self.minf += other.minf;
         self.job_runtime_ms += other.job_runtime_ms;
         self.members += other.members;
+    }
+
+    /// fio's `unified_rw_reporting=mixed`: read, write and trim folded into the first
+    /// direction as `sum_thread_stats` does for `UNIFIED_MIXED` (latencies pooled,
+    /// bandwidth and IOPS statistics summed member by member, bytes and counts summed,
+    /// runtime the longest); write and trim left empty, sync untouched.
+    pub fn fold_mixed(&mut self) {
+        let [read, write, trim, _] = &mut self.directions;
+        for other in [write, trim] {
+            read.io_bytes += other.io_bytes;
+            read.total_ios += other.total_ios;
+            read.short_ios += other.short_ios;
+            read.drop_ios += other.drop_ios;
+            read.slat.pool(&other.slat);
+            read.clat.pool(&other.clat);
+            read.lat.pool(&other.lat);
+            read.clat_hist.merge(&other.clat_hist);
+            read.bw.sum(&other.bw);
+            read.iops.sum(&other.iops);
+            read.runtime_ms = read.runtime_ms.max(other.runtime_ms);
+            *other = DirectionStats::default();
+        }
     }
 
     /// Read, write and trim operations completed (fio's `ddir_rw_sum(total_io_u)`).

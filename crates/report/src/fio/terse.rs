@@ -1,12 +1,14 @@
 //! fio's terse output, version 3 (`--output-format=terse`, `--minimal`; fio-compat.md §4.5;
 //! fio's `stat.c` `show_thread_status_terse_all`, `show_ddir_status_terse`; HOWTO "Terse
-//! output"). One `;`-separated line per job (or merged group): 121 fields — no per-disk
-//! fields (see the module's deviations).
+//! output"). One `;`-separated line per job (or merged group): 121 fields, then nine per
+//! simulated device (`disk_util`: 130 with one device, as fio run locally prints).
 
 use std::io::{self, Write};
 
 use super::stats::{IoStat, distribution};
-use super::{FIO_VERSION, FioSetup, GroupTotals, Reported, percent_of_aggregate, reported};
+use super::{
+    DiskUtil, FIO_VERSION, FioSetup, GroupTotals, Reported, percent_of_aggregate, reported,
+};
 use crate::model::Run;
 
 /// Most percentiles a line carries (fio's `FIO_IO_U_LIST_MAX_LEN`).
@@ -36,12 +38,16 @@ fn direction(job: &Reported<'_>, index: usize, totals: &GroupTotals, line: &mut 
     line.push_str(&format!(";{};{bw};{iops};{}", stats.io_bytes >> 10, stats.runtime_ms));
     latency_us(&stats.slat, line);
     latency_us(&stats.clat, line);
-    // clat_percentiles is on: the list's values in µs, `0%=0` past its end.
-    let values = stats.clat_hist.percentiles(&job.percentiles, stats.clat.samples);
-    for (p, value) in job.percentiles.iter().zip(&values) {
+    // lat's percentiles with lat_percentiles, else clat's with clat_percentiles, else none
+    // (fio's show_ddir_status_terse): the list's values in µs, `0%=0` past its end. lat is
+    // clat here (no submission latency): one histogram.
+    let switches = job.setup.percentile_switches;
+    let listed: &[f64] = if switches.lat || switches.clat { &job.percentiles } else { &[] };
+    let values = stats.clat_hist.percentiles(listed, stats.clat.samples);
+    for (p, value) in listed.iter().zip(&values) {
         line.push_str(&format!(";{p:.6}%={}", value / 1000));
     }
-    for _ in job.percentiles.len()..PERCENTILE_FIELDS {
+    for _ in listed.len()..PERCENTILE_FIELDS {
         line.push_str(";0%=0");
     }
     latency_us(&stats.lat, line);
@@ -60,11 +66,15 @@ fn direction(job: &Reported<'_>, index: usize, totals: &GroupTotals, line: &mut 
     }
 }
 
-fn job_line(job: &Reported<'_>, totals: &GroupTotals) -> String {
+fn job_line(job: &Reported<'_>, totals: &GroupTotals, disks: &[DiskUtil]) -> String {
     let stats = &job.stats;
     let mut line = format!("3;{FIO_VERSION};{};{};0", job.setup.name, job.groupid);
+    // Read (or mixed), then write unless unified_rw_reporting=mixed (fio's
+    // show_thread_status_terse_all).
     direction(job, 0, totals, &mut line);
-    direction(job, 1, totals, &mut line);
+    if !job.setup.unified_mixed {
+        direction(job, 1, totals, &mut line);
+    }
     let cpu = |ns: u64| match stats.job_runtime_ms {
         0 => 0.0,
         runtime => ns as f64 / 1e6 * 100.0 / runtime as f64,
@@ -87,6 +97,21 @@ fn job_line(job: &Reported<'_>, totals: &GroupTotals) -> String {
     for percent in distribution(&micro, rw).into_iter().chain(distribution(&stats.lat_m, rw)) {
         line.push_str(&format!(";{percent:3.2}%"));
     }
+    // fio's print_disk_util (terse): nine fields per device, on every job's line.
+    for disk in disks {
+        line.push_str(&format!(
+            ";{};{};{};{};{};{};{};{};{:3.2}%",
+            disk.name,
+            disk.ios[0],
+            disk.ios[1],
+            disk.merges[0],
+            disk.merges[1],
+            disk.ticks[0],
+            disk.ticks[1],
+            disk.in_queue,
+            disk.util
+        ));
+    }
     if let Some(description) = &job.setup.description {
         line.push_str(&format!(";{description}"));
     }
@@ -96,8 +121,9 @@ fn job_line(job: &Reported<'_>, totals: &GroupTotals) -> String {
 /// Writes `run` as fio's terse v3 lines, its jobs those of `setup`.
 pub fn render_terse(run: &Run, setup: &FioSetup, out: &mut dyn Write) -> io::Result<()> {
     let (jobs, groups) = reported(run, setup).map_err(io::Error::other)?;
+    let disks = super::disk_utils(run, setup);
     for job in &jobs {
-        writeln!(out, "{}", job_line(job, &groups[job.groupid]))?;
+        writeln!(out, "{}", job_line(job, &groups[job.groupid], &disks))?;
     }
     Ok(())
 }
