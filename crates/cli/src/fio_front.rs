@@ -489,6 +489,12 @@ pub(crate) fn run(args: &[String], stdout: &mut dyn std::io::Write) -> Result<()
             OutputFormat::JsonPlus => crate::sim::FioFormat::JsonPlus,
         })
         .collect();
+    // Log files go where fio writes them: the working directory, under each log's prefix
+    // (which may hold a path).
+    if setup.jobs.iter().any(|job| job.logs.any()) {
+        elevator_report::fio::write_logs(&report.runs[0], &setup, std::path::Path::new("."), None)
+            .map_err(|error| FioFailure { message: format!("fio: log files: {error}"), code: 1 })?;
+    }
     let text = crate::sim::fio_text(&report, &report.runs[0], &formats, &setup)
         .map_err(|error| FioFailure { message: format!("fio: {error:#}"), code: 1 })?;
     match &invocation.output {

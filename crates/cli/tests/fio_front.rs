@@ -68,8 +68,8 @@ fn json_on_stdout_nothing_on_stderr_and_a_link_named_fio() {
 }
 
 // Proves fio's flags: --section runs only that job, --output writes the file and leaves
-// stdout empty, --minimal is terse v3, --parse-only runs nothing, and command-line jobs
-// (`--name=a --rw=read`) run without a job file.
+// stdout empty, --minimal is terse v3, --parse-only runs nothing, command-line jobs
+// (`--name=a --rw=read`) run without a job file, and a job's log file is written.
 #[test]
 fn fio_flags_select_jobs_outputs_and_checks() {
     let dir = job_dir();
@@ -102,6 +102,16 @@ fn fio_flags_select_jobs_outputs_and_checks() {
     let json: serde_json::Value = serde_json::from_slice(&command_line.stdout).unwrap();
     assert_eq!(json["jobs"][0]["jobname"], "cli");
     assert_eq!(json["jobs"][0]["read"]["io_bytes"].as_u64(), Some(1 << 20));
+
+    // A log the job asks for lands in the working directory under fio's name.
+    let logged = elevator_fio(
+        dir.path(),
+        &["--name=logged", "--rw=read", "--size=1m", "--write_bw_log=bw", "--minimal"],
+        &[],
+    );
+    assert!(logged.status.success(), "{}", text(&logged.stderr));
+    let log = std::fs::read_to_string(dir.path().join("bw_bw.1.log")).unwrap();
+    assert_eq!(log.lines().count(), 256, "one line per 4 KiB read of 1 MiB: {log}");
 }
 
 /// Arguments, environment, and what stderr must say.
