@@ -169,7 +169,10 @@ pub struct QueueConfig {
 /// 4.16–6.9 did it in mq-deadline only (zone write locking: `dd_dispatch_request` skipped a
 /// write whose zone `blk_req_zone_write_trylock` found locked, unlocked at completion).
 /// Conventional zones (the first `conventional_sectors`) are never held (the kernel's
-/// `BLK_ZONE_WPLUG_CONV` / `blk_req_needs_zone_write_lock`).
+/// `BLK_ZONE_WPLUG_CONV` / `blk_req_needs_zone_write_lock`). A passthrough command
+/// ([`RequestFlags::PASSTHROUGH`]) is never held: it is built as a request, not submitted as a
+/// BIO (no zone write plug), and its driver-private op is no sequential-zone write to
+/// `blk_rq_is_seq_zoned_write` (no zone write lock); the issuer keeps such writes in order.
 ///
 /// Deviations: the rule applies under every scheduler and kernel the simulator runs, though
 /// Linux drives zoned devices only from 4.10 and before 6.10 only mq-deadline ordered their
@@ -670,7 +673,8 @@ impl BlockQueue {
         let sequence = self.next_sequence;
         let overlaps =
             self.hazards.conflicts(&self.table, bio.op, bio.start.0, bio.end().0, sequence)
-                || self.zone_write_plugged(bio.op, bio.start.0, sequence);
+                || (!bio.flags.contains(RequestFlags::PASSTHROUGH)
+                    && self.zone_write_plugged(bio.op, bio.start.0, sequence));
         // A bio that overlaps earlier I/O must not merge: that would carry it ahead of the
         // request it has to wait for.
         // A 2.4 super bh never merges into a queued request (linux-2.4-elevator.md §3.1).
@@ -1547,7 +1551,8 @@ impl BlockQueue {
                 request.start.0,
                 request.end().0,
                 request.sequence,
-            ) || self.zone_write_plugged(request.op, request.start.0, request.sequence)
+            ) || (!request.flags.contains(RequestFlags::PASSTHROUGH)
+                && self.zone_write_plugged(request.op, request.start.0, request.sequence))
             {
                 index += 1;
                 continue;
