@@ -1063,7 +1063,9 @@ impl FioRun {
         }
         let mut out = Vec::with_capacity(phases.len());
         for (phase, jobs) in phases.into_iter().zip(&members) {
-            if let Some(ramp_phase) = self.ramp_phase(jobs, targets, prng, &mut files)? {
+            if let Some(ramp_phase) =
+                self.ramp_phase(jobs, targets, prng, &mut files, &zbd_registry)?
+            {
                 out.push(ramp_phase);
             }
             out.push(phase);
@@ -1073,12 +1075,16 @@ impl FioRun {
 
     /// The ramp phase of a group whose jobs all have the same `ramp_time`: the same jobs,
     /// time-based for the ramp, from streams of their own. Mixed ramps in a group are refused.
+    /// With `zonemode=zbd` the ramp shares the file's view of each zoned device
+    /// (`zbd_registry`): the measured phase writes on from the write pointers the ramp left,
+    /// as fio's one `zbd_info` per file does across its ramp.
     fn ramp_phase(
         &self,
         jobs: &[usize],
         targets: &[Target],
         prng: &Prng,
         files: &mut Vec<FileSpec>,
+        zbd_registry: &crate::zbd::ZbdRegistry,
     ) -> Result<Option<PhasePlan>, ParamError> {
         let ramps: Vec<Option<Duration>> = jobs.iter().map(|&j| self.jobs[j].ramp).collect();
         let Some(ramp) = ramps[0] else {
@@ -1122,15 +1128,21 @@ impl FioRun {
                 .map_err(|error| refuse(&job.at, format!("job `{}` ramp: {error}", job.name)))?;
             let places = job.places(targets, files)?;
             let first_process = phase.issuers.len() as u32;
-            let plan = spec
-                .plan_job(
+            let ramp_error = |error| refuse(&job.at, format!("job `{}`: {error}", job.name));
+            let mut config = JobConfig::from_params(&spec.params).map_err(ramp_error)?;
+            if let Some(zbd) = &mut config.zbd {
+                zbd.2 = zbd_registry.clone();
+            }
+            let plan = config
+                .plan_as(
+                    &spec.params,
                     targets,
                     &prng.fork_indexed("fio-ramp", index as u64),
                     first_process,
                     &job.name,
                     &places,
                 )
-                .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
+                .map_err(ramp_error)?;
             if !phase.name.is_empty() {
                 phase.name.push('+');
             }

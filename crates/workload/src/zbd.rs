@@ -709,7 +709,10 @@ mod tests {
                     }
                     crate::IoKind::Write => {
                         let pointer = pointers.entry(zone).or_insert(zone * 4 * MIB);
-                        assert_eq!(io.offset_bytes, *pointer, "{engine}: off zone {zone}'s pointer");
+                        assert_eq!(
+                            io.offset_bytes, *pointer,
+                            "{engine}: off zone {zone}'s pointer"
+                        );
                         *pointer += io.size_bytes;
                         assert!(*pointer <= zone * 4 * MIB + 3 * MIB, "past the capacity");
                         writes += 1;
