@@ -36,7 +36,10 @@
 //!   after 1 s at the latest even if no release wakes it.
 //! * A zone reset is a discard of the zone's first sector, counted among the job's I/Os (512
 //!   bytes, as a trim) where fio's `BLKRESETZONE` ioctl is not an I/O (fio reports resets
-//!   separately: "N zone resets", not shown here).
+//!   separately: "N zone resets", not shown here). A passthrough engine's reset (fio calls
+//!   the engine's `reset_wp`: libzbc's RESET WRITE POINTER, io_uring_cmd's and xnvme's NVMe
+//!   Zone Management Send) is that discard flagged passthrough, past the scheduler like the
+//!   engine's writes.
 //! * A zone leaves the write targets when a write that fills it is issued (fio: when it
 //!   completes).
 //! * fio's handling of zone remainders (`write_zone_remainder`, zone finish when a remainder is

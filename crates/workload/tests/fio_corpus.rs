@@ -411,7 +411,8 @@ fn zoned_examples_run_on_the_zoned_preset() {
 // 2 GiB zones, fio refuses them: `REFUSED`): every job moves I/O (writes, then the
 // verify reads), and the device refuses none of the passthrough writes although they bypass
 // the block layer's zone write ordering (fio's zone locks and iodepth=1 keep them at the write
-// pointers). xnvme-zoned's `override` section at FIO_IODEPTH=16 is not refused: neither fio
+// pointers; xnvme-zoned's measured phase writes on from where its ramp_time phase left the
+// write pointers, so none of its writes fails). xnvme-zoned's `override` section at FIO_IODEPTH=16 is not refused: neither fio
 // nor the kernel refuses a zoned passthrough job deeper than 1.
 #[test]
 fn nvme_zoned_examples_run_on_a_zns_drive() {
