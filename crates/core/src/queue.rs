@@ -179,7 +179,9 @@ pub struct QueueConfig {
 /// writes. A held write is kept out of the scheduler (6.10's plug) rather than queued and
 /// skipped at dispatch (mq-deadline's lock), so it cannot merge while held. A zone reset is
 /// not itself ordered: it is a discard (`Op::Discard`) at the zone's first sector, ordered
-/// only by the overlap rule; fio's zone locks keep writes away from a zone being reset.
+/// only by the overlap rule; fio's zone locks keep writes away from a zone being reset. A block
+/// write still waits for an earlier passthrough write in flight to its zone, which Linux's
+/// plug does not track (a zone written both ways at once is out of order in Linux anyway).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ZoneWriteOrder {
     /// Sectors per zone.
