@@ -81,7 +81,9 @@
 //!   layer's zone write ordering, in Linux and here: fio's zone locks and the job's
 //!   `iodepth` are all that keep a zone's writes in order, and a write that reaches the device
 //!   off its zone's write pointer fails there (`zone_write_errors`). Like fio and the kernel,
-//!   a zoned passthrough job with `iodepth` > 1 is not refused.
+//!   a zoned passthrough job with `iodepth` > 1 is not refused. The simulated devices take
+//!   commands in the order they are sent, so such a job's writes do not fail here, where a
+//!   real NVMe controller may reorder them (why uring-cmd-zoned.fio asks for QD1).
 //! * io_uring's CPU-side options (`sqthread_poll`, `sqthread_poll_cpu`, `registerfiles`,
 //!   `fixedbufs`, `nonvectored`) and `random_generator=tausworthe*` change nothing; `lfsr` is
 //!   the random map (each block once per pass, fio's guarantee), in another order.
