@@ -169,14 +169,19 @@ pub struct QueueConfig {
 /// 4.16–6.9 did it in mq-deadline only (zone write locking: `dd_dispatch_request` skipped a
 /// write whose zone `blk_req_zone_write_trylock` found locked, unlocked at completion).
 /// Conventional zones (the first `conventional_sectors`) are never held (the kernel's
-/// `BLK_ZONE_WPLUG_CONV` / `blk_req_needs_zone_write_lock`).
+/// `BLK_ZONE_WPLUG_CONV` / `blk_req_needs_zone_write_lock`). A passthrough command
+/// ([`RequestFlags::PASSTHROUGH`]) is never held: it is built as a request, not submitted as a
+/// BIO (no zone write plug), and its driver-private op is no sequential-zone write to
+/// `blk_rq_is_seq_zoned_write` (no zone write lock); the issuer keeps such writes in order.
 ///
 /// Deviations: the rule applies under every scheduler and kernel the simulator runs, though
 /// Linux drives zoned devices only from 4.10 and before 6.10 only mq-deadline ordered their
 /// writes. A held write is kept out of the scheduler (6.10's plug) rather than queued and
 /// skipped at dispatch (mq-deadline's lock), so it cannot merge while held. A zone reset is
 /// not itself ordered: it is a discard (`Op::Discard`) at the zone's first sector, ordered
-/// only by the overlap rule; fio's zone locks keep writes away from a zone being reset.
+/// only by the overlap rule; fio's zone locks keep writes away from a zone being reset. A block
+/// write still waits for an earlier passthrough write in flight to its zone, which Linux's
+/// plug does not track (a zone written both ways at once is out of order in Linux anyway).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ZoneWriteOrder {
     /// Sectors per zone.
@@ -670,7 +675,8 @@ impl BlockQueue {
         let sequence = self.next_sequence;
         let overlaps =
             self.hazards.conflicts(&self.table, bio.op, bio.start.0, bio.end().0, sequence)
-                || self.zone_write_plugged(bio.op, bio.start.0, sequence);
+                || (!bio.flags.contains(RequestFlags::PASSTHROUGH)
+                    && self.zone_write_plugged(bio.op, bio.start.0, sequence));
         // A bio that overlaps earlier I/O must not merge: that would carry it ahead of the
         // request it has to wait for.
         // A 2.4 super bh never merges into a queued request (linux-2.4-elevator.md §3.1).
@@ -1547,7 +1553,8 @@ impl BlockQueue {
                 request.start.0,
                 request.end().0,
                 request.sequence,
-            ) || self.zone_write_plugged(request.op, request.start.0, request.sequence)
+            ) || (!request.flags.contains(RequestFlags::PASSTHROUGH)
+                && self.zone_write_plugged(request.op, request.start.0, request.sequence))
             {
                 index += 1;
                 continue;

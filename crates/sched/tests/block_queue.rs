@@ -440,3 +440,27 @@ fn a_zoned_queue_keeps_one_write_per_zone_in_flight() {
         }
     }
 }
+
+// Proves passthrough writes are not held by the zone write ordering (Linux builds passthrough
+// commands as requests: no zone write plug, and their op is no sequential-zone write to the
+// zone write lock): four passthrough writes to one sequential zone all go to the device at
+// once, in submission order, where the same writes as block I/O go one at a time.
+#[test]
+fn passthrough_writes_bypass_the_zone_write_ordering() {
+    let zones = elevator_core::ZoneWriteOrder { zone_size_sectors: 1024, conventional_sectors: 0 };
+    let in_flight_at_zero = |flags: RequestFlags| {
+        let config = QueueConfig { depth: 8, zones: Some(zones), ..QueueConfig::default() };
+        let mut h = Harness::new(SchedulerKind::MqDeadline.build(), config)
+            .with_service(elevator_sched::testkit::fixed_service(Duration::from_millis(5)));
+        for index in 0..4u64 {
+            h.submit(write(1, index * 64, 64).with_flags(flags));
+        }
+        h.run();
+        let issued = h.issued();
+        assert_eq!(issued.iter().map(|i| i.start).collect::<Vec<_>>(), [0, 64, 128, 192]);
+        issued.iter().filter(|i| i.at == Instant::ZERO).count()
+    };
+    assert_eq!(in_flight_at_zero(RequestFlags::SYNC), 1, "block writes: one per zone");
+    let passthrough = RequestFlags::SYNC.union(RequestFlags::PASSTHROUGH);
+    assert_eq!(in_flight_at_zero(passthrough), 4, "passthrough writes: not held");
+}

@@ -21,8 +21,8 @@
 //! with zonesize/zonerange/zoneskip, zonemode=zbd with zonesize/max_open_zones/
 //! zone_reset_threshold/zone_reset_frequency/read_beyond_wp on a zoned device (`crate::zbd`,
 //! whose "Deviations from fio" apply), exitall/exit_what, direct/buffered, prio/prioclass, the
-//! block engines `job` knows, the passthrough engines (sg with sg_write_mode, io_uring_cmd,
-//! xnvme), the null engine, flow/flow_id/flow_sleep, latency_target/latency_window/
+//! block engines `job` knows, the passthrough engines (sg with sg_write_mode, libzbc,
+//! io_uring_cmd, xnvme), the null engine, flow/flow_id/flow_sleep, latency_target/latency_window/
 //! latency_percentile/latency_run, steadystate with ss_dur/ss_ramp/ss_interval,
 //! random_generator, numa_cpu_nodes/numa_mem_policy on node 0, and allow_file_create.
 //!
@@ -71,6 +71,19 @@
 //!   modelled — and its comparison always passes, since no data moves: fio reports the
 //!   miscompare of a block that differs (`sg_verify-fail.fio`). WRITE SAME writes the range.
 //!   `write_and_verify` is refused.
+//! * `ioengine=libzbc` is a passthrough engine like sg: one command at a time (fio's libzbc
+//!   engine is `FIO_SYNCIO`, each libzbc call one `SG_IO`), on a zoned device only. Its zone
+//!   resets are passthrough commands too (fio's `reset_wp` hook: libzbc's RESET WRITE
+//!   POINTER, not the `BLKRESETZONE` ioctl), so they also bypass the scheduler. libzbc's
+//!   SCSI/ATA backends would not open a zoned NVMe device; the simulated devices carry no
+//!   transport, so libzbc on `zns-2020` is accepted.
+//! * Passthrough engines with `zonemode=zbd` (libzbc, io_uring_cmd, xnvme) bypass the block
+//!   layer's zone write ordering, in Linux and here: fio's zone locks and the job's
+//!   `iodepth` are all that keep a zone's writes in order, and a write that reaches the device
+//!   off its zone's write pointer fails there (`zone_write_errors`). Like fio and the kernel,
+//!   a zoned passthrough job with `iodepth` > 1 is not refused. The simulated devices take
+//!   commands in the order they are sent, so such a job's writes do not fail here, where a
+//!   real NVMe controller may reorder them (why uring-cmd-zoned.fio asks for QD1).
 //! * io_uring's CPU-side options (`sqthread_poll`, `sqthread_poll_cpu`, `registerfiles`,
 //!   `fixedbufs`, `nonvectored`) and `random_generator=tausworthe*` change nothing; `lfsr` is
 //!   the random map (each block once per pass, fio's guarantee), in another order.
@@ -506,6 +519,7 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
                         | "pvsync"
                         | "pvsync2"
                         | "sg"
+                        | "libzbc"
                         | "io_uring_cmd"
                         | "xnvme"
                         | "null"
@@ -808,6 +822,19 @@ impl FioRunJob {
         if let (Some((names, at)), None) = (&self.filenames, &self.directory) {
             let devices: Vec<Option<usize>> = names.iter().map(|name| device(name)).collect();
             if devices.iter().all(Option::is_some) {
+                // fio's libzbc engine opens its device with libzbc's SCSI and ATA backends
+                // (`zbc_open`), which take only a zoned (ZBC/ZAC) drive.
+                let plain = devices.iter().flatten().find(|index| targets[**index].zones.is_none());
+                if let (Some(index), "libzbc") = (plain, self.spec.params.text("ioengine")) {
+                    return Err(refuse(
+                        at,
+                        format!(
+                            "ioengine=libzbc opens only a zoned (ZBC/ZAC) device; `{}` is not \
+                             (a zoned preset: smr-hm-2016)",
+                            targets[*index].name
+                        ),
+                    ));
+                }
                 let places = devices
                     .into_iter()
                     .flatten()
@@ -1038,7 +1065,9 @@ impl FioRun {
         }
         let mut out = Vec::with_capacity(phases.len());
         for (phase, jobs) in phases.into_iter().zip(&members) {
-            if let Some(ramp_phase) = self.ramp_phase(jobs, targets, prng, &mut files)? {
+            if let Some(ramp_phase) =
+                self.ramp_phase(jobs, targets, prng, &mut files, &zbd_registry)?
+            {
                 out.push(ramp_phase);
             }
             out.push(phase);
@@ -1048,12 +1077,16 @@ impl FioRun {
 
     /// The ramp phase of a group whose jobs all have the same `ramp_time`: the same jobs,
     /// time-based for the ramp, from streams of their own. Mixed ramps in a group are refused.
+    /// With `zonemode=zbd` the ramp shares the file's view of each zoned device
+    /// (`zbd_registry`): the measured phase writes on from the write pointers the ramp left,
+    /// as fio's one `zbd_info` per file does across its ramp.
     fn ramp_phase(
         &self,
         jobs: &[usize],
         targets: &[Target],
         prng: &Prng,
         files: &mut Vec<FileSpec>,
+        zbd_registry: &crate::zbd::ZbdRegistry,
     ) -> Result<Option<PhasePlan>, ParamError> {
         let ramps: Vec<Option<Duration>> = jobs.iter().map(|&j| self.jobs[j].ramp).collect();
         let Some(ramp) = ramps[0] else {
@@ -1097,15 +1130,21 @@ impl FioRun {
                 .map_err(|error| refuse(&job.at, format!("job `{}` ramp: {error}", job.name)))?;
             let places = job.places(targets, files)?;
             let first_process = phase.issuers.len() as u32;
-            let plan = spec
-                .plan_job(
+            let ramp_error = |error| refuse(&job.at, format!("job `{}`: {error}", job.name));
+            let mut config = JobConfig::from_params(&spec.params).map_err(ramp_error)?;
+            if let Some(zbd) = &mut config.zbd {
+                zbd.2 = zbd_registry.clone();
+            }
+            let plan = config
+                .plan_as(
+                    &spec.params,
                     targets,
                     &prng.fork_indexed("fio-ramp", index as u64),
                     first_process,
                     &job.name,
                     &places,
                 )
-                .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
+                .map_err(ramp_error)?;
             if !phase.name.is_empty() {
                 phase.name.push('+');
             }

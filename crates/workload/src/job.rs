@@ -54,8 +54,9 @@
 //!   the time of fio's own code); a `time_based` null job without thinktime or a rate would
 //!   never end, and is refused. A null phase so takes no time, and its rates (MB/s, IOPS)
 //!   print as 0: the operations and bytes are counted, a rate over no time is not.
-//! * The passthrough engines (`sg`, `io_uring_cmd`, `xnvme`) are direct I/O to a device whose
-//!   requests bypass the scheduler; `sg` is one command at a time (SG_IO on a block device).
+//! * The passthrough engines (`sg`, `libzbc`, `io_uring_cmd`, `xnvme`) are direct I/O to a
+//!   device whose requests bypass the scheduler; `sg` and `libzbc` are one command at a time
+//!   (SG_IO on a block device).
 //! * A sequential pass that reaches the end of the region before the job's amount (io_size
 //!   beyond the region, loops, holes) wraps to the start, as fio's does.
 
@@ -491,13 +492,14 @@ pub const KEYS: &[KeySpec] = &[
             "pvsync",
             "pvsync2",
             "sg",
+            "libzbc",
             "io_uring_cmd",
             "xnvme",
             "null",
         ]),
         default: "io_uring",
-        help: "synchronous engines (and sg) cap the depth at 1; sg, io_uring_cmd and xnvme are \
-               passthrough: direct to a device, past the scheduler",
+        help: "synchronous engines (and sg, libzbc) cap the depth at 1; sg, libzbc, io_uring_cmd \
+               and xnvme are passthrough: direct to a device, past the scheduler",
     },
 ];
 
@@ -778,7 +780,7 @@ pub(crate) struct JobConfig {
     /// One priority, or one per clone.
     priorities: Vec<IoPriority>,
     direct: bool,
-    /// A passthrough engine (sg, io_uring_cmd, xnvme): every command goes to the device
+    /// A passthrough engine (sg, libzbc, io_uring_cmd, xnvme): every command goes to the device
     /// flagged [`RequestFlags::PASSTHROUGH`], past the scheduler.
     passthrough: bool,
     /// fio's null engine: every operation completes at once, without host or device
@@ -1229,9 +1231,14 @@ impl JobConfig {
         let priorities = Self::priorities(params)?;
         // fio's sg engine on a block device issues `SG_IO` ioctls, one at a time (fio's
         // `fio_sgio_ioctl_doio`); only a `/dev/sgN` character device would take a depth.
-        let synchronous_engine =
-            matches!(params.text("ioengine"), "psync" | "sync" | "pvsync" | "pvsync2" | "sg");
-        let passthrough = matches!(params.text("ioengine"), "sg" | "io_uring_cmd" | "xnvme");
+        // fio's libzbc engine is synchronous (`FIO_SYNCIO`): libzbc sends each ZBC/ZAC command
+        // through one `SG_IO` ioctl, as sg does.
+        let synchronous_engine = matches!(
+            params.text("ioengine"),
+            "psync" | "sync" | "pvsync" | "pvsync2" | "sg" | "libzbc"
+        );
+        let passthrough =
+            matches!(params.text("ioengine"), "sg" | "libzbc" | "io_uring_cmd" | "xnvme");
         let null_engine = params.text("ioengine") == "null";
         let thinktime = params.time("thinktime");
         let depth = if synchronous_engine { 1 } else { params.integer("iodepth") as u32 };

@@ -368,26 +368,6 @@ impl WorkloadSpec {
         Ok(WorkloadSpec { kind: first.kind, params: first.params, fio: Some(Box::new(run)) })
     }
 
-    /// A `job` workload's plan with its clones named `name/i` and numbered from
-    /// `first_process + 1`, addressing `places` (per clone) when given.
-    fn plan_job(
-        &self,
-        targets: &[Target],
-        prng: &Prng,
-        first_process: u32,
-        name: &str,
-        places: &[Vec<(Place, Target)>],
-    ) -> Result<WorkloadPlan, ParamError> {
-        job::JobConfig::from_params(&self.params)?.plan_as(
-            &self.params,
-            targets,
-            prng,
-            first_process,
-            name,
-            places,
-        )
-    }
-
     /// The kind.
     pub fn kind(&self) -> WorkloadKind {
         self.kind

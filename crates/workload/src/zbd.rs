@@ -36,7 +36,10 @@
 //!   after 1 s at the latest even if no release wakes it.
 //! * A zone reset is a discard of the zone's first sector, counted among the job's I/Os (512
 //!   bytes, as a trim) where fio's `BLKRESETZONE` ioctl is not an I/O (fio reports resets
-//!   separately: "N zone resets", not shown here).
+//!   separately: "N zone resets", not shown here). A passthrough engine's reset (fio calls
+//!   the engine's `reset_wp`: libzbc's RESET WRITE POINTER, io_uring_cmd's and xnvme's NVMe
+//!   Zone Management Send) is that discard flagged passthrough, past the scheduler like the
+//!   engine's writes.
 //! * A zone leaves the write targets when a write that fills it is issued (fio: when it
 //!   completes).
 //! * fio's handling of zone remainders (`write_zone_remainder`, zone finish when a remainder is
@@ -675,5 +678,67 @@ mod tests {
         let offsets: Vec<u64> = run.records.iter().map(|r| r.io.offset_bytes).collect();
         assert_eq!(offsets.first(), Some(&(8 * MIB)), "5 MiB rounds up to the zone at 8 MiB");
         assert!(offsets.iter().all(|&offset| offset < 12 * MIB), "15 MiB rounds down to 12");
+    }
+
+    // Proves a passthrough engine's zoned writes land at write pointers too (fio's zone
+    // locking, not the block layer, keeps them there): libzbc (depth 1, as fio's FIO_SYNCIO
+    // libzbc engine) and io_uring_cmd at the example's iodepth=1 — every write starts where
+    // the last one of its zone ended (or at the zone's start after a reset), every command
+    // including the zone resets goes to the device flagged PASSTHROUGH, and libzbc on a
+    // device that is not zoned is refused (libzbc opens only ZBC/ZAC drives).
+    #[test]
+    fn passthrough_zoned_writes_land_at_write_pointers() {
+        use elevator_core::RequestFlags;
+        for engine in ["libzbc", "io_uring_cmd"] {
+            let text = format!(
+                "[w]\nrw=randwrite\nzonemode=zbd\nmax_open_zones=2\nbs=256k\n\
+                 filename=/dev/sda\nioengine={engine}\niodepth=1\nnumjobs=2\noffset=4m\n\
+                 io_size=40m\n"
+            );
+            let plan = fio_plan(engine, &text).unwrap();
+            let run = crate::testing::run(plan, |_| elevator_core::Duration::from_micros(100));
+            let mut pointers = std::collections::BTreeMap::new();
+            let (mut writes, mut resets) = (0, 0);
+            for record in &run.records {
+                let io = record.io;
+                assert!(io.flags.contains(RequestFlags::PASSTHROUGH), "{engine}: {io:?}");
+                assert_eq!(record.in_flight, 1, "{engine}: one command at a time");
+                let zone = io.offset_bytes / (4 * MIB);
+                match io.kind {
+                    crate::IoKind::Discard => {
+                        assert_eq!(io.offset_bytes, zone * 4 * MIB, "{engine}: reset");
+                        pointers.insert(zone, zone * 4 * MIB);
+                        resets += 1;
+                    }
+                    crate::IoKind::Write => {
+                        let pointer = pointers.entry(zone).or_insert(zone * 4 * MIB);
+                        assert_eq!(
+                            io.offset_bytes, *pointer,
+                            "{engine}: off zone {zone}'s pointer"
+                        );
+                        *pointer += io.size_bytes;
+                        assert!(*pointer <= zone * 4 * MIB + 3 * MIB, "past the capacity");
+                        writes += 1;
+                    }
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            assert!(writes >= 300 && resets > 0, "{engine}: {writes} writes, {resets} resets");
+        }
+        let dir = std::env::temp_dir().join(format!("elevator-zbd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("libzbc-plain.fio");
+        std::fs::write(&path, "[r]\nrw=read\nfilename=/dev/sda\nioengine=libzbc\nsize=1m\n")
+            .unwrap();
+        let error = crate::WorkloadSpec::parse(&format!("fio:{}", path.display()))
+            .and_then(|spec| {
+                spec.plan(
+                    &crate::testing::devices(&[("sda", 64 * MIB)]),
+                    &elevator_core::Prng::new(3),
+                )
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("libzbc-plain.fio:3") && error.contains("zoned"), "{error}");
     }
 }
