@@ -386,17 +386,7 @@ proptest! {
 /// DiskSim's parameter files (`shared/disksim` beside the repository), or `None` outside CI
 /// when they are absent.
 fn disksim_dir() -> Option<std::path::PathBuf> {
-    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let found = crate::device::disksim::find_shared_dir(manifest);
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "shared/disksim not found above {} (or ELEVATOR_DISKSIM_DIR)",
-            manifest.display()
-        );
-        eprintln!("skipped: shared/disksim not found above {}", manifest.display());
-    }
-    found
+    crate::device::disksim::shared_dir_for_tests(std::path::Path::new(env!("CARGO_MANIFEST_DIR")))
 }
 
 /// The layout keys of a DiskSim drive as the reader maps them (`disksim::load`), without its
