@@ -48,11 +48,13 @@ use elevator_core::{
 };
 use elevator_report::fio::FioDirection;
 use elevator_report::{
-    DeviceStats as ReportDeviceStats, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run,
-    SchedulerStats,
+    DeviceStats as ReportDeviceStats, ErrorDirection, Mode, PhaseRecorder,
+    QueueStats as ReportQueueStats, Run, SchedulerStats,
 };
 use elevator_sched::{BlockLayer, SchedulerSpec};
-use elevator_workload::{Io, IoId, IoKind, Issuer, Place, Poll, Target, WorkloadSpec};
+use elevator_workload::{
+    FailedIo, Io, IoFailure, IoId, IoKind, Issuer, Place, Poll, Target, WorkloadSpec,
+};
 
 use crate::device::{Command, CommandId, DeviceSpec};
 use crate::engine::EventQueue;
@@ -1461,7 +1463,32 @@ impl Simulation {
                             self.now,
                         );
                     }
-                    self.submit_io(index, io)?;
+                    let (id, kind) = (io.id, io.kind);
+                    match self.submit_io(index, io) {
+                        // A full filesystem fails the write (ENOSPC): the issuer decides
+                        // whether that ends the run, is its error, or the end it expected.
+                        Err(SimError::NoSpace { issuer, problem }) => {
+                            let slot = &mut self.issuers[index];
+                            match slot.issuer.failed(self.now, id, kind, IoFailure::NoSpace) {
+                                FailedIo::Fatal => {
+                                    return Err(SimError::NoSpace { issuer, problem });
+                                }
+                                FailedIo::Error => {
+                                    let direction = match direction {
+                                        Some(FioDirection::Read) => ErrorDirection::Read,
+                                        Some(FioDirection::Write) => ErrorDirection::Write,
+                                        _ => ErrorDirection::Other,
+                                    };
+                                    recorder.record_error(index, direction, self.now, || {
+                                        format!("ENOSPC: {problem}")
+                                    });
+                                }
+                                FailedIo::Expected => {}
+                            }
+                            self.deliver_posts(index);
+                        }
+                        other => other?,
+                    }
                     self.run_host_actions()?;
                 }
                 Poll::Sleep { until } => {
@@ -1871,11 +1898,22 @@ impl Simulation {
         self.host_ops.insert(op, HostOp { issuer: index, io: io.id, submitted: self.now, bytes });
         self.host_ops_peak = self.host_ops_peak.max(self.host_ops.len());
         self.issuers[index].outstanding += 1;
-        self.host
-            .submit(self.now, op, process, priority, kind, place, io.offset_bytes, io.size_bytes)
-            .map_err(|error| {
-                host_io_error(self.issuers[index].issuer.name(), &error, &self.devices)
-            })
+        let submitted = self.host.submit(
+            self.now,
+            op,
+            process,
+            priority,
+            kind,
+            place,
+            io.offset_bytes,
+            io.size_bytes,
+        );
+        submitted.map_err(|error| {
+            // Refused: the operation never started (a full filesystem fails the write).
+            self.host_ops.remove(&op);
+            self.issuers[index].outstanding -= 1;
+            host_io_error(self.issuers[index].issuer.name(), &error, &self.devices)
+        })
     }
 
     /// Carries out what the host asked for, until it asks for nothing more.

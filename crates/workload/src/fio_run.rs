@@ -24,7 +24,9 @@
 //! block engines `job` knows, the passthrough engines (sg with sg_write_mode, libzbc,
 //! io_uring_cmd, xnvme), the null engine, flow/flow_id/flow_sleep, latency_target/latency_window/
 //! latency_percentile/latency_run, steadystate with ss_dur/ss_ramp/ss_interval,
-//! random_generator, numa_cpu_nodes/numa_mem_policy on node 0, and allow_file_create.
+//! random_generator, numa_cpu_nodes/numa_mem_policy on node 0, allow_file_create, fallocate,
+//! and a full filesystem's ENOSPC with fill_device/continue_on_error/ignore_error/error_dump
+//! (fio's backend.c `io_u_sync_complete`, td_error.c: `job` implements the rules).
 //!
 //! Options that change only fio's reports and logs (`write_bw_log`, `write_lat_log`,
 //! `write_iops_log`, `log_avg_msec`, `percentile_list`, `per_job_logs`, `log_offset`,
@@ -37,6 +39,14 @@
 //!
 //! # Deviations from fio
 //!
+//! * ENOSPC is the one error the simulator raises (a write into a full filesystem); a write
+//!   that finds part of its blocks free allocates those and fails whole (fio's would be a short
+//!   write). `ignore_error` knows the names EIO, ENOSPC, EILSEQ and EDQUOT (fio's `str2error`
+//!   knows every errno name) and numbers. fio lets a `continue_on_error` written after
+//!   `ignore_error` clear the bits the lists set; here the lists always add theirs.
+//! * `fallocate=native`/`posix`/`keep` (fio's default, native) preallocate a writing job's file
+//!   by laying it out as a reading job's is; fio's fallocate leaves unwritten extents, which
+//!   only reads of never-written blocks would tell apart.
 //! * `filename` names a simulated device (`sdb` or `/dev/sdb`) when every name is one;
 //!   otherwise, and with `directory`, the job's files are regular files of `size` (or
 //!   `filesize`) bytes on the first device's filesystem, laid out before the run (fio lays
@@ -160,6 +170,12 @@ pub(crate) struct FioRunJob {
     pub(crate) ramp: Option<Duration>,
     /// `allow_file_create` (default 1): with 0, fio refuses a job whose files do not exist.
     pub(crate) allow_file_create: bool,
+    /// `fill_device`: its file is not laid out (fio writes it until ENOSPC) and, without
+    /// `size`, spans the filesystem (fio's `size=-1`, init.c).
+    pub(crate) fill_device: bool,
+    /// `fallocate` allocates a writing job's file before it runs (fio's default, `native`;
+    /// `posix`, `keep`); `none` and `truncate` leave it to the writes.
+    pub(crate) preallocate: bool,
 }
 
 /// A job file ready to plan.
@@ -207,6 +223,8 @@ const REPORTING: &[&str] = &[
     "iopsavgtime",
     "disk_util",
     "group_reporting",
+    // What fio prints about each failed I/O.
+    "error_dump",
     "description",
     "name",
     "stats",
@@ -416,6 +434,25 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
         "time_based" | "norandommap" | "end_fsync" => one(canonical(name), flag(value)),
         // Files are closed once, at the end of the job, in the simulator.
         "fsync_on_close" => one("end_fsync", flag(value)),
+        // ENOSPC, the one error the simulator raises (a full filesystem), as fio handles it
+        // (backend.c `io_u_sync_complete`/`check_error`, td_error.c): `job` implements the rules.
+        "fill_device" => one("fill_device", flag(value)),
+        "continue_on_error" => match value {
+            FioValue::Choice { value: choice, .. } => {
+                let choice = match choice.as_str() {
+                    "0" => "none",
+                    "1" => "all",
+                    other => other,
+                };
+                one("continue_on_error", Some(choice.to_owned()))
+            }
+            _ => not_honoured(),
+        },
+        // fio separates the READ,WRITE,VERIFY lists with commas, which separate `job`'s keys.
+        "ignore_error" => match value {
+            FioValue::Str(text) => one("ignore_error", Some(text.replace(',', "/"))),
+            _ => not_honoured(),
+        },
         "direct" | "buffered" => match value {
             FioValue::Bool(on) => {
                 let direct = if name == "buffered" { !on } else { *on };
@@ -600,7 +637,8 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let (mut filenames, mut directory, mut size_bytes, mut clones) = (None, None, None, 1);
     let (mut reporting, mut wait_for, mut ramp, mut filesize) = (Vec::new(), None, None, None);
     let mut verify_off = false;
-    let (mut sg_write_mode, mut allow_file_create) = (None, true);
+    let (mut sg_write_mode, mut allow_file_create, mut fill_device) = (None, true, false);
+    let mut preallocate = true;
     for (index, option) in job.options.iter().enumerate() {
         // The last occurrence wins (§1.7): map only that one.
         if job.options[index + 1..].iter().any(|later| later.name == option.name) {
@@ -655,6 +693,11 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
             }
             ("sg_write_mode", FioValue::Choice { value: mode, .. }) => {
                 sg_write_mode = Some((mode.clone(), option.at.clone()));
+                continue;
+            }
+            ("fill_device", FioValue::Bool(on)) => fill_device = *on,
+            ("fallocate", FioValue::Choice { value: mode, .. }) => {
+                preallocate = !matches!(mode.as_str(), "none" | "0" | "truncate");
                 continue;
             }
             ("allow_file_create", FioValue::Bool(on)) => {
@@ -754,6 +797,8 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         wait_for,
         ramp,
         allow_file_create,
+        fill_device,
+        preallocate,
     })
 }
 
@@ -863,12 +908,25 @@ impl FioRunJob {
                 ),
             ));
         }
-        let Some(size_bytes) = self.size_bytes else {
-            return Err(refuse(
-                &self.at,
-                format!("job `{}`: a regular file needs `size` (fio's rule)", self.name),
-            ));
+        let size_bytes = match (self.size_bytes, targets.first()) {
+            (Some(bytes), _) => bytes,
+            // fio's `size=-1`: the writes end at ENOSPC, within the filesystem's device.
+            (None, Some(target)) if self.fill_device => target.capacity_bytes,
+            _ => {
+                return Err(refuse(
+                    &self.at,
+                    format!("job `{}`: a regular file needs `size` (fio's rule)", self.name),
+                ));
+            }
         };
+        // fio lays a file out (writes it whole before the job) for a job that reads it; a
+        // writing job's file it only preallocates (`fallocate`, filesetup.c `extend_file`,
+        // `fallocate_file`), here laid out alike. With `fallocate=none` (or `truncate`) the
+        // writes allocate, which is where a full filesystem fails them (ENOSPC); a
+        // fill_device file is never preallocated.
+        let writes_only = matches!(self.spec.params.text("rw"), "write" | "randwrite");
+        let allocated_by_writes = self.fill_device || (writes_only && !self.preallocate);
+        let layout_bytes = if allocated_by_writes { 0 } else { size_bytes };
         let in_directory = |name: &str| match &self.directory {
             Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
             None => name.to_owned(),
@@ -876,10 +934,11 @@ impl FioRunJob {
         let mut file = |name: String| {
             let index = match files.iter().position(|file| file.name == name) {
                 Some(index) => {
-                    files[index].size_bytes = files[index].size_bytes.max(size_bytes);
+                    files[index].size_bytes = files[index].size_bytes.max(layout_bytes);
                     index
                 }
                 None => {
+                    let size_bytes = layout_bytes;
                     files.push(FileSpec { name: name.clone(), device: 0, size_bytes });
                     files.len() - 1
                 }

@@ -33,7 +33,7 @@
 //! `random_distribution`, `percentage_random`, `norandommap`, `blockalign`, `rate`,
 //! `rate_iops`, `rate_process`, `rate_min`, `rate_cycle`, `startdelay`, `loops`, `number_ios`,
 //! `fsync`, `end_fsync`, `thinktime_blocks`, `thinktime_blocks_type`, `verify`,
-//! `verify_backlog`, `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `zonesize`,
+//! `verify_backlog`, `fill_device`, `continue_on_error`, `ignore_error`, `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `zonesize`,
 //! `zonerange`, `zoneskip` (fio's strided zones), `latency_target`, `latency_window`,
 //! `latency_percentile`, `latency_run`, `flow`, `flow_id`, `flow_sleep`, `steadystate` with
 //! `steadystate_duration`, `steadystate_ramp_time`, `steadystate_check_interval` and
@@ -42,6 +42,13 @@
 //!
 //! # Deviations from fio
 //!
+//! * `ignore_error` separates its READ, WRITE and VERIFY lists with `/` (fio's `,` separates
+//!   `job`'s keys). A failed I/O (ENOSPC, the one error the simulator raises) follows fio's
+//!   `check_error`: non-fatal when `continue_on_error` and the type's list cover it (counted,
+//!   the job goes on), else the job's normal end with `fill_device`, else the job ends with
+//!   the error counted; either end skips verify and the fsyncs owed, as fio's does. A failed
+//!   I/O the job goes on after delays its next one by 1 µs (fio's failing call's time,
+//!   not modelled otherwise).
 //! * `direct` defaults to 1 and `ioengine` to io_uring: `job` is the block-level workload, so
 //!   `iodepth` works without extra keys. Buffered I/O (`direct=0`) belongs to the host model.
 //! * `norandommap` defaults to 1 (draws with replacement) for `job`; `fio:FILE` sets fio's
@@ -70,7 +77,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::process::{check_sectors, parse_block_range};
-use crate::{Io, IoId, IoKind, Issuer, PhasePlan, Place, Poll, Target, WorkloadPlan};
+use crate::{
+    FailedIo, Io, IoFailure, IoId, IoKind, Issuer, PhasePlan, Place, Poll, Target, WorkloadPlan,
+};
 
 /// One line for `elevator list workloads`.
 pub const SUMMARY: &str = "fio-style block-level job: rw, bs, size, iodepth, numjobs, thinktime";
@@ -360,6 +369,24 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Integer { min: 0, max: 7 },
         default: "0",
         help: "the level of cmdprio_percentage's I/Os",
+    },
+    KeySpec {
+        key: "fill_device",
+        kind: KeyKind::Flag,
+        default: "0",
+        help: "fio's fill_device: a write that finds the filesystem full (ENOSPC) ends the job without error",
+    },
+    KeySpec {
+        key: "continue_on_error",
+        kind: KeyKind::Choice(&["none", "read", "write", "io", "verify", "all"]),
+        default: "none",
+        help: "fio's continue_on_error: the failed I/O kinds the job goes on after, when ignore_error lists the error",
+    },
+    KeySpec {
+        key: "ignore_error",
+        kind: KeyKind::Text,
+        default: "",
+        help: "fio's ignore_error READ,WRITE,VERIFY written READ/WRITE/VERIFY: each a `:`-separated list of errors (ENOSPC, EIO, EILSEQ, EDQUOT or numbers); an empty list keeps EIO:EILSEQ",
     },
     KeySpec {
         key: "verify",
@@ -805,6 +832,10 @@ pub(crate) struct JobConfig {
     think_on_issue: bool,
     verify: bool,
     verify_backlog: u64,
+    /// `fill_device`: ENOSPC on a write is the job's normal end.
+    fill_device: bool,
+    /// Whether ENOSPC is non-fatal for reads and for writes (fio's `td_non_fatal_error`).
+    enospc_continues: ErrorTypes,
     /// `cmdprio_percentage` and the priority those I/Os carry.
     cmdprio: Option<(u64, IoPriority)>,
     /// `bssplit` of writes when it differs from the reads'.
@@ -1165,6 +1196,74 @@ impl PartialEq for GroupExit {
     }
 }
 
+/// fio's error numbers (Linux `errno`) that `ignore_error` names (fio's `str2error`).
+const ERROR_NAMES: &[(&str, u32)] = &[("EIO", 5), ("ENOSPC", 28), ("EILSEQ", 84), ("EDQUOT", 122)];
+const ENOSPC: u32 = 28;
+/// What a failed I/O that the job goes on after costs it: a failing `write()` returns in
+/// about a microsecond, and without a cost a time-based job whose every write fails would
+/// fail them forever in no simulated time.
+const FAILED_IO_TIME: Duration = Duration::from_micros(1);
+/// fio's default list of non-fatal errors for a type `ignore_error` leaves empty
+/// (`td_error.c` `__NON_FATAL_ERR`).
+const NON_FATAL_DEFAULT: &[u32] = &[5, 84];
+
+/// Whether an error goes on, for reads and for writes (fio's error types; the simulator's
+/// one error, ENOSPC, is never a verify error).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct ErrorTypes {
+    read: bool,
+    write: bool,
+}
+
+impl ErrorTypes {
+    /// fio's `td_non_fatal_error` for ENOSPC: the type's bit is in `continue_on_error` (or set
+    /// by a non-empty `ignore_error` list, as fio's `ignore_error_type` sets it) and ENOSPC is
+    /// in the type's list (EIO and EILSEQ when `ignore_error` gives none).
+    fn enospc_continues(params: &Params) -> Result<ErrorTypes, ParamError> {
+        let (read_bit, write_bit) = match params.text("continue_on_error") {
+            "read" => (true, false),
+            "write" => (false, true),
+            "io" | "all" => (true, true),
+            _ => (false, false),
+        };
+        let text = params.text("ignore_error");
+        let mut lists: Vec<Vec<u32>> = Vec::new();
+        // `/` separates the types (fio's `,`, which separates `job`'s keys).
+        for list in text.split('/').take(3) {
+            let mut errors = Vec::new();
+            for name in list.split(':').map(str::trim).filter(|name| !name.is_empty()) {
+                let number = if name.starts_with('E') {
+                    ERROR_NAMES.iter().find(|(known, _)| *known == name).map(|(_, n)| *n)
+                } else if let Some(hex) = name.strip_prefix("0x").or(name.strip_prefix("0X")) {
+                    u32::from_str_radix(hex, 16).ok()
+                } else {
+                    name.trim_start_matches('-').parse().ok()
+                };
+                let Some(number) = number.filter(|&n| n != 0) else {
+                    let names: Vec<&str> = ERROR_NAMES.iter().map(|(name, _)| *name).collect();
+                    return Err(params.impossible(
+                        "ignore_error",
+                        format!(
+                            "unknown error `{name}` (accepted: {} or a number)",
+                            names.join(", ")
+                        ),
+                    ));
+                };
+                errors.push(number);
+            }
+            lists.push(errors);
+        }
+        let continues = |bit: bool, list: Option<&Vec<u32>>| match list {
+            Some(list) if !list.is_empty() => list.contains(&ENOSPC),
+            _ => bit && NON_FATAL_DEFAULT.contains(&ENOSPC),
+        };
+        Ok(ErrorTypes {
+            read: continues(read_bit, lists.first()),
+            write: continues(write_bit, lists.get(1)),
+        })
+    }
+}
+
 impl JobConfig {
     pub(crate) fn from_params(params: &Params) -> Result<JobConfig, ParamError> {
         let rw = params.text("rw");
@@ -1338,6 +1437,8 @@ impl JobConfig {
             thinktime_blocks: params.integer("thinktime_blocks") as u64,
             think_on_issue: params.text("thinktime_blocks_type") == "issue",
             verify: params.flag("verify"),
+            fill_device: params.flag("fill_device"),
+            enospc_continues: ErrorTypes::enospc_continues(params)?,
             verify_backlog: params.integer("verify_backlog") as u64,
             cmdprio: Self::cmdprio(params)?,
             write_block_size: if params.has("bssplit_write") {
@@ -1689,6 +1790,7 @@ impl JobConfig {
                 latency_target_failures: 0,
                 flow_issued: 0,
                 flow_quiesce: false,
+                errored: false,
                 zbd_pending: std::collections::VecDeque::new(),
                 zbd_locks: std::collections::BTreeMap::new(),
                 zbd_posts: Vec::new(),
@@ -1944,6 +2046,8 @@ struct JobIssuer {
     latency_target_failures: u64,
     flow_issued: u64,
     flow_quiesce: bool,
+    /// A failed I/O ended the job (fio's `td->error`): no verify, no `end_fsync`.
+    errored: bool,
 }
 
 impl Issuer for JobIssuer {
@@ -2136,14 +2240,58 @@ impl Issuer for JobIssuer {
         posted.append(&mut self.zbd_posts);
     }
 
+    fn failed(&mut self, now: Instant, io: IoId, kind: IoKind, failure: IoFailure) -> FailedIo {
+        let IoFailure::NoSpace = failure;
+        self.forget(io);
+        self.sizes.remove(&io.0);
+        self.submitted_at.remove(&io.0);
+        // fio's `io_u_sync_complete`/`check_error` order (backend.c): an error
+        // `continue_on_error` and `ignore_error` make non-fatal is counted and the job goes on;
+        // else `fill_device` ends the job cleanly at ENOSPC; else the job ends with the error.
+        let continues = match kind {
+            IoKind::Read => self.config.enospc_continues.read,
+            _ => self.config.enospc_continues.write,
+        };
+        if continues {
+            // The failed call takes time in fio (a syscall); here the next I/O waits
+            // FAILED_IO_TIME, so a time-based job failing every write still reaches its end.
+            let until = now.saturating_add(FAILED_IO_TIME);
+            self.think_until = Some(self.think_until.map_or(until, |think| think.max(until)));
+            return FailedIo::Error;
+        }
+        // The I/O loop ends: fio neither verifies (`thread_main` stops at an error or
+        // terminate) nor sends the fsyncs still owed; only a clean end syncs (`end_fsync`).
+        self.finishing = true;
+        self.sync_due = false;
+        self.written.clear();
+        if self.config.fill_device {
+            FailedIo::Expected
+        } else {
+            self.errored = true;
+            FailedIo::Error
+        }
+    }
+
     fn complete(&mut self, now: Instant, io: IoId) {
+        self.forget(io);
+        let size = self.sizes.remove(&io.0).unwrap_or(0);
+        self.completed(now, io, size);
+    }
+}
+
+impl JobIssuer {
+    /// `io` is no longer outstanding (completed or failed): its zone lock goes.
+    fn forget(&mut self, io: IoId) {
         self.outstanding = self.outstanding.checked_sub(1).expect("completion without an I/O");
         if let Some((zbd, zone)) = self.zbd_locks.remove(&io.0) {
             zbd.lock().expect("zbd state").unlock(zone, &mut self.zbd_posts);
             let me = self.process.0 as usize - 1;
             self.zbd_posts.retain(|&woken| woken != me);
         }
-        let size = self.sizes.remove(&io.0).unwrap_or(0);
+    }
+
+    /// What a completed I/O of `size` bytes counts toward.
+    fn completed(&mut self, now: Instant, io: IoId, size: u64) {
         // Syncs carry no bytes and are no I/O in fio's IOPS.
         if let Some(submitted) = self.submitted_at.remove(&io.0)
             && let Some(search) = &mut self.latency
@@ -2329,7 +2477,9 @@ impl JobIssuer {
                 self.stage = Stage::EndSync(0);
                 self.poll_tail(now)
             }
-            Stage::EndSync(index) if self.config.end_fsync && index < self.regions.len() => {
+            Stage::EndSync(index)
+                if self.config.end_fsync && !self.errored && index < self.regions.len() =>
+            {
                 self.stage = Stage::EndSync(index + 1);
                 let io = self.sync_io(index);
                 self.outstanding += 1;

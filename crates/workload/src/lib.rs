@@ -133,6 +133,25 @@ pub enum Poll {
     Done,
 }
 
+/// Why an issuer's operation failed without reaching a device.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum IoFailure {
+    /// The filesystem has no free block for a write (`ENOSPC`).
+    NoSpace,
+}
+
+/// What an issuer makes of its failed operation ([`Issuer::failed`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FailedIo {
+    /// It does not handle the failure: the run stops with an error (the default).
+    Fatal,
+    /// The failure is an error of the issuer, counted in its figures; the issuer goes on or
+    /// ends as it decided (fio's job ending with `error=ENOSPC`, or `continue_on_error`).
+    Error,
+    /// The failure is the expected end of its work, no error (fio's `fill_device`).
+    Expected,
+}
+
 /// A process as far as I/O goes.
 pub trait Issuer: fmt::Debug + Send {
     /// Its name in reports (`job/0`).
@@ -153,6 +172,13 @@ pub trait Issuer: fmt::Debug + Send {
 
     /// One of its operations completed at `now`.
     fn complete(&mut self, now: Instant, io: IoId);
+
+    /// Its operation `io` of `kind`, submitted, failed at `now` with `failure` and never
+    /// completes: the issuer no longer counts it outstanding. Issuers that cannot fail keep the
+    /// default, under which the failure stops the run.
+    fn failed(&mut self, _now: Instant, _io: IoId, _kind: IoKind, _failure: IoFailure) -> FailedIo {
+        FailedIo::Fatal
+    }
 
     /// Counters the workload reports for the phase (an OLTP user's transactions), in a fixed
     /// order; summed over the phase's issuers.
