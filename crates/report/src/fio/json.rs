@@ -221,10 +221,7 @@ fn job_object(
     for (index, name) in names.iter().enumerate() {
         object.object(name, direction(job, index, totals, plus));
     }
-    let cpu = |ns: u64| match stats.job_runtime_ms {
-        0 => 0.0,
-        runtime => ns as f64 / 1e6 * 100.0 / runtime as f64,
-    };
+    let cpu = |ns: u64| stats.cpu_percent(ns);
     object
         .int("job_runtime", stats.job_runtime_ms)
         .float("usr_cpu", cpu(stats.usr_ns))

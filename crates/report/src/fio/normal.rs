@@ -202,10 +202,7 @@ fn job_block(job: &Reported<'_>, totals: &GroupTotals, pid: usize, date: &str, o
     show_lat(&distribution(&stats.lat_u, rw), &ten, "usec", out);
     let twelve = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000"];
     show_lat(&distribution(&stats.lat_m, rw), &twelve, "msec", out);
-    let cpu = |ns: u64| match stats.job_runtime_ms {
-        0 => 0.0,
-        runtime => ns as f64 / 1e6 * 100.0 / runtime as f64,
-    };
+    let cpu = |ns: u64| stats.cpu_percent(ns);
     out.push_str(&format!(
         "  cpu          : usr={:3.2}%, sys={:3.2}%, ctx={}, majf={}, minf={}\n",
         cpu(stats.usr_ns),

@@ -138,6 +138,25 @@ pub struct DirectionStats {
     window_ios: u64,
 }
 
+impl DirectionStats {
+    /// Folds `other` in as fio's `sum_thread_stats` sums one direction: counts and bytes
+    /// added, latencies pooled, histograms merged, bandwidth and IOPS statistics added
+    /// member by member, runtime the longest.
+    fn absorb(&mut self, other: &DirectionStats) {
+        self.io_bytes += other.io_bytes;
+        self.total_ios += other.total_ios;
+        self.short_ios += other.short_ios;
+        self.drop_ios += other.drop_ios;
+        self.slat.pool(&other.slat);
+        self.clat.pool(&other.clat);
+        self.lat.pool(&other.lat);
+        self.clat_hist.merge(&other.clat_hist);
+        self.bw.sum(&other.bw);
+        self.iops.sum(&other.iops);
+        self.runtime_ms = self.runtime_ms.max(other.runtime_ms);
+    }
+}
+
 /// One completed operation, for fio's log files (fio-compat.md §4.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IoSample {
@@ -206,6 +225,15 @@ fn ns_to_runtime_ms(ns: u64) -> u64 {
 }
 
 impl JobStats {
+    /// CPU time `ns` as a percentage of the job's run time (fio's `usr_cpu`/`sys_cpu`); 0
+    /// for a job that did not run.
+    pub fn cpu_percent(&self, ns: u64) -> f64 {
+        match self.job_runtime_ms {
+            0 => 0.0,
+            runtime => ns as f64 / 1e6 * 100.0 / runtime as f64,
+        }
+    }
+
     /// A job starting at `start_ns` on the simulated clock.
     pub fn new(start_ns: u64) -> JobStats {
         JobStats {
@@ -332,17 +360,7 @@ impl JobStats {
     /// and IOPS statistics added member by member, runtime the longest.
     pub fn merge(&mut self, other: &JobStats) {
         for (mine, theirs) in self.directions.iter_mut().zip(&other.directions) {
-            mine.io_bytes += theirs.io_bytes;
-            mine.total_ios += theirs.total_ios;
-            mine.short_ios += theirs.short_ios;
-            mine.drop_ios += theirs.drop_ios;
-            mine.slat.pool(&theirs.slat);
-            mine.clat.pool(&theirs.clat);
-            mine.lat.pool(&theirs.lat);
-            mine.clat_hist.merge(&theirs.clat_hist);
-            mine.bw.sum(&theirs.bw);
-            mine.iops.sum(&theirs.iops);
-            mine.runtime_ms = mine.runtime_ms.max(theirs.runtime_ms);
+            mine.absorb(theirs);
         }
         let add = |mine: &mut [u64], theirs: &[u64]| {
             mine.iter_mut().zip(theirs).for_each(|(a, b)| *a += b);
@@ -371,17 +389,7 @@ impl JobStats {
     pub fn fold_mixed(&mut self) {
         let [read, write, trim, _] = &mut self.directions;
         for other in [write, trim] {
-            read.io_bytes += other.io_bytes;
-            read.total_ios += other.total_ios;
-            read.short_ios += other.short_ios;
-            read.drop_ios += other.drop_ios;
-            read.slat.pool(&other.slat);
-            read.clat.pool(&other.clat);
-            read.lat.pool(&other.lat);
-            read.clat_hist.merge(&other.clat_hist);
-            read.bw.sum(&other.bw);
-            read.iops.sum(&other.iops);
-            read.runtime_ms = read.runtime_ms.max(other.runtime_ms);
+            read.absorb(other);
             *other = DirectionStats::default();
         }
     }

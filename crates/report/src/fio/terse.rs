@@ -75,10 +75,7 @@ fn job_line(job: &Reported<'_>, totals: &GroupTotals, disks: &[DiskUtil]) -> Str
     if !job.setup.unified_mixed {
         direction(job, 1, totals, &mut line);
     }
-    let cpu = |ns: u64| match stats.job_runtime_ms {
-        0 => 0.0,
-        runtime => ns as f64 / 1e6 * 100.0 / runtime as f64,
-    };
+    let cpu = |ns: u64| stats.cpu_percent(ns);
     line.push_str(&format!(
         ";{:.6}%;{:.6}%;{};{};{}",
         cpu(stats.usr_ns),
