@@ -148,11 +148,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("enospc-pressure.fio", "create_on_open=1: files are set up before the run"),
     ("numa.fio", "job2 binds to nodes 0-1: the simulated host has one NUMA node, 0"),
     ("surface-scan.fio", "create_serialize=0: a job sized by an earlier job's writes"),
-    // fio refuses these on a ZN540 too: a writer's region must hold a whole zone (zbd.c
-    // `zbd_zone_align_file_sizes`), and size=1G is under zns-2020's 2 GiB zone. They run on a
-    // ZNS drive with smaller zones (`zoned_examples_run_on_the_zoned_preset`).
-    ("uring-cmd-zoned.fio", "size=1G is under one zone of zns-2020 (2 GiB): fio's rule"),
-    ("xnvme-zoned.fio", "size=1G is under one zone of zns-2020 (2 GiB): fio's rule"),
 ];
 
 /// Files whose header says how to run them: with fio options on the command line and
@@ -179,16 +174,28 @@ const PRECONDITION: &str = "[precondition]\nfilename=/dev/sda\nzonemode=zbd\ndir
 /// a second NUMA node, and the two NVMe zoned examples, whose 1 GiB is under a ZN540's zone.
 const MEASURED_RUNNING: usize = 41;
 
+/// The ZNS drive the NVMe zoned examples run on: QEMU's emulated NVMe ZNS namespace
+/// (`-device nvme-ns,zoned=true`), what users without a ZNS SSD run `io_uring_cmd` and `xnvme`
+/// on — an NVMe namespace, so it has the `/dev/ng0n1` generic character device
+/// uring-cmd-zoned.fio opens, which null_blk's zoned block device lacks. Its zone geometry is
+/// QEMU's default: `zoned.zone_size` 128 MiB and `zoned.zone_capacity` 0, which means the zone
+/// size (QEMU's docs/system/devices/nvme.rst, "Zoned Namespaces"; hw/nvme/ns.c
+/// `NVME_DEFAULT_ZONE_SIZE`). The timing and the open/active limits (14; QEMU's default has
+/// none, and 1 GiB spans 8 zones, so neither binds) stay `zns-2020`'s: no preset with invented
+/// timing. On `zns-2020` itself (a ZN540's 2 GiB zones) fio refuses their size=1G, under one
+/// zone (zbd.c `zbd_zone_align_file_sizes`; `nvme_zoned_examples_run_on_a_zns_drive`).
+const QEMU_ZNS: &str = "zns-2020:zone_size=128m,zone_capacity=128m";
+
 /// The device a user would run `file` on: fio's `zonemode=zbd` needs a zoned drive — an NVMe
-/// ZNS SSD (`zns-2020`) for the NVMe passthrough engines (io_uring_cmd, xnvme), a host-managed
-/// SMR disk (`smr-hm-2016`, SCSI/ATA: what libzbc opens) otherwise — and the rest run on a
-/// 4 TiB `ssd` (cross-stripe-verify's 30 clones start 124 GiB apart: the caps cap amounts,
-/// not where jobs start).
+/// ZNS namespace (QEMU's, [`QEMU_ZNS`]) for the NVMe passthrough engines (io_uring_cmd, xnvme),
+/// a host-managed SMR disk (`smr-hm-2016`, SCSI/ATA: what libzbc opens) otherwise — and the
+/// rest run on a 4 TiB `ssd` (cross-stripe-verify's 30 clones start 124 GiB apart: the caps
+/// cap amounts, not where jobs start).
 fn device_for(file: &fio::FioJobFile) -> &'static str {
     let zbd = |job: &fio::FioJob| matches!(job.get("zonemode"), Some(fio::FioValue::Choice { value, .. }) if value == "zbd");
     let nvme = |job: &fio::FioJob| matches!(job.engine(), "io_uring_cmd" | "xnvme");
     match file.jobs.iter().find(|job| zbd(job)) {
-        Some(job) if nvme(job) => "zns-2020",
+        Some(job) if nvme(job) => QEMU_ZNS,
         Some(_) => "smr-hm-2016",
         None => "ssd:capacity=4t",
     }
@@ -337,9 +344,9 @@ fn the_share_of_examples_that_run() {
         assert!(listed, "not on the documented REFUSED list: {refusal}");
     }
     assert_eq!(block_files, 46, "block-engine example files");
-    // zbd-rand-write, zbd-seq-read, libzbc-rand-write, libzbc-seq-read: the four files with
-    // zonemode=zbd that fio accepts on their preset (smr-hm-2016).
-    assert_eq!(zoned_running, 4, "zoned example files that run");
+    // zbd-rand-write, zbd-seq-read, libzbc-rand-write, libzbc-seq-read on smr-hm-2016, and
+    // uring-cmd-zoned, xnvme-zoned on QEMU's ZNS geometry: the six files with zonemode=zbd.
+    assert_eq!(zoned_running, 6, "zoned example files that run");
     assert_eq!(running + REFUSED.len(), block_files, "every file runs or is listed as refused");
     assert!(running >= MEASURED_RUNNING, "{running} run, {MEASURED_RUNNING} did when measured");
 }
@@ -407,8 +414,8 @@ fn zoned_examples_run_on_the_zoned_preset() {
 
 // Proves the NVMe passthrough zoned examples (uring-cmd-zoned: io_uring_cmd; xnvme-zoned: its
 // header's xnvme command) run with zonemode=zbd on a ZNS drive whose zones their 1 GiB holds —
-// zns-2020's timing with 256 MiB zones, as null_blk's emulated ZNS has (on zns-2020 itself,
-// 2 GiB zones, fio refuses them: `REFUSED`): every job moves I/O (writes, then the
+// zns-2020's timing with QEMU's emulated ZNS zones, 128 MiB (`QEMU_ZNS`; on zns-2020 itself,
+// 2 GiB zones, fio refuses them, as checked last): every job moves I/O (writes, then the
 // verify reads), and the device refuses none of the passthrough writes although they bypass
 // the block layer's zone write ordering (fio's zone locks and iodepth=1 keep them at the write
 // pointers; xnvme-zoned's measured phase writes on from where its ramp_time phase left the
@@ -420,11 +427,11 @@ fn nvme_zoned_examples_run_on_a_zns_drive() {
         return;
     }
     let scheduler = elevator_sched::SchedulerSpec::parse("mq-deadline").expect("mq-deadline");
-    let zns = "zns-2020:zone_size=256m,zone_capacity=256m";
+    let zns = QEMU_ZNS;
     for (name, jobs) in [("uring-cmd-zoned.fio", 3), ("xnvme-zoned.fio", 1)] {
         let path = Path::new(EXAMPLES_DIR).join(name);
         let file = example_jobs(&path);
-        assert_eq!(device_for(&file), "zns-2020", "{name}: an NVMe engine with zonemode=zbd");
+        assert_eq!(device_for(&file), QEMU_ZNS, "{name}: an NVMe engine with zonemode=zbd");
         let run = run_example(&path, &file, zns, &scheduler)
             .unwrap_or_else(|error| panic!("{name} on {zns}: {error}"));
         // xnvme-zoned's ramp_time=1 gives its job a ramp phase before the measured one.
