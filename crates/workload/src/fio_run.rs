@@ -176,6 +176,14 @@ pub(crate) struct FioRunJob {
     /// `fallocate` allocates a writing job's file before it runs (fio's default, `native`;
     /// `posix`, `keep`); `none` and `truncate` leave it to the writes.
     pub(crate) preallocate: bool,
+    /// `create_serialize` (default 1): its files are set up before any job starts, in job
+    /// order (fio's `run_threads`); with 0 the job sets them up as it starts (`thread_main`),
+    /// so a file without `size` has the size earlier jobs left it.
+    pub(crate) create_serialize: bool,
+    /// `create_on_open` (default 0): its files are not laid out; the job's open creates each
+    /// empty (`O_CREAT`, filesetup.c `file_open`) and its extent is `size` (fio sets
+    /// `real_file_size` to it): writes allocate, reads of what nothing wrote read nothing.
+    pub(crate) create_on_open: bool,
 }
 
 /// A job file ready to plan.
@@ -639,6 +647,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let mut verify_off = false;
     let (mut sg_write_mode, mut allow_file_create, mut fill_device) = (None, true, false);
     let mut preallocate = true;
+    let (mut create_serialize, mut create_on_open) = (true, false);
     for (index, option) in job.options.iter().enumerate() {
         // The last occurrence wins (§1.7): map only that one.
         if job.options[index + 1..].iter().any(|later| later.name == option.name) {
@@ -704,6 +713,32 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
                 allow_file_create = *on;
                 continue;
             }
+            // When files are set up (fio's backend.c `run_threads`, `thread_main`;
+            // filesetup.c `setup_files`, `file_open`): see `FioRunJob::places`.
+            ("create_serialize", FioValue::Bool(on)) => {
+                // fio's init.c `fixup_options`: the zone setup needs every file first.
+                if !*on && job.options.iter().any(|other| {
+                    other.name == "zonemode"
+                        && matches!(&other.value, FioValue::Choice { value, .. } if value == "zbd")
+                }) {
+                    return Err(refuse(
+                        &option.at,
+                        "`create_serialize=0` with zonemode=zbd: fio refuses the two together \
+                         (\"--zonemode=zbd and --create_serialize=0 are not compatible\")"
+                            .into(),
+                    ));
+                }
+                create_serialize = *on;
+                continue;
+            }
+            ("create_on_open", FioValue::Bool(on)) => {
+                create_on_open = *on;
+                continue;
+            }
+            // fsync after laying a file out (default 1): the simulator's layout allocates the
+            // file before the run without writing through the page cache, so there is nothing
+            // dirty to sync and the option changes no I/O either way.
+            ("create_fsync", FioValue::Bool(_)) => continue,
             ("wait_for", FioValue::Str(name)) => {
                 wait_for = Some((name.clone(), option.at.clone()));
             }
@@ -799,6 +834,8 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         allow_file_create,
         fill_device,
         preallocate,
+        create_serialize,
+        create_on_open,
     })
 }
 
@@ -839,6 +876,12 @@ fn sg_write(keys: &mut [(&'static str, String)], mode: &str) -> Result<(), Strin
 }
 
 impl FioRunJob {
+    /// Whether its clones take their files' sizes as they start: `create_serialize=0`
+    /// without `size` or `fill_device` (fio's `setup_files` in the job's thread).
+    fn sized_at_start(&self) -> bool {
+        !self.create_serialize && self.size_bytes.is_none() && !self.fill_device
+    }
+
     /// Per clone, the places its I/O goes to: `filename`'s devices when every name is one
     /// (`sdb` or `/dev/sdb`), else regular files — `filename`'s, shared by the clones, or
     /// fio's `NAME.CLONE.0` per clone under `directory` (the working directory without one,
@@ -908,10 +951,29 @@ impl FioRunJob {
                 ),
             ));
         }
+        // fio's `get_file_sizes`: a file without `size` is as large as it is when the job
+        // sets it up — before the run for `create_serialize=1`, after the earlier jobs'
+        // layouts (the first one named here that exists); at the job's start for 0, which
+        // the clones measure then (`JobConfig::size_at_start`), bounded here by the filesystem.
+        let existing = || match &self.filenames {
+            Some((names, _)) => names.iter().find_map(|name| {
+                let name = match &self.directory {
+                    Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
+                    None => name.clone(),
+                };
+                files
+                    .iter()
+                    .find(|file| file.name == name && file.size_bytes > 0)
+                    .map(|f| f.size_bytes)
+            }),
+            None => None,
+        };
         let size_bytes = match (self.size_bytes, targets.first()) {
             (Some(bytes), _) => bytes,
             // fio's `size=-1`: the writes end at ENOSPC, within the filesystem's device.
             (None, Some(target)) if self.fill_device => target.capacity_bytes,
+            (None, Some(target)) if !self.create_serialize => target.capacity_bytes,
+            (None, Some(_)) if existing().is_some() => existing().unwrap_or(0),
             _ => {
                 return Err(refuse(
                     &self.at,
@@ -925,7 +987,10 @@ impl FioRunJob {
         // writes allocate, which is where a full filesystem fails them (ENOSPC); a
         // fill_device file is never preallocated.
         let writes_only = matches!(self.spec.params.text("rw"), "write" | "randwrite");
-        let allocated_by_writes = self.fill_device || (writes_only && !self.preallocate);
+        let allocated_by_writes = self.fill_device
+            || (writes_only && !self.preallocate)
+            || self.create_on_open
+            || (self.size_bytes.is_none() && !self.create_serialize);
         let layout_bytes = if allocated_by_writes { 0 } else { size_bytes };
         let in_directory = |name: &str| match &self.directory {
             Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
@@ -1017,10 +1082,14 @@ impl FioRun {
                         }
                     }
                 }
-                if !has_size {
-                    keys.push(("size".into(), max.to_string()));
+                // A job sized by its files when it starts (`create_serialize=0`) reads what
+                // the earlier, capped jobs left: capping its size would size it otherwise.
+                if !job.sized_at_start() {
+                    if !has_size {
+                        keys.push(("size".into(), max.to_string()));
+                    }
+                    job.size_bytes = Some(job.size_bytes.map_or(max, |bytes| bytes.min(max)));
                 }
-                job.size_bytes = Some(job.size_bytes.map_or(max, |bytes| bytes.min(max)));
             }
             if let Some(max) = max_runtime {
                 let given = keys.iter_mut().find(|(key, _)| key == "runtime");
@@ -1055,6 +1124,9 @@ impl FioRun {
         let mut files = Vec::new();
         // zonemode=zbd: one view of each zoned device for the whole file (fio's per-file zbd_info).
         let zbd_registry = crate::zbd::ZbdRegistry::default();
+        // Each regular file's size as the run goes (laid out, then grown by completed writes),
+        // for the jobs that take a file's size when they start (`create_serialize=0`).
+        let file_sizes = crate::job::FileSizes::default();
         // Per phase, the jobs in it.
         let mut members: Vec<Vec<usize>> = Vec::new();
         // Per phase, the flag an `exitall` job raises when it finishes.
@@ -1101,6 +1173,8 @@ impl FioRun {
             let places = job.places(targets, &mut files)?;
             let mut config = JobConfig::from_params(&job.spec.params)
                 .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
+            config.file_sizes = Some(file_sizes.clone());
+            config.size_at_start = job.sized_at_start();
             let phase_flows = flows.last_mut().expect("a phase was pushed");
             config.flow = Some(phase_flows.entry(config.flow_id).or_default().clone());
             if let Some(zbd) = &mut config.zbd {
@@ -1125,12 +1199,14 @@ impl FioRun {
         let mut out = Vec::with_capacity(phases.len());
         for (phase, jobs) in phases.into_iter().zip(&members) {
             if let Some(ramp_phase) =
-                self.ramp_phase(jobs, targets, prng, &mut files, &zbd_registry)?
+                self.ramp_phase(jobs, targets, prng, &mut files, &zbd_registry, &file_sizes)?
             {
                 out.push(ramp_phase);
             }
             out.push(phase);
         }
+        *file_sizes.0.lock().expect("file sizes lock") =
+            files.iter().map(|file| file.size_bytes).collect();
         Ok(WorkloadPlan { files, phases: out })
     }
 
@@ -1146,6 +1222,7 @@ impl FioRun {
         prng: &Prng,
         files: &mut Vec<FileSpec>,
         zbd_registry: &crate::zbd::ZbdRegistry,
+        file_sizes: &crate::job::FileSizes,
     ) -> Result<Option<PhasePlan>, ParamError> {
         let ramps: Vec<Option<Duration>> = jobs.iter().map(|&j| self.jobs[j].ramp).collect();
         let Some(ramp) = ramps[0] else {
@@ -1191,6 +1268,8 @@ impl FioRun {
             let first_process = phase.issuers.len() as u32;
             let ramp_error = |error| refuse(&job.at, format!("job `{}`: {error}", job.name));
             let mut config = JobConfig::from_params(&spec.params).map_err(ramp_error)?;
+            config.file_sizes = Some(file_sizes.clone());
+            config.size_at_start = job.sized_at_start();
             if let Some(zbd) = &mut config.zbd {
                 zbd.2 = zbd_registry.clone();
             }
@@ -1369,6 +1448,71 @@ mod tests {
         let scaled = parse("files_scaled", text).unwrap().scaled(0.25).unwrap();
         let plan = scaled.plan(&targets(), &Prng::new(2)).unwrap();
         assert!(plan.files.iter().all(|file| file.size_bytes == 256 << 10));
+    }
+
+    // Proves fio's `create_serialize=0` (files set up as the job starts, fio's `thread_main`):
+    // a reader without `size` reads the file as far as the earlier job's completed writes
+    // took it — 2 MiB written into an empty 4 MiB region (`fallocate=none`: nothing laid out),
+    // so neither the region nor any layout gives that size — while with the default
+    // (`create_serialize=1`, set up before any job runs) the same reader finds no file and is
+    // refused naming its section, as fio's "you need to specify size=". A reader of a file an
+    // earlier job laid out before the run takes that layout's size (fio sets files up in job
+    // order).
+    #[test]
+    fn create_serialize_sizes_a_job_by_its_files_when_it_starts() {
+        let writer = "[writer]\nfilename=data\nrw=write\nbs=64k\nsize=4m\nio_size=2m\n";
+        let reader = "[reader]\nstonewall\nfilename=data\nrw=read\nbs=64k\n";
+        let text = format!("{writer}fallocate=none\n\n{reader}create_serialize=0\n");
+        let plan = parse("serialize0", &text).unwrap().plan(&targets(), &Prng::new(1)).unwrap();
+        assert_eq!(plan.files.iter().map(|f| f.size_bytes).collect::<Vec<_>>(), [0]);
+        let result = run(plan, |_| Duration::from_micros(100));
+        let written: u64 = result.phase(0).iter().map(|r| r.io.size_bytes).sum();
+        let reads = result.phase(1);
+        assert_eq!(written, 2 << 20);
+        assert!(reads.iter().all(|r| r.io.kind == IoKind::Read));
+        assert_eq!(reads.iter().map(|r| r.io.size_bytes).sum::<u64>(), 2 << 20);
+        assert!(reads.iter().all(|r| r.io.offset_bytes + r.io.size_bytes <= 2 << 20));
+        let text = format!("{writer}fallocate=none\n\n{reader}");
+        let spec = parse("serialize1", &text).unwrap();
+        let error = spec.plan(&targets(), &Prng::new(1)).unwrap_err().to_string();
+        assert!(error.contains("serialize1.fio:9") && error.contains("needs `size`"), "{error}");
+        // Laid out before the run (fallocate's default): the reader finds 4 MiB.
+        let plan = parse("laid_out", &format!("{writer}\n{reader}"))
+            .unwrap()
+            .plan(&targets(), &Prng::new(1));
+        let result = run(plan.unwrap(), |_| Duration::from_micros(100));
+        assert_eq!(result.phase(1).iter().map(|r| r.io.size_bytes).sum::<u64>(), 4 << 20);
+    }
+
+    // Proves fio's `create_on_open=1`: the job's file is not laid out before the run (it is
+    // created empty when the job opens it) while its I/O still spans `size`; without it the
+    // same reading job's file is laid out whole. Also that `create_serialize=0` with
+    // zonemode=zbd is refused as fio's init.c refuses it, and a value that is not a boolean
+    // is refused naming the file, line and option.
+    #[test]
+    fn create_on_open_and_refusals() {
+        let job = "[a]\nfilename=data\nsize=1m\nrw=randrw\nbs=4k\n";
+        let sizes = |test: &str, text: &str| {
+            let plan = parse(test, text).unwrap().plan(&targets(), &Prng::new(1)).unwrap();
+            let sizes: Vec<u64> = plan.files.iter().map(|f| f.size_bytes).collect();
+            let result = run(plan, |_| Duration::from_micros(100));
+            let end = result.records.iter().map(|r| r.io.offset_bytes + r.io.size_bytes).max();
+            (sizes, end.unwrap_or(0))
+        };
+        let (laid_out, end) = sizes("open0", job);
+        assert_eq!(laid_out, [1 << 20]);
+        assert!(end > 1 << 19 && end <= 1 << 20, "{end}");
+        let (laid_out, end) = sizes("open1", &format!("{job}create_on_open=1\n"));
+        assert_eq!(laid_out, [0]);
+        assert!(end > 1 << 19 && end <= 1 << 20, "{end}");
+        let text = "[a]\nfilename=/dev/sda\nzonemode=zbd\nrw=write\ncreate_serialize=0\n";
+        let error = parse("zbd_serialize", text).unwrap_err().to_string();
+        assert!(
+            error.contains("zbd_serialize.fio:5") && error.contains("not compatible"),
+            "{error}"
+        );
+        let error = parse("bad_bool", &format!("{job}create_on_open=2\n")).unwrap_err().to_string();
+        assert!(error.contains("bad_bool.fio:6") && error.contains("create_on_open"), "{error}");
     }
 
     // Proves bssplit's shares are honoured: over 20,000 operations each size's share is its

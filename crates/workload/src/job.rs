@@ -860,6 +860,25 @@ pub(crate) struct JobConfig {
     flow_sleep: Duration,
     /// The flow's shared counters: set by the planner for the jobs that run together.
     pub(crate) flow: Option<SharedFlow>,
+    /// The size of each regular file of the plan (by [`Place::File`] index) as a `stat` would
+    /// see it: laid out before the run, grown by the writes that completed. Set by the fio
+    /// planner, shared by the jobs of a file; the clones' completed writes grow it.
+    pub(crate) file_sizes: Option<FileSizes>,
+    /// fio's `create_serialize=0` on a file without `size`: each clone's regions on regular
+    /// files end where the file ends when the clone starts (fio's `setup_files` in the job's
+    /// own thread, `get_file_sizes`), from [`JobConfig::file_sizes`].
+    pub(crate) size_at_start: bool,
+}
+
+/// Each regular file's size in bytes, by [`Place::File`] index, shared by a job file's jobs
+/// (equal when it is the same table).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FileSizes(pub(crate) Arc<Mutex<Vec<u64>>>);
+
+impl PartialEq for FileSizes {
+    fn eq(&self, other: &FileSizes) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// fio's `latency_target`, `latency_window`, `latency_percentile` and `latency_run`.
@@ -1460,6 +1479,8 @@ impl JobConfig {
             flow_id: params.integer("flow_id") as u64,
             flow_sleep: params.time("flow_sleep"),
             flow: None,
+            file_sizes: None,
+            size_at_start: false,
             number_ios: (params.integer("number_ios") as u64)
                 .saturating_mul(params.integer("loops") as u64),
             group_exit: None,
@@ -1791,6 +1812,7 @@ impl JobConfig {
                 flow_issued: 0,
                 flow_quiesce: false,
                 errored: false,
+                file_ends: std::collections::BTreeMap::new(),
                 zbd_pending: std::collections::VecDeque::new(),
                 zbd_locks: std::collections::BTreeMap::new(),
                 zbd_posts: Vec::new(),
@@ -2048,6 +2070,9 @@ struct JobIssuer {
     flow_quiesce: bool,
     /// A failed I/O ended the job (fio's `td->error`): no verify, no `end_fsync`.
     errored: bool,
+    /// Outstanding writes to regular files: (file, where the write ends), to grow
+    /// [`JobConfig::file_sizes`] when they complete.
+    file_ends: std::collections::BTreeMap<u64, (usize, u64)>,
 }
 
 impl Issuer for JobIssuer {
@@ -2089,6 +2114,9 @@ impl Issuer for JobIssuer {
         let start = match self.start {
             Some(start) => start,
             None => {
+                if self.config.size_at_start {
+                    self.size_regions_from_files();
+                }
                 let (lo, hi) = self.config.startdelay;
                 let span = hi.as_nanos() - lo.as_nanos();
                 let delay = lo.as_nanos() + if span > 0 { self.prng.below(span + 1) } else { 0 };
@@ -2244,6 +2272,8 @@ impl Issuer for JobIssuer {
         let IoFailure::NoSpace = failure;
         self.forget(io);
         self.sizes.remove(&io.0);
+        // A write that failed wrote nothing: the file keeps its size.
+        self.file_ends.remove(&io.0);
         self.submitted_at.remove(&io.0);
         // fio's `io_u_sync_complete`/`check_error` order (backend.c): an error
         // `continue_on_error` and `ignore_error` make non-fatal is counted and the job goes on;
@@ -2275,11 +2305,52 @@ impl Issuer for JobIssuer {
     fn complete(&mut self, now: Instant, io: IoId) {
         self.forget(io);
         let size = self.sizes.remove(&io.0).unwrap_or(0);
+        if let (Some((file, end)), Some(sizes)) =
+            (self.file_ends.remove(&io.0), &self.config.file_sizes)
+        {
+            let mut sizes = sizes.0.lock().expect("file sizes lock");
+            if let Some(bytes) = sizes.get_mut(file) {
+                *bytes = (*bytes).max(end);
+            }
+        }
         self.completed(now, io, size);
     }
 }
 
 impl JobIssuer {
+    /// fio's `create_serialize=0` without `size`: the job sets its files up as it starts and
+    /// takes each one's size then (`setup_files` → `get_file_sizes`), so a file an earlier job
+    /// wrote is read up to where those writes ended. Each region on a regular file ends at
+    /// the file's end, in whole blocks; the amount is their sum unless `io_size` gave one. A
+    /// file with no block's worth of data leaves the clone nothing to do (fio fails such a job:
+    /// "you need to specify size=").
+    fn size_regions_from_files(&mut self) {
+        let Some(sizes) = &self.config.file_sizes else { return };
+        let sizes = sizes.0.lock().expect("file sizes lock").clone();
+        let block = self.config.block_size.max_bytes().max(1);
+        for region in &mut self.regions {
+            if let Place::File(file) = region.place {
+                let bytes =
+                    sizes.get(file).copied().unwrap_or(0).saturating_sub(region.start_bytes);
+                region.length_bytes = bytes - bytes % block;
+                region.map.clear();
+                region.map_used = 0;
+            }
+        }
+        if self.config.io_size_bytes.is_none() {
+            self.budget_bytes = self
+                .regions
+                .iter()
+                .map(|region| region.length_bytes)
+                .sum::<u64>()
+                .saturating_mul(self.config.loops);
+        }
+        if self.regions.iter().any(|region| region.length_bytes == 0) {
+            self.budget_bytes = 0;
+            self.finishing = true;
+        }
+    }
+
     /// `io` is no longer outstanding (completed or failed): its zone lock goes.
     fn forget(&mut self, io: IoId) {
         self.outstanding = self.outstanding.checked_sub(1).expect("completion without an I/O");
@@ -2370,6 +2441,11 @@ impl JobIssuer {
     /// Counts `io` as issued and paces the next one.
     fn submit(&mut self, now: Instant, io: Io) -> Io {
         self.outstanding += 1;
+        if let (IoKind::Write, Place::File(file), Some(_)) =
+            (io.kind, io.place, &self.config.file_sizes)
+        {
+            self.file_ends.insert(io.id.0, (file, io.offset_bytes + io.size_bytes));
+        }
         self.io_priority = match (&self.config.cmdprio, &self.config.cmdprio_split) {
             (Some((percent, priority)), _) if self.prng.below(100) < *percent => Some(*priority),
             (_, Some(splits)) if matches!(io.kind, IoKind::Read | IoKind::Write) => {
