@@ -25,6 +25,7 @@
 //! io_uring_cmd, xnvme), the null engine, flow/flow_id/flow_sleep, latency_target/latency_window/
 //! latency_percentile/latency_run, steadystate with ss_dur/ss_ramp/ss_interval,
 //! random_generator, numa_cpu_nodes/numa_mem_policy on node 0, allow_file_create, fallocate,
+//! create_serialize/create_on_open/create_fsync (when files are set up: [`FioRunJob::places`]),
 //! and a full filesystem's ENOSPC with fill_device/continue_on_error/ignore_error/error_dump
 //! (fio's backend.c `io_u_sync_complete`, td_error.c: `job` implements the rules).
 //!
@@ -53,6 +54,20 @@
 //!   them out by writing them before the job starts); `nrfiles`, a random `filesize` range and
 //!   several directories are refused. A job with neither `filename` nor `directory` gets fio's
 //!   `NAME.CLONE.0` files (fio's working directory is the first device's filesystem here).
+//! * File setup takes no simulated time: fio writes a file out before its job (or before all
+//!   jobs, `create_serialize=1`) and `create_fsync` syncs it; here layouts are allocations
+//!   made before the run, so `create_fsync` changes nothing. With `create_serialize=0` a job
+//!   with `size` still has its file laid out before the run (fio lays it out as the job starts,
+//!   after the earlier groups, so its blocks may land after theirs); a job without `size`
+//!   takes each file's size when each clone starts — its layout plus the earlier jobs'
+//!   completed writes — where fio's job thread measures it once. A file holding less than a
+//!   block then gives the clone nothing to do, where fio fails the job ("you need to specify
+//!   size="). Such a job's region is planned over the whole filesystem and only cut at its
+//!   start, so an `offset` past the end of the file is not refused at plan time.
+//! * `create_on_open=1`: a read of a block nothing wrote reads nothing and completes at once,
+//!   counted with its size in the simulator's figures; fio's async engines count it as a read
+//!   of 0 bytes. fio's synchronous engines fail it with EIO, so `create_on_open=1` with reads
+//!   on a synchronous engine is refused.
 //! * A group's jobs all start at once; fio starts them within a few milliseconds of each other.
 //! * `randrepeat=0` asks fio for a clock-seeded sequence; a simulation is always seeded from
 //!   the run's seed, so the sequence repeats whatever `randrepeat` says.
@@ -765,6 +780,29 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
             keys.retain(|(given, _)| *given != key);
             keys.push((key, value));
         }
+    }
+    // A read of a block nothing wrote in a file created empty at open (`create_on_open`)
+    // returns 0 bytes: fio's synchronous engines fail it (backend.c `io_u_sync_complete`'s
+    // "full resid", EIO), an error the simulator does not raise; async engines count it as
+    // a read of 0 bytes (io_u.c `io_completed`), which the simulator's read past the end is.
+    let text =
+        |name: &str| keys.iter().rev().find(|(key, _)| *key == name).map(|(_, v)| v.as_str());
+    let reads = matches!(text("rw"), Some("read" | "randread" | "rw" | "readwrite" | "randrw"));
+    let sync_engine = matches!(text("ioengine"), Some("psync" | "sync" | "pvsync" | "pvsync2"));
+    if create_on_open
+        && reads
+        && sync_engine
+        && let Some(option) = job.options.iter().rev().find(|o| o.name == "create_on_open")
+    {
+        return Err(refuse(
+            &option.at,
+            format!(
+                "`create_on_open=1` with reads on ioengine={}: fio fails a read of the empty \
+                 file with EIO (\"full resid\"), an error the simulator does not raise \
+                 (accepted: an async engine, libaio, io_uring or posixaio)",
+                text("ioengine").unwrap_or("psync")
+            ),
+        ));
     }
     let strided = job.options.iter().rev().find(|option| option.name == "zonemode").is_some_and(
         |option| matches!(&option.value, FioValue::Choice { value, .. } if value == "strided"),
@@ -1491,7 +1529,7 @@ mod tests {
     // is refused naming the file, line and option.
     #[test]
     fn create_on_open_and_refusals() {
-        let job = "[a]\nfilename=data\nsize=1m\nrw=randrw\nbs=4k\n";
+        let job = "[a]\nfilename=data\nsize=1m\nrw=randrw\nbs=4k\nioengine=libaio\n";
         let sizes = |test: &str, text: &str| {
             let plan = parse(test, text).unwrap().plan(&targets(), &Prng::new(1)).unwrap();
             let sizes: Vec<u64> = plan.files.iter().map(|f| f.size_bytes).collect();
@@ -1512,7 +1550,11 @@ mod tests {
             "{error}"
         );
         let error = parse("bad_bool", &format!("{job}create_on_open=2\n")).unwrap_err().to_string();
-        assert!(error.contains("bad_bool.fio:6") && error.contains("create_on_open"), "{error}");
+        assert!(error.contains("bad_bool.fio:7") && error.contains("create_on_open"), "{error}");
+        // A synchronous engine's read of the empty file fails in fio (EIO): refused.
+        let text = "[a]\nfilename=data\nsize=1m\nrw=randread\ncreate_on_open=1\n";
+        let error = parse("open_sync", text).unwrap_err().to_string();
+        assert!(error.contains("open_sync.fio:5") && error.contains("full resid"), "{error}");
     }
 
     // Proves bssplit's shares are honoured: over 20,000 operations each size's share is its

@@ -2343,11 +2343,27 @@ impl JobIssuer {
                 .iter()
                 .map(|region| region.length_bytes)
                 .sum::<u64>()
-                .saturating_mul(self.config.loops);
+                .saturating_mul(self.config.loops)
+                .saturating_mul(if self.config.mix == Mix::TrimWrite { 2 } else { 1 });
         }
         if self.regions.iter().any(|region| region.length_bytes == 0) {
             self.budget_bytes = 0;
             self.finishing = true;
+            return;
+        }
+        // zipf's ranks span the blocks the regions now hold (as `plan_as` sizes them).
+        if let Distribution::Zipf(theta) = self.config.distribution {
+            let align =
+                self.config.align_bytes.unwrap_or_else(|| self.config.block_size.min_bytes());
+            let blocks = self
+                .regions
+                .iter()
+                .map(|region| (region.length_bytes - block) / align + 1)
+                .min()
+                .unwrap_or(1);
+            if let Ok(zipf) = Zipf::new(blocks, theta) {
+                self.zipf = Some(zipf);
+            }
         }
     }
 

@@ -475,7 +475,16 @@ impl Zoned {
             zone_size_sectors
         };
         if zone_capacity_sectors > zone_size_sectors {
-            return Err(params.impossible("zone_capacity", "larger than zone_size"));
+            // A preset's capacity (zns-2020's 1077m) stays when only `zone_size` is given.
+            return Err(params.impossible(
+                "zone_capacity",
+                format!(
+                    "{} bytes is larger than zone_size ({} bytes); give zone_capacity too \
+                     (at most zone_size; e.g. zone_size=128m,zone_capacity=128m)",
+                    params.size("zone_capacity"),
+                    params.size("zone_size")
+                ),
+            ));
         }
         let count = media.capacity_sectors() / zone_size_sectors;
         let conventional = params.integer("conventional_zones") as u64;
@@ -703,7 +712,9 @@ mod tests {
     }
 
     // Proves the presets build with their zone layout: the SMR disk's 256 MiB zones with 524
-    // conventional ones first, the ZNS drive's 2 GiB zones of 1077 MiB capacity.
+    // conventional ones first, the ZNS drive's 2 GiB zones of 1077 MiB capacity; and that the
+    // ZNS preset takes QEMU's zone geometry through its keys, refusing a zone size under the
+    // preset's capacity with a message naming the fix.
     #[test]
     fn presets_build_their_zones() {
         let smr = Zoned::from_params(DeviceSpec::parse("smr-hm-2016").unwrap().params()).unwrap();
@@ -714,5 +725,20 @@ mod tests {
         assert_eq!(zns.zones().zone_capacity_sectors(), 1077 << 20 >> 9);
         assert_eq!(zns.capacity_sectors() % zns.zones().zone_size_sectors(), 0);
         assert!(DeviceSpec::parse("zoned:media=ram").is_err(), "media must be hdd or ssd");
+        // QEMU's emulated ZNS geometry on the preset: 128 MiB zones, capacity = size.
+        let spec = DeviceSpec::parse("zns-2020:zone_size=128m,zone_capacity=128m").unwrap();
+        let qemu = Zoned::from_params(spec.params()).unwrap();
+        assert_eq!(qemu.zones().zone_size_sectors(), 128 << 20 >> 9);
+        assert_eq!(qemu.zones().zone_capacity_sectors(), 128 << 20 >> 9);
+        // A smaller zone_size alone keeps the preset's 1077 MiB capacity: refused, saying so.
+        let error = DeviceSpec::parse("zns-2020:zone_size=128m")
+            .and_then(|spec| Zoned::from_params(spec.params()).map(|_| ()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("zone_capacity") && error.contains("give zone_capacity too"),
+            "{error}"
+        );
+        assert!(DeviceSpec::parse("zns-2020:zone_size=100k").is_err(), "under the 1 MiB minimum");
     }
 }
