@@ -991,27 +991,26 @@ impl FioRunJob {
         }
         // fio's `get_file_sizes`: a file without `size` is as large as it is when the job
         // sets it up — before the run for `create_serialize=1`, after the earlier jobs'
-        // layouts (the first one named here that exists); at the job's start for 0, which
-        // the clones measure then (`JobConfig::size_at_start`), bounded here by the filesystem.
-        let existing = || match &self.filenames {
-            Some((names, _)) => names.iter().find_map(|name| {
+        // layouts (one named file that an earlier job laid out); at the job's start for 0,
+        // which the clones measure then (`JobConfig::size_at_start`), bounded here by the
+        // filesystem.
+        let existing = match &self.filenames {
+            Some((names, _)) if names.len() == 1 => {
                 let name = match &self.directory {
-                    Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
-                    None => name.clone(),
+                    Some(dir) => format!("{}/{}", dir.trim_end_matches('/'), names[0]),
+                    None => names[0].clone(),
                 };
-                files
-                    .iter()
-                    .find(|file| file.name == name && file.size_bytes > 0)
-                    .map(|f| f.size_bytes)
-            }),
-            None => None,
-        };
-        let size_bytes = match (self.size_bytes, targets.first()) {
-            (Some(bytes), _) => bytes,
+                files.iter().find(|file| file.name == name).map(|file| file.size_bytes)
+            }
+            _ => None,
+        }
+        .filter(|&bytes| bytes > 0);
+        let size_bytes = match (self.size_bytes, targets.first(), existing) {
+            (Some(bytes), ..) => bytes,
             // fio's `size=-1`: the writes end at ENOSPC, within the filesystem's device.
-            (None, Some(target)) if self.fill_device => target.capacity_bytes,
-            (None, Some(target)) if !self.create_serialize => target.capacity_bytes,
-            (None, Some(_)) if existing().is_some() => existing().unwrap_or(0),
+            (None, Some(target), _) if self.fill_device => target.capacity_bytes,
+            (None, Some(target), _) if !self.create_serialize => target.capacity_bytes,
+            (None, Some(_), Some(bytes)) => bytes,
             _ => {
                 return Err(refuse(
                     &self.at,
