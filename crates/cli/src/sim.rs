@@ -239,6 +239,10 @@ pub(crate) fn fio_setup_of(file: &elevator_workload::fio::FioJobFile) -> Result<
                 job.get("unified_rw_reporting"),
                 Some(FioValue::Choice { value, .. }) if value == "mixed" || value == "1"
             ),
+            unified_both: matches!(
+                job.get("unified_rw_reporting"),
+                Some(FioValue::Choice { value, .. }) if value == "both"
+            ),
             no_disk_util: matches!(job.get("disk_util"), Some(FioValue::Bool(false))),
         });
     }

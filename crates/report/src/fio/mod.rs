@@ -58,8 +58,6 @@
 //! * Normal output's `pid=` is the job's 1-based process number.
 //! * **Percentiles of `lat`** (`lat_percentiles=1`) are clat's: with no submission latency
 //!   the two are the same samples. `slat_percentiles=1` prints none (slat has no samples).
-//! * **`unified_rw_reporting`**: `none` and `mixed` (`0`, `1`) are honoured; `both` is
-//!   refused with its file and line.
 //! * **Log files** ([`logs`]): the `slat` log is empty (no submission latency); the priority
 //!   column is the job's `prio`/`prioclass` (fio's `ioprio`), not `cmdprio_*`'s per-I/O
 //!   choice; bw and iops logs with `log_avg_msec` take a line per whole window at its exact
@@ -201,6 +199,8 @@ pub struct FioJobSetup {
     pub percentile_switches: PercentileSwitches,
     /// `unified_rw_reporting=mixed` (or `1`): one `mixed` direction for read, write and trim.
     pub unified_mixed: bool,
+    /// `unified_rw_reporting=both`: each direction, then the `mixed` one after them.
+    pub unified_both: bool,
     /// `disk_util=0`: the job does not ask for its devices' figures.
     pub no_disk_util: bool,
 }
@@ -316,6 +316,27 @@ pub(crate) fn reported<'a>(
         return Err("the run has fewer issuers than the file's jobs have clones".to_owned());
     }
     Ok((reported, groups))
+}
+
+/// fio's `gen_mixed_ddir_stats_from_ts` for `unified_rw_reporting=both` (fio-compat.md §4.1,
+/// §4.2): `f` sees the job with read, write and trim folded into a `mixed` first direction
+/// (the job's setup as with `mixed`), and its result is returned; `None` for other jobs.
+/// The group's totals stay per direction, so the mixed bandwidth's share of the aggregate is
+/// against the group's read aggregate, as fio's `show_ddir_status(rs, ts_lcl, DDIR_READ)`.
+pub(crate) fn with_mixed<R>(job: &Reported<'_>, f: impl FnOnce(&Reported<'_>) -> R) -> Option<R> {
+    if !job.setup.unified_both {
+        return None;
+    }
+    let setup = FioJobSetup { unified_mixed: true, unified_both: false, ..job.setup.clone() };
+    let mut stats = job.stats.clone();
+    stats.fold_mixed();
+    let mixed = Reported {
+        setup: &setup,
+        groupid: job.groupid,
+        stats,
+        percentiles: job.percentiles.clone(),
+    };
+    Some(f(&mixed))
 }
 
 /// fio's `convert_agg_kbytes_percent`: a job's mean bandwidth (KiB/s) as a percentage of its
