@@ -446,6 +446,45 @@ mod tests {
         assert!(fields[20..37].iter().all(|field| *field == "0%=0"));
     }
 
+    // Proves unified_rw_reporting=both in normal output, as fio's stat.c: two read-only jobs
+    // with `both` print `read:` then a `mixed:` line with the same figures (only reads to
+    // fold), and the group `READ:` then `MIXED:` with the same aggregate, bounds, io and runs
+    // (fio's show_mixed_group_stats over the one direction). One job `mixed` and one `both`
+    // in the group OR to fio's rs->unified_rw_rep 3, neither mode: the group line is plain
+    // `READ:` and no `MIXED:` follows, while each job still prints its own way.
+    #[test]
+    fn unified_both_in_normal_output() {
+        let run = run(&["a/0", "b/0"], 2000, &[250, 500]);
+        let both = FioJobSetup { unified_both: true, ..job("a", 1, false) };
+        let setup = FioSetup {
+            jobs: vec![both.clone(), FioJobSetup { name: "b".into(), ..both.clone() }],
+            ..FioSetup::default()
+        };
+        let normal = |setup: &FioSetup| {
+            let mut out = Vec::new();
+            render_normal(&run, setup, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let text = normal(&setup);
+        let after = |label: &str| -> Vec<String> {
+            text.lines().filter_map(|line| line.strip_prefix(label).map(str::to_owned)).collect()
+        };
+        assert_eq!(after("  read: ").len(), 2);
+        assert_eq!(after("  read: "), after("  mixed: "));
+        assert_eq!(after("   READ: ").len(), 1);
+        assert_eq!(after("   READ: "), after("  MIXED: "));
+        let read_at = text.find("   READ: ").unwrap();
+        assert!(text.find("  MIXED: ").unwrap() > read_at);
+
+        let mixed_b =
+            FioJobSetup { unified_mixed: true, unified_both: false, ..setup.jobs[1].clone() };
+        let setup = FioSetup { jobs: vec![both, mixed_b], ..FioSetup::default() };
+        let text = normal(&setup);
+        assert!(text.contains("\n   READ: bw=") && !text.contains("MIXED"), "{text}");
+        assert_eq!(text.matches("\n  mixed: IOPS=").count(), 2);
+        assert_eq!(text.matches("\n  read: IOPS=").count(), 1);
+    }
+
     // Proves group_reporting and the group's aggregate by hand: two clones each read 2000 ×
     // 4 KiB one at a time, clone 0 at 250 µs a read (0.5 s), clone 1 at 500 µs (1 s).
     // Merged: 4000 I/Os, runtime the longer 1000 ms, job_runtime summed; the aggregate is
