@@ -9,7 +9,7 @@
 //! Names: `PREFIX_TYPE.N.log` (`N` = fio's `thread_number`: 1-based over every job clone of
 //! the file, in order), `PREFIX_TYPE.log` with `per_job_logs=0` (jobs sharing a name append in
 //! job order); `PREFIX` is the option's value, or the job's name when it has none. Lines
-//! (fio 3.38's `flush_samples`, §4.6):
+//! (fio 3.38's `flush_samples`, §4.6; `value1` from 3.37, `issue_time_ns` from 3.38):
 //! `time_ms, value[, value1], direction, block_size[, offset], priority[, issue_time_ns]`,
 //! time since the job's start on the simulated clock; `value1` with `log_window_value=both`,
 //! `issue_time_ns` with `log_issue_time`. The histogram log's lines are

@@ -63,8 +63,21 @@
 //!   choice; bw and iops logs with `log_avg_msec` take a line per whole window at its exact
 //!   end (fio's helper thread samples when it wakes, some ms late) and none for the final
 //!   partial window (so too the json's `bw_*`/`iops_*` statistics, which such a log sets
-//!   as fio does: per operation, or every `log_avg_msec`). `write_hist_log`,
-//!   `log_issue_time` and `log_window_value=both` are refused with file and line.
+//!   as fio does: per operation, or every `log_avg_msec`).
+//! * **Issue time** (`log_issue_time`): the submission on the simulated clock, which is the
+//!   issue (no submission latency); fio's is when the engine took the I/O.
+//! * **`log_window_value`, `log_issue_time`** follow the log layout of the fio releases that
+//!   have them (3.37 and 3.38 on); fio 3.36, whose outputs are followed otherwise, has
+//!   neither (its `log_max_value` is a boolean, `0`/`1` here too).
+//! * **`clat_hist` log**: whole windows only, as fio's; a window's line is taken at the
+//!   completion that ends it on the simulated clock (fio's at its own). The log's buckets
+//!   are those of json+'s `bins`, so the two agree bucket for bucket up to the last,
+//!   unlogged, partial window. `log_hist_coarseness` above 6 is refused (fio documents 0
+//!   to 6 but does not check; above 6 its last column overlaps the one before).
+//! * **`unified_rw_reporting=both`**: as fio's stat.c, including its quirks: the `mixed`
+//!   direction's bandwidth share (`per=`, `bw_agg`, terse) is of the group's *read*
+//!   aggregate, and a group whose jobs mix `mixed` and `both` prints plain directions (fio
+//!   ORs the modes to 3).
 //!
 //! # The json+ peer check
 //!
