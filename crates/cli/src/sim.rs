@@ -239,6 +239,10 @@ pub(crate) fn fio_setup_of(file: &elevator_workload::fio::FioJobFile) -> Result<
                 job.get("unified_rw_reporting"),
                 Some(FioValue::Choice { value, .. }) if value == "mixed" || value == "1"
             ),
+            unified_both: matches!(
+                job.get("unified_rw_reporting"),
+                Some(FioValue::Choice { value, .. }) if value == "both"
+            ),
             no_disk_util: matches!(job.get("disk_util"), Some(FioValue::Bool(false))),
         });
     }
@@ -251,11 +255,16 @@ fn fio_logs(job: &elevator_workload::fio::FioJob) -> Result<fio::FioLogs> {
     use elevator_workload::fio::FioValue;
     for option in &job.options {
         let refused = match (option.name, &option.value) {
-            ("write_hist_log", _) => Some("histogram logs are not written yet"),
-            ("unified_rw_reporting", FioValue::Choice { value, .. }) if value == "both" => {
-                Some("`both` (split and mixed) is not written yet; none and mixed are")
+            // fio's init.c refuses the issue time without a latency log and offsets.
+            ("log_issue_time", FioValue::Bool(true))
+                if job.get("write_lat_log").is_none()
+                    || !matches!(job.get("log_offset"), Some(FioValue::Bool(true))) =>
+            {
+                Some("log_issue_time option requires write_lat_log and log_offset options")
             }
-            ("log_issue_time", FioValue::Bool(true)) => Some("issue times are not logged yet"),
+            ("log_hist_coarseness", FioValue::Int(coarseness)) if *coarseness > 6 => {
+                Some("accepted: 0 to 6 (each step halves the histogram log's bins)")
+            }
             // Options that would change the outputs in ways not yet written; at their
             // defaults they change nothing and pass.
             (
@@ -272,9 +281,6 @@ fn fio_logs(job: &elevator_workload::fio::FioJob) -> Result<fio::FioLogs> {
             }
             ("significant_figures", FioValue::Int(figures)) if *figures != 4 => {
                 Some("normal output uses fio's default of 4 significant figures")
-            }
-            ("log_window_value", FioValue::Choice { value, .. }) if value == "both" => {
-                Some("`both` (mean and max columns) is not written yet; avg or max are")
             }
             _ => None,
         };
@@ -311,6 +317,14 @@ fn fio_logs(job: &elevator_workload::fio::FioJob) -> Result<fio::FioLogs> {
         prio: flag("log_prio", false),
         shared: !flag("per_job_logs", true),
         ioprio,
+        window_both: matches!(
+            job.get("log_window_value"),
+            Some(FioValue::Choice { value, .. }) if value == "both"
+        ),
+        issue_time: flag("log_issue_time", false),
+        hist: prefix("write_hist_log"),
+        hist_msec: int("log_hist_msec").unwrap_or(0),
+        hist_coarseness: int("log_hist_coarseness").unwrap_or(0) as u32,
     })
 }
 

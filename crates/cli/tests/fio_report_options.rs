@@ -64,7 +64,6 @@ const MIXED: &str = "[j]\nioengine=libaio\ndirect=1\nsize=2m\nrw=randrw\nbs=4k\n
 // fio: the same run (same seed, same I/O) reported split and mixed; json's `mixed` has the
 // read + write bytes and I/Os and no read, write, trim or sync objects; terse loses one
 // direction's fields (the write block); normal prints `mixed:` and the group's `MIXED:`.
-// `unified_rw_reporting=both` is refused naming its line (exit 2).
 #[test]
 fn unified_rw_reporting_mixed_folds_directions() {
     let dir = tempfile::tempdir().unwrap();
@@ -87,10 +86,89 @@ fn unified_rw_reporting_mixed_folds_directions() {
     assert_eq!(fields(MIXED) - fields(&mixed_text), 41);
     let normal = stdout(&sim(dir.path(), &mixed_text, "normal"));
     assert!(normal.contains("\n  mixed: IOPS=") && normal.contains("\n  MIXED: bw="), "{normal}");
-    let both = sim(dir.path(), &format!("{MIXED}unified_rw_reporting=both\n"), "json");
-    assert_eq!(both.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&both.stderr);
-    assert!(stderr.contains("job.fio:8") && stderr.contains("unified_rw_reporting"), "{stderr}");
+}
+
+// Proves `unified_rw_reporting=both` as fio's stat.c: the same run reported split, mixed and
+// both. json: read, write, trim and sync as split, then `mixed` (after sync, before
+// job_runtime) equal to the mixed report's `mixed` except `bw_agg`, which fio takes against
+// the group's read aggregate (rs->agg[DDIR_READ], not folded), not the mixed one. terse: split's fields plus one direction block (41) equal to the mixed report's,
+// its bandwidth share aside. normal: `read:`, `write:` then `mixed:` with the mixed
+// report's IOPS line, and the group's READ, WRITE and then a MIXED line whose io= is the
+// mixed report's.
+#[test]
+fn unified_rw_reporting_both_adds_mixed_after_directions() {
+    let dir = tempfile::tempdir().unwrap();
+    // Over a second, so there are bandwidth samples (every 500 ms).
+    let run = |extra: &str, format: &str| {
+        stdout(&sim(dir.path(), &format!("{MIXED}runtime=1200ms\ntime_based\n{extra}"), format))
+    };
+    let both_text = "unified_rw_reporting=both\n";
+    let mixed_text = "unified_rw_reporting=mixed\n";
+    let json = |extra: &str| -> Value { serde_json::from_str(&run(extra, "json")).unwrap() };
+    let (split, mixed, both) = (json(""), json(mixed_text), json(both_text));
+    let (split, mixed, both) = (&split["jobs"][0], &mixed["jobs"][0], &both["jobs"][0]);
+    for name in ["read", "write", "trim", "sync"] {
+        assert_eq!(both[name], split[name], "{name}");
+    }
+    let mut ours = both["mixed"].clone();
+    let mut theirs = mixed["mixed"].clone();
+    assert!(ours["io_bytes"].as_u64().unwrap() > split["read"]["io_bytes"].as_u64().unwrap());
+    // fio's convert_agg_kbytes_percent(rs, DDIR_READ, mixed mean), at most 100: the read
+    // aggregate is read's bytes over its runtime (one job), in KiB/s.
+    let read = &split["read"];
+    let read_agg_kib =
+        read["io_bytes"].as_f64().unwrap() * 1000.0 / read["runtime"].as_f64().unwrap() / 1024.0;
+    let expected = (ours["bw_mean"].as_f64().unwrap() * 100.0 / read_agg_kib).min(100.0);
+    assert!(ours["bw_samples"].as_u64().unwrap() > 0);
+    let agg = ours["bw_agg"].as_f64().unwrap();
+    assert!((agg - expected).abs() < 0.01, "{agg} vs {expected}");
+    assert!((agg - theirs["bw_agg"].as_f64().unwrap()).abs() > 0.01, "{agg}");
+    ours["bw_agg"] = Value::Null;
+    theirs["bw_agg"] = Value::Null;
+    assert_eq!(ours, theirs);
+    let text = run(both_text, "json");
+    let at = |key: &str| text.find(&format!("\"{key}\" :")).unwrap_or_else(|| panic!("{key}"));
+    assert!(at("sync") < at("mixed") && at("mixed") < at("job_runtime"));
+
+    let fields = |extra: &str| -> Vec<String> {
+        run(extra, "terse").trim_end().split(';').map(str::to_owned).collect()
+    };
+    let (split, mixed, both) = (fields(""), fields(mixed_text), fields(both_text));
+    assert_eq!(both.len(), split.len() + 41);
+    // 5 header fields, then read (41) and write (41); mixed's own line has its block first.
+    assert_eq!(both[..5 + 82], split[..5 + 82]);
+    let block = |line: &[String], from: usize| -> Vec<String> {
+        let mut block = line[from..from + 41].to_vec();
+        block[38] = String::new(); // the bandwidth share (of read's aggregate here)
+        block
+    };
+    assert_eq!(block(&both, 5 + 82), block(&mixed, 5));
+
+    let normal = run(both_text, "normal");
+    let mixed_normal = run(mixed_text, "normal");
+    let line_of = |text: &str, start: &str| -> String {
+        let at = text.find(start).unwrap_or_else(|| panic!("{start} in {text}"));
+        text[at + 1..].lines().next().unwrap().to_owned()
+    };
+    let (read, write, mixed_at) = (
+        normal.find("\n  read: IOPS="),
+        normal.find("\n  write: IOPS="),
+        normal.find("\n  mixed: IOPS="),
+    );
+    assert!(read < write && write < mixed_at && read.is_some(), "{normal}");
+    assert_eq!(line_of(&normal, "\n  mixed: IOPS="), line_of(&mixed_normal, "\n  mixed: IOPS="));
+    let (group_read, group_write, group_mixed) = (
+        normal.find("\n   READ: bw="),
+        normal.find("\n  WRITE: bw="),
+        normal.find("\n  MIXED: bw="),
+    );
+    assert!(group_read < group_write && group_write < group_mixed && group_read.is_some());
+    let io =
+        |line: String| line[line.find("io=").unwrap()..line.find(", run=").unwrap()].to_owned();
+    assert_eq!(
+        io(line_of(&normal, "\n  MIXED: bw=")),
+        io(line_of(&mixed_normal, "\n  MIXED: bw="))
+    );
 }
 
 // Proves `disk_util` in every format is the simulated device's own count, not a copy of the

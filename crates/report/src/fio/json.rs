@@ -221,6 +221,10 @@ fn job_object(
     for (index, name) in names.iter().enumerate() {
         object.object(name, direction(job, index, totals, plus));
     }
+    // unified_rw_reporting=both: `mixed` after sync (fio's add_mixed_ddir_status_json).
+    if let Some(mixed) = super::with_mixed(job, |mixed| direction(mixed, 0, totals, plus)) {
+        object.object("mixed", mixed);
+    }
     let cpu = |ns: u64| stats.cpu_percent(ns);
     object
         .int("job_runtime", stats.job_runtime_ms)

@@ -1,14 +1,19 @@
 //! fio's log files (fio-compat.md §4.6; fio's `init.c` `gen_log_name`, `stat.c`
 //! `add_log_sample`, `__add_samples`, `finalize_logs`; `iolog.c` `flush_samples`):
-//! `write_bw_log`, `write_lat_log` (lat, slat, clat), `write_iops_log`, with `log_avg_msec`,
-//! `log_max_value`, `log_offset`, `log_prio` and `per_job_logs`, from the operations each
-//! job's issuer kept ([`crate::PhaseRecorder::keep_io_samples`]).
+//! `write_bw_log`, `write_lat_log` (lat, slat, clat), `write_iops_log`, `write_hist_log`
+//! (clat_hist), with `log_avg_msec`, `log_window_value` (`log_max_value`: avg, max, both),
+//! `log_offset`, `log_prio`, `log_issue_time`, `log_hist_msec`, `log_hist_coarseness` and
+//! `per_job_logs`, from the operations each job's issuer kept
+//! ([`crate::PhaseRecorder::keep_io_samples`]).
 //!
 //! Names: `PREFIX_TYPE.N.log` (`N` = fio's `thread_number`: 1-based over every job clone of
 //! the file, in order), `PREFIX_TYPE.log` with `per_job_logs=0` (jobs sharing a name append in
-//! job order); `PREFIX` is the option's value, or the job's name when it has none. Lines:
-//! `time_ms, value, direction, block_size[, offset], priority`, time since the job's start on
-//! the simulated clock.
+//! job order); `PREFIX` is the option's value, or the job's name when it has none. Lines
+//! (fio 3.38's `flush_samples`, §4.6; `value1` from 3.37, `issue_time_ns` from 3.38):
+//! `time_ms, value[, value1], direction, block_size[, offset], priority[, issue_time_ns]`,
+//! time since the job's start on the simulated clock; `value1` with `log_window_value=both`,
+//! `issue_time_ns` with `log_issue_time`. The histogram log's lines are
+//! `time_ms, direction, block_size, bin…` ([`hist_text`]).
 //!
 //! Values: clat and lat in ns; bw in KiB/s, iops in I/Os. Without `log_avg_msec` every
 //! operation gives a line (bw: `bytes · 10^6 / clat_ns`, iops: 1, as fio's per-I/O
@@ -22,6 +27,7 @@ use std::collections::BTreeSet;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use super::hist::{PLAT_NR, val_to_idx};
 use super::stats::{IoSample, IoStat};
 use super::{FioJobSetup, FioSetup};
 use crate::model::Run;
@@ -47,12 +53,24 @@ pub struct FioLogs {
     pub shared: bool,
     /// The job's I/O priority (fio's `ioprio`: class << 13 | level; 0 when not set).
     pub ioprio: u32,
+    /// `log_window_value=both`: every line of the bw, iops and latency logs carries a second
+    /// value, the window's largest after its mean (0 on per-operation lines).
+    pub window_both: bool,
+    /// `log_issue_time`: lines end with the I/O's issue time, ns since the job's start (clat
+    /// and slat logs per operation; 0 elsewhere).
+    pub issue_time: bool,
+    /// `write_hist_log`: its prefix, for the `clat_hist` log.
+    pub hist: Option<String>,
+    /// `log_hist_msec` (0: the histogram log stays empty, as fio's).
+    pub hist_msec: u64,
+    /// `log_hist_coarseness` (0 to 6): each step halves the histogram log's bins.
+    pub hist_coarseness: u32,
 }
 
 impl FioLogs {
     /// Whether any log is asked for.
     pub fn any(&self) -> bool {
-        self.bw.is_some() || self.lat.is_some() || self.iops.is_some()
+        self.bw.is_some() || self.lat.is_some() || self.iops.is_some() || self.hist.is_some()
     }
 }
 
@@ -64,6 +82,7 @@ enum Kind {
     Lat,
     Slat,
     Clat,
+    ClatHist,
 }
 
 impl Kind {
@@ -74,6 +93,7 @@ impl Kind {
             Kind::Lat => "lat",
             Kind::Slat => "slat",
             Kind::Clat => "clat",
+            Kind::ClatHist => "clat_hist",
         }
     }
 }
@@ -102,22 +122,45 @@ fn file_name(
     dir.join(name)
 }
 
-/// One line (`flush_samples`).
-fn line(out: &mut String, time_ms: u64, value: u64, direction: usize, bs: u64, logs: &FioLogs) {
-    out.push_str(&format!("{time_ms}, {value}, {direction}, {bs}"));
-    if logs.offset {
-        out.push_str(", 0");
-    }
-    priority(out, logs, logs.ioprio);
+/// One windowed line (`flush_samples` of a `__add_stat_to_log` sample): offset and issue
+/// time 0, the job's priority.
+fn line(
+    out: &mut String,
+    time_ms: u64,
+    values: (u64, u64),
+    direction: usize,
+    bs: u64,
+    logs: &FioLogs,
+) {
+    head(out, time_ms, values, logs);
+    tail(out, direction, bs, 0, 0, logs);
 }
 
-fn priority(out: &mut String, logs: &FioLogs, ioprio: u32) {
+/// A line's time and value columns: `time, value`, and `value1` with
+/// `log_window_value=both` (fio's `LOG_AVG_MAX_SAMPLE_BIT`).
+fn head(out: &mut String, time_ms: u64, (value, value1): (u64, u64), logs: &FioLogs) {
+    out.push_str(&format!("{time_ms}, {value}"));
+    if logs.window_both {
+        out.push_str(&format!(", {value1}"));
+    }
+}
+
+/// A line's remaining columns: `direction, block_size[, offset], priority[, issue_time]`.
+fn tail(out: &mut String, direction: usize, bs: u64, offset: u64, issue_ns: u64, logs: &FioLogs) {
+    out.push_str(&format!(", {direction}, {bs}"));
+    if logs.offset {
+        out.push_str(&format!(", {offset}"));
+    }
     if logs.prio {
-        out.push_str(&format!(", 0x{ioprio:04x}\n"));
+        out.push_str(&format!(", 0x{:04x}", logs.ioprio));
     } else {
         // ioprio_value_is_class_rt: class 1 is real time.
-        out.push_str(&format!(", {}\n", u32::from(ioprio >> 13 == 1)));
+        out.push_str(&format!(", {}", u32::from(logs.ioprio >> 13 == 1)));
     }
+    if logs.issue_time {
+        out.push_str(&format!(", {issue_ns}"));
+    }
+    out.push('\n');
 }
 
 /// fio's `__add_samples` every `avg_msec` from the job's start: per window end, per direction
@@ -213,23 +256,34 @@ fn log_text(
     if kind == Kind::Slat {
         return out;
     }
+    if kind == Kind::ClatHist {
+        return hist_text(samples, start_ns, job);
+    }
     if logs.avg_msec == 0 {
         for sample in samples {
             let value = match kind {
-                Kind::Lat | Kind::Clat | Kind::Slat => sample.latency_ns,
+                Kind::Lat | Kind::Clat | Kind::Slat | Kind::ClatHist => sample.latency_ns,
                 Kind::Bw => (sample.bytes * 1_000_000).checked_div(sample.latency_ns).unwrap_or(0),
                 Kind::Iops => 1,
             };
-            out.push_str(&format!(
-                "{}, {value}, {}, {}",
-                elapsed_ms(sample.completed_ns),
+            // fio's clat and slat samples carry the issue time (`ntime_since(epoch,
+            // issue_time)`); lat, bw and iops samples 0. Submission is the issue here.
+            let issue_ns = match kind {
+                Kind::Clat | Kind::Slat => {
+                    (sample.completed_ns - sample.latency_ns).saturating_sub(start_ns)
+                }
+                _ => 0,
+            };
+            // Per-operation samples have no second value (`sample_val`: val1 = 0).
+            head(&mut out, elapsed_ms(sample.completed_ns), (value, 0), logs);
+            tail(
+                &mut out,
                 sample.direction as usize,
-                sample.bytes
-            ));
-            if logs.offset {
-                out.push_str(&format!(", {}", sample.offset_bytes));
-            }
-            priority(&mut out, logs, logs.ioprio);
+                sample.bytes,
+                sample.offset_bytes,
+                issue_ns,
+                logs,
+            );
         }
         return out;
     }
@@ -241,14 +295,23 @@ fn log_text(
             {
                 let (lo, hi) = job.block_sizes[direction];
                 let bs = if lo == hi { lo } else { 0 };
-                line(&mut out, time_ms, value, direction, bs, logs);
+                // One rate per window: its mean and its max are the same.
+                line(&mut out, time_ms, (value, value), direction, bs, logs);
             }
         }
-        Kind::Lat | Kind::Clat | Kind::Slat => {
+        Kind::Lat | Kind::Clat | Kind::Slat | Kind::ClatHist => {
             let mut windows = [IoStat::default(); 3];
             let mut window_start_ms = [0u64; 3];
+            // `__add_stat_to_log`: avg (mean rounded), max, or both.
             let value = |window: &IoStat| {
-                if logs.max_value { window.max } else { (window.mean + 0.5) as u64 }
+                let mean = (window.mean + 0.5) as u64;
+                if logs.window_both {
+                    (mean, window.max)
+                } else if logs.max_value {
+                    (window.max, 0)
+                } else {
+                    (mean, 0)
+                }
             };
             for sample in samples {
                 let direction = sample.direction as usize;
@@ -269,6 +332,55 @@ fn log_text(
                 }
             }
         }
+    }
+    out
+}
+
+/// The `clat_hist` log (fio's `add_clat_sample` and `flush_hist_samples`): per direction, when
+/// a completion comes `log_hist_msec` or more after the direction's window began (the first
+/// completion begins the first), a line `time_ms, direction, block_size, bins…` of the
+/// completions since the previous line, the triggering one included, in fio's 1856 latency
+/// buckets ([`super::hist`]) summed `2^log_hist_coarseness` at a time. The window's next start
+/// is its start plus `log_hist_msec` (fio keeps the drift). No line for what is left at the
+/// job's end (fio writes none), and none at all with `log_hist_msec=0`. The buckets are
+/// fio's clat percentile histogram: all zero with `clat_percentiles=0`, as fio's.
+fn hist_text(samples: &[IoSample], start_ns: u64, job: &FioJobSetup) -> String {
+    let logs = &job.logs;
+    let mut out = String::new();
+    if logs.hist_msec == 0 {
+        return out;
+    }
+    let stride = 1usize << logs.hist_coarseness.min(6);
+    let mut now = vec![vec![0u64; PLAT_NR]; 3];
+    let mut before = now.clone();
+    let mut window_start_ms = [0u64; 3];
+    for sample in samples {
+        let direction = sample.direction as usize;
+        if direction >= 3 {
+            continue;
+        }
+        if job.percentile_switches.clat {
+            now[direction][val_to_idx(sample.latency_ns)] += 1;
+        }
+        let elapsed_ms = sample.completed_ns.saturating_sub(start_ns) / 1_000_000;
+        // fio's `hist_last` of 0 means "not begun": a window begun at 0 ms begins again.
+        if window_start_ms[direction] == 0 {
+            window_start_ms[direction] = elapsed_ms;
+        }
+        let window_ms = elapsed_ms - window_start_ms[direction];
+        if window_ms < logs.hist_msec {
+            continue;
+        }
+        out.push_str(&format!("{elapsed_ms}, {direction}, {}", sample.bytes));
+        for (bins_now, bins_before) in
+            now[direction].chunks(stride).zip(before[direction].chunks(stride))
+        {
+            let sum: u64 = bins_now.iter().sum::<u64>() - bins_before.iter().sum::<u64>();
+            out.push_str(&format!(", {sum}"));
+        }
+        out.push('\n');
+        before[direction].clone_from(&now[direction]);
+        window_start_ms[direction] = elapsed_ms - (window_ms - logs.hist_msec);
     }
     out
 }
@@ -301,6 +413,7 @@ pub fn write_logs(
             (job.logs.lat.as_ref(), Kind::Slat),
             (job.logs.lat.as_ref(), Kind::Clat),
             (job.logs.iops.as_ref(), Kind::Iops),
+            (job.logs.hist.as_ref(), Kind::ClatHist),
         ];
         let (samples, start_ns, end_ns) = match issuer.fio.as_deref() {
             Some(stats) => (
@@ -416,5 +529,99 @@ mod tests {
             log_text(Kind::Clat, &samples, 0, end, &job(logs)),
             "120, 500000, 0, 0, 0\n150, 700000, 0, 0, 0\n"
         );
+    }
+
+    // Proves `log_issue_time` and `log_window_value=both` on per-operation lines: the clat
+    // line ends with the issue time in ns since the job's start (completion 1.7 ms less the
+    // 100 µs latency: 1 600 000), the lat line with 0 (fio fills it for clat and slat only);
+    // the second value sits after the first and is 0 (fio's `sample_val` leaves val1 0).
+    #[test]
+    fn issue_time_and_second_value_per_operation() {
+        let logs =
+            FioLogs { offset: true, issue_time: true, window_both: true, ..FioLogs::default() };
+        let job = job(logs);
+        let start = 5_000_000_000;
+        let samples = [IoSample {
+            completed_ns: start + 1_700_000,
+            offset_bytes: 8192,
+            ..sample(0, 100, FioDirection::Read)
+        }];
+        let end = start + 2_000_000;
+        assert_eq!(
+            log_text(Kind::Clat, &samples, start, end, &job),
+            "1, 100000, 0, 0, 4096, 8192, 0, 1600000\n"
+        );
+        assert_eq!(
+            log_text(Kind::Lat, &samples, start, end, &job),
+            "1, 100000, 0, 0, 4096, 8192, 0, 0\n"
+        );
+    }
+
+    // Proves `log_window_value=both` with `log_avg_msec`: latency windows give mean then max
+    // (300/500 µs, then the lone 700 µs twice), bw and iops windows their one rate twice, as
+    // fio's `__add_stat_to_log` with `IO_LOG_SAMPLE_BOTH`.
+    #[test]
+    fn both_window_values() {
+        let samples = [
+            sample(10, 100, FioDirection::Read),
+            sample(60, 300, FioDirection::Read),
+            sample(120, 500, FioDirection::Read),
+            sample(130, 700, FioDirection::Read),
+        ];
+        let logs = FioLogs { avg_msec: 100, window_both: true, ..FioLogs::default() };
+        let end = 150_000_000;
+        assert_eq!(
+            log_text(Kind::Clat, &samples, 0, end, &job(logs.clone())),
+            "120, 300000, 500000, 0, 0, 0\n150, 700000, 700000, 0, 0, 0\n"
+        );
+        assert_eq!(log_text(Kind::Bw, &samples, 0, end, &job(logs)), "100, 80, 80, 0, 4096, 0\n");
+    }
+
+    /// A histogram line's columns.
+    fn hist_lines(text: &str) -> Vec<Vec<u64>> {
+        text.lines().map(|line| line.split(", ").map(|f| f.parse().unwrap()).collect()).collect()
+    }
+
+    // Proves the clat_hist log by hand: reads at 10, 60, 120, 130 ms of 100, 300, 500, 700 µs
+    // with log_hist_msec=100. The read window begins at the first read (10 ms) and closes at
+    // 120 ms (110 ≥ 100), one line `120, 0, 4096` holding the three reads so far in fio's
+    // buckets 737, 841 and 890 (worked by hand from plat_val_to_idx); 130 ms is in the next
+    // window, which never closes, so no line (fio logs no partial window). Writes at 0 and
+    // 150 ms give none: fio's window start of 0 reads as "not begun", so the 150 ms write
+    // begins it. Coarseness 2 sums 4 buckets a column (464 columns: 184, 210, 222);
+    // clat_percentiles=0 leaves every bucket 0, as fio's histogram is the percentiles'.
+    #[test]
+    fn histogram_lines() {
+        let samples = [
+            sample(0, 50, FioDirection::Write),
+            sample(10, 100, FioDirection::Read),
+            sample(60, 300, FioDirection::Read),
+            sample(120, 500, FioDirection::Read),
+            sample(130, 700, FioDirection::Read),
+            sample(150, 80, FioDirection::Write),
+        ];
+        let mut logs = FioLogs { hist: Some(String::new()), hist_msec: 100, ..FioLogs::default() };
+        let lines = hist_lines(&hist_text(&samples, 0, &job(logs.clone())));
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].len(), 3 + 1856);
+        assert_eq!(lines[0][..3], [120, 0, 4096]);
+        let full: Vec<usize> = (0..1856).filter(|&i| lines[0][3 + i] > 0).collect();
+        assert_eq!(full, [737, 841, 890]);
+        assert!(full.iter().all(|&i| lines[0][3 + i] == 1));
+
+        logs.hist_coarseness = 2;
+        let lines = hist_lines(&hist_text(&samples, 0, &job(logs.clone())));
+        assert_eq!(lines[0].len(), 3 + 464);
+        let full: Vec<usize> = (0..464).filter(|&i| lines[0][3 + i] > 0).collect();
+        assert_eq!(full, [184, 210, 222]);
+
+        let mut quiet = job(logs.clone());
+        quiet.percentile_switches.clat = false;
+        let lines = hist_lines(&hist_text(&samples, 0, &quiet));
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0][3..].iter().all(|&count| count == 0));
+
+        logs.hist_msec = 0;
+        assert_eq!(hist_text(&samples, 0, &job(logs)), "");
     }
 }

@@ -58,15 +58,26 @@
 //! * Normal output's `pid=` is the job's 1-based process number.
 //! * **Percentiles of `lat`** (`lat_percentiles=1`) are clat's: with no submission latency
 //!   the two are the same samples. `slat_percentiles=1` prints none (slat has no samples).
-//! * **`unified_rw_reporting`**: `none` and `mixed` (`0`, `1`) are honoured; `both` is
-//!   refused with its file and line.
 //! * **Log files** ([`logs`]): the `slat` log is empty (no submission latency); the priority
 //!   column is the job's `prio`/`prioclass` (fio's `ioprio`), not `cmdprio_*`'s per-I/O
 //!   choice; bw and iops logs with `log_avg_msec` take a line per whole window at its exact
 //!   end (fio's helper thread samples when it wakes, some ms late) and none for the final
 //!   partial window (so too the json's `bw_*`/`iops_*` statistics, which such a log sets
-//!   as fio does: per operation, or every `log_avg_msec`). `write_hist_log`,
-//!   `log_issue_time` and `log_window_value=both` are refused with file and line.
+//!   as fio does: per operation, or every `log_avg_msec`).
+//! * **Issue time** (`log_issue_time`): the submission on the simulated clock, which is the
+//!   issue (no submission latency); fio's is when the engine took the I/O.
+//! * **`log_window_value`, `log_issue_time`** follow the log layout of the fio releases that
+//!   have them (3.37 and 3.38 on); fio 3.36, whose outputs are followed otherwise, has
+//!   neither (its `log_max_value` is a boolean, `0`/`1` here too).
+//! * **`clat_hist` log**: whole windows only, as fio's; a window's line is taken at the
+//!   completion that ends it on the simulated clock (fio's at its own). The log's buckets
+//!   are those of json+'s `bins`, so the two agree bucket for bucket up to the last,
+//!   unlogged, partial window. `log_hist_coarseness` above 6 is refused (fio documents 0
+//!   to 6 but does not check; above 6 its last column overlaps the one before).
+//! * **`unified_rw_reporting=both`**: as fio's stat.c, including its quirks: the `mixed`
+//!   direction's bandwidth share (`per=`, `bw_agg`, terse) is of the group's *read*
+//!   aggregate, and a group whose jobs mix `mixed` and `both` prints plain directions (fio
+//!   ORs the modes to 3).
 //!
 //! # The json+ peer check
 //!
@@ -201,6 +212,8 @@ pub struct FioJobSetup {
     pub percentile_switches: PercentileSwitches,
     /// `unified_rw_reporting=mixed` (or `1`): one `mixed` direction for read, write and trim.
     pub unified_mixed: bool,
+    /// `unified_rw_reporting=both`: each direction, then the `mixed` one after them.
+    pub unified_both: bool,
     /// `disk_util=0`: the job does not ask for its devices' figures.
     pub no_disk_util: bool,
 }
@@ -318,6 +331,27 @@ pub(crate) fn reported<'a>(
     Ok((reported, groups))
 }
 
+/// fio's `gen_mixed_ddir_stats_from_ts` for `unified_rw_reporting=both` (fio-compat.md §4.1,
+/// §4.2): `f` sees the job with read, write and trim folded into a `mixed` first direction
+/// (the job's setup as with `mixed`), and its result is returned; `None` for other jobs.
+/// The group's totals stay per direction, so the mixed bandwidth's share of the aggregate is
+/// against the group's read aggregate, as fio's `show_ddir_status(rs, ts_lcl, DDIR_READ)`.
+pub(crate) fn with_mixed<R>(job: &Reported<'_>, f: impl FnOnce(&Reported<'_>) -> R) -> Option<R> {
+    if !job.setup.unified_both {
+        return None;
+    }
+    let setup = FioJobSetup { unified_mixed: true, unified_both: false, ..job.setup.clone() };
+    let mut stats = job.stats.clone();
+    stats.fold_mixed();
+    let mixed = Reported {
+        setup: &setup,
+        groupid: job.groupid,
+        stats,
+        percentiles: job.percentiles.clone(),
+    };
+    Some(f(&mixed))
+}
+
 /// fio's `convert_agg_kbytes_percent`: a job's mean bandwidth (KiB/s) as a percentage of its
 /// group's aggregate, at most 100.
 pub(crate) fn percent_of_aggregate(mean_kib_s: f64, agg_bytes_per_s: u64) -> f64 {
@@ -423,6 +457,45 @@ mod tests {
         // 100 000 ns lies in the bucket of midpoint 2^16 + 33.5 · 2^10 = 99 840 ns: 99 µs.
         assert_eq!(fields[17..20], ["25.000000%=99", "50.000000%=99", "99.000000%=99"]);
         assert!(fields[20..37].iter().all(|field| *field == "0%=0"));
+    }
+
+    // Proves unified_rw_reporting=both in normal output, as fio's stat.c: two read-only jobs
+    // with `both` print `read:` then a `mixed:` line with the same figures (only reads to
+    // fold), and the group `READ:` then `MIXED:` with the same aggregate, bounds, io and runs
+    // (fio's show_mixed_group_stats over the one direction). One job `mixed` and one `both`
+    // in the group OR to fio's rs->unified_rw_rep 3, neither mode: the group line is plain
+    // `READ:` and no `MIXED:` follows, while each job still prints its own way.
+    #[test]
+    fn unified_both_in_normal_output() {
+        let run = run(&["a/0", "b/0"], 2000, &[250, 500]);
+        let both = FioJobSetup { unified_both: true, ..job("a", 1, false) };
+        let setup = FioSetup {
+            jobs: vec![both.clone(), FioJobSetup { name: "b".into(), ..both.clone() }],
+            ..FioSetup::default()
+        };
+        let normal = |setup: &FioSetup| {
+            let mut out = Vec::new();
+            render_normal(&run, setup, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let text = normal(&setup);
+        let after = |label: &str| -> Vec<String> {
+            text.lines().filter_map(|line| line.strip_prefix(label).map(str::to_owned)).collect()
+        };
+        assert_eq!(after("  read: ").len(), 2);
+        assert_eq!(after("  read: "), after("  mixed: "));
+        assert_eq!(after("   READ: ").len(), 1);
+        assert_eq!(after("   READ: "), after("  MIXED: "));
+        let read_at = text.find("   READ: ").unwrap();
+        assert!(text.find("  MIXED: ").unwrap() > read_at);
+
+        let mixed_b =
+            FioJobSetup { unified_mixed: true, unified_both: false, ..setup.jobs[1].clone() };
+        let setup = FioSetup { jobs: vec![both, mixed_b], ..FioSetup::default() };
+        let text = normal(&setup);
+        assert!(text.contains("\n   READ: bw=") && !text.contains("MIXED"), "{text}");
+        assert_eq!(text.matches("\n  mixed: IOPS=").count(), 2);
+        assert_eq!(text.matches("\n  read: IOPS=").count(), 1);
     }
 
     // Proves group_reporting and the group's aggregate by hand: two clones each read 2000 ×

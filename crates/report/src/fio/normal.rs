@@ -196,6 +196,8 @@ fn job_block(job: &Reported<'_>, totals: &GroupTotals, pid: usize, date: &str, o
     for index in 0..3 {
         direction(job, index, totals, out);
     }
+    // unified_rw_reporting=both: then the mixed one (fio's show_mixed_ddir_status).
+    super::with_mixed(job, |mixed| direction(mixed, 0, totals, out));
     let rw = stats.rw_ios();
     let ten = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"];
     show_lat(&distribution(&stats.lat_n, rw), &ten, "nsec", out);
@@ -256,13 +258,18 @@ fn job_block(job: &Reported<'_>, totals: &GroupTotals, pid: usize, date: &str, o
 /// fio's `show_group_stats` for group `groupid`.
 fn group_block(groupid: usize, jobs: &[Reported<'_>], totals: &GroupTotals, out: &mut String) {
     out.push_str(&format!("\nRun status group {groupid} (all jobs):\n"));
-    // fio's rs->unified_rw_rep: any job of the group reporting mixed.
-    let mixed = jobs.iter().any(|job| job.groupid == groupid && job.setup.unified_mixed);
+    // fio's rs->unified_rw_rep is its jobs' values OR-ed (mixed 1, both 2): a group mixing
+    // the two has 3, which is neither, and prints plain directions.
+    let group = || jobs.iter().filter(|job| job.groupid == groupid);
+    let any_mixed = group().any(|job| job.setup.unified_mixed);
+    let any_both = group().any(|job| job.setup.unified_both);
+    let (mixed, both) = (any_mixed && !any_both, any_both && !any_mixed);
+    // Per direction shown: aggregate, slowest and fastest job (B/s), bytes, shortest and
+    // longest run (ms).
+    let mut shown: Vec<(u64, u64, u64, u64, u64, u64)> = Vec::new();
     for (index, label) in ["   READ", "  WRITE", "   TRIM"].into_iter().enumerate() {
         let label = if mixed { "  MIXED" } else { label };
-        let members: Vec<&super::stats::DirectionStats> = jobs
-            .iter()
-            .filter(|job| job.groupid == groupid)
+        let members: Vec<&super::stats::DirectionStats> = group()
             .map(|job| &job.stats.directions[index])
             .filter(|stats| stats.runtime_ms > 0)
             .collect();
@@ -275,20 +282,41 @@ fn group_block(groupid: usize, jobs: &[Reported<'_>], totals: &GroupTotals, out:
         let bytes: u64 = members.iter().map(|stats| stats.io_bytes).sum();
         let agg = totals.agg_bytes_per_s[index];
         let (min_bw, max_bw) = (*bws.iter().min().unwrap(), *bws.iter().max().unwrap());
-        out.push_str(&format!(
-            "{label}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec\n",
-            num2str(agg, 4, true, "B/s"),
-            num2str(agg, 4, false, "B/s"),
-            num2str(min_bw, 4, true, "B/s"),
-            num2str(max_bw, 4, true, "B/s"),
-            num2str(min_bw, 4, false, "B/s"),
-            num2str(max_bw, 4, false, "B/s"),
-            num2str(bytes, 4, true, "B"),
-            num2str(bytes, 4, false, "B"),
-            runs.iter().min().unwrap(),
-            runs.iter().max().unwrap(),
-        ));
+        let (min_run, max_run) = (*runs.iter().min().unwrap(), *runs.iter().max().unwrap());
+        group_line(label, (agg, min_bw, max_bw, bytes, min_run, max_run), out);
+        shown.push((agg, min_bw, max_bw, bytes, min_run, max_run));
     }
+    // unified_rw_reporting=both: fio's show_mixed_group_stats sums the shown directions'
+    // aggregates and bytes, takes the extremes of their bandwidths and runs.
+    if both && !shown.is_empty() {
+        let sum = shown.iter().fold((0, u64::MAX, 0, 0, u64::MAX, 0), |acc, row| {
+            (
+                acc.0 + row.0,
+                acc.1.min(row.1),
+                acc.2.max(row.2),
+                acc.3 + row.3,
+                acc.4.min(row.4),
+                acc.5.max(row.5),
+            )
+        });
+        group_line("  MIXED", sum, out);
+    }
+}
+
+/// One line of `show_group_stats`: `(agg, min_bw, max_bw, bytes, min_run, max_run)`.
+fn group_line(label: &str, row: (u64, u64, u64, u64, u64, u64), out: &mut String) {
+    let (agg, min_bw, max_bw, bytes, min_run, max_run) = row;
+    out.push_str(&format!(
+        "{label}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={min_run}-{max_run}msec\n",
+        num2str(agg, 4, true, "B/s"),
+        num2str(agg, 4, false, "B/s"),
+        num2str(min_bw, 4, true, "B/s"),
+        num2str(max_bw, 4, true, "B/s"),
+        num2str(min_bw, 4, false, "B/s"),
+        num2str(max_bw, 4, false, "B/s"),
+        num2str(bytes, 4, true, "B"),
+        num2str(bytes, 4, false, "B"),
+    ));
 }
 
 /// The lines fio prints as it starts (§4.1 (1)–(3)): a banner per job (`...` for further

@@ -75,6 +75,8 @@ fn job_line(job: &Reported<'_>, totals: &GroupTotals, disks: &[DiskUtil]) -> Str
     if !job.setup.unified_mixed {
         direction(job, 1, totals, &mut line);
     }
+    // unified_rw_reporting=both: the mixed block after them (show_mixed_ddir_status_terse).
+    super::with_mixed(job, |mixed| direction(mixed, 0, totals, &mut line));
     let cpu = |ns: u64| stats.cpu_percent(ns);
     line.push_str(&format!(
         ";{:.6}%;{:.6}%;{};{};{}",
