@@ -146,13 +146,16 @@ fn text(value: &FioValue) -> String {
     }
 }
 
+/// `write_iolog`'s path, and where it was written.
+pub(crate) type WriteIolog = (String, Location);
+
 /// Checks a job's iolog options against each other and its other options; returns its replay
 /// and its `write_iolog` path (with where it was written).
 pub(crate) fn finish(
     job: &FioJob,
     options: IologOptions,
     reporting: &[&str],
-) -> Result<(Option<Replay>, Option<(String, Location)>), ParamError> {
+) -> Result<(Option<Replay>, Option<WriteIolog>), ParamError> {
     let write = options.write.map(|option| (text(&option.value), option.at));
     let Some(read) = options.read else {
         if let Some(option) = options.replay.first() {
@@ -355,8 +358,7 @@ impl Replay {
             if skipped {
                 continue;
             }
-            let mut offset_bytes =
-                if self.scale > 0 { offset_bytes / self.scale } else { offset_bytes };
+            let mut offset_bytes = offset_bytes.checked_div(self.scale).unwrap_or(offset_bytes);
             if self.align_bytes > 0 {
                 offset_bytes &= !(self.align_bytes - 1);
             }
