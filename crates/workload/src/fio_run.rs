@@ -27,6 +27,9 @@
 //! random_generator, numa_cpu_nodes/numa_mem_policy on node 0, allow_file_create, fallocate,
 //! and a full filesystem's ENOSPC with fill_device/continue_on_error/ignore_error/error_dump
 //! (fio's backend.c `io_u_sync_complete`, td_error.c: `job` implements the rules).
+//! `read_iolog` with `replay_*` and `write_iolog` are `crate::iolog`'s (fio-compat.md §6; its
+//! "Deviations from fio" apply): a replaying job's clones are `ReplayIssuer`s, a logging
+//! job's clones are wrapped in `IologWriter`s.
 //!
 //! Options that change only fio's reports and logs (`write_bw_log`, `write_lat_log`,
 //! `write_iops_log`, `log_avg_msec`, `percentile_list`, `per_job_logs`, `log_offset`,
