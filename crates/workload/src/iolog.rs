@@ -13,8 +13,9 @@
 //! * version 3: before each I/O, the gap between its timestamp and the previous line's,
 //!   `gap·100/replay_time_scale` µs, counted from the job's previous issue (fio's
 //!   `delay_since_ttime` and `iolog_delay`; none for the first record, after a line stamped
-//!   0, or when time goes backwards — fio's rules). The simulator has no submission cost, so
-//!   the gaps are kept exactly (fio drifts later, fio #1537).
+//!   0, or when time goes backwards — fio's rules). `add`, `open` and `close` lines are timed
+//!   the same way (fio ≥ 3.31's `ipo_special`), though they do no I/O. The simulator has no
+//!   submission cost, so the gaps are kept exactly (fio drifts later, fio #1537).
 //! * version 2: `wait N` holds the job until N ms after it started (fio's code, not its
 //!   HOWTO's "µs after the previous wait"; fio #247), when that is still ahead.
 //! * `replay_no_stall=1`: no gaps and no waits, same order.
@@ -263,6 +264,9 @@ enum Step {
     Io { kind: IoKind, place: Place, offset_bytes: u64, size_bytes: u64, delay: Duration },
     /// Version 2's `wait`: nothing before `since_start` after the job started.
     Wait { since_start: Duration },
+    /// `add`, `open` or `close`: no I/O, but in version 3 timed as one (fio's `ipo_special`
+    /// waits out its delay and makes it the last issue).
+    File { delay: Duration },
 }
 
 /// fio's `delay_since_ttime`: the gap before a record stamped `time_us`, after one stamped
@@ -336,7 +340,10 @@ impl Replay {
                 None => 0,
             };
             let (action, offset_bytes, length_bytes) = match record.action {
-                Action::File(_) => continue,
+                Action::File(_) => {
+                    steps.push(Step::File { delay: Duration::from_micros(delay_us) });
+                    continue;
+                }
                 Action::Wait { value } => {
                     if !self.no_stall {
                         steps.push(Step::Wait { since_start: Duration::from_millis(value) });
@@ -506,6 +513,20 @@ impl Issuer for ReplayIssuer {
                         return Poll::Sleep { until: due };
                     }
                     self.next += 1;
+                }
+                Step::File { delay } => {
+                    // fio handles it in `read_iolog_get`, holding a free io_u.
+                    if self.outstanding >= self.depth {
+                        return Poll::Wait;
+                    }
+                    if let Some(last) = self.last_issue {
+                        let due = last.saturating_add(delay);
+                        if now < due {
+                            return Poll::Sleep { until: due };
+                        }
+                    }
+                    self.next += 1;
+                    self.last_issue = Some(now);
                 }
                 Step::Io { kind, place, offset_bytes, size_bytes, delay } => {
                     // fio takes a free io_u first, then waits out the record's delay
@@ -853,6 +874,23 @@ mod tests {
             gaps_us(&replay_timed("fast", "replay_time_scale=200\n")),
             vec![500, 1000, 250, 250]
         );
+    }
+
+    // Proves a v3 replay times the file lines too, as fio's ipo_special does: a close and an
+    // open between two reads add their gaps (300 µs from read to read, not 100).
+    #[test]
+    fn file_lines_are_timed_events() {
+        let dir = dir("file-lines");
+        std::fs::write(
+            dir.join("f.log"),
+            "fio version 3 iolog\n50 sda add\n60 sda open\n100 sda read 0 4096\n\
+             200 sda close\n300 sda open\n400 sda read 4096 4096\n",
+        )
+        .unwrap();
+        let job = format!("[r]\nread_iolog={}\n", dir.join("f.log").display());
+        let records = run(plan(&dir, &job).unwrap(), |_| Duration::from_micros(10)).records;
+        // add at the start, open 10 µs later, the read 40 µs after the open.
+        assert_eq!(times_us(&records), vec![50, 350]);
     }
 
     // Proves replay_no_stall issues the same I/O in the same order without the gaps: each
