@@ -1154,6 +1154,10 @@ impl FioRun {
                     targets,
                     &mut files,
                     first_process,
+                    &GroupExit {
+                        flag: exits.last().expect("a phase was pushed").clone(),
+                        sets: job.exitall,
+                    },
                 )?;
                 if !phase.name.is_empty() {
                     phase.name.push('+');

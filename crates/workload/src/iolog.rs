@@ -38,7 +38,7 @@
 //!   EINVAL under fio) and I/O past the end of a device, each naming the log's file and line.
 //! * Options a replay does not combine with the log (`rw`, `bs` and `size` are fio's own
 //!   no-ops here; everything that shapes I/O or timing otherwise: `runtime`, `rate`,
-//!   `thinktime`, `loops`, `ramp_time`, `exitall`, priorities, ...) are refused naming their
+//!   `thinktime`, `loops`, `ramp_time`, priorities, ...) are refused naming their
 //!   line, as are `read_iolog_chunked` (the whole log is read at once, which only changes
 //!   memory), `merge_blktrace_*` and blktrace's binary logs (not read), `write_iolog` together
 //!   with `read_iolog` (fio warns "read iolog overrides write_iolog" and drops the write), a
@@ -117,6 +117,8 @@ const REPLAY_COMPATIBLE: &[&str] = &[
     "wait_for_previous",
     "new_group",
     "wait_for",
+    "exitall",
+    "exit_what",
     "rw",
     "bs",
     "size",
@@ -431,6 +433,7 @@ impl Replay {
         targets: &[Target],
         files: &mut Vec<FileSpec>,
         first_process: u32,
+        exit: &crate::job::GroupExit,
     ) -> Result<Vec<Box<dyn Issuer>>, ParamError> {
         let engine = params.text("ioengine");
         let depth = match engine {
@@ -460,6 +463,7 @@ impl Replay {
                     outstanding: 0,
                     start: None,
                     last_issue: None,
+                    exit: exit.clone(),
                 }) as Box<dyn Issuer>)
             })
             .collect()
@@ -489,6 +493,9 @@ pub(crate) struct ReplayIssuer {
     outstanding: u32,
     start: Option<Instant>,
     last_issue: Option<Instant>,
+    /// Its phase's `exitall` flag: raised, the replay stops issuing; raised by it when it
+    /// finishes if its job has `exitall`.
+    exit: crate::job::GroupExit,
 }
 
 impl Issuer for ReplayIssuer {
@@ -503,8 +510,16 @@ impl Issuer for ReplayIssuer {
     fn poll(&mut self, now: Instant) -> Poll {
         let start = *self.start.get_or_insert(now);
         loop {
-            let Some(step) = self.steps.get(self.next).copied() else {
-                return if self.outstanding > 0 { Poll::Wait } else { Poll::Done };
+            let stopped = self.exit.flag.load(std::sync::atomic::Ordering::Relaxed);
+            let step = if stopped { None } else { self.steps.get(self.next).copied() };
+            let Some(step) = step else {
+                if self.outstanding > 0 {
+                    return Poll::Wait;
+                }
+                if self.exit.sets {
+                    self.exit.flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                return Poll::Done;
             };
             match step {
                 Step::Wait { since_start } => {
@@ -951,6 +966,34 @@ mod tests {
         let records = run(plan(&dir, &redirected).unwrap(), |_| Duration::from_micros(10)).records;
         assert!(records.iter().all(|r| r.io.place == Place::Device(1)));
         assert!(records.iter().all(|r| r.submitted.as_nanos() < 1_000_000), "no wait stalls");
+    }
+
+    // Proves exitall works both ways with a replay: a replaying job with exitall stops the
+    // long job beside it when its log ends, and an exitall job stops a replay still waiting.
+    #[test]
+    fn exitall_stops_and_is_raised_by_a_replay() {
+        let dir = dir("exitall");
+        std::fs::write(
+            dir.join("a.log"),
+            "fio version 2 iolog\nsda read 0 4096\nsda wait 50 0\nsda read 4096 4096\n",
+        )
+        .unwrap();
+        let log = dir.join("a.log").display().to_string();
+        let long = "[long]\nfilename=sdb\nrw=read\nbs=4k\nsize=64m\n";
+        let replaying = format!("[r]\nread_iolog={log}\nexitall\n{long}");
+        let records = run(plan(&dir, &replaying).unwrap(), |_| Duration::from_micros(100)).records;
+        let long_ios = records.iter().filter(|r| r.issuer == 1).count();
+        // 50 ms of 100 µs reads, where the whole job would be 16384.
+        assert!((490..=510).contains(&long_ios), "{long_ios}");
+        let stopping = format!(
+            "[r]\nread_iolog={log}\n[short]\nfilename=sdb\nrw=read\nbs=4k\nsize=40k\nexitall\n"
+        );
+        let records = run(plan(&dir, &stopping).unwrap(), |_| Duration::from_micros(100)).records;
+        assert_eq!(
+            records.iter().filter(|r| r.issuer == 0).count(),
+            1,
+            "the read after the wait is not issued"
+        );
     }
 
     // Proves what a replay cannot honour is refused naming the job file's line and, for the
