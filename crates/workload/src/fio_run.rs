@@ -1148,9 +1148,7 @@ impl FioRun {
             let first_process = phase.issuers.len() as u32;
             if let Some(replay) = &job.replay {
                 let issuers = replay.issuers(
-                    &job.name,
-                    job.clones,
-                    &job.spec.params,
+                    job,
                     targets,
                     &mut files,
                     first_process,

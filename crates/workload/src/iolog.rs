@@ -427,14 +427,13 @@ impl Replay {
     /// The job's clones as replaying issuers, processes numbered from `first_process + 1`.
     pub(crate) fn issuers(
         &self,
-        job: &str,
-        clones: u32,
-        params: &elevator_core::Params,
+        job: &crate::fio_run::FioRunJob,
         targets: &[Target],
         files: &mut Vec<FileSpec>,
         first_process: u32,
         exit: &crate::job::GroupExit,
     ) -> Result<Vec<Box<dyn Issuer>>, ParamError> {
+        let params = &job.spec.params;
         let engine = params.text("ioengine");
         let depth = match engine {
             "psync" | "sync" | "pvsync" | "pvsync2" => 1,
@@ -450,11 +449,11 @@ impl Replay {
             }
         };
         let direct = params.flag("direct");
-        (0..clones)
+        (0..job.clones)
             .map(|clone| {
                 let steps = self.steps(clone, targets, files, direct)?;
                 Ok(Box::new(ReplayIssuer {
-                    name: format!("{job}/{clone}"),
+                    name: format!("{}/{clone}", job.name),
                     process: ProcessId(first_process + clone + 1),
                     steps,
                     next: 0,
