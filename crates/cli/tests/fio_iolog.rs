@@ -89,3 +89,63 @@ fn a_refused_replay_exits_2_naming_the_line() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("job.fio:3") && stderr.contains("thinktime"), "{stderr}");
 }
+
+mod support;
+
+/// Runs real `fio` in `dir` with `args`; its JSON.
+fn real_fio(fio: &Path, dir: &Path, args: &[&str]) -> Value {
+    let output = Command::new(fio)
+        .current_dir(dir)
+        .args(args)
+        .arg("--output-format=json")
+        .output()
+        .expect("run fio");
+    assert!(output.status.success(), "fio: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("fio's JSON")
+}
+
+/// Reads and writes of a fio (or elevator) JSON's first job: (ios, bytes) per direction.
+fn done(json: &Value) -> [(u64, u64); 2] {
+    let job = &json["jobs"][0];
+    ["read", "write"]
+        .map(|d| (job[d]["total_ios"].as_u64().unwrap(), job[d]["io_bytes"].as_u64().unwrap()))
+}
+
+// Proves real fio and elevator read each other's logs: a log real fio wrote (`write_iolog`
+// on a regular file, fsyncs included) replays in `elevator sim` with fio's counts of reads
+// and writes, and the log `elevator sim` wrote replays in real fio with elevator's counts.
+// Needs fio (installed when missing; under CI=true its absence fails the test).
+#[test]
+fn real_fio_and_elevator_replay_each_others_logs() {
+    let Some(fio) = support::fio("real_fio_and_elevator_replay_each_others_logs") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fios = real_fio(
+        &fio,
+        dir.path(),
+        &[
+            "--name=f",
+            "--filename=data",
+            "--size=256k",
+            "--bs=4k",
+            "--rw=randrw",
+            "--ioengine=psync",
+            "--fsync=4",
+            "--write_iolog=fio.log",
+        ],
+    );
+    let log = std::fs::read_to_string(dir.path().join("fio.log")).unwrap();
+    assert!(log.starts_with("fio version 3 iolog\n"), "{log}");
+    let ours = sim_json(dir.path(), "[r]\nread_iolog=fio.log\n");
+    assert_eq!(done(&ours), done(&fios));
+
+    // elevator's log of a job on the regular file `data`, replayed by real fio on it.
+    let ours = sim_json(
+        dir.path(),
+        "[e]\nfilename=data\nsize=256k\nbs=8k\nrw=randrw\nwrite_iolog=ours.log\n",
+    );
+    let fios = real_fio(&fio, dir.path(), &["--name=r", "--read_iolog=ours.log"]);
+    assert_eq!(done(&fios), done(&ours));
+    assert!(done(&ours).iter().all(|&(ios, _)| ios > 0));
+}
