@@ -44,6 +44,9 @@
 //!   with `read_iolog` (fio warns "read iolog overrides write_iolog" and drops the write), a
 //!   `filename` that is not a simulated device, `directory`, `-` (stdin) and a unix socket.
 //! * `datasync` replays as `sync` (the simulator's one sync).
+//! * `elevator sim --max-size/--max-runtime` do not cap a replay: the log decides its I/O.
+//! * Live and kernel runs plan replays and logs the same way, but only the simulator is
+//!   tested with them here.
 //! * `wait` counts from the job's start, not fio's (fio's genesis is the process start, a few
 //!   ms earlier).
 //! * A regular file the log names is laid out before the run as far as the log's I/O reaches
@@ -51,7 +54,8 @@
 //! * `write_iolog`: each clone appends its whole log when it finishes, so clones sharing one
 //!   file write one block each, where fio's clones interleave 8 KiB buffers of their lines.
 //!   `open` is logged when the clone starts, at the `add`'s time (fio opens the files a few
-//!   hundred µs after its log starts). A clone stopped before it finished (the run failed)
+//!   hundred µs after its log starts). A job's `ramp_time` phase is not logged (fio's log
+//!   has the ramp's I/O too). A clone stopped before it finished (the run failed)
 //!   appends nothing; a write error once the file is open is not reported. `elevator sim -s
 //!   a,b` runs the schedulers at once, each appending its clones' logs to the same file.
 
