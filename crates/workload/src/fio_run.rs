@@ -28,6 +28,9 @@
 //! create_serialize/create_on_open/create_fsync (when files are set up: [`FioRunJob::places`]),
 //! and a full filesystem's ENOSPC with fill_device/continue_on_error/ignore_error/error_dump
 //! (fio's backend.c `io_u_sync_complete`, td_error.c: `job` implements the rules).
+//! `read_iolog` with `replay_*` and `write_iolog` are `crate::iolog`'s (fio-compat.md §6; its
+//! "Deviations from fio" apply): a replaying job's clones are `ReplayIssuer`s, a logging
+//! job's clones are wrapped in `IologWriter`s.
 //!
 //! Options that change only fio's reports and logs (`write_bw_log`, `write_lat_log`,
 //! `write_iops_log`, `log_avg_msec`, `percentile_list`, `per_job_logs`, `log_offset`,
@@ -199,6 +202,10 @@ pub(crate) struct FioRunJob {
     /// empty (`O_CREAT`, filesetup.c `file_open`) and its extent is `size` (fio sets
     /// `real_file_size` to it): writes allocate, reads of what nothing wrote read nothing.
     pub(crate) create_on_open: bool,
+    /// `read_iolog`: the job replays a log instead of its own pattern (`crate::iolog`).
+    pub(crate) replay: Option<crate::iolog::Replay>,
+    /// `write_iolog`: the path its clones log their I/O to, and where it was written.
+    pub(crate) write_iolog: Option<(String, Location)>,
 }
 
 /// A job file ready to plan.
@@ -663,9 +670,14 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let (mut sg_write_mode, mut allow_file_create, mut fill_device) = (None, true, false);
     let mut preallocate = true;
     let (mut create_serialize, mut create_on_open) = (true, false);
+    let mut iolog = crate::iolog::IologOptions::default();
     for (index, option) in job.options.iter().enumerate() {
         // The last occurrence wins (§1.7): map only that one.
         if job.options[index + 1..].iter().any(|later| later.name == option.name) {
+            continue;
+        }
+        // read_iolog, write_iolog and replay_*: fio-compat.md §6, `crate::iolog`.
+        if crate::iolog::take_option(&mut iolog, option) {
             continue;
         }
         let on = !matches!(option.value, FioValue::Bool(false));
@@ -852,6 +864,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         }
         size_bytes = Some(bytes);
     }
+    let (replay, write_iolog) = crate::iolog::finish(job, iolog, REPORTING)?;
     let text: Vec<String> = keys.iter().map(|(key, value)| format!("{key}={value}")).collect();
     let spec = WorkloadSpec::parse(&format!("job:{}", text.join(",")))
         .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name())))?;
@@ -874,6 +887,8 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         preallocate,
         create_serialize,
         create_on_open,
+        replay,
+        write_iolog,
     })
 }
 
@@ -1056,6 +1071,39 @@ impl FioRunJob {
     }
 }
 
+impl FioRunJob {
+    /// With `write_iolog`, each clone's issuer logging its I/O (`crate::iolog`), clone `i`'s
+    /// files being `places[i mod n]`; without, the issuers as they are.
+    fn iolog_writers(
+        &self,
+        issuers: Vec<Box<dyn crate::Issuer>>,
+        places: &[Vec<(Place, Target)>],
+        targets: &[Target],
+        files: &[FileSpec],
+    ) -> Result<Vec<Box<dyn crate::Issuer>>, ParamError> {
+        let Some((path, at)) = &self.write_iolog else { return Ok(issuers) };
+        let sink = crate::iolog::IologFile::open(path, at)?;
+        let named = |place: Place| (place, crate::iolog::logged_name(place, targets, files));
+        let known: Vec<(Place, String)> = (0..targets.len())
+            .map(Place::Device)
+            .chain((0..files.len()).map(Place::File))
+            .map(named)
+            .collect();
+        Ok(issuers
+            .into_iter()
+            .enumerate()
+            .map(|(clone, issuer)| {
+                let names = match places.get(clone % places.len().max(1)) {
+                    Some(clone_places) => clone_places.iter().map(|(p, _)| named(*p)).collect(),
+                    None => vec![named(Place::Device(0))],
+                };
+                Box::new(crate::iolog::IologWriter::new(issuer, sink.clone(), names, known.clone()))
+                    as Box<dyn crate::Issuer>
+            })
+            .collect())
+    }
+}
+
 impl FioRun {
     /// Each job's reporting options and group, in file order.
     pub(crate) fn reporting(&self) -> Vec<FioReporting> {
@@ -1207,6 +1255,24 @@ impl FioRun {
             members.last_mut().expect("a phase was pushed").push(index);
             let phase = phases.last_mut().expect("a phase was pushed");
             let first_process = phase.issuers.len() as u32;
+            if let Some(replay) = &job.replay {
+                let issuers = replay.issuers(
+                    job,
+                    targets,
+                    &mut files,
+                    first_process,
+                    &GroupExit {
+                        flag: exits.last().expect("a phase was pushed").clone(),
+                        sets: job.exitall,
+                    },
+                )?;
+                if !phase.name.is_empty() {
+                    phase.name.push('+');
+                }
+                phase.name.push_str(&job.name);
+                phase.issuers.extend(issuers);
+                continue;
+            }
             let places = job.places(targets, &mut files)?;
             let mut config = JobConfig::from_params(&job.spec.params)
                 .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
@@ -1230,7 +1296,8 @@ impl FioRun {
                     phase.name.push('+');
                 }
                 phase.name.push_str(&job.name);
-                phase.issuers.extend(planned.issuers);
+                let issuers = job.iolog_writers(planned.issuers, &places, targets, &files)?;
+                phase.issuers.extend(issuers);
             }
         }
         let mut out = Vec::with_capacity(phases.len());

@@ -34,6 +34,7 @@ pub mod fio;
 mod fio_run;
 pub use fio_run::FioReporting;
 pub mod hdparm;
+mod iolog;
 pub mod iozone;
 pub mod job;
 pub mod oltp;
