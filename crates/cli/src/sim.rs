@@ -60,8 +60,14 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
             .schedulers
             .iter()
             .map(|scheduler| {
-                let (config, workload) = (&plan.config, &plan.workload);
-                scope.spawn(move || run(config, scheduler, workload))
+                let config = &plan.config;
+                // With several schedulers each run writes its own `write_iolog` file.
+                let workload = if plan.schedulers.len() > 1 {
+                    plan.workload.fio_tagged(&safe_name(&scheduler.to_string()))
+                } else {
+                    plan.workload.clone()
+                };
+                scope.spawn(move || run(config, scheduler, &workload))
             })
             .collect();
         handles

@@ -65,6 +65,30 @@ fn sim_writes_the_log_and_a_replay_does_the_same_io() {
     }
 }
 
+// Proves that with several schedulers each run writes its own log (`w.SCHED.log`), each a
+// whole log of that run alone (one header), and that the one-scheduler run's log equals the
+// tagged log of the same scheduler: runs going at once never append to one shared file.
+#[test]
+fn several_schedulers_write_one_log_each() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("job.fio"), WRITER).unwrap();
+    let output = elevator(dir.path(), &["sim", "job.fio", "-d", "ssd", "-s", "none,bfq"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!dir.path().join("w.log").exists(), "the untagged log is not written");
+    let single = tempfile::tempdir().unwrap();
+    std::fs::write(single.path().join("job.fio"), WRITER).unwrap();
+    let output = elevator(single.path(), &["sim", "job.fio", "-d", "ssd", "-s", "bfq"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    for scheduler in ["none", "bfq"] {
+        let log = std::fs::read_to_string(dir.path().join(format!("w.{scheduler}.log"))).unwrap();
+        assert_eq!(log.matches("fio version 3 iolog").count(), 1, "{scheduler}");
+        assert!(count(&log, "read") + count(&log, "write") > 0);
+        if scheduler == "bfq" {
+            assert_eq!(log, std::fs::read_to_string(single.path().join("w.log")).unwrap());
+        }
+    }
+}
+
 // Proves the drop-in `elevator fio FILE` writes the log too, in its working directory.
 #[test]
 fn the_drop_in_writes_the_log() {

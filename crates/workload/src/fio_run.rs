@@ -1071,6 +1071,32 @@ impl FioRunJob {
     }
 }
 
+impl FioRun {
+    /// The same jobs with each `write_iolog` path tagged `tag` ([`crate::WorkloadSpec::fio_tagged`]).
+    pub(crate) fn tagged(&self, tag: &str) -> FioRun {
+        let mut run = self.clone();
+        for job in &mut run.jobs {
+            if let Some((path, _)) = &mut job.write_iolog {
+                *path = tagged_path(path, tag);
+            }
+        }
+        run
+    }
+}
+
+/// `path` with `.TAG` before its extension (`w.log` → `w.TAG.log`), or after its name when it
+/// has none (`w` → `w.TAG`), as the fio log files of several schedulers are named.
+fn tagged_path(path: &str, tag: &str) -> String {
+    let name_start = path.rfind('/').map_or(0, |slash| slash + 1);
+    match path[name_start..].rfind('.') {
+        Some(dot) if dot > 0 => {
+            let dot = name_start + dot;
+            format!("{}.{tag}{}", &path[..dot], &path[dot..])
+        }
+        _ => format!("{path}.{tag}"),
+    }
+}
+
 impl FioRunJob {
     /// With `write_iolog`, each clone's issuer logging its I/O (`crate::iolog`), clone `i`'s
     /// files being `places[i mod n]`; without, the issuers as they are.
@@ -1422,6 +1448,16 @@ mod tests {
     use super::*;
     use crate::IoKind;
     use crate::testing::{devices, run};
+
+    // Proves each scheduler's write_iolog gets its own file name: the tag goes before the
+    // extension of the file name only (not of a directory), or after a name without one.
+    #[test]
+    fn tagged_iolog_paths() {
+        assert_eq!(tagged_path("w.log", "bfq"), "w.bfq.log");
+        assert_eq!(tagged_path("logs.d/w", "bfq"), "logs.d/w.bfq");
+        assert_eq!(tagged_path("/tmp/a.b/w.iolog", "none"), "/tmp/a.b/w.none.iolog");
+        assert_eq!(tagged_path(".hidden", "none"), ".hidden.none");
+    }
 
     /// Writes `text` to a file of this test's own and parses it as `fio:FILE`.
     fn parse(test: &str, text: &str) -> Result<WorkloadSpec, ParamError> {

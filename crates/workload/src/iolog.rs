@@ -56,8 +56,10 @@
 //!   `open` is logged when the clone starts, at the `add`'s time (fio opens the files a few
 //!   hundred µs after its log starts). A job's `ramp_time` phase is not logged (fio's log
 //!   has the ramp's I/O too). A clone stopped before it finished (the run failed)
-//!   appends nothing; a write error once the file is open is not reported. `elevator sim -s
-//!   a,b` runs the schedulers at once, each appending its clones' logs to the same file.
+//!   appends nothing; a write error once the file is open is not reported. With several
+//!   schedulers (`elevator sim -s a,b`) each run writes its own file, the scheduler before
+//!   the extension (`w.log` → `w.bfq.log`, `WorkloadSpec::fio_tagged`), as fio's other logs
+//!   are named then.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

@@ -511,6 +511,17 @@ impl WorkloadSpec {
         Ok(WorkloadSpec { kind: first.kind, params: first.params, fio: Some(Box::new(capped)) })
     }
 
+    /// For `fio:FILE`, the same jobs with each `write_iolog` path tagged `TAG` (`w.log` →
+    /// `w.TAG.log`, `w` → `w.TAG`): with several schedulers every run writes its own log, as
+    /// each run's fio log files carry the scheduler, instead of all runs appending to one file
+    /// in whichever order they finish. Other workloads are returned unchanged.
+    pub fn fio_tagged(&self, tag: &str) -> WorkloadSpec {
+        let Some(run) = &self.fio else {
+            return self.clone();
+        };
+        WorkloadSpec { fio: Some(Box::new(run.tagged(tag))), ..self.clone() }
+    }
+
     /// The same workload with its amounts ([`WorkloadKind::scalable_keys`]) multiplied by
     /// `factor`, for quick looks at large experiments.
     ///
