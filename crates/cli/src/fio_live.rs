@@ -78,7 +78,17 @@ pub(crate) fn load(path: &str, mode: LiveMode) -> Result<LiveJobFile> {
     let file = fio::parse_file(Path::new(path), &env).map_err(|error| {
         anyhow::anyhow!("fio {}: {}", error.at, error.message) // parse_fio_file read it already
     })?;
-    let filename = check(&file, mode)?;
+    from_parsed(spec, &file, mode)
+}
+
+/// [`load`] for jobs already parsed and mapped (`elevator fio`'s job files and command-line
+/// jobs): `spec` is `file`'s jobs as the simulator maps them.
+pub(crate) fn from_parsed(
+    spec: WorkloadSpec,
+    file: &FioJobFile,
+    mode: LiveMode,
+) -> Result<LiveJobFile> {
+    let filename = check(file, mode)?;
     let size_bytes = file
         .jobs
         .iter()

@@ -129,7 +129,9 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
     }
     let output = args.io.report.output.as_deref();
     let fio_written = match job_path {
-        Some(path) => crate::sim::write_fio_report(&report, path, formats.as_deref(), output, stdout)?,
+        Some(path) => {
+            crate::sim::write_fio_report(&report, path, formats.as_deref(), output, stdout)?
+        }
         None => false,
     };
     if !fio_written {
@@ -204,4 +206,42 @@ fn check(
     }
     failures.extend(plan::io_error_failure(&live.run, &live.io_errors, continue_on_error));
     failures
+}
+
+/// `elevator fio` live (`ELEVATOR_FIO_MODE=live`): `job`'s jobs under `scheduler` on the
+/// target its `filename` names or `given` (`ELEVATOR_FIO_TARGET`), opened under `elevator
+/// run`'s write-safety rules (never forced), with the engine's defaults. Says nothing on
+/// stderr (tools that run fio read it, fio-compat.md R6): the report, and why the run failed
+/// when an I/O failed (fio's default `continue_on_error=none`), for the caller to say.
+pub(crate) fn run_fio_live(
+    job: &fio_live::LiveJobFile,
+    given: Option<&std::path::Path>,
+    scheduler: &SchedulerSpec,
+    seed: u64,
+) -> Result<(Report, Option<String>)> {
+    let workload = &job.spec;
+    if given.is_none() && job.filename.is_none() {
+        anyhow::bail!(
+            "ELEVATOR_FIO_MODE=live needs a target: a `filename=` in the jobs or \
+             ELEVATOR_FIO_TARGET (a file or a block device)"
+        );
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (path, options) =
+        target_options(Some(job), given, None, workload.may_write(), false, Arc::clone(&stop))?;
+    let target = Target::open(&path, &options)?;
+    let workload = fio_live::on_target(workload, &target);
+    let options = RunOptions {
+        engine: EngineOptions { scheduler: scheduler.clone(), ..EngineOptions::default() },
+        verify: false,
+        seed,
+        stop: Some(stop),
+        continue_on_error: ContinueOnError::None,
+    };
+    let live = run_workload(&target, &workload, &options, &mut |_| {})
+        .with_context(|| format!("running {workload} under {scheduler} on {}", path.display()))?;
+    let failure = plan::io_error_failure(&live.run, &live.io_errors, ContinueOnError::None);
+    let mut report = Report::new(seed, env!("CARGO_PKG_VERSION"));
+    report.runs.push(live.run);
+    Ok((report, failure))
 }
