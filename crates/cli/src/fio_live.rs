@@ -11,7 +11,18 @@
 //! before the job starts. Options the simulator honours but a live mode cannot are refused here,
 //! naming file, line and option, before anything is opened.
 //!
+//! fio's outputs (`--output-format`) and log files come from measured figures: the live
+//! engine and the kernel runs record each I/O's direction and offset
+//! (`PhaseRecorder::record_submit`/`record_io`), and keep every I/O when a job writes a log;
+//! `elevator fio` runs here with `ELEVATOR_FIO_MODE=live|kernel` (`run::run_fio_live`,
+//! `kernel::run_fio_kernel`).
+//!
 //! # Deviations from fio
+//!
+//! * Outputs: `usr_cpu`/`sys_cpu` are the process's CPU over a group shared out among its
+//!   jobs by I/Os completed (fio's jobs are processes, ours share threads); `iodepth_level`
+//!   counts each submission alone; no `disk_util`; a kernel run's syncs are not in the `sync`
+//!   figures (see docs/fio-compat.md). Dates are the wall clock, as fio's.
 //!
 //! * A job without `filename` does its I/O on the command-line target (the whole of it, or
 //!   its first `size` bytes), shared by its clones and by the other jobs; fio would create
