@@ -21,7 +21,8 @@
 //!
 //! * Outputs: `usr_cpu`/`sys_cpu` are the process's CPU over a group shared out among its
 //!   jobs by I/Os completed (fio's jobs are processes, ours share threads); `iodepth_level`
-//!   counts each submission alone; no `disk_util`; a kernel run's syncs are not in the `sync`
+//!   counts each submission alone (fio, with `iodepth_batch_submit` above 1, counts a batch at
+//!   the depth after it); no `disk_util`; a kernel run's syncs are not in the `sync`
 //!   figures (see docs/fio-compat.md). Dates are the wall clock, as fio's.
 //!
 //! * A job without `filename` does its I/O on the command-line target (the whole of it, or
