@@ -374,6 +374,29 @@ fn run_persist(
 /// the device at once and exits.
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
 
+/// The first SIGINT (or SIGTERM, SIGHUP) sets the returned flag: the run stops issuing, waits
+/// for I/O in flight and restores the device as it ends; a second restores the device at once
+/// and exits.
+fn stop_or_restore_on_signals(guard: &RestoreGuard) -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let handler_stop = Arc::clone(&stop);
+    let handle = guard.handle();
+    ctrlc::set_handler(move || {
+        if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
+            handler_stop.store(true, Ordering::SeqCst);
+            note("stopping: waiting for I/O in flight, then restoring the device (again to force)");
+        } else {
+            let restored = handle.restore_now();
+            if let Err(error) = &restored {
+                note(&format!("could not restore the device: {error}"));
+            }
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    })
+    .context("installing the signal handler")?;
+    Ok(stop)
+}
+
 fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) -> Result<()> {
     let device = sysfs.device(&args.device)?;
     let written = args.workload.as_deref().unwrap_or_default();
@@ -411,22 +434,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
     )?;
     let workload = fio_live::on_target(&workload, &target);
     let guard = RestoreGuard::new(sysfs, &device)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let handler_stop = Arc::clone(&stop);
-    let handle = guard.handle();
-    ctrlc::set_handler(move || {
-        if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
-            handler_stop.store(true, Ordering::SeqCst);
-            note("stopping: waiting for I/O in flight, then restoring the device (again to force)");
-        } else {
-            let restored = handle.restore_now();
-            if let Err(error) = &restored {
-                note(&format!("could not restore the device: {error}"));
-            }
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-    })
-    .context("installing the signal handler")?;
+    let stop = stop_or_restore_on_signals(&guard)?;
     let signals = StopSignals::record_only().context("installing the signal handlers")?;
     let options = CompareOptions {
         schedulers,
@@ -551,10 +559,12 @@ pub(crate) fn run_fio_kernel(
     )?;
     let workload = fio_live::on_target(workload, &target);
     let guard = RestoreGuard::new(&sysfs, &device)?;
+    let stop = stop_or_restore_on_signals(&guard)?;
     let options = CompareOptions {
         schedulers,
         seed,
         passthrough: PassthroughOptions {
+            stop: Some(stop),
             keep_io_samples: elevator_live::run::fio_io_samples(&workload),
             ..PassthroughOptions::default()
         },
@@ -579,6 +589,9 @@ pub(crate) fn run_fio_kernel(
             &run.io_errors,
             elevator_live::run::ContinueOnError::None,
         ));
+        if run.interrupted && failure.is_none() {
+            failure = Some(format!("interrupted: {}", elevator_live::run::STOPPED));
+        }
         report.runs.push(run.run);
     }
     Ok((report, failure))

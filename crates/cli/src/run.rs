@@ -226,7 +226,9 @@ pub(crate) fn run_fio_live(
              ELEVATOR_FIO_TARGET (a file or a block device)"
         );
     }
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // A signal stops issuing (and a file's creation); the report of what was done is written.
+    let signals = StopSignals::install().context("installing the signal handlers")?;
+    let stop = Arc::clone(&signals.stop);
     let (path, options) =
         target_options(Some(job), given, None, workload.may_write(), false, Arc::clone(&stop))?;
     let target = Target::open(&path, &options)?;
@@ -240,8 +242,13 @@ pub(crate) fn run_fio_live(
     };
     let live = run_workload(&target, &workload, &options, &mut |_| {})
         .with_context(|| format!("running {workload} under {scheduler} on {}", path.display()))?;
-    let failure = plan::io_error_failure(&live.run, &live.io_errors, ContinueOnError::None);
+    let mut failure = plan::io_error_failure(&live.run, &live.io_errors, ContinueOnError::None);
+    let mut run = live.run;
+    if let Some(reason) = signals.reason().filter(|_| run.partial) {
+        failure = failure.or_else(|| Some(reason.clone()));
+        run.partial_reason = Some(reason);
+    }
     let mut report = Report::new(seed, env!("CARGO_PKG_VERSION"));
-    report.runs.push(live.run);
+    report.runs.push(run);
     Ok((report, failure))
 }
