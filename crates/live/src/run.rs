@@ -779,3 +779,49 @@ impl Driver<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves a live phase's fio figures are dated by the wall clock and carry the process's
+    // CPU shared by I/Os: two jobs that completed 1 and 3 reads get a quarter and three
+    // quarters of the phase's user and system time, their start and every logged sample move
+    // by the wall clock at the engine's zero, and the measured latencies and run time do not
+    // change.
+    #[test]
+    fn live_jobs_are_dated_by_the_wall_clock_and_share_the_process_cpu() {
+        let mut recorder =
+            PhaseRecorder::new("p", Instant::from_millis(5), vec!["a".into(), "b".into()]);
+        recorder.keep_io_samples();
+        let mut id = 0;
+        for (issuer, count) in [(0, 1), (1, 3)] {
+            for _ in 0..count {
+                id += 1;
+                let at = Instant::from_millis(5 + id);
+                recorder.record_submit(issuer, id, FioDirection::Read, 4096 * id, at);
+                recorder.record_io(issuer, id, 4096, at, at + Duration::from_micros(100));
+            }
+        }
+        recorder.record_process_cpu(400_000, 800_000);
+        let mut phase = recorder.finish();
+        let before = phase.clone();
+        let unix_ns_at_zero = 1_800_000_000_000_000_000;
+        fio_figures_of_live_phase(&mut phase, unix_ns_at_zero);
+        let jobs: Vec<_> = phase.issuers.iter().map(|i| i.fio.as_deref().unwrap()).collect();
+        assert_eq!((jobs[0].usr_ns, jobs[0].sys_ns), (100_000, 200_000));
+        assert_eq!((jobs[1].usr_ns, jobs[1].sys_ns), (300_000, 600_000));
+        for (job, old) in jobs.iter().zip(&before.issuers) {
+            let old = old.fio.as_deref().unwrap();
+            assert_eq!(job.start_ns, 5_000_000 + unix_ns_at_zero);
+            assert_eq!(job.job_runtime_ms, old.job_runtime_ms);
+            let samples = job.io_samples.as_ref().unwrap();
+            let old_samples = old.io_samples.as_ref().unwrap();
+            assert_eq!(samples.len(), old_samples.len());
+            for (new, old) in samples.iter().zip(old_samples) {
+                assert_eq!(new.completed_ns, old.completed_ns + unix_ns_at_zero);
+                assert_eq!(new.latency_ns, 100_000);
+            }
+        }
+    }
+}
