@@ -272,6 +272,17 @@ pub(crate) struct KernelCompareArgs {
     #[arg(short, long)]
     pub(crate) workload: Option<String>,
 
+    /// With a job file: write fio's output instead of elevator's report, in fio's formats
+    /// (comma separated: `normal`, `json`, `json+`, `terse`), measured on the real target.
+    /// With several schedulers, `-o FILE` is required and each scheduler's output goes to
+    /// FILE with `.SCHEDULER` before its extension.
+    #[arg(long, value_name = "FORMAT[,FORMAT]", conflicts_with = "format")]
+    pub(crate) output_format: Option<String>,
+
+    /// fio's `--minimal`: the same as `--output-format terse`.
+    #[arg(long, conflicts_with_all = ["output_format", "format"])]
+    pub(crate) minimal: bool,
+
     /// Kernel schedulers with optional tunables, comma separated or repeated
     /// (`-s mq-deadline:fifo_batch=8,bfq` or `-s mq-deadline:fifo_batch=8 -s bfq`; default:
     /// every one the device offers).
@@ -349,6 +360,17 @@ pub(crate) struct RunArgs {
     /// `job:rw=randread,bs=4k,iodepth=32,numjobs=2,runtime=10s`.
     #[arg(short, long, default_value = elevator_live::run::DEFAULT_WORKLOAD)]
     pub(crate) workload: String,
+
+    /// With a job file: write fio's output instead of elevator's report, in fio's formats
+    /// (comma separated: `normal`, `json`, `json+`, `terse`), measured on the real target.
+    /// With several schedulers, `-o FILE` is required and each scheduler's output goes to
+    /// FILE with `.SCHEDULER` before its extension.
+    #[arg(long, value_name = "FORMAT[,FORMAT]", conflicts_with = "format")]
+    pub(crate) output_format: Option<String>,
+
+    /// fio's `--minimal`: the same as `--output-format terse`.
+    #[arg(long, conflicts_with_all = ["output_format", "format"])]
+    pub(crate) minimal: bool,
 
     /// Schedulers, comma separated or repeated (`-s deadline,cfq:slice_idle=0`; default: every
     /// registered scheduler).

@@ -241,9 +241,12 @@ pub(crate) struct FioEnvironment {
     pub(crate) mode: FioMode,
     /// `ELEVATOR_FIO_DEVICE`: the simulated device spec (sim; default the bare `hdd`).
     pub(crate) device: Option<String>,
-    /// `ELEVATOR_FIO_SCHEDULER`: the scheduler spec (default `mq-deadline` for sim and live,
-    /// the device's current one for kernel).
+    /// `ELEVATOR_FIO_SCHEDULER`: the scheduler spec (default `deadline` for sim,
+    /// `mq-deadline` for live, the device's current one for kernel).
     pub(crate) scheduler: Option<String>,
+    /// `ELEVATOR_FIO_TARGET`: the file or block device of a live run, the block device of a
+    /// kernel run (default: the jobs' `filename`).
+    pub(crate) target: Option<PathBuf>,
     /// `ELEVATOR_FIO_SEED`: the simulation's seed (default 1).
     pub(crate) seed: u64,
 }
@@ -281,6 +284,7 @@ impl FioEnvironment {
             mode,
             device: nonempty("ELEVATOR_FIO_DEVICE"),
             scheduler: nonempty("ELEVATOR_FIO_SCHEDULER"),
+            target: nonempty("ELEVATOR_FIO_TARGET").map(PathBuf::from),
             seed,
         })
     }
@@ -295,6 +299,7 @@ pub(crate) fn invoked_as_fio(program: &std::ffi::OsStr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     // Proves PerfKitBenchmarker's command line splits as fio reads it: front-end flags out,
     // job options kept in order for the job parser, the rest job files.
@@ -353,7 +358,7 @@ mod tests {
         );
     }
 
-    // Proves the environment picks the mode, device and seed, with sim and seed 1 by
+    // Proves the environment picks the mode, device, target and seed, with sim and seed 1 by
     // default, and names a bad value with what is accepted.
     #[test]
     fn the_environment_chooses_the_mode() {
@@ -363,10 +368,13 @@ mod tests {
             "ELEVATOR_FIO_MODE" => Some("live".into()),
             "ELEVATOR_FIO_SEED" => Some("7".into()),
             "ELEVATOR_FIO_DEVICE" => Some("hdd:rpm=15000".into()),
+            "ELEVATOR_FIO_TARGET" => Some("/dev/loop7".into()),
             _ => None,
         })
         .unwrap();
         assert_eq!(set.mode, FioMode::Live);
+        assert_eq!(set.target.as_deref(), Some(Path::new("/dev/loop7")));
+        assert_eq!(none.target, None);
         assert_eq!(set.seed, 7);
         assert_eq!(set.device.as_deref(), Some("hdd:rpm=15000"));
         let bad = FioEnvironment::read(|name| (name == "ELEVATOR_FIO_MODE").then(|| "x".into()));
@@ -468,15 +476,17 @@ pub(crate) fn run(args: &[String], stdout: &mut dyn std::io::Write) -> Result<()
     if invocation.parse_only {
         return Ok(());
     }
-    if environment.mode != FioMode::Sim {
-        return Err(FioFailure::input(format!(
-            "fio: ELEVATOR_FIO_MODE={}: the fio front end runs in the simulator only so far; \
-             run live with `elevator run FILE.fio` and on the kernel with `elevator kernel \
-             compare DEV FILE.fio`",
-            if environment.mode == FioMode::Live { "live" } else { "kernel" }
-        )));
-    }
-    let report = simulate(&environment, &workload)?;
+    let (report, failure) = match environment.mode {
+        FioMode::Sim if environment.target.is_some() => {
+            // Never silently ignored: a simulated run has no real target.
+            return Err(FioFailure::input(
+                "fio: ELEVATOR_FIO_TARGET names a real target, which the simulator (the default \
+                 ELEVATOR_FIO_MODE=sim) does not use: set ELEVATOR_FIO_MODE=live or kernel",
+            ));
+        }
+        FioMode::Sim => (simulate(&environment, &workload)?, None),
+        FioMode::Live | FioMode::Kernel => run_real(&environment, workload, &jobs)?,
+    };
     let setup = crate::sim::fio_setup_of(&jobs)
         .map_err(|error| FioFailure::input(format!("fio: {error:#}")))?;
     let formats: Vec<crate::sim::FioFormat> = invocation
@@ -497,7 +507,7 @@ pub(crate) fn run(args: &[String], stdout: &mut dyn std::io::Write) -> Result<()
     }
     let text = crate::sim::fio_text(&report, &report.runs[0], &formats, &setup)
         .map_err(|error| FioFailure { message: format!("fio: {error:#}"), code: 1 })?;
-    match &invocation.output {
+    let written = match &invocation.output {
         None => stdout.write_all(&text).map_err(|error| FioFailure {
             message: format!("fio: writing the output: {error}"),
             code: 1,
@@ -506,8 +516,57 @@ pub(crate) fn run(args: &[String], stdout: &mut dyn std::io::Write) -> Result<()
             message: format!("fio: writing {}: {error}", path.display()),
             code: 1,
         }),
+    };
+    written?;
+    // fio writes its output for a job that met an I/O error, then exits non-zero.
+    match failure {
+        Some(failure) => Err(FioFailure { message: format!("fio: {failure}"), code: 1 }),
+        None => Ok(()),
     }
 }
+
+/// One live or kernel run of `workload` (the parsed `jobs`) as the environment says:
+/// `elevator run`'s and `elevator kernel compare`'s engines, quietly. Returns the report and
+/// why the run failed, if an I/O failed.
+fn run_real(
+    environment: &FioEnvironment,
+    workload: elevator_workload::WorkloadSpec,
+    jobs: &elevator_workload::fio::FioJobFile,
+) -> Result<(elevator_report::Report, Option<String>), FioFailure> {
+    let live = environment.mode == FioMode::Live;
+    let mode_name = if live { "live" } else { "kernel" };
+    if environment.device.is_some() {
+        // Never silently ignored: it names a simulated device, and nothing is simulated here.
+        return Err(FioFailure::input(format!(
+            "fio: ELEVATOR_FIO_DEVICE is the simulated device, which ELEVATOR_FIO_MODE={mode_name} \
+             does not use: name the real target with ELEVATOR_FIO_TARGET or the jobs' filename"
+        )));
+    }
+    let mode =
+        if live { crate::fio_live::LiveMode::Run } else { crate::fio_live::LiveMode::Kernel };
+    let job = crate::fio_live::from_parsed(workload, jobs, mode)
+        .map_err(|error| FioFailure::input(format!("fio: {error:#}")))?;
+    let given = environment.target.as_deref();
+    let result = if live {
+        let scheduler = elevator_sched::SchedulerSpec::parse(
+            environment.scheduler.as_deref().unwrap_or(DEFAULT_LIVE_SCHEDULER),
+        )
+        .map_err(|error| FioFailure::input(format!("fio: ELEVATOR_FIO_SCHEDULER: {error}")))?;
+        crate::run::run_fio_live(&job, given, &scheduler, environment.seed)
+    } else {
+        crate::kernel::run_fio_kernel(
+            &job,
+            given,
+            environment.scheduler.as_deref(),
+            environment.seed,
+        )
+    };
+    result.map_err(|error| FioFailure { message: format!("fio: {error:#}"), code: 1 })
+}
+
+/// The scheduler a live `fio` run puts in front of its target without
+/// `ELEVATOR_FIO_SCHEDULER`: mq-deadline, what current kernels choose for most devices.
+const DEFAULT_LIVE_SCHEDULER: &str = "mq-deadline";
 
 /// One simulated run of `workload` as the environment says.
 fn simulate(
@@ -588,9 +647,16 @@ usage: elevator fio [options] [job options] [job files]
   --name=JOB --OPT=VAL   command-line jobs, as fio's
 
 Where it runs (tools cannot pass elevator's options; see docs/fio-compat.md):
-  ELEVATOR_FIO_MODE       sim (default; live and kernel: use `elevator run` / `elevator
-                          kernel compare` with the job file)
-  ELEVATOR_FIO_DEVICE     the simulated device spec (default hdd)
-  ELEVATOR_FIO_SCHEDULER  the scheduler spec (default deadline)
-  ELEVATOR_FIO_SEED       the seed (default 1)
+  ELEVATOR_FIO_MODE       sim (default): in the simulator;
+                          live: elevator's scheduler in front of a real file or block device
+                          (as `elevator run`; jobs must say direct=1);
+                          kernel: on a block device under the kernel's own scheduler (as
+                          `elevator kernel compare`; its settings are restored afterwards)
+  ELEVATOR_FIO_DEVICE     sim: the simulated device spec (default hdd)
+  ELEVATOR_FIO_TARGET     live: the file or block device; kernel: the block device
+                          (default: the jobs' filename)
+  ELEVATOR_FIO_SCHEDULER  sim: default deadline; live: default mq-deadline; kernel: the
+                          kernel's scheduler[:tunable=value,...] (default: the device's
+                          current one, left as it is)
+  ELEVATOR_FIO_SEED       the seed of the jobs' random streams (default 1)
 ";

@@ -11,7 +11,19 @@
 //! before the job starts. Options the simulator honours but a live mode cannot are refused here,
 //! naming file, line and option, before anything is opened.
 //!
+//! fio's outputs (`--output-format`) and log files come from measured figures: the live
+//! engine and the kernel runs record each I/O's direction and offset
+//! (`PhaseRecorder::record_submit`/`record_io`), and keep every I/O when a job writes a log;
+//! `elevator fio` runs here with `ELEVATOR_FIO_MODE=live|kernel` (`run::run_fio_live`,
+//! `kernel::run_fio_kernel`).
+//!
 //! # Deviations from fio
+//!
+//! * Outputs: `usr_cpu`/`sys_cpu` are the process's CPU over a group shared out among its
+//!   jobs by I/Os completed (fio's jobs are processes, ours share threads); `iodepth_level`
+//!   counts each submission alone (fio, with `iodepth_batch_submit` above 1, counts a batch at
+//!   the depth after it); no `disk_util`; a kernel run's syncs are not in the `sync`
+//!   figures (see docs/fio-compat.md). Dates are the wall clock, as fio's.
 //!
 //! * A job without `filename` does its I/O on the command-line target (the whole of it, or
 //!   its first `size` bytes), shared by its clones and by the other jobs; fio would create
@@ -78,7 +90,17 @@ pub(crate) fn load(path: &str, mode: LiveMode) -> Result<LiveJobFile> {
     let file = fio::parse_file(Path::new(path), &env).map_err(|error| {
         anyhow::anyhow!("fio {}: {}", error.at, error.message) // parse_fio_file read it already
     })?;
-    let filename = check(&file, mode)?;
+    from_parsed(spec, &file, mode)
+}
+
+/// [`load`] for jobs already parsed and mapped (`elevator fio`'s job files and command-line
+/// jobs): `spec` is `file`'s jobs as the simulator maps them.
+pub(crate) fn from_parsed(
+    spec: WorkloadSpec,
+    file: &FioJobFile,
+    mode: LiveMode,
+) -> Result<LiveJobFile> {
+    let filename = check(file, mode)?;
     let size_bytes = file
         .jobs
         .iter()

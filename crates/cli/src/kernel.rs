@@ -374,12 +374,37 @@ fn run_persist(
 /// the device at once and exits.
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
 
+/// The first SIGINT (or SIGTERM, SIGHUP) sets the returned flag: the run stops issuing, waits
+/// for I/O in flight and restores the device as it ends; a second restores the device at once
+/// and exits.
+fn stop_or_restore_on_signals(guard: &RestoreGuard) -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let handler_stop = Arc::clone(&stop);
+    let handle = guard.handle();
+    ctrlc::set_handler(move || {
+        if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
+            handler_stop.store(true, Ordering::SeqCst);
+            note("stopping: waiting for I/O in flight, then restoring the device (again to force)");
+        } else {
+            let restored = handle.restore_now();
+            if let Err(error) = &restored {
+                note(&format!("could not restore the device: {error}"));
+            }
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    })
+    .context("installing the signal handler")?;
+    Ok(stop)
+}
+
 fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) -> Result<()> {
     let device = sysfs.device(&args.device)?;
     let written = args.workload.as_deref().unwrap_or_default();
-    let job_file = fio_live::job_file_of(args.job_file.as_deref(), written)
-        .map(|path| fio_live::load(path, LiveMode::Kernel))
-        .transpose()?;
+    let job_path = fio_live::job_file_of(args.job_file.as_deref(), written);
+    // A bad --output-format is refused before anything runs.
+    let formats =
+        crate::sim::fio_formats(args.output_format.as_deref(), args.minimal, job_path, written)?;
+    let job_file = job_path.map(|path| fio_live::load(path, LiveMode::Kernel)).transpose()?;
     let workload = match &job_file {
         Some(file) => file.spec.clone(),
         None => WorkloadSpec::parse(written)?,
@@ -409,22 +434,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
     )?;
     let workload = fio_live::on_target(&workload, &target);
     let guard = RestoreGuard::new(sysfs, &device)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let handler_stop = Arc::clone(&stop);
-    let handle = guard.handle();
-    ctrlc::set_handler(move || {
-        if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
-            handler_stop.store(true, Ordering::SeqCst);
-            note("stopping: waiting for I/O in flight, then restoring the device (again to force)");
-        } else {
-            let restored = handle.restore_now();
-            if let Err(error) = &restored {
-                note(&format!("could not restore the device: {error}"));
-            }
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-    })
-    .context("installing the signal handler")?;
+    let stop = stop_or_restore_on_signals(&guard)?;
     let signals = StopSignals::record_only().context("installing the signal handlers")?;
     let options = CompareOptions {
         schedulers,
@@ -434,6 +444,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
             cache_drop: if args.drop_caches { CacheDrop::System } else { CacheDrop::Target },
             stop: Some(Arc::clone(&stop)),
             continue_on_error,
+            keep_io_samples: elevator_live::run::fio_io_samples(&workload),
             ..PassthroughOptions::default()
         },
     };
@@ -475,7 +486,16 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         }
         report.runs.push(run.run);
     }
-    plan::write_report(&report, &args.io.report, stdout)?;
+    let output = args.io.report.output.as_deref();
+    let fio_written = match job_path {
+        Some(path) => {
+            crate::sim::write_fio_report(&report, path, formats.as_deref(), output, stdout)?
+        }
+        None => false,
+    };
+    if !fio_written {
+        plan::write_report(&report, &args.io.report, stdout)?;
+    }
     if interrupted {
         note(
             "interrupted: stopped issuing, waited for I/O in flight, restored the device; the report is partial",
@@ -486,4 +506,93 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         return Err(CheckFailed(failures.join("\n")).into());
     }
     Ok(())
+}
+
+/// `elevator fio` on the kernel (`ELEVATOR_FIO_MODE=kernel`): `job`'s jobs on the block
+/// device `given` names (`ELEVATOR_FIO_TARGET`) or the jobs' `filename`, under the kernel's
+/// `scheduler` (`SCHED[:K=V,...]`, as `kernel compare -s` takes it) or, without one, the
+/// device's current scheduler as it is. The device's scheduler and settings are snapshotted
+/// first and restored afterwards, as `kernel compare` does. Says nothing on stderr (tools
+/// that run fio read it, fio-compat.md R6): the report, and why the run failed when an I/O
+/// failed, for the caller to say.
+pub(crate) fn run_fio_kernel(
+    job: &fio_live::LiveJobFile,
+    given: Option<&Path>,
+    scheduler: Option<&str>,
+    seed: u64,
+) -> Result<(Report, Option<String>)> {
+    let named = match (given, &job.filename) {
+        (Some(given), _) => given.to_path_buf(),
+        (None, Some((named, _))) => named.clone(),
+        (None, None) => anyhow::bail!(
+            "ELEVATOR_FIO_MODE=kernel needs a block device: a `filename=` in the jobs or \
+             ELEVATOR_FIO_TARGET (e.g. /dev/loop0)"
+        ),
+    };
+    let sysfs = Sysfs::at("/sys");
+    let device = sysfs.device(&named.display().to_string())?;
+    let current;
+    let text = match scheduler {
+        Some(text) => text,
+        None => {
+            current = sysfs.scheduler(&device)?.current;
+            current.as_str()
+        }
+    };
+    let schedulers = vec![KernelScheduler::parse(&device.name, text)?];
+    compare::validate(&sysfs, &device, &schedulers)?;
+    let path = match &device.partition {
+        Some(partition) => PathBuf::from("/dev").join(partition),
+        None => device.dev_path(),
+    };
+    // A `filename` in the jobs must name the device.
+    job.target_path(Some(&path))?;
+    let workload = &job.spec;
+    let target = Target::open(
+        &path,
+        &TargetOptions {
+            write: workload.may_write(),
+            force: false,
+            create_bytes: None,
+            stop: None,
+        },
+    )?;
+    let workload = fio_live::on_target(workload, &target);
+    let guard = RestoreGuard::new(&sysfs, &device)?;
+    let stop = stop_or_restore_on_signals(&guard)?;
+    let options = CompareOptions {
+        schedulers,
+        seed,
+        passthrough: PassthroughOptions {
+            stop: Some(stop),
+            keep_io_samples: elevator_live::run::fio_io_samples(&workload),
+            ..PassthroughOptions::default()
+        },
+    };
+    let runs = compare::compare(
+        &sysfs,
+        &device,
+        &target,
+        &workload,
+        &options,
+        &guard,
+        &mut |_, _| {},
+        &mut |_| {},
+    )
+    .with_context(|| format!("running {workload} on {device} under the kernel's {text}"))?;
+    guard.restore().context("restoring the device's scheduler settings")?;
+    let mut report = Report::new(seed, env!("CARGO_PKG_VERSION"));
+    let mut failure = None;
+    for run in runs {
+        failure = failure.or(plan::io_error_failure(
+            &run.run,
+            &run.io_errors,
+            elevator_live::run::ContinueOnError::None,
+        ));
+        if run.interrupted && failure.is_none() {
+            failure = Some(format!("interrupted: {}", elevator_live::run::STOPPED));
+        }
+        report.runs.push(run.run);
+    }
+    Ok((report, failure))
 }

@@ -21,10 +21,16 @@ use crate::term::{LiveProgress, StopSignals, note};
 use crate::{CheckFailed, Interrupted, plan};
 
 pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> {
+    let job_path = fio_live::job_file_of(args.job_file.as_deref(), &args.workload);
+    // A bad --output-format is refused before anything runs.
+    let formats = crate::sim::fio_formats(
+        args.output_format.as_deref(),
+        args.minimal,
+        job_path,
+        &args.workload,
+    )?;
     // A job file (positional or `-w fio:FILE`) may name the target itself (`filename`).
-    let job_file = fio_live::job_file_of(args.job_file.as_deref(), &args.workload)
-        .map(|path| fio_live::load(path, LiveMode::Run))
-        .transpose()?;
+    let job_file = job_path.map(|path| fio_live::load(path, LiveMode::Run)).transpose()?;
     let workload = match &job_file {
         Some(file) => file.spec.clone(),
         None => WorkloadSpec::parse(&args.workload)?,
@@ -45,28 +51,18 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             })
         })
         .transpose()?;
-    let given = match &job_file {
-        Some(file) => file.target_path(args.target.as_deref())?,
-        None => args.target.clone(),
-    };
-    let path = given.unwrap_or_else(|| PathBuf::from(DEFAULT_SCRATCH_PATH));
-    let missing = !path.exists();
     // Installed before the target opens: creating a large scratch file takes a while, and a
     // signal then stops it and removes what was written.
     let signals = StopSignals::install().context("installing the signal handlers")?;
     let stop = Arc::clone(&signals.stop);
-    let options = TargetOptions {
-        write: workload.may_write(),
-        force: args.io.force,
-        create_bytes: if missing {
-            // A job file's `size` lays its file out at that size, as fio does.
-            let from_file = job_file.as_ref().and_then(|file| file.size_bytes);
-            Some(size.or(from_file).unwrap_or(DEFAULT_SCRATCH_BYTES))
-        } else {
-            size
-        },
-        stop: Some(Arc::clone(&stop)),
-    };
+    let (path, options) = target_options(
+        job_file.as_ref(),
+        args.target.as_deref(),
+        size,
+        workload.may_write(),
+        args.io.force,
+        Arc::clone(&stop),
+    )?;
     let target = match Target::open(&path, &options) {
         Err(error @ LiveError::Interrupted { .. }) => {
             note(&format!("interrupted: {error}"));
@@ -131,7 +127,16 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             break;
         }
     }
-    plan::write_report(&report, &args.io.report, stdout)?;
+    let output = args.io.report.output.as_deref();
+    let fio_written = match job_path {
+        Some(path) => {
+            crate::sim::write_fio_report(&report, path, formats.as_deref(), output, stdout)?
+        }
+        None => false,
+    };
+    if !fio_written {
+        plan::write_report(&report, &args.io.report, stdout)?;
+    }
     if interrupted {
         note("interrupted: stopped issuing, waited for I/O in flight; the report is partial");
         return Err(Interrupted { signal: signals.received() }.into());
@@ -140,6 +145,32 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
         return Err(CheckFailed(failures.join("\n")).into());
     }
     Ok(())
+}
+
+/// The path a live run opens and how: the job file's `filename` or `given` (they must agree
+/// when both are there), else elevator's scratch file. A path that does not exist yet is
+/// created at `size_bytes`, else at the job file's largest `size` (fio lays a job's file out
+/// at its size), else at the scratch default. `stop` ends a long creation.
+pub(crate) fn target_options(
+    job_file: Option<&fio_live::LiveJobFile>,
+    given: Option<&std::path::Path>,
+    size_bytes: Option<u64>,
+    write: bool,
+    force: bool,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> Result<(PathBuf, TargetOptions)> {
+    let given = match job_file {
+        Some(file) => file.target_path(given)?,
+        None => given.map(std::path::Path::to_path_buf),
+    };
+    let path = given.unwrap_or_else(|| PathBuf::from(DEFAULT_SCRATCH_PATH));
+    let create_bytes = if path.exists() {
+        size_bytes
+    } else {
+        let from_file = job_file.and_then(|file| file.size_bytes);
+        Some(size_bytes.or(from_file).unwrap_or(DEFAULT_SCRATCH_BYTES))
+    };
+    Ok((path, TargetOptions { write, force, create_bytes, stop: Some(stop) }))
 }
 
 /// What went wrong in a run that completed: verify mismatches and failed I/O.
@@ -175,4 +206,49 @@ fn check(
     }
     failures.extend(plan::io_error_failure(&live.run, &live.io_errors, continue_on_error));
     failures
+}
+
+/// `elevator fio` live (`ELEVATOR_FIO_MODE=live`): `job`'s jobs under `scheduler` on the
+/// target its `filename` names or `given` (`ELEVATOR_FIO_TARGET`), opened under `elevator
+/// run`'s write-safety rules (never forced), with the engine's defaults. Says nothing on
+/// stderr (tools that run fio read it, fio-compat.md R6): the report, and why the run failed
+/// when an I/O failed (fio's default `continue_on_error=none`), for the caller to say.
+pub(crate) fn run_fio_live(
+    job: &fio_live::LiveJobFile,
+    given: Option<&std::path::Path>,
+    scheduler: &SchedulerSpec,
+    seed: u64,
+) -> Result<(Report, Option<String>)> {
+    let workload = &job.spec;
+    if given.is_none() && job.filename.is_none() {
+        anyhow::bail!(
+            "ELEVATOR_FIO_MODE=live needs a target: a `filename=` in the jobs or \
+             ELEVATOR_FIO_TARGET (a file or a block device)"
+        );
+    }
+    // A signal stops issuing (and a file's creation); the report of what was done is written.
+    let signals = StopSignals::install().context("installing the signal handlers")?;
+    let stop = Arc::clone(&signals.stop);
+    let (path, options) =
+        target_options(Some(job), given, None, workload.may_write(), false, Arc::clone(&stop))?;
+    let target = Target::open(&path, &options)?;
+    let workload = fio_live::on_target(workload, &target);
+    let options = RunOptions {
+        engine: EngineOptions { scheduler: scheduler.clone(), ..EngineOptions::default() },
+        verify: false,
+        seed,
+        stop: Some(stop),
+        continue_on_error: ContinueOnError::None,
+    };
+    let live = run_workload(&target, &workload, &options, &mut |_| {})
+        .with_context(|| format!("running {workload} under {scheduler} on {}", path.display()))?;
+    let mut failure = plan::io_error_failure(&live.run, &live.io_errors, ContinueOnError::None);
+    let mut run = live.run;
+    if let Some(reason) = signals.reason().filter(|_| run.partial) {
+        failure = failure.or_else(|| Some(reason.clone()));
+        run.partial_reason = Some(reason);
+    }
+    let mut report = Report::new(seed, env!("CARGO_PKG_VERSION"));
+    report.runs.push(run);
+    Ok((report, failure))
 }

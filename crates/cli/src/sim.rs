@@ -52,7 +52,12 @@ fn plan(args: &SimArgs) -> Result<Plan> {
 
 pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> {
     // A bad --output-format is refused before anything runs.
-    let formats = fio_formats(args)?;
+    let formats = fio_formats(
+        args.output_format.as_deref(),
+        args.minimal,
+        fio_job_file(args),
+        &args.workload,
+    )?;
     let plan = plan(args)?;
     // Independent runs go in parallel; results are reported in the order asked for.
     let results: Vec<_> = std::thread::scope(|scope| {
@@ -79,15 +84,32 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
     for (scheduler, result) in plan.schedulers.iter().zip(results) {
         report.runs.push(result.with_context(|| format!("simulating under {scheduler}"))?);
     }
-    let Some(path) = fio_job_file(args) else {
-        return plan::write_report(&report, &args.report, stdout);
-    };
-    let setup = fio_setup(path)?;
-    write_fio_logs(&report, &setup, args)?;
-    if let Some(formats) = formats {
-        return write_fio_outputs(&report, &formats, &setup, args, stdout);
+    if let Some(path) = fio_job_file(args) {
+        let output = args.report.output.as_deref();
+        if write_fio_report(&report, path, formats.as_deref(), output, stdout)? {
+            return Ok(());
+        }
     }
     plan::write_report(&report, &args.report, stdout)
+}
+
+/// The fio side of a job file's runs (`elevator sim`, `elevator run`, `elevator kernel
+/// compare`): the log files its jobs ask for, and fio's output in `formats` when given, to
+/// `output` or `stdout` (see [`write_fio_outputs`]). Returns whether fio's output was
+/// written; if not, the caller writes elevator's report.
+pub(crate) fn write_fio_report(
+    report: &Report,
+    path: &str,
+    formats: Option<&[FioFormat]>,
+    output: Option<&std::path::Path>,
+    stdout: &mut dyn Write,
+) -> Result<bool> {
+    let setup = fio_setup(path)?;
+    write_fio_logs(report, &setup, output)?;
+    match formats {
+        Some(formats) => write_fio_outputs(report, formats, &setup, output, stdout).map(|()| true),
+        None => Ok(false),
+    }
 }
 
 /// One of fio's output formats (fio-compat.md §4), in the order fio writes them.
@@ -106,11 +128,15 @@ fn fio_job_file(args: &SimArgs) -> Option<&str> {
 
 /// The log files the job file asks for (fio-compat.md §4.6), next to `-o FILE` or in the
 /// working directory; with several schedulers each name carries the scheduler.
-fn write_fio_logs(report: &Report, setup: &FioSetup, args: &SimArgs) -> Result<()> {
+fn write_fio_logs(
+    report: &Report,
+    setup: &FioSetup,
+    output: Option<&std::path::Path>,
+) -> Result<()> {
     if !setup.jobs.iter().any(|job| job.logs.any()) {
         return Ok(());
     }
-    let dir = match args.report.output.as_deref().and_then(std::path::Path::parent) {
+    let dir = match output.and_then(std::path::Path::parent) {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
@@ -124,16 +150,22 @@ fn write_fio_logs(report: &Report, setup: &FioSetup, args: &SimArgs) -> Result<(
 }
 
 /// `--output-format` (comma separated, as fio's) or `--minimal`; `None` for elevator's report.
-fn fio_formats(args: &SimArgs) -> Result<Option<Vec<FioFormat>>> {
-    let text = match (&args.output_format, args.minimal) {
-        (Some(text), _) => text.as_str(),
+/// `job_file` is the job file run, if any; `workload` the `-w` given otherwise.
+pub(crate) fn fio_formats(
+    output_format: Option<&str>,
+    minimal: bool,
+    job_file: Option<&str>,
+    workload: &str,
+) -> Result<Option<Vec<FioFormat>>> {
+    let text = match (output_format, minimal) {
+        (Some(text), _) => text,
         (None, true) => "terse",
         (None, false) => return Ok(None),
     };
-    if fio_job_file(args).is_none() {
+    if job_file.is_none() {
         anyhow::bail!(
-            "--output-format and --minimal need a job file (FILE.fio or -w fio:FILE), not -w {}",
-            args.workload
+            "--output-format and --minimal need a job file (FILE.fio or -w fio:FILE), not -w \
+             {workload}"
         );
     }
     let formats = text
@@ -343,11 +375,11 @@ fn write_fio_outputs(
     report: &Report,
     formats: &[FioFormat],
     setup: &FioSetup,
-    args: &SimArgs,
+    output: Option<&std::path::Path>,
     stdout: &mut dyn Write,
 ) -> Result<()> {
     let several = report.runs.len() > 1;
-    if several && args.report.output.is_none() {
+    if several && output.is_none() {
         anyhow::bail!(
             "--output-format with {} schedulers needs -o FILE: each scheduler's output goes to \
              FILE.SCHEDULER (one document per file, as tools read fio's)",
@@ -356,11 +388,11 @@ fn write_fio_outputs(
     }
     for run in &report.runs {
         let text = fio_text(report, run, formats, setup)?;
-        match &args.report.output {
+        match output {
             None => stdout.write_all(&text)?,
             Some(path) => {
                 let path =
-                    if several { scheduler_path(path, &run.scheduler) } else { path.clone() };
+                    if several { scheduler_path(path, &run.scheduler) } else { path.to_owned() };
                 std::fs::write(&path, &text)
                     .with_context(|| format!("writing {}", path.display()))?;
             }

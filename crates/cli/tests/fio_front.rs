@@ -119,7 +119,7 @@ type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
 
 // Proves bad input exits 1 as fio does (§1.8), naming what is wrong on stderr and writing
 // nothing on stdout: an unknown flag, an unknown job option with its line, a bad format, a
-// mode the front end does not run.
+// live run with no target to run on.
 #[test]
 fn bad_input_exits_1_naming_it() {
     let dir = job_dir();
@@ -128,7 +128,7 @@ fn bad_input_exits_1_naming_it() {
         (&["--bogus", "jobs.fio"], &[], "unrecognized option '--bogus'"),
         (&["bad.fio"], &[], "bad.fio:3"),
         (&["--output-format=xml", "jobs.fio"], &[], "accepted: normal"),
-        (&["jobs.fio"], &[("ELEVATOR_FIO_MODE", "live")], "elevator run"),
+        (&["jobs.fio"], &[("ELEVATOR_FIO_MODE", "live")], "needs a target"),
     ];
     for (args, vars, expected) in cases {
         let output = elevator_fio(dir.path(), args, vars);

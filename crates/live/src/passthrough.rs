@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use elevator_core::{Duration, Instant, IoPriority};
+use elevator_report::fio::FioDirection;
 use elevator_report::{ErrorDirection, Phase, PhaseRecorder};
 use elevator_workload::{FileSpec, Io, IoKind, Issuer, Place, Poll, WorkloadPlan};
 
@@ -66,6 +67,9 @@ pub struct PassthroughOptions {
     /// Which failed I/Os the run goes on after; on any other it stops at the first failure,
     /// as `elevator run` and fio do.
     pub continue_on_error: ContinueOnError,
+    /// Every read and write is kept for fio's log files
+    /// ([`crate::run::fio_io_samples`]; memory grows with the I/Os).
+    pub keep_io_samples: bool,
 }
 
 impl Default for PassthroughOptions {
@@ -76,6 +80,7 @@ impl Default for PassthroughOptions {
             cache_drop: CacheDrop::Target,
             stop: None,
             continue_on_error: ContinueOnError::None,
+            keep_io_samples: false,
         }
     }
 }
@@ -217,6 +222,7 @@ pub fn run_plan(
     let files = layout_files(&plan.files, target.size_bytes())?;
     let buffered = open_buffered(target)?;
     let clock = Clock::start();
+    let unix_ns_at_zero = clock.unix_ns_at_zero();
     let shared = Shared {
         target,
         buffered: &buffered,
@@ -252,6 +258,9 @@ pub fn run_plan(
             priorities.push((issuer.name().to_owned(), issuer.priority().to_string()));
         }
         let mut recorder = PhaseRecorder::new(phase.name.clone(), started, names);
+        if options.keep_io_samples {
+            recorder.keep_io_samples();
+        }
         let cpu_at_start = process_cpu_ns();
         let (sender, events) = mpsc::channel::<Event>();
         let mut counters: BTreeMap<&'static str, u64> = BTreeMap::new();
@@ -271,10 +280,13 @@ pub fn run_plan(
             drop(sender);
             loop {
                 match events.recv_timeout(std::time::Duration::from_millis(100)) {
-                    Ok(Event::Record { issuer, bytes, submitted, completed }) => {
+                    Ok(Event::Submit { issuer, io_id, direction, offset_bytes, at }) => {
+                        recorder.record_submit(issuer, io_id, direction, offset_bytes, at);
+                    }
+                    Ok(Event::Record { issuer, io_id, bytes, submitted, completed }) => {
                         total_bytes += bytes;
                         total_ios += 1;
-                        recorder.record(issuer, bytes, submitted, completed);
+                        recorder.record_io(issuer, io_id, bytes, submitted, completed);
                     }
                     Ok(Event::IoError { issuer, direction, kind, completed, what }) => {
                         io_errors.0 += 1;
@@ -330,7 +342,9 @@ pub fn run_plan(
         for (&name, &value) in &counters {
             recorder.add_counter(name, value);
         }
-        phases.push(recorder.finish());
+        let mut measured = recorder.finish();
+        crate::run::fio_figures_of_live_phase(&mut measured, unix_ns_at_zero);
+        phases.push(measured);
         if interrupted {
             break;
         }
@@ -372,8 +386,18 @@ struct Shared<'a> {
 
 /// What an issuer thread tells the run.
 enum Event {
+    /// A read or write started (sent before its `Record`, from the same thread, so the
+    /// run sees them in order: fio's depth at submission).
+    Submit {
+        issuer: usize,
+        io_id: u64,
+        direction: FioDirection,
+        offset_bytes: u64,
+        at: Instant,
+    },
     Record {
         issuer: usize,
+        io_id: u64,
         bytes: u64,
         submitted: Instant,
         completed: Instant,
@@ -560,6 +584,19 @@ impl<'a> IssuerThread<'a> {
         let clock = self.shared.clock;
         let submitted = clock.now();
         let target = self.shared.target;
+        // Reads and writes count in fio's figures by direction, as they do in the report;
+        // syncs and cache drops are not recorded in kernel runs.
+        if let Some(direction @ (FioDirection::Read | FioDirection::Write)) =
+            crate::run::fio_direction(io.kind)
+        {
+            drop(self.events.send(Event::Submit {
+                issuer: self.index,
+                io_id: io.id.0,
+                direction,
+                offset_bytes: io.offset_bytes,
+                at: submitted,
+            }));
+        }
         match io.kind {
             IoKind::Read | IoKind::Write if io.direct => return self.start_direct(io, offset),
             IoKind::Read | IoKind::Write => {
@@ -602,6 +639,7 @@ impl<'a> IssuerThread<'a> {
         {
             drop(self.events.send(Event::Record {
                 issuer: self.index,
+                io_id: io.id.0,
                 bytes,
                 submitted,
                 completed,
@@ -709,6 +747,7 @@ impl<'a> IssuerThread<'a> {
             if let Some(bytes) = self.account(&live.io, completed, result) {
                 drop(self.events.send(Event::Record {
                     issuer: self.index,
+                    io_id: live.io.id.0,
                     bytes,
                     submitted: live.submitted,
                     completed,

@@ -17,8 +17,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use elevator_core::{Duration, Instant, Prng};
+use elevator_report::fio::FioDirection;
 use elevator_report::{
-    DeviceStats, ErrorDirection, Mode, PhaseRecorder, QueueStats as ReportQueueStats, Run,
+    DeviceStats, ErrorDirection, Mode, Phase, PhaseRecorder, QueueStats as ReportQueueStats, Run,
     SchedulerStats,
 };
 use elevator_workload::{Io, IoKind, Issuer, Place, Poll, Target as WorkloadTarget, WorkloadSpec};
@@ -200,7 +201,67 @@ pub fn run_workload(
     }
     let settings: Vec<(String, String)> =
         workload.resolved().into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
-    run_plan(target, plan, &workload.to_string(), &settings, options, progress)
+    let keep_io_samples = fio_io_samples(workload);
+    run_plan_recording(
+        target,
+        plan,
+        &workload.to_string(),
+        &settings,
+        options,
+        keep_io_samples,
+        progress,
+    )
+}
+
+/// Whether a run of `workload` keeps every I/O for fio's log files: an fio job file whose
+/// jobs ask for one (`write_bw_log`, `write_lat_log`, `write_iops_log`; fio-compat.md §4.6),
+/// as the simulator decides. Memory grows with the I/Os, so other runs do not.
+pub fn fio_io_samples(workload: &WorkloadSpec) -> bool {
+    workload.fio_reporting().iter().any(|job| {
+        job.options.iter().any(|(name, _)| name.starts_with("write_") && name.ends_with("_log"))
+    })
+}
+
+/// fio's direction for an operation (`elevator_report::fio`); `None` for what fio does not
+/// count (dropping the page cache).
+pub(crate) fn fio_direction(kind: IoKind) -> Option<FioDirection> {
+    match kind {
+        IoKind::Read => Some(FioDirection::Read),
+        IoKind::Write => Some(FioDirection::Write),
+        IoKind::Discard => Some(FioDirection::Trim),
+        IoKind::Sync => Some(FioDirection::Sync),
+        IoKind::DropCaches => None,
+    }
+}
+
+/// Turns a live phase's fio figures (each issuer's [`elevator_report::fio::JobStats`]) into
+/// what fio reports of a real run:
+///
+/// * dates: the recorder measured on the engine's monotonic clock from its zero; fio dates
+///   a job (`job_start`, and `timestamp`/`time` from it) and its log samples by the wall
+///   clock, so they move by `unix_ns_at_zero` (the wall clock at the engine's zero). Every
+///   figure is a difference of two times, so none changes.
+/// * CPU: fio's `usr_cpu`/`sys_cpu` are each job process's own `getrusage`; a live run's
+///   issuers share the engine's threads, so the process's CPU over the phase is shared out
+///   among the jobs by the I/Os each completed (all of it to a phase's one job).
+pub(crate) fn fio_figures_of_live_phase(phase: &mut Phase, unix_ns_at_zero: u64) {
+    let (usr_ns, sys_ns) = (phase.cpu_user_ns.unwrap_or(0), phase.cpu_sys_ns.unwrap_or(0));
+    let total_ops: u64 = phase.issuers.iter().map(|issuer| issuer.ops).sum();
+    let jobs = phase.issuers.iter().filter(|issuer| issuer.fio.is_some()).count() as u64;
+    for issuer in &mut phase.issuers {
+        let ops = issuer.ops;
+        let Some(job) = issuer.fio.as_deref_mut() else { continue };
+        job.start_ns += unix_ns_at_zero;
+        for sample in job.io_samples.iter_mut().flatten() {
+            sample.completed_ns += unix_ns_at_zero;
+        }
+        let share = |ns: u64| match total_ops {
+            0 => ns / jobs.max(1),
+            _ => (u128::from(ns) * u128::from(ops) / u128::from(total_ops)) as u64,
+        };
+        job.usr_ns = share(usr_ns);
+        job.sys_ns = share(sys_ns);
+    }
 }
 
 /// The target as a workload plans for it: one device, named after the file.
@@ -225,6 +286,20 @@ pub fn run_plan(
     options: &RunOptions,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<LiveRun, LiveError> {
+    run_plan_recording(target, plan, label, settings, options, false, progress)
+}
+
+/// [`run_plan`], keeping every I/O for fio's log files when `keep_io_samples`
+/// ([`fio_io_samples`]).
+fn run_plan_recording(
+    target: &Target,
+    plan: elevator_workload::WorkloadPlan,
+    label: &str,
+    settings: &[(String, String)],
+    options: &RunOptions,
+    keep_io_samples: bool,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<LiveRun, LiveError> {
     let queue = options.engine.queue()?;
     let (backend, fallback) = backend::build(
         options.engine.backend,
@@ -234,6 +309,7 @@ pub fn run_plan(
     )
     .map_err(|source| LiveError::Backend { backend: "setup", source })?;
     let clock = Clock::start();
+    let unix_ns_at_zero = clock.unix_ns_at_zero();
     let backend = backend::with_faults(backend, clock, &options.engine.faults);
     let mut driver = Driver {
         reactor: Reactor::new(queue, backend, clock),
@@ -268,6 +344,9 @@ pub fn run_plan(
         let started = clock.now();
         let names = phase.issuers.iter().map(|issuer| issuer.name().to_owned()).collect();
         let mut recorder = PhaseRecorder::new(phase.name.clone(), started, names);
+        if keep_io_samples {
+            recorder.keep_io_samples();
+        }
         let mut issuers: Vec<IssuerState> = phase
             .issuers
             .into_iter()
@@ -342,7 +421,9 @@ pub fn run_plan(
             recorder.add_counter(name, value);
         }
         counters_by_phase.push(counters);
-        phases.push(recorder.finish());
+        let mut measured = recorder.finish();
+        fio_figures_of_live_phase(&mut measured, unix_ns_at_zero);
+        phases.push(measured);
         if interrupted {
             break;
         }
@@ -406,7 +487,9 @@ impl Driver<'_> {
         state.sleeping_until = None;
         loop {
             match state.issuer.poll(now) {
-                Poll::Submit(io) => self.submit(index, state.issuer.as_ref(), io)?,
+                Poll::Submit(io) => {
+                    self.submit(index, state.issuer.as_ref(), io, now, recorder)?;
+                }
                 Poll::Sleep { until } => {
                     state.sleeping_until = Some(until);
                     return Ok(());
@@ -425,7 +508,14 @@ impl Driver<'_> {
     }
 
     /// Checks `io` against the target and hands it to the reactor.
-    fn submit(&mut self, issuer: usize, owner: &dyn Issuer, io: Io) -> Result<(), LiveError> {
+    fn submit(
+        &mut self,
+        issuer: usize,
+        owner: &dyn Issuer,
+        io: Io,
+        now: Instant,
+        recorder: &mut PhaseRecorder,
+    ) -> Result<(), LiveError> {
         let bad = |problem: String| LiveError::BadIo(format!("{}: {problem}", owner.name()));
         if io.place != Place::Device(0) {
             return Err(bad("live runs address the target as one device".into()));
@@ -496,6 +586,10 @@ impl Driver<'_> {
                 self.ios.len() - 1
             }
         };
+        // fio's figures by direction and its logs' offsets (elevator_report::fio).
+        if let Some(direction) = fio_direction(io.kind) {
+            recorder.record_submit(issuer, io.id.0, direction, io.offset_bytes, now);
+        }
         self.ios[key] = Some(LiveIo { issuer, io, buf, expected });
         self.reactor.submit(IoRequest {
             key: key as u64,
@@ -605,7 +699,8 @@ impl Driver<'_> {
         if let Ok(bytes) = done.result {
             self.bytes += bytes as u64;
             self.completed += 1;
-            recorder.record(live.issuer, bytes as u64, done.submitted, done.completed);
+            let (id, bytes) = (live.io.id.0, bytes as u64);
+            recorder.record_io(live.issuer, id, bytes, done.submitted, done.completed);
         }
         let state = &mut issuers[live.issuer];
         state.issuer.complete(done.completed, live.io.id);
@@ -681,6 +776,52 @@ impl Driver<'_> {
                 extra,
             },
             host_stats: BTreeMap::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves a live phase's fio figures are dated by the wall clock and carry the process's
+    // CPU shared by I/Os: two jobs that completed 1 and 3 reads get a quarter and three
+    // quarters of the phase's user and system time, their start and every logged sample move
+    // by the wall clock at the engine's zero, and the measured latencies and run time do not
+    // change.
+    #[test]
+    fn live_jobs_are_dated_by_the_wall_clock_and_share_the_process_cpu() {
+        let mut recorder =
+            PhaseRecorder::new("p", Instant::from_millis(5), vec!["a".into(), "b".into()]);
+        recorder.keep_io_samples();
+        let mut id = 0;
+        for (issuer, count) in [(0, 1), (1, 3)] {
+            for _ in 0..count {
+                id += 1;
+                let at = Instant::from_millis(5 + id);
+                recorder.record_submit(issuer, id, FioDirection::Read, 4096 * id, at);
+                recorder.record_io(issuer, id, 4096, at, at + Duration::from_micros(100));
+            }
+        }
+        recorder.record_process_cpu(400_000, 800_000);
+        let mut phase = recorder.finish();
+        let before = phase.clone();
+        let unix_ns_at_zero = 1_800_000_000_000_000_000;
+        fio_figures_of_live_phase(&mut phase, unix_ns_at_zero);
+        let jobs: Vec<_> = phase.issuers.iter().map(|i| i.fio.as_deref().unwrap()).collect();
+        assert_eq!((jobs[0].usr_ns, jobs[0].sys_ns), (100_000, 200_000));
+        assert_eq!((jobs[1].usr_ns, jobs[1].sys_ns), (300_000, 600_000));
+        for (job, old) in jobs.iter().zip(&before.issuers) {
+            let old = old.fio.as_deref().unwrap();
+            assert_eq!(job.start_ns, 5_000_000 + unix_ns_at_zero);
+            assert_eq!(job.job_runtime_ms, old.job_runtime_ms);
+            let samples = job.io_samples.as_ref().unwrap();
+            let old_samples = old.io_samples.as_ref().unwrap();
+            assert_eq!(samples.len(), old_samples.len());
+            for (new, old) in samples.iter().zip(old_samples) {
+                assert_eq!(new.completed_ns, old.completed_ns + unix_ns_at_zero);
+                assert_eq!(new.latency_ns, 100_000);
+            }
         }
     }
 }

@@ -260,7 +260,14 @@ fn job_object(
     }
     let mut elevator = Object::default();
     elevator
-        .str("mode", "sim")
+        .str(
+            "mode",
+            match run.mode {
+                crate::model::Mode::Sim => "sim",
+                crate::model::Mode::Live => "live",
+                crate::model::Mode::Kernel => "kernel",
+            },
+        )
         .str("scheduler", &run.scheduler)
         .str("device", &run.device)
         .int("seed", seed);
