@@ -107,10 +107,17 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
         let bar = LiveProgress::new();
         let label = scheduler.to_string();
         let mut progress = |now: &Progress| bar.show(&label, now);
-        let live =
-            run_workload(&target, &workload, &options, &mut progress).with_context(|| {
-                format!("running {workload} under {scheduler} on {}", path.display())
-            })?;
+        // With several schedulers each run writes its own `write_iolog` file, as in `sim`.
+        let tagged;
+        let workload = if schedulers.len() > 1 {
+            tagged = workload.fio_tagged(&crate::sim::safe_name(&label));
+            &tagged
+        } else {
+            &workload
+        };
+        let live = run_workload(&target, workload, &options, &mut progress).with_context(|| {
+            format!("running {workload} under {scheduler} on {}", path.display())
+        })?;
         bar.finish();
         if let (Some(reason), false) = (&live.fallback, said_fallback) {
             note(reason);

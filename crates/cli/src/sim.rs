@@ -442,7 +442,7 @@ fn scheduler_path(path: &std::path::Path, scheduler: &str) -> std::path::PathBuf
 }
 
 /// `scheduler` with the characters a file name should not hold (`/`, `:`, `,`, `=`) as `_`.
-fn safe_name(scheduler: &str) -> String {
+pub(crate) fn safe_name(scheduler: &str) -> String {
     scheduler
         .chars()
         .map(

@@ -57,9 +57,11 @@
 //!   hundred µs after its log starts). A job's `ramp_time` phase is not logged (fio's log
 //!   has the ramp's I/O too). A clone stopped before it finished (the run failed)
 //!   appends nothing; a write error once the file is open is not reported. With several
-//!   schedulers (`elevator sim -s a,b`) each run writes its own file, the scheduler before
-//!   the extension (`w.log` → `w.bfq.log`, `WorkloadSpec::fio_tagged`), as fio's other logs
-//!   are named then.
+//!   schedulers (`elevator sim -s a,b`, `elevator run -s a,b`) each run writes its own file,
+//!   the scheduler before the extension (`w.log` → `w.bfq.log`,
+//!   `WorkloadSpec::fio_tagged`), as fio's other logs are named then; `elevator kernel
+//!   compare -s a,b` runs the schedulers one after the other and appends each run's log to
+//!   the one file in the order given (fio run twice appends too).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
