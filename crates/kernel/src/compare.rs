@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use elevator_core::Prng;
 use elevator_live::Target;
+use elevator_live::diskutil::DiskUtilProbe;
 use elevator_live::passthrough::{self, PassthroughOptions};
 use elevator_live::run::{Progress, workload_target};
 use elevator_report::{DeviceStats, Mode, QueueStats, Run, SchedulerStats};
@@ -141,6 +142,10 @@ pub fn compare(
         let applied = tune(sysfs, device, &scheduler.settings)?;
         starting(&scheduler, &applied);
         let plan = workload.plan(&[workload_target(target)], &Prng::new(options.seed))?;
+        // A job file's run carries fio's disk_util of the device (elevator_live::diskutil).
+        let disk_util = (!workload.fio_reporting().is_empty())
+            .then(|| DiskUtilProbe::start(target.path()))
+            .flatten();
         let before = DiskStats::read(sysfs, device)?;
         let result = passthrough::run_plan(target, plan, &options.passthrough, progress)?;
         let after = DiskStats::read(sysfs, device)?;
@@ -197,10 +202,12 @@ pub fn compare(
             set(format!("workload.{key}"), value);
         }
         let requests = stats.reads + stats.writes + stats.flushes;
-        let extra: BTreeMap<String, u64> = [
+        let mut extra: BTreeMap<String, u64> = [
             ("reads", stats.reads),
             ("writes", stats.writes),
             ("flushes", stats.flushes),
+            ("read_merges", stats.read_merges),
+            ("write_merges", stats.write_merges),
             ("read_sectors", stats.read_sectors),
             ("write_sectors", stats.write_sectors),
             ("read_ms", stats.read_ms),
@@ -210,6 +217,9 @@ pub fn compare(
         .into_iter()
         .map(|(name, value)| (name.to_owned(), value))
         .collect();
+        if let Some(probe) = disk_util {
+            probe.finish(&mut extra);
+        }
         let run = Run {
             mode: Mode::Kernel,
             experiment: None,

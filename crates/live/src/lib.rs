@@ -47,6 +47,7 @@ pub mod backend;
 pub mod buffer;
 pub mod clock;
 mod cpu;
+pub mod diskutil;
 pub mod engine;
 pub mod error;
 pub mod lock;

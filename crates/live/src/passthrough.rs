@@ -584,9 +584,10 @@ impl<'a> IssuerThread<'a> {
         let clock = self.shared.clock;
         let submitted = clock.now();
         let target = self.shared.target;
-        // Reads and writes count in fio's figures by direction, as they do in the report;
-        // syncs and cache drops are not recorded in kernel runs.
-        if let Some(direction @ (FioDirection::Read | FioDirection::Write)) =
+        // Reads, writes and syncs count in fio's figures by direction, as in the live engine
+        // (fio's `sync` object: a job's fsync/fdatasync calls and their latencies); cache
+        // drops are not fio's and are not recorded.
+        if let Some(direction @ (FioDirection::Read | FioDirection::Write | FioDirection::Sync)) =
             crate::run::fio_direction(io.kind)
         {
             drop(self.events.send(Event::Submit {
@@ -635,7 +636,7 @@ impl<'a> IssuerThread<'a> {
     fn finish_sync(&mut self, io: Io, submitted: Instant, result: std::io::Result<u64>) {
         let completed = self.shared.clock.now();
         if let Some(bytes) = self.account(&io, completed, result)
-            && matches!(io.kind, IoKind::Read | IoKind::Write)
+            && matches!(io.kind, IoKind::Read | IoKind::Write | IoKind::Sync)
         {
             drop(self.events.send(Event::Record {
                 issuer: self.index,

@@ -202,7 +202,11 @@ pub fn run_workload(
     let settings: Vec<(String, String)> =
         workload.resolved().into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
     let keep_io_samples = fio_io_samples(workload);
-    run_plan_recording(
+    // A job file's run carries fio's disk_util of the device under the target (diskutil.rs).
+    let disk_util = (!workload.fio_reporting().is_empty())
+        .then(|| crate::diskutil::DiskUtilProbe::start(target.path()))
+        .flatten();
+    let mut live = run_plan_recording(
         target,
         plan,
         &workload.to_string(),
@@ -210,7 +214,11 @@ pub fn run_workload(
         options,
         keep_io_samples,
         progress,
-    )
+    )?;
+    if let Some(probe) = disk_util {
+        probe.finish(&mut live.run.device_stats.extra);
+    }
+    Ok(live)
 }
 
 /// Whether a run of `workload` keeps every I/O for fio's log files: an fio job file whose

@@ -292,6 +292,21 @@ fn gap_us(replay: &Replay, last_us: u64, time_us: u64) -> u64 {
 }
 
 impl Replay {
+    /// Whether replaying can write to the target: some clone's log has a write or a trim
+    /// that `replay_skip` keeps. A log that cannot be read or parsed counts as writing (a
+    /// live run opens its target before planning, which then names the error).
+    pub(crate) fn may_write(&self) -> bool {
+        self.logs.iter().any(|path| {
+            let Ok(text) = std::fs::read_to_string(path) else { return true };
+            let Ok(log) = Iolog::parse(path, &text) else { return true };
+            log.records.iter().any(|record| match record.action {
+                Action::Io { action: IoAction::Write, .. } => !self.skip.write,
+                Action::Io { action: IoAction::Trim, .. } => !self.skip.trim,
+                _ => false,
+            })
+        })
+    }
+
     /// Reads clone `clone`'s log and turns it into steps on `targets`, adding the regular
     /// files it names to `files`. Errors name the log's file and line.
     fn steps(
@@ -938,6 +953,32 @@ mod tests {
         let offsets: Vec<u64> = scaled.iter().map(|r| r.io.offset_bytes).collect();
         // 4096/2 = 2048 rounds down to 0; 8192/2 = 4096; 65536/2 = 32768.
         assert_eq!(offsets, [0, 0, 4096, 0, 32768]);
+    }
+
+    // Proves a replaying job says it writes exactly when its log has a write or trim that
+    // replay_skip keeps, whatever its `rw` (a live run opens its target read-only otherwise,
+    // and the log's writes then fail), and that an unreadable log counts as writing.
+    #[test]
+    fn a_replay_may_write_as_its_log_says() {
+        let dir = dir("may-write");
+        let reads = dir.join("r.log");
+        std::fs::write(&reads, "fio version 2 iolog\n/dev/sda add\n/dev/sda read 0 4096\n")
+            .unwrap();
+        let writes = dir.join("w.log");
+        std::fs::write(&writes, "fio version 2 iolog\n/dev/sda add\n/dev/sda write 0 4096\n")
+            .unwrap();
+        let spec = |log: &std::path::Path, extra: &str| {
+            let path = dir.join("job.fio");
+            let text = format!("[r]\nfilename=sda\nread_iolog={}\n{extra}", log.display());
+            std::fs::write(&path, text).unwrap();
+            WorkloadSpec::parse(&format!("fio:{}", path.display())).unwrap()
+        };
+        assert!(!spec(&reads, "").may_write());
+        assert!(spec(&writes, "").may_write());
+        assert!(!spec(&writes, "replay_skip=write\n").may_write());
+        let written = spec(&writes, "");
+        std::fs::remove_file(&writes).unwrap();
+        assert!(written.may_write(), "a log that cannot be read counts as writing");
     }
 
     // Proves a v2 `wait N` holds the job until N ms after its start (fio's code), and that

@@ -416,7 +416,11 @@ impl WorkloadSpec {
     /// Conservative: true whenever some setting could write.
     pub fn may_write(&self) -> bool {
         if let Some(run) = &self.fio {
-            return run.jobs.iter().any(|job| job.spec.may_write());
+            // A replaying job does what its log says (read_iolog), whatever its `rw`.
+            return run.jobs.iter().any(|job| match &job.replay {
+                Some(replay) => replay.may_write(),
+                None => job.spec.may_write(),
+            });
         }
         let params = &self.params;
         match self.kind {

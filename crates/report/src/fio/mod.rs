@@ -107,7 +107,8 @@ use crate::model::Run;
 
 /// Where a run's device statistics carry fio's `disk_util` figures:
 /// `fio.disk_util.DEVICE.KEY` (read_ios, write_ios, read_merges, write_merges, read_sectors,
-/// write_sectors, read_ticks_ns, write_ticks_ns, busy_ns, elapsed_ns).
+/// write_sectors, read_ticks_ns, write_ticks_ns, busy_ns, elapsed_ns, and from a real device
+/// in_queue_ns: its `time_in_queue`, which the simulator's runs leave to the ticks' sum).
 pub const DISK_UTIL_PREFIX: &str = "fio.disk_util.";
 
 /// One device's `disk_util` (fio's `disk_util_stat`; fio-compat.md §4.2).
@@ -134,12 +135,15 @@ pub(crate) fn disk_utils(run: &Run, setup: &FioSetup) -> Vec<DiskUtil> {
     }
     let mut disks: Vec<DiskUtil> = Vec::new();
     let mut busy = Vec::new();
+    // A real device's time_in_queue (live and kernel runs); the simulator sums the ticks.
+    let mut in_queue: Vec<Option<u64>> = Vec::new();
     for (key, &value) in &run.device_stats.extra {
         let Some(rest) = key.strip_prefix(DISK_UTIL_PREFIX) else { continue };
         let Some((name, field)) = rest.rsplit_once('.') else { continue };
         if disks.last().is_none_or(|disk| disk.name != name) {
             disks.push(DiskUtil { name: name.to_owned(), ..DiskUtil::default() });
             busy.push((0u64, 0u64));
+            in_queue.push(None);
         }
         let disk = disks.last_mut().expect("pushed above");
         let times = busy.last_mut().expect("pushed above");
@@ -152,13 +156,14 @@ pub(crate) fn disk_utils(run: &Run, setup: &FioSetup) -> Vec<DiskUtil> {
             "write_sectors" => disk.sectors[1] = value,
             "read_ticks_ns" => disk.ticks[0] = value / 1_000_000,
             "write_ticks_ns" => disk.ticks[1] = value / 1_000_000,
+            "in_queue_ns" => in_queue[disks.len() - 1] = Some(value / 1_000_000),
             "busy_ns" => times.0 = value,
             "elapsed_ns" => times.1 = value,
             _ => {}
         }
     }
-    for (disk, (busy_ns, elapsed_ns)) in disks.iter_mut().zip(busy) {
-        disk.in_queue = disk.ticks[0] + disk.ticks[1];
+    for ((disk, (busy_ns, elapsed_ns)), in_queue) in disks.iter_mut().zip(busy).zip(in_queue) {
+        disk.in_queue = in_queue.unwrap_or(disk.ticks[0] + disk.ticks[1]);
         // fio: 100 · io_ticks / msec, at most 100.
         let (io_ticks, msec) = (busy_ns / 1_000_000, elapsed_ns / 1_000_000);
         disk.util =
