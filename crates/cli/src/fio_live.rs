@@ -22,8 +22,8 @@
 //! * Outputs: `usr_cpu`/`sys_cpu` are the process's CPU over a group shared out among its
 //!   jobs by I/Os completed (fio's jobs are processes, ours share threads); `iodepth_level`
 //!   counts each submission alone (fio, with `iodepth_batch_submit` above 1, counts a batch at
-//!   the depth after it); no `disk_util`; a kernel run's syncs are not in the `sync`
-//!   figures (see docs/fio-compat.md). Dates are the wall clock, as fio's.
+//!   the depth after it); `disk_util` is read before and after the run, not every 250 ms
+//!   (`elevator_live::diskutil`; see docs/fio-compat.md). Dates are the wall clock, as fio's.
 //!
 //! * A job without `filename` does its I/O on the command-line target (the whole of it, or
 //!   its first `size` bytes), shared by its clones and by the other jobs; fio would create

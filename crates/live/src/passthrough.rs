@@ -16,6 +16,10 @@
 //!   write-back and throttling do what they do. A workload's files are regions of the target
 //!   laid out one after another ([`layout_files`]); there is no filesystem.
 //!
+//! fio's figures: reads, writes and syncs are recorded by direction as in [`crate::run`]; a
+//! sync is an `fdatasync` of the target whether the job asked for `fsync` or `fdatasync`
+//! (on a block device both flush the same), timed around the call.
+//!
 //! Caches: at the workload's drop points (hdparm's `BLKFLSBUF` before `-t`) and before every
 //! phase the target's cached pages are written and dropped; with [`CacheDrop::System`] the
 //! whole page cache is dropped instead (`echo 3 > /proc/sys/vm/drop_caches`).

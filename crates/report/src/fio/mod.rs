@@ -22,9 +22,17 @@
 //! * `iodepth_level`: the issuer's in-flight count at each submission; `iodepth_submit` and
 //!   `iodepth_complete`: every call moves one I/O (the `"4"` bucket).
 //! * `latency_ns|us|ms`: the completion latencies, fio's buckets, % of read+write+trim I/Os.
-//! * `usr_cpu`, `sys_cpu`: the host model's CPU time of the issuer's process over its run time.
-//! * `timestamp`, `timestamp_ms`, `time`, `job_start`, `elapsed`: the simulated clock, whose
-//!   epoch is the run's start (1970-01-01 00:00:00 UTC), so output is deterministic.
+//! * `usr_cpu`, `sys_cpu`: the host model's CPU time of the issuer's process over its run time
+//!   (a live run: the process's CPU shared out among a group's jobs by I/Os completed).
+//! * `timestamp`, `timestamp_ms`, `time`, `job_start`, `elapsed`: in a simulation the
+//!   simulated clock, whose epoch is the run's start (1970-01-01 00:00:00 UTC), so output is
+//!   deterministic; in a live or kernel run (`elevator run`, `elevator kernel compare`,
+//!   `elevator fio` live or kernel) the wall clock, as fio's, the figures themselves measured
+//!   on the engine's monotonic clock.
+//! * `sync`: the jobs' fsync/fdatasync calls and their latencies, simulated or, live and
+//!   in kernel runs, measured (a kernel run's sync is an `fdatasync` of the target).
+//! * `disk_util`: see the Deviations; in live and kernel runs the kernel's own counters of
+//!   the target's block device (`elevator_live::diskutil`).
 //! * Extra key, per job: `"elevator" : {"mode", "scheduler", "device", "seed"}`.
 //!
 //! Zero because the simulator does not model them: `slat_ns` (N = 0, as fio prints for
@@ -54,7 +62,17 @@
 //!   job file shows them there too. Terse lines carry them after fio's 121 fields (130 with
 //!   one device), as fio run locally does. With `disk_util=0` on every job none is printed;
 //!   otherwise every simulated device is (fio lists the devices its jobs' files are on).
-//! * **`job_start`** is ms on the simulated clock, not since the Unix epoch.
+//! * **`disk_util` of live and kernel runs** is `/sys/block/DEV/stat`'s differences between
+//!   the run's start and end for the device the target is on (its whole disk, and a stacked
+//!   device's slaves; `elevator_live::diskutil`), with the real `time_in_queue` (key
+//!   `in_queue_ns`). fio samples every 250 ms from each file's setup; here two reads bracket
+//!   the run, so `util` is over the whole run. A stacked device's `aggr_*` averages are not
+//!   written, and devices are listed by name. Under `elevator run` the figures are the
+//!   device *under* our user-space scheduler: `ios` are the transfers our queue dispatched
+//!   as the kernel completed them, `merges` the kernel's merges of them; our scheduler's own
+//!   merges are in elevator's report (`scheduler_stats`), not here.
+//! * **`job_start`** is ms on the simulated clock, not since the Unix epoch (a live or kernel
+//!   run's is the wall clock's, as fio's).
 //! * Normal output's `pid=` is the job's 1-based process number.
 //! * **Percentiles of `lat`** (`lat_percentiles=1`) are clat's: with no submission latency
 //!   the two are the same samples. `slat_percentiles=1` prints none (slat has no samples).
