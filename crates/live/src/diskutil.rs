@@ -29,6 +29,9 @@
 //!   the run is in the figures. fio's last sample can miss the run's end (fio 3.33 on a
 //!   RAM-backed loop device: 243 539 `read_ios` for 256 794 reads in 2 s; all zero for a run
 //!   shorter than its first sample).
+//! * A kernel run writes and drops the target's cached pages before each phase (an `fsync`):
+//!   on a device with a write cache its flush shows as a write `ios` of 0 sectors, which fio
+//!   (no cache drop) does not have.
 //! * fio `lstat`s the name, so a symbolic link to a device (`/dev/disk/by-id/...`) gets the
 //!   device of the link itself (devtmpfs: no `disk_util`); here links are followed.
 //! * The sysfs directory is found through `/sys/dev/block/MAJ:MIN` rather than fio's walk of
