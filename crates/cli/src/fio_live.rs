@@ -1,15 +1,25 @@
-//! fio job files on one real target: `elevator run FILE.fio` and `elevator kernel compare DEV
+//! fio job files on real targets: `elevator run FILE.fio` and `elevator kernel compare DEV
 //! FILE.fio` (issue 17; `/work/shared/specs/fio-compat.md` §2.1 `filename`, `directory`,
-//! `direct`/`buffered`).
+//! `direct`/`buffered`, `size`).
 //!
 //! The jobs are mapped exactly as the simulator maps them (`fio_run` in `elevator-workload`:
 //! groups, stonewall, numjobs, each job its own pattern); what differs is where their I/O
-//! goes. A live run has one target, opened under the usual write-safety rules (DESIGN.md §7):
-//! the path every job's `filename` names, or the target named on the command line when the
-//! file names none. A regular file named there that does not exist yet is created at the
-//! largest `size` the jobs give (`--size` wins), as fio lays a job's file out at its size
-//! before the job starts. Options the simulator honours but a live mode cannot are refused here,
-//! naming file, line and option, before anything is opened.
+//! goes. Every target is opened under the usual write-safety rules (DESIGN.md §7).
+//!
+//! * One target: the path every job's `filename` names, or the target named on the command
+//!   line when the file names none; jobs without `filename` share it.
+//! * Several targets (`elevator run` and `elevator fio` live only): jobs naming different
+//!   files or devices, and `filename=a:b` lists, each name a target of its own. The live run
+//!   gives the workload one device per distinct name, named as the job file writes it (less
+//!   `/dev/`, the simulator's device rule), so the simulator's mapping puts each job's I/O on
+//!   its own names — a list served round-robin, fio's default `file_service_type`, and `size`
+//!   divided among a job's files as fio divides it. The live engine runs one queue and
+//!   scheduler instance per target (`elevator_live::run::run_workload_on`).
+//!
+//! A regular file named that does not exist yet is created at the size the jobs naming it
+//! give (the largest `size / number of the job's files`; `--size` wins), as fio lays a job's
+//! file out at its size before the job starts. Options the simulator honours but a live mode
+//! cannot are refused here, naming file, line and option, before anything is opened.
 //!
 //! fio's outputs (`--output-format`) and log files come from measured figures: the live
 //! engine and the kernel runs record each I/O's direction and offset
@@ -27,9 +37,16 @@
 //!
 //! * A job without `filename` does its I/O on the command-line target (the whole of it, or
 //!   its first `size` bytes), shared by its clones and by the other jobs; fio would create
-//!   `NAME.CLONE.0` files in its working directory, one per clone.
-//! * `directory`, several names in `filename` (`a:b`), and jobs naming different files are
-//!   refused: a live run has one target, and lays out no files on a filesystem.
+//!   `NAME.CLONE.0` files in its working directory, one per clone. With several targets such
+//!   a job is refused (naming its line): there is no one target for it.
+//! * `directory` is refused: a live run lays out no files of fio's naming on a filesystem.
+//!   `nrfiles`, `file_service_type` and `filename_format` are refused by the simulator's
+//!   mapping, before this module sees the file.
+//! * `elevator kernel compare` drives one device: several targets (`a:b`, jobs naming
+//!   different devices) are refused there.
+//! * `--verify` checks one target: a run with several refuses it.
+//! * Two spellings of one file (`./a` and `a`) must be written one way when the file names
+//!   several targets (each target has one name in the mapping).
 //! * A file the run creates is allocated (elevator's scratch-file rules, DESIGN.md §7); fio
 //!   writes it through before the job starts.
 //! * `elevator run` does direct I/O only (its engine has no page cache), so fio's default
@@ -68,11 +85,34 @@ pub(crate) struct LiveJobFile {
     /// The jobs, mapped as the simulator maps them (still on fio's own file names).
     pub(crate) spec: WorkloadSpec,
     /// The one path the file's jobs name with `filename`, and where; `None` when no job
-    /// names one.
+    /// names one, or when they name several (then see `targets`).
     pub(crate) filename: Option<(PathBuf, Location)>,
+    /// With several targets (`elevator run` only): every distinct name the jobs' `filename`s
+    /// give, in the order first written; empty otherwise.
+    pub(crate) targets: Vec<NamedTarget>,
     /// The largest `size` a job gives in bytes: a target file that does not exist yet is
     /// created at this size, as fio lays a job's file out at its `size` (§2.1).
     pub(crate) size_bytes: Option<u64>,
+}
+
+/// One of several targets a job file names.
+#[derive(Clone, Debug)]
+pub(crate) struct NamedTarget {
+    /// The name as the job file writes it (`filename`).
+    pub(crate) written: String,
+    /// Where it was first written.
+    pub(crate) at: Location,
+    /// The largest share of a `size` a job naming it gives in bytes (`size` divided among
+    /// the job's files, fio's rule): its size when the run creates it.
+    pub(crate) size_bytes: Option<u64>,
+}
+
+impl NamedTarget {
+    /// The device name the workload is planned with: the simulator's rule for `filename`
+    /// (`sdb` or `/dev/sdb` name device `sdb`).
+    pub(crate) fn device_name(&self) -> &str {
+        self.written.strip_prefix("/dev/").unwrap_or(&self.written)
+    }
 }
 
 /// The job file `-w fio:FILE` or a positional `JOBFILE` names, if the workload is one.
@@ -100,7 +140,7 @@ pub(crate) fn from_parsed(
     file: &FioJobFile,
     mode: LiveMode,
 ) -> Result<LiveJobFile> {
-    let filename = check(file, mode)?;
+    let (filename, targets) = check(file, mode)?;
     let size_bytes = file
         .jobs
         .iter()
@@ -109,7 +149,7 @@ pub(crate) fn from_parsed(
             _ => None,
         })
         .max();
-    Ok(LiveJobFile { spec, filename, size_bytes })
+    Ok(LiveJobFile { spec, filename, targets, size_bytes })
 }
 
 /// The last occurrence of `name` in a job (fio's last-wins, §1.7), with where it was written.
@@ -125,34 +165,100 @@ fn flag(value: &FioValue) -> Option<bool> {
     }
 }
 
-/// Checks every job for `mode`; returns the one path the jobs' `filename`s name.
-fn check(file: &FioJobFile, mode: LiveMode) -> Result<Option<(PathBuf, Location)>> {
-    let mut named: Option<(PathBuf, Location)> = None;
+/// The names a job's `filename` gives, as written (`a:b` is two).
+fn names_of(value: &FioValue) -> Vec<String> {
+    match value {
+        FioValue::List(names) => names.clone(),
+        other => vec![other.to_string()],
+    }
+}
+
+/// Checks every job for `mode`; returns the one path the jobs' `filename`s name, or (with
+/// `elevator run`'s several targets) every name they give.
+fn check(
+    file: &FioJobFile,
+    mode: LiveMode,
+) -> Result<(Option<(PathBuf, Location)>, Vec<NamedTarget>)> {
+    let mut targets: Vec<NamedTarget> = Vec::new();
+    let mut unnamed_job: Option<&Location> = None;
     for job in &file.jobs {
         if let Some((value, at)) = last(job, "directory") {
             bail!(
-                "fio {at}: option: `directory={value}` is not honoured by {}: a live run does I/O \
-                 on one target and lays out no files; name it with `filename=` or on the command \
-                 line",
+                "fio {at}: option: `directory={value}` is not honoured by {}: a live run lays \
+                 out no files of fio's naming; name each job's file or device with `filename=` \
+                 (or the target on the command line)",
                 mode.command()
             );
         }
-        if let Some((value, at)) = last(job, "filename") {
+        match last(job, "filename") {
+            Some((value, at)) => {
+                let names = names_of(value);
+                let share = match last(job, "size") {
+                    Some((FioValue::Int(bytes), _)) => Some(*bytes / names.len().max(1) as u64),
+                    _ => None,
+                };
+                for name in names {
+                    match targets.iter_mut().find(|t| t.written == name) {
+                        Some(target) => target.size_bytes = target.size_bytes.max(share),
+                        None => targets.push(NamedTarget {
+                            written: name,
+                            at: at.clone(),
+                            size_bytes: share,
+                        }),
+                    }
+                }
+            }
+            None => unnamed_job = unnamed_job.or(Some(&job.at)),
+        }
+    }
+    let mut named: Option<(PathBuf, Location)> = None;
+    let several = targets.len() > 1 && mode == LiveMode::Run;
+    if several {
+        // Each target is one device of the mapping, under one name.
+        for (index, target) in targets.iter().enumerate() {
+            let path = Path::new(&target.written);
+            if let Some(other) = targets[..index].iter().find(|other| {
+                other.device_name() == target.device_name()
+                    || same_path(Path::new(&other.written), path)
+            }) {
+                bail!(
+                    "fio {}: option: `filename={}` is the same target as `{}` at {}: write it \
+                     the same way in every job",
+                    target.at,
+                    target.written,
+                    other.written,
+                    other.at
+                );
+            }
+        }
+        if let Some(at) = unnamed_job {
+            bail!(
+                "fio {at}: job without `filename`: the jobs name {} targets, so {} has no one \
+                 target for it (fio would create its own NAME.CLONE.0 files, which a live run \
+                 does not); give it a `filename=`",
+                targets.len(),
+                mode.command()
+            );
+        }
+    }
+    for job in &file.jobs {
+        if let (Some((value, at)), false) = (last(job, "filename"), several) {
             let path = match value {
                 FioValue::Str(name) => PathBuf::from(name),
                 FioValue::List(names) if names.len() == 1 => PathBuf::from(&names[0]),
                 _ => bail!(
                     "fio {at}: option: `filename={value}` names several files, which {} cannot \
-                     honour: a live run has one target",
+                     honour: it drives one device",
                     mode.command()
                 ),
             };
             match &named {
                 Some((first, first_at)) if !same_path(first, &path) => bail!(
-                    "fio {at}: option: `filename={}` differs from `filename={}` at {first_at}: a \
-                     live run has one target, so every job must name the same one",
+                    "fio {at}: option: `filename={}` differs from `filename={}` at {first_at}: {} \
+                     drives one device, so every job must name the same one",
                     path.display(),
-                    first.display()
+                    first.display(),
+                    mode.command()
                 ),
                 Some(_) => {}
                 None => named = Some((path, at.clone())),
@@ -189,7 +295,7 @@ fn check(file: &FioJobFile, mode: LiveMode) -> Result<Option<(PathBuf, Location)
             }
         }
     }
-    Ok(named)
+    Ok((named, if several { targets } else { Vec::new() }))
 }
 
 /// Whether two names are the same file: equal as written, or resolving to the same path.

@@ -50,6 +50,7 @@ mod cpu;
 pub mod engine;
 pub mod error;
 pub mod lock;
+mod multi;
 pub mod passthrough;
 pub mod reactor;
 pub mod run;
