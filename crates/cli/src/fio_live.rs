@@ -165,6 +165,9 @@ fn flag(value: &FioValue) -> Option<bool> {
     }
 }
 
+/// A path a job file names, and where.
+type Named = (PathBuf, Location);
+
 /// The names a job's `filename` gives, as written (`a:b` is two).
 fn names_of(value: &FioValue) -> Vec<String> {
     match value {
@@ -175,10 +178,7 @@ fn names_of(value: &FioValue) -> Vec<String> {
 
 /// Checks every job for `mode`; returns the one path the jobs' `filename`s name, or (with
 /// `elevator run`'s several targets) every name they give.
-fn check(
-    file: &FioJobFile,
-    mode: LiveMode,
-) -> Result<(Option<(PathBuf, Location)>, Vec<NamedTarget>)> {
+fn check(file: &FioJobFile, mode: LiveMode) -> Result<(Option<Named>, Vec<NamedTarget>)> {
     let mut targets: Vec<NamedTarget> = Vec::new();
     let mut unnamed_job: Option<&Location> = None;
     for job in &file.jobs {
@@ -211,7 +211,7 @@ fn check(
             None => unnamed_job = unnamed_job.or(Some(&job.at)),
         }
     }
-    let mut named: Option<(PathBuf, Location)> = None;
+    let mut named: Option<Named> = None;
     let several = targets.len() > 1 && mode == LiveMode::Run;
     if several {
         // Each target is one device of the mapping, under one name.

@@ -53,7 +53,8 @@ fn written_by_job(document: &Value) -> Vec<(String, u64)> {
 
 /// Fills `path` (a file or a device) with `BEFORE` over `bytes`, through to the medium.
 fn fill(path: &Path, bytes: u64) {
-    let mut file = std::fs::OpenOptions::new().write(true).create(true).open(path).unwrap();
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path).unwrap();
     file.write_all(&vec![BEFORE; bytes as usize]).unwrap();
     file.sync_all().unwrap();
 }
