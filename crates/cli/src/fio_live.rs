@@ -105,6 +105,9 @@ pub(crate) struct NamedTarget {
     /// The largest share of a `size` a job naming it gives in bytes (`size` divided among
     /// the job's files, fio's rule): its size when the run creates it.
     pub(crate) size_bytes: Option<u64>,
+    /// Whether a job naming it may write: only then is it opened for writing, under the
+    /// write-safety rules (DESIGN.md §7); a target only read needs none.
+    pub(crate) writes: bool,
 }
 
 impl NamedTarget {
@@ -165,6 +168,18 @@ fn flag(value: &FioValue) -> Option<bool> {
     }
 }
 
+/// Whether `job` may write: anything but a read pattern (`rw=read`/`randread`, fio's default
+/// `read`), or a replayed iolog (which may hold writes).
+fn may_write(job: &fio::FioJob) -> bool {
+    let reads_only = match last(job, "rw").or_else(|| last(job, "readwrite")) {
+        None => true,
+        Some((FioValue::Choice { value, .. }, _)) => matches!(value.as_str(), "read" | "randread"),
+        Some((FioValue::Str(value), _)) => matches!(value.as_str(), "read" | "randread"),
+        Some(_) => false,
+    };
+    !reads_only || last(job, "read_iolog").is_some()
+}
+
 /// A path a job file names, and where.
 type Named = (PathBuf, Location);
 
@@ -197,13 +212,18 @@ fn check(file: &FioJobFile, mode: LiveMode) -> Result<(Option<Named>, Vec<NamedT
                     Some((FioValue::Int(bytes), _)) => Some(*bytes / names.len().max(1) as u64),
                     _ => None,
                 };
+                let writes = may_write(job);
                 for name in names {
                     match targets.iter_mut().find(|t| t.written == name) {
-                        Some(target) => target.size_bytes = target.size_bytes.max(share),
+                        Some(target) => {
+                            target.size_bytes = target.size_bytes.max(share);
+                            target.writes |= writes;
+                        }
                         None => targets.push(NamedTarget {
                             written: name,
                             at: at.clone(),
                             size_bytes: share,
+                            writes,
                         }),
                     }
                 }

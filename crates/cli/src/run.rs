@@ -200,6 +200,8 @@ pub(crate) fn open_targets(
         } else {
             Some(size_bytes.or(named.size_bytes).or(largest).unwrap_or(DEFAULT_SCRATCH_BYTES))
         };
+        // Opened for writing only when a job naming it may write (and the workload does).
+        let write = write && named.writes;
         let options = TargetOptions { write, force, create_bytes, stop: Some(Arc::clone(&stop)) };
         let target = Target::open(&path, &options)
             .with_context(|| format!("fio {}: option: filename={}", named.at, named.written))?;

@@ -15,7 +15,8 @@ use serde_json::Value;
 use support::RamLoop;
 
 /// The byte every target holds before a run: elevator's write buffers hold zeroes, so what a
-/// run wrote reads back as 0 and what it did not as this.
+/// run wrote reads back as 0 and what it did not as this (in runs that only write: a read
+/// would leave its data in a buffer reused for writes).
 const BEFORE: u8 = 0xab;
 
 fn elevator(args: &[&str]) -> Output {
@@ -133,7 +134,8 @@ fn a_filename_list_spreads_io_over_both_devices() {
 // fio` (never forced) creates it at its 128 KiB and writes it whole.
 #[test]
 fn regular_files_are_created_at_their_share_and_written_by_their_jobs() {
-    let dir = tempfile::tempdir().unwrap();
+    // Not /tmp: often tmpfs, where O_DIRECT may be refused (the scratch file's own rule).
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let (c, d, e) = (dir.path().join("c"), dir.path().join("d"), dir.path().join("e"));
     let text = format!(
         "[global]\ndirect=1\nbs=4k\nrw=write\n\n[pair]\nfilename={}:{}\nsize=512k\n\n\
@@ -233,4 +235,30 @@ fn what_stays_unsupported_is_refused_with_its_line() {
     assert!(stderr(&output).contains(&at), "names {at}: {}", stderr(&output));
     assert!(stderr(&output).contains("drives one device"), "{}", stderr(&output));
     assert!(!x.exists() && !y.exists(), "nothing was created");
+}
+
+// Proves each target is opened for writing only when a job naming it may write (the
+// write-safety rules apply per path): without --force, a file elevator did not create is
+// read by `r` (all 256 KiB, content untouched) while `w` writes 256 KiB to a file the run
+// creates at that size. Were
+// every target opened for writing, the run would be refused for the reader's file.
+#[test]
+fn a_target_only_read_is_opened_read_only() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (theirs, ours) = (dir.path().join("theirs"), dir.path().join("ours"));
+    fill(&theirs, 256 << 10);
+    let text = format!(
+        "[global]\ndirect=1\nbs=4k\nsize=256k\n\n[r]\nfilename={}\nrw=read\n\n\
+         [w]\nfilename={}\nrw=write\n",
+        theirs.display(),
+        ours.display()
+    );
+    let file = job_file(dir.path(), "mixed", &text);
+    let output = elevator(&["run", file.to_str().unwrap(), "-s", "none", "--output-format=json"]);
+    let document = fio_json(&output);
+    assert_eq!(document["jobs"][0]["read"]["io_bytes"].as_u64(), Some(256 << 10));
+    assert_eq!(written_by_job(&document)[1], ("w".into(), 256 << 10));
+    assert_eq!(written_prefix(&theirs, 256 << 10), (0, true), "the read file is untouched");
+    // Its content is not checked: the reader's buffers, reused for writes, hold BEFORE too.
+    assert_eq!(std::fs::metadata(&ours).unwrap().len(), 256 << 10, "created at its size");
 }

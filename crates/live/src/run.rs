@@ -211,10 +211,11 @@ pub fn run_workload_on(
             workload.kind().name()
         )));
     }
-    if let Some(target) = targets.iter().find(|_| workload.may_write()).filter(|t| !t.writable()) {
+    // With several targets some may be only read (opened read-only); a write to one of them
+    // is refused as it is submitted.
+    if workload.may_write() && targets.iter().all(|target| !target.writable()) {
         return Err(LiveError::BadIo(format!(
-            "`{workload}` writes, but {} was opened read-only",
-            target.describe()
+            "`{workload}` writes, but the target was opened read-only"
         )));
     }
     let settings: Vec<(String, String)> =
@@ -581,6 +582,12 @@ impl Driver<'_> {
                  `elevator sim`"
                     .into(),
             ));
+        }
+        if op == IoOp::Write && !target.writable() {
+            return Err(bad(format!(
+                "a write to {}, which was opened read-only",
+                target.describe()
+            )));
         }
         let align = target.align_bytes();
         let len = io.size_bytes;
