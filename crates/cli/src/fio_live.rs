@@ -9,16 +9,22 @@
 //! * One target: the path every job's `filename` names, or the target named on the command
 //!   line when the file names none; jobs without `filename` share it.
 //! * Several targets (`elevator run` and `elevator fio` live only): jobs naming different
-//!   files or devices, and `filename=a:b` lists, each name a target of its own. The live run
-//!   gives the workload one device per distinct name, named as the job file writes it (less
-//!   `/dev/`, the simulator's device rule), so the simulator's mapping puts each job's I/O on
-//!   its own names — a list served round-robin, fio's default `file_service_type`, and `size`
-//!   divided among a job's files as fio divides it. The live engine runs one queue and
-//!   scheduler instance per target (`elevator_live::run::run_workload_on`).
+//!   files or devices, `filename=a:b` lists, and `directory`, each file a target of its own,
+//!   named as fio names it (filesetup.c, init.c): `filename`'s names, under `directory` when
+//!   set; for a job without `filename`, fio's `NAME.CLONE.0` per clone (its default
+//!   `filename_format`), under `directory` or in the working directory. The live run gives
+//!   the workload one device per distinct file, named by that path (less `/dev/`, the
+//!   simulator's device rule), so the simulator's mapping puts each job's I/O on its own
+//!   files — a list served round-robin, fio's default `file_service_type`, and `size` divided
+//!   among a job's files as fio divides it. The live engine runs one queue and scheduler
+//!   instance per target (`elevator_live::run::run_workload_on`), as the kernel has one per
+//!   request queue; one thread and one io_uring (or thread pool) serve them all.
 //!
-//! A regular file named that does not exist yet is created at the size the jobs naming it
-//! give (the largest `size / number of the job's files`; `--size` wins), as fio lays a job's
-//! file out at its size before the job starts. Options the simulator honours but a live mode
+//! A regular file that does not exist yet is created at the size its jobs give (the largest
+//! `size` divided among a job's files; `--size` wins), as fio lays a job's file out at its
+//! size before the job starts; with several targets, a missing file no job gives a size for
+//! is refused, as fio refuses it. Each target is opened for writing only when a job naming it
+//! may write. Options the simulator honours but a live mode
 //! cannot are refused here, naming file, line and option, before anything is opened.
 //!
 //! fio's outputs (`--output-format`) and log files come from measured figures: the live
@@ -35,15 +41,17 @@
 //!   the depth after it); no `disk_util`; a kernel run's syncs are not in the `sync`
 //!   figures (see docs/fio-compat.md). Dates are the wall clock, as fio's.
 //!
-//! * A job without `filename` does its I/O on the command-line target (the whole of it, or
-//!   its first `size` bytes), shared by its clones and by the other jobs; fio would create
-//!   `NAME.CLONE.0` files in its working directory, one per clone. With several targets such
-//!   a job is refused (naming its line): there is no one target for it.
-//! * `directory` is refused: a live run lays out no files of fio's naming on a filesystem.
-//!   `nrfiles`, `file_service_type` and `filename_format` are refused by the simulator's
-//!   mapping, before this module sees the file.
+//! * With one target (no `directory`, at most one file named), a job without `filename` does
+//!   its I/O on that target or the command-line one (the whole of it, or its first `size`
+//!   bytes), shared by its clones and by the other jobs; fio would create `NAME.CLONE.0`
+//!   files in its working directory, one per clone. With several targets it gets fio's
+//!   files.
+//! * `nrfiles` above 1, `file_service_type` other than fio's default and several
+//!   directories are refused by the simulator's mapping (file, line, option), before this
+//!   module sees the file.
 //! * `elevator kernel compare` drives one device: several targets (`a:b`, jobs naming
-//!   different devices) are refused there.
+//!   different devices) and `directory` are refused there.
+//! * A command-line target beside several targets is refused (it would be one more).
 //! * `--verify` checks one target: a run with several refuses it.
 //! * Two spellings of one file (`./a` and `a`) must be written one way when the file names
 //!   several targets (each target has one name in the mapping).
@@ -180,6 +188,49 @@ fn may_write(job: &fio::FioJob) -> bool {
     !reads_only || last(job, "read_iolog").is_some()
 }
 
+/// fio's names for the files of a job without `filename`, one per clone: `NAME.CLONE.0`
+/// (fio's default `filename_format` `$jobname.$jobnum.$filenum`, init.c; `nrfiles` is 1, the
+/// mapping refuses more).
+fn fio_names(job: &fio::FioJob) -> Vec<String> {
+    let clones = match last(job, "numjobs") {
+        Some((FioValue::Int(count), _)) => *count,
+        _ => 1,
+    };
+    (0..clones).map(|clone| format!("{}.{clone}.0", job.name())).collect()
+}
+
+/// Adds the files `names` of `job` (written at `at`) to `targets`: `size` divided among the
+/// job's files (fio's rule), opened for writing when any job naming it may write.
+fn add_targets(
+    targets: &mut Vec<NamedTarget>,
+    job: &fio::FioJob,
+    names: Vec<String>,
+    at: &Location,
+) {
+    // Clones each have their own file: each file gets the whole `size` then.
+    let per_clone = last(job, "filename").is_none();
+    let share = match last(job, "size") {
+        Some((FioValue::Int(bytes), _)) if per_clone => Some(*bytes),
+        Some((FioValue::Int(bytes), _)) => Some(*bytes / names.len().max(1) as u64),
+        _ => None,
+    };
+    let writes = may_write(job);
+    for name in names {
+        match targets.iter_mut().find(|t| t.written == name) {
+            Some(target) => {
+                target.size_bytes = target.size_bytes.max(share);
+                target.writes |= writes;
+            }
+            None => targets.push(NamedTarget {
+                written: name,
+                at: at.clone(),
+                size_bytes: share,
+                writes,
+            }),
+        }
+    }
+}
+
 /// A path a job file names, and where.
 type Named = (PathBuf, Location);
 
@@ -195,44 +246,48 @@ fn names_of(value: &FioValue) -> Vec<String> {
 /// `elevator run`'s several targets) every name they give.
 fn check(file: &FioJobFile, mode: LiveMode) -> Result<(Option<Named>, Vec<NamedTarget>)> {
     let mut targets: Vec<NamedTarget> = Vec::new();
-    let mut unnamed_job: Option<&Location> = None;
+    // Jobs naming nothing, for fio's own names when the file names several targets.
+    let mut unnamed = Vec::new();
+    let mut directory_used = false;
     for job in &file.jobs {
-        if let Some((value, at)) = last(job, "directory") {
+        let directory = last(job, "directory");
+        if let (Some((value, at)), LiveMode::Kernel) = (directory, mode) {
             bail!(
-                "fio {at}: option: `directory={value}` is not honoured by {}: a live run lays \
-                 out no files of fio's naming; name each job's file or device with `filename=` \
-                 (or the target on the command line)",
+                "fio {at}: option: `directory={value}` is not honoured by {}: it drives one \
+                 device and lays out no files; name the device with `filename=` or on the \
+                 command line",
                 mode.command()
             );
         }
-        match last(job, "filename") {
-            Some((value, at)) => {
-                let names = names_of(value);
-                let share = match last(job, "size") {
-                    Some((FioValue::Int(bytes), _)) => Some(*bytes / names.len().max(1) as u64),
-                    _ => None,
-                };
-                let writes = may_write(job);
-                for name in names {
-                    match targets.iter_mut().find(|t| t.written == name) {
-                        Some(target) => {
-                            target.size_bytes = target.size_bytes.max(share);
-                            target.writes |= writes;
-                        }
-                        None => targets.push(NamedTarget {
-                            written: name,
-                            at: at.clone(),
-                            size_bytes: share,
-                            writes,
-                        }),
-                    }
-                }
+        let directory = directory.map(|(value, _)| value.to_string());
+        directory_used |= directory.is_some();
+        // fio puts a job's files under `directory` (filesetup.c, as the mapping does).
+        let in_directory = |name: &str| match &directory {
+            Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
+            None => name.to_owned(),
+        };
+        let (names, at) = match (last(job, "filename"), &directory) {
+            (Some((value, at)), _) => {
+                (names_of(value).iter().map(|name| in_directory(name)).collect(), at)
             }
-            None => unnamed_job = unnamed_job.or(Some(&job.at)),
+            (None, Some(_)) => {
+                (fio_names(job).iter().map(|name| in_directory(name)).collect(), &job.at)
+            }
+            (None, None) => {
+                unnamed.push(job);
+                continue;
+            }
+        };
+        add_targets(&mut targets, job, names, at);
+    }
+    let several = mode == LiveMode::Run && (targets.len() > 1 || directory_used);
+    if several {
+        // fio's own names in its working directory for the jobs that name nothing.
+        for job in unnamed {
+            add_targets(&mut targets, job, fio_names(job), &job.at);
         }
     }
     let mut named: Option<Named> = None;
-    let several = targets.len() > 1 && mode == LiveMode::Run;
     if several {
         // Each target is one device of the mapping, under one name.
         for (index, target) in targets.iter().enumerate() {
@@ -250,15 +305,6 @@ fn check(file: &FioJobFile, mode: LiveMode) -> Result<(Option<Named>, Vec<NamedT
                     other.at
                 );
             }
-        }
-        if let Some(at) = unnamed_job {
-            bail!(
-                "fio {at}: job without `filename`: the jobs name {} targets, so {} has no one \
-                 target for it (fio would create its own NAME.CLONE.0 files, which a live run \
-                 does not); give it a `filename=`",
-                targets.len(),
-                mode.command()
-            );
         }
     }
     for job in &file.jobs {

@@ -190,7 +190,6 @@ pub(crate) fn open_targets(
             given.display()
         );
     }
-    let largest = job_file.and_then(|file| file.size_bytes);
     let mut targets = Vec::with_capacity(several.len());
     let mut planned = Vec::with_capacity(several.len());
     for named in several {
@@ -198,7 +197,17 @@ pub(crate) fn open_targets(
         let create_bytes = if path.exists() {
             size_bytes
         } else {
-            Some(size_bytes.or(named.size_bytes).or(largest).unwrap_or(DEFAULT_SCRATCH_BYTES))
+            // fio refuses to lay out a file it has no size for (filesetup.c: "you need to
+            // specify size="); so does this, rather than guess one.
+            let Some(bytes) = size_bytes.or(named.size_bytes) else {
+                anyhow::bail!(
+                    "fio {}: `{}` does not exist and no job naming it gives `size` (fio's rule \
+                     for a file it creates); add size= or --size, or create it",
+                    named.at,
+                    named.written
+                );
+            };
+            Some(bytes)
         };
         // Opened for writing only when a job naming it may write (and the workload does).
         let write = write && named.writes;

@@ -183,27 +183,24 @@ fn regular_files_are_created_at_their_share_and_written_by_their_jobs() {
 }
 
 // Proves what stays unsupported with several targets is refused before anything is opened,
-// naming the job file and line and saying why, with exit code 2: `directory`, a job without
-// `filename` beside jobs naming two targets, a command-line target beside them, and
-// `elevator kernel compare` with a list (it drives one device). No file named is created.
+// naming the job file and line and saying why, with exit code 2: `nrfiles` above 1 and a
+// `file_service_type` other than round-robin (the mapping's refusals), a missing file no job
+// gives a size for (fio's rule), a command-line target beside the file's, and `elevator
+// kernel compare` with a list or a `directory` (it drives one device). Nothing is created.
 #[test]
 fn what_stays_unsupported_is_refused_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
     let (x, y) = (dir.path().join("x"), dir.path().join("y"));
     let two = format!("[a]\nfilename={}\n[b]\nfilename={}\n", x.display(), y.display());
     let cases = [
+        ("nrfiles", format!("[global]\ndirect=1\nsize=1m\n{two}[c]\nnrfiles=2\n"), 9, "nrfiles=2"),
         (
-            "directory",
-            "[global]\ndirect=1\nsize=1m\n[a]\ndirectory=/tmp\n".to_owned(),
-            5,
-            "directory",
-        ),
-        (
-            "unnamed",
-            format!("[global]\ndirect=1\nsize=1m\n{two}[c]\nrw=read\n"),
+            "service",
+            format!("[global]\ndirect=1\nsize=1m\n{two}file_service_type=random\n"),
             8,
-            "without `filename`",
+            "file_service_type=random",
         ),
+        ("unsized", format!("[global]\ndirect=1\n{two}"), 4, "no job naming it gives `size`"),
     ];
     for (name, text, line, says) in &cases {
         let file = job_file(dir.path(), name, text);
@@ -222,6 +219,7 @@ fn what_stays_unsupported_is_refused_with_its_line() {
         "list",
         &format!("[a]\nsize=1m\nfilename={}:{}\n", x.display(), y.display()),
     );
+    let in_directory = job_file(dir.path(), "in_directory", "[a]\nsize=1m\ndirectory=/tmp\n");
     // Any block device will do: the job file is refused before the device is touched.
     let mut devices: Vec<String> = std::fs::read_dir("/sys/block")
         .expect("/sys/block")
@@ -229,12 +227,44 @@ fn what_stays_unsupported_is_refused_with_its_line() {
         .collect();
     devices.sort();
     let device = devices.first().expect("a block device in /sys/block");
-    let output = elevator(&["kernel", "compare", device, list.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    let at = format!("{}:3", list.display());
-    assert!(stderr(&output).contains(&at), "names {at}: {}", stderr(&output));
-    assert!(stderr(&output).contains("drives one device"), "{}", stderr(&output));
+    for (file, line, says) in
+        [(&list, 3, "drives one device"), (&in_directory, 3, "`directory=/tmp`")]
+    {
+        let output = elevator(&["kernel", "compare", device, file.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        let at = format!("{}:{line}", file.display());
+        assert!(stderr(&output).contains(&at), "names {at}: {}", stderr(&output));
+        assert!(stderr(&output).contains(says), "{}", stderr(&output));
+    }
     assert!(!x.exists() && !y.exists(), "nothing was created");
+}
+
+// Proves jobs without `filename` get fio's own files when the job file names others: `b`
+// with numjobs=2 writes `b.0.0` and `b.1.0` in the working directory (one per clone, fio's
+// default `$jobname.$jobnum.$filenum`), `c` with `directory=sub` writes `sub/c.0.0`, `a`
+// its named `x`; each file is created at the job's 64 KiB and read back written whole (a
+// created file holds elevator's non-zero fill, the writes zeroes), so two clones sharing
+// one file, or a job writing another's, would leave one not.
+#[test]
+fn jobs_without_filename_get_fios_own_files() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let text = "[global]\ndirect=1\nbs=4k\nrw=write\nsize=64k\n\n[a]\nfilename=x\n\n\
+                [b]\nnumjobs=2\n\n[c]\ndirectory=sub\n";
+    let file = job_file(dir.path(), "names", text);
+    let output = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["run", file.to_str().unwrap(), "-s", "none", "--output-format=json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let document = fio_json(&output);
+    let written: u64 = written_by_job(&document).iter().map(|(_, bytes)| bytes).sum();
+    assert_eq!(written, 4 * (64 << 10), "four files of 64 KiB");
+    for name in ["x", "b.0.0", "b.1.0", "sub/c.0.0"] {
+        let content = std::fs::read(dir.path().join(name)).unwrap();
+        assert_eq!(content.len(), 64 << 10, "{name}");
+        assert!(content.iter().all(|&byte| byte == 0), "{name} written whole");
+    }
 }
 
 // Proves each target is opened for writing only when a job naming it may write (the

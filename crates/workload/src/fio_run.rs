@@ -993,6 +993,31 @@ impl FioRunJob {
                 ));
             }
         }
+        // A live run opens each of a job's regular files as a device of its own, named by the
+        // file's path (`elevator run` with several targets): when every file the job would
+        // use is such a device, its I/O goes there, as to `filename`'s devices above.
+        let in_directory = |name: &str| match &self.directory {
+            Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
+            None => name.to_owned(),
+        };
+        let named_device = |name: String| {
+            let index = targets.iter().position(|target| target.name == name)?;
+            Some((Place::Device(index), targets[index].clone()))
+        };
+        let as_devices: Option<Vec<Vec<(Place, Target)>>> = match &self.filenames {
+            Some((names, _)) => names
+                .iter()
+                .map(|name| named_device(in_directory(name)))
+                .collect::<Option<_>>()
+                .map(|places| vec![places]),
+            None => (0..self.clones)
+                .map(|clone| named_device(in_directory(&format!("{}.{clone}.0", self.name))))
+                .map(|place| place.map(|place| vec![place]))
+                .collect(),
+        };
+        if let Some(places) = as_devices.filter(|places| !places.is_empty()) {
+            return Ok(places);
+        }
         if !self.allow_file_create {
             // The simulated filesystem starts empty: every regular file is created for the run.
             return Err(refuse(
@@ -1044,10 +1069,6 @@ impl FioRunJob {
             || self.create_on_open
             || (self.size_bytes.is_none() && !self.create_serialize);
         let layout_bytes = if allocated_by_writes { 0 } else { size_bytes };
-        let in_directory = |name: &str| match &self.directory {
-            Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
-            None => name.to_owned(),
-        };
         let mut file = |name: String| {
             let index = match files.iter().position(|file| file.name == name) {
                 Some(index) => {
