@@ -1470,6 +1470,30 @@ mod tests {
     use crate::IoKind;
     use crate::testing::{devices, run};
 
+    // Proves a job's regular files that are devices of their own (a live run's targets, named
+    // by path) take the job's I/O there: `b`'s two clones each on their `b.N.0`, `c` on
+    // `sub/c.0.0`, `a` on `x`, and no simulated file is laid out; without such devices the
+    // same jobs use regular files on the filesystem.
+    #[test]
+    fn regular_files_named_as_devices_are_those_devices() {
+        let text = "[global]\nsize=64k\nbs=4k\nrw=write\n[a]\nfilename=x\n[b]\nnumjobs=2\n\
+                    [c]\ndirectory=sub/\n";
+        let spec = parse("as_devices", text).unwrap();
+        let names = ["x", "b.0.0", "b.1.0", "sub/c.0.0"];
+        let live = devices(&names.map(|name| (name, 1 << 20)));
+        let plan = spec.plan(&live, &Prng::new(1)).unwrap();
+        assert!(plan.files.is_empty(), "no simulated file");
+        let result = run(plan, |_| Duration::ZERO);
+        for issuer in 0..4 {
+            let mine: Vec<Place> =
+                result.records.iter().filter(|r| r.issuer == issuer).map(|r| r.io.place).collect();
+            assert_eq!(mine.len(), 16, "issuer {issuer}: 64 KiB in 4 KiB writes");
+            assert!(mine.iter().all(|place| *place == Place::Device(issuer)), "issuer {issuer}");
+        }
+        let plain = spec.plan(&targets(), &Prng::new(1)).unwrap();
+        assert_eq!(plain.files.len(), 4, "regular files on the simulated filesystem");
+    }
+
     // Proves each scheduler's write_iolog gets its own file name: the tag goes before the
     // extension of the file name only (not of a directory), or after a name without one.
     #[test]
