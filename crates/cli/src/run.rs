@@ -51,6 +51,9 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             })
         })
         .transpose()?;
+    if let Some(file) = job_file.as_ref().filter(|file| args.verify && file.targets.len() > 1) {
+        anyhow::bail!("--verify checks one target; the job file names {}", file.targets.len());
+    }
     // Installed before the target opens: creating a large scratch file takes a while, and a
     // signal then stops it and removes what was written.
     let signals = StopSignals::install().context("installing the signal handlers")?;

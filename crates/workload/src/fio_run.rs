@@ -1001,7 +1001,7 @@ impl FioRunJob {
             None => name.to_owned(),
         };
         let named_device = |name: String| {
-            let index = targets.iter().position(|target| target.name == name)?;
+            let index = device(&name)?;
             Some((Place::Device(index), targets[index].clone()))
         };
         let as_devices: Option<Vec<Vec<(Place, Target)>>> = match &self.filenames {
@@ -1492,6 +1492,11 @@ mod tests {
         }
         let plain = spec.plan(&targets(), &Prng::new(1)).unwrap();
         assert_eq!(plain.files.len(), 4, "regular files on the simulated filesystem");
+        // Under /dev/ (tmpfs /dev/shm) a path names its device less `/dev/`, as `filename`.
+        let shm = parse("as_devices_shm", "[c]\nsize=64k\ndirectory=/dev/shm\n").unwrap();
+        let plan = shm.plan(&devices(&[("sda", 1 << 20), ("shm/c.0.0", 1 << 20)]), &Prng::new(1));
+        let result = run(plan.unwrap(), |_| Duration::ZERO);
+        assert!(result.records.iter().all(|record| record.io.place == Place::Device(1)));
     }
 
     // Proves each scheduler's write_iolog gets its own file name: the tag goes before the
