@@ -259,6 +259,7 @@ fn check(file: &FioJobFile, mode: LiveMode) -> Result<(Option<Named>, Vec<NamedT
                 mode.command()
             );
         }
+        let directory_at = directory.map(|(_, at)| at);
         let directory = directory.map(|(value, _)| value.to_string());
         directory_used |= directory.is_some();
         // fio puts a job's files under `directory` (filesetup.c, as the mapping does).
@@ -266,12 +267,12 @@ fn check(file: &FioJobFile, mode: LiveMode) -> Result<(Option<Named>, Vec<NamedT
             Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
             None => name.to_owned(),
         };
-        let (names, at) = match (last(job, "filename"), &directory) {
+        let (names, at) = match (last(job, "filename"), directory_at) {
             (Some((value, at)), _) => {
                 (names_of(value).iter().map(|name| in_directory(name)).collect(), at)
             }
-            (None, Some(_)) => {
-                (fio_names(job).iter().map(|name| in_directory(name)).collect(), &job.at)
+            (None, Some(at)) => {
+                (fio_names(job).iter().map(|name| in_directory(name)).collect(), at)
             }
             (None, None) => {
                 unnamed.push(job);

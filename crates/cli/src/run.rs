@@ -182,9 +182,8 @@ pub(crate) fn open_targets(
     }
     if let Some(given) = given {
         anyhow::bail!(
-            "the job file names {} targets ({}): the target given on the command line ({}) \
-             would be one more; drop it",
-            several.len(),
+            "the job file names its own targets ({}): the target given on the command line \
+             ({}) would be one more; drop it",
             several
                 .iter()
                 .map(|t| format!("`{}` at {}", t.written, t.at))
