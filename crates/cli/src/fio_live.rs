@@ -1,15 +1,31 @@
-//! fio job files on one real target: `elevator run FILE.fio` and `elevator kernel compare DEV
+//! fio job files on real targets: `elevator run FILE.fio` and `elevator kernel compare DEV
 //! FILE.fio` (issue 17; `/work/shared/specs/fio-compat.md` §2.1 `filename`, `directory`,
-//! `direct`/`buffered`).
+//! `direct`/`buffered`, `size`).
 //!
 //! The jobs are mapped exactly as the simulator maps them (`fio_run` in `elevator-workload`:
 //! groups, stonewall, numjobs, each job its own pattern); what differs is where their I/O
-//! goes. A live run has one target, opened under the usual write-safety rules (DESIGN.md §7):
-//! the path every job's `filename` names, or the target named on the command line when the
-//! file names none. A regular file named there that does not exist yet is created at the
-//! largest `size` the jobs give (`--size` wins), as fio lays a job's file out at its size
-//! before the job starts. Options the simulator honours but a live mode cannot are refused here,
-//! naming file, line and option, before anything is opened.
+//! goes. Every target is opened under the usual write-safety rules (DESIGN.md §7).
+//!
+//! * One target: the path every job's `filename` names, or the target named on the command
+//!   line when the file names none; jobs without `filename` share it.
+//! * Several targets (`elevator run` and `elevator fio` live only): jobs naming different
+//!   files or devices, `filename=a:b` lists, and `directory`, each file a target of its own,
+//!   named as fio names it (filesetup.c, init.c): `filename`'s names, under `directory` when
+//!   set; for a job without `filename`, fio's `NAME.CLONE.0` per clone (its default
+//!   `filename_format`), under `directory` or in the working directory. The live run gives
+//!   the workload one device per distinct file, named by that path (less `/dev/`, the
+//!   simulator's device rule), so the simulator's mapping puts each job's I/O on its own
+//!   files — a list served round-robin, fio's default `file_service_type`, and `size` divided
+//!   among a job's files as fio divides it. The live engine runs one queue and scheduler
+//!   instance per target (`elevator_live::run::run_workload_on`), as the kernel has one per
+//!   request queue; one thread and one io_uring (or thread pool) serve them all.
+//!
+//! A regular file that does not exist yet is created at the size its jobs give (the largest
+//! `size` divided among a job's files; `--size` wins), as fio lays a job's file out at its
+//! size before the job starts; with several targets, a missing file no job gives a size for
+//! is refused, as fio refuses it. Each target is opened for writing only when a job naming it
+//! may write. Options the simulator honours but a live mode
+//! cannot are refused here, naming file, line and option, before anything is opened.
 //!
 //! fio's outputs (`--output-format`) and log files come from measured figures: the live
 //! engine and the kernel runs record each I/O's direction and offset
@@ -25,11 +41,20 @@
 //!   the depth after it); `disk_util` is read before and after the run, not every 250 ms
 //!   (`elevator_live::diskutil`; see docs/fio-compat.md). Dates are the wall clock, as fio's.
 //!
-//! * A job without `filename` does its I/O on the command-line target (the whole of it, or
-//!   its first `size` bytes), shared by its clones and by the other jobs; fio would create
-//!   `NAME.CLONE.0` files in its working directory, one per clone.
-//! * `directory`, several names in `filename` (`a:b`), and jobs naming different files are
-//!   refused: a live run has one target, and lays out no files on a filesystem.
+//! * With one target (no `directory`, at most one file named), a job without `filename` does
+//!   its I/O on that target or the command-line one (the whole of it, or its first `size`
+//!   bytes), shared by its clones and by the other jobs; fio would create `NAME.CLONE.0`
+//!   files in its working directory, one per clone. With several targets it gets fio's
+//!   files.
+//! * `nrfiles` above 1, `file_service_type` other than fio's default and several
+//!   directories are refused by the simulator's mapping (file, line, option), before this
+//!   module sees the file.
+//! * `elevator kernel compare` drives one device: several targets (`a:b`, jobs naming
+//!   different devices) and `directory` are refused there.
+//! * A command-line target beside several targets is refused (it would be one more).
+//! * `--verify` checks one target: a run with several refuses it.
+//! * Two spellings of one file (`./a` and `a`) must be written one way when the file names
+//!   several targets (each target has one name in the mapping).
 //! * A file the run creates is allocated (elevator's scratch-file rules, DESIGN.md §7); fio
 //!   writes it through before the job starts.
 //! * `elevator run` does direct I/O only (its engine has no page cache), so fio's default
@@ -68,11 +93,37 @@ pub(crate) struct LiveJobFile {
     /// The jobs, mapped as the simulator maps them (still on fio's own file names).
     pub(crate) spec: WorkloadSpec,
     /// The one path the file's jobs name with `filename`, and where; `None` when no job
-    /// names one.
+    /// names one, or when they name several (then see `targets`).
     pub(crate) filename: Option<(PathBuf, Location)>,
+    /// With several targets (`elevator run` only): every distinct name the jobs' `filename`s
+    /// give, in the order first written; empty otherwise.
+    pub(crate) targets: Vec<NamedTarget>,
     /// The largest `size` a job gives in bytes: a target file that does not exist yet is
     /// created at this size, as fio lays a job's file out at its `size` (§2.1).
     pub(crate) size_bytes: Option<u64>,
+}
+
+/// One of several targets a job file names.
+#[derive(Clone, Debug)]
+pub(crate) struct NamedTarget {
+    /// The name as the job file writes it (`filename`).
+    pub(crate) written: String,
+    /// Where it was first written.
+    pub(crate) at: Location,
+    /// The largest share of a `size` a job naming it gives in bytes (`size` divided among
+    /// the job's files, fio's rule): its size when the run creates it.
+    pub(crate) size_bytes: Option<u64>,
+    /// Whether a job naming it may write: only then is it opened for writing, under the
+    /// write-safety rules (DESIGN.md §7); a target only read needs none.
+    pub(crate) writes: bool,
+}
+
+impl NamedTarget {
+    /// The device name the workload is planned with: the simulator's rule for `filename`
+    /// (`sdb` or `/dev/sdb` name device `sdb`).
+    pub(crate) fn device_name(&self) -> &str {
+        self.written.strip_prefix("/dev/").unwrap_or(&self.written)
+    }
 }
 
 /// The job file `-w fio:FILE` or a positional `JOBFILE` names, if the workload is one.
@@ -100,7 +151,7 @@ pub(crate) fn from_parsed(
     file: &FioJobFile,
     mode: LiveMode,
 ) -> Result<LiveJobFile> {
-    let filename = check(file, mode)?;
+    let (filename, targets) = check(file, mode)?;
     let size_bytes = file
         .jobs
         .iter()
@@ -109,7 +160,7 @@ pub(crate) fn from_parsed(
             _ => None,
         })
         .max();
-    Ok(LiveJobFile { spec, filename, size_bytes })
+    Ok(LiveJobFile { spec, filename, targets, size_bytes })
 }
 
 /// The last occurrence of `name` in a job (fio's last-wins, §1.7), with where it was written.
@@ -125,34 +176,156 @@ fn flag(value: &FioValue) -> Option<bool> {
     }
 }
 
-/// Checks every job for `mode`; returns the one path the jobs' `filename`s name.
-fn check(file: &FioJobFile, mode: LiveMode) -> Result<Option<(PathBuf, Location)>> {
-    let mut named: Option<(PathBuf, Location)> = None;
+/// Whether `job` may write: anything but a read pattern (`rw=read`/`randread`, fio's default
+/// `read`), or a replayed iolog (which may hold writes).
+fn may_write(job: &fio::FioJob) -> bool {
+    let reads_only = match last(job, "rw").or_else(|| last(job, "readwrite")) {
+        None => true,
+        Some((FioValue::Choice { value, .. }, _)) => matches!(value.as_str(), "read" | "randread"),
+        Some((FioValue::Str(value), _)) => matches!(value.as_str(), "read" | "randread"),
+        Some(_) => false,
+    };
+    !reads_only || last(job, "read_iolog").is_some()
+}
+
+/// fio's names for the files of a job without `filename`, one per clone: `NAME.CLONE.0`
+/// (fio's default `filename_format` `$jobname.$jobnum.$filenum`, init.c; `nrfiles` is 1, the
+/// mapping refuses more).
+fn fio_names(job: &fio::FioJob) -> Vec<String> {
+    let clones = match last(job, "numjobs") {
+        Some((FioValue::Int(count), _)) => *count,
+        _ => 1,
+    };
+    (0..clones).map(|clone| format!("{}.{clone}.0", job.name())).collect()
+}
+
+/// Adds the files `names` of `job` (written at `at`) to `targets`: `size` divided among the
+/// job's files (fio's rule), opened for writing when any job naming it may write.
+fn add_targets(
+    targets: &mut Vec<NamedTarget>,
+    job: &fio::FioJob,
+    names: Vec<String>,
+    at: &Location,
+) {
+    // Clones each have their own file: each file gets the whole `size` then.
+    let per_clone = last(job, "filename").is_none();
+    let share = match last(job, "size") {
+        Some((FioValue::Int(bytes), _)) if per_clone => Some(*bytes),
+        Some((FioValue::Int(bytes), _)) => Some(*bytes / names.len().max(1) as u64),
+        _ => None,
+    };
+    let writes = may_write(job);
+    for name in names {
+        match targets.iter_mut().find(|t| t.written == name) {
+            Some(target) => {
+                target.size_bytes = target.size_bytes.max(share);
+                target.writes |= writes;
+            }
+            None => targets.push(NamedTarget {
+                written: name,
+                at: at.clone(),
+                size_bytes: share,
+                writes,
+            }),
+        }
+    }
+}
+
+/// A path a job file names, and where.
+type Named = (PathBuf, Location);
+
+/// The names a job's `filename` gives, as written (`a:b` is two).
+fn names_of(value: &FioValue) -> Vec<String> {
+    match value {
+        FioValue::List(names) => names.clone(),
+        other => vec![other.to_string()],
+    }
+}
+
+/// Checks every job for `mode`; returns the one path the jobs' `filename`s name, or (with
+/// `elevator run`'s several targets) every name they give.
+fn check(file: &FioJobFile, mode: LiveMode) -> Result<(Option<Named>, Vec<NamedTarget>)> {
+    let mut targets: Vec<NamedTarget> = Vec::new();
+    // Jobs naming nothing, for fio's own names when the file names several targets.
+    let mut unnamed = Vec::new();
+    let mut directory_used = false;
     for job in &file.jobs {
-        if let Some((value, at)) = last(job, "directory") {
+        let directory = last(job, "directory");
+        if let (Some((value, at)), LiveMode::Kernel) = (directory, mode) {
             bail!(
-                "fio {at}: option: `directory={value}` is not honoured by {}: a live run does I/O \
-                 on one target and lays out no files; name it with `filename=` or on the command \
-                 line",
+                "fio {at}: option: `directory={value}` is not honoured by {}: it drives one \
+                 device and lays out no files; name the device with `filename=` or on the \
+                 command line",
                 mode.command()
             );
         }
-        if let Some((value, at)) = last(job, "filename") {
+        let directory_at = directory.map(|(_, at)| at);
+        let directory = directory.map(|(value, _)| value.to_string());
+        directory_used |= directory.is_some();
+        // fio puts a job's files under `directory` (filesetup.c, as the mapping does).
+        let in_directory = |name: &str| match &directory {
+            Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
+            None => name.to_owned(),
+        };
+        let (names, at) = match (last(job, "filename"), directory_at) {
+            (Some((value, at)), _) => {
+                (names_of(value).iter().map(|name| in_directory(name)).collect(), at)
+            }
+            (None, Some(at)) => {
+                (fio_names(job).iter().map(|name| in_directory(name)).collect(), at)
+            }
+            (None, None) => {
+                unnamed.push(job);
+                continue;
+            }
+        };
+        add_targets(&mut targets, job, names, at);
+    }
+    let several = mode == LiveMode::Run && (targets.len() > 1 || directory_used);
+    if several {
+        // fio's own names in its working directory for the jobs that name nothing.
+        for job in unnamed {
+            add_targets(&mut targets, job, fio_names(job), &job.at);
+        }
+    }
+    let mut named: Option<Named> = None;
+    if several {
+        // Each target is one device of the mapping, under one name.
+        for (index, target) in targets.iter().enumerate() {
+            let path = Path::new(&target.written);
+            if let Some(other) = targets[..index].iter().find(|other| {
+                other.device_name() == target.device_name()
+                    || same_path(Path::new(&other.written), path)
+            }) {
+                bail!(
+                    "fio {}: option: `filename={}` is the same target as `{}` at {}: write it \
+                     the same way in every job",
+                    target.at,
+                    target.written,
+                    other.written,
+                    other.at
+                );
+            }
+        }
+    }
+    for job in &file.jobs {
+        if let (Some((value, at)), false) = (last(job, "filename"), several) {
             let path = match value {
                 FioValue::Str(name) => PathBuf::from(name),
                 FioValue::List(names) if names.len() == 1 => PathBuf::from(&names[0]),
                 _ => bail!(
                     "fio {at}: option: `filename={value}` names several files, which {} cannot \
-                     honour: a live run has one target",
+                     honour: it drives one device",
                     mode.command()
                 ),
             };
             match &named {
                 Some((first, first_at)) if !same_path(first, &path) => bail!(
-                    "fio {at}: option: `filename={}` differs from `filename={}` at {first_at}: a \
-                     live run has one target, so every job must name the same one",
+                    "fio {at}: option: `filename={}` differs from `filename={}` at {first_at}: {} \
+                     drives one device, so every job must name the same one",
                     path.display(),
-                    first.display()
+                    first.display(),
+                    mode.command()
                 ),
                 Some(_) => {}
                 None => named = Some((path, at.clone())),
@@ -189,7 +362,7 @@ fn check(file: &FioJobFile, mode: LiveMode) -> Result<Option<(PathBuf, Location)
             }
         }
     }
-    Ok(named)
+    Ok((named, if several { targets } else { Vec::new() }))
 }
 
 /// Whether two names are the same file: equal as written, or resolving to the same path.

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use elevator_core::units::parse_size_bytes;
 use elevator_live::run::{
     ContinueOnError, DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_PATH, LiveRun, Progress, RunOptions,
-    run_workload,
+    run_workload_on, workload_target,
 };
 use elevator_live::{BackendChoice, EngineOptions, Fault, LiveError, Target, TargetOptions};
 use elevator_report::Report;
@@ -51,26 +51,33 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             })
         })
         .transpose()?;
+    if let Some(file) = job_file.as_ref().filter(|file| args.verify && file.targets.len() > 1) {
+        anyhow::bail!("--verify checks one target; the job file names {}", file.targets.len());
+    }
     // Installed before the target opens: creating a large scratch file takes a while, and a
     // signal then stops it and removes what was written.
     let signals = StopSignals::install().context("installing the signal handlers")?;
     let stop = Arc::clone(&signals.stop);
-    let (path, options) = target_options(
+    let opened = open_targets(
         job_file.as_ref(),
         args.target.as_deref(),
         size,
         workload.may_write(),
         args.io.force,
         Arc::clone(&stop),
-    )?;
-    let target = match Target::open(&path, &options) {
-        Err(error @ LiveError::Interrupted { .. }) => {
+    );
+    let (targets, planned, path) = match opened {
+        Err(error) if matches!(error.downcast_ref(), Some(LiveError::Interrupted { .. })) => {
             note(&format!("interrupted: {error}"));
             return Err(Interrupted { signal: signals.received() }.into());
         }
         opened => opened?,
     };
-    let workload = fio_live::on_target(&workload, &target);
+    let target = &targets[0];
+    // One target: every job's I/O goes there (its own `filename`s or none); several: the
+    // jobs keep their names, each a device of `planned`.
+    let workload =
+        if targets.len() == 1 { fio_live::on_target(&workload, target) } else { workload };
     if args.verify && !workload.may_write() && !target.is_scratch() {
         // A scratch file's content is known (elevator wrote it); a device or file it did not
         // create holds what it holds, and a run that never writes has nothing to check.
@@ -80,7 +87,7 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
             target.describe()
         );
     }
-    if target.created() {
+    for target in targets.iter().filter(|target| target.created()) {
         note(&format!("created {} (later runs reuse it; delete it when done)", target.describe()));
     }
     let backend = BackendChoice::from(args.io.engine);
@@ -115,9 +122,8 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
         } else {
             &workload
         };
-        let live = run_workload(&target, workload, &options, &mut progress).with_context(|| {
-            format!("running {workload} under {scheduler} on {}", path.display())
-        })?;
+        let live = run_workload_on(&targets, &planned, workload, &options, &mut progress)
+            .with_context(|| format!("running {workload} under {scheduler} on {path}"))?;
         bar.finish();
         if let (Some(reason), false) = (&live.fallback, said_fallback) {
             note(reason);
@@ -152,6 +158,73 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
         return Err(CheckFailed(failures.join("\n")).into());
     }
     Ok(())
+}
+
+/// Opens what a live run does its I/O on, under the write-safety rules (DESIGN.md §7): the
+/// one target of [`target_options`], or every target a job file names (`filename` lists,
+/// jobs on different files), each created at its jobs' size when it is a missing regular
+/// file (`size_bytes`, `--size`, wins). Returns the targets, the devices the workload is
+/// planned on (by target index), and the paths for messages (`:`-separated, as fio's lists).
+pub(crate) fn open_targets(
+    job_file: Option<&fio_live::LiveJobFile>,
+    given: Option<&std::path::Path>,
+    size_bytes: Option<u64>,
+    write: bool,
+    force: bool,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> Result<(Vec<Target>, Vec<elevator_workload::Target>, String)> {
+    let several = job_file.map_or(&[][..], |file| &file.targets[..]);
+    if several.is_empty() {
+        let (path, options) = target_options(job_file, given, size_bytes, write, force, stop)?;
+        let target = Target::open(&path, &options)?;
+        let planned = vec![workload_target(&target)];
+        return Ok((vec![target], planned, path.display().to_string()));
+    }
+    if let Some(given) = given {
+        anyhow::bail!(
+            "the job file names its own targets ({}): the target given on the command line \
+             ({}) would be one more; drop it",
+            several
+                .iter()
+                .map(|t| format!("`{}` at {}", t.written, t.at))
+                .collect::<Vec<_>>()
+                .join(", "),
+            given.display()
+        );
+    }
+    let mut targets = Vec::with_capacity(several.len());
+    let mut planned = Vec::with_capacity(several.len());
+    for named in several {
+        let path = PathBuf::from(&named.written);
+        let create_bytes = if path.exists() {
+            size_bytes
+        } else {
+            // fio refuses to lay out a file it has no size for (filesetup.c: "you need to
+            // specify size="); so does this, rather than guess one.
+            let Some(bytes) = size_bytes.or(named.size_bytes) else {
+                anyhow::bail!(
+                    "fio {}: `{}` does not exist and no job naming it gives `size` (fio's rule \
+                     for a file it creates); add size= or --size, or create it",
+                    named.at,
+                    named.written
+                );
+            };
+            Some(bytes)
+        };
+        // Opened for writing only when a job naming it may write (and the workload does).
+        let write = write && named.writes;
+        let options = TargetOptions { write, force, create_bytes, stop: Some(Arc::clone(&stop)) };
+        let target = Target::open(&path, &options)
+            .with_context(|| format!("fio {}: option: filename={}", named.at, named.written))?;
+        planned.push(elevator_workload::Target {
+            name: named.device_name().to_owned(),
+            capacity_bytes: target.size_bytes(),
+            zones: None,
+        });
+        targets.push(target);
+    }
+    let paths = several.iter().map(|t| t.written.as_str()).collect::<Vec<_>>().join(":");
+    Ok((targets, planned, paths))
 }
 
 /// The path a live run opens and how: the job file's `filename` or `given` (they must agree
@@ -227,7 +300,7 @@ pub(crate) fn run_fio_live(
     seed: u64,
 ) -> Result<(Report, Option<String>)> {
     let workload = &job.spec;
-    if given.is_none() && job.filename.is_none() {
+    if given.is_none() && job.filename.is_none() && job.targets.is_empty() {
         anyhow::bail!(
             "ELEVATOR_FIO_MODE=live needs a target: a `filename=` in the jobs or \
              ELEVATOR_FIO_TARGET (a file or a block device)"
@@ -236,10 +309,12 @@ pub(crate) fn run_fio_live(
     // A signal stops issuing (and a file's creation); the report of what was done is written.
     let signals = StopSignals::install().context("installing the signal handlers")?;
     let stop = Arc::clone(&signals.stop);
-    let (path, options) =
-        target_options(Some(job), given, None, workload.may_write(), false, Arc::clone(&stop))?;
-    let target = Target::open(&path, &options)?;
-    let workload = fio_live::on_target(workload, &target);
+    let (targets, planned, path) =
+        open_targets(Some(job), given, None, workload.may_write(), false, Arc::clone(&stop))?;
+    let workload = match &targets[..] {
+        [target] => fio_live::on_target(workload, target),
+        _ => workload.clone(),
+    };
     let options = RunOptions {
         engine: EngineOptions { scheduler: scheduler.clone(), ..EngineOptions::default() },
         verify: false,
@@ -247,8 +322,8 @@ pub(crate) fn run_fio_live(
         stop: Some(stop),
         continue_on_error: ContinueOnError::None,
     };
-    let live = run_workload(&target, &workload, &options, &mut |_| {})
-        .with_context(|| format!("running {workload} under {scheduler} on {}", path.display()))?;
+    let live = run_workload_on(&targets, &planned, &workload, &options, &mut |_| {})
+        .with_context(|| format!("running {workload} under {scheduler} on {path}"))?;
     let mut failure = plan::io_error_failure(&live.run, &live.io_errors, ContinueOnError::None);
     let mut run = live.run;
     if let Some(reason) = signals.reason().filter(|_| run.partial) {

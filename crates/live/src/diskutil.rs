@@ -70,6 +70,20 @@ impl DiskUtilProbe {
         DiskUtilProbe::start_in(Path::new("/sys"), path)
     }
 
+    /// [`DiskUtilProbe::start`] for every path a run's targets name (a run on several files
+    /// or devices), each device measured once however many targets are on it.
+    pub fn start_all<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Option<DiskUtilProbe> {
+        let mut disks: Vec<Disk> = Vec::new();
+        for probe in paths.into_iter().filter_map(DiskUtilProbe::start) {
+            for disk in probe.disks {
+                if !disks.iter().any(|known| known.name == disk.name) {
+                    disks.push(disk);
+                }
+            }
+        }
+        (!disks.is_empty()).then(|| DiskUtilProbe { clock: Clock::start(), disks })
+    }
+
     /// [`DiskUtilProbe::start`] with sysfs mounted at `sys`.
     pub fn start_in(sys: &Path, path: &Path) -> Option<DiskUtilProbe> {
         let (major, minor) = device_numbers(path)?;

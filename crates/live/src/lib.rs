@@ -51,6 +51,7 @@ pub mod diskutil;
 pub mod engine;
 pub mod error;
 pub mod lock;
+mod multi;
 pub mod passthrough;
 pub mod reactor;
 pub mod run;

@@ -719,6 +719,7 @@ impl<'a> IssuerThread<'a> {
             iov: &*iov,
             iov_count: 1,
             length_bytes: iov.iov_len as u64,
+            file: 0,
         };
         self.in_flight[key] =
             Some(InFlight { io, _buf: buf, _iov: iov, submitted: self.shared.clock.now() });

@@ -190,6 +190,11 @@ impl Reactor {
         }
     }
 
+    /// When the queue wants to be asked again (its scheduler idles or it is plugged).
+    pub(crate) fn timer(&self) -> Option<Instant> {
+        self.timer
+    }
+
     /// I/Os taken and not yet finished.
     pub(crate) fn outstanding(&self) -> usize {
         self.ios.len()
@@ -347,6 +352,7 @@ impl Reactor {
             iov,
             iov_count,
             length_bytes: (flight.total - flight.done) as u64,
+            file: 0,
         };
         // The vectors' heap storage does not move with `flight`.
         self.in_flight[index] = Some(flight);

@@ -30,6 +30,7 @@ use crate::clock::Clock;
 use crate::cpu::process_cpu_ns;
 use crate::engine::EngineOptions;
 use crate::error::LiveError;
+use crate::multi::Reactors;
 use crate::reactor::{IoFinished, IoOp, IoRequest, Reactor};
 use crate::target::Target;
 use crate::verify::{self, Generations, Mismatch, VERIFY_BLOCK_BYTES};
@@ -186,7 +187,23 @@ pub fn run_workload(
     options: &RunOptions,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<LiveRun, LiveError> {
-    let plan = workload.plan(&[workload_target(target)], &Prng::new(options.seed))?;
+    let planned = [workload_target(target)];
+    run_workload_on(std::slice::from_ref(target), &planned, workload, options, progress)
+}
+
+/// [`run_workload`] on several targets at once (an fio job file whose jobs name different
+/// files or devices): `targets[i]` is the workload's device `i`, planned as `planned[i]` (the
+/// name its jobs' `filename` use). Each target has its own queue and scheduler instance, as
+/// the kernel has one per request queue; one thread and one backend serve them all
+/// (`crate::multi`).
+pub fn run_workload_on(
+    targets: &[Target],
+    planned: &[WorkloadTarget],
+    workload: &WorkloadSpec,
+    options: &RunOptions,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<LiveRun, LiveError> {
+    let plan = workload.plan(planned, &Prng::new(options.seed))?;
     if !plan.files.is_empty() {
         return Err(LiveError::BadIo(format!(
             "`{}` works on files through the page cache; live runs take block-level workloads \
@@ -194,7 +211,9 @@ pub fn run_workload(
             workload.kind().name()
         )));
     }
-    if workload.may_write() && !target.writable() {
+    // With several targets some may be only read (opened read-only); a write to one of them
+    // is refused as it is submitted.
+    if workload.may_write() && targets.iter().all(|target| !target.writable()) {
         return Err(LiveError::BadIo(format!(
             "`{workload}` writes, but the target was opened read-only"
         )));
@@ -202,12 +221,12 @@ pub fn run_workload(
     let settings: Vec<(String, String)> =
         workload.resolved().into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
     let keep_io_samples = fio_io_samples(workload);
-    // A job file's run carries fio's disk_util of the device under the target (diskutil.rs).
+    // A job file's run carries fio's disk_util of the devices under its targets (diskutil.rs).
     let disk_util = (!workload.fio_reporting().is_empty())
-        .then(|| crate::diskutil::DiskUtilProbe::start(target.path()))
+        .then(|| crate::diskutil::DiskUtilProbe::start_all(targets.iter().map(Target::path)))
         .flatten();
     let mut live = run_plan_recording(
-        target,
+        targets,
         plan,
         &workload.to_string(),
         &settings,
@@ -294,13 +313,21 @@ pub fn run_plan(
     options: &RunOptions,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<LiveRun, LiveError> {
-    run_plan_recording(target, plan, label, settings, options, false, progress)
+    run_plan_recording(
+        std::slice::from_ref(target),
+        plan,
+        label,
+        settings,
+        options,
+        false,
+        progress,
+    )
 }
 
 /// [`run_plan`], keeping every I/O for fio's log files when `keep_io_samples`
 /// ([`fio_io_samples`]).
 fn run_plan_recording(
-    target: &Target,
+    targets: &[Target],
     plan: elevator_workload::WorkloadPlan,
     label: &str,
     settings: &[(String, String)],
@@ -308,20 +335,36 @@ fn run_plan_recording(
     keep_io_samples: bool,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<LiveRun, LiveError> {
-    let queue = options.engine.queue()?;
-    let (backend, fallback) = backend::build(
-        options.engine.backend,
-        target.fd(),
-        options.engine.depth,
-        options.engine.ring_entries,
-    )
-    .map_err(|source| LiveError::Backend { backend: "setup", source })?;
+    let target = &targets[0];
+    if options.verify && targets.len() > 1 {
+        return Err(LiveError::BadIo(format!(
+            "--verify checks one target; this run has {}",
+            targets.len()
+        )));
+    }
+    let fds: Vec<_> = targets.iter().map(Target::fd).collect();
+    // Room for every queue's `depth` transfers in the one backend.
+    let depth = options.engine.depth.saturating_mul(targets.len() as u32);
+    let ring_entries =
+        options.engine.ring_entries.map(|entries| entries.saturating_mul(targets.len() as u32));
+    let (backend, fallback) =
+        backend::build_many(options.engine.backend, &fds, depth, ring_entries)
+            .map_err(|source| LiveError::Backend { backend: "setup", source })?;
     let clock = Clock::start();
     let unix_ns_at_zero = clock.unix_ns_at_zero();
     let backend = backend::with_faults(backend, clock, &options.engine.faults);
+    let reactors = if targets.len() == 1 {
+        vec![Reactor::new(options.engine.queue()?, backend, clock)]
+    } else {
+        crate::multi::Part::split(backend, targets.len())
+            .into_iter()
+            .map(|part| Ok(Reactor::new(options.engine.queue()?, Box::new(part), clock)))
+            .collect::<Result<_, LiveError>>()?
+    };
     let mut driver = Driver {
-        reactor: Reactor::new(queue, backend, clock),
+        reactor: Reactors::new(reactors),
         target,
+        targets,
         pool: BufferPool::default(),
         ios: Vec::new(),
         free: Vec::new(),
@@ -459,8 +502,11 @@ fn run_plan_recording(
 
 /// The run's state besides the issuers.
 struct Driver<'t> {
-    reactor: Reactor,
+    reactor: Reactors,
+    /// The first target (the only one unless a job file names several).
     target: &'t Target,
+    /// Every target, by the workload's device index (`Place::Device(i)`).
+    targets: &'t [Target],
     pool: BufferPool,
     ios: Vec<Option<LiveIo>>,
     free: Vec<usize>,
@@ -525,9 +571,11 @@ impl Driver<'_> {
         recorder: &mut PhaseRecorder,
     ) -> Result<(), LiveError> {
         let bad = |problem: String| LiveError::BadIo(format!("{}: {problem}", owner.name()));
-        if io.place != Place::Device(0) {
-            return Err(bad("live runs address the target as one device".into()));
-        }
+        let target_index = match io.place {
+            Place::Device(index) if index < self.targets.len() => index,
+            _ => return Err(bad("live runs address each target as one device".into())),
+        };
+        let target = &self.targets[target_index];
         let op = match io.kind {
             IoKind::Read => IoOp::Read,
             IoKind::Write => IoOp::Write,
@@ -543,7 +591,13 @@ impl Driver<'_> {
                     .into(),
             ));
         }
-        let align = self.target.align_bytes();
+        if op == IoOp::Write && !target.writable() {
+            return Err(bad(format!(
+                "a write to {}, which was opened read-only",
+                target.describe()
+            )));
+        }
+        let align = target.align_bytes();
         let len = io.size_bytes;
         if op != IoOp::Flush {
             if io.offset_bytes % align != 0 || len % align != 0 || len == 0 {
@@ -554,11 +608,12 @@ impl Driver<'_> {
                     io.offset_bytes
                 )));
             }
-            if io.offset_bytes + len > self.target.size_bytes() {
+            if io.offset_bytes + len > target.size_bytes() {
                 return Err(bad(format!(
-                    "an I/O at byte {} of {len} bytes runs past the target's end ({} bytes)",
+                    "an I/O at byte {} of {len} bytes runs past the end of {} ({} bytes)",
                     io.offset_bytes,
-                    self.target.size_bytes()
+                    target.describe(),
+                    target.size_bytes()
                 )));
             }
         }
@@ -599,16 +654,19 @@ impl Driver<'_> {
             recorder.record_submit(issuer, io.id.0, direction, io.offset_bytes, now);
         }
         self.ios[key] = Some(LiveIo { issuer, io, buf, expected });
-        self.reactor.submit(IoRequest {
-            key: key as u64,
-            op,
-            offset: io.offset_bytes,
-            len: buf_len,
-            ptr,
-            process: owner.process(),
-            priority: owner.priority(),
-            flags: io.flags,
-        })
+        self.reactor.submit(
+            target_index,
+            IoRequest {
+                key: key as u64,
+                op,
+                offset: io.offset_bytes,
+                len: buf_len,
+                ptr,
+                process: owner.process(),
+                priority: owner.priority(),
+                flags: io.flags,
+            },
+        )
     }
 
     /// fio's verify phase (`do_verify`): reads back every block the run wrote and checks it
@@ -734,10 +792,16 @@ impl Driver<'_> {
         }
         set("live.seed", options.seed.to_string());
         set("live.verify", u8::from(options.verify).to_string());
-        set("target.path", self.target.path().display().to_string());
-        set("target.description", self.target.describe());
-        set("target.size_bytes", self.target.size_bytes().to_string());
-        set("target.align_bytes", self.target.align_bytes().to_string());
+        // Several targets: each key lists them in device order, `:`-separated as fio's
+        // `filename` lists (the description, which may hold `:`, by `; `).
+        let each = |value: &dyn Fn(&Target) -> String, separator: &str| {
+            self.targets.iter().map(value).collect::<Vec<_>>().join(separator)
+        };
+        let device = each(&|t| t.path().display().to_string(), ":");
+        set("target.path", device.clone());
+        set("target.description", each(&Target::describe, "; "));
+        set("target.size_bytes", each(&|t| t.size_bytes().to_string(), ":"));
+        set("target.align_bytes", each(&|t| t.align_bytes().to_string(), ":"));
         set("queue.depth", engine.depth.to_string());
         set("queue.nr_requests", engine.nr_requests.to_string());
         set("queue.max_sectors_kb", engine.max_sectors_kb.to_string());
@@ -747,13 +811,26 @@ impl Driver<'_> {
         for (key, value) in settings {
             set(&format!("workload.{key}"), value.clone());
         }
-        let queue = self.reactor.queue();
-        let stats = self.reactor.queue_stats();
+        // Every target's queue adds in, as the simulator adds its devices' queues.
         let mut scheduler_stats = SchedulerStats::default();
-        scheduler_stats.add_queue(&stats, &queue.scheduler().counters());
         let mut queue_stats = ReportQueueStats::default();
-        queue_stats.add_queue(&stats);
-        let reactor = self.reactor.stats();
+        let mut seek_distance_sectors = 0;
+        let mut reactor = crate::ReactorStats::default();
+        for part in self.reactor.all() {
+            let stats = part.queue_stats();
+            scheduler_stats.add_queue(&stats, &part.queue().scheduler().counters());
+            queue_stats.add_queue(&stats);
+            seek_distance_sectors += stats.seek_distance_sectors;
+            let counts = part.stats();
+            reactor.transfers += counts.transfers;
+            reactor.short_transfers += counts.short_transfers;
+            reactor.failed_transfers += counts.failed_transfers;
+            reactor.parked_bios += counts.parked_bios;
+            reactor.timer_wakeups += counts.timer_wakeups;
+            reactor.busy_ns += counts.busy_ns;
+            reactor.injected_failures += counts.injected_failures;
+            reactor.injected_delays += counts.injected_delays;
+        }
         let extra: BTreeMap<String, u64> = [
             ("short_transfers", reactor.short_transfers),
             ("failed_transfers", reactor.failed_transfers),
@@ -768,7 +845,7 @@ impl Driver<'_> {
         Run {
             mode: Mode::Live,
             experiment: None,
-            device: self.target.path().display().to_string(),
+            device,
             workload: label.to_owned(),
             scheduler: engine.scheduler.to_string(),
             config,
@@ -780,7 +857,7 @@ impl Driver<'_> {
             device_stats: DeviceStats {
                 requests: reactor.transfers,
                 busy_ns: reactor.busy_ns,
-                seek_distance_sectors: stats.seek_distance_sectors,
+                seek_distance_sectors,
                 extra,
             },
             host_stats: BTreeMap::new(),

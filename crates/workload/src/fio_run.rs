@@ -997,6 +997,31 @@ impl FioRunJob {
                 ));
             }
         }
+        // A live run opens each of a job's regular files as a device of its own, named by the
+        // file's path (`elevator run` with several targets): when every file the job would
+        // use is such a device, its I/O goes there, as to `filename`'s devices above.
+        let in_directory = |name: &str| match &self.directory {
+            Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
+            None => name.to_owned(),
+        };
+        let named_device = |name: String| {
+            let index = device(&name)?;
+            Some((Place::Device(index), targets[index].clone()))
+        };
+        let as_devices: Option<Vec<Vec<(Place, Target)>>> = match &self.filenames {
+            Some((names, _)) => names
+                .iter()
+                .map(|name| named_device(in_directory(name)))
+                .collect::<Option<_>>()
+                .map(|places| vec![places]),
+            None => (0..self.clones)
+                .map(|clone| named_device(in_directory(&format!("{}.{clone}.0", self.name))))
+                .map(|place| place.map(|place| vec![place]))
+                .collect(),
+        };
+        if let Some(places) = as_devices.filter(|places| !places.is_empty()) {
+            return Ok(places);
+        }
         if !self.allow_file_create {
             // The simulated filesystem starts empty: every regular file is created for the run.
             return Err(refuse(
@@ -1048,10 +1073,6 @@ impl FioRunJob {
             || self.create_on_open
             || (self.size_bytes.is_none() && !self.create_serialize);
         let layout_bytes = if allocated_by_writes { 0 } else { size_bytes };
-        let in_directory = |name: &str| match &self.directory {
-            Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
-            None => name.to_owned(),
-        };
         let mut file = |name: String| {
             let index = match files.iter().position(|file| file.name == name) {
                 Some(index) => {
@@ -1452,6 +1473,35 @@ mod tests {
     use super::*;
     use crate::IoKind;
     use crate::testing::{devices, run};
+
+    // Proves a job's regular files that are devices of their own (a live run's targets, named
+    // by path) take the job's I/O there: `b`'s two clones each on their `b.N.0`, `c` on
+    // `sub/c.0.0`, `a` on `x`, and no simulated file is laid out; without such devices the
+    // same jobs use regular files on the filesystem.
+    #[test]
+    fn regular_files_named_as_devices_are_those_devices() {
+        let text = "[global]\nsize=64k\nbs=4k\nrw=write\n[a]\nfilename=x\n[b]\nnumjobs=2\n\
+                    [c]\ndirectory=sub/\n";
+        let spec = parse("as_devices", text).unwrap();
+        let names = ["x", "b.0.0", "b.1.0", "sub/c.0.0"];
+        let live = devices(&names.map(|name| (name, 1 << 20)));
+        let plan = spec.plan(&live, &Prng::new(1)).unwrap();
+        assert!(plan.files.is_empty(), "no simulated file");
+        let result = run(plan, |_| Duration::ZERO);
+        for issuer in 0..4 {
+            let mine: Vec<Place> =
+                result.records.iter().filter(|r| r.issuer == issuer).map(|r| r.io.place).collect();
+            assert_eq!(mine.len(), 16, "issuer {issuer}: 64 KiB in 4 KiB writes");
+            assert!(mine.iter().all(|place| *place == Place::Device(issuer)), "issuer {issuer}");
+        }
+        let plain = spec.plan(&targets(), &Prng::new(1)).unwrap();
+        assert_eq!(plain.files.len(), 4, "regular files on the simulated filesystem");
+        // Under /dev/ (tmpfs /dev/shm) a path names its device less `/dev/`, as `filename`.
+        let shm = parse("as_devices_shm", "[c]\nsize=64k\ndirectory=/dev/shm\n").unwrap();
+        let plan = shm.plan(&devices(&[("sda", 1 << 20), ("shm/c.0.0", 1 << 20)]), &Prng::new(1));
+        let result = run(plan.unwrap(), |_| Duration::ZERO);
+        assert!(result.records.iter().all(|record| record.io.place == Place::Device(1)));
+    }
 
     // Proves each scheduler's write_iolog gets its own file name: the tag goes before the
     // extension of the file name only (not of a directory), or after a name without one.

@@ -35,6 +35,9 @@ pub(crate) struct Transfer {
     pub(crate) iov_count: u32,
     /// The bytes the segments add up to (0 for a flush).
     pub(crate) length_bytes: u64,
+    /// Which of the backend's files it goes to (the index in [`build_many`]'s `fds`; 0 with
+    /// one target).
+    pub(crate) file: u32,
 }
 
 impl fmt::Debug for Transfer {
@@ -44,6 +47,7 @@ impl fmt::Debug for Transfer {
             .field("op", &self.op)
             .field("offset", &self.offset)
             .field("iov_count", &self.iov_count)
+            .field("file", &self.file)
             .finish()
     }
 }
@@ -141,6 +145,17 @@ pub(crate) fn with_faults(
 pub(crate) fn build(
     choice: BackendChoice,
     fd: std::os::fd::BorrowedFd<'_>,
+    depth: u32,
+    ring_entries: Option<u32>,
+) -> io::Result<(Box<dyn Backend>, Option<String>)> {
+    build_many(choice, &[fd], depth, ring_entries)
+}
+
+/// [`build`] for several files at once: one ring (or pool) whose transfers each name their
+/// file ([`Transfer::file`], an index in `fds`), so one wait sees every file's completions.
+pub(crate) fn build_many(
+    choice: BackendChoice,
+    fd: &[std::os::fd::BorrowedFd<'_>],
     depth: u32,
     ring_entries: Option<u32>,
 ) -> io::Result<(Box<dyn Backend>, Option<String>)> {

@@ -34,9 +34,10 @@ pub(crate) struct ThreadPool {
 }
 
 impl ThreadPool {
-    /// A pool of `depth` workers (at most 256) for `fd`.
-    pub(crate) fn new(fd: BorrowedFd<'_>, depth: u32) -> io::Result<ThreadPool> {
-        let fd = Arc::new(fd.try_clone_to_owned()?);
+    /// A pool of `depth` workers (at most 256) for `fds` (by [`Transfer::file`]).
+    pub(crate) fn new(fds: &[BorrowedFd<'_>], depth: u32) -> io::Result<ThreadPool> {
+        let fd: Arc<Vec<OwnedFd>> =
+            Arc::new(fds.iter().map(|fd| fd.try_clone_to_owned()).collect::<io::Result<_>>()?);
         let (jobs, job_receiver) = mpsc::channel::<Transfer>();
         let job_receiver = Arc::new(Mutex::new(job_receiver));
         let (events_sender, events) = mpsc::channel();
@@ -53,12 +54,12 @@ impl ThreadPool {
     }
 }
 
-fn worker(fd: &OwnedFd, jobs: &Mutex<Receiver<Transfer>>, events: &Sender<Event>) {
+fn worker(fds: &[OwnedFd], jobs: &Mutex<Receiver<Transfer>>, events: &Sender<Event>) {
     loop {
         // The lock is held only to take one job.
         let job = jobs.lock().map(|receiver| receiver.recv());
         let Ok(Ok(transfer)) = job else { return };
-        let result = match perform(fd.as_fd(), &transfer) {
+        let result = match perform(fds[transfer.file as usize].as_fd(), &transfer) {
             Ok(bytes) => i32::try_from(bytes).unwrap_or(i32::MAX),
             Err(error) => -error.raw_os_error().unwrap_or(libc::EIO),
         };

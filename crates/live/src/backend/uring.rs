@@ -21,8 +21,9 @@ const WAKE_TOKEN: u64 = u64::MAX;
 /// An io_uring and what it needs to stay valid.
 pub(crate) struct Uring {
     ring: IoUring,
-    /// The target's descriptor, duplicated so the ring never outlives it.
-    fd: OwnedFd,
+    /// The targets' descriptors (by [`Transfer::file`]), duplicated so the ring never outlives
+    /// them.
+    fds: Vec<OwnedFd>,
     eventfd: Arc<OwnedFd>,
     /// Where the eventfd read lands; boxed so its address is stable.
     wake_buf: Box<[u8; 8]>,
@@ -38,9 +39,13 @@ impl std::fmt::Debug for Uring {
 }
 
 impl Uring {
-    /// A ring for `fd` with room for `depth` transfers (or `entries` submission entries,
+    /// A ring for `fds` with room for `depth` transfers (or `entries` submission entries,
     /// rounded up to a power of two by the kernel).
-    pub(crate) fn new(fd: BorrowedFd<'_>, depth: u32, entries: Option<u32>) -> io::Result<Uring> {
+    pub(crate) fn new(
+        fds: &[BorrowedFd<'_>],
+        depth: u32,
+        entries: Option<u32>,
+    ) -> io::Result<Uring> {
         // The transfers in flight plus the wake-up read.
         let entries = entries.unwrap_or(depth + 1).clamp(1, 4096);
         let ring = IoUring::builder().setup_clamp().build(entries)?;
@@ -72,7 +77,7 @@ impl Uring {
         )?;
         Ok(Uring {
             ring,
-            fd: fd.try_clone_to_owned()?,
+            fds: fds.iter().map(|fd| fd.try_clone_to_owned()).collect::<io::Result<_>>()?,
             eventfd: Arc::new(eventfd),
             wake_buf: Box::new([0; 8]),
             wake_armed: false,
@@ -81,7 +86,7 @@ impl Uring {
     }
 
     fn entry(&self, transfer: &Transfer) -> squeue::Entry {
-        let fd = types::Fd(self.fd.as_raw_fd());
+        let fd = types::Fd(self.fds[transfer.file as usize].as_raw_fd());
         // SAFETY: the reactor gives at least one valid iovec for reads and writes.
         let first = || unsafe { *transfer.iov };
         let entry = match (transfer.op, transfer.iov_count) {
