@@ -100,6 +100,9 @@ fn elevator_run_json_plus_reports_what_the_job_did() {
     assert!((before_ms..=after_ms).contains(&job_start), "job_start {job_start}");
     let stamp = document["timestamp_ms"].as_u64().expect("timestamp_ms");
     assert!((job_start..=after_ms).contains(&stamp), "timestamp_ms {stamp}");
+    // fio's `elapsed`: whole seconds since the run began (rounded up), not since the epoch.
+    let elapsed = job["elapsed"].as_u64().expect("elapsed");
+    assert!(elapsed <= (after_ms - before_ms).div_ceil(1000) + 1, "elapsed {elapsed}");
     assert_eq!(job["elevator"]["mode"], "live");
     assert_eq!(job["elevator"]["scheduler"], "none");
 

@@ -195,7 +195,7 @@ fn job_object(
     seed: u64,
     job: &Reported<'_>,
     totals: &GroupTotals,
-    end_ms: u64,
+    elapsed_ms: u64,
     plus: bool,
 ) -> Value {
     let stats: &JobStats = &job.stats;
@@ -206,7 +206,7 @@ fn job_object(
         .int("job_start", stats.start_ns / 1_000_000)
         .int("error", 0)
         .int("eta", 0)
-        .int("elapsed", end_ms.div_ceil(1000));
+        .int("elapsed", elapsed_ms.div_ceil(1000));
     if !job.setup.options.is_empty() {
         let mut options = Object::default();
         for (key, value) in &job.setup.options {
@@ -292,6 +292,14 @@ pub fn render_json(
         .unwrap_or(0)
         .max(run.phases.iter().map(|phase| phase.duration_ns).sum());
     let end_ms = end_ns / 1_000_000;
+    // fio's `elapsed` is seconds since fio started (its genesis): the simulated clock's epoch
+    // in a simulation; in a live or kernel run, whose dates are the wall clock, the first
+    // job's start stands for it.
+    let genesis_ms = match run.mode {
+        crate::model::Mode::Sim => 0,
+        _ => jobs.iter().map(|job| job.stats.start_ns).min().unwrap_or(0) / 1_000_000,
+    };
+    let elapsed_ms = end_ms.saturating_sub(genesis_ms);
     let mut top = Object::default();
     top.str("fio version", FIO_VERSION)
         .int("timestamp", end_ms / 1000)
@@ -306,7 +314,7 @@ pub fn render_json(
     }
     let values = jobs
         .iter()
-        .map(|job| job_object(run, seed, job, &groups[job.groupid], end_ms, plus))
+        .map(|job| job_object(run, seed, job, &groups[job.groupid], elapsed_ms, plus))
         .collect();
     top.0.push(("jobs".to_owned(), Value::Array(values)));
     // fio's json_array_add_disk_util, one object per device; none when none were recorded.
