@@ -1384,7 +1384,14 @@ mod tests {
     // preset's own times (transfers rounded up to whole nanoseconds, as the model does).
     #[test]
     fn qd1_read_latency_is_command_sense_channel_and_link() {
-        for preset in ["sata-ssd", "nvme", "agrawal-slc-2008"] {
+        for preset in [
+            "sata-ssd",
+            "nvme",
+            "agrawal-slc-2008",
+            "nvme-gen4-consumer",
+            "nvme-gen3-dc",
+            "sata-ssd-2021",
+        ] {
             let ssd = model(preset);
             let expected = ssd.command_ns
                 + ssd.read_ns
@@ -1613,6 +1620,43 @@ mod tests {
         large.settle();
         let stats = large.device().stats();
         assert_eq!(extra(&stats, "pages_programmed"), 2000);
+    }
+
+    // Proves the SLC cache's bookkeeping: exactly `slc_cache` bytes go in SLC mode; writes
+    // right after it is full go to TLC; an idle spell of t frees t x the fold rate (all dies
+    // and planes sensing and programming a page in t_R + t_PROG) and that many bytes of the
+    // next writes go in SLC mode again; a longer spell frees no more than the cache.
+    #[test]
+    fn slc_cache_fills_then_folds_back_while_idle() {
+        let spec = "nvme-gen4-consumer:slc_cache=64m";
+        let ssd = model(spec);
+        let page = ssd.page_size_bytes;
+        let fold = ssd.die_count as f64 * ssd.planes_per_die as f64 * page as f64
+            / seconds(ssd.read_ns + ssd.program_ns);
+        assert_eq!(ssd.slc_fold_bytes_per_s, fold as u64);
+        let slc = |probe: &Probe| extra(&probe.device().stats(), "slc_pages");
+        let mut probe = probe(spec);
+        let batch = |start: u64| {
+            sequential(Op::Write, 2048, 64)
+                .into_iter()
+                .map(move |(op, at, n)| (op, Sector(at.0 + start), n))
+        };
+        probe.closed_loop(batch(0), 32);
+        assert_eq!(slc(&probe), (64 << 20) / page, "the whole cache, no more");
+        probe.closed_loop(batch(1 << 17), 32);
+        assert_eq!(slc(&probe), (64 << 20) / page, "no idle time: all TLC");
+        probe.settle();
+        let idle = Duration::from_millis(10);
+        probe.now += idle;
+        probe.closed_loop(batch(2 << 17), 32);
+        let folded =
+            (idle.as_nanos() as u128 * u128::from(ssd.slc_fold_bytes_per_s) / 1_000_000_000) as u64;
+        assert_eq!(slc(&probe), (64 << 20) / page + folded / page, "10 ms of folding");
+        probe.settle();
+        probe.now += Duration::from_secs(10);
+        probe.closed_loop(batch(3 << 17), 32);
+        let total = (64 << 20) / page + folded / page + (64 << 20) / page;
+        assert_eq!(slc(&probe), total, "a long spell refills the cache, no more");
     }
 
     fn extra(stats: &DeviceStats, name: &str) -> u64 {
