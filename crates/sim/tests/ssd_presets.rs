@@ -11,7 +11,7 @@
 
 use elevator_core::{Op, Prng, Sector};
 use elevator_sched::SchedulerSpec;
-use elevator_sim::device::{DeviceSpec, Probe, Timed, iops, throughput_bytes_per_s};
+use elevator_sim::device::{DeviceSpec, Probe, Timed, iops};
 use elevator_sim::{SimConfig, run};
 use elevator_workload::WorkloadSpec;
 

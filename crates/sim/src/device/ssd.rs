@@ -6,8 +6,8 @@
 //! The flash array has `channels` channels; each is a bus of `channel_rate` bytes per second
 //! shared by the `dies` dies on it, and each die has `planes` planes of `page_size` pages. The
 //! controller talks to the host over one link of `host_rate` bytes per second (SATA, or the
-//! PCIe lanes of an NVMe drive) and holds up to `depth` commands (NCQ tags, NVMe queue slots),
-//! all in progress at once and competing for dies, channels and the link.
+//! PCIe lanes of an NVMe drive) and holds up to `queues × depth` commands (NCQ tags, NVMe
+//! queue slots), all in progress at once and competing for dies, channels and the link.
 //!
 //! A command first spends `command_time` in the controller (command decoding, mapping; MQSim's
 //! SATA processing delay). This is a latency, not a server: many commands spend it at once.
@@ -84,6 +84,29 @@
 //! submitted before it is programmed. Reads are not served from the cache. Off by default so
 //! that the calibration numbers are those of the flash.
 //!
+//! # Queues
+//!
+//! `queues` I/O queues of `depth` commands each: SATA/AHCI has one queue of 32 NCQ tags; an
+//! NVMe drive has an I/O submission queue per CPU up to what the controller grants, each of
+//! min(MQES + 1, `io_queue_depth`) entries with one left empty, 1023 under Linux's default
+//! (blk-mq-host.md §7.1). Until the blk-mq host (a later slice of issue 18) maps cores onto
+//! queues, the queues are one pool: the device holds `queues × depth` commands at once
+//! (`queue_depth()`), and that is what the block queue keeps to. The controller then serves
+//! them as before; there is no per-queue arbitration.
+//!
+//! # SLC write cache (fresh consumer drives)
+//!
+//! A TLC drive with `slc_cache` > 0 writes in SLC mode while its cache has room: such a write
+//! transaction programs in `slc_program_time` instead of `program_time` (and pays no GC), and
+//! takes its pages' bytes (whole pages, `page_size` each) from the cache. When the cache cannot
+//! take a transaction's pages, it programs in TLC at `program_time` (with the GC charge when
+//! `gc=1`): the write cliff of blk-mq-host.md §7.4 (980 PRO: 4-5 GB/s for 113 GB, then ≈ 1.5
+//! GB/s). While the device holds no commands the cache folds back into TLC, freeing
+//! `channels × dies × planes × page_size / (read_time + program_time)` bytes per second: every
+//! die senses a cached page and programs it in TLC, on the die (no channel time, as GC's
+//! moves). The decision is made when a command is cut into transactions, in submission order,
+//! so runs stay reproducible.
+//!
 //! # Keys
 //!
 //! | key | default | range | meaning |
@@ -99,7 +122,8 @@
 //! | `channel_rate` | 40960000 | 1m..=1t | bytes per second of one channel |
 //! | `host_rate` | 300000000 | 1m..=1t | bytes per second of the host link |
 //! | `command_time` | 20us | 0..=1s | controller time per command (a latency) |
-//! | `depth` | 32 | 1..=65536 | commands accepted at once |
+//! | `depth` | 32 | 1..=65536 | commands per queue (NCQ tags; NVMe usable tags, 1023) |
+//! | `queues` | 1 | 1..=1024, queues × depth ≤ 2^20 | I/O queues; the device holds queues × depth |
 //! | `driver` | generic | — | the driver in front of it (`device/driver.rs`); generic keeps `depth` and 512 KiB requests |
 //! | `capacity` | 80026361856 | 1m..=1024t, a multiple of `page_size` | exported size |
 //! | `op` | 0.07 | 0..=1 | over-provisioning, spare / exported |
@@ -107,6 +131,8 @@
 //! | `write_amplification` | unset | 1..=100 | WA with `gc=1`, overriding the one from `op` |
 //! | `write_cache` | 0 | flag | writes finish when their data is in the cache |
 //! | `cache_size` | 256m | 0..=1t, at least `planes` × `page_size` with the cache on | write cache |
+//! | `slc_cache` | 0 | 0..=1024t | SLC cache bytes; 0: none |
+//! | `slc_program_time` | unset | 0..=100ms, required with `slc_cache` > 0 | SLC-mode program time |
 //!
 //! Sizes and rates take binary suffixes (`333m` is 333 MiB/s); write decimal rates in bytes
 //! (`333000000`).
@@ -121,6 +147,38 @@
 //! * One shared host link for both directions; no NVMe queue arbitration or fetch size; the
 //!   command time is a parallel latency (MQSim's SATA HBA applies its delay serially).
 //! * The write cache is a byte budget, not MQSim's DRAM model; reads never hit it.
+//!
+//! # Today's presets and what they leave out
+//!
+//! `nvme-gen4-consumer` (Samsung 980 PRO 1 TB), `nvme-gen3-dc` (Samsung PM983 3.84 TB),
+//! `sata-ssd-2021` (Samsung 870 EVO 1 TB; the classic study's 2010 drive keeps `sata-ssd`) and
+//! `optane-ref` (Intel P4800X 375 GB) carry blk-mq-host.md §7.3's figures; each value's source
+//! or arithmetic is in the preset's help, marked \[U\] where no source was found. Die and
+//! plane counts follow §7.2: the physical dies × planes, checked to reach the datasheet IOPS.
+//! As the model combines planes only within one command, a NAND preset's planes are modelled
+//! as dies of one plane each (`planes=1`, `dies` = dies × planes / channels): 2020-era NAND
+//! reads its planes independently, and a multi-plane program of P pages is as fast as P
+//! one-plane programs on P units. Deviations, measured against the datasheets in
+//! `tests/ssd_presets.rs` and `docs/validation.md`:
+//!
+//! * No controller limit on commands per second: a drive whose datasheet IOPS sit below its
+//!   link's (PM983 540 K against 3.6 GB/s / 4 KiB = 880 K; 870 EVO 98 K against 146 K) runs
+//!   at the link's bound. SATA's per-command FIS exchanges are not on the link.
+//! * A 4 KiB write programs a whole page on its own: the FTL does not pack small writes from
+//!   different commands into one page, so the 980 PRO's 4 KiB random writes in its SLC cache
+//!   run at 64 / 200 us ≈ 320 K IOPS, not the datasheet's 1 M.
+//! * GC's charge is the random-write WA for every write (see Write amplification), so a
+//!   steady-state drive's sequential writes are as slow as its random ones per page.
+//! * The SLC cache has a fixed size (Samsung's Intelligent TurboWrite shrinks its dynamic
+//!   part as the drive fills) and folds only while the device holds no commands (a real
+//!   drive also folds under light load); idle time starts at the last completion handed back,
+//!   so with `write_cache=1` programs still running then count as folding time.
+//! * Optane's 3D XPoint is modelled with NAND's keys: 512-byte pages (so a 4 KiB read spans
+//!   the channels), no erase, no GC; its read and program times are derived from the QD 1
+//!   latency and the sequential write rate, so those hold by construction.
+//! * A preset's QD 1 latency is the device's as reviews measure it from an application: it
+//!   includes the host's software path, which the blk-mq host (a later slice) will add on
+//!   its own; then the device's share should shrink.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -460,9 +518,9 @@ pub const PRESETS: &[Preset] = &[
                2,400 MB/s sequential read, U: not in the spec]; PCIe 3.0 x4 = 3.6 GB/s [D]; \
                command 2 us [U]; read_time 3.77 us [D: AnandTech's 8.9 us QD 1 mean less the \
                command time, the two 512-byte pages one channel carries (3.0 us) and the last \
-               one over the link (0.14 us), so QD 1 holds by construction]; program_time 5.7 us [D: 28 x 512 B / (t + 1.5 us load) \
-               = Intel's 2,000 MB/s sequential write, U: not in the spec]; 32 queues [U] x \
-               1023 tags",
+               one over the link (0.14 us), so QD 1 holds by construction]; program_time \
+               5.7 us [D: 28 x 512 B / (t + 1.5 us load) = Intel's 2,000 MB/s sequential \
+               write, U: not in the spec]; 32 queues [U] x 1023 tags",
         values: &[
             ("channels", "7"),
             ("dies", "4"),
