@@ -244,7 +244,8 @@ fn optane_ref_meets_its_review_figures() {
 // (same rates), sequential 1 MiB writes at QD 32 run at the SLC rate (64 x 16 KiB / (200 us +
 // 13.7 us load) = 4.9 GB/s; datasheet 5,000 MB/s) until 256 MiB are written, then at the
 // native TLC rate (64 x 16 KiB / 613.7 us = 1.71 GB/s), within 15 % of TechPowerUp's ≈ 1.5
-// GB/s after the cache — a cliff of about 2.9x. Exactly the cache's bytes are programmed in
+// GB/s after the cache — a cliff of about 2.9x — and at full size they average TechPowerUp's
+// 1.9 GB/s over a whole-drive fill. Exactly the cache's bytes are programmed in
 // SLC mode, and a drive without the cache writes at the TLC rate from the start.
 #[test]
 fn consumer_drive_falls_off_the_slc_cliff_after_the_cache() {
@@ -256,6 +257,11 @@ fn consumer_drive_falls_off_the_slc_cliff_after_the_cache() {
     assert_near(in_cache, 5_000.0, 0.05, "in the SLC cache");
     assert_near(after, 1_500.0, 0.15, "after the SLC cache (TechPowerUp)");
     assert!(in_cache / after > 2.5, "the cliff: {in_cache:.0} then {after:.0} MB/s");
+    // At full size (113 GB of cache on 1,000.2 GB) these two rates fill the drive at an
+    // average of TechPowerUp's whole-drive 1.9 GB/s within 5 %.
+    let (cache_mb, drive_mb) = (113_000.0, 1_000_204.0);
+    let fill_s = cache_mb / in_cache + (drive_mb - cache_mb) / after;
+    assert_near(drive_mb / fill_s, 1_900.0, 0.05, "whole-drive fill average");
     let stats = cached.device().stats();
     let slc_pages = stats.extra.iter().find(|(key, _)| *key == "slc_pages").unwrap().1;
     assert_eq!(slc_pages, (256 << 20) / (16 << 10), "the cache's bytes, in 16 KiB pages");
