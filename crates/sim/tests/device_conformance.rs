@@ -40,7 +40,8 @@ fn every_model() -> Vec<DeviceSpec> {
 ///   write-back write finishes once it has).
 /// * `ssd`: `command_time`; a read adds `read_time` and the bytes at `host_rate` (the link
 ///   carries all of them after the first sense); a write adds the bytes at `host_rate` and,
-///   unless the write cache takes it, `program_time`.
+///   unless the write cache takes it, `program_time` (the lesser of it and
+///   `slc_program_time` on a drive with an SLC cache).
 /// * `array`, `san`: the controller's `overhead` (a write-back write or a cached read need
 ///   nothing more).
 /// * `jbod`: one of its disks, the `disk` spec (built as one device: the first of a
@@ -85,11 +86,17 @@ fn min_service(spec: &DeviceSpec, command: &Command) -> Duration {
         DeviceKind::Ssd => {
             let host = transfer(params.size("host_rate"));
             let cached = params.flag("write_cache") && !command.fua;
+            // A write into the SLC cache programs in `slc_program_time`.
+            let program = if params.size("slc_cache") > 0 {
+                params.time("program_time").min(params.time("slc_program_time"))
+            } else {
+                params.time("program_time")
+            };
             params.time("command_time")
                 + match command.op {
                     Op::Read => params.time("read_time") + host,
                     Op::Write if cached => host,
-                    Op::Write => host + params.time("program_time"),
+                    Op::Write => host + program,
                     Op::Flush | Op::Discard => Duration::ZERO,
                 }
         }

@@ -6,8 +6,8 @@
 //! The flash array has `channels` channels; each is a bus of `channel_rate` bytes per second
 //! shared by the `dies` dies on it, and each die has `planes` planes of `page_size` pages. The
 //! controller talks to the host over one link of `host_rate` bytes per second (SATA, or the
-//! PCIe lanes of an NVMe drive) and holds up to `depth` commands (NCQ tags, NVMe queue slots),
-//! all in progress at once and competing for dies, channels and the link.
+//! PCIe lanes of an NVMe drive) and holds up to `queues × depth` commands (NCQ tags, NVMe
+//! queue slots), all in progress at once and competing for dies, channels and the link.
 //!
 //! A command first spends `command_time` in the controller (command decoding, mapping; MQSim's
 //! SATA processing delay). This is a latency, not a server: many commands spend it at once.
@@ -84,6 +84,29 @@
 //! submitted before it is programmed. Reads are not served from the cache. Off by default so
 //! that the calibration numbers are those of the flash.
 //!
+//! # Queues
+//!
+//! `queues` I/O queues of `depth` commands each: SATA/AHCI has one queue of 32 NCQ tags; an
+//! NVMe drive has an I/O submission queue per CPU up to what the controller grants, each of
+//! min(MQES + 1, `io_queue_depth`) entries with one left empty, 1023 under Linux's default
+//! (blk-mq-host.md §7.1). Until the blk-mq host (a later slice of issue 18) maps cores onto
+//! queues, the queues are one pool: the device holds `queues × depth` commands at once
+//! (`queue_depth()`), and that is what the block queue keeps to. The controller then serves
+//! them as before; there is no per-queue arbitration.
+//!
+//! # SLC write cache (fresh consumer drives)
+//!
+//! A TLC drive with `slc_cache` > 0 writes in SLC mode while its cache has room: such a write
+//! transaction programs in `slc_program_time` instead of `program_time` (and pays no GC), and
+//! takes its pages' bytes (whole pages, `page_size` each) from the cache. When the cache cannot
+//! take a transaction's pages, it programs in TLC at `program_time` (with the GC charge when
+//! `gc=1`): the write cliff of blk-mq-host.md §7.4 (980 PRO: 4-5 GB/s for 113 GB, then ≈ 1.5
+//! GB/s). While the device holds no commands the cache folds back into TLC, freeing
+//! `channels × dies × planes × page_size / (read_time + program_time)` bytes per second: every
+//! die senses a cached page and programs it in TLC, on the die (no channel time, as GC's
+//! moves). The decision is made when a command is cut into transactions, in submission order,
+//! so runs stay reproducible.
+//!
 //! # Keys
 //!
 //! | key | default | range | meaning |
@@ -99,7 +122,8 @@
 //! | `channel_rate` | 40960000 | 1m..=1t | bytes per second of one channel |
 //! | `host_rate` | 300000000 | 1m..=1t | bytes per second of the host link |
 //! | `command_time` | 20us | 0..=1s | controller time per command (a latency) |
-//! | `depth` | 32 | 1..=65536 | commands accepted at once |
+//! | `depth` | 32 | 1..=65536 | commands per queue (NCQ tags; NVMe usable tags, 1023) |
+//! | `queues` | 1 | 1..=1024, queues × depth ≤ 2^20 | I/O queues; the device holds queues × depth |
 //! | `driver` | generic | — | the driver in front of it (`device/driver.rs`); generic keeps `depth` and 512 KiB requests |
 //! | `capacity` | 80026361856 | 1m..=1024t, a multiple of `page_size` | exported size |
 //! | `op` | 0.07 | 0..=1 | over-provisioning, spare / exported |
@@ -107,6 +131,8 @@
 //! | `write_amplification` | unset | 1..=100 | WA with `gc=1`, overriding the one from `op` |
 //! | `write_cache` | 0 | flag | writes finish when their data is in the cache |
 //! | `cache_size` | 256m | 0..=1t, at least `planes` × `page_size` with the cache on | write cache |
+//! | `slc_cache` | 0 | 0..=1024t | SLC cache bytes; 0: none |
+//! | `slc_program_time` | unset | 0..=100ms, required with `slc_cache` > 0 | SLC-mode program time |
 //!
 //! Sizes and rates take binary suffixes (`333m` is 333 MiB/s); write decimal rates in bytes
 //! (`333000000`).
@@ -121,6 +147,38 @@
 //! * One shared host link for both directions; no NVMe queue arbitration or fetch size; the
 //!   command time is a parallel latency (MQSim's SATA HBA applies its delay serially).
 //! * The write cache is a byte budget, not MQSim's DRAM model; reads never hit it.
+//!
+//! # Today's presets and what they leave out
+//!
+//! `nvme-gen4-consumer` (Samsung 980 PRO 1 TB), `nvme-gen3-dc` (Samsung PM983 3.84 TB),
+//! `sata-ssd-2021` (Samsung 870 EVO 1 TB; the classic study's 2010 drive keeps `sata-ssd`) and
+//! `optane-ref` (Intel P4800X 375 GB) carry blk-mq-host.md §7.3's figures; each value's source
+//! or arithmetic is in the preset's help, marked \[U\] where no source was found. Die and
+//! plane counts follow §7.2: the physical dies × planes, checked to reach the datasheet IOPS.
+//! As the model combines planes only within one command, a NAND preset's planes are modelled
+//! as dies of one plane each (`planes=1`, `dies` = dies × planes / channels): 2020-era NAND
+//! reads its planes independently, and a multi-plane program of P pages is as fast as P
+//! one-plane programs on P units. Deviations, measured against the datasheets in
+//! `tests/ssd_presets.rs` and `docs/validation.md`:
+//!
+//! * No controller limit on commands per second: a drive whose datasheet IOPS sit below its
+//!   link's (PM983 540 K against 3.6 GB/s / 4 KiB = 880 K; 870 EVO 98 K against 146 K) runs
+//!   at the link's bound. SATA's per-command FIS exchanges are not on the link.
+//! * A 4 KiB write programs a whole page on its own: the FTL does not pack small writes from
+//!   different commands into one page, so the 980 PRO's 4 KiB random writes in its SLC cache
+//!   run at 64 / 200 us ≈ 320 K IOPS, not the datasheet's 1 M.
+//! * GC's charge is the random-write WA for every write (see Write amplification), so a
+//!   steady-state drive's sequential writes are as slow as its random ones per page.
+//! * The SLC cache has a fixed size (Samsung's Intelligent TurboWrite shrinks its dynamic
+//!   part as the drive fills) and folds only while the device holds no commands (a real
+//!   drive also folds under light load); idle time starts at the last completion handed back,
+//!   so with `write_cache=1` programs still running then count as folding time.
+//! * Optane's 3D XPoint is modelled with NAND's keys: 512-byte pages (so a 4 KiB read spans
+//!   the channels), no erase, no GC; its read and program times are derived from the QD 1
+//!   latency and the sequential write rate, so those hold by construction.
+//! * A preset's QD 1 latency is the device's as reviews measure it from an application: it
+//!   includes the host's software path, which the blk-mq host (a later slice) will add on
+//!   its own; then the device's share should shrink.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -215,7 +273,15 @@ pub const KEYS: &[KeySpec] = &[
         key: "depth",
         kind: KeyKind::Integer { min: 1, max: 65_536 },
         default: "32",
-        help: "commands accepted at once (NCQ tags, NVMe queue slots)",
+        help: "commands per queue (SATA NCQ tags; NVMe usable tags per I/O queue, 1023 under \
+               Linux's default io_queue_depth); the device holds queues x depth",
+    },
+    KeySpec {
+        key: "queues",
+        kind: KeyKind::Integer { min: 1, max: 1024 },
+        default: "1",
+        help: "I/O queues (SATA/AHCI 1; NVMe I/O submission queues); the device holds queues \
+               x depth commands at once",
     },
     KeySpec {
         key: "capacity",
@@ -252,6 +318,24 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 40 },
         default: "256m",
         help: "write cache size (with write_cache=1), at least planes x page_size",
+    },
+    KeySpec {
+        key: "slc_cache",
+        kind: KeyKind::Size { min_bytes: 0, max_bytes: 1 << 50 },
+        default: "0",
+        help: "SLC write cache of a TLC drive: this many bytes of writes program in SLC mode \
+               (slc_program_time) before writes fall to the native program_time; idle time \
+               folds it back. 0: none",
+    },
+    KeySpec {
+        key: "slc_program_time",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(100),
+            bare_unit: "us",
+        },
+        default: "",
+        help: "page program time in SLC mode (required with slc_cache > 0)",
     },
     super::driver::DRIVER_KEY,
 ];
@@ -318,7 +402,148 @@ pub const PRESETS: &[Preset] = &[
             ("op", "0.07"),
         ],
     },
+    Preset {
+        name: "nvme-gen4-consumer",
+        help: "Samsung 980 PRO 1 TB, fresh with its SLC cache (blk-mq-host.md 7.3, Samsung spec \
+               tables, TechPowerUp review; [U] = not from a source, [D] = derived). Elpis \
+               controller, 8 channels [U]; 1 TB of 512 Gbit 128L TLC = 16 dies x 4 planes \
+               (7.2), modelled as 8 channels x 8 independently reading planes (dies=8, \
+               planes=1: the model's die is a unit that senses on its own, 16 x 4 = 64, so \
+               64 / (50 us + 3.4 us) = 1.2 M reads/s >= 1 M IOPS, 7.2); 16 KiB pages [U], 384 \
+               per block [U]; t_R 50 us (7.2's example), TLC t_PROG 600 us and t_ERASE 4 ms \
+               (midpoints of 7.2's 0.4-0.8 ms and 3-5 ms [U]); SLC-mode program 200 us [U, the \
+               top of 7.2's 0.1-0.2 ms: the midpoint would write 64 x 16 KiB / 163.6 us = 6.4 \
+               GB/s, above the datasheet's 5,000 MB/s; 200 us gives 4.9 GB/s]; SLC cache 113 GB \
+               (TechPowerUp); channels 1.2 GB/s [U: Toggle DDR 4.0 x 8 bit]; PCIe 4.0 x4 = 16 \
+               GT/s x 4 x 128/130 / 8 = 7.88 GB/s, x 256/280 for 256-byte TLP payloads with \
+               24-byte headers = 7.2 GB/s [D]; 5 us per command (as `nvme`); 32 queues [U] x \
+               1023 tags (7.1); capacity 1,000,204,886,016 bytes rounded down to whole 16 KiB \
+               pages; op = 1024 GiB raw / 1000.2 GB - 1 = 0.099 [D]; fresh (gc=0)",
+        values: &[
+            ("channels", "8"),
+            ("dies", "8"),
+            ("planes", "1"),
+            ("page_size", "16k"),
+            ("pages_per_block", "384"),
+            ("read_time", "50us"),
+            ("program_time", "600us"),
+            ("erase_time", "4ms"),
+            ("channel_rate", "1200000000"),
+            ("host_rate", "7200000000"),
+            ("command_time", "5us"),
+            ("depth", "1023"),
+            ("queues", "32"),
+            ("capacity", "1000204877824"),
+            ("op", "0.099"),
+            ("slc_cache", "113000000000"),
+            ("slc_program_time", "200us"),
+        ],
+    },
+    Preset {
+        name: "nvme-gen3-dc",
+        help: "Samsung PM983 3.84 TB U.2 in steady state (blk-mq-host.md 7.3, PM983 datasheet \
+               Rev 1.0: specs are after preconditioning, 7.4; [U] = not from a source, [D] = \
+               derived). 8 channels [U]; 4 TiB raw of 512 Gbit TLC = 64 dies [D] x 2 planes \
+               [U], modelled as 8 channels x 16 independently reading planes (dies=16, \
+               planes=1), so 128 / (60 us + 5.1 us) = 2.0 M reads/s >= 540 K IOPS (7.2); 16 KiB \
+               pages, 384 per block [U]; t_R 60 us (2018 64-layer NAND: the top of 7.2's \
+               2020-era 40-60 us [U]), t_PROG 600 us, t_ERASE 4 ms (7.2's midpoints [U]); \
+               channels 800 MB/s [U: Toggle DDR 3.0 x 8 bit]; PCIe 3.0 x4 = 8 GT/s x 4 x \
+               128/130 / 8 x 256/280 = 3.6 GB/s [D]; 5 us per command (as `nvme`); 64 queues \
+               [U] x 1023 tags (7.1); capacity 3,840,755,982,336 bytes rounded down to whole \
+               pages; op = 4 TiB / 3.84 TB - 1 = 0.145 [D]; steady state (gc=1: WA = \
+               (1+op)/(2 op) = 3.94); power-loss-protected write cache on, 256 MiB [U] (the \
+               datasheet's 50 us QD 1 write is a cached write)",
+        values: &[
+            ("channels", "8"),
+            ("dies", "16"),
+            ("planes", "1"),
+            ("page_size", "16k"),
+            ("pages_per_block", "384"),
+            ("read_time", "60us"),
+            ("program_time", "600us"),
+            ("erase_time", "4ms"),
+            ("channel_rate", "800000000"),
+            ("host_rate", "3600000000"),
+            ("command_time", "5us"),
+            ("depth", "1023"),
+            ("queues", "64"),
+            ("capacity", "3840755974144"),
+            ("op", "0.145"),
+            ("gc", "1"),
+            ("write_cache", "1"),
+            ("cache_size", "256m"),
+        ],
+    },
+    Preset {
+        name: "sata-ssd-2021",
+        help: "Samsung 870 EVO 1 TB, fresh with its SLC buffer (blk-mq-host.md 7.3, Tom's \
+               Hardware, KitGuru; [U] = not from a source, [D] = derived). The classic study's \
+               2010 drive keeps the name `sata-ssd`. MKX controller, 8 channels (7.3); 1 TB of \
+               512 Gbit 128L TLC = 16 dies x 4 planes, as 8 channels x 8 independently reading \
+               planes (dies=8, planes=1, as `nvme-gen4-consumer`); 16 KiB pages, 384 per block \
+               [U]; t_R 50 us, t_PROG 600 us, t_ERASE 4 ms, SLC program 200 us (as \
+               `nvme-gen4-consumer`, 7.2 [U]); SLC buffer 42 GB [U: Samsung's 6 GB static + 36 \
+               GB dynamic TurboWrite for 1 TB, not retrieved]; channels 1.2 GB/s [U]; SATA 6 \
+               Gb/s with 8b/10b = 600 MB/s [D]; 20 us per command (as `sata-ssd`); one queue x \
+               NCQ 32 (7.1); capacity 1,000,204,886,016 bytes rounded down to whole pages; op \
+               0.099 [D, as the 980 PRO]",
+        values: &[
+            ("channels", "8"),
+            ("dies", "8"),
+            ("planes", "1"),
+            ("page_size", "16k"),
+            ("pages_per_block", "384"),
+            ("read_time", "50us"),
+            ("program_time", "600us"),
+            ("erase_time", "4ms"),
+            ("channel_rate", "1200000000"),
+            ("host_rate", "600000000"),
+            ("command_time", "20us"),
+            ("depth", "32"),
+            ("queues", "1"),
+            ("capacity", "1000204877824"),
+            ("op", "0.099"),
+            ("slc_cache", "42000000000"),
+            ("slc_program_time", "200us"),
+        ],
+    },
+    Preset {
+        name: "optane-ref",
+        help: "Intel Optane P4800X 375 GB (blk-mq-host.md 7.3, AnandTech; [U] = not from a \
+               source, [D] = derived). 3D XPoint has no pages to erase and writes in place: \
+               gc=0, t_ERASE 0, no cache cliff. 7 channels x 4 dies = 28 dies of 128 Gbit [U]; \
+               512-byte pages [U] (media addressed in small units), so a 4 KiB read spreads \
+               over all 7 channels; channels 2,400 MB/s / 7 = 343 MB/s [D from Intel's \
+               2,400 MB/s sequential read, U: not in the spec]; PCIe 3.0 x4 = 3.6 GB/s [D]; \
+               command 2 us [U]; read_time 3.77 us [D: AnandTech's 8.9 us QD 1 mean less the \
+               command time, the two 512-byte pages one channel carries (3.0 us) and the last \
+               one over the link (0.14 us), so QD 1 holds by construction]; program_time \
+               5.7 us [D: 28 x 512 B / (t + 1.5 us load) = Intel's 2,000 MB/s sequential \
+               write, U: not in the spec]; 32 queues [U] x 1023 tags",
+        values: &[
+            ("channels", "7"),
+            ("dies", "4"),
+            ("planes", "1"),
+            ("page_size", "512"),
+            ("pages_per_block", "1"),
+            ("read_time", "3.77us"),
+            ("program_time", "5.7us"),
+            ("erase_time", "0"),
+            ("channel_rate", "342857143"),
+            ("host_rate", "3600000000"),
+            ("command_time", "2us"),
+            ("depth", "1023"),
+            ("queues", "32"),
+            ("capacity", "375083606016"),
+            ("op", "0.07"),
+        ],
+    },
 ];
+
+/// The most commands one device holds (`queues × depth`): 64 queues of 1023 fit; slots are
+/// allocated as commands arrive, so this bounds memory only under a host that fills them.
+const MAX_COMMANDS: u64 = 1 << 20;
 
 /// "No transaction" in the intrusive lists and resource slots.
 const NONE: u32 = u32::MAX;
@@ -341,8 +566,21 @@ pub struct Ssd {
     channel_bytes_per_s: u64,
     host_bytes_per_s: u64,
     command_ns: u64,
+    /// Commands per queue.
     depth: u32,
+    /// I/O queues; the device holds `queues × depth` commands.
+    queues: u32,
     capacity_sectors: u64,
+    /// Bytes of writes the SLC cache takes when empty; 0 without one.
+    slc_cache_bytes: u64,
+    /// Bytes of the SLC cache still free.
+    slc_free_bytes: u64,
+    /// How long one SLC-mode program holds its die.
+    slc_program_ns: u64,
+    /// Bytes per second the SLC cache empties while the device is idle (folding).
+    slc_fold_bytes_per_s: u64,
+    /// When the device last became idle (nothing inside).
+    idle_since_ns: u64,
     /// Steady state: writes pay garbage collection.
     gc: bool,
     /// 1 on a fresh drive.
@@ -389,6 +627,7 @@ struct Counters {
     read_operations: u64,
     program_operations: u64,
     cache_stalls: u64,
+    slc_pages: u64,
     flushes: u64,
     discards: u64,
 }
@@ -448,6 +687,8 @@ struct Transaction {
     /// Bytes over the channel and the link.
     size_bytes: u32,
     write: bool,
+    /// A write programmed in SLC mode (into the SLC cache).
+    slc: bool,
     next: u32,
 }
 
@@ -555,6 +796,44 @@ impl Ssd {
         };
         let die_count = channel_count * dies_per_channel;
         let depth = params.integer("depth") as u32;
+        let queues = params.integer("queues") as u32;
+        if u64::from(depth) * u64::from(queues) > MAX_COMMANDS {
+            return Err(params.impossible(
+                "queues",
+                format!(
+                    "{queues} queues x depth {depth} = {} commands is more than the model holds \
+                     (accepted: queues x depth <= {MAX_COMMANDS})",
+                    u64::from(depth) * u64::from(queues)
+                ),
+            ));
+        }
+        let slc_cache_bytes = params.size("slc_cache");
+        // A preset's SLC program time stays quietly unused when its cache is turned off
+        // (`slc_cache=0`); one the user sets without a cache is refused.
+        let slc_program_ns = match (slc_cache_bytes > 0, params.has("slc_program_time")) {
+            (true, true) => params.time("slc_program_time").as_nanos(),
+            (false, true) if !params.is_set("slc_program_time") => 0,
+            (true, false) => {
+                return Err(params.impossible(
+                    "slc_program_time",
+                    "is required with slc_cache > 0 (accepted: a time 0..=100ms, e.g. 200us)",
+                ));
+            }
+            (false, true) => {
+                return Err(params.impossible(
+                    "slc_program_time",
+                    "applies only with slc_cache > 0 (accepted: unset, or set slc_cache)",
+                ));
+            }
+            (false, false) => 0,
+        };
+        // Folding reads each cached page (one sense) and programs it in TLC, on its own die
+        // (no channel time, as GC's moves), all dies and planes at once.
+        let slc_fold_bytes_per_s = (u128::from(die_count)
+            * u128::from(planes_per_die)
+            * u128::from(page_size_bytes)
+            * 1_000_000_000
+            / u128::from((read_ns + program_ns).max(1))) as u64;
         let resource_count = die_count as usize + channel_count as usize + 1;
         Ok(Ssd {
             channel_count,
@@ -571,7 +850,13 @@ impl Ssd {
             host_bytes_per_s: params.size("host_rate"),
             command_ns: params.time("command_time").as_nanos(),
             depth,
+            queues,
             capacity_sectors: capacity_bytes / SECTOR_SIZE_BYTES,
+            slc_cache_bytes,
+            slc_free_bytes: slc_cache_bytes,
+            slc_program_ns,
+            slc_fold_bytes_per_s,
+            idle_since_ns: 0,
             gc,
             write_amplification,
             cache_size_bytes,
@@ -617,7 +902,7 @@ impl DeviceModel for Ssd {
     fn describe(&self) -> String {
         format!(
             "ssd: {} channels x {} dies x {} planes, {} pages, read {} / program {} / erase {}, \
-             channel {} B/s, host {} B/s, command {}, {} commands, WA {:.2}{}",
+             channel {} B/s, host {} B/s, command {}, {} commands{}, WA {:.2}{}{}",
             self.channel_count,
             self.dies_per_channel,
             self.planes_per_die,
@@ -629,9 +914,19 @@ impl DeviceModel for Ssd {
             self.host_bytes_per_s,
             Duration::from_nanos(self.command_ns),
             self.depth,
+            if self.queues > 1 { format!(" x {} queues", self.queues) } else { String::new() },
             self.write_amplification,
             if self.cache_size_bytes > 0 {
                 format!(", {} write cache", elevator_core::format_size(self.cache_size_bytes))
+            } else {
+                String::new()
+            },
+            if self.slc_cache_bytes > 0 {
+                format!(
+                    ", {} SLC cache (program {})",
+                    elevator_core::format_size(self.slc_cache_bytes),
+                    Duration::from_nanos(self.slc_program_ns)
+                )
             } else {
                 String::new()
             }
@@ -643,7 +938,8 @@ impl DeviceModel for Ssd {
     }
 
     fn queue_depth(&self) -> u32 {
-        self.depth
+        // Until the blk-mq host maps cores onto queues, every queue's tags are one pool.
+        self.depth * self.queues
     }
 
     fn rotational(&self) -> bool {
@@ -651,7 +947,8 @@ impl DeviceModel for Ssd {
     }
 
     fn submit(&mut self, now: Instant, command: Command) {
-        assert!(self.inside < self.depth, "ssd: more than {} commands inside", self.depth);
+        let held = self.queue_depth();
+        assert!(self.inside < held, "ssd: more than {held} commands inside");
         assert!(
             command.end().0 <= self.capacity_sectors,
             "ssd: {:?} ends past the capacity of {} sectors",
@@ -690,6 +987,7 @@ impl DeviceModel for Ssd {
         };
         if self.inside == 0 {
             self.busy_since_ns = now.as_nanos();
+            self.fold_while_idle(now.as_nanos());
         }
         self.inside += 1;
         self.starts.push_back((now.as_nanos() + self.command_ns, self.event_sequence, index));
@@ -761,6 +1059,10 @@ impl DeviceModel for Ssd {
             ("flushes", counters.flushes),
             ("discards", counters.discards),
         ];
+        if self.slc_cache_bytes > 0 {
+            // Only drives with an SLC cache report it, so older outputs stay as they were.
+            stats.extra.push(("slc_pages", counters.slc_pages));
+        }
         stats
     }
 }
@@ -831,12 +1133,19 @@ impl Ssd {
                 if last < high && (last - first) % dies == 0 {
                     sectors -= tail_trim;
                 }
+                // The pages go to the SLC cache while it has room for all of them.
+                let programmed_bytes = group_pages * self.page_size_bytes;
+                let slc = write && self.slc_free_bytes >= programmed_bytes;
+                if slc {
+                    self.slc_free_bytes -= programmed_bytes;
+                }
                 let transaction = Transaction {
                     slot,
                     die: (first % dies) as u32,
                     page_count: group_pages as u32,
                     size_bytes: (sectors * SECTOR_SIZE_BYTES) as u32,
                     write,
+                    slc,
                     next: NONE,
                 };
                 let index = match self.free_transactions.pop() {
@@ -961,6 +1270,9 @@ impl Ssd {
             self.dies[die as usize].current = NONE;
             self.counters.program_operations += 1;
             self.counters.pages_programmed += u64::from(transaction.page_count);
+            if transaction.slc {
+                self.counters.slc_pages += u64::from(transaction.page_count);
+            }
             if self.cache_size_bytes > 0 {
                 self.cache_free_bytes += u64::from(transaction.size_bytes);
                 self.admit_cached(at);
@@ -978,7 +1290,9 @@ impl Ssd {
         self.channels[channel as usize].current = NONE;
         let transaction = self.transactions[index as usize];
         if transaction.write {
-            self.schedule(at + self.program_charge_ns, transaction.die);
+            let program_ns =
+                if transaction.slc { self.slc_program_ns } else { self.program_charge_ns };
+            self.schedule(at + program_ns, transaction.die);
         } else {
             self.dies[transaction.die as usize].current = NONE;
             self.try_start_die(at, transaction.die);
@@ -1058,7 +1372,20 @@ impl Ssd {
         self.inside -= 1;
         if self.inside == 0 {
             self.stats.busy_ns += at - self.busy_since_ns;
+            self.idle_since_ns = at;
         }
+    }
+
+    /// The device was idle from `idle_since_ns` to `now_ns`: the SLC cache folded into TLC at
+    /// `slc_fold_bytes_per_s` meanwhile, freeing that much of it.
+    fn fold_while_idle(&mut self, now_ns: u64) {
+        let used = self.slc_cache_bytes - self.slc_free_bytes;
+        if used == 0 {
+            return;
+        }
+        let idle_ns = now_ns.saturating_sub(self.idle_since_ns);
+        let folded = u128::from(idle_ns) * u128::from(self.slc_fold_bytes_per_s) / 1_000_000_000;
+        self.slc_free_bytes += u64::try_from(folded).unwrap_or(u64::MAX).min(used);
     }
 }
 
@@ -1115,7 +1442,14 @@ mod tests {
     // preset's own times (transfers rounded up to whole nanoseconds, as the model does).
     #[test]
     fn qd1_read_latency_is_command_sense_channel_and_link() {
-        for preset in ["sata-ssd", "nvme", "agrawal-slc-2008"] {
+        for preset in [
+            "sata-ssd",
+            "nvme",
+            "agrawal-slc-2008",
+            "nvme-gen4-consumer",
+            "nvme-gen3-dc",
+            "sata-ssd-2021",
+        ] {
             let ssd = model(preset);
             let expected = ssd.command_ns
                 + ssd.read_ns
@@ -1344,6 +1678,43 @@ mod tests {
         large.settle();
         let stats = large.device().stats();
         assert_eq!(extra(&stats, "pages_programmed"), 2000);
+    }
+
+    // Proves the SLC cache's bookkeeping: exactly `slc_cache` bytes go in SLC mode; writes
+    // right after it is full go to TLC; an idle spell of t frees t x the fold rate (all dies
+    // and planes sensing and programming a page in t_R + t_PROG) and that many bytes of the
+    // next writes go in SLC mode again; a longer spell frees no more than the cache.
+    #[test]
+    fn slc_cache_fills_then_folds_back_while_idle() {
+        let spec = "nvme-gen4-consumer:slc_cache=64m";
+        let ssd = model(spec);
+        let page = ssd.page_size_bytes;
+        let fold = ssd.die_count as f64 * ssd.planes_per_die as f64 * page as f64
+            / seconds(ssd.read_ns + ssd.program_ns);
+        assert_eq!(ssd.slc_fold_bytes_per_s, fold as u64);
+        let slc = |probe: &Probe| extra(&probe.device().stats(), "slc_pages");
+        let mut probe = probe(spec);
+        let batch = |start: u64| {
+            sequential(Op::Write, 2048, 64)
+                .into_iter()
+                .map(move |(op, at, n)| (op, Sector(at.0 + start), n))
+        };
+        probe.closed_loop(batch(0), 32);
+        assert_eq!(slc(&probe), (64 << 20) / page, "the whole cache, no more");
+        probe.closed_loop(batch(1 << 17), 32);
+        assert_eq!(slc(&probe), (64 << 20) / page, "no idle time: all TLC");
+        probe.settle();
+        let idle = Duration::from_millis(10);
+        probe.now += idle;
+        probe.closed_loop(batch(2 << 17), 32);
+        let folded =
+            (idle.as_nanos() as u128 * u128::from(ssd.slc_fold_bytes_per_s) / 1_000_000_000) as u64;
+        assert_eq!(slc(&probe), (64 << 20) / page + folded / page, "10 ms of folding");
+        probe.settle();
+        probe.now += Duration::from_secs(10);
+        probe.closed_loop(batch(3 << 17), 32);
+        let total = (64 << 20) / page + folded / page + (64 << 20) / page;
+        assert_eq!(slc(&probe), total, "a long spell refills the cache, no more");
     }
 
     fn extra(stats: &DeviceStats, name: &str) -> u64 {
