@@ -254,16 +254,15 @@ pub(crate) struct KernelPersistArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct KernelCompareArgs {
-    /// The device (`loop0`, `/dev/sdb`).
-    pub(crate) device: String,
+    /// The device (`loop0`, `/dev/sdb`). May be left out when the job file names its
+    /// devices (`filename=`); given beside them, it must be one of them. Alone (no JOBFILE,
+    /// no -w) it is read as the job file: `elevator kernel compare FILE.fio`.
+    #[arg(value_name = "DEV")]
+    pub(crate) device: Option<String>,
 
     /// An fio job file (the same as `-w fio:FILE`): its jobs run as fio runs them, on the
-    /// device; a `filename` in it must name the device.
-    #[arg(
-        value_name = "JOBFILE",
-        conflicts_with = "workload",
-        required_unless_present = "workload"
-    )]
+    /// device, or on every block device its `filename`s name (each gets the scheduler).
+    #[arg(value_name = "JOBFILE", conflicts_with = "workload")]
     pub(crate) job_file: Option<String>,
 
     /// The workload: block-level jobs run direct (`job:rw=randread,bs=4k,iodepth=32`);

@@ -8,7 +8,7 @@
 //!
 //! * One target: the path every job's `filename` names, or the target named on the command
 //!   line when the file names none; jobs without `filename` share it.
-//! * Several targets (`elevator run` and `elevator fio` live only): jobs naming different
+//! * Several targets: jobs naming different
 //!   files or devices, `filename=a:b` lists, and `directory`, each file a target of its own,
 //!   named as fio names it (filesetup.c, init.c): `filename`'s names, under `directory` when
 //!   set; for a job without `filename`, fio's `NAME.CLONE.0` per clone (its default
@@ -18,7 +18,9 @@
 //!   files — a list served round-robin, fio's default `file_service_type`, and `size` divided
 //!   among a job's files as fio divides it. The live engine runs one queue and scheduler
 //!   instance per target (`elevator_live::run::run_workload_on`), as the kernel has one per
-//!   request queue; one thread and one io_uring (or thread pool) serve them all.
+//!   request queue; one thread and one io_uring (or thread pool) serve them all. `elevator
+//!   kernel compare` (and `elevator fio` kernel mode) takes several block devices
+//!   (`crate::kernel`): each gets the scheduler under test; `directory` stays refused there.
 //!
 //! A regular file that does not exist yet is created at the size its jobs give (the largest
 //! `size` divided among a job's files; `--size` wins), as fio lays a job's file out at its
@@ -49,8 +51,9 @@
 //! * `nrfiles` above 1, `file_service_type` other than fio's default and several
 //!   directories are refused by the simulator's mapping (file, line, option), before this
 //!   module sees the file.
-//! * `elevator kernel compare` drives one device: several targets (`a:b`, jobs naming
-//!   different devices) and `directory` are refused there.
+//! * `elevator kernel compare` drives block devices: `directory`, and the regular files a
+//!   job names (or fio's `NAME.N.0` for a job naming none beside jobs naming devices), are
+//!   refused there (`crate::kernel`).
 //! * A command-line target beside several targets is refused (it would be one more).
 //! * `--verify` checks one target: a run with several refuses it.
 //! * Two spellings of one file (`./a` and `a`) must be written one way when the file names
@@ -95,7 +98,7 @@ pub(crate) struct LiveJobFile {
     /// The one path the file's jobs name with `filename`, and where; `None` when no job
     /// names one, or when they name several (then see `targets`).
     pub(crate) filename: Option<(PathBuf, Location)>,
-    /// With several targets (`elevator run` only): every distinct name the jobs' `filename`s
+    /// With several targets: every distinct name the jobs' `filename`s
     /// give, in the order first written; empty otherwise.
     pub(crate) targets: Vec<NamedTarget>,
     /// The largest `size` a job gives in bytes: a target file that does not exist yet is
@@ -281,7 +284,8 @@ fn check(file: &FioJobFile, mode: LiveMode) -> Result<(Option<Named>, Vec<NamedT
         };
         add_targets(&mut targets, job, names, at);
     }
-    let several = mode == LiveMode::Run && (targets.len() > 1 || directory_used);
+    // `directory` was refused above in kernel mode, so there several means several devices.
+    let several = targets.len() > 1 || directory_used;
     if several {
         // fio's own names in its working directory for the jobs that name nothing.
         for job in unnamed {

@@ -15,11 +15,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use anyhow::{Context, Result};
 use elevator_core::split_spec_list;
 use elevator_kernel::bootline::{self, Generation, QueueKind};
-use elevator_kernel::compare::{self, CompareOptions, KernelScheduler};
+use elevator_kernel::compare::{self, CompareOptions, CompareTarget, KernelScheduler};
 use elevator_kernel::persist;
 use elevator_kernel::queue::{self, QueueInfo};
 use elevator_kernel::{
-    Applied, BlockDevice, KernelError, RestoreGuard, Setting, SnapshotStore, Sysfs,
+    Applied, BlockDevice, KernelError, RestoreGuard, RestoreHandle, Setting, SnapshotStore, Sysfs,
 };
 use elevator_live::passthrough::{CacheDrop, PassthroughOptions};
 use elevator_live::run::Progress;
@@ -371,24 +371,28 @@ fn run_persist(
 }
 
 /// How many signals have arrived: the first stops the run gracefully, the second restores
-/// the device at once and exits.
+/// the devices at once and exits.
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
 
 /// The first SIGINT (or SIGTERM, SIGHUP) sets the returned flag: the run stops issuing, waits
-/// for I/O in flight and restores the device as it ends; a second restores the device at once
-/// and exits.
-fn stop_or_restore_on_signals(guard: &RestoreGuard) -> Result<Arc<AtomicBool>> {
+/// for I/O in flight and restores the devices as it ends; a second restores every device at
+/// once and exits.
+fn stop_or_restore_on_signals(guards: &[RestoreGuard]) -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let handler_stop = Arc::clone(&stop);
-    let handle = guard.handle();
+    let handles: Vec<RestoreHandle> = guards.iter().map(RestoreGuard::handle).collect();
     ctrlc::set_handler(move || {
         if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
             handler_stop.store(true, Ordering::SeqCst);
-            note("stopping: waiting for I/O in flight, then restoring the device (again to force)");
+            note(
+                "stopping: waiting for I/O in flight, then restoring the devices (again to force)",
+            );
         } else {
-            let restored = handle.restore_now();
-            if let Err(error) = &restored {
-                note(&format!("could not restore the device: {error}"));
+            // Every device, even when one fails: each that can go back does.
+            for handle in &handles {
+                if let Err(error) = handle.restore_now() {
+                    note(&format!("could not restore a device: {error}"));
+                }
             }
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
@@ -397,10 +401,188 @@ fn stop_or_restore_on_signals(guard: &RestoreGuard) -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) -> Result<()> {
-    let device = sysfs.device(&args.device)?;
+/// What a kernel run switches and where its I/O goes.
+struct KernelTargets {
+    /// Each request queue whose scheduler is switched (a disk; partitions count as their
+    /// disk), once, in the order the job file first names it.
+    devices: Vec<BlockDevice>,
+    /// The opened targets, by the workload's device index (`Place::Device(i)`).
+    targets: Vec<Target>,
+    /// Each target as the workload plans it.
+    planned: Vec<elevator_workload::Target>,
+    /// The workload, addressing `planned`.
+    workload: WorkloadSpec,
+}
+
+impl KernelTargets {
+    /// The devices, as `/dev/a, /dev/b` for messages.
+    fn names(&self) -> String {
+        let names: Vec<String> =
+            self.devices.iter().map(|device| device.dev_path().display().to_string()).collect();
+        names.join(", ")
+    }
+}
+
+/// Resolves and opens what a kernel run drives (the write-safety rules of DESIGN.md §7 on
+/// each target):
+///
+/// * a job file naming several targets (`filename=/dev/sdb:/dev/sdc`, or jobs naming
+///   different devices): every one of them, each job's I/O on its own; each must be a block
+///   device (the scheduler under test is a block device's), and `given`, when there, must be
+///   one of them;
+/// * otherwise the one device `given` names, or the job file's `filename` when `given` is
+///   left out (a `filename` beside `given` must name it).
+fn kernel_targets(
+    sysfs: &Sysfs,
+    given: Option<&str>,
+    job_file: Option<&fio_live::LiveJobFile>,
+    workload: &WorkloadSpec,
+    force: bool,
+) -> Result<KernelTargets> {
+    let several = job_file.map_or(&[][..], |file| &file.targets[..]);
+    if several.is_empty() {
+        let named = job_file.and_then(|file| file.filename.as_ref());
+        let given = match (given, named) {
+            (Some(given), _) => given.to_owned(),
+            (None, Some((path, _))) => path.display().to_string(),
+            (None, None) => anyhow::bail!(
+                "name the device: give DEV (e.g. /dev/loop0) or a `filename=` in the job file"
+            ),
+        };
+        let device = sysfs.device(&given)?;
+        let path = match &device.partition {
+            Some(partition) => PathBuf::from("/dev").join(partition),
+            None => device.dev_path(),
+        };
+        if let Some(file) = job_file {
+            // The device is the target: a `filename` in the file must name it.
+            file.target_path(Some(&path))?;
+        }
+        let options =
+            TargetOptions { write: workload.may_write(), force, create_bytes: None, stop: None };
+        let target = Target::open(&path, &options)?;
+        let workload = fio_live::on_target(workload, &target);
+        let planned = vec![elevator_live::run::workload_target(&target)];
+        return Ok(KernelTargets {
+            devices: vec![device],
+            targets: vec![target],
+            planned,
+            workload,
+        });
+    }
+    let mut devices: Vec<BlockDevice> = Vec::new();
+    let mut targets = Vec::with_capacity(several.len());
+    let mut planned = Vec::with_capacity(several.len());
+    for named in several {
+        // fio opens `filename` as a path: `sdb` alone is a file in the working directory.
+        let path = if named.written.contains('/') {
+            PathBuf::from(&named.written)
+        } else {
+            Path::new(".").join(&named.written)
+        };
+        let device = sysfs.device(&path.display().to_string()).with_context(|| {
+            format!(
+                "fio {}: option: `filename={}`: elevator kernel compare switches the scheduler                  of block devices, and every target of the job file must be one (a regular                  file's I/O is scheduled by its filesystem's disk: name that disk, or run the                  file with `elevator run`)",
+                named.at, named.written
+            )
+        })?;
+        let options = TargetOptions {
+            write: workload.may_write() && named.writes,
+            force,
+            create_bytes: None,
+            stop: None,
+        };
+        let target = Target::open(&path, &options)
+            .with_context(|| format!("fio {}: option: filename={}", named.at, named.written))?;
+        planned.push(elevator_workload::Target {
+            name: named.device_name().to_owned(),
+            capacity_bytes: target.size_bytes(),
+            zones: None,
+        });
+        targets.push(target);
+        // Two partitions of one disk share its queue: it is switched once.
+        if !devices.iter().any(|known| known.name == device.name) {
+            devices.push(device);
+        }
+    }
+    if let Some(given) = given {
+        let device = sysfs.device(given)?;
+        if !devices.iter().any(|known| known.name == device.name) {
+            let first = &several[0];
+            let listed: Vec<String> =
+                several.iter().map(|t| format!("`{}` at {}", t.written, t.at)).collect();
+            anyhow::bail!(
+                "fio {}: the job file names its devices ({}): DEV {given} is none of them; drop                  DEV (each device the file names is compared) or give one of them",
+                first.at,
+                listed.join(", ")
+            );
+        }
+    }
+    Ok(KernelTargets { devices, targets, planned, workload: workload.clone() })
+}
+
+/// Checks the schedulers on every device (each must offer each, with its tunables) before
+/// any snapshot is taken or anything changed.
+fn validate_all(
+    sysfs: &Sysfs,
+    devices: &[BlockDevice],
+    schedulers: &[KernelScheduler],
+) -> Result<()> {
+    for device in devices {
+        compare::validate(sysfs, device, schedulers)?;
+    }
+    Ok(())
+}
+
+/// One guard per device, every snapshot taken before anything changes; if one device is
+/// refused (another command holds it) the guards already made drop without changing anything.
+fn guard_all(sysfs: &Sysfs, devices: &[BlockDevice]) -> Result<Vec<RestoreGuard>> {
+    Ok(devices.iter().map(|device| RestoreGuard::new(sysfs, device)).collect::<Result<_, _>>()?)
+}
+
+/// Restores every device, each even when another fails; says what changed unless `quiet`.
+/// The first failure is returned (the others were said).
+fn restore_all(guards: Vec<RestoreGuard>, quiet: bool) -> Result<()> {
+    let mut failed = None;
+    for guard in guards {
+        let device = guard.snapshot().map(|snapshot| snapshot.device);
+        let name = device.map_or_else(|| "a device".to_owned(), |device| device.to_string());
+        match guard.restore() {
+            Ok(restored) if !restored.is_empty() && !quiet => {
+                note(&format!("{name}: restored {}", restored.join(", ")));
+            }
+            Ok(_) => {}
+            Err(error) => {
+                let error = anyhow::Error::from(error)
+                    .context(format!("restoring {name}'s scheduler settings"));
+                if failed.is_some() && !quiet {
+                    note(&format!("{error:#}"));
+                }
+                failed.get_or_insert(error);
+            }
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+/// The device `kernel compare` was given and its job file: `elevator kernel compare FILE.fio`
+/// (no JOBFILE, no -w) reads its one positional argument as the job file.
+fn compare_inputs(args: &KernelCompareArgs) -> Result<(Option<&str>, Option<&str>)> {
     let written = args.workload.as_deref().unwrap_or_default();
-    let job_path = fio_live::job_file_of(args.job_file.as_deref(), written);
+    match (args.device.as_deref(), args.job_file.as_deref(), args.workload.as_deref()) {
+        (device, Some(job), None) => Ok((device, Some(job))),
+        (Some(job), None, None) => Ok((None, Some(job))),
+        (device, None, Some(_)) => Ok((device, fio_live::job_file_of(None, written))),
+        (None, None, None) => anyhow::bail!(
+            "give a job file (elevator kernel compare [DEV] FILE.fio) or a workload (-w)"
+        ),
+        (_, Some(_), Some(_)) => anyhow::bail!("give a job file or -w, not both"),
+    }
+}
+
+fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) -> Result<()> {
+    let written = args.workload.as_deref().unwrap_or_default();
+    let (given, job_path) = compare_inputs(args)?;
     // A bad --output-format is refused before anything runs.
     let formats =
         crate::sim::fio_formats(args.output_format.as_deref(), args.minimal, job_path, written)?;
@@ -409,32 +591,17 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
         Some(file) => file.spec.clone(),
         None => WorkloadSpec::parse(written)?,
     };
+    let kernel = kernel_targets(sysfs, given, job_file.as_ref(), &workload, args.io.force)?;
+    let first = &kernel.devices[0];
     let schedulers: Vec<KernelScheduler> = split_spec_list("scheduler", &args.schedulers)?
         .iter()
-        .map(|text| KernelScheduler::parse(&device.name, text))
+        .map(|text| KernelScheduler::parse(&first.name, text))
         .collect::<Result<_, _>>()?;
-    compare::validate(sysfs, &device, &schedulers)?;
+    validate_all(sysfs, &kernel.devices, &schedulers)?;
     let continue_on_error = plan::continue_on_error(&args.io)?;
-    let path = match &device.partition {
-        Some(partition) => PathBuf::from("/dev").join(partition),
-        None => device.dev_path(),
-    };
-    if let Some(file) = &job_file {
-        // The device is the target: a `filename` in the file must name it.
-        file.target_path(Some(&path))?;
-    }
-    let target = Target::open(
-        &path,
-        &TargetOptions {
-            write: workload.may_write(),
-            force: args.io.force,
-            create_bytes: None,
-            stop: None,
-        },
-    )?;
-    let workload = fio_live::on_target(&workload, &target);
-    let guard = RestoreGuard::new(sysfs, &device)?;
-    let stop = stop_or_restore_on_signals(&guard)?;
+    let workload = &kernel.workload;
+    let guards = guard_all(sysfs, &kernel.devices)?;
+    let stop = stop_or_restore_on_signals(&guards)?;
     let signals = StopSignals::record_only().context("installing the signal handlers")?;
     let options = CompareOptions {
         schedulers,
@@ -444,36 +611,44 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
             cache_drop: if args.drop_caches { CacheDrop::System } else { CacheDrop::Target },
             stop: Some(Arc::clone(&stop)),
             continue_on_error,
-            keep_io_samples: elevator_live::run::fio_io_samples(&workload),
+            keep_io_samples: elevator_live::run::fio_io_samples(workload),
             ..PassthroughOptions::default()
         },
     };
     let bar = LiveProgress::new();
     let current = std::cell::RefCell::new(String::new());
-    let mut starting = |scheduler: &KernelScheduler, applied: &[Applied]| {
+    let names = kernel.names();
+    let mut starting = |scheduler: &KernelScheduler, applied: &[compare::AppliedOn]| {
         *current.borrow_mut() = scheduler.label();
-        for setting in applied {
-            warn_adjusted(&device, Some(&scheduler.name), setting);
+        for (device, settings) in applied {
+            for setting in settings {
+                warn_adjusted(device, Some(&scheduler.name), setting);
+            }
         }
-        note(&format!("{device}: running {workload} under the kernel's {}", scheduler.label()));
+        note(&format!("{names}: running {workload} under the kernel's {}", scheduler.label()));
     };
     let mut progress = |now: &Progress| bar.show(&current.borrow(), now);
-    let runs = compare::compare(
+    let devices: Vec<(BlockDevice, &RestoreGuard)> =
+        kernel.devices.iter().cloned().zip(&guards).collect();
+    let targets: Vec<CompareTarget<'_>> = kernel
+        .targets
+        .iter()
+        .zip(&kernel.planned)
+        .map(|(target, planned)| CompareTarget { target, planned: planned.clone() })
+        .collect();
+    let runs = compare::compare_on(
         sysfs,
-        &device,
-        &target,
-        &workload,
+        &devices,
+        &targets,
+        workload,
         &options,
-        &guard,
         &mut starting,
         &mut progress,
     )
-    .with_context(|| format!("comparing kernel schedulers on {device} with {workload}"))?;
+    .with_context(|| format!("comparing kernel schedulers on {names} with {workload}"))?;
     bar.finish();
-    let restored = guard.restore().context("restoring the device's scheduler settings")?;
-    if !restored.is_empty() {
-        note(&format!("{device}: restored {}", restored.join(", ")));
-    }
+    drop(devices);
+    restore_all(guards, false)?;
     let mut report = Report::new(args.io.seed, env!("CARGO_PKG_VERSION"));
     let mut failures = Vec::new();
     let mut interrupted = false;
@@ -498,7 +673,7 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
     }
     if interrupted {
         note(
-            "interrupted: stopped issuing, waited for I/O in flight, restored the device; the report is partial",
+            "interrupted: stopped issuing, waited for I/O in flight, restored the devices; the report is partial",
         );
         return Err(Interrupted { signal: signals.received() }.into());
     }
@@ -509,78 +684,82 @@ fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) 
 }
 
 /// `elevator fio` on the kernel (`ELEVATOR_FIO_MODE=kernel`): `job`'s jobs on the block
-/// device `given` names (`ELEVATOR_FIO_TARGET`) or the jobs' `filename`, under the kernel's
-/// `scheduler` (`SCHED[:K=V,...]`, as `kernel compare -s` takes it) or, without one, the
-/// device's current scheduler as it is. The device's scheduler and settings are snapshotted
-/// first and restored afterwards, as `kernel compare` does. Says nothing on stderr (tools
-/// that run fio read it, fio-compat.md R6): the report, and why the run failed when an I/O
-/// failed, for the caller to say.
+/// device `given` names (`ELEVATOR_FIO_TARGET`) or the jobs' `filename`s — every block
+/// device they name, as `kernel compare` takes them — under the kernel's `scheduler`
+/// (`SCHED[:K=V,...]`, as `kernel compare -s` takes it) or, without one, each device's
+/// current scheduler as it is (several devices must then have the same one). Every device's
+/// scheduler and settings are snapshotted first and restored afterwards, as `kernel compare`
+/// does. Says nothing on stderr (tools that run fio read it, fio-compat.md R6): the report,
+/// and why the run failed when an I/O failed, for the caller to say.
 pub(crate) fn run_fio_kernel(
     job: &fio_live::LiveJobFile,
     given: Option<&Path>,
     scheduler: Option<&str>,
     seed: u64,
 ) -> Result<(Report, Option<String>)> {
-    let named = match (given, &job.filename) {
-        (Some(given), _) => given.to_path_buf(),
-        (None, Some((named, _))) => named.clone(),
-        (None, None) => anyhow::bail!(
+    if given.is_none() && job.filename.is_none() && job.targets.is_empty() {
+        anyhow::bail!(
             "ELEVATOR_FIO_MODE=kernel needs a block device: a `filename=` in the jobs or \
              ELEVATOR_FIO_TARGET (e.g. /dev/loop0)"
-        ),
-    };
+        );
+    }
     let sysfs = Sysfs::at("/sys");
-    let device = sysfs.device(&named.display().to_string())?;
+    let given = given.map(|path| path.display().to_string());
+    let kernel = kernel_targets(&sysfs, given.as_deref(), Some(job), &job.spec, false)?;
     let current;
     let text = match scheduler {
         Some(text) => text,
         None => {
-            current = sysfs.scheduler(&device)?.current;
+            current = sysfs.scheduler(&kernel.devices[0])?.current;
+            for device in &kernel.devices[1..] {
+                let theirs = sysfs.scheduler(device)?.current;
+                if theirs != current {
+                    anyhow::bail!(
+                        "{} runs {current} and {device} runs {theirs}: one run has one \
+                         scheduler; set ELEVATOR_FIO_SCHEDULER",
+                        kernel.devices[0]
+                    );
+                }
+            }
             current.as_str()
         }
     };
-    let schedulers = vec![KernelScheduler::parse(&device.name, text)?];
-    compare::validate(&sysfs, &device, &schedulers)?;
-    let path = match &device.partition {
-        Some(partition) => PathBuf::from("/dev").join(partition),
-        None => device.dev_path(),
-    };
-    // A `filename` in the jobs must name the device.
-    job.target_path(Some(&path))?;
-    let workload = &job.spec;
-    let target = Target::open(
-        &path,
-        &TargetOptions {
-            write: workload.may_write(),
-            force: false,
-            create_bytes: None,
-            stop: None,
-        },
-    )?;
-    let workload = fio_live::on_target(workload, &target);
-    let guard = RestoreGuard::new(&sysfs, &device)?;
-    let stop = stop_or_restore_on_signals(&guard)?;
+    let schedulers = vec![KernelScheduler::parse(&kernel.devices[0].name, text)?];
+    validate_all(&sysfs, &kernel.devices, &schedulers)?;
+    let workload = &kernel.workload;
+    let guards = guard_all(&sysfs, &kernel.devices)?;
+    let stop = stop_or_restore_on_signals(&guards)?;
     let options = CompareOptions {
         schedulers,
         seed,
         passthrough: PassthroughOptions {
             stop: Some(stop),
-            keep_io_samples: elevator_live::run::fio_io_samples(&workload),
+            keep_io_samples: elevator_live::run::fio_io_samples(workload),
             ..PassthroughOptions::default()
         },
     };
-    let runs = compare::compare(
+    let devices: Vec<(BlockDevice, &RestoreGuard)> =
+        kernel.devices.iter().cloned().zip(&guards).collect();
+    let targets: Vec<CompareTarget<'_>> = kernel
+        .targets
+        .iter()
+        .zip(&kernel.planned)
+        .map(|(target, planned)| CompareTarget { target, planned: planned.clone() })
+        .collect();
+    let runs = compare::compare_on(
         &sysfs,
-        &device,
-        &target,
-        &workload,
+        &devices,
+        &targets,
+        workload,
         &options,
-        &guard,
         &mut |_, _| {},
         &mut |_| {},
     )
-    .with_context(|| format!("running {workload} on {device} under the kernel's {text}"))?;
-    guard.restore().context("restoring the device's scheduler settings")?;
+    .with_context(|| {
+        format!("running {workload} on {} under the kernel's {text}", kernel.names())
+    })?;
+    drop(devices);
+    restore_all(guards, true)?;
     let mut report = Report::new(seed, env!("CARGO_PKG_VERSION"));
     let mut failure = None;
     for run in runs {

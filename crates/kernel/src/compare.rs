@@ -20,7 +20,7 @@ use elevator_live::diskutil::DiskUtilProbe;
 use elevator_live::passthrough::{self, PassthroughOptions};
 use elevator_live::run::{Progress, workload_target};
 use elevator_report::{DeviceStats, Mode, QueueStats, Run, SchedulerStats};
-use elevator_workload::WorkloadSpec;
+use elevator_workload::{Target as WorkloadTarget, WorkloadSpec};
 
 use crate::error::KernelError;
 use crate::guard::RestoreGuard;
@@ -122,6 +122,7 @@ pub fn validate(
 /// live engine's safety checks) under each scheduler. `guard` restores the device whatever
 /// happens; `starting` is told each scheduler once it is switched to and tuned, with what the
 /// settings became (the kernel may clamp or round: [`Applied::adjustment`]), before it runs.
+/// The workload addresses the target as device 0 ([`workload_target`]).
 #[allow(clippy::too_many_arguments)]
 pub fn compare(
     sysfs: &Sysfs,
@@ -133,45 +134,99 @@ pub fn compare(
     starting: &mut dyn FnMut(&KernelScheduler, &[Applied]),
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Vec<KernelRun>, KernelError> {
-    let schedulers = schedulers_to_run(sysfs, device, options)?;
-    validate(sysfs, device, &schedulers)?;
-    let original = guard.snapshot();
+    let targets = [CompareTarget { target, planned: workload_target(target) }];
+    compare_on(
+        sysfs,
+        &[(device.clone(), guard)],
+        &targets,
+        workload,
+        options,
+        &mut |scheduler, applied| starting(scheduler, &applied[0].1),
+        progress,
+    )
+}
+
+/// One target of a comparison: what the caller opened, and the device the workload plans it
+/// as (the `i`-th target is `Place::Device(i)`).
+#[derive(Debug)]
+pub struct CompareTarget<'a> {
+    /// The device node (or partition) the I/O goes to.
+    pub target: &'a Target,
+    /// Its name and size as the workload sees it (a job file's `filename` less `/dev/`).
+    pub planned: WorkloadTarget,
+}
+
+/// What one device's settings became when its scheduler was switched to and tuned.
+pub type AppliedOn = (BlockDevice, Vec<Applied>);
+
+/// [`compare`] on several devices at once (a job file naming several): for each scheduler,
+/// EVERY device in `devices` (each a queue: a disk, however many of `targets` are on it)
+/// is switched to it and tuned before the run, and the workload runs on all `targets`
+/// together, each job on its own. Each device's guard restores it whatever happens; the
+/// callers take every snapshot before the first switch. Every scheduler and setting is
+/// checked on every device first, so a device that lacks one stops the comparison before any
+/// device is changed. With no schedulers given, those every device offers run (in the first
+/// device's order).
+pub fn compare_on(
+    sysfs: &Sysfs,
+    devices: &[(BlockDevice, &RestoreGuard)],
+    targets: &[CompareTarget<'_>],
+    workload: &WorkloadSpec,
+    options: &CompareOptions,
+    starting: &mut dyn FnMut(&KernelScheduler, &[AppliedOn]),
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Vec<KernelRun>, KernelError> {
+    let Some((first, _)) = devices.first() else { return Ok(Vec::new()) };
+    let mut schedulers = schedulers_to_run(sysfs, first, options)?;
+    if options.schedulers.is_empty() {
+        for (device, _) in &devices[1..] {
+            let offered = sysfs.scheduler(device)?.available;
+            schedulers.retain(|scheduler| offered.contains(&scheduler.name));
+        }
+    }
+    for (device, _) in devices {
+        validate(sysfs, device, &schedulers)?;
+    }
+    let several = devices.len() > 1;
+    let target_refs: Vec<&Target> = targets.iter().map(|t| t.target).collect();
+    let planned: Vec<WorkloadTarget> = targets.iter().map(|t| t.planned.clone()).collect();
     let mut runs = Vec::new();
     for scheduler in schedulers {
-        set_scheduler(sysfs, device, &scheduler.name)?;
-        let applied = tune(sysfs, device, &scheduler.settings)?;
-        starting(&scheduler, &applied);
-        let plan = workload.plan(&[workload_target(target)], &Prng::new(options.seed))?;
-        // A job file's run carries fio's disk_util of the device (elevator_live::diskutil).
+        let mut applied_on: Vec<AppliedOn> = Vec::new();
+        for (device, _) in devices {
+            set_scheduler(sysfs, device, &scheduler.name)?;
+            let applied = tune(sysfs, device, &scheduler.settings)?;
+            applied_on.push((device.clone(), applied));
+        }
+        starting(&scheduler, &applied_on);
+        let plan = workload.plan(&planned, &Prng::new(options.seed))?;
+        // A job file's run carries fio's disk_util of every device (elevator_live::diskutil).
         let disk_util = (!workload.fio_reporting().is_empty())
-            .then(|| DiskUtilProbe::start(target.path()))
+            .then(|| DiskUtilProbe::start_all(target_refs.iter().map(|t| t.path())))
             .flatten();
-        let before = DiskStats::read(sysfs, device)?;
-        let result = passthrough::run_plan(target, plan, &options.passthrough, progress)?;
-        let after = DiskStats::read(sysfs, device)?;
-        let stats = after.since(&before);
+        let before = devices
+            .iter()
+            .map(|(device, _)| DiskStats::read(sysfs, device))
+            .collect::<Result<Vec<_>, _>>()?;
+        let result = passthrough::run_plan_on(&target_refs, plan, &options.passthrough, progress)?;
+        let mut per_device = Vec::new();
+        for ((device, _), before) in devices.iter().zip(&before) {
+            per_device.push(DiskStats::read(sysfs, device)?.since(before));
+        }
         let mut config = BTreeMap::new();
+        for ((device, guard), (_, applied)) in devices.iter().zip(&applied_on) {
+            // One device: the keys as they always were; several: each under `device.NAME.`.
+            let prefix = if several { format!("device.{}.", device.name) } else { String::new() };
+            queue_config(sysfs, device, guard, applied, &mut |key, value| {
+                config.insert(format!("{prefix}{key}"), value);
+            })?;
+        }
         let mut set = |key: String, value: String| {
             config.insert(key, value);
         };
-        let line = sysfs.scheduler(device)?;
-        set("kernel.scheduler_line".into(), line.render());
-        for (name, value) in sysfs.iosched(device) {
-            set(format!("scheduler.{name}"), value);
-        }
-        for attr in ["nr_requests", "read_ahead_kb", "max_sectors_kb", "rotational", "nomerges"] {
-            if let Some(value) = sysfs.read_optional(&device.queue_attr(attr)) {
-                set(format!("queue.{attr}"), value);
-            }
-        }
-        for change in &applied {
-            set(format!("kernel.set.{}", change.key), change.after.clone());
-            if change.adjustment().is_some() {
-                set(format!("kernel.asked.{}", change.key), change.written.clone());
-            }
-        }
-        if let Some(original) = &original {
-            set("kernel.original_scheduler".into(), original.scheduler.clone());
+        if several {
+            let names: Vec<&str> = devices.iter().map(|(device, _)| device.name.as_str()).collect();
+            set("kernel.devices".into(), names.join(","));
         }
         set("kernel.backend".into(), result.backend.to_owned());
         if let Some(why) = &result.fallback {
@@ -182,9 +237,22 @@ pub fn compare(
             format!("{:?}", options.passthrough.cache_drop).to_lowercase(),
         );
         set("live.seed".into(), options.seed.to_string());
-        set("target.path".into(), target.path().display().to_string());
-        set("target.description".into(), target.describe());
-        set("target.size_bytes".into(), target.size_bytes().to_string());
+        // fio's list notation (`a:b`) for several targets.
+        let paths: Vec<String> =
+            target_refs.iter().map(|t| t.path().display().to_string()).collect();
+        set("target.path".into(), paths.join(":"));
+        let described: Vec<String> = target_refs.iter().map(|t| t.describe()).collect();
+        set("target.description".into(), described.join("; "));
+        let size_bytes: u64 = target_refs.iter().map(|t| t.size_bytes()).sum();
+        set("target.size_bytes".into(), size_bytes.to_string());
+        if several {
+            for target in targets {
+                set(
+                    format!("target.{}.size_bytes", target.planned.name),
+                    target.target.size_bytes().to_string(),
+                );
+            }
+        }
         for region in &result.files {
             set(
                 format!("file.{}", region.name),
@@ -201,29 +269,41 @@ pub fn compare(
         for (key, value) in workload.resolved() {
             set(format!("workload.{key}"), value);
         }
+        let stats = per_device.iter().fold(DiskStats::default(), |sum, one| sum.plus(one));
         let requests = stats.reads + stats.writes + stats.flushes;
-        let mut extra: BTreeMap<String, u64> = [
-            ("reads", stats.reads),
-            ("writes", stats.writes),
-            ("flushes", stats.flushes),
-            ("read_merges", stats.read_merges),
-            ("write_merges", stats.write_merges),
-            ("read_sectors", stats.read_sectors),
-            ("write_sectors", stats.write_sectors),
-            ("read_ms", stats.read_ms),
-            ("write_ms", stats.write_ms),
-            ("time_in_queue_ms", stats.queue_ms),
-        ]
-        .into_iter()
-        .map(|(name, value)| (name.to_owned(), value))
-        .collect();
+        let mut extra: BTreeMap<String, u64> = BTreeMap::new();
+        let mut counts = |prefix: &str, stats: &DiskStats| {
+            for (name, value) in [
+                ("reads", stats.reads),
+                ("writes", stats.writes),
+                ("flushes", stats.flushes),
+                ("read_merges", stats.read_merges),
+                ("write_merges", stats.write_merges),
+                ("read_sectors", stats.read_sectors),
+                ("write_sectors", stats.write_sectors),
+                ("read_ms", stats.read_ms),
+                ("write_ms", stats.write_ms),
+                ("time_in_queue_ms", stats.queue_ms),
+            ] {
+                extra.insert(format!("{prefix}{name}"), value);
+            }
+        };
+        // Summed over the devices, and (several) each device's own under `device.NAME.`.
+        counts("", &stats);
+        if several {
+            for ((device, _), stats) in devices.iter().zip(&per_device) {
+                counts(&format!("device.{}.", device.name), stats);
+            }
+        }
         if let Some(probe) = disk_util {
             probe.finish(&mut extra);
         }
+        let device_paths: Vec<String> =
+            devices.iter().map(|(device, _)| device.dev_path().display().to_string()).collect();
         let run = Run {
             mode: Mode::Kernel,
             experiment: None,
-            device: device.dev_path().display().to_string(),
+            device: device_paths.join(":"),
             workload: workload.to_string(),
             scheduler: scheduler.label(),
             config,
@@ -237,7 +317,8 @@ pub fn compare(
             queue_stats: QueueStats::default(),
             device_stats: DeviceStats {
                 requests,
-                busy_ns: stats.io_ms * 1_000_000,
+                // The busiest device's time: the devices work side by side.
+                busy_ns: per_device.iter().map(|s| s.io_ms).max().unwrap_or(0) * 1_000_000,
                 seek_distance_sectors: 0,
                 extra,
             },
@@ -255,4 +336,35 @@ pub fn compare(
         }
     }
     Ok(runs)
+}
+
+/// The report's description of one device's queue during a run: its scheduler line, the
+/// scheduler's tunables, the queue attributes, what `-s` set and what it was before.
+fn queue_config(
+    sysfs: &Sysfs,
+    device: &BlockDevice,
+    guard: &RestoreGuard,
+    applied: &[Applied],
+    set: &mut dyn FnMut(String, String),
+) -> Result<(), KernelError> {
+    let line = sysfs.scheduler(device)?;
+    set("kernel.scheduler_line".into(), line.render());
+    for (name, value) in sysfs.iosched(device) {
+        set(format!("scheduler.{name}"), value);
+    }
+    for attr in ["nr_requests", "read_ahead_kb", "max_sectors_kb", "rotational", "nomerges"] {
+        if let Some(value) = sysfs.read_optional(&device.queue_attr(attr)) {
+            set(format!("queue.{attr}"), value);
+        }
+    }
+    for change in applied {
+        set(format!("kernel.set.{}", change.key), change.after.clone());
+        if change.adjustment().is_some() {
+            set(format!("kernel.asked.{}", change.key), change.written.clone());
+        }
+    }
+    if let Some(original) = guard.snapshot() {
+        set("kernel.original_scheduler".into(), original.scheduler);
+    }
+    Ok(())
 }

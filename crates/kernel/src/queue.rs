@@ -428,6 +428,23 @@ impl DiskStats {
         })
     }
 
+    /// The two counts added, field by field (several devices' counts as one).
+    pub fn plus(&self, other: &DiskStats) -> DiskStats {
+        DiskStats {
+            reads: self.reads + other.reads,
+            read_merges: self.read_merges + other.read_merges,
+            read_sectors: self.read_sectors + other.read_sectors,
+            read_ms: self.read_ms + other.read_ms,
+            writes: self.writes + other.writes,
+            write_merges: self.write_merges + other.write_merges,
+            write_sectors: self.write_sectors + other.write_sectors,
+            write_ms: self.write_ms + other.write_ms,
+            io_ms: self.io_ms + other.io_ms,
+            queue_ms: self.queue_ms + other.queue_ms,
+            flushes: self.flushes + other.flushes,
+        }
+    }
+
     /// What happened between `earlier` and `self`.
     pub fn since(&self, earlier: &DiskStats) -> DiskStats {
         DiskStats {

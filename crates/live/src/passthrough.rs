@@ -223,12 +223,30 @@ pub fn run_plan(
     options: &PassthroughOptions,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<PassthroughRun, LiveError> {
+    run_plan_on(&[target], plan, options, progress)
+}
+
+/// [`run_plan`] on several targets (a job file naming several devices): an operation on
+/// `Place::Device(i)` goes to `targets[i]`, the plan's files are laid out on the first. Each
+/// issuer's direct I/O goes through one ring (or pool) over every target, so a job whose
+/// `filename` lists several devices reaches each; the cache drops before a phase drop every
+/// target's pages.
+pub fn run_plan_on(
+    targets: &[&Target],
+    plan: WorkloadPlan,
+    options: &PassthroughOptions,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<PassthroughRun, LiveError> {
+    let Some(&target) = targets.first() else {
+        return Err(LiveError::BadIo("a kernel run needs a target".into()));
+    };
     let files = layout_files(&plan.files, target.size_bytes())?;
-    let buffered = open_buffered(target)?;
+    let buffered =
+        targets.iter().map(|target| open_buffered(target)).collect::<Result<Vec<_>, _>>()?;
     let clock = Clock::start();
     let unix_ns_at_zero = clock.unix_ns_at_zero();
     let shared = Shared {
-        target,
+        targets,
         buffered: &buffered,
         files: &files,
         clock,
@@ -254,7 +272,9 @@ pub fn run_plan(
             interrupted = true;
             break;
         }
-        drop_cached_pages(target, &buffered, options.cache_drop)?;
+        for (target, buffered) in targets.iter().zip(&buffered) {
+            drop_cached_pages(target, buffered, options.cache_drop)?;
+        }
         let started = clock.now();
         let names: Vec<String> =
             phase.issuers.iter().map(|issuer| issuer.name().to_owned()).collect();
@@ -377,8 +397,10 @@ fn open_buffered(target: &Target) -> Result<File, LiveError> {
 
 /// What every issuer thread shares.
 struct Shared<'a> {
-    target: &'a Target,
-    buffered: &'a File,
+    /// By device index (`Place::Device`).
+    targets: &'a [&'a Target],
+    /// Each target without O_DIRECT, by device index.
+    buffered: &'a [File],
     files: &'a [FileRegion],
     clock: Clock,
     options: &'a PassthroughOptions,
@@ -541,15 +563,17 @@ impl<'a> IssuerThread<'a> {
         Ok(())
     }
 
-    /// Where `io` lands on the target, checked against its file's region and the target.
-    fn place(&self, io: &Io) -> Result<u64, LiveError> {
+    /// Which target `io` goes to (its device index) and where on it, checked against its
+    /// file's region and the target.
+    fn place(&self, io: &Io) -> Result<(usize, u64), LiveError> {
         let len = io.size_bytes;
         let bad = |problem: String| LiveError::BadIo(format!("{}: {problem}", self.issuer.name()));
-        let start = match io.place {
-            Place::Device(0) => io.offset_bytes,
+        let targets = self.shared.targets.len();
+        let (device, start) = match io.place {
+            Place::Device(device) if device < targets => (device, io.offset_bytes),
             Place::Device(other) => {
                 return Err(bad(format!(
-                    "device {other} does not exist: a kernel run has one target"
+                    "device {other} does not exist: the run has {targets} target(s)"
                 )));
             }
             Place::File(file) => {
@@ -561,17 +585,20 @@ impl<'a> IssuerThread<'a> {
                         region.name, region.len_bytes
                     )));
                 }
-                region.start_bytes + io.offset_bytes
+                // Files are laid out on the first target.
+                (0, region.start_bytes + io.offset_bytes)
             }
         };
-        if start + len > self.shared.target.size_bytes() {
+        let target = self.shared.targets[device];
+        if start + len > target.size_bytes() {
             return Err(bad(format!(
-                "an I/O at byte {start} of {len} bytes runs past the target's end ({} bytes)",
-                self.shared.target.size_bytes()
+                "an I/O at byte {start} of {len} bytes runs past the end of {} ({} bytes)",
+                target.path().display(),
+                target.size_bytes()
             )));
         }
         if io.direct && matches!(io.kind, IoKind::Read | IoKind::Write) {
-            let align = self.shared.target.align_bytes();
+            let align = target.align_bytes();
             if start % align != 0 || len % align != 0 || len == 0 {
                 return Err(bad(format!(
                     "a direct I/O of {len} bytes at byte {start} is not a multiple of the \
@@ -579,15 +606,16 @@ impl<'a> IssuerThread<'a> {
                 )));
             }
         }
-        Ok(start)
+        Ok((device, start))
     }
 
     /// Does `io`: direct reads and writes start at the backend; everything else is done now.
     fn submit(&mut self, io: Io) -> Result<(), LiveError> {
-        let offset = self.place(&io)?;
+        let (device, offset) = self.place(&io)?;
         let clock = self.shared.clock;
         let submitted = clock.now();
-        let target = self.shared.target;
+        let target = self.shared.targets[device];
+        let buffered = &self.shared.buffered[device];
         // Reads, writes and syncs count in fio's figures by direction, as in the live engine
         // (fio's `sync` object: a job's fsync/fdatasync calls and their latencies); cache
         // drops are not fio's and are not recorded.
@@ -603,27 +631,28 @@ impl<'a> IssuerThread<'a> {
             }));
         }
         match io.kind {
-            IoKind::Read | IoKind::Write if io.direct => return self.start_direct(io, offset),
+            IoKind::Read | IoKind::Write if io.direct => {
+                return self.start_direct(io, device, offset);
+            }
             IoKind::Read | IoKind::Write => {
                 let len = io.size_bytes as usize;
                 if self.buffer.len() < len {
                     self.buffer.resize(len, 0xa5);
                 }
                 let result = if io.kind == IoKind::Read {
-                    read_fully(self.shared.buffered, &mut self.buffer[..len], offset)
+                    read_fully(buffered, &mut self.buffer[..len], offset)
                 } else {
-                    write_fully(self.shared.buffered, &self.buffer[..len], offset)
+                    write_fully(buffered, &self.buffer[..len], offset)
                 };
                 self.finish_sync(io, submitted, result.map(|n| n as u64));
             }
             IoKind::Sync => {
-                let file: BorrowedFd<'_> =
-                    if io.direct { target.fd() } else { self.shared.buffered.as_fd() };
+                let file: BorrowedFd<'_> = if io.direct { target.fd() } else { buffered.as_fd() };
                 let result = rustix::fs::fdatasync(file).map(|()| 0).map_err(std::io::Error::from);
                 self.finish_sync(io, submitted, result);
             }
             IoKind::DropCaches => {
-                drop_cached_pages(target, self.shared.buffered, self.shared.options.cache_drop)?;
+                drop_cached_pages(target, buffered, self.shared.options.cache_drop)?;
                 self.finish_sync(io, submitted, Ok(0));
             }
             IoKind::Discard => {
@@ -682,14 +711,16 @@ impl<'a> IssuerThread<'a> {
         None
     }
 
-    fn start_direct(&mut self, io: Io, offset: u64) -> Result<(), LiveError> {
+    fn start_direct(&mut self, io: Io, device: usize, offset: u64) -> Result<(), LiveError> {
         if self.backend.is_none() {
-            let target = self.shared.target;
             let options = self.shared.options;
             let entries = options.ring_entries_per_issuer.max(1);
-            let (backend, fallback) = backend::build(
+            // One ring over every target: its transfers name their file (the device index).
+            let fds: Vec<BorrowedFd<'_>> =
+                self.shared.targets.iter().map(|target| target.fd()).collect();
+            let (backend, fallback) = backend::build_many(
                 options.backend,
-                target.fd(),
+                &fds,
                 entries,
                 Some(entries.next_power_of_two()),
             )
@@ -719,7 +750,7 @@ impl<'a> IssuerThread<'a> {
             iov: &*iov,
             iov_count: 1,
             length_bytes: iov.iov_len as u64,
-            file: 0,
+            file: device as u32,
         };
         self.in_flight[key] =
             Some(InFlight { io, _buf: buf, _iov: iov, submitted: self.shared.clock.now() });
