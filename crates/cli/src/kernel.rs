@@ -482,7 +482,11 @@ fn kernel_targets(
         };
         let device = sysfs.device(&path.display().to_string()).with_context(|| {
             format!(
-                "fio {}: option: `filename={}`: elevator kernel compare switches the scheduler                  of block devices, and every target of the job file must be one (a regular                  file's I/O is scheduled by its filesystem's disk: name that disk, or run the                  file with `elevator run`)",
+                "fio {}: target `{}` (a `filename`, or fio's `JOB.N.0` for a job naming none \
+                 beside jobs naming devices): elevator kernel compare switches the scheduler \
+                 of block devices, and every target of the job file must be one (a regular \
+                 file's I/O is scheduled by its filesystem's disk: name that disk, or run the \
+                 file with `elevator run`)",
                 named.at, named.written
             )
         })?;
@@ -512,7 +516,8 @@ fn kernel_targets(
             let listed: Vec<String> =
                 several.iter().map(|t| format!("`{}` at {}", t.written, t.at)).collect();
             anyhow::bail!(
-                "fio {}: the job file names its devices ({}): DEV {given} is none of them; drop                  DEV (each device the file names is compared) or give one of them",
+                "fio {}: the job file names its devices ({}): DEV {given} is none of them; drop \
+                 DEV (each device the file names is compared) or give one of them",
                 first.at,
                 listed.join(", ")
             );

@@ -111,7 +111,23 @@ pub fn validate(
     schedulers: &[KernelScheduler],
 ) -> Result<(), KernelError> {
     let line = sysfs.scheduler(device)?;
+    // Linux prints a queue that cannot have a scheduler (a bio-based device: brd, dm, md) as
+    // `none` without brackets (block/elevator.c, elv_iosched_show) and refuses any switch;
+    // a blk-mq scheduler's name passes `check_scheduler_name` unlisted (its module loads on
+    // the write), so such a queue is refused here, before any device of a comparison changes.
+    let raw = sysfs.read(&device.queue_attr("scheduler"))?;
+    let takes_none = !raw.contains('[');
     for scheduler in schedulers {
+        if takes_none && scheduler.name != "none" {
+            return Err(KernelError::UnknownScheduler {
+                device: device.name.clone(),
+                name: scheduler.name.clone(),
+                available: line.available.clone(),
+                hint: " (this queue takes no I/O scheduler: the kernel lists `none` without \
+                       brackets for a bio-based device)"
+                    .to_owned(),
+            });
+        }
         let name = check_scheduler_name(device, &line, &scheduler.name)?;
         check_settings(sysfs, device, &line, name, &scheduler.settings)?;
     }
