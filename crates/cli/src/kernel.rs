@@ -6,6 +6,26 @@
 //! is there. `compare` restores when it ends; `set` and `tune` mean their change to last, so
 //! they restore only when they fail half-way (a `tune` applies all its settings or none) and
 //! otherwise forget the snapshot — it covers the moments of the change itself.
+//!
+//! `compare` (and `elevator fio` kernel mode) over a job file naming several block devices
+//! (`filename=/dev/sdb:/dev/sdc`, or a job per disk) switches EVERY one of them to each
+//! scheduler of `-s`, with its tunables: every scheduler is checked on every device, then a
+//! snapshot of every device is taken (one guard each), all before the first change; all are
+//! restored when the comparison ends, fails or is interrupted (a second signal restores them
+//! all at once). DEV may be left out when the file names its devices; given, it must be one
+//! of them (else exit 2 naming the file and line).
+//!
+//! # Deviations from fio
+//!
+//! * fio runs a job file's regular files wherever they are; `kernel compare` switches the
+//!   scheduler of block devices, so a regular file (or fio's `NAME.N.0` for a job naming no
+//!   `filename` beside jobs naming devices) is refused with its file and line: the scheduler
+//!   that matters for a file is its filesystem's disk's, which the job file should name.
+//! * `elevator fio` kernel mode without `ELEVATOR_FIO_SCHEDULER` keeps each device's current
+//!   scheduler only when all devices have the same one (the report has one scheduler per
+//!   run); otherwise it is refused, asking for the variable.
+//! * fio's `disk_util` is read before and after each run (not every 250 ms), for every device
+//!   the targets are on (`elevator_live::diskutil`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -197,7 +197,8 @@ fn regular_files_are_created_at_their_share_and_written_by_their_jobs() {
 // naming the job file and line and saying why, with exit code 2: `nrfiles` above 1 and a
 // `file_service_type` other than round-robin (the mapping's refusals), a missing file no job
 // gives a size for (fio's rule), a command-line target beside the file's, and `elevator
-// kernel compare` with a list or a `directory` (it drives one device). Nothing is created.
+// kernel compare` with a list of regular files or a `directory` (it switches block devices'
+// schedulers). Nothing is created.
 #[test]
 fn what_stays_unsupported_is_refused_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -238,9 +239,10 @@ fn what_stays_unsupported_is_refused_with_its_line() {
         .collect();
     devices.sort();
     let device = devices.first().expect("a block device in /sys/block");
-    for (file, line, says) in
-        [(&list, 3, "drives one device"), (&in_directory, 3, "`directory=/tmp`")]
-    {
+    for (file, line, says) in [
+        (&list, 3, "switches the scheduler of block devices"),
+        (&in_directory, 3, "`directory=/tmp`"),
+    ] {
         let output = elevator(&["kernel", "compare", device, file.to_str().unwrap()]);
         assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
         let at = format!("{}:{line}", file.display());

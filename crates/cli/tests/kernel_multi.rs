@@ -267,3 +267,65 @@ fn a_device_lacking_the_scheduler_refuses_before_any_changes() {
     assert_eq!(snapshots(&state), 0);
     assert_eq!((a.now(), b.now()), found, "the real devices untouched");
 }
+
+// Proves a signal restores every device: a compare over two devices stopped with SIGTERM
+// while both run the kernel's bfq (with a tunable changed on each) exits 143 with a partial
+// report naming both, and both devices, which started under different schedulers and
+// settings, are put back exactly as found, with no snapshot left.
+#[test]
+fn sigterm_restores_every_device() {
+    let test = "kernel_multi_sigterm";
+    let Some(a) = RamLoop::attach(test, 16 * MIB) else { return };
+    let Some(b) = RamLoop::attach(test, 16 * MIB) else { return };
+    a.set_scheduler("mq-deadline");
+    b.set_scheduler("kyber");
+    let found = (a.now(), b.now());
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    // A minute of reads on each device: stopped long before it ends.
+    let job = job_file(
+        dir.path(),
+        "long",
+        &format!(
+            "[global]\ndirect=1\nbs=4k\nrw=randread\ntime_based=1\nruntime=60\n\
+             [on_a]\nfilename={}\n[on_b]\nfilename={}\n",
+            a.path().display(),
+            b.path().display()
+        ),
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["kernel", &format!("--state-dir={}", state.display()), "compare"])
+        .args([job.to_str().unwrap(), "-s", "bfq:slice_idle=0", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both devices switched and tuned: the run is under way on both.
+    let tuned = |name: String| {
+        let queue = format!("/sys/block/{name}/queue");
+        std::fs::read_to_string(format!("{queue}/scheduler")).unwrap().contains("[bfq]")
+            && std::fs::read_to_string(format!("{queue}/iosched/slice_idle"))
+                .is_ok_and(|v| v.trim() == "0")
+    };
+    let mut waited = 0;
+    while !(tuned(a.name()) && tuned(b.name())) {
+        waited += 1;
+        assert!(waited < 1000, "the compare never switched both devices to bfq");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let signal = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(signal.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(143), "{}", stderr(&output));
+    assert_eq!((a.now(), b.now()), found, "both restored: {}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).expect("a partial report");
+    let run = &json["runs"][0];
+    assert_eq!(run["partial"], true);
+    assert_eq!(run["device"], format!("{}:{}", a.path().display(), b.path().display()));
+    for disk in [&a, &b] {
+        assert_eq!(run["config"][format!("device.{}.scheduler.slice_idle", disk.name())], "0");
+    }
+    assert_eq!(snapshots(&state), 0, "the snapshots go with the restore");
+}

@@ -1,5 +1,12 @@
 //! `elevator kernel compare`: one workload under each of the kernel's schedulers on one real
-//! device, reported like a simulated or live run with `mode: "kernel"`.
+//! device, or on several at once (an fio job file naming several: [`compare_on`]), reported
+//! like a simulated or live run with `mode: "kernel"`.
+//!
+//! With several devices every one of them is switched to the scheduler (and tuned) before
+//! its run, the workload's jobs each do their I/O on their own devices, and each device has
+//! its guard. The report names every device (`device` is fio's list `a:b`, `kernel.devices`
+//! the queues) and carries each device's settings and counts under `device.NAME.`; with one
+//! device the keys are as they always were.
 //!
 //! For each scheduler: switch (the kernel resets `nr_requests` to its default), apply the
 //! tunables given with it, write and drop the device's cached pages so that every scheduler

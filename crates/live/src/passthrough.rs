@@ -15,13 +15,16 @@
 //!   through the page cache on a second, buffered descriptor: the kernel's read-ahead,
 //!   write-back and throttling do what they do. A workload's files are regions of the target
 //!   laid out one after another ([`layout_files`]); there is no filesystem.
+//! * **Several targets** ([`run_plan_on`]): an operation on `Place::Device(i)` goes to the
+//!   `i`-th target (an fio job file naming several devices); each issuer's one ring (or pool)
+//!   covers every target, as one fio job's engine serves all its files.
 //!
 //! fio's figures: reads, writes and syncs are recorded by direction as in [`crate::run`]; a
 //! sync is an `fdatasync` of the target whether the job asked for `fsync` or `fdatasync`
 //! (on a block device both flush the same), timed around the call.
 //!
-//! Caches: at the workload's drop points (hdparm's `BLKFLSBUF` before `-t`) and before every
-//! phase the target's cached pages are written and dropped; with [`CacheDrop::System`] the
+//! Caches: at the workload's drop points (hdparm's `BLKFLSBUF` before `-t`, on the target the
+//! drop names) and before every phase every target's cached pages are written and dropped; with [`CacheDrop::System`] the
 //! whole page cache is dropped instead (`echo 3 > /proc/sys/vm/drop_caches`).
 
 #![allow(unsafe_code)] // ioprio_set, BLKFLSBUF and the iovecs handed to the backends.
