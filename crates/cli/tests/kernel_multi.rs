@@ -50,9 +50,11 @@ const MIB: u64 = 1 << 20;
 
 // Proves a job file naming two devices runs each scheduler of `-s` on BOTH devices (each
 // run's report carries both devices' scheduler line and the tunable set on each), with each
-// job's writes on its own device only (the data each device holds afterwards), and that both
-// devices, which started under different schedulers, are put back exactly as found, with no
-// snapshot left. DEV is left out: the file names its devices.
+// job's writes on its own device only (the data each device holds afterwards; on_b's go
+// through the page cache and its end_fsync, so B's own counters see them within the run),
+// and that both devices, which started under different schedulers, are put back exactly as
+// found, with no snapshot left. DEV is left out: the file names its devices; given, it must
+// be one of them, and the run is the same.
 #[test]
 fn every_device_runs_each_scheduler_and_is_put_back() {
     let test = "kernel_multi_every_device";
@@ -73,7 +75,7 @@ fn every_device_runs_each_scheduler_and_is_put_back() {
         &format!(
             "[global]\ndirect=1\nbs=64k\nsize=1m\nrw=write\n\
              [on_a]\nfilename={pa}\noffset=0\n\
-             [on_b]\nfilename={pb}\noffset=4m\n"
+             [on_b]\nfilename={pb}\noffset=4m\ndirect=0\nend_fsync=1\n"
         ),
     );
     let output = elevator(&[
@@ -112,6 +114,15 @@ fn every_device_runs_each_scheduler_and_is_put_back() {
     assert!(all_bytes(b.path(), 0, MIB as usize, 0), "nothing of on_a's on B");
     assert_eq!((a.now(), b.now()), found, "both devices put back as found");
     assert_eq!(snapshots(&state), 0, "no snapshot left");
+    // DEV given as one of the file's devices: both are still compared.
+    let state_arg = format!("--state-dir={}", state.display());
+    let job = job.to_str().unwrap();
+    let args = ["kernel", &state_arg, "compare", &pb, job, "-s", "none", "--format", "json"];
+    let output = elevator(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["runs"][0]["config"]["kernel.devices"], format!("{},{}", a.name(), b.name()));
+    assert_eq!((a.now(), b.now()), found, "both devices put back as found");
 }
 
 // Proves `elevator fio` in kernel mode takes one job over `filename=A:B`: the job's size is
