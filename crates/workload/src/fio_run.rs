@@ -182,6 +182,12 @@ pub(crate) struct FioRunJob {
     pub(crate) size_bytes: Option<u64>,
     /// `numjobs`.
     pub(crate) clones: u32,
+    /// `nrfiles` (default 1): files per clone when `filename` names none.
+    pub(crate) nrfiles: u32,
+    /// `filesize`: each file's size, fixed (`lo == hi`) or drawn per file in `lo..hi`.
+    pub(crate) filesize: Option<(u64, u64)>,
+    /// `filename_format` (fio's default `$jobname.$jobnum.$filenum`).
+    pub(crate) filename_format: Option<String>,
     /// Options that change only fio's reports and logs (`write_bw_log`, `log_avg_msec`,
     /// `percentile_list`, `per_job_logs`, ...), as written, in file order: for the report
     /// writers (fio-compat.md §4). They do not change the simulated I/O.
@@ -671,6 +677,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let (mut filenames, mut directory, mut size_bytes, mut clones) = (None, None, None, 1);
     let (mut reporting, mut wait_for, mut ramp, mut filesize) = (Vec::new(), None, None, None);
     let mut verify_off = false;
+    let (mut nrfiles, mut filename_format, mut openfiles) = (1_u32, None, None);
     let (mut sg_write_mode, mut allow_file_create, mut fill_device) = (None, true, false);
     let mut preallocate = true;
     let (mut create_serialize, mut create_on_open) = (true, false);
@@ -717,18 +724,50 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
                 continue;
             }
             ("size", FioValue::Int(bytes)) => size_bytes = Some(*bytes),
-            // fio's per-file size; `size` then defaults to it (one file per job here).
-            ("filesize", FioValue::Int(bytes))
-            | ("filesize", FioValue::Range { lo: bytes, hi: _ }) => {
-                if let FioValue::Range { lo, hi } = &option.value
-                    && lo != hi
-                {
+            // fio's per-file size, fixed or a range drawn per file (filesetup.c
+            // `setup_files`, `get_rand_file_size`); `size` then defaults to the files' total.
+            ("filesize", FioValue::Int(bytes)) => {
+                filesize = Some((*bytes, *bytes));
+                continue;
+            }
+            ("filesize", FioValue::Range { lo, hi }) => {
+                filesize = Some((*lo.min(hi), *lo.max(hi)));
+                continue;
+            }
+            ("nrfiles", FioValue::Int(count)) => {
+                nrfiles = u32::try_from(*count).ok().filter(|&n| n > 0).ok_or_else(|| {
+                    refuse(&option.at, format!("`nrfiles={count}`: accepted 1 to {}", u32::MAX))
+                })?;
+                continue;
+            }
+            ("filename_format", FioValue::Str(format)) => {
+                // fio's init.c `make_filename` knows $jobname, $jobnum, $filenum and
+                // $clientuid (any case); the last is the client's address in fio's
+                // client/server mode, which has no meaning here.
+                if format.to_ascii_lowercase().contains("$clientuid") {
                     return Err(refuse(
                         &option.at,
-                        format!("`filesize={lo}-{hi}`: a random size per file is not supported"),
+                        format!(
+                            "`filename_format={format}`: $clientuid (the address of a fio \
+                             client, --client mode) is not supported (accepted: $jobname, \
+                             $jobnum, $filenum)"
+                        ),
                     ));
                 }
-                filesize = Some(*bytes);
+                filename_format = Some(format.clone());
+                continue;
+            }
+            ("openfiles", FioValue::Int(count)) => {
+                openfiles = Some((*count, option.at.clone()));
+                continue;
+            }
+            ("file_service_type", FioValue::Choice { value: kind, suffix }) => {
+                let text = match suffix {
+                    Some(suffix) => format!("{kind}:{}", suffix.trim()),
+                    None => kind.clone(),
+                };
+                keys.retain(|(given, _)| *given != "file_service_type");
+                keys.push(("file_service_type", text));
                 continue;
             }
             ("sg_write_mode", FioValue::Choice { value: mode, .. }) => {
@@ -856,17 +895,36 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     if let Some((mode, at)) = sg_write_mode {
         sg_write(&mut keys, &mode).map_err(|problem| refuse(&at, problem))?;
     }
-    if let Some(bytes) = filesize {
-        if filenames.as_ref().is_some_and(|(names, _)| names.len() > 1) {
-            return Err(refuse(
-                &job.at,
-                format!("job `{}`: filesize with several filenames is not supported", job.name()),
-            ));
-        }
+    // fio opens at most `openfiles` files at once (init.c: 0 or more than nrfiles is
+    // nrfiles) and opens the next only when one closes, which changes which files its
+    // service may pick; that is not modelled.
+    let files_used = filenames.as_ref().map_or(nrfiles as u64, |(names, _)| names.len() as u64);
+    if let Some((count, at)) = openfiles
+        && count > 0
+        && count < files_used
+    {
+        return Err(refuse(
+            &at,
+            format!(
+                "`openfiles={count}` below the job's {files_used} files: fio then keeps only \
+                 {count} open and opens the next as one closes, which changes which file it \
+                 serves; the simulator keeps every file open (accepted: 0 or at least \
+                 {files_used})"
+            ),
+        ));
+    }
+    // One file of a fixed `filesize` (and no `size`): the job's size is the file's.
+    if let Some((lo, hi)) = filesize
+        && lo == hi
+        && nrfiles == 1
+        && filename_format.is_none()
+        && filenames.as_ref().is_none_or(|(names, _)| names.len() == 1)
+    {
         if size_bytes.is_none() {
-            keys.push(("size", bytes.to_string()));
+            keys.push(("size", lo.to_string()));
         }
-        size_bytes = Some(bytes);
+        size_bytes = Some(size_bytes.unwrap_or(lo));
+        filesize = None;
     }
     let (replay, write_iolog) = crate::iolog::finish(job, iolog, REPORTING)?;
     let text: Vec<String> = keys.iter().map(|(key, value)| format!("{key}={value}")).collect();
@@ -883,6 +941,9 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         directory,
         size_bytes,
         clones,
+        nrfiles,
+        filesize,
+        filename_format,
         reporting,
         wait_for,
         ramp,
@@ -936,7 +997,162 @@ impl FioRunJob {
     /// Whether its clones take their files' sizes as they start: `create_serialize=0`
     /// without `size` or `fill_device` (fio's `setup_files` in the job's thread).
     fn sized_at_start(&self) -> bool {
-        !self.create_serialize && self.size_bytes.is_none() && !self.fill_device
+        !self.create_serialize
+            && self.size_bytes.is_none()
+            && self.filesize.is_none()
+            && !self.fill_device
+    }
+
+    /// Whether its files are sized one by one, as fio's `setup_files` sizes them: `nrfiles`
+    /// files (named by `filename_format`), or `filesize` over several files or as a range.
+    fn sized_per_file(&self) -> bool {
+        (self.filenames.is_none() && (self.nrfiles > 1 || self.filename_format.is_some()))
+            || self.filesize.is_some()
+    }
+
+    /// Whether its regular files are left to the writes rather than laid out before the run.
+    fn allocated_by_writes(&self) -> bool {
+        let writes_only = matches!(self.spec.params.text("rw"), "write" | "randwrite");
+        self.fill_device
+            || (writes_only && !self.preallocate)
+            || self.create_on_open
+            || (self.size_bytes.is_none() && self.filesize.is_none() && !self.create_serialize)
+    }
+
+    /// Clone `clone`'s file names (before `directory`): `filename`'s when given (fio's
+    /// rule: they override `nrfiles`), else `nrfiles` names from `filename_format`.
+    pub(crate) fn file_names(&self, clone: u32) -> Vec<String> {
+        match &self.filenames {
+            Some((names, _)) => names.clone(),
+            None => (0..self.nrfiles)
+                .map(|file| {
+                    file_name(self.filename_format.as_deref(), &self.name, clone, file)
+                })
+                .collect(),
+        }
+    }
+
+    /// The sizes of `count` files, as fio's `setup_files` gives them: `filesize` (a range
+    /// drawn per file from `prng`, `lo + (hi - lo) · u` cut to a multiple of the smallest
+    /// block, fio's `get_rand_file_size`), else `size` divided among them, the first files
+    /// a block larger while the division leaves blocks over. `existing[i]`: a size file i
+    /// already has, kept when it is within the `filesize` range (fio keeps a file whose size
+    /// is in range).
+    pub(crate) fn file_sizes_bytes(
+        &self,
+        existing: &[Option<u64>],
+        prng: &mut Prng,
+    ) -> Result<Vec<u64>, ParamError> {
+        let count = existing.len() as u64;
+        let min_bs = JobConfig::from_params(&self.spec.params)
+            .map_err(|error| refuse(&self.at, format!("job `{}`: {error}", self.name)))?
+            .min_block_bytes();
+        if let Some((lo, hi)) = self.filesize {
+            return Ok(existing
+                .iter()
+                .map(|given| match given {
+                    Some(bytes) if (lo..=hi).contains(bytes) => *bytes,
+                    _ if lo == hi => lo,
+                    _ => {
+                        let bytes = lo + ((hi - lo) as f64 * prng.unit_f64()) as u64;
+                        bytes - bytes % min_bs
+                    }
+                })
+                .collect());
+        }
+        let Some(total) = self.size_bytes else {
+            return Err(refuse(
+                &self.at,
+                format!("job `{}`: its {count} files need `size` or `filesize` (fio's rule)", self.name),
+            ));
+        };
+        let each = total / count;
+        if each == 0 {
+            return Err(refuse(
+                &self.at,
+                format!("job `{}`: size={total} leaves nothing for each of {count} files", self.name),
+            ));
+        }
+        let mut extra = (total - each * count) / min_bs;
+        Ok((0..count)
+            .map(|_| {
+                let grown = extra > 0;
+                extra = extra.saturating_sub(1);
+                each + if grown { min_bs } else { 0 }
+            })
+            .collect())
+    }
+
+    /// [`FioRunJob::places`] for files sized one by one ([`FioRunJob::sized_per_file`]): per
+    /// clone its files (shared by the clones when `filename` names them), each its own size;
+    /// a live run's files are its devices, named by their paths.
+    fn places_per_file(
+        &self,
+        targets: &[Target],
+        files: &mut Vec<FileSpec>,
+        prng: &Prng,
+        in_directory: &dyn Fn(&str) -> String,
+    ) -> Result<Vec<Vec<(Place, Target)>>, ParamError> {
+        let device = |name: &str| {
+            let name = name.strip_prefix("/dev/").unwrap_or(name);
+            targets.iter().position(|target| target.name == name)
+        };
+        let clones = if self.filenames.is_some() { 1 } else { self.clones };
+        let mut sets: Vec<Vec<(String, u64)>> = Vec::new();
+        for clone in 0..clones {
+            let names: Vec<String> =
+                self.file_names(clone).iter().map(|name| in_directory(name)).collect();
+            let existing: Vec<Option<u64>> = names
+                .iter()
+                .map(|name| {
+                    files.iter().find(|file| &file.name == name).map(|file| file.size_bytes)
+                })
+                .collect();
+            let mut draws = prng.fork_indexed("filesize", u64::from(clone));
+            let sizes = self.file_sizes_bytes(&existing, &mut draws)?;
+            sets.push(names.into_iter().zip(sizes).collect());
+        }
+        let all_devices = sets.iter().flatten().all(|(name, _)| device(name).is_some());
+        let layout = !self.allocated_by_writes();
+        let mut out = Vec::with_capacity(sets.len());
+        for set in sets {
+            let mut places = Vec::with_capacity(set.len());
+            for (name, size_bytes) in set {
+                if all_devices {
+                    let index = device(&name).expect("checked");
+                    let target = &targets[index];
+                    if size_bytes > target.capacity_bytes {
+                        return Err(refuse(
+                            &self.at,
+                            format!(
+                                "job `{}`: file `{name}` of {size_bytes} bytes is larger than \
+                                 its target ({} bytes)",
+                                self.name, target.capacity_bytes
+                            ),
+                        ));
+                    }
+                    let target = Target { capacity_bytes: size_bytes, ..target.clone() };
+                    places.push((Place::Device(index), target));
+                    continue;
+                }
+                let index = match files.iter().position(|file| file.name == name) {
+                    Some(index) => {
+                        if layout {
+                            files[index].size_bytes = files[index].size_bytes.max(size_bytes);
+                        }
+                        index
+                    }
+                    None => {
+                        let laid_out = if layout { size_bytes } else { 0 };
+                        files.push(FileSpec { name: name.clone(), device: 0, size_bytes: laid_out });
+                        files.len() - 1
+                    }
+                };
+                places.push((Place::File(index), Target { name, capacity_bytes: size_bytes, zones: None }));
+            }
+            out.push(places);
+        }
+        Ok(out)
     }
 
     /// Per clone, the places its I/O goes to: `filename`'s devices when every name is one
@@ -947,6 +1163,7 @@ impl FioRunJob {
         &self,
         targets: &[Target],
         files: &mut Vec<FileSpec>,
+        prng: &Prng,
     ) -> Result<Vec<Vec<(Place, Target)>>, ParamError> {
         let device = |name: &str| {
             let name = name.strip_prefix("/dev/").unwrap_or(name);
@@ -1004,6 +1221,19 @@ impl FioRunJob {
             Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
             None => name.to_owned(),
         };
+        if self.sized_per_file() {
+            if !self.allow_file_create {
+                return Err(refuse(
+                    &self.at,
+                    format!(
+                        "job `{}`: allow_file_create=0 and its files do not exist before the \
+                         run; fio refuses to create them",
+                        self.name
+                    ),
+                ));
+            }
+            return self.places_per_file(targets, files, prng, &in_directory);
+        }
         let named_device = |name: String| {
             let index = device(&name)?;
             Some((Place::Device(index), targets[index].clone()))
@@ -1067,12 +1297,7 @@ impl FioRunJob {
         // `fallocate_file`), here laid out alike. With `fallocate=none` (or `truncate`) the
         // writes allocate, which is where a full filesystem fails them (ENOSPC); a
         // fill_device file is never preallocated.
-        let writes_only = matches!(self.spec.params.text("rw"), "write" | "randwrite");
-        let allocated_by_writes = self.fill_device
-            || (writes_only && !self.preallocate)
-            || self.create_on_open
-            || (self.size_bytes.is_none() && !self.create_serialize);
-        let layout_bytes = if allocated_by_writes { 0 } else { size_bytes };
+        let layout_bytes = if self.allocated_by_writes() { 0 } else { size_bytes };
         let mut file = |name: String| {
             let index = match files.iter().position(|file| file.name == name) {
                 Some(index) => {
@@ -1107,6 +1332,26 @@ impl FioRun {
         }
         run
     }
+}
+
+/// A file name as fio's init.c `make_filename` makes it: `format`'s `$jobname`, `$jobnum`
+/// (the clone) and `$filenum` (any case) replaced, or `JOB.CLONE.FILE` without a format.
+pub(crate) fn file_name(format: Option<&str>, job: &str, clone: u32, file: u32) -> String {
+    let Some(format) = format.filter(|format| !format.is_empty()) else {
+        return format!("{job}.{clone}.{file}");
+    };
+    let mut name = format.to_owned();
+    for (keyword, value) in
+        [("$jobname", job.to_owned()), ("$jobnum", clone.to_string()), ("$filenum", file.to_string())]
+    {
+        let mut from = 0;
+        while let Some(found) = name[from..].to_ascii_lowercase().find(keyword) {
+            let at = from + found;
+            name.replace_range(at..at + keyword.len(), &value);
+            from = at + value.len();
+        }
+    }
+    name
 }
 
 /// `path` with `.TAG` before its extension (`w.log` → `w.TAG.log`), or after its name when it
@@ -1226,6 +1471,8 @@ impl FioRun {
                     }
                     job.size_bytes = Some(job.size_bytes.map_or(max, |bytes| bytes.min(max)));
                 }
+                // Each file at most the cap too (a job's files would otherwise outgrow it).
+                job.filesize = job.filesize.map(|(lo, hi)| (lo.min(max), hi.min(max)));
             }
             if let Some(max) = max_runtime {
                 let given = keys.iter_mut().find(|(key, _)| key == "runtime");
@@ -1324,11 +1571,12 @@ impl FioRun {
                 phase.issuers.extend(issuers);
                 continue;
             }
-            let places = job.places(targets, &mut files)?;
+            let places = job.places(targets, &mut files, &prng.fork_indexed("fio_files", index as u64))?;
             let mut config = JobConfig::from_params(&job.spec.params)
                 .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
             config.file_sizes = Some(file_sizes.clone());
             config.size_at_start = job.sized_at_start();
+            config.whole_files = job.sized_per_file();
             let phase_flows = flows.last_mut().expect("a phase was pushed");
             config.flow = Some(phase_flows.entry(config.flow_id).or_default().clone());
             if let Some(zbd) = &mut config.zbd {
@@ -1419,12 +1667,13 @@ impl FioRun {
             keys.extend(["time_based=1", runtime.as_str()]);
             let spec = WorkloadSpec::parse(&format!("job:{}", keys.join(",")))
                 .map_err(|error| refuse(&job.at, format!("job `{}` ramp: {error}", job.name)))?;
-            let places = job.places(targets, files)?;
+            let places = job.places(targets, files, &prng.fork_indexed("fio_files", index as u64))?;
             let first_process = phase.issuers.len() as u32;
             let ramp_error = |error| refuse(&job.at, format!("job `{}`: {error}", job.name));
             let mut config = JobConfig::from_params(&spec.params).map_err(ramp_error)?;
             config.file_sizes = Some(file_sizes.clone());
             config.size_at_start = job.sized_at_start();
+            config.whole_files = job.sized_per_file();
             if let Some(zbd) = &mut config.zbd {
                 zbd.2 = zbd_registry.clone();
             }
