@@ -1004,10 +1004,15 @@ impl FioRunJob {
     }
 
     /// Whether its files are sized one by one, as fio's `setup_files` sizes them: `nrfiles`
-    /// files (named by `filename_format`), or `filesize` over several files or as a range.
+    /// files (named by `filename_format`), a `filename` list sharing `size`, or `filesize`
+    /// over several files or as a range.
     fn sized_per_file(&self) -> bool {
-        (self.filenames.is_none() && (self.nrfiles > 1 || self.filename_format.is_some()))
-            || self.filesize.is_some()
+        match &self.filenames {
+            None => self.nrfiles > 1 || self.filename_format.is_some() || self.filesize.is_some(),
+            Some((names, _)) => {
+                self.filesize.is_some() || (names.len() > 1 && self.size_bytes.is_some())
+            }
+        }
     }
 
     /// Whether its regular files are left to the writes rather than laid out before the run.
@@ -2427,5 +2432,195 @@ mod tests {
         let run = ops(&jobs("flow=3", "flow=1", "flow=1\nflow_id=1"), "flow_3");
         let ratio = run[0] / run[1];
         assert!((ratio - 3.0).abs() < 0.06, "3:1 came out {ratio}:1 ({run:?})");
+    }
+
+    /// The file index (`Place::File`) of each I/O of `records`, in submission order, with
+    /// the fences of `end_fsync` and the like left out.
+    fn file_order(records: &[crate::testing::Record]) -> Vec<usize> {
+        records
+            .iter()
+            .filter(|record| record.io.size_bytes > 0)
+            .map(|record| match record.io.place {
+                Place::File(file) => file,
+                Place::Device(device) => panic!("I/O on device {device}, not a file"),
+            })
+            .collect()
+    }
+
+    /// Per file index, how many of `order`'s I/Os went there.
+    fn per_file(order: &[usize], files: usize) -> Vec<usize> {
+        let mut counts = vec![0; files];
+        order.iter().for_each(|&file| counts[file] += 1);
+        counts
+    }
+
+    // Proves `nrfiles` gives each clone its own files named as fio names them (default
+    // `$jobname.$jobnum.$filenum`, `filename_format` with its keywords in any case, under
+    // `directory`), `size` divided among them, and each clone's I/O on its own files, each
+    // file written whole once (256 KiB / 4 KiB = 64 writes) — and a `filename` list
+    // overriding `nrfiles` (fio's rule: two files, not four).
+    #[test]
+    fn nrfiles_names_sizes_and_split() {
+        let text = "[global]\nsize=1m\nbs=4k\nrw=write\nnrfiles=4\n[a]\nnumjobs=2\n\
+                    directory=/d\n[b]\nfilename_format=f.$JOBNUM.$filenum.$jobname\n";
+        let plan = parse("nrfiles", text).unwrap().plan(&targets(), &Prng::new(5)).unwrap();
+        let names: Vec<(&str, u64)> =
+            plan.files.iter().map(|f| (f.name.as_str(), f.size_bytes)).collect();
+        let mut expected = Vec::new();
+        for clone in 0..2 {
+            for file in 0..4 {
+                expected.push((format!("/d/a.{clone}.{file}"), 256 << 10));
+            }
+        }
+        for file in 0..4 {
+            expected.push((format!("f.0.{file}.b"), 256 << 10));
+        }
+        let expected: Vec<(&str, u64)> = expected.iter().map(|(n, b)| (n.as_str(), *b)).collect();
+        assert_eq!(names, expected);
+        let result = run(plan, |_| Duration::from_micros(10));
+        for issuer in 0..3 {
+            let mine: Vec<crate::testing::Record> =
+                result.records.iter().filter(|r| r.issuer == issuer).copied().collect();
+            let order = file_order(&mine);
+            let counts = per_file(&order, 12);
+            let own = issuer * 4..issuer * 4 + 4;
+            for (file, count) in counts.iter().enumerate() {
+                let want = if own.contains(&file) { 64 } else { 0 };
+                assert_eq!(*count, want, "issuer {issuer} file {file}: {counts:?}");
+            }
+            assert!(mine.iter().all(|r| r.io.offset_bytes + r.io.size_bytes <= 256 << 10));
+        }
+        let text = "[a]\nsize=1m\nnrfiles=4\nfilename=x:y\n";
+        let plan = parse("nrfiles_list", text).unwrap().plan(&targets(), &Prng::new(5)).unwrap();
+        let names: Vec<(&str, u64)> =
+            plan.files.iter().map(|f| (f.name.as_str(), f.size_bytes)).collect();
+        assert_eq!(names, [("x", 512 << 10), ("y", 512 << 10)]);
+    }
+
+    // Proves a `filesize` range draws each file's size from the run's seed: the same seed
+    // gives the same sizes, another seed others; every size is within the range and a
+    // multiple of the smallest block (fio's `get_rand_file_size`), the sizes differ from
+    // file to file, and without `size` the job reads exactly its files' total (fio's `size`
+    // defaults to it), each file wholly.
+    #[test]
+    fn filesize_ranges_are_seeded_and_within_range() {
+        let text = "[a]\nnrfiles=8\nfilesize=64k-1m\nbs=4k\nrw=read\n";
+        let sizes = |seed: u64| -> Vec<u64> {
+            let plan = parse("filesize", text).unwrap().plan(&targets(), &Prng::new(seed));
+            plan.unwrap().files.iter().map(|file| file.size_bytes).collect()
+        };
+        let (first, again, other) = (sizes(7), sizes(7), sizes(8));
+        assert_eq!(first, again, "reproducible from the seed");
+        assert_ne!(first, other, "another seed, other sizes");
+        assert_eq!(first.len(), 8);
+        for size in &first {
+            assert!((64 << 10..=1 << 20).contains(size) && size % 4096 == 0, "{first:?}");
+        }
+        let distinct: std::collections::BTreeSet<u64> = first.iter().copied().collect();
+        assert!(distinct.len() > 4, "drawn per file: {first:?}");
+        let result = run_file("filesize", text, 7, Duration::from_micros(10));
+        let total: u64 = result.records.iter().map(|r| r.io.size_bytes).sum();
+        assert_eq!(total, first.iter().sum::<u64>());
+        let order = file_order(&result.records);
+        let counts = per_file(&order, 8);
+        let whole: Vec<usize> = first.iter().map(|size| (size / 4096) as usize).collect();
+        assert_eq!(counts, whole, "each file read whole");
+    }
+
+    /// The file order of a 4-file, 1 MiB random read with `file_service_type=SERVICE`.
+    fn service_order(test: &str, service: &str, seed: u64) -> Vec<usize> {
+        let text = format!(
+            "[a]\nsize=1m\nnrfiles=4\nbs=4k\nrw=randread\nfile_service_type={service}\n"
+        );
+        file_order(&run_file(test, &text, seed, Duration::from_micros(10)).records)
+    }
+
+    // Proves fio's uniform file services: `roundrobin` (the default) takes the files in turn,
+    // one I/O each, and `roundrobin:3` three I/Os each; `sequential` serves each file until
+    // it is done before the next; `random` spreads over every file in no fixed order, and
+    // `random:4` switches only after runs of 4 — while each file, once done (its 64 blocks
+    // served), is passed over, so every service gives each file exactly its 64 I/Os.
+    #[test]
+    fn uniform_file_services() {
+        let default = service_order("fst_default", "roundrobin", 1);
+        assert_eq!(default[..8], [0, 1, 2, 3, 0, 1, 2, 3]);
+        let by_three = service_order("fst_rr3", "roundrobin:3", 1);
+        assert_eq!(by_three[..14], [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 0, 0]);
+        let sequential = service_order("fst_seq", "sequential", 1);
+        let mut sorted = sequential.clone();
+        sorted.sort_unstable();
+        assert_eq!(sequential, sorted, "one file after another");
+        let random = service_order("fst_random", "random", 1);
+        assert_ne!(random[..16], default[..16], "not in turn");
+        let early = per_file(&random[..64], 4);
+        assert!(early.iter().all(|&count| count >= 6), "spread over all files: {early:?}");
+        let random4 = service_order("fst_random4", "random:4", 1);
+        let mut runs = Vec::new();
+        let mut length = 1;
+        for pair in random4.windows(2) {
+            if pair[0] == pair[1] {
+                length += 1;
+            } else {
+                runs.push(length);
+                length = 1;
+            }
+        }
+        runs.push(length);
+        assert!(runs.iter().all(|run| run % 4 == 0), "runs of 4: {runs:?}");
+        assert!(runs.len() > 8, "it switches: {runs:?}");
+        for order in [&default, &by_three, &sequential, &random, &random4] {
+            assert_eq!(per_file(order, 4), [64; 4]);
+        }
+    }
+
+    // Proves the skewed file services follow fio's unhashed laws over `files << 10` ranks:
+    // with zipf:1.2 over 8 files the 1024 hottest ranks fall on two neighbouring files (fio
+    // rotates the ranks by a seeded offset and does not hash them), which take at least the
+    // law's share of those ranks, Σ_{k≤1024} k^-1.2 / Σ_{k≤8192} k^-1.2, less 3 points; a
+    // done file is started again (the job reads 5 times the files' bytes); normal (fio's
+    // gauss, no rotation) centres on the middle files, 3 and 4.
+    #[test]
+    fn skewed_file_services() {
+        let text = "[a]\nsize=8m\nio_size=40m\nnrfiles=8\nbs=4k\nrw=randread\n\
+                    file_service_type=zipf:1.2\n";
+        let order = file_order(&run_file("fst_zipf", text, 3, Duration::from_micros(1)).records);
+        assert_eq!(order.len(), 10240);
+        let counts = per_file(&order, 8);
+        let mut ranked: Vec<usize> = (0..8).collect();
+        ranked.sort_by_key(|&file| std::cmp::Reverse(counts[file]));
+        let (hot, next) = (ranked[0], ranked[1]);
+        assert!((hot + 1) % 8 == next || (next + 1) % 8 == hot, "neighbours: {counts:?}");
+        let law = |n: u64| (1..=n).map(|k| (k as f64).powf(-1.2)).sum::<f64>();
+        let share = (counts[hot] + counts[next]) as f64 / order.len() as f64;
+        let expected = law(1024) / law(8192);
+        assert!(share > expected - 0.03, "share {share} < {expected}: {counts:?}");
+        let text = "[a]\nsize=8m\nio_size=16m\nnrfiles=8\nbs=4k\nrw=randread\n\
+                    file_service_type=normal\n";
+        let order = file_order(&run_file("fst_normal", text, 3, Duration::from_micros(1)).records);
+        let counts = per_file(&order, 8);
+        let middle = (counts[3] + counts[4]) as f64 / order.len() as f64;
+        assert!(middle > 0.6, "centred: {counts:?}");
+        assert!(counts[3] > counts[1] && counts[4] > counts[6], "{counts:?}");
+    }
+
+    // Proves what the file options refuse, naming file and line: `openfiles` below the job's
+    // files (fio would close and open files, changing which it serves), `$clientuid` in
+    // `filename_format`, an unknown service and a bad `:N`; `openfiles` at least nrfiles runs.
+    #[test]
+    fn file_option_refusals() {
+        let error = parse("openfiles", "[a]\nsize=1m\nnrfiles=4\nopenfiles=2\n").unwrap_err();
+        let error = error.to_string();
+        assert!(error.contains("openfiles.fio:4") && error.contains("openfiles=2"), "{error}");
+        assert!(parse("openfiles4", "[a]\nsize=1m\nnrfiles=4\nopenfiles=4\n").is_ok());
+        let error = parse("clientuid", "[a]\nsize=1m\nfilename_format=$clientuid.$filenum\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("clientuid.fio:3") && error.contains("$clientuid"), "{error}");
+        let error = parse("fst_bad", "[a]\nsize=1m\nfile_service_type=roundrobin:x\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("fst_bad.fio") && error.contains("roundrobin:x"), "{error}");
+        let error = parse("fst_unknown", "[a]\nsize=1m\nfile_service_type=lottery\n");
+        assert!(error.unwrap_err().to_string().contains("fst_unknown.fio:3"));
     }
 }
