@@ -1030,9 +1030,7 @@ impl FioRunJob {
         match &self.filenames {
             Some((names, _)) => names.clone(),
             None => (0..self.nrfiles)
-                .map(|file| {
-                    file_name(self.filename_format.as_deref(), &self.name, clone, file)
-                })
+                .map(|file| file_name(self.filename_format.as_deref(), &self.name, clone, file))
                 .collect(),
         }
     }
@@ -1068,14 +1066,20 @@ impl FioRunJob {
         let Some(total) = self.size_bytes else {
             return Err(refuse(
                 &self.at,
-                format!("job `{}`: its {count} files need `size` or `filesize` (fio's rule)", self.name),
+                format!(
+                    "job `{}`: its {count} files need `size` or `filesize` (fio's rule)",
+                    self.name
+                ),
             ));
         };
         let each = total / count;
         if each == 0 {
             return Err(refuse(
                 &self.at,
-                format!("job `{}`: size={total} leaves nothing for each of {count} files", self.name),
+                format!(
+                    "job `{}`: size={total} leaves nothing for each of {count} files",
+                    self.name
+                ),
             ));
         }
         let mut extra = (total - each * count) / min_bs;
@@ -1149,11 +1153,18 @@ impl FioRunJob {
                     }
                     None => {
                         let laid_out = if layout { size_bytes } else { 0 };
-                        files.push(FileSpec { name: name.clone(), device: 0, size_bytes: laid_out });
+                        files.push(FileSpec {
+                            name: name.clone(),
+                            device: 0,
+                            size_bytes: laid_out,
+                        });
                         files.len() - 1
                     }
                 };
-                places.push((Place::File(index), Target { name, capacity_bytes: size_bytes, zones: None }));
+                places.push((
+                    Place::File(index),
+                    Target { name, capacity_bytes: size_bytes, zones: None },
+                ));
             }
             out.push(places);
         }
@@ -1340,15 +1351,18 @@ impl FioRun {
 }
 
 /// A file name as fio's init.c `make_filename` makes it: `format`'s `$jobname`, `$jobnum`
-/// (the clone) and `$filenum` (any case) replaced, or `JOB.CLONE.FILE` without a format.
-pub(crate) fn file_name(format: Option<&str>, job: &str, clone: u32, file: u32) -> String {
+/// (the clone) and `$filenum` (any case) replaced, or `JOB.CLONE.FILE` without a format
+/// (fio's default `$jobname.$jobnum.$filenum`). The mapping refuses `$clientuid`.
+pub fn file_name(format: Option<&str>, job: &str, clone: u32, file: u32) -> String {
     let Some(format) = format.filter(|format| !format.is_empty()) else {
         return format!("{job}.{clone}.{file}");
     };
     let mut name = format.to_owned();
-    for (keyword, value) in
-        [("$jobname", job.to_owned()), ("$jobnum", clone.to_string()), ("$filenum", file.to_string())]
-    {
+    for (keyword, value) in [
+        ("$jobname", job.to_owned()),
+        ("$jobnum", clone.to_string()),
+        ("$filenum", file.to_string()),
+    ] {
         let mut from = 0;
         while let Some(found) = name[from..].to_ascii_lowercase().find(keyword) {
             let at = from + found;
@@ -1576,7 +1590,8 @@ impl FioRun {
                 phase.issuers.extend(issuers);
                 continue;
             }
-            let places = job.places(targets, &mut files, &prng.fork_indexed("fio_files", index as u64))?;
+            let places =
+                job.places(targets, &mut files, &prng.fork_indexed("fio_files", index as u64))?;
             let mut config = JobConfig::from_params(&job.spec.params)
                 .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
             config.file_sizes = Some(file_sizes.clone());
@@ -1672,7 +1687,8 @@ impl FioRun {
             keys.extend(["time_based=1", runtime.as_str()]);
             let spec = WorkloadSpec::parse(&format!("job:{}", keys.join(",")))
                 .map_err(|error| refuse(&job.at, format!("job `{}` ramp: {error}", job.name)))?;
-            let places = job.places(targets, files, &prng.fork_indexed("fio_files", index as u64))?;
+            let places =
+                job.places(targets, files, &prng.fork_indexed("fio_files", index as u64))?;
             let first_process = phase.issuers.len() as u32;
             let ramp_error = |error| refuse(&job.at, format!("job `{}`: {error}", job.name));
             let mut config = JobConfig::from_params(&spec.params).map_err(ramp_error)?;
@@ -2529,9 +2545,8 @@ mod tests {
 
     /// The file order of a 4-file, 1 MiB random read with `file_service_type=SERVICE`.
     fn service_order(test: &str, service: &str, seed: u64) -> Vec<usize> {
-        let text = format!(
-            "[a]\nsize=1m\nnrfiles=4\nbs=4k\nrw=randread\nfile_service_type={service}\n"
-        );
+        let text =
+            format!("[a]\nsize=1m\nnrfiles=4\nbs=4k\nrw=randread\nfile_service_type={service}\n");
         file_order(&run_file(test, &text, seed, Duration::from_micros(10)).records)
     }
 

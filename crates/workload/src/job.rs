@@ -598,22 +598,21 @@ impl FileService {
         };
         // `roundrobin`, `random` and `sequential` take `:N`, I/Os per switch (fio's `atoi`;
         // `sequential` ignores it in fio, which stays on a file until it is done).
-        let count = || -> Result<u64, ParamError> {
-            match rest {
-                None => Ok(1),
-                Some(n) => n
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| bad(format!("`{text}`: `:{n}` is not a positive I/O count"))),
-            }
-        };
+        let count =
+            || -> Result<u64, ParamError> {
+                match rest {
+                    None => Ok(1),
+                    Some(n) => n.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                        bad(format!("`{text}`: `:{n}` is not a positive I/O count"))
+                    }),
+                }
+            };
         let value = |default: f64, what: &str| -> Result<f64, ParamError> {
             match rest {
                 None => Ok(default),
-                Some(rest) if rest.contains(':') => Err(bad(format!(
-                    "`{text}`: the centre value (`:c`) is not supported"
-                ))),
+                Some(rest) if rest.contains(':') => {
+                    Err(bad(format!("`{text}`: the centre value (`:c`) is not supported")))
+                }
                 Some(rest) => rest
                     .parse::<f64>()
                     .map_err(|_| bad(format!("`{text}`: {what} is not a number"))),
@@ -681,7 +680,9 @@ impl ServiceState {
     fn draw_skewed(&mut self, service: &FileService, files: usize) -> usize {
         let ranks = (files as u64) << FSERVICE_SHIFT;
         let rank = match service {
-            FileService::Zipf(_) => self.zipf.as_ref().expect("zipf planned").sample(&mut self.prng) - 1,
+            FileService::Zipf(_) => {
+                self.zipf.as_ref().expect("zipf planned").sample(&mut self.prng) - 1
+            }
             FileService::Pareto(h) => {
                 let power = h.ln() / (1.0 - h).ln();
                 ((ranks - 1) as f64 * self.prng.unit_f64().powf(power)) as u64
