@@ -12,6 +12,7 @@
 //!
 //! Mapped (see [`map_option`]): the rw family with `:N` and trims (`trim`, `randtrim`,
 //! `trimwrite` as discards), bs/bsrange/bssplit (one for reads and one for writes too)/ba, size/io_size/filesize/offset/
+//! nrfiles/filename_format/file_service_type/openfiles (not below nrfiles)/
 //! offset_increment, iodepth, numjobs, rwmix*, percentage_random, random_distribution (random,
 //! zipf, pareto, normal, zoned), norandommap, runtime/time_based/startdelay (with ranges)/
 //! ramp_time, thinktime with thinktime_blocks/_blocks_type/_spin, rate/rate_iops/rate_min/
@@ -52,11 +53,27 @@
 //!   by laying it out as a reading job's is; fio's fallocate leaves unwritten extents, which
 //!   only reads of never-written blocks would tell apart.
 //! * `filename` names a simulated device (`sdb` or `/dev/sdb`) when every name is one;
-//!   otherwise, and with `directory`, the job's files are regular files of `size` (or
-//!   `filesize`) bytes on the first device's filesystem, laid out before the run (fio lays
-//!   them out by writing them before the job starts); `nrfiles`, a random `filesize` range and
-//!   several directories are refused. A job with neither `filename` nor `directory` gets fio's
-//!   `NAME.CLONE.0` files (fio's working directory is the first device's filesystem here).
+//!   otherwise, and with `directory`, the job's files are regular files on the first
+//!   device's filesystem, laid out before the run (fio lays them out by writing them before
+//!   the job starts), each of its share of `size` (fio's split: the first files a block
+//!   larger while blocks are left over) or of `filesize`; several directories are refused. A
+//!   job with neither `filename` nor `directory` gets fio's `NAME.CLONE.FILE` files, `nrfiles`
+//!   per clone, or `filename_format`'s names (fio's working directory is the first device's
+//!   filesystem here); `$clientuid` (a fio client's address) is refused.
+//! * A `filesize` range is drawn per file from the run's seed (a stream per job and clone),
+//!   with fio's formula (`lo + (hi - lo) · u`, cut to a multiple of the smallest block) but
+//!   not fio's generator, so the sizes are fio's in law, not in value. Clones sharing a file
+//!   name (a `filename_format` without `$jobnum`) share the file at the first clone's size.
+//! * `file_service_type`'s skewed laws (`zipf`, `pareto`, `normal`/`gauss`) draw over `files
+//!   << 10` ranks unhashed, as fio's file service does; zipf and pareto rotate the ranks by a
+//!   seeded offset (fio's `rand_off`, a draw of its own generator), so which file is hottest
+//!   depends on the seed as in fio but is not fio's file; their `:c` centre is refused. `random`
+//!   draws with our generator. A file is done once its size was served (fio: once
+//!   `fill_io_u` finds nothing left in it), which for a random pattern with `norandommap`
+//!   also ends a file that fio would keep serving until the job's amount is done.
+//! * `openfiles` below the job's file count is refused: fio then keeps that many open and
+//!   opens another only when one is done and closed, which changes which file its service
+//!   picks (`get_next_file_rr` returns EBUSY); every file stays open here.
 //! * File setup takes no simulated time: fio writes a file out before its job (or before all
 //!   jobs, `create_serialize=1`) and `create_fsync` syncs it; here layouts are allocations
 //!   made before the run, so `create_fsync` changes nothing. With `create_serialize=0` a job

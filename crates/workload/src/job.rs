@@ -692,7 +692,7 @@ impl ServiceState {
                 // uniform deviation of `dev`% of the ranks (halved until it fits).
                 const ITERATIONS: u64 = 12;
                 let sum: u64 = (0..ITERATIONS).map(|_| self.prng.below(ranks + 1)).sum();
-                let mut mean = (sum + ITERATIONS - 1) / ITERATIONS;
+                let mut mean = sum.div_ceil(ITERATIONS);
                 let stddev = ((ranks as f64 * dev / 100.0).ceil() as i64).min(ranks as i64 / 2);
                 if stddev > 0 {
                     let mut deviation = self.prng.below(stddev as u64) as i64 - stddev / 2;
