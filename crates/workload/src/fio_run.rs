@@ -71,6 +71,8 @@
 //!   draws with our generator. A file is done once its size was served (fio: once
 //!   `fill_io_u` finds nothing left in it), which for a random pattern with `norandommap`
 //!   also ends a file that fio would keep serving until the job's amount is done.
+//! * `file_service_type=zipf:θ` with θ ≤ 0 and a `:0` switch count are refused; fio takes
+//!   any θ but 1 and, with `:0`, never switches file (its count of I/Os left wraps).
 //! * `openfiles` below the job's file count is refused: fio then keeps that many open and
 //!   opens another only when one is done and closed, which changes which file its service
 //!   picks (`get_next_file_rr` returns EBUSY); every file stays open here.
