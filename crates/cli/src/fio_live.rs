@@ -11,12 +11,12 @@
 //! * Several targets: jobs naming different
 //!   files or devices, `filename=a:b` lists, and `directory`, each file a target of its own,
 //!   named as fio names it (filesetup.c, init.c): `filename`'s names, under `directory` when
-//!   set; for a job without `filename`, fio's `NAME.CLONE.0` per clone (its default
-//!   `filename_format`), under `directory` or in the working directory. The live run gives
-//!   the workload one device per distinct file, named by that path (less `/dev/`, the
-//!   simulator's device rule), so the simulator's mapping puts each job's I/O on its own
-//!   files — a list served round-robin, fio's default `file_service_type`, and `size` divided
-//!   among a job's files as fio divides it. The live engine runs one queue and scheduler
+//!   set; for a job without `filename`, fio's `nrfiles` names per clone (`NAME.CLONE.FILE`,
+//!   its default `filename_format`, or the job's own), under `directory` or in the working
+//!   directory. The live run gives the workload one device per distinct file, named by that
+//!   path (less `/dev/`, the simulator's device rule), so the simulator's mapping puts each
+//!   job's I/O on its own files — served as `file_service_type` says (round-robin by
+//!   default), `size` divided among a job's files as fio divides it, or `filesize` each. The live engine runs one queue and scheduler
 //!   instance per target (`elevator_live::run::run_workload_on`), as the kernel has one per
 //!   request queue; one thread and one io_uring (or thread pool) serve them all. `elevator
 //!   kernel compare` (and `elevator fio` kernel mode) takes several block devices
@@ -48,12 +48,15 @@
 //!   bytes), shared by its clones and by the other jobs; fio would create `NAME.CLONE.0`
 //!   files in its working directory, one per clone. With several targets it gets fio's
 //!   files.
-//! * `nrfiles` above 1, `file_service_type` other than fio's default and several
-//!   directories are refused by the simulator's mapping (file, line, option), before this
-//!   module sees the file.
+//! * `openfiles` below a job's file count and several directories are refused by the
+//!   simulator's mapping (file, line, option), before this module sees the file.
+//! * A file of a `filesize` range is created at the range's high end (fio creates it at the
+//!   size it draws); the job's I/O stays within the size the mapping draws for it, from the
+//!   run's seed. A file of a `size` fio divides unevenly is created at the quotient plus the
+//!   remainder (the largest share fio gives one file).
 //! * `elevator kernel compare` drives block devices: `directory`, and the regular files a
-//!   job names (or fio's `NAME.N.0` for a job naming none beside jobs naming devices), are
-//!   refused there (`crate::kernel`).
+//!   job names (its `filename`s, its `nrfiles`/`filename_format` files, or fio's `NAME.N.0`
+//!   for a job naming none beside jobs naming devices), are refused there (`crate::kernel`).
 //! * A command-line target beside several targets is refused (it would be one more).
 //! * `--verify` checks one target: a run with several refuses it.
 //! * Two spellings of one file (`./a` and `a`) must be written one way when the file names
@@ -191,30 +194,52 @@ fn may_write(job: &fio::FioJob) -> bool {
     !reads_only || last(job, "read_iolog").is_some()
 }
 
-/// fio's names for the files of a job without `filename`, one per clone: `NAME.CLONE.0`
-/// (fio's default `filename_format` `$jobname.$jobnum.$filenum`, init.c; `nrfiles` is 1, the
-/// mapping refuses more).
+/// `nrfiles` of a job (fio's default 1).
+fn nrfiles(job: &fio::FioJob) -> u64 {
+    match last(job, "nrfiles") {
+        Some((FioValue::Int(count), _)) => (*count).max(1),
+        _ => 1,
+    }
+}
+
+/// fio's names for the files of a job without `filename`: `nrfiles` per clone, named by
+/// `filename_format` (fio's default `$jobname.$jobnum.$filenum`, init.c `make_filename`).
 fn fio_names(job: &fio::FioJob) -> Vec<String> {
     let clones = match last(job, "numjobs") {
         Some((FioValue::Int(count), _)) => *count,
         _ => 1,
     };
-    (0..clones).map(|clone| format!("{}.{clone}.0", job.name())).collect()
+    let format = match last(job, "filename_format") {
+        Some((FioValue::Str(format), _)) => Some(format.as_str()),
+        _ => None,
+    };
+    let files = nrfiles(job);
+    (0..clones)
+        .flat_map(|clone| {
+            (0..files)
+                .map(move |file| fio::file_name(format, job.name(), clone as u32, file as u32))
+        })
+        .collect()
 }
 
 /// Adds the files `names` of `job` (written at `at`) to `targets`: `size` divided among the
-/// job's files (fio's rule), opened for writing when any job naming it may write.
+/// job's files (fio's rule; with `filesize`, its size, or a range's largest), opened for
+/// writing when any job naming it may write.
 fn add_targets(
     targets: &mut Vec<NamedTarget>,
     job: &fio::FioJob,
     names: Vec<String>,
     at: &Location,
 ) {
-    // Clones each have their own file: each file gets the whole `size` then.
+    // Clones each have their own files (`nrfiles` each): `size` is divided among those.
     let per_clone = last(job, "filename").is_none();
-    let share = match last(job, "size") {
-        Some((FioValue::Int(bytes), _)) if per_clone => Some(*bytes),
-        Some((FioValue::Int(bytes), _)) => Some(*bytes / names.len().max(1) as u64),
+    let files = if per_clone { nrfiles(job) } else { names.len().max(1) as u64 };
+    // The first files of an uneven division are a block larger (fio's `setup_files`): a
+    // file of the quotient plus the remainder holds them.
+    let share = match (last(job, "filesize"), last(job, "size")) {
+        (Some((FioValue::Int(bytes), _)), _) => Some(*bytes),
+        (Some((FioValue::Range { lo, hi }, _)), _) => Some(*lo.max(hi)),
+        (_, Some((FioValue::Int(bytes), _))) => Some(*bytes / files + *bytes % files),
         _ => None,
     };
     let writes = may_write(job);
@@ -270,7 +295,22 @@ fn check(file: &FioJobFile, mode: LiveMode) -> Result<(Option<Named>, Vec<NamedT
             Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
             None => name.to_owned(),
         };
-        let (names, at) = match (last(job, "filename"), directory_at) {
+        // `nrfiles` above 1 or `filename_format` name the job's files as `directory` does.
+        let files_at = last(job, "nrfiles")
+            .filter(|(value, _)| matches!(value, FioValue::Int(count) if *count > 1))
+            .or_else(|| last(job, "filename_format"))
+            .map(|(_, at)| at);
+        if let (Some(at), None, LiveMode::Kernel) = (files_at, last(job, "filename"), mode) {
+            bail!(
+                "fio {at}: option: a job's several files (`nrfiles`, `filename_format`) are \
+                 regular files, which {} cannot honour: it switches the scheduler of block \
+                 devices; name the devices with `filename=`",
+                mode.command()
+            );
+        }
+        // Its files are targets of their own, as with `directory`.
+        directory_used |= files_at.is_some() && last(job, "filename").is_none();
+        let (names, at) = match (last(job, "filename"), directory_at.or(files_at)) {
             (Some((value, at)), _) => {
                 (names_of(value).iter().map(|name| in_directory(name)).collect(), at)
             }

@@ -194,23 +194,22 @@ fn regular_files_are_created_at_their_share_and_written_by_their_jobs() {
 }
 
 // Proves what stays unsupported with several targets is refused before anything is opened,
-// naming the job file and line and saying why, with exit code 2: `nrfiles` above 1 and a
-// `file_service_type` other than round-robin (the mapping's refusals), a missing file no job
-// gives a size for (fio's rule), a command-line target beside the file's, and `elevator
-// kernel compare` with a list of regular files or a `directory` (it switches block devices'
-// schedulers). Nothing is created.
+// naming the job file and line and saying why, with exit code 2: `openfiles` below a job's
+// `nrfiles` (the mapping's refusal), a missing file no job gives a size for (fio's rule), a
+// command-line target beside the file's, and `elevator kernel compare` with a list of regular
+// files, a `directory` or `nrfiles` above 1 (it switches block devices' schedulers). Nothing
+// is created.
 #[test]
 fn what_stays_unsupported_is_refused_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
     let (x, y) = (dir.path().join("x"), dir.path().join("y"));
     let two = format!("[a]\nfilename={}\n[b]\nfilename={}\n", x.display(), y.display());
     let cases = [
-        ("nrfiles", format!("[global]\ndirect=1\nsize=1m\n{two}[c]\nnrfiles=2\n"), 9, "nrfiles=2"),
         (
-            "service",
-            format!("[global]\ndirect=1\nsize=1m\n{two}file_service_type=random\n"),
-            8,
-            "file_service_type=random",
+            "openfiles",
+            format!("[global]\ndirect=1\nsize=1m\n{two}[c]\nnrfiles=2\nopenfiles=1\n"),
+            10,
+            "openfiles=1",
         ),
         ("unsized", format!("[global]\ndirect=1\n{two}"), 4, "no job naming it gives `size`"),
     ];
@@ -232,6 +231,7 @@ fn what_stays_unsupported_is_refused_with_its_line() {
         &format!("[a]\nsize=1m\nfilename={}:{}\n", x.display(), y.display()),
     );
     let in_directory = job_file(dir.path(), "in_directory", "[a]\nsize=1m\ndirectory=/tmp\n");
+    let several = job_file(dir.path(), "several", "[a]\nsize=1m\nnrfiles=2\n");
     // Any block device will do: the job file is refused before the device is touched.
     let mut devices: Vec<String> = std::fs::read_dir("/sys/block")
         .expect("/sys/block")
@@ -242,6 +242,7 @@ fn what_stays_unsupported_is_refused_with_its_line() {
     for (file, line, says) in [
         (&list, 3, "switches the scheduler of block devices"),
         (&in_directory, 3, "`directory=/tmp`"),
+        (&several, 3, "several files"),
     ] {
         let output = elevator(&["kernel", "compare", device, file.to_str().unwrap()]);
         assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
@@ -278,6 +279,55 @@ fn jobs_without_filename_get_fios_own_files() {
         assert_eq!(content.len(), 64 << 10, "{name}");
         assert!(content.iter().all(|&byte| byte == 0), "{name} written whole");
     }
+}
+
+// Proves `nrfiles` files become targets of their own in a live run: a job with nrfiles=3 and
+// numjobs=2 under `directory` creates fio's six files `n.CLONE.FILE` at `size` divided among
+// a clone's three (256 KiB each) and writes each whole (`sequential` service: one after
+// another), and a `filename_format` job its own names; the files created are exactly these
+// (elevator's fill is non-zero, the writes zeroes, so a file left out or shared would show).
+#[test]
+fn nrfiles_files_are_created_and_each_written() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    let text = "[global]\ndirect=1\nbs=4k\nrw=write\n\n[n]\ndirectory=d\nnrfiles=3\n\
+                numjobs=2\nsize=768k\nfile_service_type=sequential\n\n[f]\nnrfiles=2\n\
+                filename_format=f-$filenum.dat\nsize=128k\n";
+    let file = job_file(dir.path(), "nrfiles", text);
+    let output = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["run", file.to_str().unwrap(), "-s", "none", "--output-format=json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let document = fio_json(&output);
+    let written: u64 = written_by_job(&document).iter().map(|(_, bytes)| bytes).sum();
+    assert_eq!(written, 6 * (256 << 10) + 2 * (64 << 10));
+    let mut expected = Vec::new();
+    for clone in 0..2 {
+        for file in 0..3 {
+            expected.push((format!("d/n.{clone}.{file}"), 256 << 10));
+        }
+    }
+    expected.extend([("f-0.dat".to_owned(), 64 << 10), ("f-1.dat".to_owned(), 64 << 10)]);
+    for (name, bytes) in &expected {
+        let content = std::fs::read(dir.path().join(name)).unwrap();
+        assert_eq!(content.len(), *bytes, "{name}");
+        assert!(content.iter().all(|&byte| byte == 0), "{name} written whole");
+    }
+    let mut created: Vec<String> = std::fs::read_dir(dir.path().join("d"))
+        .unwrap()
+        .map(|entry| format!("d/{}", entry.unwrap().file_name().to_string_lossy()))
+        .collect();
+    created.extend(
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name != "d" && name != "nrfiles.fio"),
+    );
+    created.sort();
+    let mut names: Vec<String> = expected.into_iter().map(|(name, _)| name).collect();
+    names.sort();
+    assert_eq!(created, names);
 }
 
 // Proves each target is opened for writing only when a job naming it may write (the

@@ -12,6 +12,7 @@
 //!
 //! Mapped (see [`map_option`]): the rw family with `:N` and trims (`trim`, `randtrim`,
 //! `trimwrite` as discards), bs/bsrange/bssplit (one for reads and one for writes too)/ba, size/io_size/filesize/offset/
+//! nrfiles/filename_format/file_service_type/openfiles (not below nrfiles)/
 //! offset_increment, iodepth, numjobs, rwmix*, percentage_random, random_distribution (random,
 //! zipf, pareto, normal, zoned), norandommap, runtime/time_based/startdelay (with ranges)/
 //! ramp_time, thinktime with thinktime_blocks/_blocks_type/_spin, rate/rate_iops/rate_min/
@@ -52,11 +53,29 @@
 //!   by laying it out as a reading job's is; fio's fallocate leaves unwritten extents, which
 //!   only reads of never-written blocks would tell apart.
 //! * `filename` names a simulated device (`sdb` or `/dev/sdb`) when every name is one;
-//!   otherwise, and with `directory`, the job's files are regular files of `size` (or
-//!   `filesize`) bytes on the first device's filesystem, laid out before the run (fio lays
-//!   them out by writing them before the job starts); `nrfiles`, a random `filesize` range and
-//!   several directories are refused. A job with neither `filename` nor `directory` gets fio's
-//!   `NAME.CLONE.0` files (fio's working directory is the first device's filesystem here).
+//!   otherwise, and with `directory`, the job's files are regular files on the first
+//!   device's filesystem, laid out before the run (fio lays them out by writing them before
+//!   the job starts), each of its share of `size` (fio's split: the first files a block
+//!   larger while blocks are left over) or of `filesize`; several directories are refused. A
+//!   job with neither `filename` nor `directory` gets fio's `NAME.CLONE.FILE` files, `nrfiles`
+//!   per clone, or `filename_format`'s names (fio's working directory is the first device's
+//!   filesystem here); `$clientuid` (a fio client's address) is refused.
+//! * A `filesize` range is drawn per file from the run's seed (a stream per job and clone),
+//!   with fio's formula (`lo + (hi - lo) · u`, cut to a multiple of the smallest block) but
+//!   not fio's generator, so the sizes are fio's in law, not in value. Clones sharing a file
+//!   name (a `filename_format` without `$jobnum`) share the file at the first clone's size.
+//! * `file_service_type`'s skewed laws (`zipf`, `pareto`, `normal`/`gauss`) draw over `files
+//!   << 10` ranks unhashed, as fio's file service does; zipf and pareto rotate the ranks by a
+//!   seeded offset (fio's `rand_off`, a draw of its own generator), so which file is hottest
+//!   depends on the seed as in fio but is not fio's file; their `:c` centre is refused. `random`
+//!   draws with our generator. A file is done once its size was served (fio: once
+//!   `fill_io_u` finds nothing left in it), which for a random pattern with `norandommap`
+//!   also ends a file that fio would keep serving until the job's amount is done.
+//! * `file_service_type=zipf:θ` with θ ≤ 0 and a `:0` switch count are refused; fio takes
+//!   any θ but 1 and, with `:0`, never switches file (its count of I/Os left wraps).
+//! * `openfiles` below the job's file count is refused: fio then keeps that many open and
+//!   opens another only when one is done and closed, which changes which file its service
+//!   picks (`get_next_file_rr` returns EBUSY); every file stays open here.
 //! * File setup takes no simulated time: fio writes a file out before its job (or before all
 //!   jobs, `create_serialize=1`) and `create_fsync` syncs it; here layouts are allocations
 //!   made before the run, so `create_fsync` changes nothing. With `create_serialize=0` a job
@@ -182,6 +201,12 @@ pub(crate) struct FioRunJob {
     pub(crate) size_bytes: Option<u64>,
     /// `numjobs`.
     pub(crate) clones: u32,
+    /// `nrfiles` (default 1): files per clone when `filename` names none.
+    pub(crate) nrfiles: u32,
+    /// `filesize`: each file's size, fixed (`lo == hi`) or drawn per file in `lo..hi`.
+    pub(crate) filesize: Option<(u64, u64)>,
+    /// `filename_format` (fio's default `$jobname.$jobnum.$filenum`).
+    pub(crate) filename_format: Option<String>,
     /// Options that change only fio's reports and logs (`write_bw_log`, `log_avg_msec`,
     /// `percentile_list`, `per_job_logs`, ...), as written, in file order: for the report
     /// writers (fio-compat.md §4). They do not change the simulated I/O.
@@ -671,6 +696,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let (mut filenames, mut directory, mut size_bytes, mut clones) = (None, None, None, 1);
     let (mut reporting, mut wait_for, mut ramp, mut filesize) = (Vec::new(), None, None, None);
     let mut verify_off = false;
+    let (mut nrfiles, mut filename_format, mut openfiles) = (1_u32, None, None);
     let (mut sg_write_mode, mut allow_file_create, mut fill_device) = (None, true, false);
     let mut preallocate = true;
     let (mut create_serialize, mut create_on_open) = (true, false);
@@ -717,18 +743,50 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
                 continue;
             }
             ("size", FioValue::Int(bytes)) => size_bytes = Some(*bytes),
-            // fio's per-file size; `size` then defaults to it (one file per job here).
-            ("filesize", FioValue::Int(bytes))
-            | ("filesize", FioValue::Range { lo: bytes, hi: _ }) => {
-                if let FioValue::Range { lo, hi } = &option.value
-                    && lo != hi
-                {
+            // fio's per-file size, fixed or a range drawn per file (filesetup.c
+            // `setup_files`, `get_rand_file_size`); `size` then defaults to the files' total.
+            ("filesize", FioValue::Int(bytes)) => {
+                filesize = Some((*bytes, *bytes));
+                continue;
+            }
+            ("filesize", FioValue::Range { lo, hi }) => {
+                filesize = Some((*lo.min(hi), *lo.max(hi)));
+                continue;
+            }
+            ("nrfiles", FioValue::Int(count)) => {
+                nrfiles = u32::try_from(*count).ok().filter(|&n| n > 0).ok_or_else(|| {
+                    refuse(&option.at, format!("`nrfiles={count}`: accepted 1 to {}", u32::MAX))
+                })?;
+                continue;
+            }
+            ("filename_format", FioValue::Str(format)) => {
+                // fio's init.c `make_filename` knows $jobname, $jobnum, $filenum and
+                // $clientuid (any case); the last is the client's address in fio's
+                // client/server mode, which has no meaning here.
+                if format.to_ascii_lowercase().contains("$clientuid") {
                     return Err(refuse(
                         &option.at,
-                        format!("`filesize={lo}-{hi}`: a random size per file is not supported"),
+                        format!(
+                            "`filename_format={format}`: $clientuid (the address of a fio \
+                             client, --client mode) is not supported (accepted: $jobname, \
+                             $jobnum, $filenum)"
+                        ),
                     ));
                 }
-                filesize = Some(*bytes);
+                filename_format = Some(format.clone());
+                continue;
+            }
+            ("openfiles", FioValue::Int(count)) => {
+                openfiles = Some((*count, option.at.clone()));
+                continue;
+            }
+            ("file_service_type", FioValue::Choice { value: kind, suffix }) => {
+                let text = match suffix {
+                    Some(suffix) => format!("{kind}:{}", suffix.trim()),
+                    None => kind.clone(),
+                };
+                keys.retain(|(given, _)| *given != "file_service_type");
+                keys.push(("file_service_type", text));
                 continue;
             }
             ("sg_write_mode", FioValue::Choice { value: mode, .. }) => {
@@ -856,17 +914,36 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     if let Some((mode, at)) = sg_write_mode {
         sg_write(&mut keys, &mode).map_err(|problem| refuse(&at, problem))?;
     }
-    if let Some(bytes) = filesize {
-        if filenames.as_ref().is_some_and(|(names, _)| names.len() > 1) {
-            return Err(refuse(
-                &job.at,
-                format!("job `{}`: filesize with several filenames is not supported", job.name()),
-            ));
-        }
+    // fio opens at most `openfiles` files at once (init.c: 0 or more than nrfiles is
+    // nrfiles) and opens the next only when one closes, which changes which files its
+    // service may pick; that is not modelled.
+    let files_used = filenames.as_ref().map_or(nrfiles as u64, |(names, _)| names.len() as u64);
+    if let Some((count, at)) = openfiles
+        && count > 0
+        && count < files_used
+    {
+        return Err(refuse(
+            &at,
+            format!(
+                "`openfiles={count}` below the job's {files_used} files: fio then keeps only \
+                 {count} open and opens the next as one closes, which changes which file it \
+                 serves; the simulator keeps every file open (accepted: 0 or at least \
+                 {files_used})"
+            ),
+        ));
+    }
+    // One file of a fixed `filesize` (and no `size`): the job's size is the file's.
+    if let Some((lo, hi)) = filesize
+        && lo == hi
+        && nrfiles == 1
+        && filename_format.is_none()
+        && filenames.as_ref().is_none_or(|(names, _)| names.len() == 1)
+    {
         if size_bytes.is_none() {
-            keys.push(("size", bytes.to_string()));
+            keys.push(("size", lo.to_string()));
         }
-        size_bytes = Some(bytes);
+        size_bytes = Some(size_bytes.unwrap_or(lo));
+        filesize = None;
     }
     let (replay, write_iolog) = crate::iolog::finish(job, iolog, REPORTING)?;
     let text: Vec<String> = keys.iter().map(|(key, value)| format!("{key}={value}")).collect();
@@ -883,6 +960,9 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         directory,
         size_bytes,
         clones,
+        nrfiles,
+        filesize,
+        filename_format,
         reporting,
         wait_for,
         ramp,
@@ -936,7 +1016,178 @@ impl FioRunJob {
     /// Whether its clones take their files' sizes as they start: `create_serialize=0`
     /// without `size` or `fill_device` (fio's `setup_files` in the job's thread).
     fn sized_at_start(&self) -> bool {
-        !self.create_serialize && self.size_bytes.is_none() && !self.fill_device
+        !self.create_serialize
+            && self.size_bytes.is_none()
+            && self.filesize.is_none()
+            && !self.fill_device
+    }
+
+    /// Whether its files are sized one by one, as fio's `setup_files` sizes them: `nrfiles`
+    /// files (named by `filename_format`), a `filename` list sharing `size`, or `filesize`
+    /// over several files or as a range.
+    fn sized_per_file(&self) -> bool {
+        match &self.filenames {
+            None => self.nrfiles > 1 || self.filename_format.is_some() || self.filesize.is_some(),
+            Some((names, _)) => {
+                self.filesize.is_some() || (names.len() > 1 && self.size_bytes.is_some())
+            }
+        }
+    }
+
+    /// Whether its regular files are left to the writes rather than laid out before the run.
+    fn allocated_by_writes(&self) -> bool {
+        let writes_only = matches!(self.spec.params.text("rw"), "write" | "randwrite");
+        self.fill_device
+            || (writes_only && !self.preallocate)
+            || self.create_on_open
+            || (self.size_bytes.is_none() && self.filesize.is_none() && !self.create_serialize)
+    }
+
+    /// Clone `clone`'s file names (before `directory`): `filename`'s when given (fio's
+    /// rule: they override `nrfiles`), else `nrfiles` names from `filename_format`.
+    pub(crate) fn file_names(&self, clone: u32) -> Vec<String> {
+        match &self.filenames {
+            Some((names, _)) => names.clone(),
+            None => (0..self.nrfiles)
+                .map(|file| file_name(self.filename_format.as_deref(), &self.name, clone, file))
+                .collect(),
+        }
+    }
+
+    /// The sizes of `count` files, as fio's `setup_files` gives them: `filesize` (a range
+    /// drawn per file from `prng`, `lo + (hi - lo) · u` cut to a multiple of the smallest
+    /// block, fio's `get_rand_file_size`), else `size` divided among them, the first files
+    /// a block larger while the division leaves blocks over. `existing[i]`: a size file i
+    /// already has, kept when it is within the `filesize` range (fio keeps a file whose size
+    /// is in range).
+    pub(crate) fn file_sizes_bytes(
+        &self,
+        existing: &[Option<u64>],
+        prng: &mut Prng,
+    ) -> Result<Vec<u64>, ParamError> {
+        let count = existing.len() as u64;
+        let min_bs = JobConfig::from_params(&self.spec.params)
+            .map_err(|error| refuse(&self.at, format!("job `{}`: {error}", self.name)))?
+            .min_block_bytes();
+        if let Some((lo, hi)) = self.filesize {
+            return Ok(existing
+                .iter()
+                .map(|given| match given {
+                    Some(bytes) if (lo..=hi).contains(bytes) => *bytes,
+                    _ if lo == hi => lo,
+                    _ => {
+                        let bytes = lo + ((hi - lo) as f64 * prng.unit_f64()) as u64;
+                        bytes - bytes % min_bs
+                    }
+                })
+                .collect());
+        }
+        let Some(total) = self.size_bytes else {
+            return Err(refuse(
+                &self.at,
+                format!(
+                    "job `{}`: its {count} files need `size` or `filesize` (fio's rule)",
+                    self.name
+                ),
+            ));
+        };
+        let each = total / count;
+        if each == 0 {
+            return Err(refuse(
+                &self.at,
+                format!(
+                    "job `{}`: size={total} leaves nothing for each of {count} files",
+                    self.name
+                ),
+            ));
+        }
+        let mut extra = (total - each * count) / min_bs;
+        Ok((0..count)
+            .map(|_| {
+                let grown = extra > 0;
+                extra = extra.saturating_sub(1);
+                each + if grown { min_bs } else { 0 }
+            })
+            .collect())
+    }
+
+    /// [`FioRunJob::places`] for files sized one by one ([`FioRunJob::sized_per_file`]): per
+    /// clone its files (shared by the clones when `filename` names them), each its own size;
+    /// a live run's files are its devices, named by their paths.
+    fn places_per_file(
+        &self,
+        targets: &[Target],
+        files: &mut Vec<FileSpec>,
+        prng: &Prng,
+        in_directory: &dyn Fn(&str) -> String,
+    ) -> Result<Vec<Vec<(Place, Target)>>, ParamError> {
+        let device = |name: &str| {
+            let name = name.strip_prefix("/dev/").unwrap_or(name);
+            targets.iter().position(|target| target.name == name)
+        };
+        let clones = if self.filenames.is_some() { 1 } else { self.clones };
+        let mut sets: Vec<Vec<(String, u64)>> = Vec::new();
+        for clone in 0..clones {
+            let names: Vec<String> =
+                self.file_names(clone).iter().map(|name| in_directory(name)).collect();
+            let existing: Vec<Option<u64>> = names
+                .iter()
+                .map(|name| {
+                    files.iter().find(|file| &file.name == name).map(|file| file.size_bytes)
+                })
+                .collect();
+            let mut draws = prng.fork_indexed("filesize", u64::from(clone));
+            let sizes = self.file_sizes_bytes(&existing, &mut draws)?;
+            sets.push(names.into_iter().zip(sizes).collect());
+        }
+        let all_devices = sets.iter().flatten().all(|(name, _)| device(name).is_some());
+        let layout = !self.allocated_by_writes();
+        let mut out = Vec::with_capacity(sets.len());
+        for set in sets {
+            let mut places = Vec::with_capacity(set.len());
+            for (name, size_bytes) in set {
+                if all_devices {
+                    let index = device(&name).expect("checked");
+                    let target = &targets[index];
+                    if size_bytes > target.capacity_bytes {
+                        return Err(refuse(
+                            &self.at,
+                            format!(
+                                "job `{}`: file `{name}` of {size_bytes} bytes is larger than \
+                                 its target ({} bytes)",
+                                self.name, target.capacity_bytes
+                            ),
+                        ));
+                    }
+                    let target = Target { capacity_bytes: size_bytes, ..target.clone() };
+                    places.push((Place::Device(index), target));
+                    continue;
+                }
+                let index = match files.iter().position(|file| file.name == name) {
+                    Some(index) => {
+                        if layout {
+                            files[index].size_bytes = files[index].size_bytes.max(size_bytes);
+                        }
+                        index
+                    }
+                    None => {
+                        let laid_out = if layout { size_bytes } else { 0 };
+                        files.push(FileSpec {
+                            name: name.clone(),
+                            device: 0,
+                            size_bytes: laid_out,
+                        });
+                        files.len() - 1
+                    }
+                };
+                places.push((
+                    Place::File(index),
+                    Target { name, capacity_bytes: size_bytes, zones: None },
+                ));
+            }
+            out.push(places);
+        }
+        Ok(out)
     }
 
     /// Per clone, the places its I/O goes to: `filename`'s devices when every name is one
@@ -947,6 +1198,7 @@ impl FioRunJob {
         &self,
         targets: &[Target],
         files: &mut Vec<FileSpec>,
+        prng: &Prng,
     ) -> Result<Vec<Vec<(Place, Target)>>, ParamError> {
         let device = |name: &str| {
             let name = name.strip_prefix("/dev/").unwrap_or(name);
@@ -1004,6 +1256,19 @@ impl FioRunJob {
             Some(dir) => format!("{}/{name}", dir.trim_end_matches('/')),
             None => name.to_owned(),
         };
+        if self.sized_per_file() {
+            if !self.allow_file_create {
+                return Err(refuse(
+                    &self.at,
+                    format!(
+                        "job `{}`: allow_file_create=0 and its files do not exist before the \
+                         run; fio refuses to create them",
+                        self.name
+                    ),
+                ));
+            }
+            return self.places_per_file(targets, files, prng, &in_directory);
+        }
         let named_device = |name: String| {
             let index = device(&name)?;
             Some((Place::Device(index), targets[index].clone()))
@@ -1067,12 +1332,7 @@ impl FioRunJob {
         // `fallocate_file`), here laid out alike. With `fallocate=none` (or `truncate`) the
         // writes allocate, which is where a full filesystem fails them (ENOSPC); a
         // fill_device file is never preallocated.
-        let writes_only = matches!(self.spec.params.text("rw"), "write" | "randwrite");
-        let allocated_by_writes = self.fill_device
-            || (writes_only && !self.preallocate)
-            || self.create_on_open
-            || (self.size_bytes.is_none() && !self.create_serialize);
-        let layout_bytes = if allocated_by_writes { 0 } else { size_bytes };
+        let layout_bytes = if self.allocated_by_writes() { 0 } else { size_bytes };
         let mut file = |name: String| {
             let index = match files.iter().position(|file| file.name == name) {
                 Some(index) => {
@@ -1107,6 +1367,29 @@ impl FioRun {
         }
         run
     }
+}
+
+/// A file name as fio's init.c `make_filename` makes it: `format`'s `$jobname`, `$jobnum`
+/// (the clone) and `$filenum` (any case) replaced, or `JOB.CLONE.FILE` without a format
+/// (fio's default `$jobname.$jobnum.$filenum`). The mapping refuses `$clientuid`.
+pub fn file_name(format: Option<&str>, job: &str, clone: u32, file: u32) -> String {
+    let Some(format) = format.filter(|format| !format.is_empty()) else {
+        return format!("{job}.{clone}.{file}");
+    };
+    let mut name = format.to_owned();
+    for (keyword, value) in [
+        ("$jobname", job.to_owned()),
+        ("$jobnum", clone.to_string()),
+        ("$filenum", file.to_string()),
+    ] {
+        let mut from = 0;
+        while let Some(found) = name[from..].to_ascii_lowercase().find(keyword) {
+            let at = from + found;
+            name.replace_range(at..at + keyword.len(), &value);
+            from = at + value.len();
+        }
+    }
+    name
 }
 
 /// `path` with `.TAG` before its extension (`w.log` → `w.TAG.log`), or after its name when it
@@ -1226,6 +1509,8 @@ impl FioRun {
                     }
                     job.size_bytes = Some(job.size_bytes.map_or(max, |bytes| bytes.min(max)));
                 }
+                // Each file at most the cap too (a job's files would otherwise outgrow it).
+                job.filesize = job.filesize.map(|(lo, hi)| (lo.min(max), hi.min(max)));
             }
             if let Some(max) = max_runtime {
                 let given = keys.iter_mut().find(|(key, _)| key == "runtime");
@@ -1324,11 +1609,13 @@ impl FioRun {
                 phase.issuers.extend(issuers);
                 continue;
             }
-            let places = job.places(targets, &mut files)?;
+            let places =
+                job.places(targets, &mut files, &prng.fork_indexed("fio_files", index as u64))?;
             let mut config = JobConfig::from_params(&job.spec.params)
                 .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
             config.file_sizes = Some(file_sizes.clone());
             config.size_at_start = job.sized_at_start();
+            config.whole_files = job.sized_per_file();
             let phase_flows = flows.last_mut().expect("a phase was pushed");
             config.flow = Some(phase_flows.entry(config.flow_id).or_default().clone());
             if let Some(zbd) = &mut config.zbd {
@@ -1419,12 +1706,14 @@ impl FioRun {
             keys.extend(["time_based=1", runtime.as_str()]);
             let spec = WorkloadSpec::parse(&format!("job:{}", keys.join(",")))
                 .map_err(|error| refuse(&job.at, format!("job `{}` ramp: {error}", job.name)))?;
-            let places = job.places(targets, files)?;
+            let places =
+                job.places(targets, files, &prng.fork_indexed("fio_files", index as u64))?;
             let first_process = phase.issuers.len() as u32;
             let ramp_error = |error| refuse(&job.at, format!("job `{}`: {error}", job.name));
             let mut config = JobConfig::from_params(&spec.params).map_err(ramp_error)?;
             config.file_sizes = Some(file_sizes.clone());
             config.size_at_start = job.sized_at_start();
+            config.whole_files = job.sized_per_file();
             if let Some(zbd) = &mut config.zbd {
                 zbd.2 = zbd_registry.clone();
             }
@@ -2178,5 +2467,194 @@ mod tests {
         let run = ops(&jobs("flow=3", "flow=1", "flow=1\nflow_id=1"), "flow_3");
         let ratio = run[0] / run[1];
         assert!((ratio - 3.0).abs() < 0.06, "3:1 came out {ratio}:1 ({run:?})");
+    }
+
+    /// The file index (`Place::File`) of each I/O of `records`, in submission order, with
+    /// the fences of `end_fsync` and the like left out.
+    fn file_order(records: &[crate::testing::Record]) -> Vec<usize> {
+        records
+            .iter()
+            .filter(|record| record.io.size_bytes > 0)
+            .map(|record| match record.io.place {
+                Place::File(file) => file,
+                Place::Device(device) => panic!("I/O on device {device}, not a file"),
+            })
+            .collect()
+    }
+
+    /// Per file index, how many of `order`'s I/Os went there.
+    fn per_file(order: &[usize], files: usize) -> Vec<usize> {
+        let mut counts = vec![0; files];
+        order.iter().for_each(|&file| counts[file] += 1);
+        counts
+    }
+
+    // Proves `nrfiles` gives each clone its own files named as fio names them (default
+    // `$jobname.$jobnum.$filenum`, `filename_format` with its keywords in any case, under
+    // `directory`), `size` divided among them, and each clone's I/O on its own files, each
+    // file written whole once (256 KiB / 4 KiB = 64 writes) — and a `filename` list
+    // overriding `nrfiles` (fio's rule: two files, not four).
+    #[test]
+    fn nrfiles_names_sizes_and_split() {
+        let text = "[global]\nsize=1m\nbs=4k\nrw=write\nnrfiles=4\n[a]\nnumjobs=2\n\
+                    directory=/d\n[b]\nfilename_format=f.$JOBNUM.$filenum.$jobname\n";
+        let plan = parse("nrfiles", text).unwrap().plan(&targets(), &Prng::new(5)).unwrap();
+        let names: Vec<(&str, u64)> =
+            plan.files.iter().map(|f| (f.name.as_str(), f.size_bytes)).collect();
+        let mut expected = Vec::new();
+        for clone in 0..2 {
+            for file in 0..4 {
+                expected.push((format!("/d/a.{clone}.{file}"), 256 << 10));
+            }
+        }
+        for file in 0..4 {
+            expected.push((format!("f.0.{file}.b"), 256 << 10));
+        }
+        let expected: Vec<(&str, u64)> = expected.iter().map(|(n, b)| (n.as_str(), *b)).collect();
+        assert_eq!(names, expected);
+        let result = run(plan, |_| Duration::from_micros(10));
+        for issuer in 0..3 {
+            let mine: Vec<crate::testing::Record> =
+                result.records.iter().filter(|r| r.issuer == issuer).copied().collect();
+            let order = file_order(&mine);
+            let counts = per_file(&order, 12);
+            let own = issuer * 4..issuer * 4 + 4;
+            for (file, count) in counts.iter().enumerate() {
+                let want = if own.contains(&file) { 64 } else { 0 };
+                assert_eq!(*count, want, "issuer {issuer} file {file}: {counts:?}");
+            }
+            assert!(mine.iter().all(|r| r.io.offset_bytes + r.io.size_bytes <= 256 << 10));
+        }
+        let text = "[a]\nsize=1m\nnrfiles=4\nfilename=x:y\n";
+        let plan = parse("nrfiles_list", text).unwrap().plan(&targets(), &Prng::new(5)).unwrap();
+        let names: Vec<(&str, u64)> =
+            plan.files.iter().map(|f| (f.name.as_str(), f.size_bytes)).collect();
+        assert_eq!(names, [("x", 512 << 10), ("y", 512 << 10)]);
+    }
+
+    // Proves a `filesize` range draws each file's size from the run's seed: the same seed
+    // gives the same sizes, another seed others; every size is within the range and a
+    // multiple of the smallest block (fio's `get_rand_file_size`), the sizes differ from
+    // file to file, and without `size` the job reads exactly its files' total (fio's `size`
+    // defaults to it), each file wholly.
+    #[test]
+    fn filesize_ranges_are_seeded_and_within_range() {
+        let text = "[a]\nnrfiles=8\nfilesize=64k-1m\nbs=4k\nrw=read\n";
+        let sizes = |seed: u64| -> Vec<u64> {
+            let plan = parse("filesize", text).unwrap().plan(&targets(), &Prng::new(seed));
+            plan.unwrap().files.iter().map(|file| file.size_bytes).collect()
+        };
+        let (first, again, other) = (sizes(7), sizes(7), sizes(8));
+        assert_eq!(first, again, "reproducible from the seed");
+        assert_ne!(first, other, "another seed, other sizes");
+        assert_eq!(first.len(), 8);
+        for size in &first {
+            assert!((64 << 10..=1 << 20).contains(size) && size % 4096 == 0, "{first:?}");
+        }
+        let distinct: std::collections::BTreeSet<u64> = first.iter().copied().collect();
+        assert!(distinct.len() > 4, "drawn per file: {first:?}");
+        let result = run_file("filesize", text, 7, Duration::from_micros(10));
+        let total: u64 = result.records.iter().map(|r| r.io.size_bytes).sum();
+        assert_eq!(total, first.iter().sum::<u64>());
+        let order = file_order(&result.records);
+        let counts = per_file(&order, 8);
+        let whole: Vec<usize> = first.iter().map(|size| (size / 4096) as usize).collect();
+        assert_eq!(counts, whole, "each file read whole");
+    }
+
+    /// The file order of a 4-file, 1 MiB random read with `file_service_type=SERVICE`.
+    fn service_order(test: &str, service: &str, seed: u64) -> Vec<usize> {
+        let text =
+            format!("[a]\nsize=1m\nnrfiles=4\nbs=4k\nrw=randread\nfile_service_type={service}\n");
+        file_order(&run_file(test, &text, seed, Duration::from_micros(10)).records)
+    }
+
+    // Proves fio's uniform file services: `roundrobin` (the default) takes the files in turn,
+    // one I/O each, and `roundrobin:3` three I/Os each; `sequential` serves each file until
+    // it is done before the next; `random` spreads over every file in no fixed order, and
+    // `random:4` switches only after runs of 4 — while each file, once done (its 64 blocks
+    // served), is passed over, so every service gives each file exactly its 64 I/Os.
+    #[test]
+    fn uniform_file_services() {
+        let default = service_order("fst_default", "roundrobin", 1);
+        assert_eq!(default[..8], [0, 1, 2, 3, 0, 1, 2, 3]);
+        let by_three = service_order("fst_rr3", "roundrobin:3", 1);
+        assert_eq!(by_three[..14], [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 0, 0]);
+        let sequential = service_order("fst_seq", "sequential", 1);
+        let mut sorted = sequential.clone();
+        sorted.sort_unstable();
+        assert_eq!(sequential, sorted, "one file after another");
+        let random = service_order("fst_random", "random", 1);
+        assert_ne!(random[..16], default[..16], "not in turn");
+        let early = per_file(&random[..64], 4);
+        assert!(early.iter().all(|&count| count >= 6), "spread over all files: {early:?}");
+        let random4 = service_order("fst_random4", "random:4", 1);
+        let mut runs = Vec::new();
+        let mut length = 1;
+        for pair in random4.windows(2) {
+            if pair[0] == pair[1] {
+                length += 1;
+            } else {
+                runs.push(length);
+                length = 1;
+            }
+        }
+        runs.push(length);
+        assert!(runs.iter().all(|run| run % 4 == 0), "runs of 4: {runs:?}");
+        assert!(runs.len() > 8, "it switches: {runs:?}");
+        for order in [&default, &by_three, &sequential, &random, &random4] {
+            assert_eq!(per_file(order, 4), [64; 4]);
+        }
+    }
+
+    // Proves the skewed file services follow fio's unhashed laws over `files << 10` ranks:
+    // with zipf:1.2 over 8 files the 1024 hottest ranks fall on two neighbouring files (fio
+    // rotates the ranks by a seeded offset and does not hash them), which take at least the
+    // law's share of those ranks, Σ_{k≤1024} k^-1.2 / Σ_{k≤8192} k^-1.2, less 3 points; a
+    // done file is started again (the job reads 5 times the files' bytes); normal (fio's
+    // gauss, no rotation) centres on the middle files, 3 and 4.
+    #[test]
+    fn skewed_file_services() {
+        let text = "[a]\nsize=8m\nio_size=40m\nnrfiles=8\nbs=4k\nrw=randread\n\
+                    file_service_type=zipf:1.2\n";
+        let order = file_order(&run_file("fst_zipf", text, 3, Duration::from_micros(1)).records);
+        assert_eq!(order.len(), 10240);
+        let counts = per_file(&order, 8);
+        let mut ranked: Vec<usize> = (0..8).collect();
+        ranked.sort_by_key(|&file| std::cmp::Reverse(counts[file]));
+        let (hot, next) = (ranked[0], ranked[1]);
+        assert!((hot + 1) % 8 == next || (next + 1) % 8 == hot, "neighbours: {counts:?}");
+        let law = |n: u64| (1..=n).map(|k| (k as f64).powf(-1.2)).sum::<f64>();
+        let share = (counts[hot] + counts[next]) as f64 / order.len() as f64;
+        let expected = law(1024) / law(8192);
+        assert!(share > expected - 0.03, "share {share} < {expected}: {counts:?}");
+        let text = "[a]\nsize=8m\nio_size=16m\nnrfiles=8\nbs=4k\nrw=randread\n\
+                    file_service_type=normal\n";
+        let order = file_order(&run_file("fst_normal", text, 3, Duration::from_micros(1)).records);
+        let counts = per_file(&order, 8);
+        let middle = (counts[3] + counts[4]) as f64 / order.len() as f64;
+        assert!(middle > 0.6, "centred: {counts:?}");
+        assert!(counts[3] > counts[1] && counts[4] > counts[6], "{counts:?}");
+    }
+
+    // Proves what the file options refuse, naming file and line: `openfiles` below the job's
+    // files (fio would close and open files, changing which it serves), `$clientuid` in
+    // `filename_format`, an unknown service and a bad `:N`; `openfiles` at least nrfiles runs.
+    #[test]
+    fn file_option_refusals() {
+        let error = parse("openfiles", "[a]\nsize=1m\nnrfiles=4\nopenfiles=2\n").unwrap_err();
+        let error = error.to_string();
+        assert!(error.contains("openfiles.fio:4") && error.contains("openfiles=2"), "{error}");
+        assert!(parse("openfiles4", "[a]\nsize=1m\nnrfiles=4\nopenfiles=4\n").is_ok());
+        let error = parse("clientuid", "[a]\nsize=1m\nfilename_format=$clientuid.$filenum\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("clientuid.fio:3") && error.contains("$clientuid"), "{error}");
+        let error = parse("fst_bad", "[a]\nsize=1m\nfile_service_type=roundrobin:x\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("fst_bad.fio") && error.contains("roundrobin:x"), "{error}");
+        let error = parse("fst_unknown", "[a]\nsize=1m\nfile_service_type=lottery\n");
+        assert!(error.unwrap_err().to_string().contains("fst_unknown.fio:3"));
     }
 }

@@ -26,7 +26,7 @@
 //! | `offset_increment` | 0 | clone i starts at `offset + i × offset_increment` |
 //! | `prioclass` / `prio` | — | I/O priority class 0–3 and level 0–7 |
 //! | `direct` | 1 | O_DIRECT (writes are then synchronous, as the kernel marks them) |
-//! | `filename` | first device | device name(s), `:`-separated, served round robin |
+//! | `filename` | first device | device name(s), `:`-separated, served as `file_service_type` says (round robin) |
 //! | `ioengine` | io_uring | psync/sync/pvsync/pvsync2 cap the depth at 1 as in fio |
 //!
 //! The keys above are `job`'s basics; `fio:FILE` also uses `rw_step` (fio's `rw=...:N`),
@@ -116,6 +116,12 @@ pub const KEYS: &[KeySpec] = &[
         kind: KeyKind::Text,
         default: "random",
         help: "random, zipf:THETA, pareto:H, normal:DEV%, zoned:ACCESS/RANGE:...",
+    },
+    KeySpec {
+        key: "file_service_type",
+        kind: KeyKind::Text,
+        default: "roundrobin",
+        help: "how a clone with several files picks the next: roundrobin[:N], sequential, random[:N], zipf[:THETA], pareto[:H], normal[:DEV%] (fio's)",
     },
     KeySpec {
         key: "percentage_random",
@@ -559,6 +565,150 @@ enum Distribution {
     Zoned(Vec<(u64, f64, f64)>),
 }
 
+/// fio's `file_service_type` (fio-compat.md §2.1; fio's options.c `str_fst_cb`, io_u.c
+/// `__get_next_file`): how a clone with several files picks the file of its next I/O.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum FileService {
+    /// `roundrobin:N` (fio's default, N = 1): the next file after every N I/Os.
+    RoundRobin(u64),
+    /// `sequential`: one file until it is done, then the next.
+    Sequential,
+    /// `random:N`: a file drawn uniformly after every N I/Os.
+    Random(u64),
+    /// `zipf:θ` (default 1.1), `pareto:h` (default 0.2), `normal:%`/`gauss:%` (default 0): a
+    /// file drawn for every I/O from fio's law over `files << 10` ranks, unhashed (fio's
+    /// `init_rand_file_service` disables the hash), so rank r is file `r >> 10`.
+    Zipf(f64),
+    /// See [`FileService::Zipf`].
+    Pareto(f64),
+    /// See [`FileService::Zipf`]: fio's `lib/gauss.c` law, deviation in percent.
+    Normal(f64),
+}
+
+/// fio's `FIO_FSERVICE_SHIFT`: the ranks per file of the skewed file service laws.
+const FSERVICE_SHIFT: u32 = 10;
+
+impl FileService {
+    fn parse(params: &Params) -> Result<FileService, ParamError> {
+        let text = params.text("file_service_type");
+        let bad = |problem: String| params.impossible("file_service_type", problem);
+        let (kind, rest) = match text.split_once(':') {
+            Some((kind, rest)) => (kind, Some(rest.trim())),
+            None => (text, None),
+        };
+        // `roundrobin`, `random` and `sequential` take `:N`, I/Os per switch (fio's `atoi`;
+        // `sequential` ignores it in fio, which stays on a file until it is done).
+        let count =
+            || -> Result<u64, ParamError> {
+                match rest {
+                    None => Ok(1),
+                    Some(n) => n.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                        bad(format!("`{text}`: `:{n}` is not a positive I/O count"))
+                    }),
+                }
+            };
+        let value = |default: f64, what: &str| -> Result<f64, ParamError> {
+            match rest {
+                None => Ok(default),
+                Some(rest) if rest.contains(':') => {
+                    Err(bad(format!("`{text}`: the centre value (`:c`) is not supported")))
+                }
+                Some(rest) => rest
+                    .parse::<f64>()
+                    .map_err(|_| bad(format!("`{text}`: {what} is not a number"))),
+            }
+        };
+        Ok(match kind {
+            "roundrobin" => FileService::RoundRobin(count()?),
+            "random" => FileService::Random(count()?),
+            "sequential" => {
+                count()?;
+                FileService::Sequential
+            }
+            "zipf" => match value(1.1, "θ")? {
+                theta if theta > 0.0 && theta != 1.0 => FileService::Zipf(theta),
+                _ => return Err(bad(format!("`{text}`: zipf's θ must be > 0 and ≠ 1"))),
+            },
+            "pareto" => match value(0.2, "h")? {
+                h if h > 0.0 && h < 1.0 => FileService::Pareto(h),
+                _ => return Err(bad(format!("`{text}`: pareto's h must be in (0, 1)"))),
+            },
+            "normal" | "gauss" => match value(0.0, "the deviation")? {
+                dev if (0.0..100.0).contains(&dev) => FileService::Normal(dev),
+                _ => return Err(bad(format!("`{text}`: the deviation must be in [0, 100)"))),
+            },
+            _ => {
+                return Err(bad(format!(
+                    "`{text}` (accepted: roundrobin[:N], sequential, random[:N], zipf[:θ], \
+                     pareto[:h], normal[:%], gauss[:%])"
+                )));
+            }
+        })
+    }
+}
+
+/// A clone's file service: the file being served, the I/Os left before the next switch, and
+/// the draws of the random and skewed services (their own stream, as fio's `next_file_state`).
+#[derive(Debug)]
+struct ServiceState {
+    current: Option<usize>,
+    left: u64,
+    prng: Prng,
+    /// zipf's ranks over `files << FSERVICE_SHIFT`.
+    zipf: Option<Zipf>,
+    /// fio's `rand_off`: zipf and pareto rotate their ranks by a random draw; gauss by none.
+    rotation: u64,
+}
+
+impl ServiceState {
+    fn new(service: &FileService, files: usize, mut prng: Prng) -> Result<ServiceState, String> {
+        let ranks = (files as u64) << FSERVICE_SHIFT;
+        let zipf = match service {
+            FileService::Zipf(theta) if files > 1 => {
+                Some(Zipf::new(ranks, *theta).map_err(|error| error.to_string())?)
+            }
+            _ => None,
+        };
+        let rotation = match service {
+            FileService::Zipf(_) | FileService::Pareto(_) if files > 1 => prng.below(ranks),
+            _ => 0,
+        };
+        Ok(ServiceState { current: None, left: 0, prng, zipf, rotation })
+    }
+
+    /// A file index in `0..files` from a skewed law (fio's `__get_next_fileno_rand`).
+    fn draw_skewed(&mut self, service: &FileService, files: usize) -> usize {
+        let ranks = (files as u64) << FSERVICE_SHIFT;
+        let rank = match service {
+            FileService::Zipf(_) => {
+                self.zipf.as_ref().expect("zipf planned").sample(&mut self.prng) - 1
+            }
+            FileService::Pareto(h) => {
+                let power = h.ln() / (1.0 - h).ln();
+                ((ranks - 1) as f64 * self.prng.unit_f64().powf(power)) as u64
+            }
+            FileService::Normal(dev) => {
+                // fio's lib/gauss.c: the mean of 12 uniform draws over 0..=ranks, moved by a
+                // uniform deviation of `dev`% of the ranks (halved until it fits).
+                const ITERATIONS: u64 = 12;
+                let sum: u64 = (0..ITERATIONS).map(|_| self.prng.below(ranks + 1)).sum();
+                let mut mean = sum.div_ceil(ITERATIONS);
+                let stddev = ((ranks as f64 * dev / 100.0).ceil() as i64).min(ranks as i64 / 2);
+                if stddev > 0 {
+                    let mut deviation = self.prng.below(stddev as u64) as i64 - stddev / 2;
+                    while mean as i64 + deviation >= ranks as i64 {
+                        deviation /= 2;
+                    }
+                    mean = (mean as i64 + deviation).max(0) as u64;
+                }
+                mean
+            }
+            _ => self.prng.below(ranks),
+        };
+        (((rank + self.rotation) % ranks) >> FSERVICE_SHIFT) as usize
+    }
+}
+
 impl Distribution {
     fn parse(params: &Params) -> Result<Distribution, ParamError> {
         let text = params.text("random_distribution");
@@ -819,6 +969,8 @@ pub(crate) struct JobConfig {
     /// `rw=rand...:N`: I/Os per random offset.
     random_run: u64,
     distribution: Distribution,
+    /// `file_service_type`: how a clone with several files picks the next.
+    file_service: FileService,
     percentage_random: u64,
     random_map: bool,
     align_bytes: Option<u64>,
@@ -868,6 +1020,10 @@ pub(crate) struct JobConfig {
     /// files end where the file ends when the clone starts (fio's `setup_files` in the job's
     /// own thread, `get_file_sizes`), from [`JobConfig::file_sizes`].
     pub(crate) size_at_start: bool,
+    /// Each place's region is its whole extent (its target's capacity) rather than `size`
+    /// divided among the places: set by the fio planner when it sized each file as fio does
+    /// (`nrfiles`, `filesize`), `size` staying the job's amount of I/O.
+    pub(crate) whole_files: bool,
 }
 
 /// Each regular file's size in bytes, by [`Place::File`] index, shared by a job file's jobs
@@ -1284,6 +1440,11 @@ impl ErrorTypes {
 }
 
 impl JobConfig {
+    /// The smallest block the job issues (fio's `td_min_bs`), for sizing files as fio does.
+    pub(crate) fn min_block_bytes(&self) -> u64 {
+        self.block_size.min_bytes()
+    }
+
     pub(crate) fn from_params(params: &Params) -> Result<JobConfig, ParamError> {
         let rw = params.text("rw");
         let random = rw.starts_with("rand");
@@ -1446,6 +1607,7 @@ impl JobConfig {
                 && distribution == Distribution::Uniform
                 && params.text("blockalign").is_empty(),
             distribution,
+            file_service: FileService::parse(params)?,
             percentage_random: params.integer("percentage_random") as u64,
             align_bytes,
             rate,
@@ -1481,6 +1643,7 @@ impl JobConfig {
             flow: None,
             file_sizes: None,
             size_at_start: false,
+            whole_files: false,
             number_ios: (params.integer("number_ios") as u64)
                 .saturating_mul(params.integer("loops") as u64),
             group_exit: None,
@@ -1500,6 +1663,12 @@ impl JobConfig {
                 }
                 size => {
                     let range = params.size("zonerange");
+                    // Each zone starts `zonerange + zoneskip` after the last: sizes of whole
+                    // sectors keep its I/O sector aligned (fio's O_DIRECT I/O off a sector
+                    // fails with EINVAL).
+                    for key in ["zonesize", "zonerange", "zoneskip"] {
+                        check_sectors(params, key, params.size(key))?;
+                    }
                     Some((size, if range == 0 { size } else { range }, params.size("zoneskip")))
                 }
             },
@@ -1747,6 +1916,10 @@ impl JobConfig {
             }
             let budget_bytes = match (self.io_size_bytes, self.size_bytes) {
                 (Some(io_size), _) => io_size,
+                // fio's `setup_files`: a `size` beyond the files' total is cut to it.
+                (None, Some(size)) if self.whole_files => {
+                    size.min(regions.iter().map(|region| region.length_bytes).sum())
+                }
                 (None, Some(size)) => size,
                 (None, None) => regions.iter().map(|region| region.length_bytes).sum(),
             }
@@ -1770,12 +1943,19 @@ impl JobConfig {
                 _ => None,
             };
             let region_count = regions.len();
+            let service = ServiceState::new(
+                &self.file_service,
+                region_count,
+                prng.fork_indexed("file_service", u64::from(clone)),
+            )
+            .map_err(|error| params.impossible("file_service_type", error))?;
             issuers.push(Box::new(JobIssuer {
                 name: format!("{name}/{clone}"),
                 process: ProcessId(first_process + clone + 1),
                 config: self.clone(),
                 regions,
                 next_region: 0,
+                service,
                 budget_bytes,
                 issued_bytes: 0,
                 issued_ios: 0,
@@ -1910,6 +2090,7 @@ impl JobConfig {
                 )
             })?;
         let length_bytes = match self.size_bytes {
+            Some(_) if self.whole_files => capacity - start,
             Some(size) => (size / file_count as u64).max(self.block_size.min_bytes()),
             None => capacity - start,
         };
@@ -1942,6 +2123,7 @@ impl JobConfig {
             zone_base: 0,
             zone_bytes: 0,
             zbd: None,
+            served_bytes: 0,
         })
     }
 }
@@ -1964,6 +2146,9 @@ struct Region {
     zone_bytes: u64,
     /// `zonemode=zbd`: fio's view of the zoned device (shared by every clone and job on it).
     pub(crate) zbd: Option<crate::zbd::SharedZbd>,
+    /// Bytes given to this file this pass: at its length the file is done (fio's
+    /// `fio_file_done`, when `fill_io_u` finds nothing left in it).
+    served_bytes: u64,
 }
 
 impl Region {
@@ -2009,6 +2194,8 @@ struct JobIssuer {
     config: JobConfig,
     regions: Vec<Region>,
     next_region: usize,
+    /// `file_service_type`'s state (which file is served, and for how many more I/Os).
+    service: ServiceState,
     budget_bytes: u64,
     issued_bytes: u64,
     issued_ios: u64,
@@ -2620,8 +2807,7 @@ impl JobIssuer {
             let remaining = self.budget_bytes - self.issued_bytes;
             size = size.min(remaining - remaining % SECTOR_SIZE_BYTES).max(SECTOR_SIZE_BYTES);
         }
-        let index = self.next_region;
-        self.next_region = (self.next_region + 1) % self.regions.len();
+        let index = self.pick_region(size);
         let random = self.config.random
             && self.run_left == 0
             && (self.config.percentage_random >= 100
@@ -2763,6 +2949,81 @@ impl JobIssuer {
 
     /// A random offset in region `index`, aligned to `blockalign` (default: the smallest
     /// block), drawn from `random_distribution`, through the random map unless `norandommap`.
+    /// The file of the next I/O of `size` bytes, as fio's `__get_next_file` picks it
+    /// (`file_service_type`, see [`JobIssuer::pick_file`]); counts `size` as served there.
+    fn pick_region(&mut self, size: u64) -> usize {
+        let files = self.regions.len();
+        let index = if files == 1 { 0 } else { self.pick_file() };
+        self.regions[index].served_bytes += size;
+        self.next_region = (index + 1) % files;
+        index
+    }
+
+    /// Whether file `index` is done: its length was served this pass. A time-based job's
+    /// files never are (fio wraps a file's offsets when time-based, `get_next_seq_offset`,
+    /// and restarts its random map).
+    fn file_done(&self, index: usize) -> bool {
+        let region = &self.regions[index];
+        !self.config.time_based && region.served_bytes >= region.length_bytes
+    }
+
+    /// fio's `__get_next_file`: the current file while it has I/Os left before a switch
+    /// (`sequential`: until it is done); else the next file not done (`roundrobin`), one
+    /// drawn uniformly among those not done (`random`), or one drawn from the skewed law,
+    /// started again if it was done (fio's `fio_file_reset` for the non-uniform services).
+    /// When every file is done a new pass starts (fio's next loop; `io_size` beyond the
+    /// files' sizes).
+    fn pick_file(&mut self) -> usize {
+        let files = self.regions.len();
+        let service = self.config.file_service.clone();
+        if (0..files).all(|index| self.file_done(index)) {
+            self.regions.iter_mut().for_each(|region| region.served_bytes = 0);
+        }
+        if let Some(current) = self.service.current
+            && !self.file_done(current)
+        {
+            if service == FileService::Sequential {
+                return current;
+            }
+            if self.service.left > 0 {
+                self.service.left -= 1;
+                return current;
+            }
+        }
+        let not_done_from = |issuer: &Self, start: usize| {
+            (0..files).map(|step| (start + step) % files).find(|&i| !issuer.file_done(i))
+        };
+        let (chosen, per_switch) = match service {
+            FileService::RoundRobin(per_switch) => {
+                (not_done_from(self, self.next_region).unwrap_or(0), per_switch)
+            }
+            FileService::Sequential => (not_done_from(self, self.next_region).unwrap_or(0), 1),
+            FileService::Random(per_switch) => {
+                // fio draws again until the file is not done.
+                let mut chosen = None;
+                for _ in 0..64 * files {
+                    let index = self.service.prng.below(files as u64) as usize;
+                    if !self.file_done(index) {
+                        chosen = Some(index);
+                        break;
+                    }
+                }
+                let chosen = chosen.or_else(|| not_done_from(self, 0)).unwrap_or(0);
+                (chosen, per_switch)
+            }
+            ref skewed => {
+                let index = self.service.draw_skewed(skewed, files);
+                if self.file_done(index) {
+                    self.regions[index].served_bytes = 0;
+                }
+                (index, 1)
+            }
+        };
+        self.service.current = Some(chosen);
+        self.service.left = per_switch - 1;
+        chosen
+    }
+
     fn random_offset(&mut self, index: usize, size: u64) -> u64 {
         let align = self.config.align_bytes.unwrap_or_else(|| self.config.block_size.min_bytes());
         let region = &mut self.regions[index];
@@ -2865,6 +3126,25 @@ mod tests {
         assert_eq!(log, again);
         let other = WorkloadSpec::parse(text).unwrap().plan(&targets(), &Prng::new(8)).unwrap();
         assert_ne!(drive(other, Duration::from_micros(100)), log);
+    }
+
+    // Proves strided zones whose size, range or skip is not whole sectors are refused naming
+    // the key (each zone would start off a sector: the seeded sweep's seed 104 issued an
+    // O_DIRECT write at 8246333568 with zonerange=128), while whole sectors run.
+    #[test]
+    fn strided_zones_take_whole_sectors() {
+        for key in ["zonesize=1000", "zonesize=512k,zonerange=128", "zonesize=512k,zoneskip=100"] {
+            let text = format!("job:rw=write,size=1m,{key}");
+            let error = WorkloadSpec::parse(&text)
+                .and_then(|spec| JobConfig::from_params(&spec.params))
+                .unwrap_err()
+                .to_string();
+            let name = key.rsplit(',').next().unwrap().split('=').next().unwrap();
+            assert!(error.contains(name) && error.contains("multiple of 512"), "{error}");
+        }
+        let log =
+            drive(plan("job:rw=write,size=1m,bs=4k,zonesize=64k,zonerange=128k"), Duration::ZERO);
+        assert!(log.iter().all(|(_, _, io)| io.offset_bytes % 512 == 0));
     }
 
     // Proves iodepth bounds the operations in flight and the issuer keeps the device full.

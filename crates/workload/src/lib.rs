@@ -551,6 +551,11 @@ impl WorkloadSpec {
                 if job.size_bytes.is_some() {
                     job.size_bytes = Some(job.spec.params.size("size"));
                 }
+                // `filesize` likewise, to whole 4 KiB pages (at least one, or its size).
+                let shrink = |bytes: u64| {
+                    ((bytes as f64 * factor) as u64 / 4096 * 4096).max(bytes.min(4096))
+                };
+                job.filesize = job.filesize.map(|(lo, hi)| (shrink(lo), shrink(hi)));
             }
             let first = scaled.jobs[0].spec.clone();
             return Ok(WorkloadSpec {

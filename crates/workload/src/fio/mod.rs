@@ -40,6 +40,8 @@ mod value;
 
 pub use catalog::{OptionSpec, TimeUnit, ValueType};
 pub use value::FioValue;
+// fio's file names (`nrfiles`, `filename_format`), for the live runs' targets.
+pub use crate::fio_run::file_name;
 
 use value::expression;
 
