@@ -19,12 +19,12 @@
 # Measured per run (no PMU is needed: a VM often has none):
 #   IOPS, and the job threads' usr/sys from fio (RUSAGE_THREAD: the job thread only);
 #   CPU of per-CPU high-priority kworkers (`kworker/N:MH`, kblockd's pool) and of unbound
-#   kworkers (`kworker/uN:M`, where the loop driver runs its requests) from
+#   kworkers (`kworker/uN:M`, where the loop driver runs its requests) and of ksoftirqd from
 #   /proc/PID/schedstat (exact run time in ns), and the kblockd workers' context switches
 #   (/proc/PID/status) = hardware-queue runs punted to kblockd;
 #   whole-machine busy time and context switches from /proc/stat (includes anyone else's load).
-# Derived: total = usr + sys + kblockd + unbound kworkers per I/O; the scheduler's cost =
-# total(scheduler) - total(none) at equal QD, batch and jobs (§8.2); kblockd switches per I/O at
+# Derived: total = usr + sys + kblockd + unbound kworkers + ksoftirqd per I/O; the scheduler's cost =
+# total(scheduler) - total(none) at equal QD, batch and jobs, paired within a round (§8.2); kblockd switches per I/O at
 # batch 1 vs 8 (§5, V10).
 #
 # Also, when perf runs: `perf bench syscall basic` (syscall enter+exit) and `perf bench sched
@@ -141,6 +141,9 @@ CONFIGS = [
 ]
 KBLOCKD = re.compile(r"^kworker/\d+:\d+H")  # per-CPU high-priority pool: kblockd's
 UNBOUND = re.compile(r"^kworker/u\d+:\d+")  # unbound pool: the loop driver's workers
+# Softirq work (block completions among it) runs here once the softirq load is high; without
+# CONFIG_IRQ_TIME_ACCOUNTING the rest is charged to whatever task it interrupted (§6.1).
+KSOFTIRQD = re.compile(r"^ksoftirqd/")
 
 def kthreads():
     """pid -> (comm, run ns, context switches) for every kernel thread (child of kthreadd)."""
@@ -218,16 +221,18 @@ def run(dev, sched, qd, batch, nj, variant):
     sys_ = sum(j["sys_cpu"] / 100 * j["job_runtime"] * 1e6 for j in jobs)
     kbd_ns, kbd_sw = kdelta(kb, ka, KBLOCKD)
     unb_ns, _ = kdelta(kb, ka, UNBOUND)
+    sirq_ns, _ = kdelta(kb, ka, KSOFTIRQD)
     r = {
         "iops": sum(j["read"]["iops"] for j in jobs),
         "usr": usr / ios, "sys": sys_ / ios, "kbd": kbd_ns / ios, "unb": unb_ns / ios,
+        "sirq": sirq_ns / ios,
         "fioctx": sum(j["ctx"] for j in jobs) / ios,
         "kbdsw": kbd_sw / ios,
         "busy": (pa[0] - pb[0]) * TICK_NS / ios,
         "steal": (pa[1] - pb[1]) * TICK_NS / ios,
         "cs": (pa[2] - pb[2]) / ios,
     }
-    r["total"] = r["usr"] + r["sys"] + r["kbd"] + r["unb"]
+    r["total"] = r["usr"] + r["sys"] + r["kbd"] + r["unb"] + r["sirq"]
     return r
 
 results = {}
@@ -248,27 +253,32 @@ def med(rs, k):
     return statistics.median(r[k] for r in rs)
 
 print("#")
-print("# CPU columns are ns per I/O (medians over rounds); total = usr+sys+kblockd+unbound;")
-print("# [min-max] of total; Δ = total - total(none) same device/QD/batch/jobs; cs = all context")
+print("# CPU columns are ns per I/O (medians over rounds); total = usr+sys+kblockd+unbound+ksoftirqd;")
+print("# [min-max] of total; Δ = median over rounds of total - total(none) in the same round,")
+print("# same device/QD/batch/jobs (Δ% of none's median); cs = all context")
 print("# switches on the machine per I/O; kbd-sw = kblockd worker switches per I/O; busy = all")
 print("# CPUs' user+system+irq+softirq per I/O (/proc/stat, includes other load); steal likewise.")
 hdr = ("dev", "sched", "qd", "bat", "nj", "var", "IOPS", "usr", "sys", "kblockd", "unbound",
-       "total", "[min-max]", "Δ", "Δ%", "cs", "kbd-sw", "fioctx", "busy", "steal")
-fmt = "{:<11} {:<11} {:>3} {:>3} {:>2} {:<8} {:>8} {:>6} {:>6} {:>7} {:>7} {:>6} {:>13} {:>6} {:>5} {:>5} {:>6} {:>6} {:>6} {:>5}"
+       "ksirq", "total", "[min-max]", "Δ", "Δ%", "cs", "kbd-sw", "fioctx", "busy", "steal")
+fmt = "{:<11} {:<11} {:>3} {:>3} {:>2} {:<8} {:>8} {:>6} {:>6} {:>7} {:>7} {:>5} {:>6} {:>13} {:>6} {:>5} {:>5} {:>6} {:>6} {:>6} {:>5}"
 print(fmt.format(*hdr))
 for dev in devices:
     for cfg in CONFIGS:
-        base = med(results[(dev, cfg, "none")], "total")
+        base_rs = results[(dev, cfg, "none")]
+        base = med(base_rs, "total")
         for sched in SCHEDS:
             rs = results[(dev, cfg, sched)]
             tot = [r["total"] for r in rs]
             m = statistics.median(tot)
+            # Paired: each round's scheduler run against that round's none run, so drift of
+            # the shared machine between rounds cancels; then the median over rounds.
+            delta = statistics.median(r["total"] - b["total"] for r, b in zip(rs, base_rs))
             print(fmt.format(
                 os.path.basename(dev), sched, cfg[0], cfg[1], cfg[2], cfg[3] or "-",
                 f"{med(rs, 'iops'):.0f}", f"{med(rs, 'usr'):.0f}", f"{med(rs, 'sys'):.0f}",
-                f"{med(rs, 'kbd'):.0f}", f"{med(rs, 'unb'):.0f}", f"{m:.0f}",
-                f"[{min(tot):.0f}-{max(tot):.0f}]", f"{m - base:+.0f}",
-                f"{100 * (m - base) / base:+.0f}", f"{med(rs, 'cs'):.2f}",
+                f"{med(rs, 'kbd'):.0f}", f"{med(rs, 'unb'):.0f}", f"{med(rs, 'sirq'):.0f}", f"{m:.0f}",
+                f"[{min(tot):.0f}-{max(tot):.0f}]", f"{delta:+.0f}",
+                f"{100 * delta / base:+.0f}", f"{med(rs, 'cs'):.2f}",
                 f"{med(rs, 'kbdsw'):.2f}", f"{med(rs, 'fioctx'):.2f}",
                 f"{med(rs, 'busy'):.0f}", f"{med(rs, 'steal'):.0f}"))
 print("#")
