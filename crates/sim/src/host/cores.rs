@@ -57,6 +57,10 @@
 //! anchors, and checking the fit against the other rows of §3.6's table, is the wiring slice's
 //! job with its validation; no constant here is tuned to a table.
 //!
+//! Both resources are deterministic (no hashing, no clock; ties broken by submission order)
+//! and allocation-free in the steady state: queues reuse their capacity and the wait
+//! histogram is fixed in size.
+//!
 //! Statistics per lock (§6.4): acquisitions, contended acquisitions, cross-core hand-offs,
 //! hold and hand-off time, and the wait (exact mean and maximum, p99 from an HDR histogram
 //! of two significant digits, fixed in size).
@@ -825,16 +829,13 @@ mod tests {
             by_core[r.core].push(*r);
             by_thread[s.thread.0 as usize].push(*r);
         }
-        let mut queued_somewhere = false;
         for list in &mut by_core {
             list.sort_by_key(|r| r.start);
             for pair in list.windows(2) {
                 assert!(pair[0].end <= pair[1].start, "core overlap {pair:?}");
-                queued_somewhere |= pair[0].end == pair[1].start;
             }
         }
-        assert!(queued_somewhere, "the mix must contend for cores");
-        let mut wait_ns = vec![0u64; 10];
+        let mut wait_ns = [0u64; 10];
         for (thread, list) in by_thread.iter_mut().enumerate() {
             // Submission order is index order; a thread's items must start in it.
             list.sort_by_key(|r| r.index);
@@ -853,13 +854,13 @@ mod tests {
             assert_eq!(cores.core_wait_ns(id), wait_ns[thread]);
             assert!(cores.thread_busy_through(id, end) <= end.as_nanos());
         }
-        for core in 0..cores.len() {
-            let ran_ns: u64 =
-                by_core[core].iter().map(|r| r.end.saturating_since(r.start).as_nanos()).sum();
+        assert!(wait_ns.iter().all(|&w| w > 0), "the mix must make every thread wait for its core");
+        for (core, list) in by_core.iter().enumerate() {
+            let ran_ns: u64 = list.iter().map(|r| r.end.saturating_since(r.start).as_nanos()).sum();
             assert_eq!(cores.core_times(core).total_ns(), ran_ns);
             assert!(cores.busy_through(core, end) <= end.as_nanos());
             for context in Context::ALL {
-                let expected: u64 = by_core[core]
+                let expected: u64 = list
                     .iter()
                     .filter(|r| submits[r.index].context == context)
                     .map(|r| submits[r.index].duration.as_nanos())
@@ -934,15 +935,16 @@ mod tests {
     }
 
     // Proves the lock queues as M/D/1 (spec §3.6's unit test): Poisson arrivals, fixed hold
-    // S, δ0 = 0 give the mean wait ρS / (2(1 − ρ)) within 3 % at ρ = 0.5 and 5 % at ρ = 0.8
-    // (400 000 arrivals; the tolerance covers the sampling error of a seeded run, larger at
-    // high load where waits are long-correlated).
+    // S, δ0 = 0 give the mean wait ρS / (2(1 − ρ)) within 2 % at ρ = 0.5 and 3 % at ρ = 0.8.
+    // 2 000 000 arrivals: over seeds 1–8 the means fell within 0.7 % (ρ = 0.5) and 1.3 %
+    // (ρ = 0.8) of the formula, unbiased; high load has the larger sampling error because its
+    // waits are long-correlated.
     #[test]
     fn poisson_stream_gives_md1_mean_wait() {
         let hold_ns = 1_000;
-        for (rho, tolerance) in [(0.5, 0.03), (0.8, 0.05)] {
+        for (rho, tolerance) in [(0.5, 0.02), (0.8, 0.03)] {
             let expected = rho * hold_ns as f64 / (2.0 * (1.0 - rho));
-            let measured = poisson_mean_wait_ns(rho, hold_ns, 400_000, 3);
+            let measured = poisson_mean_wait_ns(rho, hold_ns, 2_000_000, 3);
             let error = (measured - expected).abs() / expected;
             assert!(error < tolerance, "rho {rho}: mean wait {measured} ns, M/D/1 {expected} ns");
         }
