@@ -235,6 +235,13 @@ pub(crate) struct FioRunJob {
     pub(crate) replay: Option<crate::iolog::Replay>,
     /// `write_iolog`: the path its clones log their I/O to, and where it was written.
     pub(crate) write_iolog: Option<(String, Location)>,
+    /// `create_only`: the job sets its files up and does no I/O (fio's `setup_files` marks
+    /// the job done, filesetup.c; `keep_running` then ends it before its first I/O).
+    pub(crate) create_only: bool,
+    /// `file_append`, where it was written: a regular file's region starts at the file's size
+    /// (fio's filesetup.c `get_start_offset` returns `real_file_size`), so the job's writes
+    /// extend it; no effect on a device (fio: "ignored on non-regular files").
+    pub(crate) file_append: Option<Location>,
 }
 
 /// A job file ready to plan.
@@ -700,6 +707,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let (mut sg_write_mode, mut allow_file_create, mut fill_device) = (None, true, false);
     let mut preallocate = true;
     let (mut create_serialize, mut create_on_open) = (true, false);
+    let (mut create_only, mut file_append) = (false, None);
     let mut iolog = crate::iolog::IologOptions::default();
     for (index, option) in job.options.iter().enumerate() {
         // The last occurrence wins (§1.7): map only that one.
@@ -822,6 +830,32 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
             }
             ("create_on_open", FioValue::Bool(on)) => {
                 create_on_open = *on;
+                continue;
+            }
+            // fio-compat.md §2.1 "Files": setup only; see `FioRunJob::create_only`.
+            ("create_only", FioValue::Bool(on)) => {
+                create_only = *on;
+                continue;
+            }
+            // See `FioRunJob::file_append`; what it cannot honour is refused in `plan`.
+            ("file_append", FioValue::Bool(on)) => {
+                file_append = on.then(|| option.at.clone());
+                // fio's init.c `fixup_options`: an engine that cannot extend a file
+                // (`FIO_NOEXTEND`: libzbc, xnvme among the engines mapped here) fails the job.
+                let engine = job.options.iter().rev().find(|o| o.name == "ioengine");
+                if *on
+                    && let Some(FioValue::Choice { value: engine, .. }) = engine.map(|o| &o.value)
+                    && matches!(engine.as_str(), "libzbc" | "xnvme")
+                {
+                    return Err(refuse(
+                        &option.at,
+                        format!(
+                            "`file_append=1` with ioengine={engine}: fio refuses it (\"can't \
+                             append/extent with IO engine {engine}\"): the engine cannot \
+                             extend a file"
+                        ),
+                    ));
+                }
                 continue;
             }
             // fsync after laying a file out (default 1): the simulator's layout allocates the
@@ -973,6 +1007,8 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         create_on_open,
         replay,
         write_iolog,
+        create_only,
+        file_append,
     })
 }
 
@@ -1356,6 +1392,86 @@ impl FioRunJob {
     }
 }
 
+impl FioRunJob {
+    /// `file_append=1` on the places [`FioRunJob::places`] gave: a regular file's region
+    /// starts at the file's size as fio's setup finds it (`set_up_bytes`, by file index, for
+    /// files that existed before this job: `files_before`), fio's `get_start_offset`, which
+    /// returns before `offset` and `offset_increment` count; the file is laid out (or
+    /// preallocated) to that size plus the job's `size`, as fio's `setup_files` extends it
+    /// (`io_size + file_offset`). A device keeps its places (fio: no effect on a non-regular
+    /// file). Returns the job's spec with that `offset`.
+    fn appended(
+        &self,
+        at: &Location,
+        places: &mut [Vec<(Place, Target)>],
+        files: &mut [FileSpec],
+        set_up_bytes: &[u64],
+        files_before: usize,
+    ) -> Result<WorkloadSpec, ParamError> {
+        let refused = |why: &str| refuse(at, format!("`file_append=1` {why}"));
+        if self.spec.params.text("ioengine") == "null" {
+            return Err(refused(
+                "with ioengine=null: the null engine's file is never opened, so it has no size to \
+                 append at",
+            ));
+        }
+        let sized_at_setup = self.create_serialize && !self.fill_device && self.ramp.is_none();
+        if !sized_at_setup || self.sized_per_file() {
+            return Err(refused(
+                "is honoured for a job whose files are set up before the run, one size per job \
+                 (create_serialize=1, no fill_device, no ramp_time, no nrfiles/filesize): fio \
+                 would take each file's size as its job starts, which is not modelled",
+            ));
+        }
+        let mut existing: Option<u64> = None;
+        for (place, _) in places.iter().flatten() {
+            let Place::File(index) = *place else { continue };
+            let bytes = if index < files_before { set_up_bytes.get(index).copied() } else { None };
+            let bytes = bytes.unwrap_or(0);
+            if existing.is_some_and(|other| other != bytes) {
+                return Err(refused(
+                    "on files of different sizes: the simulator starts every file of a job at \
+                     one offset (fio starts each at its own size)",
+                ));
+            }
+            existing = Some(bytes);
+        }
+        // Devices only (no effect), or new files: they start empty, at offset 0.
+        let Some(existing) = existing.filter(|&bytes| bytes > 0) else {
+            return Ok(self.spec.clone());
+        };
+        let Some(size) = self.size_bytes else {
+            return Err(refused(
+                "without `size`: fio's job then has nothing past the file's end to do (\"file \
+                 may be ignored\")",
+            ));
+        };
+        let layout = !self.allocated_by_writes();
+        for (place, target) in places.iter_mut().flatten() {
+            if let Place::File(index) = *place {
+                target.capacity_bytes = existing + size;
+                if layout {
+                    files[index].size_bytes = files[index].size_bytes.max(existing + size);
+                }
+            }
+        }
+        let text = self.spec.to_string();
+        let body = text.strip_prefix("job:").or_else(|| text.strip_prefix("job")).unwrap_or("");
+        let mut keys: Vec<String> = body
+            .split(',')
+            .filter(|pair| {
+                !pair.is_empty()
+                    && !pair.starts_with("offset=")
+                    && !pair.starts_with("offset_increment=")
+            })
+            .map(str::to_owned)
+            .collect();
+        keys.push(format!("offset={existing}"));
+        WorkloadSpec::parse(&format!("job:{}", keys.join(",")))
+            .map_err(|error| refuse(at, format!("job `{}` file_append: {error}", self.name)))
+    }
+}
+
 impl FioRun {
     /// The same jobs with each `write_iolog` path tagged `tag` ([`crate::WorkloadSpec::fio_tagged`]).
     pub(crate) fn tagged(&self, tag: &str) -> FioRun {
@@ -1548,6 +1664,9 @@ impl FioRun {
         // Each regular file's size as the run goes (laid out, then grown by completed writes),
         // for the jobs that take a file's size when they start (`create_serialize=0`).
         let file_sizes = crate::job::FileSizes::default();
+        // Each regular file's size as fio's setup leaves it (`real_file_size`, the largest
+        // extent a job gave it so far), by file index: where `file_append` starts.
+        let mut set_up_bytes: Vec<u64> = Vec::new();
         // Per phase, the jobs in it.
         let mut members: Vec<Vec<usize>> = Vec::new();
         // Per phase, the flag an `exitall` job raises when it finishes.
@@ -1591,6 +1710,14 @@ impl FioRun {
             members.last_mut().expect("a phase was pushed").push(index);
             let phase = phases.last_mut().expect("a phase was pushed");
             let first_process = phase.issuers.len() as u32;
+            if let (Some(_), Some(at)) = (&job.replay, &job.file_append) {
+                return Err(refuse(
+                    at,
+                    "`file_append=1` with read_iolog: the log's offsets are replayed as logged, \
+                     which the simulator does not shift to the file's end"
+                        .into(),
+                ));
+            }
             if let Some(replay) = &job.replay {
                 let issuers = replay.issuers(
                     job,
@@ -1606,12 +1733,25 @@ impl FioRun {
                     phase.name.push('+');
                 }
                 phase.name.push_str(&job.name);
-                phase.issuers.extend(issuers);
+                phase.issuers.extend(setup_only(job, issuers));
                 continue;
             }
-            let places =
+            let files_before = files.len();
+            let mut places =
                 job.places(targets, &mut files, &prng.fork_indexed("fio_files", index as u64))?;
-            let mut config = JobConfig::from_params(&job.spec.params)
+            let spec = match &job.file_append {
+                Some(at) => {
+                    job.appended(at, &mut places, &mut files, &set_up_bytes, files_before)?
+                }
+                None => job.spec.clone(),
+            };
+            set_up_bytes.resize(files.len(), 0);
+            for (place, target) in places.iter().flatten() {
+                if let Place::File(file) = place {
+                    set_up_bytes[*file] = set_up_bytes[*file].max(target.capacity_bytes);
+                }
+            }
+            let mut config = JobConfig::from_params(&spec.params)
                 .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
             config.file_sizes = Some(file_sizes.clone());
             config.size_at_start = job.sized_at_start();
@@ -1626,7 +1766,7 @@ impl FioRun {
                 sets: job.exitall,
             });
             let plan = config
-                .plan_as(&job.spec.params, targets, &job_prng, first_process, &job.name, &places)
+                .plan_as(&spec.params, targets, &job_prng, first_process, &job.name, &places)
                 .map_err(|error| refuse(&job.at, format!("job `{}`: {error}", job.name)))?;
             files.extend(plan.files);
             for planned in plan.phases {
@@ -1635,7 +1775,7 @@ impl FioRun {
                 }
                 phase.name.push_str(&job.name);
                 let issuers = job.iolog_writers(planned.issuers, &places, targets, &files)?;
-                phase.issuers.extend(issuers);
+                phase.issuers.extend(setup_only(job, issuers));
             }
         }
         let mut out = Vec::with_capacity(phases.len());
@@ -1732,12 +1872,55 @@ impl FioRun {
             }
             phase.name.push_str(&job.name);
             for planned in plan.phases {
-                phase.issuers.extend(planned.issuers);
+                phase.issuers.extend(setup_only(job, planned.issuers));
             }
         }
         phase.name.push_str(" (ramp)");
         Ok(Some(phase))
     }
+}
+
+/// `create_only=1`: the job's clones, planned (so their files are set up as fio sets them
+/// up), replaced by clones that do no I/O and end at once, as fio's job marked done by its
+/// file setup; they stay in the run so that fio's reports list the job with no I/O.
+fn setup_only(
+    job: &FioRunJob,
+    issuers: Vec<Box<dyn crate::Issuer>>,
+) -> Vec<Box<dyn crate::Issuer>> {
+    if !job.create_only {
+        return issuers;
+    }
+    issuers
+        .into_iter()
+        .map(|issuer| {
+            let done: Box<dyn crate::Issuer> =
+                Box::new(SetupOnly { name: issuer.name().to_owned(), process: issuer.process() });
+            done
+        })
+        .collect()
+}
+
+/// A clone of a `create_only=1` job: no I/O (see [`setup_only`]).
+#[derive(Debug)]
+struct SetupOnly {
+    name: String,
+    process: elevator_core::ProcessId,
+}
+
+impl crate::Issuer for SetupOnly {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn process(&self) -> elevator_core::ProcessId {
+        self.process
+    }
+
+    fn poll(&mut self, _now: elevator_core::Instant) -> crate::Poll {
+        crate::Poll::Done
+    }
+
+    fn complete(&mut self, _now: elevator_core::Instant, _io: crate::IoId) {}
 }
 
 impl WorkloadSpec {
@@ -2000,6 +2183,81 @@ mod tests {
         let text = "[a]\nfilename=data\nsize=1m\nrw=randread\ncreate_on_open=1\n";
         let error = parse("open_sync", text).unwrap_err().to_string();
         assert!(error.contains("open_sync.fio:5") && error.contains("full resid"), "{error}");
+    }
+
+    // Proves `create_only=1` sets a job's files up and does no I/O: its two clones stay in the
+    // plan (fio reports the job) but submit nothing, its file is laid out at `size`, and a
+    // later job without `size` reads that file whole; the same job without create_only does
+    // its reads.
+    #[test]
+    fn create_only_sets_up_and_does_no_io() {
+        let lay = "[lay]\nfilename=data\nsize=1m\nrw=randread\nnumjobs=2\n";
+        let after = "[after]\nfilename=data\nrw=read\nbs=64k\nstonewall\n";
+        let text = format!("{lay}create_only=1\n{after}");
+        let plan = parse("create_only", &text).unwrap().plan(&targets(), &Prng::new(1)).unwrap();
+        assert_eq!(plan.phases[0].issuers.len(), 2, "both clones reported");
+        assert_eq!(plan.files.iter().map(|f| f.size_bytes).collect::<Vec<_>>(), [1 << 20]);
+        let result = run(plan, |_| Duration::from_micros(100));
+        assert!(result.records.iter().all(|r| r.phase == 1), "no I/O from the create_only job");
+        let read: u64 = result.records.iter().map(|r| r.io.size_bytes).sum();
+        assert_eq!(read, 1 << 20, "the later job reads the file laid out");
+        let plan = parse("create_only0", &format!("{lay}create_only=0\n{after}"))
+            .unwrap()
+            .plan(&targets(), &Prng::new(1))
+            .unwrap();
+        let result = run(plan, |_| Duration::from_micros(100));
+        let first: u64 =
+            result.records.iter().filter(|r| r.phase == 0).map(|r| r.io.size_bytes).sum();
+        assert_eq!(first, 2 << 20, "each clone reads its 1m without create_only");
+    }
+
+    // Proves `file_append=1` starts a job's writes at its file's size as set up by the
+    // earlier job (1 MiB), whatever `offset` says, and extends the file's layout by `size`;
+    // on a new file it starts at 0; on a device it changes nothing (fio ignores it there);
+    // and it is refused naming its line with an engine that cannot extend a file (fio's
+    // rule) and where the simulator cannot give fio's size (create_serialize=0).
+    #[test]
+    fn file_append_writes_past_the_end() {
+        let first = "[first]\nfilename=log\nsize=1m\nrw=write\nbs=64k\n";
+        let append = "[append]\nfilename=log\nsize=256k\nrw=write\nbs=64k\noffset=128k\n\
+                      stonewall\n";
+        let span = |test: &str, text: &str| {
+            let plan = parse(test, text).unwrap().plan(&targets(), &Prng::new(1)).unwrap();
+            let sizes: Vec<u64> = plan.files.iter().map(|f| f.size_bytes).collect();
+            let result = run(plan, |_| Duration::from_micros(100));
+            let of = |phase| {
+                let ios = result.records.iter().filter(|r| r.phase == phase);
+                let ends: Vec<(u64, u64)> =
+                    ios.map(|r| (r.io.offset_bytes, r.io.offset_bytes + r.io.size_bytes)).collect();
+                let lo = ends.iter().map(|e| e.0).min().unwrap_or(0);
+                let hi = ends.iter().map(|e| e.1).max().unwrap_or(0);
+                (lo, hi)
+            };
+            (sizes, of(0), of(1))
+        };
+        let (sizes, _, appended) = span("append1", &format!("{first}{append}file_append=1\n"));
+        assert_eq!(appended, (1 << 20, (1 << 20) + (256 << 10)));
+        assert_eq!(sizes, [(1 << 20) + (256 << 10)], "laid out to its end");
+        let inside = append.replace("offset=128k\n", "");
+        let (sizes, _, within) = span("append0", &format!("{first}{inside}file_append=0\n"));
+        assert_eq!(within, (0, 256 << 10), "within the file without file_append");
+        assert_eq!(sizes, [1 << 20]);
+        let alone = "[new]\nfilename=fresh\nsize=256k\nrw=write\nbs=64k\nfile_append=1\n";
+        let (_, new, _) = span("append_new", alone);
+        assert_eq!(new, (0, 256 << 10), "a new file is empty: append starts at 0");
+        let device = "[dev]\nfilename=/dev/sdb\nsize=256k\nrw=write\nbs=64k\nfile_append=1\n";
+        let (_, on_device, _) = span("append_dev", device);
+        assert_eq!(on_device, (0, 256 << 10), "no effect on a device");
+        let text = format!("{alone}ioengine=libzbc\n");
+        let error = parse("append_zbc", &text).unwrap_err().to_string();
+        assert!(error.contains("append_zbc.fio:6") && error.contains("can't append"), "{error}");
+        let text = format!("{first}{append}file_append=1\ncreate_serialize=0\n");
+        let error = parse("append_serial", &text)
+            .unwrap()
+            .plan(&targets(), &Prng::new(1))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("append_serial.fio:13") && error.contains("file_append"), "{error}");
     }
 
     // Proves bssplit's shares are honoured: over 20,000 operations each size's share is its
