@@ -26,7 +26,8 @@
 //! io_uring_cmd, xnvme), the null engine, flow/flow_id/flow_sleep, latency_target/latency_window/
 //! latency_percentile/latency_run, steadystate with ss_dur/ss_ramp/ss_interval,
 //! random_generator, numa_cpu_nodes/numa_mem_policy on node 0, allow_file_create, fallocate,
-//! create_serialize/create_on_open/create_fsync (when files are set up: [`FioRunJob::places`]),
+//! create_serialize/create_on_open/create_fsync/create_only (when files are set up:
+//! [`FioRunJob::places`]), file_append ([`FioRunJob::appended`]), pre_read=0,
 //! and a full filesystem's ENOSPC with fill_device/continue_on_error/ignore_error/error_dump
 //! (fio's backend.c `io_u_sync_complete`, td_error.c: `job` implements the rules).
 //! `read_iolog` with `replay_*` and `write_iolog` are `crate::iolog`'s (fio-compat.md §6; its
@@ -90,6 +91,21 @@
 //!   counted with its size in the simulator's figures; fio's async engines count it as a read
 //!   of 0 bytes. fio's synchronous engines fail it with EIO, so `create_on_open=1` with reads
 //!   on a synchronous engine is refused.
+//! * `create_only=1`: the job's files are set up as they would be for its I/O (laid out,
+//!   preallocated or left to the writes, see above) and its clones do no I/O; they stay in the
+//!   run, so every output lists the job with zero I/O, where fio's normal (text) output leaves
+//!   a job without I/O out (stat.c `show_thread_status_normal`) and only its json/terse list
+//!   it.
+//! * `file_append=1` is honoured for a job whose files are set up before the run
+//!   (`create_serialize=1`, without `fill_device`, `ramp_time`, `nrfiles`/`filesize` or
+//!   `read_iolog`): its region starts at the size its file has after the earlier jobs' setup
+//!   (fio's `real_file_size`, the largest extent a job gave the file, not the earlier jobs'
+//!   writes), `offset` and `offset_increment` not counting, as fio's `get_start_offset`
+//!   returns first; the file is laid out (or preallocated) to that size plus `size`. fio
+//!   would size each file at its own size; a job whose files differ in size, and the cases
+//!   above (where fio takes a file's size as its job starts), are refused, as is
+//!   `ioengine=null` (no file to size). On a device it changes nothing, as in fio.
+//! * `pre_read=1` (fio reads the job's files into the page cache before its I/O) is refused.
 //! * A group's jobs all start at once; fio starts them within a few milliseconds of each other.
 //! * `randrepeat=0` asks fio for a clock-seeded sequence; a simulation is always seeded from
 //!   the run's seed, so the sequence repeats whatever `randrepeat` says.
@@ -836,6 +852,19 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
             ("create_only", FioValue::Bool(on)) => {
                 create_only = *on;
                 continue;
+            }
+            // fio's default (files are not read before the job): nothing to do. `pre_read=1`
+            // (filesetup.c `pre_read_files`: the job's region of each file read through its
+            // own descriptor into the page cache before its I/O) is not modelled yet.
+            ("pre_read", FioValue::Bool(false)) => continue,
+            ("pre_read", FioValue::Bool(true)) => {
+                return Err(refuse(
+                    &option.at,
+                    "`pre_read=1` is not honoured by the simulator yet: fio reads the job's \
+                     files into the page cache before its I/O, a read kept out of the job's \
+                     figures that is not modelled (accepted: pre_read=0)"
+                        .into(),
+                ));
             }
             // See `FioRunJob::file_append`; what it cannot honour is refused in `plan`.
             ("file_append", FioValue::Bool(on)) => {
@@ -2258,6 +2287,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("append_serial.fio:13") && error.contains("file_append"), "{error}");
+    }
+
+    // Proves `pre_read=0` (fio's default) is accepted and `pre_read=1` is refused naming its
+    // file and line rather than ignored.
+    #[test]
+    fn pre_read_is_refused_not_ignored() {
+        let job = "[a]\nfilename=data\nsize=1m\nrw=randread\n";
+        assert!(parse("pre_read0", &format!("{job}pre_read=0\n")).is_ok());
+        let error = parse("pre_read1", &format!("{job}pre_read=1\n")).unwrap_err().to_string();
+        assert!(error.contains("pre_read1.fio:5") && error.contains("pre_read=1"), "{error}");
     }
 
     // Proves bssplit's shares are honoured: over 20,000 operations each size's share is its
