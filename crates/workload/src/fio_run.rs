@@ -27,7 +27,8 @@
 //! latency_percentile/latency_run, steadystate with ss_dur/ss_ramp/ss_interval,
 //! random_generator, numa_cpu_nodes/numa_mem_policy on node 0, allow_file_create, fallocate,
 //! create_serialize/create_on_open/create_fsync/create_only (when files are set up:
-//! [`FioRunJob::places`]), file_append ([`FioRunJob::appended`]), pre_read=0,
+//! [`FioRunJob::places`]), file_append ([`FioRunJob::appended`]), pre_read
+//! ([`FioRunJob::pre_read_issuers`]),
 //! and a full filesystem's ENOSPC with fill_device/continue_on_error/ignore_error/error_dump
 //! (fio's backend.c `io_u_sync_complete`, td_error.c: `job` implements the rules).
 //! `read_iolog` with `replay_*` and `write_iolog` are `crate::iolog`'s (fio-compat.md §6; its
@@ -105,7 +106,14 @@
 //!   would size each file at its own size; a job whose files differ in size, and the cases
 //!   above (where fio takes a file's size as its job starts), are refused, as is
 //!   `ioengine=null` (no file to size). On a device it changes nothing, as in fio.
-//! * `pre_read=1` (fio reads the job's files into the page cache before its I/O) is refused.
+//! * `pre_read=1`: the job's clones read their regions sequentially through the page cache
+//!   (buffered, one read at a time, blocks of the job's largest read size) in a phase of its
+//!   own before the group's (`JOB (pre_read)`), so its reads stay out of the job's figures as
+//!   fio's do (fio reads before its job's clock starts); the other jobs of the group wait for
+//!   it, where fio starts them meanwhile. A region that is not a multiple of the block leaves
+//!   its tail unread (fio reads the tail short). Refused with `direct=1` (fio's O_DIRECT
+//!   pre-read from an unaligned buffer fails the job), `ioengine=null` (fio's fails: no
+//!   file), the passthrough engines and `read_iolog`.
 //! * A group's jobs all start at once; fio starts them within a few milliseconds of each other.
 //! * `randrepeat=0` asks fio for a clock-seeded sequence; a simulation is always seeded from
 //!   the run's seed, so the sequence repeats whatever `randrepeat` says.
@@ -258,6 +266,9 @@ pub(crate) struct FioRunJob {
     /// (fio's filesetup.c `get_start_offset` returns `real_file_size`), so the job's writes
     /// extend it; no effect on a device (fio: "ignored on non-regular files").
     pub(crate) file_append: Option<Location>,
+    /// `pre_read`: before its I/O, each clone reads its region of each file through the page
+    /// cache (fio's filesetup.c `pre_read_files`), in a phase of its own ([`FioRun::plan`]).
+    pub(crate) pre_read: bool,
 }
 
 /// A job file ready to plan.
@@ -723,7 +734,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
     let (mut sg_write_mode, mut allow_file_create, mut fill_device) = (None, true, false);
     let mut preallocate = true;
     let (mut create_serialize, mut create_on_open) = (true, false);
-    let (mut create_only, mut file_append) = (false, None);
+    let (mut create_only, mut file_append, mut pre_read) = (false, None, None);
     let mut iolog = crate::iolog::IologOptions::default();
     for (index, option) in job.options.iter().enumerate() {
         // The last occurrence wins (§1.7): map only that one.
@@ -853,18 +864,10 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
                 create_only = *on;
                 continue;
             }
-            // fio's default (files are not read before the job): nothing to do. `pre_read=1`
-            // (filesetup.c `pre_read_files`: the job's region of each file read through its
-            // own descriptor into the page cache before its I/O) is not modelled yet.
-            ("pre_read", FioValue::Bool(false)) => continue,
-            ("pre_read", FioValue::Bool(true)) => {
-                return Err(refuse(
-                    &option.at,
-                    "`pre_read=1` is not honoured by the simulator yet: fio reads the job's \
-                     files into the page cache before its I/O, a read kept out of the job's \
-                     figures that is not modelled (accepted: pre_read=0)"
-                        .into(),
-                ));
+            // See `FioRunJob::pre_read`; the engines it cannot work with are refused below.
+            ("pre_read", FioValue::Bool(on)) => {
+                pre_read = on.then(|| option.at.clone());
+                continue;
             }
             // See `FioRunJob::file_append`; what it cannot honour is refused in `plan`.
             ("file_append", FioValue::Bool(on)) => {
@@ -940,6 +943,37 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
                 text("ioengine").unwrap_or("psync")
             ),
         ));
+    }
+    // fio's pre-read (filesetup.c `pre_read_file`) reads with `read(2)` on the job's own
+    // descriptor into a `calloc`ed buffer: with `direct=1` that is an O_DIRECT read from an
+    // unaligned buffer (EINVAL: fio fails the job, "pre_read") that would fill no page cache
+    // anyway; the null engine opens no file (its `lseek` fails: "failed to lseek pre-read
+    // file"). The passthrough engines' pre-read (a character device's is skipped, a block
+    // device's goes through its page cache) is not modelled.
+    if let Some(at) = &pre_read {
+        let engine = text("ioengine").unwrap_or("psync");
+        let why = if text("direct") == Some("1") {
+            Some(
+                "with direct=1: fio's pre-read then reads O_DIRECT from an unaligned buffer, \
+                  which fails (EINVAL) and fails the job; it needs a buffered job (direct=0)"
+                    .to_owned(),
+            )
+        } else if engine == "null" {
+            Some(
+                "with ioengine=null: the null engine opens no file, so fio's pre-read fails \
+                  (\"failed to lseek pre-read file\")"
+                    .to_owned(),
+            )
+        } else if matches!(engine, "sg" | "libzbc" | "io_uring_cmd" | "xnvme") {
+            Some(format!("with ioengine={engine}: a passthrough engine's pre-read is not modelled"))
+        } else if job.options.iter().any(|option| option.name == "read_iolog") {
+            Some("with read_iolog: the pre-read of a replayed log's files is not modelled".into())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(refuse(at, format!("`pre_read=1` {why}")));
+        }
     }
     let strided = job.options.iter().rev().find(|option| option.name == "zonemode").is_some_and(
         |option| matches!(&option.value, FioValue::Choice { value, .. } if value == "strided"),
@@ -1038,6 +1072,7 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
         write_iolog,
         create_only,
         file_append,
+        pre_read: pre_read.is_some(),
     })
 }
 
@@ -1422,6 +1457,52 @@ impl FioRunJob {
 }
 
 impl FioRunJob {
+    /// `pre_read=1`: per clone, a sequential buffered read of the clone's region of each of
+    /// its files, in blocks of the job's largest read block (fio's `pre_read_file` reads
+    /// `io_size` bytes from `file_offset` in `max_bs[DDIR_READ]` chunks), file after file.
+    /// Only the region keys (`size`, `offset`, `offset_increment`) of the job's `spec` are
+    /// kept, on the same `places`, so the pre-read covers what the job's I/O will address.
+    fn pre_read_issuers(
+        &self,
+        spec: &WorkloadSpec,
+        targets: &[Target],
+        places: &[Vec<(Place, Target)>],
+        prng: &Prng,
+        first_process: u32,
+        file_sizes: &crate::job::FileSizes,
+    ) -> Result<Vec<Box<dyn crate::Issuer>>, ParamError> {
+        let error = |error| refuse(&self.at, format!("job `{}` pre_read: {error}", self.name));
+        let block_bytes =
+            JobConfig::from_params(&spec.params).map_err(error)?.block_bounds_bytes().1;
+        let text = spec.to_string();
+        let body = text.strip_prefix("job:").or_else(|| text.strip_prefix("job")).unwrap_or("");
+        let mut keys: Vec<String> = body
+            .split(',')
+            .filter(|pair| {
+                ["size=", "offset=", "offset_increment=", "numjobs="]
+                    .iter()
+                    .any(|key| pair.starts_with(key))
+            })
+            .map(str::to_owned)
+            .collect();
+        keys.extend([
+            "rw=read".to_owned(),
+            format!("bs={block_bytes}"),
+            "ioengine=psync".to_owned(),
+            "direct=0".to_owned(),
+            "file_service_type=sequential".to_owned(),
+        ]);
+        let spec = WorkloadSpec::parse(&format!("job:{}", keys.join(","))).map_err(error)?;
+        let mut config = JobConfig::from_params(&spec.params).map_err(error)?;
+        config.file_sizes = Some(file_sizes.clone());
+        config.size_at_start = self.sized_at_start();
+        config.whole_files = self.sized_per_file();
+        let plan = config
+            .plan_as(&spec.params, targets, prng, first_process, &self.name, places)
+            .map_err(error)?;
+        Ok(plan.phases.into_iter().flat_map(|phase| phase.issuers).collect())
+    }
+
     /// `file_append=1` on the places [`FioRunJob::places`] gave: a regular file's region
     /// starts at the file's size as fio's setup finds it (`set_up_bytes`, by file index, for
     /// files that existed before this job: `files_before`), fio's `get_start_offset`, which
@@ -1698,6 +1779,8 @@ impl FioRun {
         let mut set_up_bytes: Vec<u64> = Vec::new();
         // Per phase, the jobs in it.
         let mut members: Vec<Vec<usize>> = Vec::new();
+        // Per phase, the pre-reads of its `pre_read` jobs, run before it.
+        let mut pre_reads: Vec<PhasePlan> = Vec::new();
         // Per phase, the flag an `exitall` job raises when it finishes.
         let mut exits: Vec<Arc<AtomicBool>> = Vec::new();
         // Per phase, its flows by `flow_id` (fio's flows are shared by the jobs running).
@@ -1733,6 +1816,11 @@ impl FioRun {
                     stonewall: false,
                 });
                 members.push(Vec::new());
+                pre_reads.push(PhasePlan {
+                    name: String::new(),
+                    issuers: Vec::new(),
+                    stonewall: false,
+                });
                 exits.push(Arc::new(AtomicBool::new(false)));
                 flows.push(std::collections::BTreeMap::new());
             }
@@ -1785,6 +1873,24 @@ impl FioRun {
             config.file_sizes = Some(file_sizes.clone());
             config.size_at_start = job.sized_at_start();
             config.whole_files = job.sized_per_file();
+            // fio pre-reads a create_only job's files too (`thread_main` pre-reads before its
+            // loop, which the job marked done then leaves at once).
+            if job.pre_read {
+                let pre = pre_reads.last_mut().expect("a phase was pushed");
+                let issuers = job.pre_read_issuers(
+                    &spec,
+                    targets,
+                    &places,
+                    &prng.fork_indexed("fio-pre-read", index as u64),
+                    pre.issuers.len() as u32,
+                    &file_sizes,
+                )?;
+                if !pre.name.is_empty() {
+                    pre.name.push('+');
+                }
+                pre.name.push_str(&job.name);
+                pre.issuers.extend(issuers);
+            }
             let phase_flows = flows.last_mut().expect("a phase was pushed");
             config.flow = Some(phase_flows.entry(config.flow_id).or_default().clone());
             if let Some(zbd) = &mut config.zbd {
@@ -1808,7 +1914,11 @@ impl FioRun {
             }
         }
         let mut out = Vec::with_capacity(phases.len());
-        for (phase, jobs) in phases.into_iter().zip(&members) {
+        for ((phase, jobs), mut pre_read) in phases.into_iter().zip(&members).zip(pre_reads) {
+            if !pre_read.issuers.is_empty() {
+                pre_read.name.push_str(" (pre_read)");
+                out.push(pre_read);
+            }
             if let Some(ramp_phase) =
                 self.ramp_phase(jobs, targets, prng, &mut files, &zbd_registry, &file_sizes)?
             {
@@ -2289,14 +2399,60 @@ mod tests {
         assert!(error.contains("append_serial.fio:13") && error.contains("file_append"), "{error}");
     }
 
-    // Proves `pre_read=0` (fio's default) is accepted and `pre_read=1` is refused naming its
-    // file and line rather than ignored.
+    // Proves `pre_read=1` reads each clone's region once, sequentially, buffered, in the job's
+    // largest read block, in a phase of its own before the job's (so out of its figures), and
+    // leaves the job's own I/O as it was; pre_read=0 adds nothing; direct=1 and the null
+    // engine are refused naming the line, as fio fails those pre-reads.
     #[test]
-    fn pre_read_is_refused_not_ignored() {
-        let job = "[a]\nfilename=data\nsize=1m\nrw=randread\n";
-        assert!(parse("pre_read0", &format!("{job}pre_read=0\n")).is_ok());
-        let error = parse("pre_read1", &format!("{job}pre_read=1\n")).unwrap_err().to_string();
-        assert!(error.contains("pre_read1.fio:5") && error.contains("pre_read=1"), "{error}");
+    fn pre_read_reads_the_region_before_the_job() {
+        let job = "[a]\nfilename=/dev/sdb\nsize=1m\noffset=256k\nrw=randread\nbsrange=4k-16k\n\
+                   ioengine=libaio\niodepth=4\nnumjobs=2\noffset_increment=2m\n";
+        let ran = |test: &str, text: &str| {
+            let plan = parse(test, text).unwrap().plan(&targets(), &Prng::new(3)).unwrap();
+            let names: Vec<String> = plan.phases.iter().map(|p| p.name.clone()).collect();
+            (names, run(plan, |_| Duration::from_micros(50)).records)
+        };
+        let (names, plain) = ran("pre_read0", &format!("{job}pre_read=0\n"));
+        assert_eq!(names, ["a"]);
+        let (names, records) = ran("pre_read1", &format!("{job}pre_read=1\n"));
+        assert_eq!(names, ["a (pre_read)", "a"]);
+        for clone in 0..2 {
+            let reads: Vec<&crate::Io> = records
+                .iter()
+                .filter(|r| r.phase == 0 && r.issuer == clone)
+                .map(|r| &r.io)
+                .collect();
+            let start = (256 << 10) + clone as u64 * (2 << 20);
+            let offsets: Vec<u64> = reads.iter().map(|io| io.offset_bytes).collect();
+            let expected: Vec<u64> = (0..64).map(|i| start + i * (16 << 10)).collect();
+            assert_eq!(offsets, expected, "clone {clone}: its region, in order, once");
+            assert!(reads.iter().all(|io| io.kind == IoKind::Read && !io.direct));
+            assert!(reads.iter().all(|io| io.size_bytes == 16 << 10), "largest read block");
+        }
+        assert!(records.iter().filter(|r| r.phase == 0).all(|r| r.in_flight == 1), "one at a time");
+        let measured: Vec<(usize, u64, u64)> = records
+            .iter()
+            .filter(|r| r.phase == 1)
+            .map(|r| (r.issuer, r.io.offset_bytes, r.io.size_bytes))
+            .collect();
+        let before: Vec<(usize, u64, u64)> =
+            plain.iter().map(|r| (r.issuer, r.io.offset_bytes, r.io.size_bytes)).collect();
+        assert_eq!(measured, before, "the job's own I/O is unchanged");
+        let error =
+            parse("pre_direct", &format!("{job}pre_read=1\ndirect=1\n")).unwrap_err().to_string();
+        assert!(error.contains("pre_direct.fio:11") && error.contains("direct=1"), "{error}");
+        // A regular file (laid out first): its whole region, once, on the file.
+        let (_, records) =
+            ran("pre_file", "[f]\nfilename=data\nsize=256k\nrw=randread\npre_read=1\n");
+        let pre: Vec<&crate::Io> = records.iter().filter(|r| r.phase == 0).map(|r| &r.io).collect();
+        assert_eq!(
+            pre.iter().map(|io| io.offset_bytes).collect::<Vec<_>>(),
+            (0..64).map(|i| i * 4096).collect::<Vec<_>>()
+        );
+        assert!(pre.iter().all(|io| matches!(io.place, Place::File(0)) && !io.direct));
+        let text = "[n]\nioengine=null\nsize=1m\nrw=read\npre_read=1\n";
+        let error = parse("pre_null", text).unwrap_err().to_string();
+        assert!(error.contains("pre_null.fio:5") && error.contains("null"), "{error}");
     }
 
     // Proves bssplit's shares are honoured: over 20,000 operations each size's share is its
