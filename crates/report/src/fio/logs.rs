@@ -396,7 +396,7 @@ pub fn write_logs(
 ) -> io::Result<Vec<PathBuf>> {
     let expected: Vec<&FioJobSetup> =
         setup.jobs.iter().flat_map(|job| std::iter::repeat_n(job, job.clones as usize)).collect();
-    let issuers: Vec<_> = run.phases.iter().flat_map(|phase| &phase.issuers).collect();
+    let issuers: Vec<_> = super::measured_phases(run).flat_map(|phase| &phase.issuers).collect();
     if issuers.len() != expected.len() {
         return Err(io::Error::other(format!(
             "the run has {} issuers where the file's jobs have {} clones",

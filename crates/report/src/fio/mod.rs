@@ -276,6 +276,15 @@ pub(crate) struct GroupTotals {
     pub(crate) agg_bytes_per_s: [u64; 3],
 }
 
+/// The phases fio's figures count: all but those a job file's planner runs before a group's
+/// clock starts, its `ramp_time` (`NAME (ramp)`) and `pre_read` (`NAME (pre_read)`) phases
+/// (`elevator_workload`'s fio_run.rs), whose I/O fio leaves out of its job's figures.
+pub(crate) fn measured_phases(run: &Run) -> impl Iterator<Item = &crate::model::Phase> {
+    run.phases
+        .iter()
+        .filter(|phase| !phase.name.ends_with(" (ramp)") && !phase.name.ends_with(" (pre_read)"))
+}
+
 /// The run's jobs as fio reports them, matched to `setup`'s jobs and merged per
 /// `group_reporting`, with each group's totals. Errors when the run's issuers are not
 /// `setup`'s job clones, in order.
@@ -288,7 +297,7 @@ pub(crate) fn reported<'a>(
     let mut next = expected.iter();
     let mut reported: Vec<Reported<'a>> = Vec::new();
     let mut groups = Vec::new();
-    for (groupid, phase) in run.phases.iter().enumerate() {
+    for (groupid, phase) in measured_phases(run).enumerate() {
         let mut totals = GroupTotals::default();
         let mut bytes = [0u64; 3];
         let mut longest_ms = [0u64; 3];
@@ -449,6 +458,22 @@ mod tests {
             partial: false,
             partial_reason: None,
         }
+    }
+
+    // Proves a `pre_read` (or `ramp_time`) phase before a group is left out of fio's
+    // figures: the job is reported once, with the measured phase's I/O only, as group 0.
+    #[test]
+    fn unmeasured_phases_are_left_out() {
+        let mut two = run(&["j/0"], 10, &[100]);
+        let mut pre = run(&["j/0"], 1000, &[1]).phases.remove(0);
+        pre.name = "j (pre_read)".into();
+        two.phases.insert(0, pre);
+        let setup = FioSetup { jobs: vec![job("j", 1, false)], ..FioSetup::default() };
+        let (jobs, groups) = reported(&two, &setup).unwrap();
+        assert_eq!((jobs.len(), groups.len(), jobs[0].groupid), (1, 1, 0));
+        assert_eq!(jobs[0].stats.directions[0].total_ios, 10, "the measured phase's I/O only");
+        two.phases[0].name = "j".into();
+        assert!(reported(&two, &setup).is_err(), "a measured phase too many is an error");
     }
 
     fn job(name: &str, clones: u32, group_reporting: bool) -> FioJobSetup {
