@@ -406,7 +406,7 @@ impl DiskStats {
     pub fn read(sysfs: &Sysfs, device: &BlockDevice) -> Result<DiskStats, KernelError> {
         let path = device.dir.join("stat");
         let text = sysfs.read(&path)?;
-        let fields: Vec<u64> = text.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+        let fields = elevator_live::diskutil::stat_fields(&text).unwrap_or_default();
         if fields.len() < 11 {
             return Err(KernelError::Attribute {
                 path,

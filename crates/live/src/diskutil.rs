@@ -182,11 +182,16 @@ fn add_disk(dir: &Path, disks: &mut Vec<Disk>) {
     }
 }
 
+/// The counters of a `/sys/block/DEV/stat` line (the kernel's Documentation/block/stat.rst
+/// order: read ios, merges, sectors, ticks, write's four, in flight, io_ticks, time_in_queue,
+/// then discard and flush fields on newer kernels); `None` when a field is not a number.
+pub fn stat_fields(text: &str) -> Option<Vec<u64>> {
+    text.split_whitespace().map(|field| field.parse().ok()).collect()
+}
+
 /// The counters of a `stat` file, as fio's `get_io_ticks` reads them (eleven fields at least).
 fn read_counters(stat: &Path) -> Option<Counters> {
-    let text = std::fs::read_to_string(stat).ok()?;
-    let fields: Vec<u64> =
-        text.split_whitespace().map(|f| f.parse().ok()).collect::<Option<_>>()?;
+    let fields = stat_fields(&std::fs::read_to_string(stat).ok()?)?;
     if fields.len() < 11 {
         return None;
     }
