@@ -58,6 +58,7 @@ use elevator_workload::{
 
 use crate::device::{Command, CommandId, DeviceSpec};
 use crate::engine::EventQueue;
+use crate::host::blkmq::{self, BlkMq};
 use crate::host::spec::HostSpec;
 use crate::host::{Host, HostAction, HostDevice, HostError, HostOpKind, HostPlace};
 use crate::iscsi::{Fabric, FabricAction, FabricStats};
@@ -511,6 +512,8 @@ enum Event {
     HostDone { op: u64 },
     /// The iSCSI fabric's next arrival (stale unless the generation matches).
     FabricWake { generation: u64 },
+    /// The blk-mq host's item running on `core` ends.
+    CoreDone { core: usize },
 }
 
 /// One wake-up that is moved rather than added to: at most one of its events is live; the
@@ -641,6 +644,9 @@ struct IssuerSlot {
     /// Devices its own direct I/O went to since it last waited (host work on its behalf is in
     /// `Simulation::touched`), one bit per device (see `device_bit`).
     touched: u64,
+    /// On a blk-mq host: its submission call has not returned (its core is still working on
+    /// it), so it cannot ask for its next operation.
+    in_call: bool,
 }
 
 /// A buffered operation the host holds for an issuer.
@@ -708,6 +714,15 @@ struct Simulation {
     fabric_host_ops: LookupMap<u64, u64>,
     /// Scratch for the fabric's actions.
     fabric_actions: Vec<FabricAction>,
+    /// The blk-mq host's cores, locks and I/O path, when the scheduler is a blk-mq one and no
+    /// fabric is in the way (`host::blkmq`).
+    mq: Option<BlkMq>,
+    /// Bios of direct operations waiting for their insert on the blk-mq path, by pending
+    /// tag: (device, bios); the vectors are reused.
+    mq_bios: Vec<(usize, Vec<Bio>)>,
+    /// Scratch for the blk-mq host's timers and actions.
+    mq_timers: Vec<(Instant, usize)>,
+    mq_actions: Vec<blkmq::Action>,
 }
 
 impl Simulation {
@@ -858,6 +873,13 @@ impl Simulation {
                 problem: host_error_text(&error, &devices),
             })
         })?;
+        let mq = if initiator.is_none() {
+            let queues: Vec<(String, u32)> =
+                devices.iter().map(|slot| (slot.name.clone(), slot.model.hw_queues())).collect();
+            BlkMq::new(&config.host, scheduler.kind(), &queues)
+        } else {
+            None
+        };
         let fabric = match initiator {
             Some(spec) => {
                 let sizes: Vec<u64> = files.iter().map(|&(_, bytes)| bytes).collect();
@@ -916,6 +938,10 @@ impl Simulation {
             fabric_wake: WakeSlot::default(),
             fabric_host_ops: LookupMap::default(),
             fabric_actions: Vec::new(),
+            mq,
+            mq_bios: Vec::new(),
+            mq_timers: Vec::new(),
+            mq_actions: Vec::new(),
         })
     }
 
@@ -969,9 +995,28 @@ impl Simulation {
                     cpu_at_start,
                     wait_unplugs: false,
                     touched: 0,
+                    in_call: false,
                 }
             })
             .collect();
+        if let Some(mq) = &mut self.mq {
+            let threads: Vec<(String, blkmq::Submitter)> = self
+                .issuers
+                .iter()
+                .map(|slot| (slot.issuer.name().to_owned(), submitter_of(slot.issuer.as_ref())))
+                .collect();
+            if let Err((index, cpu)) = mq.start_phase(&threads) {
+                return Err(SimError::Param(elevator_core::ParamError::Impossible {
+                    component: format!("workload issuer {}", threads[index].0),
+                    key: "cpus_allowed",
+                    problem: format!(
+                        "CPU {cpu} does not exist: the host has {} (0-{}); set host:cpus",
+                        mq.cores(),
+                        mq.cores() - 1
+                    ),
+                }));
+            }
+        }
         self.ready = (0..self.issuers.len()).collect();
         let fabric_before = self.fabric.as_ref().map(|fabric| fabric.stats().clone());
         loop {
@@ -994,10 +1039,13 @@ impl Simulation {
         }
         for (index, slot) in self.issuers.iter().enumerate() {
             let cpu = self.host.cpu_time(slot.issuer.process());
+            // On a blk-mq host the thread's own core time (its direct I/O) adds to what the
+            // 2.6 charges gave its buffered calls.
+            let (mq_user_ns, mq_sys_ns) = self.mq.as_ref().map_or((0, 0), |mq| mq.issuer_cpu_ns(index));
             recorder.record_cpu(
                 index,
-                cpu.user_ns - slot.cpu_at_start.user_ns,
-                cpu.sys_ns - slot.cpu_at_start.sys_ns,
+                cpu.user_ns - slot.cpu_at_start.user_ns + mq_user_ns,
+                cpu.sys_ns - slot.cpu_at_start.sys_ns + mq_sys_ns,
             );
             for (name, value) in slot.issuer.counters() {
                 recorder.add_counter(name, value);
@@ -1130,6 +1178,7 @@ impl Simulation {
                 let done = self.host_ops.remove(&op).expect("a host operation finishes once");
                 self.finish_io(done.issuer, done.io, done.submitted, done.bytes, recorder);
             }
+            Event::CoreDone { core } => self.mq_item_ended(core, recorder)?,
             Event::FabricWake { generation } => {
                 if self.fabric_wake.fires(generation) {
                     self.fabric.as_mut().expect("a fabric").wake(self.now);
@@ -1196,8 +1245,11 @@ impl Simulation {
             disk.sectors[direction] += u64::from(done.sector_count);
             disk.ticks_ns[direction] += done.total_time.as_nanos();
         }
-        // The completion interrupt, charged to the process whose bio created the request.
-        self.host.charge_completion(self.now, done.process);
+        // The completion interrupt, charged to the process whose bio created the request
+        // (on the blk-mq path a direct operation's interrupt runs on a core instead).
+        if !self.on_mq_path(tags.first()) {
+            self.host.charge_completion(self.now, done.process);
+        }
         let slot = &mut self.devices[device];
         slot.paths[path].dirty = true;
         slot.dirty = true;
@@ -1217,6 +1269,12 @@ impl Simulation {
             if entry.bios_left > 0 {
                 continue;
             }
+            if let (Some(mq), BioOwner::Issuer { issuer, .. }) = (&mut self.mq, entry.owner) {
+                // blk-mq: the completion crosses the interrupt and the issuer's task_work
+                // first; the entry stays until then (`run_mq_actions`, `Deliver`).
+                mq.complete(self.now, issuer, device, index as usize);
+                continue;
+            }
             let done = self.pending[index as usize].take().expect("checked above");
             self.free_pending.push(index as usize);
             match done.owner {
@@ -1230,11 +1288,81 @@ impl Simulation {
             }
         }
         self.tags = tags;
+        self.schedule_mq_timers();
         self.run_fabric_actions()?;
         self.wake_parked(device, path)?;
         self.report_congestion(device);
         self.run_host_actions()?;
         self.audit(device)
+    }
+
+    /// Whether the bio tagged `tag` is an issuer's direct operation on the blk-mq path,
+    /// whose CPU work runs on the host's cores rather than in the 2.6 charges.
+    fn on_mq_path(&self, tag: Option<&BioTag>) -> bool {
+        self.mq.is_some()
+            && tag.is_some_and(|&BioTag(index)| {
+                self.pending
+                    .get(index as usize)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|entry| matches!(entry.owner, BioOwner::Issuer { .. }))
+            })
+    }
+
+    /// Turns the blk-mq host's new item ends into events.
+    fn schedule_mq_timers(&mut self) {
+        let Some(mq) = &mut self.mq else { return };
+        let mut timers = std::mem::take(&mut self.mq_timers);
+        mq.take_timers(&mut timers);
+        for (at, core) in timers.drain(..) {
+            self.events.push(at, Event::CoreDone { core });
+        }
+        self.mq_timers = timers;
+    }
+
+    /// An item on a blk-mq core ended: its lock passes on, the core takes its next item, and
+    /// what the item finished happens (bios reach their queue, a call returns, a completion
+    /// reaches its issuer).
+    fn mq_item_ended(&mut self, core: usize, recorder: &mut PhaseRecorder) -> Result<(), SimError> {
+        let mq = self.mq.as_mut().expect("core events come from the blk-mq host");
+        mq.item_ended(self.now, core);
+        let mut actions = std::mem::take(&mut self.mq_actions);
+        mq.take_actions(&mut actions);
+        self.schedule_mq_timers();
+        for action in actions.drain(..) {
+            match action {
+                blkmq::Action::Insert { tag } => {
+                    let (device, bios) = std::mem::take(&mut self.mq_bios[tag]);
+                    let issuer = match self.pending[tag].as_ref().map(|entry| entry.owner) {
+                        Some(BioOwner::Issuer { issuer, .. }) => issuer,
+                        other => unreachable!("a blk-mq insert of {other:?}"),
+                    };
+                    let submitted = self.submit_bios(device, &bios, Some(issuer));
+                    self.mq_bios[tag] = (device, bios);
+                    let parked = submitted.map_err(|problem| SimError::BadIo {
+                        issuer: self.issuers[issuer].issuer.name().to_owned(),
+                        problem,
+                    })?;
+                    self.issuers[issuer].parked += parked;
+                }
+                blkmq::Action::Resume { issuer } => {
+                    let slot = &mut self.issuers[issuer];
+                    slot.in_call = false;
+                    if !slot.sleeping && slot.parked == 0 && !slot.done {
+                        self.ready.push(issuer);
+                    }
+                }
+                blkmq::Action::Deliver { tag } => {
+                    let done = self.pending[tag].take().expect("a delivered operation is pending");
+                    self.free_pending.push(tag);
+                    let BioOwner::Issuer { issuer, io, submitted, bytes } = done.owner else {
+                        unreachable!("only issuers' operations are delivered");
+                    };
+                    self.finish_io(issuer, io, submitted, bytes, recorder);
+                }
+            }
+        }
+        self.mq_actions = actions;
+        Ok(())
     }
 
     /// An issuer's operation is done: record it and let the issuer go on.
@@ -1290,7 +1418,9 @@ impl Simulation {
             // charged to the first process let back in (host/cpu.rs, deviations).
             let allocated = submitter.queue().requests_allocated() - allocated_before;
             let process = self.pending[first as usize].as_ref().expect("a parked bio").process;
-            self.host.charge_bios(self.now, process, 0, allocated, self.scheduler_kind);
+            if !self.on_mq_path(Some(&BioTag(first))) {
+                self.host.charge_bios(self.now, process, 0, allocated, self.scheduler_kind);
+            }
         }
         for &BioTag(index) in &accepted {
             self.accepted(index as usize);
@@ -1364,7 +1494,9 @@ impl Simulation {
         if let Some(first) = bios.first() {
             // Every bio costs its process; a new request costs it more (a merged bio does not).
             let count = bios.len() as u64;
-            self.host.charge_bios(self.now, first.process, count, requests, self.scheduler_kind);
+            if !(self.mq.is_some() && issuer.is_some()) {
+                self.host.charge_bios(self.now, first.process, count, requests, self.scheduler_kind);
+            }
         }
         Ok(parked)
     }
@@ -1438,7 +1570,7 @@ impl Simulation {
     ) -> Result<(), SimError> {
         loop {
             let slot = &mut self.issuers[index];
-            if slot.done || slot.sleeping || slot.parked > 0 {
+            if slot.done || slot.sleeping || slot.parked > 0 || slot.in_call {
                 return Ok(());
             }
             let poll = slot.issuer.poll(self.now);
@@ -1700,6 +1832,22 @@ impl Simulation {
         });
         for bio in &mut bios {
             bio.tag = BioTag(tag as u64);
+        }
+        if let Some(mq) = &mut self.mq {
+            // blk-mq: the bios reach the queue when the submission's work on the issuer's
+            // core gets there; the issuer waits for its call to return.
+            if self.mq_bios.len() <= tag {
+                self.mq_bios.resize_with(tag + 1, || (0, Vec::new()));
+            }
+            let waiting = &mut self.mq_bios[tag];
+            waiting.0 = device;
+            waiting.1.clear();
+            waiting.1.extend_from_slice(&bios);
+            self.bio_scratch = bios;
+            mq.submit(self.now, index, device, tag);
+            self.issuers[index].in_call = true;
+            self.schedule_mq_timers();
+            return Ok(());
         }
         self.host.charge_direct(self.now, process);
         let submitted = self.submit_bios(device, &bios, Some(index));
@@ -2386,6 +2534,11 @@ impl Simulation {
 
 /// An issuer's operation the host refused: a device full of growing files is
 /// [`SimError::NoSpace`], anything else [`SimError::BadIo`].
+/// How `issuer`'s thread submits on a blk-mq host.
+fn submitter_of(_issuer: &dyn Issuer) -> blkmq::Submitter {
+    blkmq::Submitter { cpus_allowed: Vec::new(), batch: 1, fixed_buffers: false }
+}
+
 fn host_io_error(issuer: &str, error: &HostError, devices: &[DeviceSlot]) -> SimError {
     let (issuer, problem) = (issuer.to_owned(), host_error_text(error, devices));
     match error {

@@ -96,6 +96,12 @@ pub trait DeviceModel: fmt::Debug + Send {
     /// Whether it has moving parts (the kernel's `rotational` flag).
     fn rotational(&self) -> bool;
 
+    /// Its hardware (submission) queues, which the blk-mq host maps cores onto
+    /// (blk-mq-host.md §2.7): 1 unless the device has several (NVMe).
+    fn hw_queues(&self) -> u32 {
+        1
+    }
+
     /// Accepts `command` at `now`. The engine never has more than `queue_depth` commands
     /// inside, and never calls this with a `now` earlier than a previous call or `advance`.
     fn submit(&mut self, now: Instant, command: Command);

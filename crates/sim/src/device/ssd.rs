@@ -946,6 +946,10 @@ impl DeviceModel for Ssd {
         false
     }
 
+    fn hw_queues(&self) -> u32 {
+        self.queues
+    }
+
     fn submit(&mut self, now: Instant, command: Command) {
         let held = self.queue_depth();
         assert!(self.inside < held, "ssd: more than {held} commands inside");

@@ -134,6 +134,13 @@ pub(crate) enum ThreadKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct ThreadId(u32);
 
+impl ThreadId {
+    /// Its index: threads are numbered from 0 in the order they were added.
+    pub(crate) fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// Nanoseconds of CPU time per [`Context`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ContextTimes {
@@ -321,6 +328,41 @@ impl Cores {
         let item = self.cores[core_index].waiting.remove(next).expect("picked index in range");
         let ends = self.start(core_index, item, now);
         Some(Started { thread: item.thread, context: item.context, ends })
+    }
+
+    /// Changes the item running on `core` at `now`: the part it ran so far is accounted in
+    /// its context, and it goes on from `now` as `context` for `duration`. Returns its new
+    /// end. This is how a lock's waiter turns into its holder without leaving the core (it
+    /// spun, now it runs the critical section: [`SpinLock`]'s grant), and how an item whose
+    /// length is only known once it starts (a lock acquisition) gets it.
+    ///
+    /// # Panics
+    ///
+    /// If nothing runs on `core` or its item ended before `now`.
+    pub(crate) fn reshape_running(
+        &mut self,
+        now: Instant,
+        core_index: usize,
+        context: Context,
+        duration: Duration,
+    ) -> Instant {
+        let core = &mut self.cores[core_index];
+        let running = core.running.as_mut().expect("reshape on an idle core");
+        assert!(running.ends() >= now, "core {core_index}: reshape after the item ended");
+        let ran = now.saturating_since(running.started).as_nanos();
+        core.times.add(running.context, ran);
+        self.threads[running.thread.0 as usize].times.add(running.context, ran);
+        running.context = context;
+        running.started = now;
+        running.duration = duration;
+        let ends = running.ends();
+        self.threads[running.thread.0 as usize].free_at = ends;
+        ends
+    }
+
+    /// The thread and context of the item running on `core`, if any.
+    pub(crate) fn running(&self, core: usize) -> Option<(ThreadId, Context)> {
+        self.cores[core].running.map(|item| (item.thread, item.context))
     }
 
     /// The index in `core`'s waiting items of the one to run next: the highest priority

@@ -56,10 +56,8 @@
 //! * Write-back chooses files by when they were first dirtied and writes each from where its
 //!   last write-back stopped, as 2.6.18 does; it does not model per-superblock lists.
 
+pub(crate) mod blkmq;
 pub(crate) mod cache;
-// Cores and scheduler locks as resources (issue 18, items 1 and 3): built and tested here,
-// wired into the runner's blk-mq path by the next slice of issue 18, which removes this allow.
-#[allow(dead_code, reason = "not yet called by the runner; the blk-mq wiring slice uses it")]
 pub(crate) mod cores;
 pub(crate) mod cpu;
 pub(crate) mod journal;

@@ -37,7 +37,7 @@ pub const KEYS: &[KeySpec] = &[
         key: "cpus",
         kind: KeyKind::Integer { min: 1, max: 1024 },
         default: "2",
-        help: "processors that run system calls and copies",
+        help: "processors (cores) that run system calls and copies; with a blk-mq scheduler every I/O's submission, dispatch and completion work runs on them and a thread uses at most one (blk-mq-host.md §1)",
     },
     KeySpec {
         key: "copy_rate",
@@ -104,6 +104,182 @@ pub const KEYS: &[KeySpec] = &[
         },
         default: "4us",
         help: "system time of a command's completion interrupt, one per request, charged to the process whose request completed (host-mechanisms.md §6: 2-10 us)",
+    },
+    KeySpec {
+        key: "mq_user",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "362ns",
+        help: "blk-mq host (a blk-mq scheduler): user time per I/O, the application's own work and its CQE reap (blk-mq-host.md 2.12 rows 15-16: 12 + 350 ns; docs/blk-mq-costs.md 5)",
+    },
+    KeySpec {
+        key: "mq_syscall",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "200ns",
+        help: "blk-mq host: one io_uring_enter or read/write call, divided among the I/Os of its batch (2.12 row 1; measured 114-229 ns here)",
+    },
+    KeySpec {
+        key: "mq_submit",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "265ns",
+        help: "blk-mq host: SQE prep, bio allocation, submit checks, tag and request init per I/O (2.12 rows 2, 4, 5, 7: 90 + 45 + 70 + 60 ns)",
+    },
+    KeySpec {
+        key: "mq_pin",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "150ns",
+        help: "blk-mq host: pinning the user page of an I/O (2.12 row 3)",
+    },
+    KeySpec {
+        key: "mq_pin_fixed",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "5ns",
+        help: "blk-mq host: a registered buffer's lookup instead of pinning (fixedbufs; 2.12 row 3 peak)",
+    },
+    KeySpec {
+        key: "mq_merge",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "20ns",
+        help: "blk-mq host: a bio's merge attempt (2.12 row 6); under a scheduler's lock for mq-deadline and bfq",
+    },
+    KeySpec {
+        key: "mq_driver",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "115ns",
+        help: "blk-mq host: NVMe driver prep, DMA map, SQE copy per request (2.12 row 8)",
+    },
+    KeySpec {
+        key: "mq_doorbell",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "200ns",
+        help: "blk-mq host: the SQ doorbell write, divided among the I/Os of a batch (2.12 row 9)",
+    },
+    KeySpec {
+        key: "mq_irq",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "700ns",
+        help: "blk-mq host: interrupt entry and exit, once per interrupt; completions that find the handler running or waiting share it (2.12 row 10)",
+    },
+    KeySpec {
+        key: "mq_cqe",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "45ns",
+        help: "blk-mq host: per completion, CQE fetch and tag to request (2.12 row 11)",
+    },
+    KeySpec {
+        key: "mq_end_request",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "115ns",
+        help: "blk-mq host: ending a request: accounting, freeing tags, end_io, unpin (2.12 row 13)",
+    },
+    KeySpec {
+        key: "mq_softirq",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "1000ns",
+        help: "blk-mq host: a BLOCK_SOFTIRQ completing a request of a one-queue device (2.12 row 12; ksoftirqd 0.6-1.1 us per I/O measured here)",
+    },
+    KeySpec {
+        key: "mq_task_work",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "90ns",
+        help: "blk-mq host: io_uring task_work and CQE post on the submitting thread (2.12 row 14)",
+    },
+    KeySpec {
+        key: "mq_framework",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "470ns",
+        help: "blk-mq host: the elevator framework per request with any scheduler but none: insert, one-by-one dispatch, lost direct issue and batching (docs/blk-mq-costs.md 5 S-F, derived from kernel measurements here)",
+    },
+    KeySpec {
+        key: "mq_kblockd",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "2500ns",
+        help: "blk-mq host: a hardware-queue run punted to kblockd: wake-up and two switches, on the kworker (spec 5; 2.1-2.6 us measured here)",
+    },
+    KeySpec {
+        key: "mq_bfq_surplus",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "500ns",
+        help: "blk-mq host: bfq's bookkeeping under its lock beyond our bfq's measured cost (docs/blk-mq-costs.md 5 S-B)",
+    },
+    KeySpec {
+        key: "mq_lock_handoff",
+        kind: KeyKind::Time {
+            min: Duration::ZERO,
+            max: Duration::from_millis(1),
+            bare_unit: "ns",
+        },
+        default: "127ns",
+        help: "blk-mq host: delta0, a scheduler lock's hand-off penalty between cores (spec 3.6; with mq_lock_growth a least-squares fit to the published mq-deadline ceilings 3.90 M IOPS on 2 cores, 1.56 M on 4, 0.90 M on 16; docs/validation.md)",
+    },
+    KeySpec {
+        key: "mq_lock_growth",
+        kind: KeyKind::Float { min: 0.0, max: 100.0, unit: "per waiter" },
+        default: "0.14",
+        help: "blk-mq host: alpha, how the hand-off penalty grows per core spinning: delta(W) = delta0 (1 + alpha (W - 1)) (spec 3.6; fitted with mq_lock_handoff)",
     },
     KeySpec {
         key: "dirty_ratio",

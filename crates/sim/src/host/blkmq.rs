@@ -1,0 +1,670 @@
+//! The CPU side of a Linux 6.x blk-mq host: every direct I/O's submission and completion
+//! run as work items on the host's cores, with the scheduler's locks between them
+//! (blk-mq-host.md §1, §2, §3, §5, §6; issue 18).
+//!
+//! The runner engages this model when the run's scheduler is one of the blk-mq set (`none`,
+//! `mq-deadline`, `kyber`, `bfq`): those exist only on a blk-mq kernel. The 2.6 host's
+//! charges ([`cpu`](super::cpu)) keep serving buffered I/O and legacy schedulers.
+//!
+//! # Threads and cores
+//!
+//! [`Cores`] has `cpus` cores (the host key). Each issuer of a phase is an application
+//! thread pinned to one core: the lowest of its allowed cores that has the fewest
+//! application threads so far (an even spread, as the kernel's load balancing would reach
+//! with busy threads). Each core has a kblockd worker (a kernel thread, nice −20) and an
+//! interrupt context. A thread runs one item at a time; an issuer cannot submit its next I/O
+//! before its submission call returned (its last submission item ended): that is how a core
+//! limits IOPS.
+//!
+//! # The path of one I/O (spec §2, per-step costs from `docs/blk-mq-costs.md` §5)
+//!
+//! On the issuer's thread, in order:
+//!
+//! 1. **user**: the application's own work per I/O and its reap of the CQE (rows 15–16).
+//! 2. **submit** (system time): the system call (÷ the issuer's submission batch), SQE prep,
+//!    page pinning (a registered buffer's lookup instead), bio allocation, submit checks,
+//!    tag and request init (rows 1–7). With `none` the request is issued directly: driver
+//!    prep and the doorbell (÷ batch, rows 8–9) in the same item, and the bios reach the
+//!    device queue when it ends. With a scheduler, half the elevator framework's cost (S-F,
+//!    the insert half), then:
+//! 3. **locked hooks**: mq-deadline and bfq take their device-wide lock for the bio-merge
+//!    attempt and for the insert (spec §3.1), each a [`SpinLock`] acquisition whose hold is
+//!    the scheduler's own cost (S-A, split between its hooks) — waiting is spinning on the
+//!    core; kyber's insert takes a per-CPU lock no other core wants (not modelled as a
+//!    lock). The bios reach the scheduler when the insert ends.
+//! 4. **dispatch**: unplugged (a submission batch of ≤ 2, spec §2.2 and §5: fio's default),
+//!    the hardware queue runs on the core's kblockd worker: the punt (K: wake-up and two
+//!    switches), the framework's dispatch half, the dispatch hook (under the device lock for
+//!    mq-deadline and bfq, the hardware context's lock for kyber), driver prep and doorbell.
+//!    Plugged (batch > 2), the same dispatch runs on the issuer's thread before its call
+//!    returns.
+//!
+//! At completion:
+//!
+//! 5. **interrupt** on the core the queue's vector is affine to (the issuer's own core when
+//!    the device has a queue per core; the first core of the group sharing a queue
+//!    otherwise): entry and exit once per interrupt — a completion that finds the core's
+//!    handler already running or waiting is drained by it (spec §2.10) — plus per CQE the
+//!    fetch; the end of the request runs inline (per-core or grouped queues) or in a
+//!    `BLOCK_SOFTIRQ` on that core (one queue, spec §2.10). bfq's `finish` takes its lock
+//!    in that context.
+//! 6. **task_work** on the issuer's thread: the CQE is posted (row 14); the issuer sees the
+//!    completion when this item ends.
+//!
+//! # Locks (spec §3)
+//!
+//! mq-deadline's `dd->lock` and bfq's `bfqd->lock`, one per device; kyber's `khd->lock`, one
+//! per hardware queue; `none` none. Contention follows [`SpinLock`]'s model with the host's
+//! `mq_lock_handoff` (δ0) and `mq_lock_growth` (α).
+//!
+//! # Deviations from Linux
+//!
+//! * The request enters the scheduler when its insert ends, but the device takes it as soon
+//!   as it is free: the dispatch's CPU work (on kblockd or inline) is charged and occupies
+//!   its core and the lock, yet it does not hold the request back. A punted dispatch's
+//!   wake-up therefore costs CPU, not latency.
+//! * Every request takes its own insert acquisition; the kernel inserts a plugged batch
+//!   under one acquisition (one per plug-flush group).
+//! * No polled completions (`hipri`), SQPOLL threads, io-wq workers or IPIs: caches are
+//!   taken as shared between all cores (`rq_affinity=1` then completes in the interrupt),
+//!   and polling and SQ polling are refused by the runner rather than modelled.
+//! * One interrupt thread per core; interrupts wait for the running item (no preemption,
+//!   see [`cores`](super::cores)).
+//! * A thread stays on its core; no migration.
+
+use std::collections::VecDeque;
+
+use elevator_core::{Duration, Instant};
+use elevator_sched::SchedulerKind;
+
+use super::cores::{Acquire, Context, Cores, Handoff, SpinLock, ThreadId, ThreadKind};
+use super::spec::HostSpec;
+
+/// A spinning item's length until its grant reshapes it: longer than any run.
+const SPINNING: Duration = Duration::from_nanos(u64::MAX / 4);
+
+/// Our schedulers' own cost per request (insert + dispatch + complete, 128 queued), measured
+/// on this project's VM (`docs/blk-mq-costs.md` §4.2, medians of three criterion sittings),
+/// in nanoseconds at its 2.6 GHz.
+const MEASURED_ALGORITHM_NS: [(&str, u64); 4] =
+    [("none", 36), ("kyber", 56), ("mq-deadline", 243), ("bfq", 414)];
+
+/// The clock ratio from that VM to the spec's reference core (2.6 / 5.0 GHz,
+/// `docs/blk-mq-costs.md` §5, [U] same instructions per cycle).
+const CLOCK_RATIO: f64 = 0.52;
+
+/// Which blk-mq scheduler runs, as far as its CPU and locks go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MqScheduler {
+    None,
+    MqDeadline,
+    Kyber,
+    Bfq,
+}
+
+impl MqScheduler {
+    fn of(kind: SchedulerKind) -> Option<MqScheduler> {
+        match kind.name() {
+            "none" => Some(MqScheduler::None),
+            "mq-deadline" => Some(MqScheduler::MqDeadline),
+            "kyber" => Some(MqScheduler::Kyber),
+            "bfq" => Some(MqScheduler::Bfq),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            MqScheduler::None => "none",
+            MqScheduler::MqDeadline => "mq-deadline",
+            MqScheduler::Kyber => "kyber",
+            MqScheduler::Bfq => "bfq",
+        }
+    }
+
+    /// Its algorithm's cost per request on the reference core (S-A of `blk-mq-costs.md` §5).
+    fn algorithm(self) -> Duration {
+        let measured = MEASURED_ALGORITHM_NS
+            .iter()
+            .find(|(name, _)| *name == self.name())
+            .map_or(0, |&(_, ns)| ns);
+        Duration::from_nanos((measured as f64 * CLOCK_RATIO).round() as u64)
+    }
+
+    /// Whether one lock serves the whole device (`QUEUE_FLAG_SQ_SCHED` schedulers).
+    fn device_lock(self) -> bool {
+        matches!(self, MqScheduler::MqDeadline | MqScheduler::Bfq)
+    }
+}
+
+/// The per-step costs of a host (its `mq_*` keys).
+#[derive(Clone, Copy, Debug)]
+struct Costs {
+    user: Duration,
+    syscall: Duration,
+    submit: Duration,
+    pin: Duration,
+    pin_fixed: Duration,
+    merge: Duration,
+    driver: Duration,
+    doorbell: Duration,
+    irq: Duration,
+    cqe: Duration,
+    end_request: Duration,
+    softirq: Duration,
+    task_work: Duration,
+    framework: Duration,
+    kblockd: Duration,
+    bfq_surplus: Duration,
+}
+
+impl Costs {
+    fn of(spec: &HostSpec) -> Costs {
+        let time = |key| spec.params.time(key);
+        Costs {
+            user: time("mq_user"),
+            syscall: time("mq_syscall"),
+            submit: time("mq_submit"),
+            pin: time("mq_pin"),
+            pin_fixed: time("mq_pin_fixed"),
+            merge: time("mq_merge"),
+            driver: time("mq_driver"),
+            doorbell: time("mq_doorbell"),
+            irq: time("mq_irq"),
+            cqe: time("mq_cqe"),
+            end_request: time("mq_end_request"),
+            softirq: time("mq_softirq"),
+            task_work: time("mq_task_work"),
+            framework: time("mq_framework"),
+            kblockd: time("mq_kblockd"),
+            bfq_surplus: time("mq_bfq_surplus"),
+        }
+    }
+}
+
+/// How an issuer's thread submits (from its workload).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Submitter {
+    /// The cores it may run on; empty: any.
+    pub(crate) cpus_allowed: Vec<u32>,
+    /// I/Os per submission call (≥ 1).
+    pub(crate) batch: u32,
+    /// Registered buffers: no page pinning per I/O.
+    pub(crate) fixed_buffers: bool,
+}
+
+/// What the runner does when an item ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// The bios of the runner's pending entry `tag` reach their device's queue.
+    Insert {
+        /// The pending entry.
+        tag: usize,
+    },
+    /// The issuer's submission call returned: it may poll again.
+    Resume {
+        /// The issuer (index in the phase).
+        issuer: usize,
+    },
+    /// The completion of pending entry `tag` is posted to its issuer.
+    Deliver {
+        /// The pending entry.
+        tag: usize,
+    },
+}
+
+/// One work item's plan: what it does when it starts and ends.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    /// The lock it takes as it starts (index into `locks`), held for its duration.
+    lock: Option<usize>,
+    context: Context,
+    duration: Duration,
+    then: [Option<Action>; 2],
+    /// A kblockd run's wake-up: while it waits to start, later punts join it.
+    punt: bool,
+}
+
+impl Step {
+    fn plain(context: Context, duration: Duration) -> Step {
+        Step { lock: None, context, duration, then: [None, None], punt: false }
+    }
+
+    fn locked(lock: usize, context: Context, hold: Duration) -> Step {
+        Step { lock: Some(lock), context, duration: hold, then: [None, None], punt: false }
+    }
+
+    fn then(mut self, action: Action) -> Step {
+        let slot = self.then.iter_mut().find(|slot| slot.is_none()).expect("two actions at most");
+        *slot = Some(action);
+        self
+    }
+}
+
+/// A thread of the model, for reports.
+#[derive(Clone, Debug)]
+struct ThreadInfo {
+    id: ThreadId,
+    name: String,
+    kind: &'static str,
+    /// Work done on other threads for this thread's I/O (kblockd, interrupts), planned.
+    attributed_ns: u64,
+}
+
+/// Per-request times, summed (spec §6.4 "per request").
+#[derive(Clone, Copy, Debug, Default)]
+struct PathTimes {
+    requests: u64,
+    submit_ns: u64,
+    device_ns: u64,
+    completion_ns: u64,
+}
+
+/// One I/O in flight through the path.
+#[derive(Clone, Copy, Debug, Default)]
+struct InFlight {
+    submitted: Instant,
+    inserted: Instant,
+    completed: Instant,
+}
+
+/// The blk-mq host's cores, locks and path (see the module doc).
+#[derive(Debug)]
+pub(crate) struct BlkMq {
+    cores: Cores,
+    costs: Costs,
+    scheduler: MqScheduler,
+    /// Hardware queues per device.
+    hw_queues: Vec<u32>,
+    /// Index of each device's first lock in `locks` (mq-deadline and bfq: its one lock;
+    /// kyber: one per hardware queue).
+    lock_base: Vec<usize>,
+    locks: Vec<SpinLock>,
+    lock_names: Vec<String>,
+    kblockd: Vec<ThreadId>,
+    irq: Vec<ThreadId>,
+    /// Items planned per thread, in order, by thread index.
+    plans: Vec<VecDeque<Step>>,
+    /// Items of each core's interrupt thread planned and not ended.
+    irq_in_flight: Vec<u32>,
+    /// Whether each core's kblockd has a hardware-queue run queued and not started.
+    kblockd_pending: Vec<bool>,
+    threads: Vec<ThreadInfo>,
+    /// The current phase's issuers: their thread and how they submit.
+    issuers: Vec<(ThreadId, Submitter)>,
+    /// Application threads placed per core (for the spread).
+    placed: Vec<u32>,
+    /// I/Os in flight by the runner's pending tag.
+    in_flight: Vec<InFlight>,
+    path: PathTimes,
+    /// Item ends the runner must turn into events: (instant, core).
+    timers: Vec<(Instant, usize)>,
+    /// Actions of ended items, for the runner.
+    actions: Vec<Action>,
+}
+
+impl BlkMq {
+    /// The model for a host `spec` running `scheduler`, with devices of `hw_queues` queues
+    /// each; `None` when the scheduler is not a blk-mq one.
+    pub(crate) fn new(
+        spec: &HostSpec,
+        scheduler: SchedulerKind,
+        devices: &[(String, u32)],
+    ) -> Option<BlkMq> {
+        let scheduler = MqScheduler::of(scheduler)?;
+        let cpus = spec.params.integer("cpus") as usize;
+        let handoff = Handoff::new(
+            spec.params.time("mq_lock_handoff"),
+            spec.params.float("mq_lock_growth"),
+        )
+        .expect("the key's range is finite and non-negative");
+        let mut cores = Cores::new(cpus);
+        let mut threads = Vec::new();
+        let mut kblockd = Vec::with_capacity(cpus);
+        let mut irq = Vec::with_capacity(cpus);
+        for core in 0..cpus {
+            let id = cores.add_thread(core, ThreadKind::Kernel);
+            threads.push(ThreadInfo {
+                id,
+                name: format!("kworker/{core}:1H"),
+                kind: "kworker",
+                attributed_ns: 0,
+            });
+            kblockd.push(id);
+            let id = cores.add_thread(core, ThreadKind::Kernel);
+            threads.push(ThreadInfo { id, name: format!("irq/{core}"), kind: "irq", attributed_ns: 0 });
+            irq.push(id);
+        }
+        let mut lock_base = Vec::with_capacity(devices.len());
+        let mut locks = Vec::new();
+        let mut lock_names = Vec::new();
+        for (name, queues) in devices {
+            lock_base.push(locks.len());
+            match scheduler {
+                MqScheduler::MqDeadline | MqScheduler::Bfq => {
+                    let lock = if scheduler == MqScheduler::Bfq { "bfqd->lock" } else { "dd->lock" };
+                    locks.push(SpinLock::new(handoff));
+                    lock_names.push(format!("{} {lock} {name}", scheduler.name()));
+                }
+                MqScheduler::Kyber => {
+                    for hctx in 0..*queues {
+                        locks.push(SpinLock::new(handoff));
+                        lock_names.push(format!("kyber khd->lock {name} hctx{hctx}"));
+                    }
+                }
+                MqScheduler::None => {}
+            }
+        }
+        let plans = (0..threads.len()).map(|_| VecDeque::new()).collect();
+        Some(BlkMq {
+            cores,
+            costs: Costs::of(spec),
+            scheduler,
+            hw_queues: devices.iter().map(|(_, queues)| (*queues).max(1)).collect(),
+            lock_base,
+            locks,
+            lock_names,
+            kblockd,
+            irq,
+            plans,
+            irq_in_flight: vec![0; cpus],
+            kblockd_pending: vec![false; cpus],
+            threads,
+            issuers: Vec::new(),
+            placed: vec![0; cpus],
+            in_flight: Vec::new(),
+            path: PathTimes::default(),
+            timers: Vec::new(),
+            actions: Vec::new(),
+        })
+    }
+
+    /// How many cores.
+    pub(crate) fn cores(&self) -> usize {
+        self.cores.len()
+    }
+
+    /// A phase starts with these issuers (name, how it submits), each a new application
+    /// thread. Returns the first core an issuer asks for that the host lacks.
+    pub(crate) fn start_phase(
+        &mut self,
+        issuers: &[(String, Submitter)],
+    ) -> Result<(), (usize, u32)> {
+        self.issuers.clear();
+        let cores = self.cores.len();
+        for (index, (name, submitter)) in issuers.iter().enumerate() {
+            if let Some(&missing) =
+                submitter.cpus_allowed.iter().find(|&&cpu| cpu as usize >= cores)
+            {
+                return Err((index, missing));
+            }
+            let allowed = |core: usize| {
+                submitter.cpus_allowed.is_empty()
+                    || submitter.cpus_allowed.contains(&(core as u32))
+            };
+            let core = (0..cores)
+                .filter(|&core| allowed(core))
+                .min_by_key(|&core| (self.placed[core], core))
+                .expect("an allowed core exists: checked above");
+            self.placed[core] += 1;
+            let id = self.cores.add_thread(core, ThreadKind::Application);
+            self.threads.push(ThreadInfo {
+                id,
+                name: name.clone(),
+                kind: "application",
+                attributed_ns: 0,
+            });
+            self.plans.push(VecDeque::new());
+            let mut submitter = submitter.clone();
+            submitter.batch = submitter.batch.max(1);
+            self.issuers.push((id, submitter));
+        }
+        Ok(())
+    }
+
+    /// CPU time of `issuer`'s thread so far: (user, system) nanoseconds.
+    pub(crate) fn issuer_cpu_ns(&self, issuer: usize) -> (u64, u64) {
+        let times = self.cores.thread_times(self.issuers[issuer].0);
+        (times.get(Context::User), times.total_ns() - times.get(Context::User))
+    }
+
+    /// Issuer `issuer` submits at `now` the I/O whose bios are the runner's pending entry
+    /// `tag`, to `device`: its submission items go on its thread (see the module doc).
+    pub(crate) fn submit(&mut self, now: Instant, issuer: usize, device: usize, tag: usize) {
+        if self.in_flight.len() <= tag {
+            self.in_flight.resize(tag + 1, InFlight::default());
+        }
+        self.in_flight[tag] = InFlight { submitted: now, ..InFlight::default() };
+        let (thread, submitter) = &self.issuers[issuer];
+        let (thread, batch, fixed) = (*thread, submitter.batch, submitter.fixed_buffers);
+        let core = self.cores.core_of(thread);
+        let costs = self.costs;
+        let per_call = |cost: Duration| Duration::from_nanos(cost.as_nanos() / u64::from(batch));
+        let pin = if fixed { costs.pin_fixed } else { costs.pin };
+        let entry = per_call(costs.syscall) + costs.submit + pin;
+        let issue = costs.driver + per_call(costs.doorbell);
+        self.plan(now, thread, Step::plain(Context::User, costs.user));
+        if self.scheduler == MqScheduler::None {
+            // Direct issue from the submitting thread (spec §2.6).
+            let step = Step::plain(Context::Sys, entry + costs.merge + issue)
+                .then(Action::Insert { tag })
+                .then(Action::Resume { issuer });
+            self.plan(now, thread, step);
+            return;
+        }
+        let (merge_hold, insert_hold, dispatch_hold) = self.holds();
+        let half_framework = Duration::from_nanos(costs.framework.as_nanos() / 2);
+        let hctx = self.hctx(device, core);
+        let device_lock = self.scheduler.device_lock().then(|| self.lock_base[device]);
+        // Unplugged (a batch of at most 2 SQEs, spec §2.2): the hardware queue runs on
+        // kblockd (§2.6, §5) and the call returns after the insert; plugged, the flush
+        // dispatches in the submitting thread before it returns (§2.5).
+        let punted = batch <= 2;
+        let insert = match device_lock {
+            Some(lock) => {
+                self.plan(now, thread, Step::plain(Context::Sys, entry + half_framework));
+                self.plan(now, thread, Step::locked(lock, Context::Sys, merge_hold));
+                Step::locked(lock, Context::Sys, insert_hold)
+            }
+            // kyber: merge and insert under a per-CPU lock no other core takes.
+            None => Step::plain(Context::Sys, entry + half_framework + merge_hold + insert_hold),
+        };
+        let insert = insert.then(Action::Insert { tag });
+        if punted {
+            self.plan(now, thread, insert.then(Action::Resume { issuer }));
+        } else {
+            self.plan(now, thread, insert);
+        }
+        let dispatch_lock = device_lock.unwrap_or(self.lock_base[device] + hctx);
+        // A run already queued on kblockd and not started takes this request too: the
+        // punt's wake-up is paid once (`docs/blk-mq-costs.md` §4.3 item 7: 0.3-0.7 wake-ups
+        // per I/O at QD 1, under 0.1 at QD 32).
+        let wakes = punted && !self.kblockd_pending[core];
+        let (dispatcher, punt) = match (punted, wakes) {
+            (true, true) => (self.kblockd[core], costs.kblockd),
+            (true, false) => (self.kblockd[core], Duration::ZERO),
+            (false, _) => (thread, Duration::ZERO),
+        };
+        let mut wake = Step::plain(Context::Sys, punt + half_framework);
+        if wakes {
+            wake.punt = true;
+            self.kblockd_pending[core] = true;
+        }
+        self.plan(now, dispatcher, wake);
+        self.plan(now, dispatcher, Step::locked(dispatch_lock, Context::Sys, dispatch_hold));
+        let last = Step::plain(Context::Sys, issue);
+        if punted {
+            self.attribute(thread, punt + half_framework + dispatch_hold + issue);
+            self.plan(now, dispatcher, last);
+        } else {
+            self.plan(now, thread, last.then(Action::Resume { issuer }));
+        }
+    }
+
+    /// The device finished the I/O of pending entry `tag`, submitted by `issuer` to
+    /// `device`, at `now`: its completion items go on the interrupt's core and the issuer's
+    /// thread.
+    pub(crate) fn complete(&mut self, now: Instant, issuer: usize, device: usize, tag: usize) {
+        self.in_flight[tag].completed = now;
+        let thread = self.issuers[issuer].0;
+        let core = self.cores.core_of(thread);
+        let costs = self.costs;
+        let queues = self.hw_queues[device] as usize;
+        let cores = self.cores.len();
+        // The vector of the queue this core maps to is affine to the first core of its group
+        // (spec §2.7, §2.10): the core itself when queues are per core.
+        let hctx = self.hctx(device, core);
+        let irq_core = if queues >= cores { core } else { (hctx * cores).div_ceil(queues) };
+        let entry = if self.irq_in_flight[irq_core] > 0 { Duration::ZERO } else { costs.irq };
+        let mut attributed = entry + costs.cqe;
+        if queues == 1 {
+            // One hardware queue: the request ends in a BLOCK_SOFTIRQ on that core.
+            self.plan_irq(now, irq_core, Step::plain(Context::Irq, entry + costs.cqe));
+            let softirq = costs.softirq + costs.end_request;
+            self.plan_irq(now, irq_core, Step::plain(Context::Softirq, softirq));
+            attributed += softirq;
+        } else {
+            let work = entry + costs.cqe + costs.end_request;
+            self.plan_irq(now, irq_core, Step::plain(Context::Irq, work));
+            attributed += costs.end_request;
+        }
+        if self.scheduler == MqScheduler::Bfq {
+            // bfq's finish hook takes its lock in the completion's context (spec §3.1).
+            let (_, _, finish) = self.holds();
+            let context = if queues == 1 { Context::Softirq } else { Context::Irq };
+            self.plan_irq(now, irq_core, Step::locked(self.lock_base[device], context, finish));
+            attributed += finish;
+        }
+        self.attribute(thread, attributed);
+        self.plan(now, thread, Step::plain(Context::Sys, costs.task_work).then(Action::Deliver { tag }));
+    }
+
+    /// Hold times of the merge attempt, the insert and the dispatch (bfq: also the finish):
+    /// the scheduler's own cost split between its insert, dispatch (and bfq's finish) hooks,
+    /// the merge attempt a hash lookup (spec §2.12 row 6).
+    fn holds(&self) -> (Duration, Duration, Duration) {
+        let mut algorithm = self.scheduler.algorithm();
+        let hooks = if self.scheduler == MqScheduler::Bfq {
+            algorithm = algorithm + self.costs.bfq_surplus;
+            3
+        } else {
+            2
+        };
+        let share = Duration::from_nanos(algorithm.as_nanos() / hooks);
+        (self.costs.merge, share, share)
+    }
+
+    /// The hardware queue `core` maps to on `device` (spec §2.7: one to one when there are
+    /// enough queues, else cores grouped evenly).
+    fn hctx(&self, device: usize, core: usize) -> usize {
+        let queues = self.hw_queues[device] as usize;
+        let cores = self.cores.len();
+        if queues >= cores { core } else { core * queues / cores }
+    }
+
+    fn attribute(&mut self, thread: ThreadId, work: Duration) {
+        let info = self.threads.iter_mut().rev().find(|info| info.id == thread);
+        if let Some(info) = info {
+            info.attributed_ns += work.as_nanos();
+        }
+    }
+
+    fn plan_irq(&mut self, now: Instant, core: usize, step: Step) {
+        self.irq_in_flight[core] += 1;
+        let thread = self.irq[core];
+        self.plan(now, thread, step);
+    }
+
+    /// Queues `step` on `thread` and runs it at once if its core is idle.
+    fn plan(&mut self, now: Instant, thread: ThreadId, step: Step) {
+        self.plans[thread.index()].push_back(step);
+        let placeholder = if step.lock.is_some() { Duration::ZERO } else { step.duration };
+        if let super::cores::Run::Started { .. } =
+            self.cores.run(now, thread, step.context, placeholder)
+        {
+            self.started(now, self.cores.core_of(thread));
+        }
+    }
+
+    /// An item just started on `core`: a locked one acquires its lock.
+    fn started(&mut self, now: Instant, core: usize) {
+        let (thread, _) = self.cores.running(core).expect("an item just started");
+        let step = *self.plans[thread.index()].front().expect("a started item has a plan");
+        if step.punt {
+            self.kblockd_pending[core] = false;
+        }
+        let Some(lock) = step.lock else {
+            let ends = self.cores.busy_until(core).expect("running");
+            self.timers.push((ends, core));
+            return;
+        };
+        match self.locks[lock].acquire(now, core, core as u64, step.duration) {
+            Acquire::Granted(grant) => {
+                let ends = self.cores.reshape_running(
+                    now,
+                    core,
+                    step.context,
+                    grant.releases.saturating_since(now),
+                );
+                self.timers.push((ends, core));
+            }
+            Acquire::Spinning => {
+                // Spins until a release grants it (no end event until then).
+                self.cores.reshape_running(now, core, Context::Spin, SPINNING);
+            }
+        }
+    }
+
+    /// The item running on `core` ends at `now` (an event the runner scheduled from
+    /// [`take_timers`](BlkMq::take_timers)): its lock passes on, its actions are queued for
+    /// the runner, and the core starts its next item.
+    pub(crate) fn item_ended(&mut self, now: Instant, core: usize) {
+        let (thread, _) = self.cores.running(core).expect("an item ends on a busy core");
+        let step = self.plans[thread.index()].pop_front().expect("a running item has a plan");
+        if let Some(index) = self.irq.iter().position(|&irq| irq == thread) {
+            self.irq_in_flight[index] -= 1;
+        }
+        if let Some(lock) = step.lock
+            && let Some(grant) = self.locks[lock].release(now)
+        {
+            // The oldest spinner holds the lock now, on its own core, where it spun.
+            let (waiter, _) = self.cores.running(grant.core).expect("a spinner runs");
+            let waiting = *self.plans[waiter.index()].front().expect("a spinner has a plan");
+            let ends = self.cores.reshape_running(
+                now,
+                grant.core,
+                waiting.context,
+                grant.releases.saturating_since(now),
+            );
+            self.timers.push((ends, grant.core));
+        }
+        for action in step.then.into_iter().flatten() {
+            match action {
+                Action::Insert { tag } => self.in_flight[tag].inserted = now,
+                Action::Deliver { tag } => {
+                    let times = self.in_flight[tag];
+                    let path = &mut self.path;
+                    path.requests += 1;
+                    path.submit_ns += times.inserted.saturating_since(times.submitted).as_nanos();
+                    path.device_ns += times.completed.saturating_since(times.inserted).as_nanos();
+                    path.completion_ns += now.saturating_since(times.completed).as_nanos();
+                }
+                Action::Resume { .. } => {}
+            }
+            self.actions.push(action);
+        }
+        if self.cores.finish(now, core).is_some() {
+            self.started(now, core);
+        }
+    }
+
+    /// Item ends to schedule as events since last asked: (instant, core).
+    pub(crate) fn take_timers(&mut self, into: &mut Vec<(Instant, usize)>) {
+        into.append(&mut self.timers);
+    }
+
+    /// Actions of ended items since last asked, in order.
+    pub(crate) fn take_actions(&mut self, into: &mut Vec<Action>) {
+        into.append(&mut self.actions);
+    }
+}
