@@ -396,3 +396,72 @@ fn render_csv(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     writer.flush()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CoreCpu, HostCpu, LockCpu, ThreadCpu};
+
+    /// A simulated run of one phase with figures in every column, `host_cpu` absent.
+    fn run(scheduler: &str) -> Run {
+        serde_json::from_value(serde_json::json!({
+            "mode": "sim", "device": "nvme-gen4-consumer", "workload": "fio:randread",
+            "scheduler": scheduler, "config": {},
+            "phases": [{
+                "name": "randread", "duration_ns": 1_000_000_000u64, "bytes": 4_096_000_000u64,
+                "ops": 1_000_000, "throughput_bytes_per_s": 4.096e9, "iops": 1.0e6,
+                "latency_ns": {"mean": 60_000, "p50": 55_000, "p90": 80_000, "p99": 120_000,
+                               "p99_9": 200_000, "max": 900_000},
+                "latency_method": {"kind": "histogram", "significant_digits": 3},
+                "cpu_utilization_percent": 80.0, "issuers": []
+            }],
+            "scheduler_stats": {"dispatched": 1_000_000, "merged": 3, "idle_ns": 0,
+                                "counters": {}},
+            "queue_stats": {
+                "bios": 1_000_000, "back_merges": 2, "front_merges": 1, "requests_fused": 0,
+                "requests_issued": 1_000_000, "blocked": 0, "held": 0, "plugs": 7,
+                "seek_distance_sectors": 0, "sched_queue_mean": 1.5, "device_queue_mean": 30.0,
+                "max_wait_ns": 40_000
+            },
+            "device_stats": {
+                "requests": 1_000_000, "busy_ns": 990_000_000u64, "seek_distance_sectors": 0,
+                "extra": {}
+            }
+        }))
+        .unwrap_or_else(|e| panic!("a minimal run: {e}"))
+    }
+
+    fn text(report: &Report) -> String {
+        let mut out = Vec::new();
+        render(report, Format::Table, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn report(runs: Vec<Run>) -> Report {
+        let mut report = Report::new(42, "0.0.0");
+        report.runs = runs;
+        report
+    }
+
+    // Proves a run without `host_cpu` renders exactly as the text report did before the CPU
+    // tables existed (this text was captured from the renderer before they were added).
+    #[test]
+    fn a_run_without_host_cpu_renders_as_before() {
+        let text = text(&report(vec![run("none"), run("mq-deadline")]));
+        assert_eq!(text, GOLDEN_WITHOUT_HOST_CPU);
+    }
+
+    /// The text report of two runs without `host_cpu`, as rendered before it existed.
+    const GOLDEN_WITHOUT_HOST_CPU: &str = concat!(
+        "fio:randread on nvme-gen4-consumer (simulated, seed 42)\n"
+        "phase randread:\n"
+        "  scheduler       MB/s     IOPS  mean ms  p50 ms  p99 ms  p99.9 ms  max ms  merged  idle ms\n"
+        "  none         4096.00  1000000    0.060   0.055   0.120     0.200   0.900       3    0.000\n"
+        "  mq-deadline  4096.00  1000000    0.060   0.055   0.120     0.200   0.900       3    0.000\n"
+        "best: MB/s (higher is better) mq-deadline (+0.0% over none); p99 (lower is better) none (100.0% of mq-deadline's)\n"
+        "units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s\n"
+        "why:\n"
+        "  none: merges 2 back + 1 front, 7 plugs; held 1.5 in the scheduler, 30.0 at the device; seeks mean 0 max 0 sectors; idle 0.000 ms; blocked 0.000 ms; longest wait 0.040 ms\n"
+        "  mq-deadline: merges 2 back + 1 front, 7 plugs; held 1.5 in the scheduler, 30.0 at the device; seeks mean 0 max 0 sectors; idle 0.000 ms; blocked 0.000 ms; longest wait 0.040 ms\n"
+    );
+}

@@ -2380,6 +2380,7 @@ impl Simulation {
             host_stats,
             partial: false,
             partial_reason: None,
+            host_cpu: None,
         }
     }
 }
