@@ -451,17 +451,45 @@ mod tests {
         assert_eq!(text, GOLDEN_WITHOUT_HOST_CPU);
     }
 
+    // Proves a simulated run whose phases carry their own block-layer figures (the "why" per
+    // phase) renders as before when it has no `host_cpu`.
+    #[test]
+    fn a_run_with_phase_why_and_without_host_cpu_renders_as_before() {
+        let text = text(&report(vec![with_phase_queue(run("kyber"))]));
+        assert_eq!(text, GOLDEN_PHASE_WHY_WITHOUT_HOST_CPU);
+    }
+
+    /// The text report of a run with a "why" per phase and without `host_cpu`, as rendered
+    /// before it existed.
+    const GOLDEN_PHASE_WHY_WITHOUT_HOST_CPU: &str = concat!(
+        "fio:randread on nvme-gen4-consumer (simulated, seed 42)\n",
+        "phase randread:\n",
+        "  scheduler     MB/s     IOPS  mean ms  p50 ms  p99 ms  p99.9 ms  max ms  merged  idle ms\n",
+        "  kyber      4096.00  1000000    0.060   0.055   0.120     0.200   0.900       3    0.000\n",
+        "why (randread):\n",
+        "  kyber: merges 2 back + 1 front, 7 plugs; held 1.5 in the scheduler, 30.0 at the device; seeks mean 0 max 0 sectors; idle 0.000 ms; blocked 0.000 ms; longest wait 0.040 ms\n",
+        "units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s\n",
+    );
+
+    /// `run` with its phase's own block-layer figures, as simulated runs have them.
+    fn with_phase_queue(mut run: Run) -> Run {
+        for phase in &mut run.phases {
+            phase.queue_stats = Some(run.queue_stats.clone());
+        }
+        run
+    }
+
     /// The text report of two runs without `host_cpu`, as rendered before it existed.
     const GOLDEN_WITHOUT_HOST_CPU: &str = concat!(
-        "fio:randread on nvme-gen4-consumer (simulated, seed 42)\n"
-        "phase randread:\n"
-        "  scheduler       MB/s     IOPS  mean ms  p50 ms  p99 ms  p99.9 ms  max ms  merged  idle ms\n"
-        "  none         4096.00  1000000    0.060   0.055   0.120     0.200   0.900       3    0.000\n"
-        "  mq-deadline  4096.00  1000000    0.060   0.055   0.120     0.200   0.900       3    0.000\n"
-        "best: MB/s (higher is better) mq-deadline (+0.0% over none); p99 (lower is better) none (100.0% of mq-deadline's)\n"
-        "units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s\n"
-        "why:\n"
-        "  none: merges 2 back + 1 front, 7 plugs; held 1.5 in the scheduler, 30.0 at the device; seeks mean 0 max 0 sectors; idle 0.000 ms; blocked 0.000 ms; longest wait 0.040 ms\n"
-        "  mq-deadline: merges 2 back + 1 front, 7 plugs; held 1.5 in the scheduler, 30.0 at the device; seeks mean 0 max 0 sectors; idle 0.000 ms; blocked 0.000 ms; longest wait 0.040 ms\n"
+        "fio:randread on nvme-gen4-consumer (simulated, seed 42)\n",
+        "phase randread:\n",
+        "  scheduler       MB/s     IOPS  mean ms  p50 ms  p99 ms  p99.9 ms  max ms  merged  idle ms\n",
+        "  none         4096.00  1000000    0.060   0.055   0.120     0.200   0.900       3    0.000\n",
+        "  mq-deadline  4096.00  1000000    0.060   0.055   0.120     0.200   0.900       3    0.000\n",
+        "best: MB/s (higher is better) mq-deadline (+0.0% over none); p99 (lower is better) none (100.0% of mq-deadline's)\n",
+        "units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s\n",
+        "why:\n",
+        "  none: merges 2 back + 1 front, 7 plugs; held 1.5 in the scheduler, 30.0 at the device; seeks mean 0 max 0 sectors; idle 0.000 ms; blocked 0.000 ms; longest wait 0.040 ms\n",
+        "  mq-deadline: merges 2 back + 1 front, 7 plugs; held 1.5 in the scheduler, 30.0 at the device; seeks mean 0 max 0 sectors; idle 0.000 ms; blocked 0.000 ms; longest wait 0.040 ms\n",
     );
 }
