@@ -612,3 +612,143 @@ impl HostCpu {
         known.chain(others).collect()
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Two cores, a kworker beside the application, one lock, three path steps and one the
+    /// simulator added: every kind of figure a renderer has to show.
+    pub(crate) fn host_cpu() -> HostCpu {
+        HostCpu {
+            cores: vec![
+                CoreCpu {
+                    core: 0,
+                    user_ns: 100_000_000,
+                    sys_ns: 600_000_000,
+                    irq_ns: 50_000_000,
+                    softirq_ns: 20_000_000,
+                    spin_ns: 130_000_000,
+                    busy_percent: 90.0,
+                    run_queue_mean: 1.25,
+                },
+                CoreCpu { core: 1, busy_percent: 40.0, ..CoreCpu::default() },
+            ],
+            threads: vec![
+                ThreadCpu {
+                    name: "job/0".to_owned(),
+                    kind: "application".to_owned(),
+                    core: 0,
+                    user_ns: 100_000_000,
+                    sys_ns: 500_000_000,
+                    spin_ns: 130_000_000,
+                    core_wait_ns: 7_000_000,
+                    attributed_ns: 150_000_000,
+                    cpu_percent: 73.0,
+                    ..ThreadCpu::default()
+                },
+                ThreadCpu {
+                    name: "kworker/0:1H".to_owned(),
+                    kind: "kworker".to_owned(),
+                    sys_ns: 100_000_000,
+                    cpu_percent: 10.0,
+                    ..ThreadCpu::default()
+                },
+            ],
+            locks: vec![LockCpu {
+                name: "mq-deadline nvme0n1".to_owned(),
+                acquisitions: 2_000_000,
+                contended: 500_000,
+                cross_core_handoffs: 400_000,
+                hold_ns: 500_000_000,
+                handoff_ns: 100_000_000,
+                wait_mean_ns: 250.0,
+                wait_p99_ns: 4_100,
+            }],
+            path_ns: [("device", 60_000_000_000), ("submit", 1_500_000_000), ("zz_extra", 10)]
+                .into_iter()
+                .map(|(step, nanos)| (step.to_owned(), nanos))
+                .collect(),
+            requests: 1_000_000,
+            window_ns: 1_000_000_000,
+        }
+    }
+
+    fn run() -> Run {
+        Run {
+            mode: Mode::Sim,
+            experiment: None,
+            device: "d".to_owned(),
+            workload: "w".to_owned(),
+            scheduler: "mq-deadline".to_owned(),
+            config: BTreeMap::new(),
+            phases: Vec::new(),
+            scheduler_stats: SchedulerStats::default(),
+            queue_stats: QueueStats::default(),
+            device_stats: DeviceStats::default(),
+            host_stats: BTreeMap::new(),
+            partial: false,
+            partial_reason: None,
+            host_cpu: None,
+        }
+    }
+
+    // Proves every host CPU figure survives a JSON round trip under the `host_cpu` key.
+    #[test]
+    fn host_cpu_round_trips_through_json() {
+        let run = Run { host_cpu: Some(host_cpu()), ..run() };
+        let json = serde_json::to_value(&run).unwrap();
+        assert_eq!(json["host_cpu"]["locks"][0]["wait_p99_ns"], 4_100);
+        let back: Run = serde_json::from_value(json).unwrap();
+        assert_eq!(back, run);
+    }
+
+    // Proves a run without host CPU figures writes no `host_cpu` key (so earlier reports'
+    // JSON is unchanged) and a report without the key still reads.
+    #[test]
+    fn an_absent_host_cpu_leaves_no_key_and_reads_back() {
+        let json = serde_json::to_string(&run()).unwrap();
+        assert!(!json.contains("host_cpu"), "{json}");
+        let back: Run = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.host_cpu, None);
+    }
+
+    // Proves the rule's order and thresholds: a saturated lock wins over a saturated core
+    // and device, a saturated core over the device, the device alone, and nothing when all are
+    // below their thresholds; the lock counts hold plus hand-off time, not hold alone.
+    #[test]
+    fn the_bottleneck_is_the_lock_then_a_core_then_the_device() {
+        let mut cpu = host_cpu();
+        // 500 ms held + 100 ms hand-offs = 60 % of 1 s; core 0 at 90 %.
+        assert_eq!(cpu.bottleneck(99.0), Bottleneck::Device);
+        assert_eq!(cpu.bottleneck(94.9), Bottleneck::None);
+        cpu.cores[1].busy_percent = 96.0;
+        assert_eq!(cpu.bottleneck(99.0), Bottleneck::Core { core: 1 });
+        cpu.cores[0].busy_percent = 99.0;
+        assert_eq!(cpu.bottleneck(99.0), Bottleneck::Core { core: 0 });
+        // 850 ms held alone is below 90 %; with 100 ms of hand-offs it is 95 %.
+        cpu.locks[0].hold_ns = 850_000_000;
+        cpu.locks[0].handoff_ns = 0;
+        assert_eq!(cpu.bottleneck(99.0), Bottleneck::Core { core: 0 });
+        cpu.locks[0].handoff_ns = 100_000_000;
+        let lock = Bottleneck::Lock { name: "mq-deadline nvme0n1".to_owned() };
+        assert_eq!(cpu.bottleneck(99.0), lock);
+        // Of two saturated locks, the more occupied one.
+        let mut other = cpu.locks[0].clone();
+        other.name = "bfq nvme1n1".to_owned();
+        other.hold_ns = 990_000_000;
+        cpu.locks.push(other);
+        assert_eq!(cpu.bottleneck(0.0), Bottleneck::Lock { name: "bfq nvme1n1".to_owned() });
+        // An empty window divides by nothing.
+        cpu.window_ns = 0;
+        cpu.cores.clear();
+        assert_eq!(cpu.bottleneck(0.0), Bottleneck::None);
+    }
+
+    // Proves the path steps come in PATH_STEPS order (not the map's alphabetical order), only
+    // those present, then the simulator's own keys.
+    #[test]
+    fn path_steps_follow_the_request_then_the_extra_keys() {
+        assert_eq!(host_cpu().path_steps(), ["submit", "device", "zz_extra"]);
+    }
+}
