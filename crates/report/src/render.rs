@@ -536,9 +536,49 @@ fn best_line(rows: &[(&Run, &Phase)]) -> String {
     )
 }
 
+/// The CSV columns of a run's host CPU totals, written only when some run of the report has
+/// them (so other reports' CSV is unchanged). They are the run's, repeated on each of its
+/// phase rows: CPU time summed over cores, time threads waited for a core, the window, and the
+/// bottleneck verdict (`lock NAME`, `core N`, `device`, `none`).
+const HOST_CPU_CSV_COLUMNS: [&str; 8] = [
+    "host_cpu_window_ns",
+    "host_cpu_user_ns",
+    "host_cpu_sys_ns",
+    "host_cpu_irq_ns",
+    "host_cpu_softirq_ns",
+    "host_cpu_spin_ns",
+    "host_cpu_core_wait_ns",
+    "host_cpu_bottleneck",
+];
+
+/// `run`'s cells for [`HOST_CPU_CSV_COLUMNS`]; empty cells when it has no host CPU figures.
+fn host_cpu_csv_cells(run: &Run) -> Vec<String> {
+    let Some(cpu) = &run.host_cpu else {
+        return vec![String::new(); HOST_CPU_CSV_COLUMNS.len()];
+    };
+    let sum = |field: fn(&CoreCpu) -> u64| cpu.cores.iter().map(field).sum::<u64>().to_string();
+    let bottleneck = match cpu.bottleneck(device_busy_percent(run, cpu)) {
+        Bottleneck::Lock { name } => format!("lock {name}"),
+        Bottleneck::Core { core } => format!("core {core}"),
+        Bottleneck::Device => "device".to_owned(),
+        Bottleneck::None => "none".to_owned(),
+    };
+    vec![
+        cpu.window_ns.to_string(),
+        sum(|core| core.user_ns),
+        sum(|core| core.sys_ns),
+        sum(|core| core.irq_ns),
+        sum(|core| core.softirq_ns),
+        sum(|core| core.spin_ns),
+        cpu.threads.iter().map(|thread| thread.core_wait_ns).sum::<u64>().to_string(),
+        bottleneck,
+    ]
+}
+
 fn render_csv(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let with_cpu = report.runs.iter().any(|run| run.host_cpu.is_some());
     let mut writer = csv::Writer::from_writer(out);
-    writer.write_record([
+    let mut header = vec![
         "experiment",
         "mode",
         "device",
@@ -562,12 +602,16 @@ fn render_csv(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "idle_ns",
         "device_busy_ns",
         "device_seek_distance_sectors",
-    ])?;
+    ];
+    if with_cpu {
+        header.extend(HOST_CPU_CSV_COLUMNS);
+    }
+    writer.write_record(&header)?;
     for run in &report.runs {
         for phase in &run.phases {
             let latency = phase.latency_ns;
             let mode = serde_json::to_value(run.mode).map_err(io::Error::other)?;
-            writer.write_record([
+            let mut record = vec![
                 run.experiment.clone().unwrap_or_default(),
                 mode.as_str().unwrap_or_default().to_owned(),
                 run.device.clone(),
@@ -591,7 +635,11 @@ fn render_csv(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 run.scheduler_stats.idle_ns.to_string(),
                 run.device_stats.busy_ns.to_string(),
                 run.device_stats.seek_distance_sectors.to_string(),
-            ])?;
+            ];
+            if with_cpu {
+                record.extend(host_cpu_csv_cells(run));
+            }
+            writer.write_record(&record)?;
         }
     }
     writer.flush()
@@ -751,6 +799,42 @@ mod tests {
         cpu.cores[1].busy_percent = 10.0;
         cpu.window_ns = 2_000_000_000;
         assert_eq!(why(cpu, 1), ": none (device busy 50 %, busiest core 0 90 %)");
+    }
+
+    fn csv(report: &Report) -> String {
+        let mut out = Vec::new();
+        render(report, Format::Csv, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    // Proves the CSV gains the host CPU columns only when a run has the figures: a report
+    // without them keeps its header and rows, one with them sums the cores' time (core 0 and
+    // the empty core 1: 600 ms sys), names the bottleneck, and leaves a run without figures
+    // blank in those columns.
+    #[test]
+    fn csv_has_host_cpu_columns_only_when_a_run_has_them() {
+        let plain = csv(&report(vec![run("none")]));
+        assert!(!plain.contains("host_cpu"), "{plain}");
+        assert_eq!(plain.lines().next().unwrap().split(',').count(), 23);
+        let cpu_run = Run { host_cpu: Some(host_cpu()), ..run("mq-deadline") };
+        let both = csv(&report(vec![run("none"), cpu_run]));
+        let rows: Vec<Vec<&str>> = both.lines().map(|line| line.split(',').collect()).collect();
+        assert_eq!(rows[0][23..], HOST_CPU_CSV_COLUMNS);
+        assert_eq!(rows[1][..23], plain.lines().nth(1).unwrap().split(',').collect::<Vec<_>>());
+        assert!(rows[1][23..].iter().all(|cell| cell.is_empty()), "{both}");
+        assert_eq!(
+            rows[2][23..],
+            [
+                "1000000000",
+                "100000000",
+                "600000000",
+                "50000000",
+                "20000000",
+                "130000000",
+                "7000000",
+                "device"
+            ]
+        );
     }
 
     /// The text report of two runs without `host_cpu`, as rendered before it existed.
