@@ -556,7 +556,7 @@ impl LockCpu {
         if window_ns == 0 {
             return 0.0;
         }
-        (self.hold_ns + self.handoff_ns) as f64 / window_ns as f64 * 100.0
+        self.hold_ns.saturating_add(self.handoff_ns) as f64 / window_ns as f64 * 100.0
     }
 }
 

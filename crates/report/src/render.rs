@@ -428,7 +428,8 @@ fn write_host_cpu(out: &mut dyn Write, group: &[&Run]) -> io::Result<()> {
         let steps = cpu.path_steps();
         if !steps.is_empty() && cpu.requests > 0 {
             writeln!(out, "where the time went, per request:")?;
-            let total: u64 = cpu.path_ns.values().sum();
+            // Saturating: a hand-edited report must not overflow the sum.
+            let total = cpu.path_ns.values().fold(0u64, |sum, &nanos| sum.saturating_add(nanos));
             let mut path = new_table(&[" step", "mean ns", "share %"]);
             for step in steps {
                 let nanos = cpu.path_ns[step];
@@ -556,7 +557,9 @@ fn host_cpu_csv_cells(run: &Run) -> Vec<String> {
     let Some(cpu) = &run.host_cpu else {
         return vec![String::new(); HOST_CPU_CSV_COLUMNS.len()];
     };
-    let sum = |field: fn(&CoreCpu) -> u64| cpu.cores.iter().map(field).sum::<u64>().to_string();
+    let sum = |field: fn(&CoreCpu) -> u64| {
+        cpu.cores.iter().map(field).fold(0u64, u64::saturating_add).to_string()
+    };
     let bottleneck = match cpu.bottleneck(device_busy_percent(run, cpu)) {
         Bottleneck::Lock { name } => format!("lock {name}"),
         Bottleneck::Core { core } => format!("core {core}"),
@@ -570,7 +573,11 @@ fn host_cpu_csv_cells(run: &Run) -> Vec<String> {
         sum(|core| core.irq_ns),
         sum(|core| core.softirq_ns),
         sum(|core| core.spin_ns),
-        cpu.threads.iter().map(|thread| thread.core_wait_ns).sum::<u64>().to_string(),
+        cpu.threads
+            .iter()
+            .map(|thread| thread.core_wait_ns)
+            .fold(0u64, u64::saturating_add)
+            .to_string(),
         bottleneck,
     ]
 }
@@ -835,6 +842,21 @@ mod tests {
                 "device"
             ]
         );
+    }
+
+    // Proves a hand-edited report whose host CPU figures would overflow when summed renders
+    // as text and CSV instead of panicking.
+    #[test]
+    fn huge_host_cpu_figures_do_not_overflow() {
+        let mut cpu = host_cpu();
+        cpu.path_ns.values_mut().for_each(|nanos| *nanos = u64::MAX);
+        cpu.cores.iter_mut().for_each(|core| core.user_ns = u64::MAX);
+        cpu.threads.iter_mut().for_each(|thread| thread.core_wait_ns = u64::MAX);
+        cpu.locks[0].hold_ns = u64::MAX;
+        cpu.locks[0].handoff_ns = u64::MAX;
+        let report = report(vec![Run { host_cpu: Some(cpu), ..run("bfq") }]);
+        assert!(text(&report).contains("; bottleneck: lock mq-deadline nvme0n1"));
+        assert!(csv(&report).contains(&u64::MAX.to_string()));
     }
 
     /// The text report of two runs without `host_cpu`, as rendered before it existed.
