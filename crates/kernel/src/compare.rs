@@ -351,6 +351,7 @@ pub fn compare_on(
                 Some(what) => format!("stopped at the first failed I/O: {what}"),
                 None => elevator_live::run::STOPPED.to_owned(),
             }),
+            host_cpu: None,
         };
         let interrupted = result.interrupted;
         runs.push(KernelRun { run, interrupted, io_errors: result.io_errors });

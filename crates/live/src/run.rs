@@ -854,6 +854,7 @@ impl Driver<'_> {
             queue_stats,
             partial: false,
             partial_reason: None,
+            host_cpu: None,
             device_stats: DeviceStats {
                 requests: reactor.transfers,
                 busy_ns: reactor.busy_ns,

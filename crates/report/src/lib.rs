@@ -23,8 +23,9 @@ mod tools;
 
 pub use metrics::{ErrorDirection, LatencyRecorder, PhaseRecorder};
 pub use model::{
-    DeviceStats, DirectionSummary, IoErrors, IssuerLatency, IssuerSummary, LatencyMethod,
-    LatencySummary, Mode, Phase, QueueStats, Report, Run, SCHEMA, SchedulerStats, Tool,
+    Bottleneck, CoreCpu, DeviceStats, DirectionSummary, HostCpu, IoErrors, IssuerLatency,
+    IssuerSummary, LatencyMethod, LatencySummary, LockCpu, Mode, PATH_STEPS, Phase, QueueStats,
+    Report, Run, SCHEMA, SchedulerStats, ThreadCpu, Tool,
 };
 pub use output::{WriteError, write_report};
 pub use render::{Format, render};

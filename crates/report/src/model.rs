@@ -98,6 +98,10 @@ pub struct Run {
     /// Why the run is partial (`interrupted by SIGINT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial_reason: Option<String>,
+    /// Where the simulated host's CPU went: cores, threads, locks and each request's path
+    /// (`blk-mq-host.md` §6.4). Absent where the mode does not model cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu: Option<HostCpu>,
 }
 
 /// Operations that failed, per direction (fio's `total_err`, split), and the first failure
@@ -397,4 +401,354 @@ pub struct DeviceStats {
     pub seek_distance_sectors: u64,
     /// Model-specific counters (cache hits, destages...), by name.
     pub extra: BTreeMap<String, u64>,
+}
+
+/// Where a simulated blk-mq host spent its CPU over a run (`blk-mq-host.md` §6.4): per core,
+/// per thread, per scheduler lock, and per request by path step. The simulator fills it when it
+/// models cores (issue 18); other modes leave it absent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostCpu {
+    /// Per core, by index.
+    pub cores: Vec<CoreCpu>,
+    /// Per simulated thread, application and kernel (kworker, IRQ, io-wq, SQPOLL).
+    pub threads: Vec<ThreadCpu>,
+    /// Per scheduler lock (one per device and scheduler instance that has one).
+    pub locks: Vec<LockCpu>,
+    /// Time per request by path step, in nanoseconds, summed over the `requests` requests. The
+    /// simulator chooses the keys; reports show those of [`PATH_STEPS`] first, in that order,
+    /// then any other in key order.
+    pub path_ns: BTreeMap<String, u64>,
+    /// Requests the `path_ns` sums cover.
+    pub requests: u64,
+    /// Wall (simulated) time the utilisations are over, in nanoseconds.
+    pub window_ns: u64,
+}
+
+/// The path steps of one request (`blk-mq-host.md` §6.4, "per request, summing to its
+/// latency"), in the order a request meets them, which is the order reports show them in:
+///
+/// * `user` — the application preparing the I/O (user CPU before the system call);
+/// * `submit` — system call or SQPOLL, io_uring, bio and request allocation, plugging, insert;
+/// * `lock_wait` — spinning for a scheduler's (or SQ) lock (§3);
+/// * `core_wait` — runnable, waiting for its core (kblockd punt, a busy core);
+/// * `sched_queue` — held in the scheduler before dispatch;
+/// * `device` — from the driver's doorbell to the device's completion (tag, SQ, service);
+/// * `completion` — interrupt or poll, IPI and softirq, end of request;
+/// * `task_work` — io_uring task_work and CQE wait until the application reaps it.
+///
+/// §6.4 names a few finer steps (plug wait, dispatch, reap); a simulator that keeps them
+/// separately reports them under their own keys, which are shown after these.
+pub const PATH_STEPS: &[&str] = &[
+    "user",
+    "submit",
+    "lock_wait",
+    "core_wait",
+    "sched_queue",
+    "device",
+    "completion",
+    "task_work",
+];
+
+/// One core's time over the window (`blk-mq-host.md` §6.4, "per core").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CoreCpu {
+    /// Its index (CPU number).
+    pub core: u32,
+    /// User time, in nanoseconds.
+    pub user_ns: u64,
+    /// System time (outside interrupts), in nanoseconds, spinning excluded.
+    pub sys_ns: u64,
+    /// Hard interrupt time, in nanoseconds.
+    pub irq_ns: u64,
+    /// Softirq time, in nanoseconds.
+    pub softirq_ns: u64,
+    /// Time spinning for a lock, in nanoseconds (Linux counts it as system time).
+    pub spin_ns: u64,
+    /// Share of the window the core was not idle, in percent (0–100).
+    pub busy_percent: f64,
+    /// Mean number of runnable threads on it (time-weighted, the running one included).
+    pub run_queue_mean: f64,
+}
+
+/// One simulated thread's time over the window (`blk-mq-host.md` §6.4, "per process/thread").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadCpu {
+    /// Its name (`job/0`, `kworker/1:1H`, `iou-sqp-12`).
+    pub name: String,
+    /// What it is: `application`, `kworker`, `irq`, `io-wq`, `sqpoll`, ...
+    pub kind: String,
+    /// The core it ran on (the last one, if it moved).
+    pub core: u32,
+    /// User time, in nanoseconds.
+    pub user_ns: u64,
+    /// System time, in nanoseconds, spinning excluded.
+    pub sys_ns: u64,
+    /// Hard interrupt time charged to it, in nanoseconds.
+    pub irq_ns: u64,
+    /// Softirq time charged to it, in nanoseconds.
+    pub softirq_ns: u64,
+    /// Time spinning for a lock, in nanoseconds.
+    pub spin_ns: u64,
+    /// Time runnable but waiting for its core, in nanoseconds.
+    pub core_wait_ns: u64,
+    /// CPU time other contexts spent on its I/O (kworker dispatch, IRQ, IPI and softirq, io-wq,
+    /// SQPOLL), in nanoseconds: what it caused beyond what Linux charges it (§6.4).
+    pub attributed_ns: u64,
+    /// Its own CPU time (user + sys + irq + softirq + spin) over the window, in percent of one
+    /// core (0–100).
+    pub cpu_percent: f64,
+}
+
+/// One scheduler lock over the window (`blk-mq-host.md` §3, §6.4 "per lock").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LockCpu {
+    /// Its name (`mq-deadline nvme0n1`, `bfq sda`).
+    pub name: String,
+    /// Times it was taken.
+    pub acquisitions: u64,
+    /// Acquisitions that found it held and waited.
+    pub contended: u64,
+    /// Acquisitions that took it from a holder on another core (the cache line moved).
+    pub cross_core_handoffs: u64,
+    /// Time it was held, summed over acquisitions, in nanoseconds.
+    pub hold_ns: u64,
+    /// Time spent moving it between cores, summed over hand-offs, in nanoseconds.
+    pub handoff_ns: u64,
+    /// Mean wait per acquisition (uncontended ones count as 0), in nanoseconds.
+    pub wait_mean_ns: f64,
+    /// 99th percentile of the wait per acquisition, in nanoseconds.
+    pub wait_p99_ns: u64,
+}
+
+/// What limits a run, as [`HostCpu::bottleneck`] decides it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bottleneck {
+    /// The device (or devices) were busy nearly all the time.
+    Device,
+    /// A core was busy nearly all the time.
+    Core {
+        /// Its index.
+        core: u32,
+    },
+    /// A scheduler lock was held or moving between cores nearly all the time.
+    Lock {
+        /// Its name.
+        name: String,
+    },
+    /// Nothing was saturated (think time, queue depth, a workload that does not push).
+    None,
+}
+
+/// A lock whose occupancy reaches this share of the window limits the run. A reporting
+/// choice, not a kernel constant: a serialising lock cannot be occupied 100 % (there is always
+/// a gap between one holder's release and the next one's acquisition), so 90 % already means
+/// the lock decides the pace.
+pub const LOCK_BOTTLENECK_PERCENT: f64 = 90.0;
+/// A core busy at least this share of the window limits the run (a reporting choice).
+pub const CORE_BOTTLENECK_PERCENT: f64 = 95.0;
+/// A device busy at least this share of the window limits the run (a reporting choice).
+pub const DEVICE_BOTTLENECK_PERCENT: f64 = 95.0;
+
+impl LockCpu {
+    /// The share of `window_ns` the lock was held or moving between cores, in percent: the
+    /// time nobody else could have it.
+    pub fn occupancy_percent(&self, window_ns: u64) -> f64 {
+        if window_ns == 0 {
+            return 0.0;
+        }
+        self.hold_ns.saturating_add(self.handoff_ns) as f64 / window_ns as f64 * 100.0
+    }
+}
+
+impl HostCpu {
+    /// What limits the run, checked in this order (the thresholds are a reporting choice, see
+    /// the constants):
+    ///
+    /// 1. a lock occupied (held + hand-off) at least [`LOCK_BOTTLENECK_PERCENT`] of the window
+    ///    — the most occupied one; a saturated lock also keeps cores busy spinning, so it is
+    ///    the cause and is named first;
+    /// 2. else a core at least [`CORE_BOTTLENECK_PERCENT`] busy — the busiest, the lowest
+    ///    index on a tie;
+    /// 3. else the device, if `device_busy_percent` (its busy time over the window) is at
+    ///    least [`DEVICE_BOTTLENECK_PERCENT`];
+    /// 4. else [`Bottleneck::None`].
+    pub fn bottleneck(&self, device_busy_percent: f64) -> Bottleneck {
+        let lock = self
+            .locks
+            .iter()
+            .map(|lock| (lock, lock.occupancy_percent(self.window_ns)))
+            .filter(|(_, percent)| *percent >= LOCK_BOTTLENECK_PERCENT)
+            // The first of equals, so the choice does not depend on float ties' order.
+            .fold(None::<(&LockCpu, f64)>, |best, (lock, percent)| match best {
+                Some((_, best_percent)) if best_percent >= percent => best,
+                _ => Some((lock, percent)),
+            });
+        if let Some((lock, _)) = lock {
+            return Bottleneck::Lock { name: lock.name.clone() };
+        }
+        let core = self
+            .cores
+            .iter()
+            .filter(|core| core.busy_percent >= CORE_BOTTLENECK_PERCENT)
+            .fold(None::<&CoreCpu>, |best, core| match best {
+                Some(best) if best.busy_percent >= core.busy_percent => Some(best),
+                _ => Some(core),
+            });
+        if let Some(core) = core {
+            return Bottleneck::Core { core: core.core };
+        }
+        if device_busy_percent >= DEVICE_BOTTLENECK_PERCENT {
+            return Bottleneck::Device;
+        }
+        Bottleneck::None
+    }
+
+    /// The `path_ns` keys in report order: [`PATH_STEPS`] that are present, then the others in
+    /// key order.
+    pub fn path_steps(&self) -> Vec<&str> {
+        let known = PATH_STEPS.iter().copied().filter(|step| self.path_ns.contains_key(*step));
+        let others =
+            self.path_ns.keys().map(String::as_str).filter(|key| !PATH_STEPS.contains(key));
+        known.chain(others).collect()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Two cores, a kworker beside the application, one lock, three path steps and one the
+    /// simulator added: every kind of figure a renderer has to show.
+    pub(crate) fn host_cpu() -> HostCpu {
+        HostCpu {
+            cores: vec![
+                CoreCpu {
+                    core: 0,
+                    user_ns: 100_000_000,
+                    sys_ns: 600_000_000,
+                    irq_ns: 50_000_000,
+                    softirq_ns: 20_000_000,
+                    spin_ns: 130_000_000,
+                    busy_percent: 90.0,
+                    run_queue_mean: 1.25,
+                },
+                CoreCpu { core: 1, busy_percent: 40.0, ..CoreCpu::default() },
+            ],
+            threads: vec![
+                ThreadCpu {
+                    name: "job/0".to_owned(),
+                    kind: "application".to_owned(),
+                    core: 0,
+                    user_ns: 100_000_000,
+                    sys_ns: 500_000_000,
+                    spin_ns: 130_000_000,
+                    core_wait_ns: 7_000_000,
+                    attributed_ns: 150_000_000,
+                    cpu_percent: 73.0,
+                    ..ThreadCpu::default()
+                },
+                ThreadCpu {
+                    name: "kworker/0:1H".to_owned(),
+                    kind: "kworker".to_owned(),
+                    sys_ns: 100_000_000,
+                    cpu_percent: 10.0,
+                    ..ThreadCpu::default()
+                },
+            ],
+            locks: vec![LockCpu {
+                name: "mq-deadline nvme0n1".to_owned(),
+                acquisitions: 2_000_000,
+                contended: 500_000,
+                cross_core_handoffs: 400_000,
+                hold_ns: 500_000_000,
+                handoff_ns: 100_000_000,
+                wait_mean_ns: 250.0,
+                wait_p99_ns: 4_100,
+            }],
+            path_ns: [("device", 60_000_000_000), ("submit", 1_500_000_000), ("zz_extra", 10)]
+                .into_iter()
+                .map(|(step, nanos)| (step.to_owned(), nanos))
+                .collect(),
+            requests: 1_000_000,
+            window_ns: 1_000_000_000,
+        }
+    }
+
+    fn run() -> Run {
+        Run {
+            mode: Mode::Sim,
+            experiment: None,
+            device: "d".to_owned(),
+            workload: "w".to_owned(),
+            scheduler: "mq-deadline".to_owned(),
+            config: BTreeMap::new(),
+            phases: Vec::new(),
+            scheduler_stats: SchedulerStats::default(),
+            queue_stats: QueueStats::default(),
+            device_stats: DeviceStats::default(),
+            host_stats: BTreeMap::new(),
+            partial: false,
+            partial_reason: None,
+            host_cpu: None,
+        }
+    }
+
+    // Proves every host CPU figure survives a JSON round trip under the `host_cpu` key.
+    #[test]
+    fn host_cpu_round_trips_through_json() {
+        let run = Run { host_cpu: Some(host_cpu()), ..run() };
+        let json = serde_json::to_value(&run).unwrap();
+        assert_eq!(json["host_cpu"]["locks"][0]["wait_p99_ns"], 4_100);
+        let back: Run = serde_json::from_value(json).unwrap();
+        assert_eq!(back, run);
+    }
+
+    // Proves a run without host CPU figures writes no `host_cpu` key (so earlier reports'
+    // JSON is unchanged) and a report without the key still reads.
+    #[test]
+    fn an_absent_host_cpu_leaves_no_key_and_reads_back() {
+        let json = serde_json::to_string(&run()).unwrap();
+        assert!(!json.contains("host_cpu"), "{json}");
+        let back: Run = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.host_cpu, None);
+    }
+
+    // Proves the rule's order and thresholds: a saturated lock wins over a saturated core
+    // and device, a saturated core over the device, the device alone, and nothing when all are
+    // below their thresholds; the lock counts hold plus hand-off time, not hold alone.
+    #[test]
+    fn the_bottleneck_is_the_lock_then_a_core_then_the_device() {
+        let mut cpu = host_cpu();
+        // 500 ms held + 100 ms hand-offs = 60 % of 1 s; core 0 at 90 %.
+        assert_eq!(cpu.bottleneck(99.0), Bottleneck::Device);
+        assert_eq!(cpu.bottleneck(94.9), Bottleneck::None);
+        cpu.cores[1].busy_percent = 96.0;
+        assert_eq!(cpu.bottleneck(99.0), Bottleneck::Core { core: 1 });
+        cpu.cores[0].busy_percent = 99.0;
+        assert_eq!(cpu.bottleneck(99.0), Bottleneck::Core { core: 0 });
+        // 850 ms held alone is below 90 %; with 100 ms of hand-offs it is 95 %.
+        cpu.locks[0].hold_ns = 850_000_000;
+        cpu.locks[0].handoff_ns = 0;
+        assert_eq!(cpu.bottleneck(99.0), Bottleneck::Core { core: 0 });
+        cpu.locks[0].handoff_ns = 100_000_000;
+        let lock = Bottleneck::Lock { name: "mq-deadline nvme0n1".to_owned() };
+        assert_eq!(cpu.bottleneck(99.0), lock);
+        // Of two saturated locks, the more occupied one.
+        let mut other = cpu.locks[0].clone();
+        other.name = "bfq nvme1n1".to_owned();
+        other.hold_ns = 990_000_000;
+        cpu.locks.push(other);
+        assert_eq!(cpu.bottleneck(0.0), Bottleneck::Lock { name: "bfq nvme1n1".to_owned() });
+        // An empty window divides by nothing.
+        cpu.window_ns = 0;
+        cpu.cores.clear();
+        assert_eq!(cpu.bottleneck(0.0), Bottleneck::None);
+    }
+
+    // Proves the path steps come in PATH_STEPS order (not the map's alphabetical order), only
+    // those present, then the simulator's own keys.
+    #[test]
+    fn path_steps_follow_the_request_then_the_extra_keys() {
+        assert_eq!(host_cpu().path_steps(), ["submit", "device", "zz_extra"]);
+    }
 }

@@ -2528,6 +2528,7 @@ impl Simulation {
             host_stats,
             partial: false,
             partial_reason: None,
+            host_cpu: None,
         }
     }
 }

@@ -457,6 +457,7 @@ mod tests {
             host_stats: Default::default(),
             partial: false,
             partial_reason: None,
+            host_cpu: None,
         }
     }
 
