@@ -2418,6 +2418,10 @@ impl Simulation {
             settings.insert(format!("device.{key}"), value);
         }
         for (key, value) in config.host.resolved() {
+            // The blk-mq path's costs matter only to a run that took it.
+            if key.starts_with("mq_") && self.mq.is_none() {
+                continue;
+            }
             // The release by its canonical name (`uname -r`), however the spec wrote it.
             let value =
                 if key == "kernel" { config.host.kernel().name().to_owned() } else { value };
@@ -2528,7 +2532,7 @@ impl Simulation {
             host_stats,
             partial: false,
             partial_reason: None,
-            host_cpu: None,
+            host_cpu: self.mq.as_ref().map(|mq| mq.report(self.now, self.now.saturating_since(Instant::ZERO))),
         }
     }
 }

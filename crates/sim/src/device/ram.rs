@@ -17,6 +17,7 @@
 //! | `bandwidth` | 8g | bytes per second of the transfer (per second, binary suffixes) |
 //! | `capacity` | 64g | size |
 //! | `depth` | 128 | commands accepted at once |
+//! | `queues` | 1 | hardware queues the blk-mq host maps cores onto (null_blk's `submit_queues`); the depth is shared by all |
 //! | `driver` | generic | the driver in front of it (`device/driver.rs`); generic keeps `depth` and 512 KiB requests |
 
 use std::collections::BTreeMap;
@@ -54,6 +55,12 @@ pub const KEYS: &[KeySpec] = &[
         default: "128",
         help: "commands accepted at once",
     },
+    KeySpec {
+        key: "queues",
+        kind: KeyKind::Integer { min: 1, max: 1024 },
+        default: "1",
+        help: "hardware queues the blk-mq host maps cores onto (null_blk's submit_queues; one interrupt vector each); the depth is shared by all",
+    },
     super::driver::DRIVER_KEY,
 ];
 
@@ -72,6 +79,7 @@ pub struct Ram {
     bandwidth_bytes_per_s: u64,
     capacity_sectors: u64,
     depth: u32,
+    queues: u32,
     /// When the transfer bus is next free.
     bus_free_at: Instant,
     /// Commands inside, by (finish time, submission order).
@@ -89,6 +97,7 @@ impl Ram {
             bandwidth_bytes_per_s: params.size("bandwidth"),
             capacity_sectors: params.size("capacity") / elevator_core::SECTOR_SIZE_BYTES,
             depth: params.integer("depth") as u32,
+            queues: params.integer("queues") as u32,
             bus_free_at: Instant::ZERO,
             inside: BTreeMap::new(),
             submitted: 0,
@@ -125,6 +134,10 @@ impl DeviceModel for Ram {
 
     fn rotational(&self) -> bool {
         false
+    }
+
+    fn hw_queues(&self) -> u32 {
+        self.queues
     }
 
     fn submit(&mut self, now: Instant, command: Command) {

@@ -75,6 +75,7 @@
 use std::collections::VecDeque;
 
 use elevator_core::{Duration, Instant};
+use elevator_report::{CoreCpu, HostCpu, LockCpu, ThreadCpu};
 use elevator_sched::SchedulerKind;
 
 use super::cores::{Acquire, Context, Cores, Handoff, SpinLock, ThreadId, ThreadKind};
@@ -666,5 +667,69 @@ impl BlkMq {
     /// Actions of ended items since last asked, in order.
     pub(crate) fn take_actions(&mut self, into: &mut Vec<Action>) {
         into.append(&mut self.actions);
+    }
+
+    /// The report's CPU section over the run so far, `window` long.
+    pub(crate) fn report(&self, now: Instant, window: Duration) -> HostCpu {
+        let window_ns = window.as_nanos().max(1);
+        let percent = |ns: u64| ns as f64 * 100.0 / window_ns as f64;
+        let cores = (0..self.cores.len())
+            .map(|core| {
+                let times = self.cores.core_times(core);
+                CoreCpu {
+                    core: core as u32,
+                    user_ns: times.get(Context::User),
+                    sys_ns: times.get(Context::Sys),
+                    irq_ns: times.get(Context::Irq),
+                    softirq_ns: times.get(Context::Softirq),
+                    spin_ns: times.get(Context::Spin),
+                    busy_percent: percent(self.cores.busy_through(core, now)),
+                    run_queue_mean: 0.0,
+                }
+            })
+            .collect();
+        let threads = self
+            .threads
+            .iter()
+            .map(|info| {
+                let times = self.cores.thread_times(info.id);
+                ThreadCpu {
+                    name: info.name.clone(),
+                    kind: info.kind.to_owned(),
+                    core: self.cores.core_of(info.id) as u32,
+                    user_ns: times.get(Context::User),
+                    sys_ns: times.get(Context::Sys),
+                    irq_ns: times.get(Context::Irq),
+                    softirq_ns: times.get(Context::Softirq),
+                    spin_ns: times.get(Context::Spin),
+                    core_wait_ns: self.cores.core_wait_ns(info.id),
+                    attributed_ns: info.attributed_ns,
+                    cpu_percent: percent(self.cores.thread_busy_through(info.id, now)),
+                }
+            })
+            .collect();
+        let locks = self
+            .locks
+            .iter()
+            .zip(&self.lock_names)
+            .map(|(lock, name)| {
+                let stats = lock.stats();
+                LockCpu {
+                    name: name.clone(),
+                    acquisitions: stats.acquisitions,
+                    contended: stats.contended,
+                    cross_core_handoffs: stats.cross_core_handoffs,
+                    hold_ns: stats.hold_ns,
+                    handoff_ns: stats.handoff_ns,
+                    wait_mean_ns: stats.mean_wait_ns(),
+                    wait_p99_ns: if stats.acquisitions == 0 { 0 } else { stats.p99_wait_ns() },
+                }
+            })
+            .collect();
+        let mut path_ns = std::collections::BTreeMap::new();
+        path_ns.insert("submit".to_owned(), self.path.submit_ns);
+        path_ns.insert("device".to_owned(), self.path.device_ns);
+        path_ns.insert("completion".to_owned(), self.path.completion_ns);
+        HostCpu { cores, threads, locks, path_ns, requests: self.path.requests, window_ns }
     }
 }
