@@ -684,7 +684,15 @@ impl BlkMq {
                     softirq_ns: times.get(Context::Softirq),
                     spin_ns: times.get(Context::Spin),
                     busy_percent: percent(self.cores.busy_through(core, now)),
-                    run_queue_mean: 0.0,
+                    // Little's law: the time items waited for this core, over the window, is
+                    // the mean number waiting.
+                    run_queue_mean: self
+                        .threads
+                        .iter()
+                        .filter(|info| self.cores.core_of(info.id) == core)
+                        .map(|info| self.cores.core_wait_ns(info.id))
+                        .sum::<u64>() as f64
+                        / window_ns as f64,
                 }
             })
             .collect();
