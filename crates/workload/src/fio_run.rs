@@ -605,12 +605,41 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             FioValue::Choice { value: kind, .. } if kind == "nvme" => Ok(Vec::new()),
             _ => not_honoured(),
         },
-        // How the submitting side talks to the kernel (an SQ polling thread and its CPU,
-        // registered files, one buffer per command): CPU work the simulator does not model,
-        // like `io_submit_mode`; the commands and their timing at the device are the same.
-        "sqthread_poll" | "sqthread_poll_cpu" | "nonvectored" | "registerfiles" | "fixedbufs" => {
-            Ok(Vec::new())
+        // How the submitting thread talks to the kernel and where it runs: the issuer's CPU
+        // profile (`crate::IssuerCpu`), which the blk-mq host's CPU model (issue 18) charges
+        // and places by. Which engines take the io_uring flags is checked by `job`.
+        "sqthread_poll" | "registerfiles" | "fixedbufs" | "hipri" => {
+            one(canonical(name), flag(value))
         }
+        "sqthread_poll_cpu" => one("sqthread_poll_cpu", int(value).map(|cpu| cpu.to_string())),
+        "iodepth_batch" => one("iodepth_batch_submit", int(value).map(|n| n.to_string())),
+        // fio's list `0-3,6`: `job` separates its keys with `,`, its pieces with `:`.
+        "cpus_allowed" => match value {
+            FioValue::Str(text) => {
+                crate::job::parse_cpu_list(text)?;
+                Ok(vec![("cpus_allowed", text.trim().replace(',', ":"))])
+            }
+            FioValue::List(pieces) => {
+                let text = pieces.join(":");
+                crate::job::parse_cpu_list(&text)?;
+                Ok(vec![("cpus_allowed", text)])
+            }
+            _ => not_honoured(),
+        },
+        "cpumask" => match value {
+            FioValue::Str(text) => Ok(vec![("cpus_allowed", cpumask_list(text)?)]),
+            FioValue::Int(mask) => Ok(vec![("cpus_allowed", cpumask_list(&mask.to_string())?)]),
+            _ => not_honoured(),
+        },
+        "cpus_allowed_policy" => match value {
+            FioValue::Choice { value: policy, suffix: None } => {
+                Ok(vec![("cpus_allowed_policy", policy.clone())])
+            }
+            _ => not_honoured(),
+        },
+        // One buffer per command instead of an iovec: the same bytes reach the device, and
+        // the CPU model charges io_uring's read/write alike either way.
+        "nonvectored" => Ok(Vec::new()),
         // The numbering of the host's NUMA nodes (fio's `numa_cpu_nodes`, `numa_mem_policy`):
         // the host model is one node, node 0. Binding to it (or to every node) is what the
         // host does anyway; another node does not exist here, as libnuma would refuse it on a
@@ -661,6 +690,28 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
         },
         _ => not_honoured(),
     }
+}
+
+/// fio's `cpumask` (options.c `str_cpumask_cb`: an integer, decimal or `0x` hex, whose set
+/// bits are the CPUs allowed; fio reads only its low 32 bits) as `job`'s `cpus_allowed` list.
+/// A mask with a bit above 31, which fio would drop unsaid, and an empty mask, on which fio's
+/// `sched_setaffinity` fails, are refused.
+fn cpumask_list(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let mask = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse::<u64>(),
+    }
+    .map_err(|_| format!("`cpumask={text}`: accepted a CPU bit mask, decimal or 0x hex"))?;
+    if mask == 0 || mask >> 32 != 0 {
+        return Err(format!(
+            "`cpumask={text}`: accepted a non-zero mask of CPUs 0 to 31 (fio reads 32 bits; \
+             use cpus_allowed for other CPUs)"
+        ));
+    }
+    let cpus: Vec<String> =
+        (0..32).filter(|bit| mask & (1 << bit) != 0).map(|cpu: u32| cpu.to_string()).collect();
+    Ok(cpus.join(":"))
 }
 
 /// Whether a `numa_cpu_nodes` or `numa_mem_policy` value names only node 0 (or all nodes),
@@ -1461,14 +1512,16 @@ impl FioRunJob {
     /// its files, in blocks of the job's largest read block (fio's `pre_read_file` reads
     /// `io_size` bytes from `file_offset` in `max_bs[DDIR_READ]` chunks), file after file.
     /// Only the region keys (`size`, `offset`, `offset_increment`) of the job's `spec` are
-    /// kept, on the same `places`, so the pre-read covers what the job's I/O will address.
+    /// kept, on the same `places`, so the pre-read covers what the job's I/O will address,
+    /// and its CPU keys: clone i pre-reads as process `first_process + i + 1` on the CPUs
+    /// of fio's thread `first_thread + i`.
     fn pre_read_issuers(
         &self,
         spec: &WorkloadSpec,
         targets: &[Target],
         places: &[Vec<(Place, Target)>],
         prng: &Prng,
-        first_process: u32,
+        (first_process, first_thread): (u32, u32),
         file_sizes: &crate::job::FileSizes,
     ) -> Result<Vec<Box<dyn crate::Issuer>>, ParamError> {
         let error = |error| refuse(&self.at, format!("job `{}` pre_read: {error}", self.name));
@@ -1479,7 +1532,9 @@ impl FioRunJob {
         let mut keys: Vec<String> = body
             .split(',')
             .filter(|pair| {
-                ["size=", "offset=", "offset_increment=", "numjobs="]
+                // fio's job thread pre-reads after setting its affinity (backend.c
+                // `thread_main`), so the pre-read runs where the job's clones run.
+                ["size=", "offset=", "offset_increment=", "numjobs=", "cpus_allowed"]
                     .iter()
                     .any(|key| pair.starts_with(key))
             })
@@ -1494,6 +1549,7 @@ impl FioRunJob {
         ]);
         let spec = WorkloadSpec::parse(&format!("job:{}", keys.join(","))).map_err(error)?;
         let mut config = JobConfig::from_params(&spec.params).map_err(error)?;
+        config.first_thread = first_thread;
         config.file_sizes = Some(file_sizes.clone());
         config.size_at_start = self.sized_at_start();
         config.whole_files = self.sized_per_file();
@@ -1760,6 +1816,13 @@ impl FioRun {
         Ok(capped)
     }
 
+    /// fio's thread number (0-based) of job `index`'s first clone: fio numbers every clone of
+    /// every job of the file in order (init.c `get_new_job`), whatever group it runs in; what
+    /// `cpus_allowed_policy=split` counts with (backend.c `thread_main`).
+    fn first_thread(&self, index: usize) -> u32 {
+        self.jobs[..index].iter().fold(0_u32, |sum, job| sum.saturating_add(job.clones))
+    }
+
     /// One phase per group; each job's clones are processes numbered after the previous
     /// jobs' in the same phase, and each job draws from its own random stream. A job with
     /// `wait_for=NAME` starts a new phase when NAME's group is the last one (so it starts
@@ -1840,7 +1903,7 @@ impl FioRun {
                     job,
                     targets,
                     &mut files,
-                    first_process,
+                    (first_process, self.first_thread(index)),
                     &GroupExit {
                         flag: exits.last().expect("a phase was pushed").clone(),
                         sets: job.exitall,
@@ -1873,6 +1936,7 @@ impl FioRun {
             config.file_sizes = Some(file_sizes.clone());
             config.size_at_start = job.sized_at_start();
             config.whole_files = job.sized_per_file();
+            config.first_thread = self.first_thread(index);
             // fio pre-reads a create_only job's files too (`thread_main` pre-reads before its
             // loop, which the job marked done then leaves at once).
             if job.pre_read {
@@ -1882,7 +1946,7 @@ impl FioRun {
                     targets,
                     &places,
                     &prng.fork_indexed("fio-pre-read", index as u64),
-                    pre.issuers.len() as u32,
+                    (pre.issuers.len() as u32, self.first_thread(index)),
                     &file_sizes,
                 )?;
                 if !pre.name.is_empty() {
@@ -1990,6 +2054,7 @@ impl FioRun {
             let first_process = phase.issuers.len() as u32;
             let ramp_error = |error| refuse(&job.at, format!("job `{}`: {error}", job.name));
             let mut config = JobConfig::from_params(&spec.params).map_err(ramp_error)?;
+            config.first_thread = self.first_thread(index);
             config.file_sizes = Some(file_sizes.clone());
             config.size_at_start = job.sized_at_start();
             config.whole_files = job.sized_per_file();
@@ -2033,7 +2098,11 @@ fn setup_only(
         .into_iter()
         .map(|issuer| {
             let done: Box<dyn crate::Issuer> =
-                Box::new(SetupOnly { name: issuer.name().to_owned(), process: issuer.process() });
+                Box::new(SetupOnly {
+                    name: issuer.name().to_owned(),
+                    process: issuer.process(),
+                    cpu: issuer.cpu(),
+                });
             done
         })
         .collect()
@@ -2044,11 +2113,17 @@ fn setup_only(
 struct SetupOnly {
     name: String,
     process: elevator_core::ProcessId,
+    /// The clone's thread's CPUs and engine: fio's marked-done thread still starts there.
+    cpu: crate::IssuerCpu,
 }
 
 impl crate::Issuer for SetupOnly {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn cpu(&self) -> crate::IssuerCpu {
+        self.cpu.clone()
     }
 
     fn process(&self) -> elevator_core::ProcessId {

@@ -131,6 +131,17 @@ const REPLAY_COMPATIBLE: &[&str] = &[
     "bs",
     "size",
     "filename",
+    // Where the replaying thread runs and how it submits (`Issuer::cpu`).
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "cpumask",
+    "iodepth_batch",
+    "fixedbufs",
+    "registerfiles",
+    "hipri",
+    "sqthread_poll",
+    "sqthread_poll_cpu",
+    "nonvectored",
 ];
 
 /// Takes `option` into `options` if it is one of the iolog options; `true` when it was.
@@ -447,13 +458,14 @@ impl Replay {
         Ok(steps)
     }
 
-    /// The job's clones as replaying issuers, processes numbered from `first_process + 1`.
+    /// The job's clones as replaying issuers, processes numbered from `first_process + 1`,
+    /// clone i fio's thread `first_thread + i` (its CPUs under `cpus_allowed_policy=split`).
     pub(crate) fn issuers(
         &self,
         job: &crate::fio_run::FioRunJob,
         targets: &[Target],
         files: &mut Vec<FileSpec>,
-        first_process: u32,
+        (first_process, first_thread): (u32, u32),
         exit: &crate::job::GroupExit,
     ) -> Result<Vec<Box<dyn Issuer>>, ParamError> {
         let params = &job.spec.params;
@@ -472,6 +484,8 @@ impl Replay {
             }
         };
         let direct = params.flag("direct");
+        let cpu = crate::job::CpuProfile::from_params(params, depth)
+            .map_err(|error| refuse(&self.at, format!("job `{}`: {error}", job.name)))?;
         (0..job.clones)
             .map(|clone| {
                 let steps = self.steps(clone, targets, files, direct)?;
@@ -486,6 +500,7 @@ impl Replay {
                     start: None,
                     last_issue: None,
                     exit: exit.clone(),
+                    cpu: cpu.for_thread(first_thread + clone),
                 }) as Box<dyn Issuer>)
             })
             .collect()
@@ -518,11 +533,17 @@ pub(crate) struct ReplayIssuer {
     /// Its phase's `exitall` flag: raised, the replay stops issuing; raised by it when it
     /// finishes if its job has `exitall`.
     exit: crate::job::GroupExit,
+    /// The job's CPU profile, this clone's share ([`Issuer::cpu`]).
+    cpu: crate::IssuerCpu,
 }
 
 impl Issuer for ReplayIssuer {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn cpu(&self) -> crate::IssuerCpu {
+        self.cpu.clone()
     }
 
     fn process(&self) -> ProcessId {
@@ -758,6 +779,10 @@ impl Issuer for IologWriter {
 
     fn null_engine(&self) -> bool {
         self.inner.null_engine()
+    }
+
+    fn cpu(&self) -> crate::IssuerCpu {
+        self.inner.cpu()
     }
 }
 
