@@ -972,6 +972,26 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
             keys.push((key, value));
         }
     }
+    // Engine options fio looks up in the selected engine's table only: elsewhere fio fails
+    // the job ("Bad option"); refused here at the option's line (`job` would name only the key).
+    let engine = keys.iter().rev().find(|(key, _)| *key == "ioengine").map(|(_, v)| v.clone());
+    let engine = engine.unwrap_or_default();
+    if let Some(option) = job.options.iter().find(|option| {
+        matches!(
+            option.name,
+            "hipri" | "fixedbufs" | "registerfiles" | "sqthread_poll" | "sqthread_poll_cpu"
+        ) && !crate::job::engines_with(option.name).contains(&engine.as_str())
+    }) {
+        return Err(refuse(
+            &option.at,
+            format!(
+                "`{}` is not an option of ioengine={engine}: fio refuses it (\"Bad option\"); \
+                 engines that have it: {}",
+                option.name,
+                crate::job::engines_with(option.name).join(", ")
+            ),
+        ));
+    }
     // A read of a block nothing wrote in a file created empty at open (`create_on_open`)
     // returns 0 bytes: fio's synchronous engines fail it (backend.c `io_u_sync_complete`'s
     // "full resid", EIO), an error the simulator does not raise; async engines count it as
@@ -2097,12 +2117,11 @@ fn setup_only(
     issuers
         .into_iter()
         .map(|issuer| {
-            let done: Box<dyn crate::Issuer> =
-                Box::new(SetupOnly {
-                    name: issuer.name().to_owned(),
-                    process: issuer.process(),
-                    cpu: issuer.cpu(),
-                });
+            let done: Box<dyn crate::Issuer> = Box::new(SetupOnly {
+                name: issuer.name().to_owned(),
+                process: issuer.process(),
+                cpu: issuer.cpu(),
+            });
             done
         })
         .collect()
@@ -3184,5 +3203,111 @@ mod tests {
         assert!(error.contains("fst_bad.fio") && error.contains("roundrobin:x"), "{error}");
         let error = parse("fst_unknown", "[a]\nsize=1m\nfile_service_type=lottery\n");
         assert!(error.unwrap_err().to_string().contains("fst_unknown.fio:3"));
+    }
+
+    /// Each issuer's `cpu()` over the plan's phases, in order.
+    fn cpus(spec: &WorkloadSpec) -> Vec<crate::IssuerCpu> {
+        let plan = spec.plan(&targets(), &Prng::new(1)).unwrap();
+        plan.phases.iter().flat_map(|phase| phase.issuers.iter().map(|i| i.cpu())).collect()
+    }
+
+    /// Just the CPU lists of [`cpus`].
+    fn cpu_lists(spec: &WorkloadSpec) -> Vec<Vec<u32>> {
+        cpus(spec).into_iter().map(|cpu| cpu.cpus_allowed).collect()
+    }
+
+    // Proves cpus_allowed_policy=split gives fio's clone k the (k mod N)-th CPU of the set
+    // (options.c `fio_cpus_split`), round robin when there are more clones than CPUs, and
+    // counts fio's thread numbers over the whole file: a later job (here in a later group)
+    // goes on from where the earlier job's clones stopped; `shared` gives every clone all.
+    #[test]
+    fn split_gives_each_clone_its_cpu_as_fio() {
+        let four =
+            "[a]\nsize=64k\nrw=read\ncpus_allowed=0-3\ncpus_allowed_policy=split\nnumjobs=4\n";
+        let spec = parse("split4", four).unwrap();
+        assert_eq!(cpu_lists(&spec), [vec![0], vec![1], vec![2], vec![3]]);
+        let more =
+            "[a]\nsize=64k\nrw=read\ncpus_allowed=1,3\ncpus_allowed_policy=split\nnumjobs=5\n";
+        let spec = parse("split_more", more).unwrap();
+        assert_eq!(cpu_lists(&spec), [vec![1], vec![3], vec![1], vec![3], vec![1]]);
+        let two_jobs = "[global]\nsize=64k\nrw=read\ncpus_allowed=0-3\ncpus_allowed_policy=split\n\
+                        [a]\nnumjobs=2\n[b]\nstonewall\nnumjobs=3\n";
+        let spec = parse("split_jobs", two_jobs).unwrap();
+        assert_eq!(cpu_lists(&spec), [vec![0], vec![1], vec![2], vec![3], vec![0]]);
+        let shared = "[a]\nsize=64k\nrw=read\ncpus_allowed=0-1\nnumjobs=2\n";
+        let spec = parse("shared", shared).unwrap();
+        assert_eq!(cpu_lists(&spec), [vec![0, 1], vec![0, 1]]);
+    }
+
+    // Proves io_uring's options reach the issuer's profile: the batch, registered buffers and
+    // files, polling; sqthread_poll brings its CPU and turns registered files on (fio's
+    // io_uring engine does); a batch of 0 or above iodepth is iodepth (fio's fixup_options).
+    #[test]
+    fn io_uring_options_show_in_the_profile() {
+        let text = "[a]\nsize=64k\nrw=randread\nioengine=io_uring\niodepth=16\n\
+                    iodepth_batch_submit=8\nfixedbufs=1\nregisterfiles=1\nhipri=1\n";
+        let cpu = cpus(&parse("uring", text).unwrap()).remove(0);
+        let expected = crate::IssuerCpu {
+            cpus_allowed: Vec::new(),
+            engine: crate::SubmitEngine::IoUring,
+            batch_submit: 8,
+            fixed_buffers: true,
+            registered_files: true,
+            polled: true,
+            sq_poll: None,
+        };
+        assert_eq!(cpu, expected);
+        let text = "[a]\nsize=64k\nrw=randread\nioengine=io_uring\nsqthread_poll=1\n\
+                    sqthread_poll_cpu=2\n";
+        let cpu = cpus(&parse("sqpoll", text).unwrap()).remove(0);
+        assert_eq!(cpu.sq_poll, Some(crate::SqPoll { cpu: Some(2) }));
+        assert!(cpu.registered_files, "sqthread_poll implies registerfiles");
+        assert!(!cpu.fixed_buffers && !cpu.polled);
+        for (batch, expected) in [("0", 16), ("64", 16), ("4", 4)] {
+            let text = format!(
+                "[a]\nsize=64k\nrw=randread\nioengine=libaio\niodepth=16\niodepth_batch={batch}\n"
+            );
+            let cpu = cpus(&parse("batch", &text).unwrap()).remove(0);
+            assert_eq!((cpu.engine, cpu.batch_submit), (crate::SubmitEngine::Libaio, expected));
+        }
+    }
+
+    // Proves a synchronous engine submits one I/O per call whatever the batch asks, and a job
+    // without any CPU option has the default profile (fio's default engine is psync).
+    #[test]
+    fn sync_engine_and_default_profile() {
+        let text = "[a]\nsize=64k\nrw=read\nioengine=psync\niodepth_batch_submit=8\n";
+        let cpu = cpus(&parse("psync", text).unwrap()).remove(0);
+        assert_eq!((cpu.engine, cpu.batch_submit), (crate::SubmitEngine::Sync, 1));
+        let cpu = cpus(&parse("plain", "[a]\nsize=64k\nrw=read\n").unwrap()).remove(0);
+        assert_eq!(cpu, crate::IssuerCpu::default());
+        let text = "[a]\nsize=64k\nrw=read\nioengine=pvsync2\nhipri=1\n";
+        let cpu = cpus(&parse("pvsync2", text).unwrap()).remove(0);
+        assert!(cpu.polled, "pvsync2's hipri is RWF_HIPRI");
+    }
+
+    // Proves cpumask becomes the same CPU list (the later of it and cpus_allowed wins), and
+    // that bad CPU options are refused naming the file's line: a reversed range, a word, an
+    // empty mask, a mask beyond fio's 32 bits, and an io_uring option on libaio (fio's "Bad
+    // option").
+    #[test]
+    fn cpumask_and_refusals() {
+        let text = "[a]\nsize=64k\nrw=read\ncpus_allowed=7\ncpumask=0x5\n";
+        assert_eq!(cpu_lists(&parse("cpumask", text).unwrap()), [vec![0, 2]]);
+        let text = "[a]\nsize=64k\nrw=read\ncpumask=5\ncpus_allowed=7\n";
+        assert_eq!(cpu_lists(&parse("cpumask_then", text).unwrap()), [vec![7]]);
+        for (line, why) in [
+            ("cpus_allowed=3-1", "reversed range"),
+            ("cpus_allowed=x", "not a CPU number"),
+            ("cpus_allowed=1,,2", "empty piece"),
+            ("cpumask=0", "non-zero mask"),
+            ("cpumask=0x100000000", "32 bits"),
+            ("hipri=1", "not an option of ioengine=libaio"),
+            ("sqthread_poll_cpu=1", "engines that have it: io_uring, io_uring_cmd"),
+        ] {
+            let text = format!("[a]\nsize=64k\nioengine=libaio\n{line}\n");
+            let error = parse("cpu_bad", &text).unwrap_err().to_string();
+            assert!(error.contains("cpu_bad.fio:4") && error.contains(why), "{line}: {error}");
+        }
     }
 }

@@ -1118,4 +1118,29 @@ mod tests {
         let message = error(&format!("[r]\nread_iolog={path}\n"));
         assert!(message.contains("blktrace"), "{message}");
     }
+
+    // Proves a replaying job's clones and a logging job's wrapped clones report the job's CPU
+    // profile: the replay's two clones split its CPUs after the first job's thread (fio
+    // numbers threads over the file), on the job's engine; the logged clone keeps its
+    // io_uring flags.
+    #[test]
+    fn replays_and_loggers_report_the_cpu_profile() {
+        let dir = dir("cpu");
+        std::fs::write(dir.join("a.log"), "fio version 2 iolog\nsda read 0 4096\n").unwrap();
+        let text = format!(
+            "[w]\nfilename=sdb\nrw=read\nsize=16k\nioengine=io_uring\nhipri=1\n\
+             cpus_allowed=1-3\ncpus_allowed_policy=split\nwrite_iolog={}\n\
+             [r]\nstonewall\nread_iolog={}\nioengine=libaio\niodepth=4\nnumjobs=2\n\
+             cpus_allowed=1-3\ncpus_allowed_policy=split\n",
+            dir.join("w.log").display(),
+            dir.join("a.log").display()
+        );
+        let plan = plan(&dir, &text).unwrap();
+        let cpus: Vec<crate::IssuerCpu> =
+            plan.phases.iter().flat_map(|phase| phase.issuers.iter().map(|i| i.cpu())).collect();
+        let lists: Vec<Vec<u32>> = cpus.iter().map(|cpu| cpu.cpus_allowed.clone()).collect();
+        assert_eq!(lists, [vec![1], vec![2], vec![3]]);
+        assert_eq!((cpus[0].engine, cpus[0].polled), (crate::SubmitEngine::IoUring, true));
+        assert!(cpus[1..].iter().all(|cpu| cpu.engine == crate::SubmitEngine::Libaio));
+    }
 }

@@ -605,7 +605,9 @@ pub(crate) fn parse_cpu_list(text: &str) -> Result<Vec<u32>, String> {
         let number = number.trim();
         match number.parse::<u32>() {
             Ok(cpu) if cpu < MAX_CPUS => Ok(cpu),
-            Ok(cpu) => Err(format!("CPU {cpu} in `{piece}` is beyond fio's {MAX_CPUS} CPUs")),
+            Ok(cpu) => {
+                Err(format!("CPU {cpu} in `{piece}` is beyond fio's {MAX_CPUS} CPUs ({SYNTAX})"))
+            }
             Err(_) => Err(format!("`{piece}` is not a CPU number or range ({SYNTAX})")),
         }
     };
@@ -635,7 +637,7 @@ pub(crate) fn parse_cpu_list(text: &str) -> Result<Vec<u32>, String> {
 /// The engines whose fio option table has `option` (fio looks an engine option up in the
 /// selected engine's table only, and fails the job with "Bad option" elsewhere: options.c
 /// `fio_options_parse`; engines/io_uring.c, sync.c, sg.c, xnvme.c).
-fn engines_with(option: &str) -> &'static [&'static str] {
+pub(crate) fn engines_with(option: &str) -> &'static [&'static str] {
     match option {
         "hipri" => &["io_uring", "io_uring_cmd", "pvsync2", "sg", "xnvme"],
         "sqthread_poll" => &["io_uring", "io_uring_cmd", "xnvme"],
@@ -679,14 +681,14 @@ impl CpuProfile {
         };
         let sq_poll_cpu = match params.text("sqthread_poll_cpu").trim() {
             "" => None,
-            text => Some(text.parse::<u32>().ok().filter(|&cpu| cpu < MAX_CPUS).ok_or_else(
-                || {
+            text => {
+                Some(text.parse::<u32>().ok().filter(|&cpu| cpu < MAX_CPUS).ok_or_else(|| {
                     params.impossible(
                         "sqthread_poll_cpu",
                         format!("`{text}`: accepted a CPU number 0 to {}", MAX_CPUS - 1),
                     )
-                },
-            )?),
+                })?)
+            }
         };
         let io_uring = matches!(engine_name, "io_uring" | "io_uring_cmd");
         // fio's SQ thread uses `sqthread_poll_cpu` only when it exists (engines/io_uring.c
@@ -3527,5 +3529,65 @@ mod tests {
         assert!(error(short).contains("shorter than one ss_interval"));
         let params = WorkloadSpec::parse("job:steadystate=iops:1%").unwrap().params;
         assert_eq!(SteadySpec::from_params(&params).unwrap(), None, "ss_dur=0 disables it");
+    }
+
+    // Proves fio's CPU list syntax: singles and ranges in any order come out ascending without
+    // duplicates, `,` and `:` both separate pieces, and each bad input is refused with what is
+    // wrong and the accepted syntax (where fio's atoi would read `x` as CPU 0).
+    #[test]
+    fn cpu_lists_parse_as_fio_writes_them() {
+        assert_eq!(parse_cpu_list("0-3,6,8-9").unwrap(), [0, 1, 2, 3, 6, 8, 9]);
+        assert_eq!(parse_cpu_list(" 6:0-2:1 , 2 ").unwrap(), [0, 1, 2, 6]);
+        assert_eq!(parse_cpu_list("5-5").unwrap(), [5]);
+        for (text, why) in [
+            ("3-1", "`3-1` is a reversed range"),
+            ("x", "`x` is not a CPU number"),
+            ("1-", "`1-` is not a CPU number"),
+            ("1,,2", "empty piece"),
+            ("2:", "empty piece"),
+            ("1024", "beyond fio's 1024 CPUs"),
+        ] {
+            let error = parse_cpu_list(text).unwrap_err();
+            assert!(
+                error.contains(why) && error.contains("accepted: CPU numbers"),
+                "{text}: {error}"
+            );
+        }
+    }
+
+    // Proves the `job` keys give the issuer's profile (each clone its CPU under split, the
+    // engine from ioengine), that a bad list is an error naming the key, and that an io_uring
+    // flag on another engine is refused as fio refuses it.
+    #[test]
+    fn job_keys_give_the_cpu_profile() {
+        let split = plan(
+            "job:numjobs=3,size=64k,cpus_allowed=2:4-5,cpus_allowed_policy=split,\
+             ioengine=io_uring,iodepth=8,iodepth_batch_submit=4,fixedbufs=1",
+        );
+        let cpus: Vec<crate::IssuerCpu> = split.phases[0].issuers.iter().map(|i| i.cpu()).collect();
+        let lists: Vec<Vec<u32>> = cpus.iter().map(|cpu| cpu.cpus_allowed.clone()).collect();
+        assert_eq!(lists, [vec![2], vec![4], vec![5]]);
+        assert!(cpus.iter().all(|cpu| cpu.engine == crate::SubmitEngine::IoUring
+            && cpu.batch_submit == 4
+            && cpu.fixed_buffers
+            && !cpu.registered_files));
+        let engines = [
+            ("libaio", crate::SubmitEngine::Libaio),
+            ("posixaio", crate::SubmitEngine::Posixaio),
+            ("pvsync", crate::SubmitEngine::Sync),
+            ("io_uring_cmd", crate::SubmitEngine::Passthrough),
+            ("null", crate::SubmitEngine::Null),
+        ];
+        for (engine, expected) in engines {
+            let filename = if engine == "io_uring_cmd" { ",filename=sda" } else { "" };
+            let one = plan(&format!("job:size=64k,ioengine={engine}{filename}"));
+            assert_eq!(one.phases[0].issuers[0].cpu().engine, expected, "{engine}");
+        }
+        let error = parse_error("job:cpus_allowed=3-1");
+        assert!(error.contains("cpus_allowed") && error.contains("reversed range"), "{error}");
+        let error = parse_error("job:ioengine=libaio,fixedbufs=1");
+        assert!(error.contains("fixedbufs") && error.contains("Bad option"), "{error}");
+        let error = parse_error("job:ioengine=io_uring,sqthread_poll_cpu=x");
+        assert!(error.contains("sqthread_poll_cpu") && error.contains("accepted"), "{error}");
     }
 }
