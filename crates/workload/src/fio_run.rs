@@ -28,7 +28,11 @@
 //! random_generator, numa_cpu_nodes/numa_mem_policy on node 0, allow_file_create, fallocate,
 //! create_serialize/create_on_open/create_fsync/create_only (when files are set up:
 //! [`FioRunJob::places`]), file_append ([`FioRunJob::appended`]), pre_read
-//! ([`FioRunJob::pre_read_issuers`]),
+//! ([`FioRunJob::pre_read_issuers`]), the issuer's CPU profile ([`crate::IssuerCpu`], for the
+//! blk-mq host's CPU model, issue 18): cpus_allowed/cpumask with cpus_allowed_policy (split
+//! counted over fio's thread numbers, [`FioRun::first_thread`]), iodepth_batch(_submit),
+//! hipri, fixedbufs, registerfiles, sqthread_poll/sqthread_poll_cpu (refused, as fio refuses
+//! them, on an engine without them),
 //! and a full filesystem's ENOSPC with fill_device/continue_on_error/ignore_error/error_dump
 //! (fio's backend.c `io_u_sync_complete`, td_error.c: `job` implements the rules).
 //! `read_iolog` with `replay_*` and `write_iolog` are `crate::iolog`'s (fio-compat.md §6; its
@@ -160,8 +164,18 @@
 //!   commands in the order they are sent, so such a job's writes do not fail here, where a
 //!   real NVMe controller may reorder them (why uring-cmd-zoned.fio asks for QD1).
 //! * io_uring's CPU-side options (`sqthread_poll`, `sqthread_poll_cpu`, `registerfiles`,
-//!   `fixedbufs`, `nonvectored`) and `random_generator=tausworthe*` change nothing; `lfsr` is
+//!   `fixedbufs`, `hipri`), `iodepth_batch_submit` and the CPU affinity (`cpus_allowed`,
+//!   `cpumask`, `cpus_allowed_policy`) change no I/O order or device timing here; they are
+//!   the issuer's CPU profile, which only the blk-mq host's CPU model charges and places by.
+//!   `nonvectored` changes nothing. `random_generator=tausworthe*` changes nothing; `lfsr` is
 //!   the random map (each block once per pass, fio's guarantee), in another order.
+//! * `cpus_allowed` is parsed strictly: fio's `atoi` parser reads `x` as CPU 0, a reversed
+//!   range `3-1` as no CPU, and stops at an empty piece; each is refused here. A `cpumask`
+//!   with a bit above 31 (fio reads 32 bits) or of 0 (fio's `sched_setaffinity` fails) is
+//!   refused. A CPU the host lacks is refused by the simulator, which knows the host.
+//! * `sqthread_poll_cpu` without `sqthread_poll` is accepted and changes nothing, as in fio.
+//! * A `create_only` clone reports its job's CPU profile though it does no I/O; a `pre_read`
+//!   runs on its job's clones' CPUs, as fio's job thread pre-reads after setting affinity.
 //! * `numa_cpu_nodes`/`numa_mem_policy` are honoured for node 0, the simulated host's only
 //!   node; another node is refused.
 //! * `flow`'s counters are shared by the jobs of one phase (fio shares them among all jobs

@@ -40,6 +40,12 @@
 //! `steadystate_group`, each with fio's meaning (`elevator list
 //! workloads` prints them all).
 //!
+//! The CPU keys `cpus_allowed`, `cpus_allowed_policy`, `iodepth_batch_submit`, `fixedbufs`,
+//! `registerfiles`, `hipri`, `sqthread_poll` and `sqthread_poll_cpu` change none of a clone's
+//! I/O: they are its [`Issuer::cpu`] profile ([`crate::IssuerCpu`]), which the simulator's
+//! blk-mq host charges and places by (blk-mq-host.md §1, §2.2). The io_uring flags are
+//! refused on an engine whose fio option table lacks them, as fio refuses them ("Bad option").
+//!
 //! # Deviations from fio
 //!
 //! * `ignore_error` separates its READ, WRITE and VERIFY lists with `/` (fio's `,` separates
@@ -55,6 +61,11 @@
 //!   default, the random map (each block once per pass; a used block is replaced by the next
 //!   free one, as fio's `axmap_next_free`). Non-uniform distributions and `blockalign`
 //!   disable the map, as in fio.
+//! * `cpus_allowed` separates its pieces with `:` (`0-3:6`; fio's `,` separates `job`'s
+//!   keys; `,` works where no spec string carries it), and refuses what fio's `atoi` parser
+//!   reads loosely (`x` as CPU 0, `3-1` as no CPU, an empty piece as the list's end).
+//!   `cpus_allowed_policy=split` counts clones from 0 for `-w job:`; in a fio file from the
+//!   clone's fio thread number over the whole file, as fio does.
 //! * `rate` and `rate_iops` take one value for all directions (fio keeps one per direction).
 //! * `rate_min` ends the clone and counts `rate_min_failures` where fio fails the job.
 //! * `ioengine=null` completes each I/O at its submission, in no simulated time (fio's takes
