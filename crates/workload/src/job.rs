@@ -546,7 +546,9 @@ pub const KEYS: &[KeySpec] = &[
                and xnvme are passthrough: direct to a device, past the scheduler",
     },
     // The issuer's CPU profile (`crate::IssuerCpu`, blk-mq-host.md §1, §2.2): where each
-    // clone's thread runs and how it enters the kernel, for the blk-mq host's CPU model.
+    // clone's thread runs and how it enters the kernel, for the blk-mq host's CPU model. No
+    // defaults written (fio's are in the help and `CpuProfile::from_params`), so a run's
+    // resolved settings list them only when given.
     KeySpec {
         key: "cpus_allowed",
         kind: KeyKind::Text,
@@ -557,39 +559,39 @@ pub const KEYS: &[KeySpec] = &[
     KeySpec {
         key: "cpus_allowed_policy",
         kind: KeyKind::Choice(&["shared", "split"]),
-        default: "shared",
-        help: "shared: every clone may use all of cpus_allowed; split: clone k gets the \
+        default: "",
+        help: "shared (default): every clone may use all of cpus_allowed; split: clone k gets the \
                (k mod N)-th of its N CPUs, as fio's",
     },
     KeySpec {
         key: "iodepth_batch_submit",
         kind: KeyKind::Integer { min: 0, max: i32::MAX as i64 },
-        default: "1",
-        help: "I/Os per submission call; 0 (or more than iodepth) means iodepth, as fio's",
+        default: "",
+        help: "I/Os per submission call (default 1); 0 (or more than iodepth) means iodepth, as fio's",
     },
     KeySpec {
         key: "fixedbufs",
         kind: KeyKind::Flag,
-        default: "0",
-        help: "io_uring registered buffers (io_uring, io_uring_cmd only, as in fio)",
+        default: "",
+        help: "io_uring registered buffers, default 0 (io_uring, io_uring_cmd only, as in fio)",
     },
     KeySpec {
         key: "registerfiles",
         kind: KeyKind::Flag,
-        default: "0",
-        help: "io_uring registered files (io_uring, io_uring_cmd only, as in fio)",
+        default: "",
+        help: "io_uring registered files, default 0 (io_uring, io_uring_cmd only, as in fio)",
     },
     KeySpec {
         key: "hipri",
         kind: KeyKind::Flag,
-        default: "0",
-        help: "polled completions (io_uring, io_uring_cmd, pvsync2, sg, xnvme, as in fio)",
+        default: "",
+        help: "polled completions, default 0 (io_uring, io_uring_cmd, pvsync2, sg, xnvme, as in fio)",
     },
     KeySpec {
         key: "sqthread_poll",
         kind: KeyKind::Flag,
-        default: "0",
-        help: "io_uring SQ polling thread (io_uring, io_uring_cmd, xnvme, as in fio); implies \
+        default: "",
+        help: "io_uring SQ polling thread, default 0 (io_uring, io_uring_cmd, xnvme, as in fio); implies \
                registerfiles for io_uring",
     },
     KeySpec {
@@ -704,11 +706,18 @@ impl CpuProfile {
         let io_uring = matches!(engine_name, "io_uring" | "io_uring_cmd");
         // fio's SQ thread uses `sqthread_poll_cpu` only when it exists (engines/io_uring.c
         // `fio_ioring_queue_init`: `IORING_SETUP_SQ_AFF` under `sqpoll_thread`).
-        let sq_poll = params.flag("sqthread_poll").then_some(crate::SqPoll { cpu: sq_poll_cpu });
+        // fio's flags default to off.
+        let flag = |key: &str| params.has(key) && params.flag(key);
+        let sq_poll = flag("sqthread_poll").then_some(crate::SqPoll { cpu: sq_poll_cpu });
         // Engines with a commit hook submit a batch per call; the others (the sync family,
         // posixaio, sg, libzbc, xnvme) hand each I/O to the kernel in its own call.
         let batches = matches!(engine_name, "io_uring" | "io_uring_cmd" | "libaio" | "null");
-        let batch = params.integer("iodepth_batch_submit") as u32;
+        // fio's default batch is 1 (options.c `iodepth_batch`).
+        let batch = if params.has("iodepth_batch_submit") {
+            params.integer("iodepth_batch_submit") as u32
+        } else {
+            1
+        };
         let batch_submit = match batch {
             _ if !batches => 1,
             // init.c `fixup_options`: 0, or more than iodepth, is iodepth.
@@ -719,11 +728,11 @@ impl CpuProfile {
             cpus_allowed,
             engine,
             batch_submit,
-            fixed_buffers: params.flag("fixedbufs"),
+            fixed_buffers: flag("fixedbufs"),
             // engines/io_uring.c `fio_ioring_init`: "sqthread submission requires registered
             // files".
-            registered_files: params.flag("registerfiles") || (io_uring && sq_poll.is_some()),
-            polled: params.flag("hipri"),
+            registered_files: flag("registerfiles") || (io_uring && sq_poll.is_some()),
+            polled: flag("hipri"),
             sq_poll,
         };
         Ok(CpuProfile { shared, split: params.text("cpus_allowed_policy") == "split" })
@@ -3600,5 +3609,26 @@ mod tests {
         assert!(error.contains("fixedbufs") && error.contains("Bad option"), "{error}");
         let error = parse_error("job:ioengine=io_uring,sqthread_poll_cpu=x");
         assert!(error.contains("sqthread_poll_cpu") && error.contains("accepted"), "{error}");
+    }
+
+    // Proves the CPU keys stay out of a run's resolved settings (the report's workload
+    // settings) unless given, so existing outputs are unchanged, and show when given.
+    #[test]
+    fn cpu_keys_resolve_only_when_given() {
+        let cpu_keys = [
+            "cpus_allowed",
+            "cpus_allowed_policy",
+            "iodepth_batch_submit",
+            "fixedbufs",
+            "registerfiles",
+            "hipri",
+            "sqthread_poll",
+            "sqthread_poll_cpu",
+        ];
+        let plain = WorkloadSpec::parse("job:rw=read").unwrap().resolved();
+        assert!(plain.iter().all(|(key, _)| !cpu_keys.contains(key)), "{plain:?}");
+        let given = WorkloadSpec::parse("job:hipri=1,iodepth_batch_submit=0").unwrap().resolved();
+        assert!(given.contains(&("hipri", "1".to_owned())), "{given:?}");
+        assert!(given.contains(&("iodepth_batch_submit", "0".to_owned())), "{given:?}");
     }
 }
