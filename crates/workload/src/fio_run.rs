@@ -169,6 +169,10 @@
 //!   the issuer's CPU profile, which only the blk-mq host's CPU model charges and places by.
 //!   `nonvectored` changes nothing. `random_generator=tausworthe*` changes nothing; `lfsr` is
 //!   the random map (each block once per pass, fio's guarantee), in another order.
+//! * `iodepth_batch_submit` does not hold I/Os back in the issuer: each is submitted as it is
+//!   formed, and the batch is [`crate::IssuerCpu::batch_submit`], for the host to group into
+//!   system calls and plugs (blk-mq-host.md §2.2). Until the blk-mq host does, a batch
+//!   reaches the device one I/O at a time, where fio's reaches it together.
 //! * `cpus_allowed` is parsed strictly: fio's `atoi` parser reads `x` as CPU 0, a reversed
 //!   range `3-1` as no CPU, and stops at an empty piece; each is refused here. A `cpumask`
 //!   with a bit above 31 (fio reads 32 bits) or of 0 (fio's `sched_setaffinity` fails) is
@@ -3323,5 +3327,32 @@ mod tests {
             let error = parse("cpu_bad", &text).unwrap_err().to_string();
             assert!(error.contains("cpu_bad.fio:4") && error.contains(why), "{line}: {error}");
         }
+    }
+
+    // Proves a job's pre-read runs on the CPUs its clones run on (fio's job thread pre-reads
+    // after setting its affinity), each pre-reading clone on its own clone's share, and that
+    // a create_only job's clones keep their CPUs though they do no I/O.
+    #[test]
+    fn pre_read_and_create_only_keep_the_cpus() {
+        let text = "[a]\nsize=64k\nrw=read\npre_read=1\ncpus_allowed=2-3\n\
+                    cpus_allowed_policy=split\nnumjobs=2\n[b]\nsize=64k\ncreate_only=1\n\
+                    cpus_allowed=5,7\n";
+        let spec = parse("pre_read_cpus", text).unwrap();
+        let plan = spec.plan(&targets(), &Prng::new(1)).unwrap();
+        let lists: Vec<(String, Vec<Vec<u32>>)> = plan
+            .phases
+            .iter()
+            .map(|phase| {
+                let cpus = phase.issuers.iter().map(|i| i.cpu().cpus_allowed).collect();
+                (phase.name.clone(), cpus)
+            })
+            .collect();
+        assert_eq!(
+            lists,
+            [
+                ("a (pre_read)".to_owned(), vec![vec![2], vec![3]]),
+                ("a+b".to_owned(), vec![vec![2], vec![3], vec![5, 7]]),
+            ]
+        );
     }
 }

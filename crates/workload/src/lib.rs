@@ -228,7 +228,10 @@ pub struct IssuerCpu {
     pub engine: SubmitEngine,
     /// I/Os handed to the kernel per submission call (fio `iodepth_batch_submit`, default
     /// 1). fio's 0, like a batch above `iodepth`, means `iodepth` (init.c `fixup_options`);
-    /// 1 for the engines that make one call per I/O (the sync family, posixaio, sg, libzbc).
+    /// 1 for the engines that make one call per I/O (the sync family, posixaio, sg, libzbc,
+    /// xnvme: no commit hook in fio). The issuer still hands over each I/O as it forms it
+    /// (`Poll::Submit`): grouping them into calls of this many, and the plug a batch of more
+    /// than 2 opens (blk-mq-host.md §2.2), is the host's to model.
     pub batch_submit: u32,
     /// io_uring registered buffers (fio `fixedbufs`): no page pinning per I/O.
     pub fixed_buffers: bool,
