@@ -278,6 +278,27 @@ fn check(file: &FioJobFile, mode: LiveMode) -> Result<(Option<Named>, Vec<NamedT
     let mut unnamed = Vec::new();
     let mut directory_used = false;
     for job in &file.jobs {
+        // The CPU options are the simulator's (the workload's `IssuerCpu`, issue 18): the live
+        // engine submits every job's I/O from its own thread, unpinned, interrupt-driven, one
+        // I/O per submission, so it refuses those that would change that.
+        let cpu_option =
+            ["cpus_allowed", "cpumask", "hipri", "iodepth_batch"].into_iter().find_map(|name| {
+                let (value, at) = last(job, name)?;
+                let matters = match value {
+                    FioValue::Bool(on) => *on,
+                    FioValue::Int(batch) => *batch != 1,
+                    _ => true,
+                };
+                matters.then_some((name, value, at))
+            });
+        if let Some((name, value, at)) = cpu_option {
+            bail!(
+                "fio {at}: option: `{name}={value}` is not honoured by {}: its engine submits \
+                 every job's I/O from one unpinned thread, one I/O per submission, with \
+                 interrupt completions (the simulator honours it)",
+                mode.command()
+            );
+        }
         let directory = last(job, "directory");
         if let (Some((value, at)), LiveMode::Kernel) = (directory, mode) {
             bail!(

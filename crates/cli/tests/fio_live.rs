@@ -213,8 +213,9 @@ fn kernel_compare_runs_a_job_file_and_puts_the_device_back() {
 // Proves what a live mode cannot honour is refused before anything is opened, exit 2, naming
 // the file, the line and the option: fio's default buffered I/O and `buffered=1` in
 // `elevator run`, a command-line target beside `directory`, several names in `filename` or
-// jobs naming different files (such targets themselves are tests/fio_multi.rs's), and a
-// `filename` that is not the command line's target.
+// jobs naming different files (such targets themselves are tests/fio_multi.rs's), a
+// `filename` that is not the command line's target, and the CPU options only the simulator
+// honours (`cpus_allowed`, `hipri`).
 #[test]
 fn what_a_live_mode_cannot_honour_is_refused_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -240,6 +241,8 @@ fn what_a_live_mode_cannot_honour_is_refused_with_its_line() {
             "not_target.fio:3",
             "is not the target given on the command line (/dev/elevator-other)",
         ),
+        ("pinned", "[a]\ndirect=1\ncpus_allowed=0-1\n", "pinned.fio:3", "`cpus_allowed=0-1`"),
+        ("polled", "[a]\ndirect=1\nioengine=io_uring\nhipri=1\n", "polled.fio:4", "`hipri"),
     ];
     for (name, text, at, says) in cases {
         let file = job_file(dir.path(), name, text);

@@ -28,7 +28,11 @@
 //! random_generator, numa_cpu_nodes/numa_mem_policy on node 0, allow_file_create, fallocate,
 //! create_serialize/create_on_open/create_fsync/create_only (when files are set up:
 //! [`FioRunJob::places`]), file_append ([`FioRunJob::appended`]), pre_read
-//! ([`FioRunJob::pre_read_issuers`]),
+//! ([`FioRunJob::pre_read_issuers`]), the issuer's CPU profile ([`crate::IssuerCpu`], for the
+//! blk-mq host's CPU model, issue 18): cpus_allowed/cpumask with cpus_allowed_policy (split
+//! counted over fio's thread numbers, [`FioRun::first_thread`]), iodepth_batch(_submit),
+//! hipri, fixedbufs, registerfiles, sqthread_poll/sqthread_poll_cpu (refused, as fio refuses
+//! them, on an engine without them),
 //! and a full filesystem's ENOSPC with fill_device/continue_on_error/ignore_error/error_dump
 //! (fio's backend.c `io_u_sync_complete`, td_error.c: `job` implements the rules).
 //! `read_iolog` with `replay_*` and `write_iolog` are `crate::iolog`'s (fio-compat.md §6; its
@@ -160,8 +164,22 @@
 //!   commands in the order they are sent, so such a job's writes do not fail here, where a
 //!   real NVMe controller may reorder them (why uring-cmd-zoned.fio asks for QD1).
 //! * io_uring's CPU-side options (`sqthread_poll`, `sqthread_poll_cpu`, `registerfiles`,
-//!   `fixedbufs`, `nonvectored`) and `random_generator=tausworthe*` change nothing; `lfsr` is
+//!   `fixedbufs`, `hipri`), `iodepth_batch_submit` and the CPU affinity (`cpus_allowed`,
+//!   `cpumask`, `cpus_allowed_policy`) change no I/O order or device timing here; they are
+//!   the issuer's CPU profile, which only the blk-mq host's CPU model charges and places by.
+//!   `nonvectored` changes nothing. `random_generator=tausworthe*` changes nothing; `lfsr` is
 //!   the random map (each block once per pass, fio's guarantee), in another order.
+//! * `iodepth_batch_submit` does not hold I/Os back in the issuer: each is submitted as it is
+//!   formed, and the batch is [`crate::IssuerCpu::batch_submit`], for the host to group into
+//!   system calls and plugs (blk-mq-host.md §2.2). Until the blk-mq host does, a batch
+//!   reaches the device one I/O at a time, where fio's reaches it together.
+//! * `cpus_allowed` is parsed strictly: fio's `atoi` parser reads `x` as CPU 0, a reversed
+//!   range `3-1` as no CPU, and stops at an empty piece; each is refused here. A `cpumask`
+//!   with a bit above 31 (fio reads 32 bits) or of 0 (fio's `sched_setaffinity` fails) is
+//!   refused. A CPU the host lacks is refused by the simulator, which knows the host.
+//! * `sqthread_poll_cpu` without `sqthread_poll` is accepted and changes nothing, as in fio.
+//! * A `create_only` clone reports its job's CPU profile though it does no I/O; a `pre_read`
+//!   runs on its job's clones' CPUs, as fio's job thread pre-reads after setting affinity.
 //! * `numa_cpu_nodes`/`numa_mem_policy` are honoured for node 0, the simulated host's only
 //!   node; another node is refused.
 //! * `flow`'s counters are shared by the jobs of one phase (fio shares them among all jobs
@@ -605,12 +623,41 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
             FioValue::Choice { value: kind, .. } if kind == "nvme" => Ok(Vec::new()),
             _ => not_honoured(),
         },
-        // How the submitting side talks to the kernel (an SQ polling thread and its CPU,
-        // registered files, one buffer per command): CPU work the simulator does not model,
-        // like `io_submit_mode`; the commands and their timing at the device are the same.
-        "sqthread_poll" | "sqthread_poll_cpu" | "nonvectored" | "registerfiles" | "fixedbufs" => {
-            Ok(Vec::new())
+        // How the submitting thread talks to the kernel and where it runs: the issuer's CPU
+        // profile (`crate::IssuerCpu`), which the blk-mq host's CPU model (issue 18) charges
+        // and places by. Which engines take the io_uring flags is checked by `job`.
+        "sqthread_poll" | "registerfiles" | "fixedbufs" | "hipri" => {
+            one(canonical(name), flag(value))
         }
+        "sqthread_poll_cpu" => one("sqthread_poll_cpu", int(value).map(|cpu| cpu.to_string())),
+        "iodepth_batch" => one("iodepth_batch_submit", int(value).map(|n| n.to_string())),
+        // fio's list `0-3,6`: `job` separates its keys with `,`, its pieces with `:`.
+        "cpus_allowed" => match value {
+            FioValue::Str(text) => {
+                crate::job::parse_cpu_list(text)?;
+                Ok(vec![("cpus_allowed", text.trim().replace(',', ":"))])
+            }
+            FioValue::List(pieces) => {
+                let text = pieces.join(":");
+                crate::job::parse_cpu_list(&text)?;
+                Ok(vec![("cpus_allowed", text)])
+            }
+            _ => not_honoured(),
+        },
+        "cpumask" => match value {
+            FioValue::Str(text) => Ok(vec![("cpus_allowed", cpumask_list(text)?)]),
+            FioValue::Int(mask) => Ok(vec![("cpus_allowed", cpumask_list(&mask.to_string())?)]),
+            _ => not_honoured(),
+        },
+        "cpus_allowed_policy" => match value {
+            FioValue::Choice { value: policy, suffix: None } => {
+                Ok(vec![("cpus_allowed_policy", policy.clone())])
+            }
+            _ => not_honoured(),
+        },
+        // One buffer per command instead of an iovec: the same bytes reach the device, and
+        // the CPU model charges io_uring's read/write alike either way.
+        "nonvectored" => Ok(Vec::new()),
         // The numbering of the host's NUMA nodes (fio's `numa_cpu_nodes`, `numa_mem_policy`):
         // the host model is one node, node 0. Binding to it (or to every node) is what the
         // host does anyway; another node does not exist here, as libnuma would refuse it on a
@@ -661,6 +708,28 @@ fn map_option(name: &str, value: &FioValue) -> Result<Vec<(&'static str, String)
         },
         _ => not_honoured(),
     }
+}
+
+/// fio's `cpumask` (options.c `str_cpumask_cb`: an integer, decimal or `0x` hex, whose set
+/// bits are the CPUs allowed; fio reads only its low 32 bits) as `job`'s `cpus_allowed` list.
+/// A mask with a bit above 31, which fio would drop unsaid, and an empty mask, on which fio's
+/// `sched_setaffinity` fails, are refused.
+fn cpumask_list(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let mask = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse::<u64>(),
+    }
+    .map_err(|_| format!("`cpumask={text}`: accepted a CPU bit mask, decimal or 0x hex"))?;
+    if mask == 0 || mask >> 32 != 0 {
+        return Err(format!(
+            "`cpumask={text}`: accepted a non-zero mask of CPUs 0 to 31 (fio reads 32 bits; \
+             use cpus_allowed for other CPUs)"
+        ));
+    }
+    let cpus: Vec<String> =
+        (0..32).filter(|bit| mask & (1 << bit) != 0).map(|cpu: u32| cpu.to_string()).collect();
+    Ok(cpus.join(":"))
 }
 
 /// Whether a `numa_cpu_nodes` or `numa_mem_policy` value names only node 0 (or all nodes),
@@ -920,6 +989,26 @@ fn map_job(job: &FioJob) -> Result<FioRunJob, ParamError> {
             keys.retain(|(given, _)| *given != key);
             keys.push((key, value));
         }
+    }
+    // Engine options fio looks up in the selected engine's table only: elsewhere fio fails
+    // the job ("Bad option"); refused here at the option's line (`job` would name only the key).
+    let engine = keys.iter().rev().find(|(key, _)| *key == "ioengine").map(|(_, v)| v.clone());
+    let engine = engine.unwrap_or_default();
+    if let Some(option) = job.options.iter().find(|option| {
+        matches!(
+            option.name,
+            "hipri" | "fixedbufs" | "registerfiles" | "sqthread_poll" | "sqthread_poll_cpu"
+        ) && !crate::job::engines_with(option.name).contains(&engine.as_str())
+    }) {
+        return Err(refuse(
+            &option.at,
+            format!(
+                "`{}` is not an option of ioengine={engine}: fio refuses it (\"Bad option\"); \
+                 engines that have it: {}",
+                option.name,
+                crate::job::engines_with(option.name).join(", ")
+            ),
+        ));
     }
     // A read of a block nothing wrote in a file created empty at open (`create_on_open`)
     // returns 0 bytes: fio's synchronous engines fail it (backend.c `io_u_sync_complete`'s
@@ -1461,14 +1550,16 @@ impl FioRunJob {
     /// its files, in blocks of the job's largest read block (fio's `pre_read_file` reads
     /// `io_size` bytes from `file_offset` in `max_bs[DDIR_READ]` chunks), file after file.
     /// Only the region keys (`size`, `offset`, `offset_increment`) of the job's `spec` are
-    /// kept, on the same `places`, so the pre-read covers what the job's I/O will address.
+    /// kept, on the same `places`, so the pre-read covers what the job's I/O will address,
+    /// and its CPU keys: clone i pre-reads as process `first_process + i + 1` on the CPUs
+    /// of fio's thread `first_thread + i`.
     fn pre_read_issuers(
         &self,
         spec: &WorkloadSpec,
         targets: &[Target],
         places: &[Vec<(Place, Target)>],
         prng: &Prng,
-        first_process: u32,
+        (first_process, first_thread): (u32, u32),
         file_sizes: &crate::job::FileSizes,
     ) -> Result<Vec<Box<dyn crate::Issuer>>, ParamError> {
         let error = |error| refuse(&self.at, format!("job `{}` pre_read: {error}", self.name));
@@ -1479,7 +1570,9 @@ impl FioRunJob {
         let mut keys: Vec<String> = body
             .split(',')
             .filter(|pair| {
-                ["size=", "offset=", "offset_increment=", "numjobs="]
+                // fio's job thread pre-reads after setting its affinity (backend.c
+                // `thread_main`), so the pre-read runs where the job's clones run.
+                ["size=", "offset=", "offset_increment=", "numjobs=", "cpus_allowed"]
                     .iter()
                     .any(|key| pair.starts_with(key))
             })
@@ -1494,6 +1587,7 @@ impl FioRunJob {
         ]);
         let spec = WorkloadSpec::parse(&format!("job:{}", keys.join(","))).map_err(error)?;
         let mut config = JobConfig::from_params(&spec.params).map_err(error)?;
+        config.first_thread = first_thread;
         config.file_sizes = Some(file_sizes.clone());
         config.size_at_start = self.sized_at_start();
         config.whole_files = self.sized_per_file();
@@ -1760,6 +1854,13 @@ impl FioRun {
         Ok(capped)
     }
 
+    /// fio's thread number (0-based) of job `index`'s first clone: fio numbers every clone of
+    /// every job of the file in order (init.c `get_new_job`), whatever group it runs in; what
+    /// `cpus_allowed_policy=split` counts with (backend.c `thread_main`).
+    fn first_thread(&self, index: usize) -> u32 {
+        self.jobs[..index].iter().fold(0_u32, |sum, job| sum.saturating_add(job.clones))
+    }
+
     /// One phase per group; each job's clones are processes numbered after the previous
     /// jobs' in the same phase, and each job draws from its own random stream. A job with
     /// `wait_for=NAME` starts a new phase when NAME's group is the last one (so it starts
@@ -1840,7 +1941,7 @@ impl FioRun {
                     job,
                     targets,
                     &mut files,
-                    first_process,
+                    (first_process, self.first_thread(index)),
                     &GroupExit {
                         flag: exits.last().expect("a phase was pushed").clone(),
                         sets: job.exitall,
@@ -1873,6 +1974,7 @@ impl FioRun {
             config.file_sizes = Some(file_sizes.clone());
             config.size_at_start = job.sized_at_start();
             config.whole_files = job.sized_per_file();
+            config.first_thread = self.first_thread(index);
             // fio pre-reads a create_only job's files too (`thread_main` pre-reads before its
             // loop, which the job marked done then leaves at once).
             if job.pre_read {
@@ -1882,7 +1984,7 @@ impl FioRun {
                     targets,
                     &places,
                     &prng.fork_indexed("fio-pre-read", index as u64),
-                    pre.issuers.len() as u32,
+                    (pre.issuers.len() as u32, self.first_thread(index)),
                     &file_sizes,
                 )?;
                 if !pre.name.is_empty() {
@@ -1990,6 +2092,7 @@ impl FioRun {
             let first_process = phase.issuers.len() as u32;
             let ramp_error = |error| refuse(&job.at, format!("job `{}`: {error}", job.name));
             let mut config = JobConfig::from_params(&spec.params).map_err(ramp_error)?;
+            config.first_thread = self.first_thread(index);
             config.file_sizes = Some(file_sizes.clone());
             config.size_at_start = job.sized_at_start();
             config.whole_files = job.sized_per_file();
@@ -2032,8 +2135,11 @@ fn setup_only(
     issuers
         .into_iter()
         .map(|issuer| {
-            let done: Box<dyn crate::Issuer> =
-                Box::new(SetupOnly { name: issuer.name().to_owned(), process: issuer.process() });
+            let done: Box<dyn crate::Issuer> = Box::new(SetupOnly {
+                name: issuer.name().to_owned(),
+                process: issuer.process(),
+                cpu: issuer.cpu(),
+            });
             done
         })
         .collect()
@@ -2044,11 +2150,17 @@ fn setup_only(
 struct SetupOnly {
     name: String,
     process: elevator_core::ProcessId,
+    /// The clone's thread's CPUs and engine: fio's marked-done thread still starts there.
+    cpu: crate::IssuerCpu,
 }
 
 impl crate::Issuer for SetupOnly {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn cpu(&self) -> crate::IssuerCpu {
+        self.cpu.clone()
     }
 
     fn process(&self) -> elevator_core::ProcessId {
@@ -3109,5 +3221,138 @@ mod tests {
         assert!(error.contains("fst_bad.fio") && error.contains("roundrobin:x"), "{error}");
         let error = parse("fst_unknown", "[a]\nsize=1m\nfile_service_type=lottery\n");
         assert!(error.unwrap_err().to_string().contains("fst_unknown.fio:3"));
+    }
+
+    /// Each issuer's `cpu()` over the plan's phases, in order.
+    fn cpus(spec: &WorkloadSpec) -> Vec<crate::IssuerCpu> {
+        let plan = spec.plan(&targets(), &Prng::new(1)).unwrap();
+        plan.phases.iter().flat_map(|phase| phase.issuers.iter().map(|i| i.cpu())).collect()
+    }
+
+    /// Just the CPU lists of [`cpus`].
+    fn cpu_lists(spec: &WorkloadSpec) -> Vec<Vec<u32>> {
+        cpus(spec).into_iter().map(|cpu| cpu.cpus_allowed).collect()
+    }
+
+    // Proves cpus_allowed_policy=split gives fio's clone k the (k mod N)-th CPU of the set
+    // (options.c `fio_cpus_split`), round robin when there are more clones than CPUs, and
+    // counts fio's thread numbers over the whole file: a later job (here in a later group)
+    // goes on from where the earlier job's clones stopped; `shared` gives every clone all.
+    #[test]
+    fn split_gives_each_clone_its_cpu_as_fio() {
+        let four =
+            "[a]\nsize=64k\nrw=read\ncpus_allowed=0-3\ncpus_allowed_policy=split\nnumjobs=4\n";
+        let spec = parse("split4", four).unwrap();
+        assert_eq!(cpu_lists(&spec), [vec![0], vec![1], vec![2], vec![3]]);
+        let more =
+            "[a]\nsize=64k\nrw=read\ncpus_allowed=1,3\ncpus_allowed_policy=split\nnumjobs=5\n";
+        let spec = parse("split_more", more).unwrap();
+        assert_eq!(cpu_lists(&spec), [vec![1], vec![3], vec![1], vec![3], vec![1]]);
+        let two_jobs = "[global]\nsize=64k\nrw=read\ncpus_allowed=0-3\ncpus_allowed_policy=split\n\
+                        [a]\nnumjobs=2\n[b]\nstonewall\nnumjobs=3\n";
+        let spec = parse("split_jobs", two_jobs).unwrap();
+        assert_eq!(cpu_lists(&spec), [vec![0], vec![1], vec![2], vec![3], vec![0]]);
+        let shared = "[a]\nsize=64k\nrw=read\ncpus_allowed=0-1\nnumjobs=2\n";
+        let spec = parse("shared", shared).unwrap();
+        assert_eq!(cpu_lists(&spec), [vec![0, 1], vec![0, 1]]);
+    }
+
+    // Proves io_uring's options reach the issuer's profile: the batch, registered buffers and
+    // files, polling; sqthread_poll brings its CPU and turns registered files on (fio's
+    // io_uring engine does); a batch of 0 or above iodepth is iodepth (fio's fixup_options).
+    #[test]
+    fn io_uring_options_show_in_the_profile() {
+        let text = "[a]\nsize=64k\nrw=randread\nioengine=io_uring\niodepth=16\n\
+                    iodepth_batch_submit=8\nfixedbufs=1\nregisterfiles=1\nhipri=1\n";
+        let cpu = cpus(&parse("uring", text).unwrap()).remove(0);
+        let expected = crate::IssuerCpu {
+            cpus_allowed: Vec::new(),
+            engine: crate::SubmitEngine::IoUring,
+            batch_submit: 8,
+            fixed_buffers: true,
+            registered_files: true,
+            polled: true,
+            sq_poll: None,
+        };
+        assert_eq!(cpu, expected);
+        let text = "[a]\nsize=64k\nrw=randread\nioengine=io_uring\nsqthread_poll=1\n\
+                    sqthread_poll_cpu=2\n";
+        let cpu = cpus(&parse("sqpoll", text).unwrap()).remove(0);
+        assert_eq!(cpu.sq_poll, Some(crate::SqPoll { cpu: Some(2) }));
+        assert!(cpu.registered_files, "sqthread_poll implies registerfiles");
+        assert!(!cpu.fixed_buffers && !cpu.polled);
+        for (batch, expected) in [("0", 16), ("64", 16), ("4", 4)] {
+            let text = format!(
+                "[a]\nsize=64k\nrw=randread\nioengine=libaio\niodepth=16\niodepth_batch={batch}\n"
+            );
+            let cpu = cpus(&parse("batch", &text).unwrap()).remove(0);
+            assert_eq!((cpu.engine, cpu.batch_submit), (crate::SubmitEngine::Libaio, expected));
+        }
+    }
+
+    // Proves a synchronous engine submits one I/O per call whatever the batch asks, and a job
+    // without any CPU option has the default profile (fio's default engine is psync).
+    #[test]
+    fn sync_engine_and_default_profile() {
+        let text = "[a]\nsize=64k\nrw=read\nioengine=psync\niodepth_batch_submit=8\n";
+        let cpu = cpus(&parse("psync", text).unwrap()).remove(0);
+        assert_eq!((cpu.engine, cpu.batch_submit), (crate::SubmitEngine::Sync, 1));
+        let cpu = cpus(&parse("plain", "[a]\nsize=64k\nrw=read\n").unwrap()).remove(0);
+        assert_eq!(cpu, crate::IssuerCpu::default());
+        let text = "[a]\nsize=64k\nrw=read\nioengine=pvsync2\nhipri=1\n";
+        let cpu = cpus(&parse("pvsync2", text).unwrap()).remove(0);
+        assert!(cpu.polled, "pvsync2's hipri is RWF_HIPRI");
+    }
+
+    // Proves cpumask becomes the same CPU list (the later of it and cpus_allowed wins), and
+    // that bad CPU options are refused naming the file's line: a reversed range, a word, an
+    // empty mask, a mask beyond fio's 32 bits, and an io_uring option on libaio (fio's "Bad
+    // option").
+    #[test]
+    fn cpumask_and_refusals() {
+        let text = "[a]\nsize=64k\nrw=read\ncpus_allowed=7\ncpumask=0x5\n";
+        assert_eq!(cpu_lists(&parse("cpumask", text).unwrap()), [vec![0, 2]]);
+        let text = "[a]\nsize=64k\nrw=read\ncpumask=5\ncpus_allowed=7\n";
+        assert_eq!(cpu_lists(&parse("cpumask_then", text).unwrap()), [vec![7]]);
+        for (line, why) in [
+            ("cpus_allowed=3-1", "reversed range"),
+            ("cpus_allowed=x", "not a CPU number"),
+            ("cpus_allowed=1,,2", "empty piece"),
+            ("cpumask=0", "non-zero mask"),
+            ("cpumask=0x100000000", "32 bits"),
+            ("hipri=1", "not an option of ioengine=libaio"),
+            ("sqthread_poll_cpu=1", "engines that have it: io_uring, io_uring_cmd"),
+        ] {
+            let text = format!("[a]\nsize=64k\nioengine=libaio\n{line}\n");
+            let error = parse("cpu_bad", &text).unwrap_err().to_string();
+            assert!(error.contains("cpu_bad.fio:4") && error.contains(why), "{line}: {error}");
+        }
+    }
+
+    // Proves a job's pre-read runs on the CPUs its clones run on (fio's job thread pre-reads
+    // after setting its affinity), each pre-reading clone on its own clone's share, and that
+    // a create_only job's clones keep their CPUs though they do no I/O.
+    #[test]
+    fn pre_read_and_create_only_keep_the_cpus() {
+        let text = "[a]\nsize=64k\nrw=read\npre_read=1\ncpus_allowed=2-3\n\
+                    cpus_allowed_policy=split\nnumjobs=2\n[b]\nsize=64k\ncreate_only=1\n\
+                    cpus_allowed=5,7\n";
+        let spec = parse("pre_read_cpus", text).unwrap();
+        let plan = spec.plan(&targets(), &Prng::new(1)).unwrap();
+        let lists: Vec<(String, Vec<Vec<u32>>)> = plan
+            .phases
+            .iter()
+            .map(|phase| {
+                let cpus = phase.issuers.iter().map(|i| i.cpu().cpus_allowed).collect();
+                (phase.name.clone(), cpus)
+            })
+            .collect();
+        assert_eq!(
+            lists,
+            [
+                ("a (pre_read)".to_owned(), vec![vec![2], vec![3]]),
+                ("a+b".to_owned(), vec![vec![2], vec![3], vec![5, 7]]),
+            ]
+        );
     }
 }

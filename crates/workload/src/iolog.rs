@@ -131,6 +131,17 @@ const REPLAY_COMPATIBLE: &[&str] = &[
     "bs",
     "size",
     "filename",
+    // Where the replaying thread runs and how it submits (`Issuer::cpu`).
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "cpumask",
+    "iodepth_batch",
+    "fixedbufs",
+    "registerfiles",
+    "hipri",
+    "sqthread_poll",
+    "sqthread_poll_cpu",
+    "nonvectored",
 ];
 
 /// Takes `option` into `options` if it is one of the iolog options; `true` when it was.
@@ -447,13 +458,14 @@ impl Replay {
         Ok(steps)
     }
 
-    /// The job's clones as replaying issuers, processes numbered from `first_process + 1`.
+    /// The job's clones as replaying issuers, processes numbered from `first_process + 1`,
+    /// clone i fio's thread `first_thread + i` (its CPUs under `cpus_allowed_policy=split`).
     pub(crate) fn issuers(
         &self,
         job: &crate::fio_run::FioRunJob,
         targets: &[Target],
         files: &mut Vec<FileSpec>,
-        first_process: u32,
+        (first_process, first_thread): (u32, u32),
         exit: &crate::job::GroupExit,
     ) -> Result<Vec<Box<dyn Issuer>>, ParamError> {
         let params = &job.spec.params;
@@ -472,6 +484,8 @@ impl Replay {
             }
         };
         let direct = params.flag("direct");
+        let cpu = crate::job::CpuProfile::from_params(params, depth)
+            .map_err(|error| refuse(&self.at, format!("job `{}`: {error}", job.name)))?;
         (0..job.clones)
             .map(|clone| {
                 let steps = self.steps(clone, targets, files, direct)?;
@@ -486,6 +500,7 @@ impl Replay {
                     start: None,
                     last_issue: None,
                     exit: exit.clone(),
+                    cpu: cpu.for_thread(first_thread + clone),
                 }) as Box<dyn Issuer>)
             })
             .collect()
@@ -518,11 +533,17 @@ pub(crate) struct ReplayIssuer {
     /// Its phase's `exitall` flag: raised, the replay stops issuing; raised by it when it
     /// finishes if its job has `exitall`.
     exit: crate::job::GroupExit,
+    /// The job's CPU profile, this clone's share ([`Issuer::cpu`]).
+    cpu: crate::IssuerCpu,
 }
 
 impl Issuer for ReplayIssuer {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn cpu(&self) -> crate::IssuerCpu {
+        self.cpu.clone()
     }
 
     fn process(&self) -> ProcessId {
@@ -758,6 +779,10 @@ impl Issuer for IologWriter {
 
     fn null_engine(&self) -> bool {
         self.inner.null_engine()
+    }
+
+    fn cpu(&self) -> crate::IssuerCpu {
+        self.inner.cpu()
     }
 }
 
@@ -1092,5 +1117,30 @@ mod tests {
         std::fs::write(&log, [0x07u8, 0x74, 0x61, 0x65, 0, 0, 0, 0]).unwrap();
         let message = error(&format!("[r]\nread_iolog={path}\n"));
         assert!(message.contains("blktrace"), "{message}");
+    }
+
+    // Proves a replaying job's clones and a logging job's wrapped clones report the job's CPU
+    // profile: the replay's two clones split its CPUs after the first job's thread (fio
+    // numbers threads over the file), on the job's engine; the logged clone keeps its
+    // io_uring flags.
+    #[test]
+    fn replays_and_loggers_report_the_cpu_profile() {
+        let dir = dir("cpu");
+        std::fs::write(dir.join("a.log"), "fio version 2 iolog\nsda read 0 4096\n").unwrap();
+        let text = format!(
+            "[w]\nfilename=sdb\nrw=read\nsize=16k\nioengine=io_uring\nhipri=1\n\
+             cpus_allowed=1-3\ncpus_allowed_policy=split\nwrite_iolog={}\n\
+             [r]\nstonewall\nread_iolog={}\nioengine=libaio\niodepth=4\nnumjobs=2\n\
+             cpus_allowed=1-3\ncpus_allowed_policy=split\n",
+            dir.join("w.log").display(),
+            dir.join("a.log").display()
+        );
+        let plan = plan(&dir, &text).unwrap();
+        let cpus: Vec<crate::IssuerCpu> =
+            plan.phases.iter().flat_map(|phase| phase.issuers.iter().map(|i| i.cpu())).collect();
+        let lists: Vec<Vec<u32>> = cpus.iter().map(|cpu| cpu.cpus_allowed.clone()).collect();
+        assert_eq!(lists, [vec![1], vec![2], vec![3]]);
+        assert_eq!((cpus[0].engine, cpus[0].polled), (crate::SubmitEngine::IoUring, true));
+        assert!(cpus[1..].iter().all(|cpu| cpu.engine == crate::SubmitEngine::Libaio));
     }
 }

@@ -40,6 +40,12 @@
 //! `steadystate_group`, each with fio's meaning (`elevator list
 //! workloads` prints them all).
 //!
+//! The CPU keys `cpus_allowed`, `cpus_allowed_policy`, `iodepth_batch_submit`, `fixedbufs`,
+//! `registerfiles`, `hipri`, `sqthread_poll` and `sqthread_poll_cpu` change none of a clone's
+//! I/O: they are its [`Issuer::cpu`] profile ([`crate::IssuerCpu`]), which the simulator's
+//! blk-mq host charges and places by (blk-mq-host.md §1, §2.2). The io_uring flags are
+//! refused on an engine whose fio option table lacks them, as fio refuses them ("Bad option").
+//!
 //! # Deviations from fio
 //!
 //! * `ignore_error` separates its READ, WRITE and VERIFY lists with `/` (fio's `,` separates
@@ -55,6 +61,11 @@
 //!   default, the random map (each block once per pass; a used block is replaced by the next
 //!   free one, as fio's `axmap_next_free`). Non-uniform distributions and `blockalign`
 //!   disable the map, as in fio.
+//! * `cpus_allowed` separates its pieces with `:` (`0-3:6`; fio's `,` separates `job`'s
+//!   keys; `,` works where no spec string carries it), and refuses what fio's `atoi` parser
+//!   reads loosely (`x` as CPU 0, `3-1` as no CPU, an empty piece as the list's end).
+//!   `cpus_allowed_policy=split` counts clones from 0 for `-w job:`; in a fio file from the
+//!   clone's fio thread number over the whole file, as fio does.
 //! * `rate` and `rate_iops` take one value for all directions (fio keeps one per direction).
 //! * `rate_min` ends the clone and counts `rate_min_failures` where fio fails the job.
 //! * `ioengine=null` completes each I/O at its submission, in no simulated time (fio's takes
@@ -534,7 +545,212 @@ pub const KEYS: &[KeySpec] = &[
         help: "synchronous engines (and sg, libzbc) cap the depth at 1; sg, libzbc, io_uring_cmd \
                and xnvme are passthrough: direct to a device, past the scheduler",
     },
+    // The issuer's CPU profile (`crate::IssuerCpu`, blk-mq-host.md §1, §2.2): where each
+    // clone's thread runs and how it enters the kernel, for the blk-mq host's CPU model. No
+    // defaults written (fio's are in the help and `CpuProfile::from_params`), so a run's
+    // resolved settings list them only when given.
+    KeySpec {
+        key: "cpus_allowed",
+        kind: KeyKind::Text,
+        default: "",
+        help: "fio's cpus_allowed, pieces `:`-separated (0-3:6:8-9; a fio file's `,` become `:`): \
+               the CPUs each clone may run on (default: any)",
+    },
+    KeySpec {
+        key: "cpus_allowed_policy",
+        kind: KeyKind::Choice(&["shared", "split"]),
+        default: "",
+        help: "shared (default): every clone may use all of cpus_allowed; split: clone k gets the \
+               (k mod N)-th of its N CPUs, as fio's",
+    },
+    KeySpec {
+        key: "iodepth_batch_submit",
+        kind: KeyKind::Integer { min: 0, max: i32::MAX as i64 },
+        default: "",
+        help: "I/Os per submission call (default 1); 0 (or more than iodepth) means iodepth, as fio's",
+    },
+    KeySpec {
+        key: "fixedbufs",
+        kind: KeyKind::Flag,
+        default: "",
+        help: "io_uring registered buffers, default 0 (io_uring, io_uring_cmd only, as in fio)",
+    },
+    KeySpec {
+        key: "registerfiles",
+        kind: KeyKind::Flag,
+        default: "",
+        help: "io_uring registered files, default 0 (io_uring, io_uring_cmd only, as in fio)",
+    },
+    KeySpec {
+        key: "hipri",
+        kind: KeyKind::Flag,
+        default: "",
+        help: "polled completions, default 0 (io_uring, io_uring_cmd, pvsync2, sg, xnvme, as in fio)",
+    },
+    KeySpec {
+        key: "sqthread_poll",
+        kind: KeyKind::Flag,
+        default: "",
+        help: "io_uring SQ polling thread, default 0 (io_uring, io_uring_cmd, xnvme, as in fio); implies \
+               registerfiles for io_uring",
+    },
+    KeySpec {
+        key: "sqthread_poll_cpu",
+        kind: KeyKind::Text,
+        default: "",
+        help: "the CPU of the SQ polling thread (io_uring, io_uring_cmd); default: unbound",
+    },
 ];
+
+/// fio's largest CPU number plus one (`FIO_MAX_CPUS`, `CPU_SETSIZE` on Linux): a list naming
+/// a CPU at or above it is refused, as fio's `set_cpus_allowed` refuses it.
+const MAX_CPUS: u32 = 1024;
+
+/// fio's `cpus_allowed` list (`0-3,6,8-9`; `job` also takes `:` between pieces, since `,`
+/// separates its keys) as ascending CPU numbers without duplicates. fio's own parser
+/// (options.c `set_cpus_allowed`) reads pieces with `atoi`, so it takes `x` as CPU 0, a
+/// reversed range `3-1` as no CPU and stops at an empty piece; all three are refused here
+/// with the accepted syntax (see "Deviations from fio").
+pub(crate) fn parse_cpu_list(text: &str) -> Result<Vec<u32>, String> {
+    const SYNTAX: &str = "accepted: CPU numbers and ascending ranges, e.g. 0-3:6:8-9 (or \
+                          0-3,6,8-9 in a fio file)";
+    let cpu = |piece: &str, number: &str| -> Result<u32, String> {
+        let number = number.trim();
+        match number.parse::<u32>() {
+            Ok(cpu) if cpu < MAX_CPUS => Ok(cpu),
+            Ok(cpu) => {
+                Err(format!("CPU {cpu} in `{piece}` is beyond fio's {MAX_CPUS} CPUs ({SYNTAX})"))
+            }
+            Err(_) => Err(format!("`{piece}` is not a CPU number or range ({SYNTAX})")),
+        }
+    };
+    let mut cpus = Vec::new();
+    for piece in text.trim().split([',', ':']) {
+        let piece = piece.trim();
+        if piece.is_empty() {
+            return Err(format!("`{text}` has an empty piece ({SYNTAX})"));
+        }
+        let (first, last) = match piece.split_once('-') {
+            Some((low, high)) => (cpu(piece, low)?, cpu(piece, high)?),
+            None => {
+                let single = cpu(piece, piece)?;
+                (single, single)
+            }
+        };
+        if last < first {
+            return Err(format!("`{piece}` is a reversed range ({SYNTAX})"));
+        }
+        cpus.extend(first..=last);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// The engines whose fio option table has `option` (fio looks an engine option up in the
+/// selected engine's table only, and fails the job with "Bad option" elsewhere: options.c
+/// `fio_options_parse`; engines/io_uring.c, sync.c, sg.c, xnvme.c).
+pub(crate) fn engines_with(option: &str) -> &'static [&'static str] {
+    match option {
+        "hipri" => &["io_uring", "io_uring_cmd", "pvsync2", "sg", "xnvme"],
+        "sqthread_poll" => &["io_uring", "io_uring_cmd", "xnvme"],
+        _ => &["io_uring", "io_uring_cmd"],
+    }
+}
+
+/// A clone's CPU profile before `cpus_allowed_policy=split` picks its share.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CpuProfile {
+    /// The profile every clone shares (`cpus_allowed` whole).
+    shared: crate::IssuerCpu,
+    /// `cpus_allowed_policy=split`.
+    split: bool,
+}
+
+impl CpuProfile {
+    /// Reads and checks the CPU keys; `depth` is the job's `iodepth` after the engine's cap.
+    pub(crate) fn from_params(params: &Params, depth: u32) -> Result<CpuProfile, ParamError> {
+        let engine_name = params.text("ioengine");
+        let engine = crate::SubmitEngine::from_fio(engine_name)
+            .ok_or_else(|| params.impossible("ioengine", "not an engine `job` runs"))?;
+        for key in ["hipri", "fixedbufs", "registerfiles", "sqthread_poll", "sqthread_poll_cpu"] {
+            let engines = engines_with(key);
+            if params.is_set(key) && !engines.contains(&engine_name) {
+                let key = KEYS.iter().find(|spec| spec.key == key).map_or("", |spec| spec.key);
+                return Err(params.impossible(
+                    key,
+                    format!(
+                        "is not an option of ioengine={engine_name}: fio refuses it (\"Bad \
+                         option\"); engines that have it: {}",
+                        engines.join(", ")
+                    ),
+                ));
+            }
+        }
+        let cpus_allowed = parse_cpu_list(params.text("cpus_allowed"));
+        let cpus_allowed = match params.text("cpus_allowed").trim() {
+            "" => Vec::new(),
+            _ => cpus_allowed.map_err(|problem| params.impossible("cpus_allowed", problem))?,
+        };
+        let sq_poll_cpu = match params.text("sqthread_poll_cpu").trim() {
+            "" => None,
+            text => {
+                Some(text.parse::<u32>().ok().filter(|&cpu| cpu < MAX_CPUS).ok_or_else(|| {
+                    params.impossible(
+                        "sqthread_poll_cpu",
+                        format!("`{text}`: accepted a CPU number 0 to {}", MAX_CPUS - 1),
+                    )
+                })?)
+            }
+        };
+        let io_uring = matches!(engine_name, "io_uring" | "io_uring_cmd");
+        // fio's SQ thread uses `sqthread_poll_cpu` only when it exists (engines/io_uring.c
+        // `fio_ioring_queue_init`: `IORING_SETUP_SQ_AFF` under `sqpoll_thread`).
+        // fio's flags default to off.
+        let flag = |key: &str| params.has(key) && params.flag(key);
+        let sq_poll = flag("sqthread_poll").then_some(crate::SqPoll { cpu: sq_poll_cpu });
+        // Engines with a commit hook submit a batch per call; the others (the sync family,
+        // posixaio, sg, libzbc, xnvme) hand each I/O to the kernel in its own call.
+        let batches = matches!(engine_name, "io_uring" | "io_uring_cmd" | "libaio" | "null");
+        // fio's default batch is 1 (options.c `iodepth_batch`).
+        let batch = if params.has("iodepth_batch_submit") {
+            params.integer("iodepth_batch_submit") as u32
+        } else {
+            1
+        };
+        let batch_submit = match batch {
+            _ if !batches => 1,
+            // init.c `fixup_options`: 0, or more than iodepth, is iodepth.
+            0 => depth,
+            batch => batch.min(depth),
+        };
+        let shared = crate::IssuerCpu {
+            cpus_allowed,
+            engine,
+            batch_submit,
+            fixed_buffers: flag("fixedbufs"),
+            // engines/io_uring.c `fio_ioring_init`: "sqthread submission requires registered
+            // files".
+            registered_files: flag("registerfiles") || (io_uring && sq_poll.is_some()),
+            polled: flag("hipri"),
+            sq_poll,
+        };
+        Ok(CpuProfile { shared, split: params.text("cpus_allowed_policy") == "split" })
+    }
+
+    /// The profile of fio's thread number `thread` (0-based, counted over the whole job file:
+    /// backend.c `thread_main` splits with `td->thread_number - 1`): with `split`, the
+    /// `thread mod N`-th of the N CPUs allowed (options.c `fio_cpus_split`), so more threads
+    /// than CPUs take them round robin.
+    pub(crate) fn for_thread(&self, thread: u32) -> crate::IssuerCpu {
+        let mut cpu = self.shared.clone();
+        if self.split && !cpu.cpus_allowed.is_empty() {
+            let count = cpu.cpus_allowed.len();
+            cpu.cpus_allowed = vec![cpu.cpus_allowed[thread as usize % count]];
+        }
+        cpu
+    }
+}
 
 /// Which direction each operation goes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -1024,6 +1240,11 @@ pub(crate) struct JobConfig {
     /// divided among the places: set by the fio planner when it sized each file as fio does
     /// (`nrfiles`, `filesize`), `size` staying the job's amount of I/O.
     pub(crate) whole_files: bool,
+    /// Where each clone's thread runs and how it submits ([`Issuer::cpu`]).
+    cpu: CpuProfile,
+    /// fio's thread number (0-based, over the whole job file) of the first clone, which
+    /// `cpus_allowed_policy=split` counts from: set by the fio planner; 0 for `-w job:`.
+    pub(crate) first_thread: u32,
 }
 
 /// Each regular file's size in bytes, by [`Place::File`] index, shared by a job file's jobs
@@ -1644,6 +1865,8 @@ impl JobConfig {
             file_sizes: None,
             size_at_start: false,
             whole_files: false,
+            cpu: CpuProfile::from_params(params, depth)?,
+            first_thread: 0,
             number_ios: (params.integer("number_ios") as u64)
                 .saturating_mul(params.integer("loops") as u64),
             group_exit: None,
@@ -2269,6 +2492,10 @@ impl Issuer for JobIssuer {
 
     fn null_engine(&self) -> bool {
         self.config.null_engine
+    }
+
+    fn cpu(&self) -> crate::IssuerCpu {
+        self.config.cpu.for_thread(self.config.first_thread + self.clone_index)
     }
 
     fn process(&self) -> ProcessId {
@@ -3322,5 +3549,86 @@ mod tests {
         assert!(error(short).contains("shorter than one ss_interval"));
         let params = WorkloadSpec::parse("job:steadystate=iops:1%").unwrap().params;
         assert_eq!(SteadySpec::from_params(&params).unwrap(), None, "ss_dur=0 disables it");
+    }
+
+    // Proves fio's CPU list syntax: singles and ranges in any order come out ascending without
+    // duplicates, `,` and `:` both separate pieces, and each bad input is refused with what is
+    // wrong and the accepted syntax (where fio's atoi would read `x` as CPU 0).
+    #[test]
+    fn cpu_lists_parse_as_fio_writes_them() {
+        assert_eq!(parse_cpu_list("0-3,6,8-9").unwrap(), [0, 1, 2, 3, 6, 8, 9]);
+        assert_eq!(parse_cpu_list(" 6:0-2:1 , 2 ").unwrap(), [0, 1, 2, 6]);
+        assert_eq!(parse_cpu_list("5-5").unwrap(), [5]);
+        for (text, why) in [
+            ("3-1", "`3-1` is a reversed range"),
+            ("x", "`x` is not a CPU number"),
+            ("1-", "`1-` is not a CPU number"),
+            ("1,,2", "empty piece"),
+            ("2:", "empty piece"),
+            ("1024", "beyond fio's 1024 CPUs"),
+        ] {
+            let error = parse_cpu_list(text).unwrap_err();
+            assert!(
+                error.contains(why) && error.contains("accepted: CPU numbers"),
+                "{text}: {error}"
+            );
+        }
+    }
+
+    // Proves the `job` keys give the issuer's profile (each clone its CPU under split, the
+    // engine from ioengine), that a bad list is an error naming the key, and that an io_uring
+    // flag on another engine is refused as fio refuses it.
+    #[test]
+    fn job_keys_give_the_cpu_profile() {
+        let split = plan(
+            "job:numjobs=3,size=64k,cpus_allowed=2:4-5,cpus_allowed_policy=split,\
+             ioengine=io_uring,iodepth=8,iodepth_batch_submit=4,fixedbufs=1",
+        );
+        let cpus: Vec<crate::IssuerCpu> = split.phases[0].issuers.iter().map(|i| i.cpu()).collect();
+        let lists: Vec<Vec<u32>> = cpus.iter().map(|cpu| cpu.cpus_allowed.clone()).collect();
+        assert_eq!(lists, [vec![2], vec![4], vec![5]]);
+        assert!(cpus.iter().all(|cpu| cpu.engine == crate::SubmitEngine::IoUring
+            && cpu.batch_submit == 4
+            && cpu.fixed_buffers
+            && !cpu.registered_files));
+        let engines = [
+            ("libaio", crate::SubmitEngine::Libaio),
+            ("posixaio", crate::SubmitEngine::Posixaio),
+            ("pvsync", crate::SubmitEngine::Sync),
+            ("io_uring_cmd", crate::SubmitEngine::Passthrough),
+            ("null", crate::SubmitEngine::Null),
+        ];
+        for (engine, expected) in engines {
+            let filename = if engine == "io_uring_cmd" { ",filename=sda" } else { "" };
+            let one = plan(&format!("job:size=64k,ioengine={engine}{filename}"));
+            assert_eq!(one.phases[0].issuers[0].cpu().engine, expected, "{engine}");
+        }
+        let error = parse_error("job:cpus_allowed=3-1");
+        assert!(error.contains("cpus_allowed") && error.contains("reversed range"), "{error}");
+        let error = parse_error("job:ioengine=libaio,fixedbufs=1");
+        assert!(error.contains("fixedbufs") && error.contains("Bad option"), "{error}");
+        let error = parse_error("job:ioengine=io_uring,sqthread_poll_cpu=x");
+        assert!(error.contains("sqthread_poll_cpu") && error.contains("accepted"), "{error}");
+    }
+
+    // Proves the CPU keys stay out of a run's resolved settings (the report's workload
+    // settings) unless given, so existing outputs are unchanged, and show when given.
+    #[test]
+    fn cpu_keys_resolve_only_when_given() {
+        let cpu_keys = [
+            "cpus_allowed",
+            "cpus_allowed_policy",
+            "iodepth_batch_submit",
+            "fixedbufs",
+            "registerfiles",
+            "hipri",
+            "sqthread_poll",
+            "sqthread_poll_cpu",
+        ];
+        let plain = WorkloadSpec::parse("job:rw=read").unwrap().resolved();
+        assert!(plain.iter().all(|(key, _)| !cpu_keys.contains(key)), "{plain:?}");
+        let given = WorkloadSpec::parse("job:hipri=1,iodepth_batch_submit=0").unwrap().resolved();
+        assert!(given.contains(&("hipri", "1".to_owned())), "{given:?}");
+        assert!(given.contains(&("iodepth_batch_submit", "0".to_owned())), "{given:?}");
     }
 }

@@ -205,6 +205,104 @@ pub trait Issuer: fmt::Debug + Send {
     fn null_engine(&self) -> bool {
         false
     }
+
+    /// Where its thread may run and how it submits: read by the simulator's blk-mq host,
+    /// which runs the issuer on one of the cores it allows and charges each I/O the 6.x path
+    /// its engine takes (blk-mq-host.md §1, §2.2). Issuers that model no engine keep the
+    /// default: any CPU, one blocking system call per I/O.
+    fn cpu(&self) -> IssuerCpu {
+        IssuerCpu::default()
+    }
+}
+
+/// How an issuer's thread submits I/O and where it may run: what the simulator's blk-mq
+/// host charges per I/O and on which core (blk-mq-host.md §1, §2.2, §2.3, §2.10).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IssuerCpu {
+    /// CPUs the thread may run on, ascending, no duplicates (fio `cpus_allowed`, after
+    /// `cpus_allowed_policy=split` gave this clone its share); empty: any CPU. The workload
+    /// does not know the host's CPU count: the simulator refuses a CPU the host lacks (fio's
+    /// "CPU N too large"), not this crate.
+    pub cpus_allowed: Vec<u32>,
+    /// How it submits.
+    pub engine: SubmitEngine,
+    /// I/Os handed to the kernel per submission call (fio `iodepth_batch_submit`, default
+    /// 1). fio's 0, like a batch above `iodepth`, means `iodepth` (init.c `fixup_options`);
+    /// 1 for the engines that make one call per I/O (the sync family, posixaio, sg, libzbc,
+    /// xnvme: no commit hook in fio). The issuer still hands over each I/O as it forms it
+    /// (`Poll::Submit`): grouping them into calls of this many, and the plug a batch of more
+    /// than 2 opens (blk-mq-host.md §2.2), is the host's to model.
+    pub batch_submit: u32,
+    /// io_uring registered buffers (fio `fixedbufs`): no page pinning per I/O.
+    pub fixed_buffers: bool,
+    /// io_uring registered files (fio `registerfiles`); also set by `sqthread_poll`, which
+    /// fio's io_uring engines turn on registered files for (engines/io_uring.c: "sqthread
+    /// submission requires registered files").
+    pub registered_files: bool,
+    /// Polled completions (fio `hipri`: io_uring IOPOLL, pvsync2's RWF_HIPRI, sg's and
+    /// xnvme's polled commands).
+    pub polled: bool,
+    /// io_uring SQ polling thread (fio `sqthread_poll`), and its CPU (`sqthread_poll_cpu`).
+    pub sq_poll: Option<SqPoll>,
+}
+
+impl Default for IssuerCpu {
+    /// Any CPU, one blocking system call per I/O, no io_uring features: a process doing
+    /// `pread`/`pwrite`.
+    fn default() -> IssuerCpu {
+        IssuerCpu {
+            cpus_allowed: Vec::new(),
+            engine: SubmitEngine::Sync,
+            batch_submit: 1,
+            fixed_buffers: false,
+            registered_files: false,
+            polled: false,
+            sq_poll: None,
+        }
+    }
+}
+
+/// io_uring's SQ polling thread (`IORING_SETUP_SQPOLL`, blk-mq-host.md §2.2): a kernel
+/// thread of the process submits from the ring, so the issuer makes no system call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqPoll {
+    /// The CPU it is bound to (`IORING_SETUP_SQ_AFF`, fio `sqthread_poll_cpu`); `None`:
+    /// wherever the kernel's scheduler places it. Checked against the host by the simulator.
+    pub cpu: Option<u32>,
+}
+
+/// How an issuer's thread hands I/O to the kernel (fio's `ioengine`, blk-mq-host.md §2.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitEngine {
+    /// `psync`, `sync`, `pvsync`, `pvsync2`: one system call per I/O, which blocks until
+    /// the I/O completes.
+    Sync,
+    /// `libaio`: `io_submit` per batch, `io_getevents` to reap.
+    Libaio,
+    /// `io_uring`: `io_uring_enter` per batch (or none, with an SQ polling thread).
+    IoUring,
+    /// Commands past the block layer's scheduler: `io_uring_cmd`, `xnvme`, `sg`, `libzbc`.
+    Passthrough,
+    /// `posixaio`: glibc's POSIX AIO, one `aio_read`/`aio_write` per I/O, served by glibc's
+    /// helper threads.
+    Posixaio,
+    /// fio's `null` engine: no kernel entry at all.
+    Null,
+}
+
+impl SubmitEngine {
+    /// The engine fio's `ioengine=NAME` submits with (`None`: not an engine `job` runs).
+    pub fn from_fio(name: &str) -> Option<SubmitEngine> {
+        Some(match name {
+            "psync" | "sync" | "pvsync" | "pvsync2" => SubmitEngine::Sync,
+            "libaio" => SubmitEngine::Libaio,
+            "io_uring" => SubmitEngine::IoUring,
+            "io_uring_cmd" | "xnvme" | "sg" | "libzbc" => SubmitEngine::Passthrough,
+            "posixaio" => SubmitEngine::Posixaio,
+            "null" => SubmitEngine::Null,
+            _ => return None,
+        })
+    }
 }
 
 /// A device a workload can address.
