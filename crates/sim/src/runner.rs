@@ -1041,7 +1041,8 @@ impl Simulation {
             let cpu = self.host.cpu_time(slot.issuer.process());
             // On a blk-mq host the thread's own core time (its direct I/O) adds to what the
             // 2.6 charges gave its buffered calls.
-            let (mq_user_ns, mq_sys_ns) = self.mq.as_ref().map_or((0, 0), |mq| mq.issuer_cpu_ns(index));
+            let (mq_user_ns, mq_sys_ns) =
+                self.mq.as_ref().map_or((0, 0), |mq| mq.issuer_cpu_ns(index));
             recorder.record_cpu(
                 index,
                 cpu.user_ns - slot.cpu_at_start.user_ns + mq_user_ns,
@@ -1495,7 +1496,13 @@ impl Simulation {
             // Every bio costs its process; a new request costs it more (a merged bio does not).
             let count = bios.len() as u64;
             if !(self.mq.is_some() && issuer.is_some()) {
-                self.host.charge_bios(self.now, first.process, count, requests, self.scheduler_kind);
+                self.host.charge_bios(
+                    self.now,
+                    first.process,
+                    count,
+                    requests,
+                    self.scheduler_kind,
+                );
             }
         }
         Ok(parked)
@@ -2532,16 +2539,27 @@ impl Simulation {
             host_stats,
             partial: false,
             partial_reason: None,
-            host_cpu: self.mq.as_ref().map(|mq| mq.report(self.now, self.now.saturating_since(Instant::ZERO))),
+            host_cpu: self
+                .mq
+                .as_ref()
+                .map(|mq| mq.report(self.now, self.now.saturating_since(Instant::ZERO))),
         }
     }
 }
 
 /// An issuer's operation the host refused: a device full of growing files is
 /// [`SimError::NoSpace`], anything else [`SimError::BadIo`].
-/// How `issuer`'s thread submits on a blk-mq host.
-fn submitter_of(_issuer: &dyn Issuer) -> blkmq::Submitter {
-    blkmq::Submitter { cpus_allowed: Vec::new(), batch: 1, fixed_buffers: false }
+/// How `issuer`'s thread submits on a blk-mq host (its workload's `cpus_allowed`, batch and
+/// io_uring flags, `Issuer::cpu`).
+fn submitter_of(issuer: &dyn Issuer) -> blkmq::Submitter {
+    let cpu = issuer.cpu();
+    blkmq::Submitter {
+        cpus_allowed: cpu.cpus_allowed,
+        batch: cpu.batch_submit.max(1),
+        fixed_buffers: cpu.fixed_buffers,
+        polled: cpu.polled,
+        sq_poll: cpu.sq_poll.is_some(),
+    }
 }
 
 fn host_io_error(issuer: &str, error: &HostError, devices: &[DeviceSlot]) -> SimError {
@@ -2673,6 +2691,7 @@ mod tests {
             cpu_at_start: crate::host::CpuTime::default(),
             wait_unplugs: false,
             touched: 0,
+            in_call: false,
         }];
         sim.ready = vec![0];
         let mut recorder = PhaseRecorder::new("test", sim.now, vec!["reader".to_owned()]);

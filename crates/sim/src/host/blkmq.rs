@@ -192,6 +192,10 @@ pub(crate) struct Submitter {
     pub(crate) batch: u32,
     /// Registered buffers: no page pinning per I/O.
     pub(crate) fixed_buffers: bool,
+    /// Polled completions (`hipri`): no interrupt; the thread completes its own I/O.
+    pub(crate) polled: bool,
+    /// An SQ polling thread submits: no system call per batch.
+    pub(crate) sq_poll: bool,
 }
 
 /// What the runner does when an item ends.
@@ -314,11 +318,9 @@ impl BlkMq {
     ) -> Option<BlkMq> {
         let scheduler = MqScheduler::of(scheduler)?;
         let cpus = spec.params.integer("cpus") as usize;
-        let handoff = Handoff::new(
-            spec.params.time("mq_lock_handoff"),
-            spec.params.float("mq_lock_growth"),
-        )
-        .expect("the key's range is finite and non-negative");
+        let handoff =
+            Handoff::new(spec.params.time("mq_lock_handoff"), spec.params.float("mq_lock_growth"))
+                .expect("the key's range is finite and non-negative");
         let mut cores = Cores::new(cpus);
         let mut threads = Vec::new();
         let mut kblockd = Vec::with_capacity(cpus);
@@ -333,7 +335,12 @@ impl BlkMq {
             });
             kblockd.push(id);
             let id = cores.add_thread(core, ThreadKind::Kernel);
-            threads.push(ThreadInfo { id, name: format!("irq/{core}"), kind: "irq", attributed_ns: 0 });
+            threads.push(ThreadInfo {
+                id,
+                name: format!("irq/{core}"),
+                kind: "irq",
+                attributed_ns: 0,
+            });
             irq.push(id);
         }
         let mut lock_base = Vec::with_capacity(devices.len());
@@ -343,7 +350,8 @@ impl BlkMq {
             lock_base.push(locks.len());
             match scheduler {
                 MqScheduler::MqDeadline | MqScheduler::Bfq => {
-                    let lock = if scheduler == MqScheduler::Bfq { "bfqd->lock" } else { "dd->lock" };
+                    let lock =
+                        if scheduler == MqScheduler::Bfq { "bfqd->lock" } else { "dd->lock" };
                     locks.push(SpinLock::new(handoff));
                     lock_names.push(format!("{} {lock} {name}", scheduler.name()));
                 }
@@ -400,8 +408,7 @@ impl BlkMq {
                 return Err((index, missing));
             }
             let allowed = |core: usize| {
-                submitter.cpus_allowed.is_empty()
-                    || submitter.cpus_allowed.contains(&(core as u32))
+                submitter.cpus_allowed.is_empty() || submitter.cpus_allowed.contains(&(core as u32))
             };
             let core = (0..cores)
                 .filter(|&core| allowed(core))
@@ -438,11 +445,12 @@ impl BlkMq {
         self.in_flight[tag] = InFlight { submitted: now, ..InFlight::default() };
         let (thread, submitter) = &self.issuers[issuer];
         let (thread, batch, fixed) = (*thread, submitter.batch, submitter.fixed_buffers);
+        let syscall = if submitter.sq_poll { Duration::ZERO } else { self.costs.syscall };
         let core = self.cores.core_of(thread);
         let costs = self.costs;
         let per_call = |cost: Duration| Duration::from_nanos(cost.as_nanos() / u64::from(batch));
         let pin = if fixed { costs.pin_fixed } else { costs.pin };
-        let entry = per_call(costs.syscall) + costs.submit + pin;
+        let entry = per_call(syscall) + costs.submit + pin;
         let issue = costs.driver + per_call(costs.doorbell);
         self.plan(now, thread, Step::plain(Context::User, costs.user));
         if self.scheduler == MqScheduler::None {
@@ -507,7 +515,18 @@ impl BlkMq {
     /// thread.
     pub(crate) fn complete(&mut self, now: Instant, issuer: usize, device: usize, tag: usize) {
         self.in_flight[tag].completed = now;
-        let thread = self.issuers[issuer].0;
+        let (thread, polled) = (self.issuers[issuer].0, self.issuers[issuer].1.polled);
+        if polled {
+            // IOPOLL: the submitting thread reaps the CQE itself, no interrupt (spec §2.10).
+            let costs = self.costs;
+            let work = costs.cqe + costs.end_request + costs.task_work;
+            if self.scheduler == MqScheduler::Bfq {
+                let (_, _, finish) = self.holds();
+                self.plan(now, thread, Step::locked(self.lock_base[device], Context::Sys, finish));
+            }
+            self.plan(now, thread, Step::plain(Context::Sys, work).then(Action::Deliver { tag }));
+            return;
+        }
         let core = self.cores.core_of(thread);
         let costs = self.costs;
         let queues = self.hw_queues[device] as usize;
@@ -537,7 +556,11 @@ impl BlkMq {
             attributed += finish;
         }
         self.attribute(thread, attributed);
-        self.plan(now, thread, Step::plain(Context::Sys, costs.task_work).then(Action::Deliver { tag }));
+        self.plan(
+            now,
+            thread,
+            Step::plain(Context::Sys, costs.task_work).then(Action::Deliver { tag }),
+        );
     }
 
     /// Hold times of the merge attempt, the insert and the dispatch (bfq: also the finish):
@@ -546,7 +569,7 @@ impl BlkMq {
     fn holds(&self) -> (Duration, Duration, Duration) {
         let mut algorithm = self.scheduler.algorithm();
         let hooks = if self.scheduler == MqScheduler::Bfq {
-            algorithm = algorithm + self.costs.bfq_surplus;
+            algorithm += self.costs.bfq_surplus;
             3
         } else {
             2

@@ -105,6 +105,10 @@ pub(crate) enum Context {
 }
 
 impl Context {
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "used by the tests; the runner reports whole runs")
+    )]
     /// Every context, in the order of [`ContextTimes`]'s slots.
     pub(crate) const ALL: [Context; 5] =
         [Context::User, Context::Sys, Context::Irq, Context::Softirq, Context::Spin];
@@ -187,6 +191,10 @@ pub(crate) struct Started {
     pub(crate) ends: Instant,
 }
 
+#[cfg_attr(
+    not(test),
+    allow(dead_code, reason = "used by the tests; the runner reports whole runs")
+)]
 /// A core's busy time at an instant, the start of a utilisation window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct UsageMark {
@@ -405,11 +413,6 @@ impl Cores {
         self.cores[core].running.map(|item| item.ends())
     }
 
-    /// How many items wait for `core` (its run-queue length, the running item excluded).
-    pub(crate) fn waiting(&self, core: usize) -> usize {
-        self.cores[core].waiting.len()
-    }
-
     /// CPU time of the items `core` finished, per context.
     pub(crate) fn core_times(&self, core: usize) -> ContextTimes {
         self.cores[core].times
@@ -439,11 +442,19 @@ impl Cores {
         state.times.total_ns() + running.map_or(0, |item| running_part(&item, now))
     }
 
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "used by the tests; the runner reports whole runs")
+    )]
     /// The start of a utilisation window on `core` at `now`.
     pub(crate) fn mark(&self, core: usize, now: Instant) -> UsageMark {
         UsageMark { at: now, busy_ns: self.busy_through(core, now) }
     }
 
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "used by the tests; the runner reports whole runs")
+    )]
     /// The fraction of the window from `since` to `now` that `core` was busy (0 for an empty
     /// window).
     pub(crate) fn utilisation(&self, core: usize, since: UsageMark, now: Instant) -> f64 {
@@ -664,11 +675,19 @@ impl SpinLock {
         Grant { tag: waiter.tag, core: waiter.core, wait, handoff, spinners, releases }
     }
 
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "used by the tests; the runner reports whole runs")
+    )]
     /// When the holder releases the lock, or `None` when it is free.
     pub(crate) fn held_until(&self) -> Option<Instant> {
         self.holder.map(|(_, releases)| releases)
     }
 
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "used by the tests; the runner reports whole runs")
+    )]
     /// How many acquirers spin now.
     pub(crate) fn spinners(&self) -> usize {
         self.waiters.len()
