@@ -2,29 +2,44 @@
 //! scheduler, device model and report, for 4 KiB random reads.
 //!
 //! * `deadline/hdd` — the 2005 desktop disk, depth 1 (the mechanical model is the cost);
-//! * `noop/ram` — a RAM disk at depth 32 (the block layer and engine are the cost).
+//! * `noop/ram` — a RAM disk at depth 32 (the block layer and engine are the cost);
+//! * `none/nvme-4-cores`, `mq-deadline/nvme-4-cores` — the blk-mq host with its CPUs
+//!   modelled (issue 18): four jobs on four cores, every I/O's path steps, interrupts and (for
+//!   mq-deadline) lock acquisitions as work items.
 //!
 //! Run with `cargo bench -p elevator-sim --bench pipeline`; criterion prints elements/s.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use elevator_sched::SchedulerSpec;
-use elevator_sim::{DeviceSpec, SimConfig, run};
+use elevator_sim::{DeviceSpec, HostSpec, SimConfig, run};
 use elevator_workload::WorkloadSpec;
 
 fn pipeline(c: &mut Criterion) {
     let mut group = c.benchmark_group("pipeline");
     group.sample_size(10);
-    for (name, device, scheduler, workload, requests) in [
+    let nvme_jobs = "job:rw=randread,bs=4k,iodepth=32,direct=1,numjobs=4,size=64m";
+    for (name, device, host, scheduler, workload, requests) in [
         (
             "deadline/hdd",
             "hdd",
+            "host",
             "deadline",
             "job:rw=randread,bs=4k,iodepth=1,size=400m",
             102_400u64,
         ),
-        ("noop/ram", "ram", "noop", "job:rw=randread,bs=4k,iodepth=32,size=1g", 262_144),
+        ("noop/ram", "ram", "host", "noop", "job:rw=randread,bs=4k,iodepth=32,size=1g", 262_144),
+        ("none/nvme-4-cores", "nvme-gen4-consumer", "host:cpus=4", "none", nvme_jobs, 65_536),
+        (
+            "mq-deadline/nvme-4-cores",
+            "nvme-gen4-consumer",
+            "host:cpus=4",
+            "mq-deadline",
+            nvme_jobs,
+            65_536,
+        ),
     ] {
-        let config = SimConfig::new(1, DeviceSpec::parse(device).unwrap());
+        let mut config = SimConfig::new(1, DeviceSpec::parse(device).unwrap());
+        config.host = HostSpec::parse(host).unwrap();
         let scheduler = SchedulerSpec::parse(scheduler).unwrap();
         let workload = WorkloadSpec::parse(workload).unwrap();
         group.throughput(Throughput::Elements(requests));

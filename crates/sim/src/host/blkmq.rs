@@ -65,9 +65,16 @@
 //!   wake-up therefore costs CPU, not latency.
 //! * Every request takes its own insert acquisition; the kernel inserts a plugged batch
 //!   under one acquisition (one per plug-flush group).
-//! * No polled completions (`hipri`), SQPOLL threads, io-wq workers or IPIs: caches are
-//!   taken as shared between all cores (`rq_affinity=1` then completes in the interrupt),
-//!   and polling and SQ polling are refused by the runner rather than modelled.
+//! * Polled completions (`hipri`) skip the interrupt and complete on the submitting thread,
+//!   but the thread's spinning while it waits is not charged (its core stays free for others
+//!   between completions; the kernel's poller keeps it 100 % busy, spec §2.10).
+//! * SQ polling (`sqthread_poll`) drops the system call; the SQ thread's own submission work
+//!   is charged to the issuer's thread, not to a thread of its own on `sqthread_poll_cpu`.
+//! * No io-wq workers (tag exhaustion parks the bio instead, as the 2.6 host does) and no IPIs:
+//!   caches are taken as shared between all cores (`rq_affinity=1` then completes in the
+//!   interrupt).
+//! * A run of a one-queue device's kblockd is on the submitting core (the spec's "normally the
+//!   local CPU"); several queues per core group round-robin every 8 runs is not modelled.
 //! * One interrupt thread per core; interrupts wait for the running item (no preemption,
 //!   see [`cores`](super::cores)).
 //! * A thread stays on its core; no migration.
