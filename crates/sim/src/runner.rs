@@ -514,6 +514,9 @@ enum Event {
     FabricWake { generation: u64 },
     /// The blk-mq host's item running on `core` ends.
     CoreDone { core: usize },
+    /// A 2.6 host's direct call by `issuer` finished its CPU work: the bios of pending entry
+    /// `tag` reach their queue.
+    DirectCall { issuer: usize, tag: usize },
 }
 
 /// One wake-up that is moved rather than added to: at most one of its events is live; the
@@ -1180,6 +1183,7 @@ impl Simulation {
                 self.finish_io(done.issuer, done.io, done.submitted, done.bytes, recorder);
             }
             Event::CoreDone { core } => self.mq_item_ended(core, recorder)?,
+            Event::DirectCall { issuer, tag } => self.direct_call_done(issuer, tag)?,
             Event::FabricWake { generation } => {
                 if self.fabric_wake.fires(generation) {
                     self.fabric.as_mut().expect("a fabric").wake(self.now);
@@ -1309,6 +1313,47 @@ impl Simulation {
             })
     }
 
+    /// Keeps the bios of pending entry `tag` until the call that submits them has done its CPU
+    /// work (`mq_bios`, vectors reused).
+    fn park_bios(&mut self, tag: usize, device: usize, bios: &[Bio]) {
+        if self.mq_bios.len() <= tag {
+            self.mq_bios.resize_with(tag + 1, || (0, Vec::new()));
+        }
+        let waiting = &mut self.mq_bios[tag];
+        waiting.0 = device;
+        waiting.1.clear();
+        waiting.1.extend_from_slice(bios);
+    }
+
+    /// Submits the bios of pending entry `tag` that waited for their call's CPU work, as the
+    /// issuer that made the call; returns how many were parked.
+    fn submit_waiting_bios(&mut self, tag: usize, issuer: usize) -> Result<u32, SimError> {
+        let (device, bios) = std::mem::take(&mut self.mq_bios[tag]);
+        let submitted = self.submit_bios(device, &bios, Some(issuer));
+        self.mq_bios[tag] = (device, bios);
+        submitted.map_err(|problem| SimError::BadIo {
+            issuer: self.issuers[issuer].issuer.name().to_owned(),
+            problem,
+        })
+    }
+
+    /// A 2.6 host's direct call finished its CPU work: its bios reach the queue and the
+    /// issuer may go on.
+    fn direct_call_done(&mut self, issuer: usize, tag: usize) -> Result<(), SimError> {
+        let parked = self.submit_waiting_bios(tag, issuer)?;
+        if self.tq_disk_plugging() {
+            // 2.4 direct I/O runs `tq_disk` once its bhs are submitted (§6.6).
+            self.run_tq_disk();
+        }
+        let slot = &mut self.issuers[issuer];
+        slot.parked += parked;
+        slot.in_call = false;
+        if !slot.sleeping && slot.parked == 0 && !slot.done {
+            self.ready.push(issuer);
+        }
+        Ok(())
+    }
+
     /// Turns the blk-mq host's new item ends into events.
     fn schedule_mq_timers(&mut self) {
         let Some(mq) = &mut self.mq else { return };
@@ -1332,17 +1377,11 @@ impl Simulation {
         for action in actions.drain(..) {
             match action {
                 blkmq::Action::Insert { tag } => {
-                    let (device, bios) = std::mem::take(&mut self.mq_bios[tag]);
                     let issuer = match self.pending[tag].as_ref().map(|entry| entry.owner) {
                         Some(BioOwner::Issuer { issuer, .. }) => issuer,
                         other => unreachable!("a blk-mq insert of {other:?}"),
                     };
-                    let submitted = self.submit_bios(device, &bios, Some(issuer));
-                    self.mq_bios[tag] = (device, bios);
-                    let parked = submitted.map_err(|problem| SimError::BadIo {
-                        issuer: self.issuers[issuer].issuer.name().to_owned(),
-                        problem,
-                    })?;
+                    let parked = self.submit_waiting_bios(tag, issuer)?;
                     self.issuers[issuer].parked += parked;
                 }
                 blkmq::Action::Resume { issuer } => {
@@ -1840,23 +1879,26 @@ impl Simulation {
         for bio in &mut bios {
             bio.tag = BioTag(tag as u64);
         }
-        if let Some(mq) = &mut self.mq {
+        if self.mq.is_some() {
             // blk-mq: the bios reach the queue when the submission's work on the issuer's
             // core gets there; the issuer waits for its call to return.
-            if self.mq_bios.len() <= tag {
-                self.mq_bios.resize_with(tag + 1, || (0, Vec::new()));
-            }
-            let waiting = &mut self.mq_bios[tag];
-            waiting.0 = device;
-            waiting.1.clear();
-            waiting.1.extend_from_slice(&bios);
+            self.park_bios(tag, device, &bios);
             self.bio_scratch = bios;
-            mq.submit(self.now, index, device, tag);
+            self.mq.as_mut().expect("checked").submit(self.now, index, device, tag);
             self.issuers[index].in_call = true;
             self.schedule_mq_timers();
             return Ok(());
         }
-        self.host.charge_direct(self.now, process);
+        let call_done = self.host.charge_direct(self.now, process);
+        if call_done > self.now {
+            // The call's CPU work runs first; its bios reach the queue when it ends and the
+            // process is busy until then (host/cpu.rs).
+            self.park_bios(tag, device, &bios);
+            self.bio_scratch = bios;
+            self.issuers[index].in_call = true;
+            self.events.push(call_done, Event::DirectCall { issuer: index, tag });
+            return Ok(());
+        }
         let submitted = self.submit_bios(device, &bios, Some(index));
         self.bio_scratch = bios;
         let parked = submitted.map_err(|problem| bad(self, problem))?;

@@ -31,8 +31,11 @@
 //! Work runs on the first free of `cpus` processors. A call's own work (system call, copy,
 //! user time) runs when it finishes, together with the system time charged to its process
 //! since its previous call (pages, bios, requests, interrupts): a copy-bound reader is slowed by
-//! its per-page and per-request work. A direct call's work, and the work of the host's own
-//! processes (the flusher), occupy a processor from the instant they are charged.
+//! its per-page and per-request work. A direct call's work (with the system time charged to its
+//! process since its previous call) runs first, and its bios reach the queue when it ends: a
+//! process is busy during its calls' work, so it never uses more than one processor. The work
+//! of the host's own processes (the flusher) occupies a processor from the instant it is
+//! charged.
 //!
 //! # Deviations from Linux
 //!
@@ -197,16 +200,18 @@ impl Host {
     }
 
     /// Charges `process` one direct (O_DIRECT) call: its system call and user time, run with
-    /// its pending system time on the first free processor from `now`. Its bios and requests
-    /// are charged as they are submitted ([`Host::charge_bios`]).
-    pub(crate) fn charge_direct(&mut self, now: Instant, process: ProcessId) {
+    /// its pending system time on the first free processor from `now`. Returns when that work
+    /// ends: the call reaches the block layer then, and the process is busy until then, so it
+    /// never uses more than one processor. Its bios and requests are charged as they are
+    /// submitted ([`Host::charge_bios`]).
+    pub(crate) fn charge_direct(&mut self, now: Instant, process: ProcessId) -> Instant {
         let cpu = &mut self.cpu;
         let (syscall, user) = (cpu.costs.syscall, cpu.costs.user);
         let account = cpu.account(process);
         account.time.sys_ns += syscall.as_nanos();
         account.time.user_ns += user.as_nanos();
         let backlog = Duration::from_nanos(std::mem::take(&mut account.backlog_ns));
-        cpu.occupy(now, syscall + user + backlog);
+        cpu.occupy(now, syscall + user + backlog)
     }
 
     /// Charges `process` for `bios` bios it submitted at `now`, of which `requests` needed a
