@@ -31,13 +31,13 @@
 //!    attempt and for the insert (spec §3.1), each a [`SpinLock`] acquisition whose hold is
 //!    the scheduler's own cost (S-A, split between its hooks) — waiting is spinning on the
 //!    core; kyber's insert takes a per-CPU lock no other core wants (not modelled as a
-//!    lock). The bios reach the scheduler when the insert ends.
+//!    lock).
 //! 4. **dispatch**: unplugged (a submission batch of ≤ 2, spec §2.2 and §5: fio's default),
 //!    the hardware queue runs on the core's kblockd worker: the punt (K: wake-up and two
 //!    switches), the framework's dispatch half, the dispatch hook (under the device lock for
 //!    mq-deadline and bfq, the hardware context's lock for kyber), driver prep and doorbell.
 //!    Plugged (batch > 2), the same dispatch runs on the issuer's thread before its call
-//!    returns.
+//!    returns. The bios reach the block queue when the dispatch's last step ends.
 //!
 //! At completion:
 //!
@@ -59,10 +59,13 @@
 //!
 //! # Deviations from Linux
 //!
-//! * The request enters the scheduler when its insert ends, but the device takes it as soon
-//!   as it is free: the dispatch's CPU work (on kblockd or inline) is charged and occupies
-//!   its core and the lock, yet it does not hold the request back. A punted dispatch's
-//!   wake-up therefore costs CPU, not latency.
+//! * With a scheduler, the request reaches our block queue (whose scheduler instance chooses
+//!   what the device gets) when its own dispatch work has run — on kblockd or inline — not
+//!   when its insert ended: the CPU path of insert and dispatch is charged per request in
+//!   order, and the scheduler's choice applies among the requests whose path is done and that
+//!   wait for the device. In the kernel the insert puts the request in the scheduler at once
+//!   and a dispatch run then takes whichever request the scheduler picks; a run absorbed by a
+//!   waiting one (see 4.) dispatches for several requests.
 //! * Every request takes its own insert acquisition; the kernel inserts a plugged batch
 //!   under one acquisition (one per plug-flush group).
 //! * Polled completions (`hipri`) skip the interrupt and complete on the submitting thread,
@@ -232,6 +235,8 @@ struct Step {
     lock: Option<usize>,
     context: Context,
     duration: Duration,
+    /// User time before it (the issuer's own work, then this system call), one item.
+    user: Duration,
     then: [Option<Action>; 2],
     /// A kblockd run's wake-up: while it waits to start, later punts join it.
     punt: bool,
@@ -239,11 +244,30 @@ struct Step {
 
 impl Step {
     fn plain(context: Context, duration: Duration) -> Step {
-        Step { lock: None, context, duration, then: [None, None], punt: false }
+        Step {
+            lock: None,
+            context,
+            duration,
+            user: Duration::ZERO,
+            then: [None, None],
+            punt: false,
+        }
     }
 
     fn locked(lock: usize, context: Context, hold: Duration) -> Step {
-        Step { lock: Some(lock), context, duration: hold, then: [None, None], punt: false }
+        Step {
+            lock: Some(lock),
+            context,
+            duration: hold,
+            user: Duration::ZERO,
+            then: [None, None],
+            punt: false,
+        }
+    }
+
+    fn after_user(mut self, user: Duration) -> Step {
+        self.user = user;
+        self
     }
 
     fn then(mut self, action: Action) -> Step {
@@ -459,10 +483,10 @@ impl BlkMq {
         let pin = if fixed { costs.pin_fixed } else { costs.pin };
         let entry = per_call(syscall) + costs.submit + pin;
         let issue = costs.driver + per_call(costs.doorbell);
-        self.plan(now, thread, Step::plain(Context::User, costs.user));
         if self.scheduler == MqScheduler::None {
             // Direct issue from the submitting thread (spec §2.6).
             let step = Step::plain(Context::Sys, entry + costs.merge + issue)
+                .after_user(costs.user)
                 .then(Action::Insert { tag })
                 .then(Action::Resume { issuer });
             self.plan(now, thread, step);
@@ -478,14 +502,15 @@ impl BlkMq {
         let punted = batch <= 2;
         let insert = match device_lock {
             Some(lock) => {
-                self.plan(now, thread, Step::plain(Context::Sys, entry + half_framework));
+                let step = Step::plain(Context::Sys, entry + half_framework).after_user(costs.user);
+                self.plan(now, thread, step);
                 self.plan(now, thread, Step::locked(lock, Context::Sys, merge_hold));
                 Step::locked(lock, Context::Sys, insert_hold)
             }
             // kyber: merge and insert under a per-CPU lock no other core takes.
-            None => Step::plain(Context::Sys, entry + half_framework + merge_hold + insert_hold),
+            None => Step::plain(Context::Sys, entry + half_framework + merge_hold + insert_hold)
+                .after_user(costs.user),
         };
-        let insert = insert.then(Action::Insert { tag });
         if punted {
             self.plan(now, thread, insert.then(Action::Resume { issuer }));
         } else {
@@ -508,7 +533,9 @@ impl BlkMq {
         }
         self.plan(now, dispatcher, wake);
         self.plan(now, dispatcher, Step::locked(dispatch_lock, Context::Sys, dispatch_hold));
-        let last = Step::plain(Context::Sys, issue);
+        // The request reaches the block queue (and the device, when it is free) once its
+        // dispatch's work has run (see the deviations).
+        let last = Step::plain(Context::Sys, issue).then(Action::Insert { tag });
         if punted {
             self.attribute(thread, punt + half_framework + dispatch_hold + issue);
             self.plan(now, dispatcher, last);
@@ -594,10 +621,8 @@ impl BlkMq {
     }
 
     fn attribute(&mut self, thread: ThreadId, work: Duration) {
-        let info = self.threads.iter_mut().rev().find(|info| info.id == thread);
-        if let Some(info) = info {
-            info.attributed_ns += work.as_nanos();
-        }
+        // `threads` is in thread-id order: each is pushed as `Cores` adds it.
+        self.threads[thread.index()].attributed_ns += work.as_nanos();
     }
 
     fn plan_irq(&mut self, now: Instant, core: usize, step: Step) {
@@ -611,7 +636,7 @@ impl BlkMq {
         self.plans[thread.index()].push_back(step);
         let placeholder = if step.lock.is_some() { Duration::ZERO } else { step.duration };
         if let super::cores::Run::Started { .. } =
-            self.cores.run(now, thread, step.context, placeholder)
+            self.cores.run_after_user(now, thread, step.user, step.context, placeholder)
         {
             self.started(now, self.cores.core_of(thread));
         }
@@ -652,8 +677,8 @@ impl BlkMq {
     pub(crate) fn item_ended(&mut self, now: Instant, core: usize) {
         let (thread, _) = self.cores.running(core).expect("an item ends on a busy core");
         let step = self.plans[thread.index()].pop_front().expect("a running item has a plan");
-        if let Some(index) = self.irq.iter().position(|&irq| irq == thread) {
-            self.irq_in_flight[index] -= 1;
+        if self.threads[thread.index()].kind == "irq" {
+            self.irq_in_flight[core] -= 1;
         }
         if let Some(lock) = step.lock
             && let Some(grant) = self.locks[lock].release(now)

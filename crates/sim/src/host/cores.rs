@@ -208,6 +208,9 @@ struct Item {
     thread: ThreadId,
     context: Context,
     duration: Duration,
+    /// The first part of `duration` that is user time (a thread's user work and the system
+    /// call that follows it, one item); the rest is `context`'s.
+    user_lead: Duration,
     submitted: Instant,
     /// When it started (running items only).
     started: Instant,
@@ -283,6 +286,10 @@ impl Cores {
         self.threads[thread.0 as usize].core
     }
 
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "the runner's items go through run_after_user")
+    )]
     /// Submits `duration` of `context` work by `thread` at `now`, on the thread's core.
     ///
     /// # Panics
@@ -296,9 +303,30 @@ impl Cores {
         context: Context,
         duration: Duration,
     ) -> Run {
+        self.run_after_user(now, thread, Duration::ZERO, context, duration)
+    }
+
+    /// As [`run`](Cores::run), for `user` of user time followed by `duration` of `context`
+    /// work, as one item (a thread's own work and the system call it then makes, which no
+    /// other item on its core comes between).
+    pub(crate) fn run_after_user(
+        &mut self,
+        now: Instant,
+        thread: ThreadId,
+        user: Duration,
+        context: Context,
+        duration: Duration,
+    ) -> Run {
         let core_index = self.threads[thread.0 as usize].core;
         let core = &mut self.cores[core_index];
-        let item = Item { thread, context, duration, submitted: now, started: now };
+        let item = Item {
+            thread,
+            context,
+            duration: user + duration,
+            user_lead: user,
+            submitted: now,
+            started: now,
+        };
         match core.running {
             Some(running) => {
                 assert!(
@@ -328,9 +356,13 @@ impl Cores {
         let core = &mut self.cores[core_index];
         let done = core.running.take().expect("finish on an idle core");
         assert_eq!(done.ends(), now, "core {core_index}: finish at the wrong instant");
-        let ns = done.duration.as_nanos();
+        let (user_ns, ns) =
+            (done.user_lead.as_nanos(), (done.duration - done.user_lead).as_nanos());
+        core.times.add(Context::User, user_ns);
         core.times.add(done.context, ns);
-        self.threads[done.thread.0 as usize].times.add(done.context, ns);
+        let thread = &mut self.threads[done.thread.0 as usize];
+        thread.times.add(Context::User, user_ns);
+        thread.times.add(done.context, ns);
 
         let next = self.pick(core_index)?;
         let item = self.cores[core_index].waiting.remove(next).expect("picked index in range");
@@ -357,12 +389,17 @@ impl Cores {
         let core = &mut self.cores[core_index];
         let running = core.running.as_mut().expect("reshape on an idle core");
         assert!(running.ends() >= now, "core {core_index}: reshape after the item ended");
-        let ran = now.saturating_since(running.started).as_nanos();
-        core.times.add(running.context, ran);
-        self.threads[running.thread.0 as usize].times.add(running.context, ran);
+        let ran = now.saturating_since(running.started);
+        let user = ran.min(running.user_lead);
+        let thread = &mut self.threads[running.thread.0 as usize];
+        for (part, ns) in [(Context::User, user), (running.context, ran - user)] {
+            core.times.add(part, ns.as_nanos());
+            thread.times.add(part, ns.as_nanos());
+        }
         running.context = context;
         running.started = now;
         running.duration = duration;
+        running.user_lead = Duration::ZERO;
         let ends = running.ends();
         self.threads[running.thread.0 as usize].free_at = ends;
         ends
