@@ -41,8 +41,11 @@ fn checkpoints_put_many_writes_in_flight_and_runs_repeat() {
     assert!(counter(&first, "transactions") > 100);
     assert_eq!(counter(&first, "checkpoints"), 2, "at 1 s and 2 s of 3 s");
     assert!(counter(&first, "log_write_commits") >= counter(&first, "log_writes"));
+    // Many, not all 128 of a batch: each of the writer's calls runs its system call, bio and
+    // request work on a 2005 processor (≈ 15 µs) before its write reaches the queue, while the
+    // controller's cache acknowledges earlier writes within ≈ 50 µs.
     let in_flight = counter(&first, "dbwr_in_flight_max");
-    assert!((32..=128).contains(&in_flight), "{in_flight} writes in flight at most");
+    assert!((16..=128).contains(&in_flight), "{in_flight} writes in flight at most");
     assert_eq!(first, run("deadline", LOAD));
 }
 

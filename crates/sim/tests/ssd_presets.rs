@@ -285,8 +285,12 @@ fn queues_times_depth_bound_the_commands_held() {
     let scheduler = SchedulerSpec::parse("noop").unwrap();
     let workload =
         WorkloadSpec::parse("job:rw=randread,bs=4k,iodepth=64,direct=1,size=64m").unwrap();
+    // The device alone: a host whose calls cost no CPU (a 2005 host's ≈ 17 µs per direct call
+    // would bound one process first).
+    let free_host = "host:syscall=0us,user=0us,bio_cost=0us,request_cost=0us,interrupt_cost=0us";
     let job_iops = |spec: &str| {
-        let config = SimConfig::new(7, DeviceSpec::parse(spec).unwrap());
+        let mut config = SimConfig::new(7, DeviceSpec::parse(spec).unwrap());
+        config.host = elevator_sim::HostSpec::parse(free_host).unwrap();
         run(&config, &scheduler, &workload).unwrap().phases[0].iops
     };
     let narrow = job_iops("nvme-gen4-consumer:queues=1,depth=8");

@@ -165,23 +165,30 @@ fn regression_seed_11394_a_one_segment_buffer_with_write_cache() {
 // finishes writes in no time, and OLTP users with no think time then never let simulated time
 // move: the run spun at t=0 until the default event bound (2^36, hours). It now stops as
 // stuck once one instant has seen `max_events_at_one_instant` events (lowered here so that
-// the test is quick in a debug build). The seed drew `none`; on the blk-mq host (issue 18)
-// every I/O's submission and completion take CPU time, so time moves and the run completes:
-// the stall is shown with the 2.6 host's `noop`, whose charges occupy no core.
+// the test is quick in a debug build). Since issue 18 every direct call on the blk-mq host
+// (the seed drew `none`) takes its CPU time on a core, so with the host's default costs time
+// moves and the run completes; the stall is shown on a host whose path costs nothing.
 #[test]
 fn regression_seed_203349_time_standing_still_is_an_error() {
     let device = DeviceSpec::parse("array:raid=0,depth=3,overhead=0ns").unwrap();
     let mut config = SimConfig::new(203349, device);
+    let costly = config.host.clone();
+    config.host = elevator_sim::HostSpec::parse(concat!(
+        "host:syscall=0us,user=0us,bio_cost=0us,request_cost=0us,interrupt_cost=0us,",
+        "mq_user=0ns,mq_syscall=0ns,mq_submit=0ns,mq_pin=0ns,mq_merge=0ns,mq_driver=0ns,",
+        "mq_doorbell=0ns,mq_irq=0ns,mq_cqe=0ns,mq_end_request=0ns,mq_softirq=0ns,mq_task_work=0ns",
+    ))
+    .unwrap();
     config.bounds.max_events_at_one_instant = 20_000;
     config.check_invariants = false;
     let workload = WorkloadSpec::parse(
         "oltp:users=16,reads=0,ios_per_txn=2,block=1m,think=0ns,log_block=1m,size=8m,runtime=1ms",
     )
     .unwrap();
-    let scheduler = SchedulerSpec::parse("noop").unwrap();
+    let scheduler = SchedulerSpec::parse("none").unwrap();
     let error = elevator_sim::run(&config, &scheduler, &workload).unwrap_err();
     assert!(error.to_string().contains("simulated time stands still"), "{error}");
-    let blk_mq = SchedulerSpec::parse("none").unwrap();
-    let run = elevator_sim::run(&config, &blk_mq, &workload).unwrap();
+    config.host = costly;
+    let run = elevator_sim::run(&config, &scheduler, &workload).unwrap();
     assert!(run.phases[0].ops > 0 && run.phases[0].duration_ns > 0);
 }
