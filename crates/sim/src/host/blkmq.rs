@@ -51,6 +51,14 @@
 //! 6. **task_work** on the issuer's thread: the CQE is posted (row 14); the issuer sees the
 //!    completion when this item ends.
 //!
+//! A request's steps on another thread wait for the step that hands them over: kblockd's run
+//! is planned when the insert ends, task_work when the interrupt side has ended the request.
+//!
+//! Per request the report sums, disjointly: `user`, `submit` (from the call to the block
+//! queue, waits taken out), `lock_wait` (spinning), `core_wait` (an item ready but its core
+//! busy with another thread's), `device` (in the block queue and at the device) and
+//! `completion` (from the device to the CQE, waits taken out).
+//!
 //! # Locks (spec §3)
 //!
 //! mq-deadline's `dd->lock` and bfq's `bfqd->lock`, one per device; kyber's `khd->lock`, one
@@ -240,7 +248,17 @@ struct Step {
     then: [Option<Action>; 2],
     /// A kblockd run's wake-up: while it waits to start, later punts join it.
     punt: bool,
+    /// The request (runner's pending tag) it works for, [`NO_REQUEST`] for none.
+    request: usize,
+    /// When it ends, the request's steps waiting on other threads are planned (the insert
+    /// hands the request to kblockd's run; the interrupt hands the CQE to task_work).
+    hands_off: bool,
+    /// When it was planned (its thread's earlier items aside, it could run from then).
+    planned: Instant,
 }
+
+/// [`Step::request`] of work for no request.
+const NO_REQUEST: usize = usize::MAX;
 
 impl Step {
     fn plain(context: Context, duration: Duration) -> Step {
@@ -251,6 +269,9 @@ impl Step {
             user: Duration::ZERO,
             then: [None, None],
             punt: false,
+            request: NO_REQUEST,
+            hands_off: false,
+            planned: Instant::ZERO,
         }
     }
 
@@ -262,7 +283,15 @@ impl Step {
             user: Duration::ZERO,
             then: [None, None],
             punt: false,
+            request: NO_REQUEST,
+            hands_off: false,
+            planned: Instant::ZERO,
         }
+    }
+
+    fn handing_off(mut self) -> Step {
+        self.hands_off = true;
+        self
     }
 
     fn after_user(mut self, user: Duration) -> Step {
@@ -291,7 +320,10 @@ struct ThreadInfo {
 #[derive(Clone, Copy, Debug, Default)]
 struct PathTimes {
     requests: u64,
+    user_ns: u64,
     submit_ns: u64,
+    lock_wait_ns: u64,
+    core_wait_ns: u64,
     device_ns: u64,
     completion_ns: u64,
 }
@@ -302,6 +334,20 @@ struct InFlight {
     submitted: Instant,
     inserted: Instant,
     completed: Instant,
+    /// Waits of its items for their cores and locks: [before it reached the queue, after the
+    /// device finished it].
+    core_wait_ns: [u64; 2],
+    lock_wait_ns: [u64; 2],
+    /// Whether it reached the queue (its waits count on the completion side from then).
+    reached_queue: bool,
+    /// Its issuer's thread, which work done elsewhere for it is attributed to.
+    owner: Option<ThreadId>,
+}
+
+impl InFlight {
+    fn side(&self) -> usize {
+        usize::from(self.reached_queue)
+    }
 }
 
 /// The blk-mq host's cores, locks and path (see the module doc).
@@ -333,6 +379,13 @@ pub(crate) struct BlkMq {
     /// I/Os in flight by the runner's pending tag.
     in_flight: Vec<InFlight>,
     path: PathTimes,
+    /// When each thread's latest item ended, by thread index.
+    thread_free_at: Vec<Instant>,
+    /// The request the items being planned work for.
+    planning_for: usize,
+    /// Steps of each request (by tag) waiting for a step on another thread to hand off:
+    /// (thread, step), planned in order when it does. The vectors are reused.
+    deferred: Vec<Vec<(ThreadId, Step)>>,
     /// Item ends the runner must turn into events: (instant, core).
     timers: Vec<(Instant, usize)>,
     /// Actions of ended items, for the runner.
@@ -396,6 +449,7 @@ impl BlkMq {
             }
         }
         let plans = (0..threads.len()).map(|_| VecDeque::new()).collect();
+        let threads_len = threads.len();
         Some(BlkMq {
             cores,
             costs: Costs::of(spec),
@@ -414,6 +468,9 @@ impl BlkMq {
             placed: vec![0; cpus],
             in_flight: Vec::new(),
             path: PathTimes::default(),
+            thread_free_at: vec![Instant::ZERO; threads_len],
+            planning_for: NO_REQUEST,
+            deferred: Vec::new(),
             timers: Vec::new(),
             actions: Vec::new(),
         })
@@ -454,6 +511,7 @@ impl BlkMq {
                 attributed_ns: 0,
             });
             self.plans.push(VecDeque::new());
+            self.thread_free_at.push(Instant::ZERO);
             let mut submitter = submitter.clone();
             submitter.batch = submitter.batch.max(1);
             self.issuers.push((id, submitter));
@@ -472,8 +530,16 @@ impl BlkMq {
     pub(crate) fn submit(&mut self, now: Instant, issuer: usize, device: usize, tag: usize) {
         if self.in_flight.len() <= tag {
             self.in_flight.resize(tag + 1, InFlight::default());
+            self.deferred.resize_with(tag + 1, Vec::new);
         }
-        self.in_flight[tag] = InFlight { submitted: now, ..InFlight::default() };
+        let owner = Some(self.issuers[issuer].0);
+        self.in_flight[tag] = InFlight { submitted: now, owner, ..InFlight::default() };
+        self.planning_for = tag;
+        self.submit_steps(now, issuer, device, tag);
+        self.planning_for = NO_REQUEST;
+    }
+
+    fn submit_steps(&mut self, now: Instant, issuer: usize, device: usize, tag: usize) {
         let (thread, submitter) = &self.issuers[issuer];
         let (thread, batch, fixed) = (*thread, submitter.batch, submitter.fixed_buffers);
         let syscall = if submitter.sq_poll { Duration::ZERO } else { self.costs.syscall };
@@ -511,35 +577,24 @@ impl BlkMq {
             None => Step::plain(Context::Sys, entry + half_framework + merge_hold + insert_hold)
                 .after_user(costs.user),
         };
-        if punted {
-            self.plan(now, thread, insert.then(Action::Resume { issuer }));
-        } else {
-            self.plan(now, thread, insert);
-        }
         let dispatch_lock = device_lock.unwrap_or(self.lock_base[device] + hctx);
-        // A run already queued on kblockd and not started takes this request too: the
-        // punt's wake-up is paid once (`docs/blk-mq-costs.md` §4.3 item 7: 0.3-0.7 wake-ups
-        // per I/O at QD 1, under 0.1 at QD 32).
-        let wakes = punted && !self.kblockd_pending[core];
-        let (dispatcher, punt) = match (punted, wakes) {
-            (true, true) => (self.kblockd[core], costs.kblockd),
-            (true, false) => (self.kblockd[core], Duration::ZERO),
-            (false, _) => (thread, Duration::ZERO),
-        };
-        let mut wake = Step::plain(Context::Sys, punt + half_framework);
-        if wakes {
-            wake.punt = true;
-            self.kblockd_pending[core] = true;
-        }
-        self.plan(now, dispatcher, wake);
-        self.plan(now, dispatcher, Step::locked(dispatch_lock, Context::Sys, dispatch_hold));
         // The request reaches the block queue (and the device, when it is free) once its
         // dispatch's work has run (see the deviations).
-        let last = Step::plain(Context::Sys, issue).then(Action::Insert { tag });
+        let last = Step::plain(Context::Sys, costs.driver + per_call(costs.doorbell))
+            .then(Action::Insert { tag });
+        let dispatch = Step::locked(dispatch_lock, Context::Sys, dispatch_hold);
         if punted {
-            self.attribute(thread, punt + half_framework + dispatch_hold + issue);
-            self.plan(now, dispatcher, last);
+            // The call returns after the insert, which hands the request to kblockd's run.
+            self.plan(now, thread, insert.then(Action::Resume { issuer }).handing_off());
+            let kblockd = self.kblockd[core];
+            let wake = Step::plain(Context::Sys, costs.kblockd + half_framework);
+            self.defer(kblockd, Step { punt: true, ..wake });
+            self.defer(kblockd, dispatch);
+            self.defer(kblockd, last);
         } else {
+            self.plan(now, thread, insert);
+            self.plan(now, thread, Step::plain(Context::Sys, half_framework));
+            self.plan(now, thread, dispatch);
             self.plan(now, thread, last.then(Action::Resume { issuer }));
         }
     }
@@ -549,6 +604,12 @@ impl BlkMq {
     /// thread.
     pub(crate) fn complete(&mut self, now: Instant, issuer: usize, device: usize, tag: usize) {
         self.in_flight[tag].completed = now;
+        self.planning_for = tag;
+        self.complete_steps(now, issuer, device, tag);
+        self.planning_for = NO_REQUEST;
+    }
+
+    fn complete_steps(&mut self, now: Instant, issuer: usize, device: usize, tag: usize) {
         let (thread, polled) = (self.issuers[issuer].0, self.issuers[issuer].1.polled);
         if polled {
             // IOPOLL: the submitting thread reaps the CQE itself, no interrupt (spec §2.10).
@@ -570,31 +631,30 @@ impl BlkMq {
         let hctx = self.hctx(device, core);
         let irq_core = if queues >= cores { core } else { (hctx * cores).div_ceil(queues) };
         let entry = if self.irq_in_flight[irq_core] > 0 { Duration::ZERO } else { costs.irq };
-        let mut attributed = entry + costs.cqe;
+        let mut steps = [None, None, None];
         if queues == 1 {
             // One hardware queue: the request ends in a BLOCK_SOFTIRQ on that core.
-            self.plan_irq(now, irq_core, Step::plain(Context::Irq, entry + costs.cqe));
-            let softirq = costs.softirq + costs.end_request;
-            self.plan_irq(now, irq_core, Step::plain(Context::Softirq, softirq));
-            attributed += softirq;
+            steps[0] = Some(Step::plain(Context::Irq, entry + costs.cqe));
+            steps[1] = Some(Step::plain(Context::Softirq, costs.softirq + costs.end_request));
         } else {
-            let work = entry + costs.cqe + costs.end_request;
-            self.plan_irq(now, irq_core, Step::plain(Context::Irq, work));
-            attributed += costs.end_request;
+            steps[0] = Some(Step::plain(Context::Irq, entry + costs.cqe + costs.end_request));
         }
         if self.scheduler == MqScheduler::Bfq {
             // bfq's finish hook takes its lock in the completion's context (spec §3.1).
             let (_, _, finish) = self.holds();
             let context = if queues == 1 { Context::Softirq } else { Context::Irq };
-            self.plan_irq(now, irq_core, Step::locked(self.lock_base[device], context, finish));
-            attributed += finish;
+            steps[2] = Some(Step::locked(self.lock_base[device], context, finish));
         }
-        self.attribute(thread, attributed);
-        self.plan(
-            now,
-            thread,
-            Step::plain(Context::Sys, costs.task_work).then(Action::Deliver { tag }),
-        );
+        let last = steps.iter().rposition(Option::is_some).expect("an interrupt step");
+        for (index, step) in steps.into_iter().enumerate() {
+            if let Some(step) = step {
+                let step = if index == last { step.handing_off() } else { step };
+                self.plan_irq(now, irq_core, step);
+            }
+        }
+        // The CQE is posted by task_work once the interrupt side has ended the request.
+        let post = Step::plain(Context::Sys, costs.task_work).then(Action::Deliver { tag });
+        self.defer(thread, post);
     }
 
     /// Hold times of the merge attempt, the insert and the dispatch (bfq: also the finish):
@@ -620,9 +680,9 @@ impl BlkMq {
         if queues >= cores { core } else { core * queues / cores }
     }
 
-    fn attribute(&mut self, thread: ThreadId, work: Duration) {
-        // `threads` is in thread-id order: each is pushed as `Cores` adds it.
-        self.threads[thread.index()].attributed_ns += work.as_nanos();
+    /// Keeps `step` on `thread` until the request's handing-off step ends.
+    fn defer(&mut self, thread: ThreadId, step: Step) {
+        self.deferred[self.planning_for].push((thread, step));
     }
 
     fn plan_irq(&mut self, now: Instant, core: usize, step: Step) {
@@ -632,7 +692,27 @@ impl BlkMq {
     }
 
     /// Queues `step` on `thread` and runs it at once if its core is idle.
-    fn plan(&mut self, now: Instant, thread: ThreadId, step: Step) {
+    fn plan(&mut self, now: Instant, thread: ThreadId, mut step: Step) {
+        step.request = self.planning_for;
+        step.planned = now;
+        if step.punt {
+            // A run already queued on kblockd and not started takes this request too: the
+            // wake-up is paid once (`docs/blk-mq-costs.md` §4.3 item 7).
+            let core = self.cores.core_of(thread);
+            if self.kblockd_pending[core] {
+                step.punt = false;
+                step.duration = step.duration - self.costs.kblockd;
+            } else {
+                self.kblockd_pending[core] = true;
+            }
+        }
+        if step.request != NO_REQUEST
+            && let Some(owner) = self.in_flight[step.request].owner
+            && owner != thread
+        {
+            // Work done on another thread for the owner's I/O (spec §6.4 "attributed").
+            self.threads[owner.index()].attributed_ns += step.duration.as_nanos();
+        }
         self.plans[thread.index()].push_back(step);
         let placeholder = if step.lock.is_some() { Duration::ZERO } else { step.duration };
         if let super::cores::Run::Started { .. } =
@@ -648,6 +728,13 @@ impl BlkMq {
         let step = *self.plans[thread.index()].front().expect("a started item has a plan");
         if step.punt {
             self.kblockd_pending[core] = false;
+        }
+        if step.request != NO_REQUEST {
+            // Waiting for the core: from when it could run (planned, and its thread's earlier
+            // item done) to now.
+            let ready = step.planned.max(self.thread_free_at[thread.index()]);
+            let request = &mut self.in_flight[step.request];
+            request.core_wait_ns[request.side()] += now.saturating_since(ready).as_nanos();
         }
         let Some(lock) = step.lock else {
             let ends = self.cores.busy_until(core).expect("running");
@@ -677,6 +764,7 @@ impl BlkMq {
     pub(crate) fn item_ended(&mut self, now: Instant, core: usize) {
         let (thread, _) = self.cores.running(core).expect("an item ends on a busy core");
         let step = self.plans[thread.index()].pop_front().expect("a running item has a plan");
+        self.thread_free_at[thread.index()] = now;
         if self.threads[thread.index()].kind == "irq" {
             self.irq_in_flight[core] -= 1;
         }
@@ -686,6 +774,10 @@ impl BlkMq {
             // The oldest spinner holds the lock now, on its own core, where it spun.
             let (waiter, _) = self.cores.running(grant.core).expect("a spinner runs");
             let waiting = *self.plans[waiter.index()].front().expect("a spinner has a plan");
+            if waiting.request != NO_REQUEST {
+                let request = &mut self.in_flight[waiting.request];
+                request.lock_wait_ns[request.side()] += grant.wait.as_nanos();
+            }
             let ends = self.cores.reshape_running(
                 now,
                 grant.core,
@@ -694,16 +786,37 @@ impl BlkMq {
             );
             self.timers.push((ends, grant.core));
         }
+        if step.hands_off && step.request != NO_REQUEST {
+            let mut waiting = std::mem::take(&mut self.deferred[step.request]);
+            self.planning_for = step.request;
+            for (next_thread, next) in waiting.drain(..) {
+                self.plan(now, next_thread, next);
+            }
+            self.planning_for = NO_REQUEST;
+            self.deferred[step.request] = waiting;
+        }
         for action in step.then.into_iter().flatten() {
             match action {
-                Action::Insert { tag } => self.in_flight[tag].inserted = now,
+                Action::Insert { tag } => {
+                    self.in_flight[tag].inserted = now;
+                    self.in_flight[tag].reached_queue = true;
+                }
                 Action::Deliver { tag } => {
                     let times = self.in_flight[tag];
+                    let user_ns = self.costs.user.as_nanos();
                     let path = &mut self.path;
                     path.requests += 1;
-                    path.submit_ns += times.inserted.saturating_since(times.submitted).as_nanos();
+                    // The parts are disjoint: waits are taken out of the span they fell in.
+                    let [core_before, core_after] = times.core_wait_ns;
+                    let [lock_before, lock_after] = times.lock_wait_ns;
+                    let submit = times.inserted.saturating_since(times.submitted).as_nanos();
+                    path.user_ns += user_ns;
+                    path.submit_ns += submit.saturating_sub(user_ns + core_before + lock_before);
+                    path.core_wait_ns += core_before + core_after;
+                    path.lock_wait_ns += lock_before + lock_after;
                     path.device_ns += times.completed.saturating_since(times.inserted).as_nanos();
-                    path.completion_ns += now.saturating_since(times.completed).as_nanos();
+                    let completion = now.saturating_since(times.completed).as_nanos();
+                    path.completion_ns += completion.saturating_sub(core_after + lock_after);
                 }
                 Action::Resume { .. } => {}
             }
@@ -790,9 +903,17 @@ impl BlkMq {
             })
             .collect();
         let mut path_ns = std::collections::BTreeMap::new();
-        path_ns.insert("submit".to_owned(), self.path.submit_ns);
-        path_ns.insert("device".to_owned(), self.path.device_ns);
-        path_ns.insert("completion".to_owned(), self.path.completion_ns);
+        let path = &self.path;
+        for (step, ns) in [
+            ("user", path.user_ns),
+            ("submit", path.submit_ns),
+            ("lock_wait", path.lock_wait_ns),
+            ("core_wait", path.core_wait_ns),
+            ("device", path.device_ns),
+            ("completion", path.completion_ns),
+        ] {
+            path_ns.insert(step.to_owned(), ns);
+        }
         HostCpu { cores, threads, locks, path_ns, requests: self.path.requests, window_ns }
     }
 }
