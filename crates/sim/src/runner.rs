@@ -1277,7 +1277,7 @@ impl Simulation {
             if let (Some(mq), BioOwner::Issuer { issuer, .. }) = (&mut self.mq, entry.owner) {
                 // blk-mq: the completion crosses the interrupt and the issuer's task_work
                 // first; the entry stays until then (`run_mq_actions`, `Deliver`).
-                mq.complete(self.now, issuer, device, index as usize);
+                mq.complete(self.now, issuer, device, index as usize, done.device_time);
                 continue;
             }
             let done = self.pending[index as usize].take().expect("checked above");
