@@ -723,8 +723,7 @@ struct Simulation {
     /// Bios of direct operations waiting for their insert on the blk-mq path, by pending
     /// tag: (device, bios); the vectors are reused.
     mq_bios: Vec<(usize, Vec<Bio>)>,
-    /// Scratch for the blk-mq host's timers and actions.
-    mq_timers: Vec<(Instant, usize)>,
+    /// Scratch for the blk-mq host's actions.
     mq_actions: Vec<blkmq::Action>,
 }
 
@@ -943,7 +942,6 @@ impl Simulation {
             fabric_actions: Vec::new(),
             mq,
             mq_bios: Vec::new(),
-            mq_timers: Vec::new(),
             mq_actions: Vec::new(),
         })
     }
@@ -1357,12 +1355,8 @@ impl Simulation {
     /// Turns the blk-mq host's new item ends into events.
     fn schedule_mq_timers(&mut self) {
         let Some(mq) = &mut self.mq else { return };
-        let mut timers = std::mem::take(&mut self.mq_timers);
-        mq.take_timers(&mut timers);
-        for (at, core) in timers.drain(..) {
-            self.events.push(at, Event::CoreDone { core });
-        }
-        self.mq_timers = timers;
+        let events = &mut self.events;
+        mq.drain_timers(|at, core| events.push(at, Event::CoreDone { core }));
     }
 
     /// An item on a blk-mq core ended: its lock passes on, the core takes its next item, and

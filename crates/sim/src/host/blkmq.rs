@@ -841,9 +841,12 @@ impl BlkMq {
         }
     }
 
-    /// Item ends to schedule as events since last asked: (instant, core).
-    pub(crate) fn take_timers(&mut self, into: &mut Vec<(Instant, usize)>) {
-        into.append(&mut self.timers);
+    /// Hands each item end to schedule as an event since last asked, (instant, core), to
+    /// `schedule`, in order.
+    pub(crate) fn drain_timers(&mut self, mut schedule: impl FnMut(Instant, usize)) {
+        for (at, core) in self.timers.drain(..) {
+            schedule(at, core);
+        }
     }
 
     /// Actions of ended items since last asked, in order.
