@@ -725,6 +725,8 @@ struct Simulation {
     mq_bios: Vec<(usize, Vec<Bio>)>,
     /// Scratch for the blk-mq host's actions.
     mq_actions: Vec<blkmq::Action>,
+    /// How many of the phase's issuers are done (the phase ends when all are).
+    issuers_done: usize,
 }
 
 impl Simulation {
@@ -943,6 +945,7 @@ impl Simulation {
             mq,
             mq_bios: Vec::new(),
             mq_actions: Vec::new(),
+            issuers_done: 0,
         })
     }
 
@@ -1019,11 +1022,12 @@ impl Simulation {
             }
         }
         self.ready = (0..self.issuers.len()).collect();
+        self.issuers_done = 0;
         let fabric_before = self.fabric.as_ref().map(|fabric| fabric.stats().clone());
         loop {
             self.run_ready_issuers(recorder, stonewall)?;
             self.pump_dirty_devices()?;
-            if self.issuers.iter().all(|slot| slot.done) {
+            if self.issuers_done == self.issuers.len() {
                 break;
             }
             let Some((at, event)) = self.events.pop() else {
@@ -1714,6 +1718,7 @@ impl Simulation {
                         });
                     }
                     slot.done = true;
+                    self.issuers_done += 1;
                     recorder.extend_to(self.now);
                     if stonewall {
                         recorder.stonewall(self.now);
