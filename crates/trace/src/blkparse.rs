@@ -49,8 +49,9 @@
 //!
 //! # Deviations
 //!
-//! * Passthrough (`BLK_TC_PC`) `Q`/`D` events are skipped: they carry a SCSI command, not a
-//!   block range. Message (`m`) lines are skipped unread.
+//! * Passthrough (`BLK_TC_PC`) `Q`/`D`/`C` events are skipped: they carry a SCSI command,
+//!   not a block range (told apart by their shape: a byte count, or a parenthesised command
+//!   that is not an elapsed time). Message (`m`) lines are skipped unread.
 //! * A `C` event's error number is not kept (a replay issues the I/O either way).
 //! * Two I/Os of one device with the same sector and size in flight at once: their
 //!   completions are matched oldest first, as the text cannot say otherwise.
@@ -207,44 +208,44 @@ fn is_summary(line: &str) -> bool {
 type Tail<'a> = (Option<(u64, u64)>, &'a str);
 
 /// The sector range and bracketed text of a tail `[SECTOR [+ BLOCKS]] [(ELAPSED)] [TEXT]`;
-/// `Ok(None)` for a passthrough tail `BYTES [(CDB)] [TEXT]`.
-fn parse_tail(tail: &str) -> Result<Option<Tail<'_>>, (&'static str, String)> {
+/// `Ok(None)` for a passthrough request's tail (`BYTES [(CDB)] [TEXT]`, a completion's
+/// `(CDB) [ERROR]`). `completion`: a lone number is a `C` event's sector, where in a `Q` or
+/// `D` event it is a passthrough request's byte count.
+fn parse_tail(tail: &str, completion: bool) -> Result<Option<Tail<'_>>, (&'static str, String)> {
     let tail = tail.trim();
+    let accepted = if completion {
+        "accepted: `SECTOR + BLOCKS [ERROR]` or `SECTOR [ERROR]`"
+    } else {
+        "accepted: `SECTOR + BLOCKS [COMMAND]` or `[COMMAND]`"
+    };
     let (Some(open), true) = (tail.find('['), tail.ends_with(']')) else {
-        return Err((
-            "tail",
-            format!("`{tail}`; accepted: `SECTOR + BLOCKS [COMMAND]` or `[COMMAND]`"),
-        ));
+        return Err(("tail", format!("`{tail}`; {accepted}")));
     };
     let bracketed = &tail[open + 1..tail.len() - 1];
-    let words: Vec<&str> = tail[..open].split_whitespace().collect();
-    let elapsed = |word: &str| word.starts_with('(') && word.ends_with(')');
+    let mut before = tail[..open].trim_end();
+    // `blkparse -t` prints the elapsed time as `(%8llu)`, spaces inside; a passthrough
+    // request prints its command bytes in parentheses instead.
+    if let Some(inside) = before.strip_suffix(')') {
+        let Some(paren) = inside.rfind('(') else {
+            return Err(("tail", format!("`{tail}`: a `)` with no `(`; {accepted}")));
+        };
+        let elapsed = inside[paren + 1..].trim();
+        if elapsed.is_empty() || !elapsed.bytes().all(|byte| byte.is_ascii_digit()) {
+            return Ok(None);
+        }
+        before = inside[..paren].trim_end();
+    }
+    let words: Vec<&str> = before.split_whitespace().collect();
     let number = |field: &'static str, word: &str| {
         word.parse::<u64>()
             .map_err(|_| (field, format!("`{word}` is not a whole number of sectors")))
     };
     let range = match words.as_slice() {
         [] => None,
-        [elapsed_time] if elapsed(elapsed_time) => None,
-        [sector, "+", blocks] | [sector, "+", blocks, _] => {
-            if words.len() == 4 && !elapsed(words[3]) {
-                return Err((
-                    "tail",
-                    format!("`{}` after the blocks; accepted: `(ELAPSED)`", words[3]),
-                ));
-            }
-            Some((number("sector", sector)?, number("blocks", blocks)?))
-        }
-        [sector] | [sector, _] if words.len() == 1 || elapsed(words[1]) => {
-            Some((number("sector", sector)?, 0))
-        }
-        [bytes, ..] if bytes.parse::<u64>().is_ok() => return Ok(None),
-        _ => {
-            return Err((
-                "tail",
-                format!("`{tail}`; accepted: `SECTOR + BLOCKS [COMMAND]` or `[COMMAND]`"),
-            ));
-        }
+        [sector, "+", blocks] => Some((number("sector", sector)?, number("blocks", blocks)?)),
+        [sector] if completion => Some((number("sector", sector)?, 0)),
+        [bytes] if bytes.parse::<u64>().is_ok() => return Ok(None),
+        _ => return Err(("tail", format!("`{tail}`; {accepted}"))),
     };
     Ok(Some((range, bracketed)))
 }
@@ -273,7 +274,7 @@ fn parse_line(line: &str) -> Result<Option<Parsed>, (&'static str, String)> {
     if !(queue || header.action == "D" || header.action == "C") {
         return Ok(None);
     }
-    let Some((range, bracketed)) = parse_tail(header.tail)? else {
+    let Some((range, bracketed)) = parse_tail(header.tail, header.action == "C")? else {
         return Ok(None);
     };
     let (sector, sectors) = range.unwrap_or((0, 0));
@@ -518,4 +519,62 @@ fn rwbs_and_range(io: &TraceIo) -> Result<(String, Option<(u64, u64)>), String> 
         return Err(format!("{sectors} sectors; blkparse prints at most {}", u32::MAX));
     }
     Ok((rwbs, Some((io.offset_bytes / SECTOR_BYTES, sectors))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves the RWBS grammar: blkparse's `fill_rwbs` order (preflush, direction, FUA,
+    // readahead, sync, meta), the kernel's `F` flush and `DE` secure erase, and refusal of
+    // letters out of order, repeated or unknown.
+    #[test]
+    fn rwbs_follows_fill_rwbs_and_the_kernels_letters() {
+        let set =
+            |preflush, fua, readahead, sync, meta| IoFlags { preflush, fua, readahead, sync, meta };
+        let cases = [
+            ("R", Some(('R', IoFlags::default()))),
+            ("N", Some(('N', IoFlags::default()))),
+            ("FWFSM", Some(('W', set(true, true, false, true, true)))),
+            ("RA", Some(('R', set(false, false, true, false, false)))),
+            ("FN", Some(('N', set(true, false, false, false, false)))),
+            ("F", Some(('F', IoFlags::default()))),
+            ("DE", Some(('D', IoFlags::default()))),
+            ("WSF", None),
+            ("RR", None),
+            ("X", None),
+            ("", None),
+        ];
+        for (rwbs, expected) in cases {
+            assert_eq!(parse_rwbs(rwbs), expected, "{rwbs}");
+        }
+    }
+
+    // Proves the summary's opening lines end the events and event lines do not.
+    #[test]
+    fn summary_starts_at_cpu_total_throughput_or_events() {
+        for line in
+            ["CPU0 (8,0):", "CPU12 (sdb):", "Total (8,0):", "Throughput (R/W): 1KiB/s / 2KiB/s"]
+        {
+            assert!(is_summary(line), "{line}");
+        }
+        for line in ["  8,0    0        1     0.000000000  1  Q   R 0 + 8 [CPU0]", "CPUx"] {
+            assert!(!is_summary(line), "{line}");
+        }
+    }
+
+    // Proves a `-t` trace's elapsed times are read past, and a passthrough request (bytes
+    // and a CDB, no sector range) is skipped rather than misread as a sector.
+    #[test]
+    fn elapsed_times_and_passthrough_requests() {
+        let text = "  8,0    1        1     0.000001000   10  D   W 64 + 8 (     120) [fio]\n\
+                      8,0    1        2     0.000002000   10  D   R 36 (12 00 00 00 24 00) [sg_inq]\n\
+                      8,0    0        3     0.000051000    0  C   W 64 + 8 (   50000) [0]\n";
+        let trace = parse("t", text, BlkparseEvents::Issue).unwrap();
+        assert_eq!(trace.records.len(), 1);
+        assert_eq!(
+            (trace.records[0].offset_bytes, trace.records[0].latency_ns),
+            (32768, Some(50_000))
+        );
+    }
 }

@@ -293,6 +293,21 @@ pub fn detect(first_bytes: &[u8]) -> Option<Format> {
     }
 }
 
+/// The format of the file at `path`, from its first 4 KiB ([`detect`]); an error names the
+/// file and lists the formats when none fits.
+pub fn detect_path(path: &Path) -> Result<Format, TraceError> {
+    use std::io::Read;
+    let file = path.display().to_string();
+    let mut first_bytes = Vec::with_capacity(4096);
+    std::fs::File::open(path)
+        .and_then(|opened| opened.take(4096).read_to_end(&mut first_bytes))
+        .map_err(|source| TraceError::Read { file: file.clone(), source })?;
+    // A line cut at 4 KiB would not parse: judge by the whole lines only, when there are any.
+    let end =
+        first_bytes.iter().rposition(|&byte| byte == b'\n').map_or(first_bytes.len(), |at| at + 1);
+    detect(&first_bytes[..end]).ok_or(TraceError::UnknownFormat { file })
+}
+
 /// Reads the trace in `path`, in whichever format its content is.
 pub fn read(path: &Path) -> Result<Trace, TraceError> {
     read_with(path, &ReadOptions::default())

@@ -10,7 +10,9 @@
 //! * `Hostname`, `DiskNumber`: the server and its volume (the files are named
 //!   `<host>_<disk>.csv.gz`, e.g. `hm_0`).
 //! * `Type`: `Read` or `Write`. `Offset`, `Size`: bytes.
-//! * `ResponseTime`: how long the I/O took, in 100 ns ticks.
+//! * `ResponseTime`: how long the I/O took, in 100 ns ticks — the README of IOTTA set 387:
+//!   "the time taken by the I/O to complete, in Windows filetime units" (a duration: the
+//!   traces' values are a few ms, not a second FILETIME stamp).
 //!
 //! # Mapping
 //!

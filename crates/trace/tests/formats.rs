@@ -238,6 +238,7 @@ fn detection_picks_each_format_and_lists_them_when_none_fits() {
     ] {
         let bytes = std::fs::read(data(name)).unwrap();
         assert_eq!(detect(&bytes[..bytes.len().min(200)]), Some(format), "{name}");
+        assert_eq!(detect_path(&data(name)).unwrap(), format, "{name}");
     }
     assert_eq!(detect(COLUMNS_LINE.as_bytes()), Some(Format::Msr));
     let dir = tempfile::tempdir().unwrap();
@@ -245,6 +246,7 @@ fn detection_picks_each_format_and_lists_them_when_none_fits() {
     std::fs::write(&path, "hello\n1 2 3\n").unwrap();
     let error = read(&path).unwrap_err();
     assert!(matches!(error, TraceError::UnknownFormat { .. }));
+    assert!(matches!(detect_path(&path), Err(TraceError::UnknownFormat { .. })));
     let shown = error.to_string();
     assert!(shown.starts_with(&format!("{}: not a trace", path.display())), "{shown}");
     for format in Format::ALL {
