@@ -11,7 +11,7 @@ use std::process::Command;
 
 use elevator_trace::{
     BlkparseEvents, Format, IoClass, IoFlags, IoPriority, Op, ReadOptions, Trace, TraceError,
-    TraceIo, detect, parse_with, read, read_with, to_text,
+    TraceIo, detect, detect_path, parse_with, read, read_with, to_text,
 };
 use proptest::prelude::*;
 
