@@ -19,6 +19,23 @@
 //! [`Iolog::parse`] reads a whole log, [`Iolog::write`] writes one; write then read gives the
 //! same records.
 //!
+//! # Conversion to the common record ([`crate::TraceIo`], [`to_trace`], [`from_trace`])
+//!
+//! * `read`/`write`/`trim` become [`Op::Read`]/[`Op::Write`]/[`Op::Discard`]; `sync` and
+//!   `datasync` both become [`Op::Flush`] (a block trace sees one cache flush for either), with
+//!   their numbers kept as offset and size; a flush is written back as `sync`.
+//! * The file name is the record's `device`; `add`, `open` and `close` are not I/O and are
+//!   dropped on reading. The writer adds each file (`add`, `open`) before its first I/O and
+//!   closes every file after the last, as fio's `write_iolog` does; a record with no device
+//!   goes to the file `trace.0`.
+//! * Version 3's µs become ns; on writing, ns are cut to whole µs (lost: the rest).
+//! * Version 2 has no timestamps: an I/O's time is the last `wait`'s value read as ms (fio's
+//!   code sleeps until that many ms after it started), 0 before any `wait`. The writer puts a
+//!   `wait` before each I/O whose whole ms differ from the last wait's (lost: the rest below a
+//!   ms; fio would also skip waits it is already past).
+//! * Lost on writing: pid, process, flags, priority, latency. A size of 4 GiB or more is
+//!   refused (fio reads a 32-bit length).
+//!
 //! # Deviations from fio
 //!
 //! * fio reports a bad line (an unknown action, a wrong number of fields, a `wait` in
@@ -390,29 +407,14 @@ impl fmt::Display for Version {
     }
 }
 
-// Conversion to and from the common record ([`crate::TraceIo`]).
-//
-// * `read`/`write`/`trim` become [`Op::Read`]/[`Op::Write`]/[`Op::Discard`]; `sync` and
-//   `datasync` both become [`Op::Flush`] (a block trace sees one cache flush for either), with
-//   their numbers kept as offset and size; a flush is written back as `sync`.
-// * The file name is the record's `device`; `add`, `open` and `close` are not I/O and are
-//   dropped on reading. The writer adds each file (`add`, `open`) before its first I/O and
-//   closes every file after the last, as fio's `write_iolog` does; a record with no device
-//   goes to the file `trace.0`.
-// * Version 3's µs become ns; on writing, ns are cut to whole µs (lost: the rest).
-// * Version 2 has no timestamps: an I/O's time is the last `wait`'s value read as ms (fio's
-//   code sleeps until that many ms after it started), 0 before any `wait`. The writer puts a
-//   `wait` before each I/O whose whole ms differ from the last wait's (lost: the rest below a
-//   ms; fio would also skip waits it is already past).
-// * Lost on writing: pid, process, flags, priority, latency. A size of 4 GiB or more is
-//   refused (fio reads a 32-bit length).
+// Conversion to and from the common record: see the module doc.
 
 use crate::{Format, Op, Trace, TraceError, TraceIo};
 
 /// The file a record with no device is written to.
 pub const DEFAULT_FILE: &str = "trace.0";
 
-/// The log's I/Os as a [`Trace`] (see this module's source for the mapping).
+/// The log's I/Os as a [`Trace`] (the mapping is in the module doc).
 pub fn to_trace(log: &Iolog) -> Trace {
     let format = match log.version {
         Version::V2 => Format::IologV2,
@@ -444,7 +446,7 @@ pub fn to_trace(log: &Iolog) -> Trace {
     Trace::new(format, records)
 }
 
-/// The trace as a log of `version` (see this module's source for what is lost).
+/// The trace as a log of `version` (what is lost is in the module doc).
 pub fn from_trace(trace: &Trace, version: Version) -> Result<Iolog, TraceError> {
     let format = match version {
         Version::V2 => Format::IologV2,

@@ -463,6 +463,29 @@ fn reads_a_log_written_by_the_real_fio() {
     assert_eq!(strip(&again), strip(&trace));
 }
 
+// Proves the blkparse writer's `D` events read back as the same I/Os both when the caller
+// asks for `D` events and by default (a trace with no `Q` events), and that a `Q` reading of
+// them finds no I/O.
+#[test]
+fn blkparse_issue_events_round_trip() {
+    let trace = read_with(
+        &data("loop0.blkparse.txt"),
+        &ReadOptions { blkparse_events: BlkparseEvents::Issue },
+    )
+    .unwrap();
+    let mut text = Vec::new();
+    elevator_trace::blkparse::write(&trace, elevator_trace::blkparse::Event::Issue, &mut text)
+        .unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.lines().all(|line| line.contains(" D ") || line.contains(" C ")), "{text}");
+    for events in [BlkparseEvents::Issue, BlkparseEvents::Auto] {
+        let options = ReadOptions { blkparse_events: events };
+        assert_eq!(parse_with("d", &text, None, &options).unwrap(), trace, "{events:?}");
+    }
+    let options = ReadOptions { blkparse_events: BlkparseEvents::Queue };
+    assert!(parse_with("d", &text, None, &options).unwrap().records.is_empty());
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![Just(Op::Read), Just(Op::Write), Just(Op::Discard), Just(Op::Flush)]
 }
@@ -622,7 +645,42 @@ fn iolog_trace(format: Format) -> impl Strategy<Value = Trace> {
     })
 }
 
+/// Sample `name` with the bytes `at..at + length` (clamped, on character boundaries) replaced.
+fn mutated(name: &str, at: usize, length: usize, with: &str) -> String {
+    let text = std::fs::read_to_string(data(name)).unwrap();
+    let boundary = |mut index: usize| {
+        index = index.min(text.len());
+        while !text.is_char_boundary(index) {
+            index -= 1;
+        }
+        index
+    };
+    let (start, end) = (boundary(at), boundary(at + length));
+    format!("{}{with}{}", &text[..start], &text[end..])
+}
+
 proptest! {
+    // Proves no reader panics on bad input: each sample with a random stretch replaced by
+    // random text is read (or refused) in its own format and by detection.
+    #[test]
+    fn bad_input_never_panics(
+        index in 0usize..5,
+        at in 0usize..4000,
+        length in 0usize..40,
+        with in "[ -~\\n\\t\\[\\]()+,%=é]{0,30}",
+    ) {
+        let (name, format) = [
+            ("loop0.blkparse.txt", Format::Blkparse),
+            ("hm_0.csv", Format::Msr),
+            ("w.iolog3", Format::IologV3),
+            ("sdb.iolog2", Format::IologV2),
+            ("mixed.etrace", Format::Compact),
+        ][index];
+        let text = mutated(name, at, length, &with);
+        let _ = parse_with("m", &text, Some(format), &ReadOptions::default());
+        let _ = parse_with("m", &text, None, &ReadOptions::default());
+    }
+
     // Proves the compact format carries every field of any record unchanged: any times in
     // any order, any names (white space, `%`, unicode), every flag and priority.
     #[test]
