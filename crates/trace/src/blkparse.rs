@@ -38,7 +38,7 @@
 //!
 //! # Writing
 //!
-//! [`write`] prints each I/O as a `Q` (or `D`) event and, when it has a latency, a `C` event
+//! [`write()`] prints each I/O as a `Q` (or `D`) event and, when it has a latency, a `C` event
 //! that much later, placed in time order among the following events; CPU 0, sequence numbers
 //! from 1. Written as missing: a device not of the form `major,minor` (or none) as `0,0`,
 //! no pid as 0, no process as `(null)` (what blkparse prints for a PID it has no name for).
@@ -66,7 +66,7 @@ use crate::{BlkparseEvents, Format, IoFlags, Op, ParseError, Trace, TraceError, 
 /// Bytes in a blktrace sector.
 pub const SECTOR_BYTES: u64 = 512;
 
-/// Which event [`write`] prints for an I/O.
+/// Which event [`write()`] prints for an I/O.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// `Q`: bio queued.

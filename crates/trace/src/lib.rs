@@ -10,7 +10,7 @@
 //!
 //! Every format converts to and from one typed record, [`TraceIo`], held in a [`Trace`].
 //! [`detect`] names a format from a file's first bytes, [`read`] reads a file in whichever
-//! format it is, [`write`] writes a trace in a chosen format.
+//! format it is, [`write()`] writes a trace in a chosen format.
 //!
 //! # What each format carries
 //!
@@ -371,7 +371,7 @@ pub fn parse_with(
     })
 }
 
-/// Writes `trace` in `format` (blkparse as `Q` and `C` events: see [`blkparse::write`]).
+/// Writes `trace` in `format` (blkparse as `Q` and `C` events: see [`blkparse::write()`]).
 pub fn write(trace: &Trace, format: Format, out: &mut dyn Write) -> Result<(), TraceError> {
     match format {
         Format::IologV2 => iolog::write_trace(trace, iolog::Version::V2, out),
@@ -382,7 +382,7 @@ pub fn write(trace: &Trace, format: Format, out: &mut dyn Write) -> Result<(), T
     }
 }
 
-/// [`write`] into a string.
+/// [`write()`] into a string.
 pub fn to_text(trace: &Trace, format: Format) -> Result<String, TraceError> {
     let mut out = Vec::new();
     write(trace, format, &mut out)?;
