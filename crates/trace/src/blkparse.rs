@@ -55,6 +55,9 @@
 //! * A `C` event's error number is not kept (a replay issues the I/O either way).
 //! * Two I/Os of one device with the same sector and size in flight at once: their
 //!   completions are matched oldest first, as the text cannot say otherwise.
+//! * The writer prints seconds as a 64-bit number; blkparse casts them to `int` (a trace
+//!   past 68 years would wrap there). Its `C` events carry PID 0 (they run from the
+//!   interrupt) and the I/O's RWBS.
 //! * The real blkparse output in the tests is hand-written from the man page and the
 //!   sources (no tracefs-era capture was available when this was written).
 
