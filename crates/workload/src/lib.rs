@@ -17,6 +17,9 @@
 //!
 //! [`fio`] reads fio's own job files and command-line jobs into resolved jobs; `fio:FILE`
 //! ([`WorkloadSpec::parse_fio_file`]) runs a job file's jobs as `job`s, a group per phase.
+//!
+//! `trace:PATH[:key=value,...]` ([`trace_replay`]) replays a block trace, each of its
+//! processes an issuer, at its recorded times (scaled) or as fast as possible.
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, unreachable_pub)]
@@ -42,6 +45,7 @@ mod process;
 pub mod seqread;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod trace_replay;
 mod zbd;
 
 /// An issuer's handle for one of its operations.
@@ -442,6 +446,9 @@ pub struct WorkloadSpec {
     params: Params,
     /// For `fio:FILE`, the file's jobs (each a `job`); `kind` is then [`WorkloadKind::Job`].
     fio: Option<Box<fio_run::FioRun>>,
+    /// For `trace:PATH`, the trace to replay (`trace_replay`); `kind` is then
+    /// [`WorkloadKind::Job`] with its defaults, unused.
+    trace: Option<Box<trace_replay::TraceReplay>>,
 }
 
 impl WorkloadSpec {
@@ -450,6 +457,17 @@ impl WorkloadSpec {
     pub fn parse(text: &str) -> Result<WorkloadSpec, ParamError> {
         if let Some(path) = text.strip_prefix("fio:") {
             return Self::parse_fio_file(path);
+        }
+        if let Some(rest) = text.strip_prefix(trace_replay::PREFIX) {
+            let replay = trace_replay::TraceReplay::parse(rest)?;
+            let params =
+                Params::resolve(&ComponentSpec::parse("workload", "job")?, job::KEYS, &[])?;
+            return Ok(WorkloadSpec {
+                kind: WorkloadKind::Job,
+                params,
+                fio: None,
+                trace: Some(Box::new(replay)),
+            });
         }
         let spec = ComponentSpec::parse("workload", text)?;
         let kind = WorkloadKind::ALL.iter().copied().find(|kind| kind.name() == spec.name);
@@ -461,7 +479,7 @@ impl WorkloadSpec {
             });
         };
         let params = Params::resolve(&spec, kind.keys(), &[])?;
-        let workload = WorkloadSpec { kind, params, fio: None };
+        let workload = WorkloadSpec { kind, params, fio: None, trace: None };
         workload.validate()?;
         Ok(workload)
     }
@@ -490,7 +508,18 @@ impl WorkloadSpec {
     pub fn from_fio_jobs(name: &str, file: &fio::FioJobFile) -> Result<WorkloadSpec, ParamError> {
         let run = fio_run::FioRun::new(name, file)?;
         let first = run.jobs[0].spec.clone();
-        Ok(WorkloadSpec { kind: first.kind, params: first.params, fio: Some(Box::new(run)) })
+        Ok(WorkloadSpec {
+            kind: first.kind,
+            params: first.params,
+            fio: Some(Box::new(run)),
+            trace: None,
+        })
+    }
+
+    /// For `trace:PATH`, the byte the trace's I/O reaches furthest to (0 when the trace
+    /// cannot be read): what a live scratch target must hold. `None` for other workloads.
+    pub fn trace_extent_bytes(&self) -> Option<u64> {
+        self.trace.as_ref().map(|replay| replay.extent_bytes())
     }
 
     /// The kind.
@@ -500,6 +529,9 @@ impl WorkloadSpec {
 
     /// Every key with its value in force.
     pub fn resolved(&self) -> Vec<(&'static str, String)> {
+        if let Some(replay) = &self.trace {
+            return replay.resolved();
+        }
         if let Some(run) = &self.fio {
             let mut resolved = vec![("fio", run.path.clone())];
             resolved
@@ -513,6 +545,9 @@ impl WorkloadSpec {
     /// before it opens a real target (reads never need the safety checks writes do).
     /// Conservative: true whenever some setting could write.
     pub fn may_write(&self) -> bool {
+        if let Some(replay) = &self.trace {
+            return replay.may_write();
+        }
         if let Some(run) = &self.fio {
             // A replaying job does what its log says (read_iolog), whatever its `rw`.
             return run.jobs.iter().any(|job| match &job.replay {
@@ -567,6 +602,9 @@ impl WorkloadSpec {
     /// The issuers for `targets`, their random streams forked from `prng`. Fails when the
     /// workload does not fit the targets (a block size over the device, an unknown filename).
     pub fn plan(&self, targets: &[Target], prng: &Prng) -> Result<WorkloadPlan, ParamError> {
+        if let Some(replay) = &self.trace {
+            return replay.plan(targets);
+        }
         if let Some(run) = &self.fio {
             return run.plan(targets, prng);
         }
@@ -610,7 +648,12 @@ impl WorkloadSpec {
         };
         let capped = run.capped(max_size_bytes, max_runtime)?;
         let first = capped.jobs[0].spec.clone();
-        Ok(WorkloadSpec { kind: first.kind, params: first.params, fio: Some(Box::new(capped)) })
+        Ok(WorkloadSpec {
+            kind: first.kind,
+            params: first.params,
+            fio: Some(Box::new(capped)),
+            trace: None,
+        })
     }
 
     /// For `fio:FILE`, the same jobs with each `write_iolog` path tagged `TAG` (`w.log` →
@@ -634,6 +677,10 @@ impl WorkloadSpec {
     /// unless it already was. A time of 0 (no limit) stays 0. The result is checked like a
     /// parsed spec; plan-time checks (sizes against devices) still apply when it is planned.
     pub fn scaled(&self, factor: f64) -> Result<WorkloadSpec, ParamError> {
+        if self.trace.is_some() {
+            // A trace's I/O is what it recorded: nothing to scale.
+            return Ok(self.clone());
+        }
         if !(factor.is_finite() && factor > 0.0) {
             return Err(ParamError::Impossible {
                 component: self.kind.name().to_owned(),
@@ -660,6 +707,7 @@ impl WorkloadSpec {
                 kind: first.kind,
                 params: first.params,
                 fio: Some(Box::new(scaled)),
+                trace: None,
             });
         }
         let (step_bytes, least_bytes) = self.size_step_bytes()?;
@@ -709,7 +757,7 @@ impl WorkloadSpec {
         }
         let spec = ComponentSpec { name: self.kind.name().to_owned(), params: given };
         let params = Params::resolve(&spec, self.kind.keys(), &[])?;
-        let workload = WorkloadSpec { kind: self.kind, params, fio: None };
+        let workload = WorkloadSpec { kind: self.kind, params, fio: None, trace: None };
         workload.validate()?;
         Ok(workload)
     }
@@ -718,6 +766,9 @@ impl WorkloadSpec {
 impl fmt::Display for WorkloadSpec {
     /// `kind` plus the keys the user set.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(replay) = &self.trace {
+            return write!(f, "{replay}");
+        }
         if let Some(run) = &self.fio {
             return write!(f, "fio:{}", run.path);
         }
