@@ -244,17 +244,22 @@ impl TraceReplay {
         }
         let start_ns = trace.records.iter().map(|io| io.time_ns).min().unwrap_or(0);
         let any_pid = trace.records.iter().any(|io| io.pid.is_some());
-        // Processes in order of first appearance: (pid, name, steps, last scheduled ns).
-        let mut processes: Vec<(Option<u32>, Option<String>, Vec<Step>, u64)> = Vec::new();
+        // Processes in order of first appearance.
+        let mut processes: Vec<TraceProcess> = Vec::new();
         for (index, io) in trace.records.iter().enumerate() {
             let target =
                 base + devices.iter().position(|d| *d == io.device.as_deref()).unwrap_or(0);
             let step = self.step(index, io, target, &targets[target], direct)?;
             let key = if any_pid { io.pid } else { None };
-            let position = match processes.iter().position(|process| process.0 == key) {
+            let position = match processes.iter().position(|process| process.pid == key) {
                 Some(position) => position,
                 None => {
-                    processes.push((key, io.process.clone(), Vec::new(), 0));
+                    processes.push(TraceProcess {
+                        pid: key,
+                        comm: io.process.clone(),
+                        steps: Vec::new(),
+                        last_ns: 0,
+                    });
                     processes.len() - 1
                 }
             };
@@ -262,16 +267,16 @@ impl TraceReplay {
             // Recorded time from the trace's start, scaled; never before the process's
             // previous I/O (its order wins).
             let scheduled_ns = ((io.time_ns - start_ns) as f64 / speed) as u64;
-            let scheduled_ns = scheduled_ns.max(process.3);
-            process.3 = scheduled_ns;
-            process.2.push(Step { at: Duration::from_nanos(scheduled_ns), ..step });
+            let scheduled_ns = scheduled_ns.max(process.last_ns);
+            process.last_ns = scheduled_ns;
+            process.steps.push(Step { at: Duration::from_nanos(scheduled_ns), ..step });
         }
         let shared = Arc::new(Shared::default());
         let late = params.time("late");
         let issuers = processes
             .into_iter()
             .enumerate()
-            .map(|(index, (pid, comm, steps, _))| {
+            .map(|(index, TraceProcess { pid, comm, steps, .. })| {
                 let process = match pid {
                     Some(pid) if (1..=PID_MAX_LIMIT).contains(&pid) => ProcessId(pid),
                     _ => ProcessId(PID_MAX_LIMIT + 1 + index as u32),
@@ -426,6 +431,15 @@ impl std::fmt::Display for TraceReplay {
         }
         Ok(())
     }
+}
+
+/// A process of the trace while planning: its pid (`None`: none recorded), its name, its
+/// steps and the latest time scheduled for it so far, ns.
+struct TraceProcess {
+    pid: Option<u32>,
+    comm: Option<String>,
+    steps: Vec<Step>,
+    last_ns: u64,
 }
 
 /// One I/O to replay, and when (from the replay's start).
