@@ -75,6 +75,17 @@ pub(crate) enum Command {
     /// in-flight I/O and prints the partial report (exit 130). With --verify, any block that
     /// reads back wrong fails the run (exit 1).
     Run(RunArgs),
+    /// Replay a block trace (fio iolog, blkparse text, MSR CSV, compact) under schedulers: in
+    /// the simulator (-d), or live on a file or device (--live).
+    ///
+    /// Each process of the trace is its own issuer (its pid and I/O priority), so cfq and bfq
+    /// see the processes the trace saw. Each I/O is issued at its recorded time (open loop, as
+    /// btreplay), scaled by --speed, or as fast as possible with --afap; the report's
+    /// counters say how far the replay drifted from the trace (replay_drift_mean_ns,
+    /// replay_drift_max_ns, replay_ios_late). The same as `elevator sim -w trace:TRACE` or
+    /// `elevator run -w trace:TRACE`; `elevator kernel compare DEV --trace TRACE` replays it
+    /// under the kernel's schedulers.
+    Replay(ReplayArgs),
     /// Show, switch, tune, persist and benchmark the kernel's own I/O schedulers.
     ///
     /// Reads and writes /sys/block/DEV/queue. `compare` switches the device through each
@@ -252,6 +263,46 @@ pub(crate) struct KernelPersistArgs {
     pub(crate) no_reload: bool,
 }
 
+/// `elevator replay`: sugar over `sim` and `run` with `-w trace:TRACE` (`crate::replay`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReplayArgs {
+    /// The trace file (its format is found from its content).
+    #[arg(value_name = "TRACE")]
+    pub(crate) trace: String,
+
+    /// The simulated device (default: as `elevator sim`).
+    #[arg(short, long, conflicts_with = "live")]
+    pub(crate) device: Option<String>,
+
+    /// Schedulers, comma separated or repeated (default: every registered scheduler).
+    #[arg(short, long = "scheduler", value_name = "SCHED,...")]
+    pub(crate) schedulers: Vec<String>,
+
+    /// Replay this many times as fast as recorded (2: gaps halved).
+    #[arg(long, value_name = "X", conflicts_with = "afap")]
+    pub(crate) speed: Option<f64>,
+
+    /// As fast as possible: ignore the recorded times, keep each process's order.
+    #[arg(long)]
+    pub(crate) afap: bool,
+
+    /// Replay live on this regular file or block device instead (as `elevator run -t`; a
+    /// missing file is created as large as the trace reaches).
+    #[arg(long, value_name = "TARGET")]
+    pub(crate) live: Option<PathBuf>,
+
+    /// With --live: write even where the safety checks refuse. This destroys data.
+    #[arg(long, requires = "live")]
+    pub(crate) force: bool,
+
+    /// The seed.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
+}
+
 #[derive(Debug, clap::Args)]
 pub(crate) struct KernelCompareArgs {
     /// The device (`loop0`, `/dev/sdb`). May be left out when the job file names its
@@ -270,6 +321,11 @@ pub(crate) struct KernelCompareArgs {
     /// their files laid out one after another on the device.
     #[arg(short, long)]
     pub(crate) workload: Option<String>,
+
+    /// A block trace to replay (the same as `-w trace:TRACE`): each of its processes issues
+    /// its I/O at the recorded times (see `elevator replay`).
+    #[arg(long, value_name = "TRACE", conflicts_with_all = ["workload", "job_file"])]
+    pub(crate) trace: Option<String>,
 
     /// With a job file: write fio's output instead of elevator's report, in fio's formats
     /// (comma separated: `normal`, `json`, `json+`, `terse`), measured on the real target.

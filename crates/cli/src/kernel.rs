@@ -45,7 +45,7 @@ use elevator_live::passthrough::{CacheDrop, PassthroughOptions};
 use elevator_live::run::Progress;
 use elevator_live::{Target, TargetLock, TargetOptions};
 use elevator_report::Report;
-use elevator_workload::WorkloadSpec;
+use elevator_workload::{WorkloadSpec, trace_replay};
 
 use crate::args::{
     KernelArgs, KernelCommand, KernelCompareArgs, KernelPersistArgs, KernelRestoreArgs,
@@ -594,19 +594,23 @@ fn restore_all(guards: Vec<RestoreGuard>, quiet: bool) -> Result<()> {
 /// (no JOBFILE, no -w) reads its one positional argument as the job file.
 fn compare_inputs(args: &KernelCompareArgs) -> Result<(Option<&str>, Option<&str>)> {
     let written = args.workload.as_deref().unwrap_or_default();
-    match (args.device.as_deref(), args.job_file.as_deref(), args.workload.as_deref()) {
+    // `--trace T` is `-w trace:T`, which names no job file.
+    let workload = args.workload.as_deref().or(args.trace.as_deref());
+    match (args.device.as_deref(), args.job_file.as_deref(), workload) {
         (device, Some(job), None) => Ok((device, Some(job))),
         (Some(job), None, None) => Ok((None, Some(job))),
         (device, None, Some(_)) => Ok((device, fio_live::job_file_of(None, written))),
         (None, None, None) => anyhow::bail!(
-            "give a job file (elevator kernel compare [DEV] FILE.fio) or a workload (-w)"
+            "give a job file (elevator kernel compare [DEV] FILE.fio), a workload (-w) or a \
+             trace (--trace)"
         ),
         (_, Some(_), Some(_)) => anyhow::bail!("give a job file or -w, not both"),
     }
 }
 
 fn run_compare(sysfs: &Sysfs, args: &KernelCompareArgs, stdout: &mut dyn Write) -> Result<()> {
-    let written = args.workload.as_deref().unwrap_or_default();
+    let traced = args.trace.as_ref().map(|trace| format!("{}{trace}", trace_replay::PREFIX));
+    let written = traced.as_deref().or(args.workload.as_deref()).unwrap_or_default();
     let (given, job_path) = compare_inputs(args)?;
     // A bad --output-format is refused before anything runs.
     let formats =

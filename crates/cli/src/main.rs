@@ -14,6 +14,7 @@ mod kernel;
 mod list;
 mod manual;
 mod plan;
+mod replay;
 mod run;
 mod sim;
 mod sweep;
@@ -112,6 +113,7 @@ fn main() -> ExitCode {
         Command::Compare(compare_args) => compare::run_command(compare_args, &mut out),
         Command::Sweep(sweep_args) => sweep::run_command(sweep_args, &mut out),
         Command::Run(run_args) => run::run_command(run_args, &mut out),
+        Command::Replay(replay_args) => replay::run_command(replay_args, &mut out),
         Command::Kernel(kernel_args) => kernel::run_command(kernel_args, &mut out),
         Command::Completions(completions) => manual::completions(completions.shell, &mut out),
         Command::Man(man) => manual::man(man.output.as_deref(), &mut out),
