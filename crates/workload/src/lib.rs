@@ -516,8 +516,8 @@ impl WorkloadSpec {
         })
     }
 
-    /// For `trace:PATH`, the byte the trace's I/O reaches furthest to (0 when the trace
-    /// cannot be read): what a live scratch target must hold. `None` for other workloads.
+    /// For `trace:PATH`, the byte the trace's I/O reaches furthest to: what a live scratch
+    /// target must hold. `None` for other workloads.
     pub fn trace_extent_bytes(&self) -> Option<u64> {
         self.trace.as_ref().map(|replay| replay.extent_bytes())
     }

@@ -145,6 +145,9 @@ pub(crate) struct TraceReplay {
     /// The trace file, as written.
     pub(crate) path: String,
     params: Params,
+    /// Its records, read when the spec is parsed (so a bad trace is refused before anything
+    /// runs or a live target is opened), shared by the spec's clones.
+    trace: Arc<Trace>,
 }
 
 fn refuse(path: &str, key: &'static str, problem: String) -> ParamError {
@@ -160,16 +163,18 @@ impl TraceReplay {
             _ => (rest, ""),
         };
         if path.is_empty() {
-            return Err(refuse(
-                path,
-                "path",
-                "no trace file given (trace:PATH[:key=value,...])".into(),
-            ));
+            return Err(ParamError::Impossible {
+                component: "trace".into(),
+                key: "path",
+                problem: "no trace file given (trace:PATH[:key=value,...])".into(),
+            });
         }
         let text = if keys.is_empty() { "trace".to_owned() } else { format!("trace:{keys}") };
         let spec = ComponentSpec::parse("workload", &text)?;
         let params = Params::resolve(&spec, KEYS, &[])?;
-        Ok(TraceReplay { path: path.to_owned(), params })
+        let trace = elevator_trace::read(std::path::Path::new(path))
+            .map_err(|error| refuse(path, "file", error.to_string()))?;
+        Ok(TraceReplay { path: path.to_owned(), params, trace: Arc::new(trace) })
     }
 
     /// Every key with its value in force, the path first.
@@ -179,36 +184,24 @@ impl TraceReplay {
         resolved
     }
 
-    fn read(&self) -> Result<Trace, ParamError> {
-        elevator_trace::read(std::path::Path::new(&self.path))
-            .map_err(|error| refuse(&self.path, "file", error.to_string()))
-    }
-
-    /// Whether the trace writes (a write or a discard); a trace that cannot be read counts as
-    /// writing (a live run then opens the target with the write checks, and planning names
-    /// the error).
+    /// Whether the trace writes (a write or a discard).
     pub(crate) fn may_write(&self) -> bool {
-        self.read().map_or(true, |trace| {
-            trace.records.iter().any(|io| matches!(io.op, Op::Write | Op::Discard))
-        })
+        self.trace.records.iter().any(|io| matches!(io.op, Op::Write | Op::Discard))
     }
 
-    /// The byte the trace's I/O reaches furthest to (0 for an unreadable trace): what a live
-    /// scratch target must hold.
+    /// The byte the trace's I/O reaches furthest to: what a live scratch target must hold.
     pub(crate) fn extent_bytes(&self) -> u64 {
-        self.read().map_or(0, |trace| {
-            trace
-                .records
-                .iter()
-                .map(|io| io.offset_bytes.saturating_add(io.size_bytes))
-                .max()
-                .unwrap_or(0)
-        })
+        self.trace
+            .records
+            .iter()
+            .map(|io| io.offset_bytes.saturating_add(io.size_bytes))
+            .max()
+            .unwrap_or(0)
     }
 
     /// The replay's one phase: an issuer per process of the trace.
     pub(crate) fn plan(&self, targets: &[Target]) -> Result<crate::WorkloadPlan, ParamError> {
-        let trace = self.read()?;
+        let trace = &*self.trace;
         let path = self.path.as_str();
         let params = &self.params;
         let direct = params.flag("direct");
@@ -799,7 +792,8 @@ mod tests {
         assert_eq!(spec.trace_extent_bytes(), Some(512));
         let writes = trace_file("writes", "elevator-trace 1\n+0 R 0 512\n+0 D 0 4096\n");
         assert!(WorkloadSpec::parse(&format!("trace:{writes}")).unwrap().may_write());
-        assert!(WorkloadSpec::parse("trace:/nonexistent/t.trace").unwrap().may_write());
+        let error = WorkloadSpec::parse("trace:/nonexistent/t.trace").unwrap_err().to_string();
+        assert!(error.contains("/nonexistent/t.trace: cannot read"), "{error}");
     }
 
     // Proves the same trace replays identically twice (submissions and counters).
