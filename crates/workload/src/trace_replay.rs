@@ -32,18 +32,20 @@
 //!
 //! # Drift
 //!
-//! Each issuer measures, for every I/O of a timed replay, the time it was issued minus the
-//! time it was scheduled for. The phase's counters (via [`crate::Issuer::counters`], which
-//! the drivers sum over the phase's issuers when the phase has ended) are the aggregate over
-//! all of the replay's processes, kept in one shared tally and reported whole by the first
-//! issuer (the others report zeros, so the sums are exact, means and maxima included):
+//! Each issuer measures, for every I/O of a timed replay, the time it was issued (when the
+//! driver polled it and it answered `Submit`) minus the time it was scheduled for. The
+//! drivers sum [`crate::Issuer::counters`] over a phase's issuers, some when the phase ends
+//! (the simulator, `elevator run`), some as each issuer finishes (the kernel driver), so
+//! each counter is made so that the plain sum is the replay's figure:
 //!
-//! * `replay_ios`: I/Os issued;
-//! * `replay_drift_total_ns`: the sum of their drifts (so a reader summing several phases
-//!   divides this by `replay_ios`);
-//! * `replay_drift_mean_ns`: `replay_drift_total_ns / replay_ios`, rounded down;
-//! * `replay_drift_max_ns`: the largest drift;
-//! * `replay_ios_late`: I/Os whose drift exceeded `late` (default 1 ms).
+//! * `replay_ios`: I/Os issued (each issuer its own);
+//! * `replay_drift_total_ns`: the sum of their drifts (each issuer its own); the mean is
+//!   this over `replay_ios` — the figure to divide when adding up several phases or runs;
+//! * `replay_drift_mean_ns`: that mean, rounded down, reported by the issuer that finished
+//!   last (the others report 0): 0 when a stopped run left an issuer unfinished;
+//! * `replay_drift_max_ns`: the largest drift of any process: the issuers share the running
+//!   maximum and each reports the amounts by which it raised it, which sum to the maximum;
+//! * `replay_ios_late`: I/Os whose drift exceeded `late` (default 1 ms; each issuer its own).
 //!
 //! In the simulator drift comes only from a process's own blocking (its `depth` I/Os in
 //! flight), as the simulated host issues at the instant asked; live it is real (timer slack,
@@ -79,7 +81,7 @@
 //!   only issue times are.
 //! * Submission is modelled as `libaio` (btreplay's engine) on the simulator's blk-mq host.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use elevator_core::{
@@ -264,7 +266,7 @@ impl TraceReplay {
             process.last_ns = scheduled_ns;
             process.steps.push(Step { at: Duration::from_nanos(scheduled_ns), ..step });
         }
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared { issuers: processes.len(), ..Shared::default() });
         let late = params.time("late");
         let issuers = processes
             .into_iter()
@@ -290,7 +292,8 @@ impl TraceReplay {
                     depth,
                     afap,
                     late,
-                    reports: index == 0,
+                    drift: Drift::default(),
+                    finished_last: None,
                     shared: Arc::clone(&shared),
                 }) as Box<dyn Issuer>
             })
@@ -453,10 +456,23 @@ struct Step {
 struct Shared {
     /// The replay's time 0: the first poll of any of its issuers.
     start: OnceLock<Instant>,
+    /// How many issuers the replay has, and how many have finished.
+    issuers: usize,
+    finished: AtomicUsize,
+    /// Over every issuer: I/Os issued, their drifts' sum and the largest drift.
     ios: AtomicU64,
     drift_total_ns: AtomicU64,
     drift_max_ns: AtomicU64,
-    late: AtomicU64,
+}
+
+/// One issuer's own drift figures.
+#[derive(Clone, Copy, Debug, Default)]
+struct Drift {
+    ios: u64,
+    total_ns: u64,
+    late: u64,
+    /// The sum of the amounts by which it raised the shared maximum.
+    max_raised_ns: u64,
 }
 
 /// One process of the trace.
@@ -472,8 +488,9 @@ struct TraceIssuer {
     depth: u32,
     afap: bool,
     late: Duration,
-    /// Whether this issuer reports the shared tally (the first); the others report zeros.
-    reports: bool,
+    drift: Drift,
+    /// Once it is done: whether it was the replay's last issuer to finish.
+    finished_last: Option<bool>,
     shared: Arc<Shared>,
 }
 
@@ -498,7 +515,14 @@ impl Issuer for TraceIssuer {
     fn poll(&mut self, now: Instant) -> Poll {
         let start = *self.shared.start.get_or_init(|| now);
         let Some(step) = self.steps.get(self.next).copied() else {
-            return if self.outstanding > 0 { Poll::Wait } else { Poll::Done };
+            if self.outstanding > 0 {
+                return Poll::Wait;
+            }
+            if self.finished_last.is_none() {
+                let finished = self.shared.finished.fetch_add(1, Ordering::AcqRel) + 1;
+                self.finished_last = Some(finished == self.shared.issuers);
+            }
+            return Poll::Done;
         };
         if self.outstanding >= self.depth {
             return Poll::Wait;
@@ -511,11 +535,14 @@ impl Issuer for TraceIssuer {
             }
             drift_ns = now.saturating_since(due).as_nanos();
         }
-        self.shared.ios.fetch_add(1, Ordering::Relaxed);
-        self.shared.drift_total_ns.fetch_add(drift_ns, Ordering::Relaxed);
-        self.shared.drift_max_ns.fetch_max(drift_ns, Ordering::Relaxed);
+        self.shared.ios.fetch_add(1, Ordering::AcqRel);
+        self.shared.drift_total_ns.fetch_add(drift_ns, Ordering::AcqRel);
+        let before_ns = self.shared.drift_max_ns.fetch_max(drift_ns, Ordering::AcqRel);
+        self.drift.max_raised_ns += drift_ns.saturating_sub(before_ns);
+        self.drift.ios += 1;
+        self.drift.total_ns += drift_ns;
         if drift_ns > self.late.as_nanos() {
-            self.shared.late.fetch_add(1, Ordering::Relaxed);
+            self.drift.late += 1;
         }
         self.next += 1;
         self.outstanding += 1;
@@ -547,19 +574,14 @@ impl Issuer for TraceIssuer {
             "replay_drift_max_ns",
             "replay_ios_late",
         ];
-        if !self.reports {
-            return names.into_iter().map(|name| (name, 0)).collect();
-        }
-        let shared = &self.shared;
-        let ios = shared.ios.load(Ordering::Relaxed);
-        let total = shared.drift_total_ns.load(Ordering::Relaxed);
-        let values = [
-            ios,
-            total,
-            total.checked_div(ios).unwrap_or(0),
-            shared.drift_max_ns.load(Ordering::Relaxed),
-            shared.late.load(Ordering::Relaxed),
-        ];
+        let mean_ns = if self.finished_last == Some(true) {
+            let total_ns = self.shared.drift_total_ns.load(Ordering::Acquire);
+            total_ns.checked_div(self.shared.ios.load(Ordering::Acquire)).unwrap_or(0)
+        } else {
+            0
+        };
+        let drift = self.drift;
+        let values = [drift.ios, drift.total_ns, mean_ns, drift.max_raised_ns, drift.late];
         names.into_iter().zip(values).collect()
     }
 }
@@ -711,6 +733,25 @@ mod tests {
         assert_eq!(run.counter(0, "replay_ios_late"), 1);
         let (strict, _) = replay(&format!("trace:{path}:depth=1,late=500us"), &sda(), 3 * MS);
         assert_eq!(strict.counter(0, "replay_ios_late"), 2);
+    }
+
+    // Proves the phase's summed counters give the true maximum and mean across processes,
+    // not the sum of each process's maximum: a drifts 1 ms (its 2 ms I/O waits for its first,
+    // done at 3 ms), then b drifts 2 ms (its 2 ms I/O waits until 4 ms); the maximum is 2 ms
+    // (a sum of per-process maxima would say 3), the mean 3 ms / 4 I/Os.
+    #[test]
+    fn drift_maximum_and_mean_are_exact_across_processes() {
+        let path = trace_file(
+            "max",
+            "elevator-trace 1\n+0 R 0 512 pid=1\n+1000000 R 512 512 pid=2\n\
+             +1000000 R 1024 512 pid=1\n+0 R 1536 512 pid=2\n",
+        );
+        let (run, _) = replay(&format!("trace:{path}:depth=1"), &sda(), 3 * MS);
+        let times: Vec<u64> = run.records.iter().map(|r| r.submitted.as_nanos()).collect();
+        assert_eq!(times, [0, MS, 3 * MS, 4 * MS]);
+        assert_eq!(run.counter(0, "replay_drift_max_ns"), 2 * MS);
+        assert_eq!(run.counter(0, "replay_drift_total_ns"), 3 * MS);
+        assert_eq!(run.counter(0, "replay_drift_mean_ns"), 3 * MS / 4);
     }
 
     // Proves a trace without pids is one process, that several trace devices map in order of
