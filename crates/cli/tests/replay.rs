@@ -175,7 +175,7 @@ fn a_live_replay_on_a_scratch_file() {
 
 // Proves `elevator kernel compare DEV --trace T` replays the trace under the kernel's own
 // schedulers on a loop device: each run does the trace's bytes with its processes as
-// issuers, and `--trace` beside `-w` is refused (exit 2).
+// issuers and consistent drift counters, and `--trace` beside `-w` is refused (exit 2).
 #[test]
 fn kernel_compare_replays_a_trace() {
     let Some(disk) = TestDisk::attach("kernel_compare_replays_a_trace", 16 << 20) else {
@@ -205,6 +205,11 @@ fn kernel_compare_replays_a_trace() {
         assert_eq!(phase["bytes"], 5 * 4096);
         assert_eq!(phase["issuers"].as_array().unwrap().len(), 2);
         assert_eq!(phase["counters"]["replay_ios"], 5);
+        // The kernel driver reads each issuer's counters as it finishes: the sums still give
+        // the mean (reported by the last to finish) and a maximum at least the mean.
+        let counter = |name: &str| phase["counters"][name].as_u64().unwrap();
+        assert_eq!(counter("replay_drift_mean_ns"), counter("replay_drift_total_ns") / 5);
+        assert!(counter("replay_drift_mean_ns") <= counter("replay_drift_max_ns"));
     }
     let both = elevator(&[
         "kernel",
