@@ -21,14 +21,15 @@
 //!   first poll of any of its issuers). The replay is **open loop**: an I/O does not wait
 //!   for the process's earlier I/Os to complete, which is what btreplay does (blktrace's
 //!   `btreplay/btreplay.c` submits each bunch with `io_submit` at its recorded time and
-//!   reaps completions on a separate thread). fio's `read_iolog` replay, for contrast, is
+//!   reaps completions on a separate thread; `speed` is its `-x`/`--acc-factor`).
+//!   fio's `read_iolog` replay, for contrast, is
 //!   closed loop: it counts each record's delay from the job's previous issue and takes a
 //!   free io_u first, so completions that come late push every later I/O back (fio's HOWTO
 //!   "I/O replay", `iolog.c` `iolog_delay`; `crate::iolog` reproduces that for fio
 //!   jobs). The only bound here is `depth`: a process with `depth` I/Os in flight waits
 //!   for one to complete, as btreplay's bounded iocb pool does.
 //! * `afap=1`: as fast as possible: the times are ignored, each process issues its records
-//!   in order with up to `depth` in flight.
+//!   in order with up to `depth` in flight (btreplay's `-N`/`--no-stalls`).
 //!
 //! # Drift
 //!
@@ -67,6 +68,15 @@
 //! from `device` on; it is refused when there are more than targets.
 //!
 //! # Deviations
+//!
+//! * btreplay replays each recorded CPU's stream on a thread bound to that CPU ("attempts
+//!   are made to maintain ordering, CPU mappings and time-separation of IOs", btreplay(8));
+//!   here each recorded *process* is an issuer, since the processes are what cfq and bfq
+//!   keep queues for. CPU mappings are not kept.
+//! * A record's priority applies to that I/O (the drivers ask [`crate::Issuer::priority`]
+//!   at each submission); the kernel driver sets a thread's priority as it applies that
+//!   answer, so a process changing class in the middle of a trace is followed only as far
+//!   as that driver follows it.
 //!
 //! * Within a process, a record stamped earlier than the one before it (blkparse merges
 //!   per-CPU streams; the compact format allows negative deltas) is scheduled at the earlier
