@@ -21,13 +21,13 @@
 //!   first poll of any of its issuers). The replay is **open loop**: an I/O does not wait
 //!   for the process's earlier I/Os to complete, which is what btreplay does (blktrace's
 //!   `btreplay/btreplay.c` submits each bunch with `io_submit` at its recorded time and
-//!   reaps completions on a separate thread; `speed` is its `-x`/`--acc-factor`).
-//!   fio's `read_iolog` replay, for contrast, is
-//!   closed loop: it counts each record's delay from the job's previous issue and takes a
-//!   free io_u first, so completions that come late push every later I/O back (fio's HOWTO
-//!   "I/O replay", `iolog.c` `iolog_delay`; `crate::iolog` reproduces that for fio
-//!   jobs). The only bound here is `depth`: a process with `depth` I/Os in flight waits
-//!   for one to complete, as btreplay's bounded iocb pool does.
+//!   reaps completions on a separate thread; `speed` is its `-x`/`--acc-factor`). fio's
+//!   `read_iolog` replay, for contrast, is closed loop: it counts each record's delay from
+//!   the job's previous issue and takes a free io_u first, so completions that come late
+//!   push every later I/O back (fio's HOWTO "I/O replay", `iolog.c` `iolog_delay`;
+//!   `crate::iolog` reproduces that for fio jobs). The only bound here is `depth`: a
+//!   process with `depth` I/Os in flight waits for one to complete, as btreplay's bounded
+//!   iocb pool does.
 //! * `afap=1`: as fast as possible: the times are ignored, each process issues its records
 //!   in order with up to `depth` in flight (btreplay's `-N`/`--no-stalls`).
 //!
