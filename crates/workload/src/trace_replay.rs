@@ -7,11 +7,13 @@
 //! The trace's processes become separate issuers, so cfq and bfq see the processes the trace
 //! saw: one per pid, in order of first appearance (records without a pid form one more
 //! process; a trace with no pids at all is one process). Each issuer's [`ProcessId`] is the
-//! trace's pid (pids above Linux's `PID_MAX_LIMIT`, 2²², and pid 0, the idle task blkparse
-//! shows for I/O issued from interrupt context, get an id above `PID_MAX_LIMIT` instead),
-//! its name `COMM/PID` (`trace` without either). Each I/O carries the priority
-//! (class/level) its record has, or the default best-effort one when the record has none;
-//! its request flags are the record's sync and FUA flags when the trace records flags.
+//! trace's pid (pids above Linux's `PID_MAX_LIMIT`, 2²², and pid 0, which blkparse shows
+//! for I/O the kernel queued outside any process, get an id above `PID_MAX_LIMIT`
+//! instead), its name `COMM/PID` (`trace` without either). Each I/O carries the priority
+//! (class/level) its record has, or, when the record has none, the priority of a process
+//! that never set one (no class: best-effort at level 4 to the schedulers); its request
+//! flags are the record's sync, FUA and metadata flags when the trace records flags (else
+//! reads, syncs and direct writes are sync, as for `job`).
 //! Each process issues its records in the trace's order.
 //!
 //! # Timing
@@ -77,11 +79,12 @@
 //!   at each submission); the kernel driver sets a thread's priority as it applies that
 //!   answer, so a process changing class in the middle of a trace is followed only as far
 //!   as that driver follows it.
-//!
 //! * Within a process, a record stamped earlier than the one before it (blkparse merges
-//!   per-CPU streams; the compact format allows negative deltas) is scheduled at the earlier
-//!   record's time: per-process order wins over timestamps, and the drift is measured
-//!   against that monotone schedule.
+//!   per-CPU streams; the compact format allows negative deltas) is scheduled at the time
+//!   of the record before it: per-process order wins over timestamps, and the drift is
+//!   measured against that monotone schedule.
+//! * A preflush flag (blkparse's `F` before the direction) is not replayed as a flush of
+//!   its own; the trace's flush records are.
 //! * Offsets and sizes must be whole 512-byte sectors for direct I/O and discards, and no
 //!   I/O may reach past its target's end: such a trace is refused, naming the record (its
 //!   number among the trace's I/Os, from 1), not clipped or wrapped as btreplay would pass
