@@ -767,6 +767,29 @@ mod tests {
         assert_eq!(run.counter(0, "replay_drift_mean_ns"), 3 * MS / 4);
     }
 
+    // Proves per-process order wins over out-of-order timestamps: a's third record, stamped
+    // 0.5 ms (before its second at 2 ms), goes out right after the second, at 2 ms, and counts
+    // no drift; b, stamped 1 ms, is unaffected.
+    #[test]
+    fn out_of_order_records_keep_the_process_order() {
+        let path = trace_file(
+            "order",
+            "elevator-trace 1\n+0 R 0 512 pid=1\n+2000000 R 512 512 pid=1\n\
+             -1000000 R 8192 512 pid=2\n-500000 R 1024 512 pid=1\n",
+        );
+        let (run, _) = replay(&format!("trace:{path}"), &sda(), 10 * MS);
+        assert_eq!(
+            submissions(&run),
+            [
+                (0, 0, IoKind::Read, 0, 512),
+                (1, MS, IoKind::Read, 8192, 512),
+                (0, 2 * MS, IoKind::Read, 512, 512),
+                (0, 2 * MS, IoKind::Read, 1024, 512),
+            ]
+        );
+        assert_eq!(run.counter(0, "replay_drift_max_ns"), 0);
+    }
+
     // Proves a trace without pids is one process, that several trace devices map in order of
     // first appearance to the targets from `device=` on, and that more devices than targets
     // are refused naming the devices.
