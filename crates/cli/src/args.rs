@@ -31,6 +31,11 @@ carry their unit (bytes, ns, bytes_per_s).";
     after_long_help = UNITS_HELP
 )]
 pub(crate) struct Args {
+    /// No progress bars or spinners on stderr (they appear only on a terminal anyway, and only
+    /// for runs longer than about two seconds).
+    #[arg(long, short = 'q', global = true)]
+    pub(crate) quiet: bool,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }

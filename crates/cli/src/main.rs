@@ -101,6 +101,7 @@ fn main() -> ExitCode {
         return fio_main(&rest);
     }
     let args = Args::parse();
+    term::set_quiet(args.quiet);
     if let Command::Fio(fio_args) = &args.command {
         return fio_main(&fio_args.args);
     }

@@ -1,16 +1,20 @@
 //! `elevator sim`: one workload on one device under each scheduler, side by side.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use elevator_report::Report;
 use elevator_report::fio::{self, FioJobSetup, FioSetup};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
-use elevator_sim::{Bounds, DeviceSpec, HostSpec, QueueSettings, SimConfig, run};
+use elevator_sim::{
+    Bounds, DeviceSpec, HostSpec, QueueSettings, SimConfig, SimProgress, run_watched,
+};
 use elevator_workload::WorkloadSpec;
 
 use crate::args::SimArgs;
 use crate::plan;
+use crate::term;
 
 /// A validated `sim` invocation.
 struct Plan {
@@ -60,11 +64,17 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
     )?;
     let plan = plan(args)?;
     // Independent runs go in parallel; results are reported in the order asked for.
+    let watched: Vec<(String, Arc<SimProgress>)> = plan
+        .schedulers
+        .iter()
+        .map(|scheduler| (scheduler.to_string(), Arc::new(SimProgress::default())))
+        .collect();
     let results: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = plan
             .schedulers
             .iter()
-            .map(|scheduler| {
+            .zip(&watched)
+            .map(|(scheduler, (_, progress))| {
                 let config = &plan.config;
                 // With several schedulers each run writes its own `write_iolog` file.
                 let workload = if plan.schedulers.len() > 1 {
@@ -72,9 +82,10 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
                 } else {
                     plan.workload.clone()
                 };
-                scope.spawn(move || run(config, scheduler, &workload))
+                scope.spawn(move || run_watched(config, scheduler, &workload, progress))
             })
             .collect();
+        term::watch_simulations(&watched, || handles.iter().all(|handle| handle.is_finished()));
         handles
             .into_iter()
             .map(|handle| handle.join().expect("a simulation thread panicked"))

@@ -222,6 +222,43 @@ pub fn run(
     run_audited(config, scheduler, workload).map(|(run, _)| run)
 }
 
+/// How far a running simulation got, for a progress display on another thread: the simulated
+/// time and the phase, updated every few thousand events. Reading it never changes the run.
+#[derive(Debug, Default)]
+pub struct SimProgress {
+    simulated_ns: std::sync::atomic::AtomicU64,
+    phase: std::sync::atomic::AtomicUsize,
+    phases: std::sync::atomic::AtomicUsize,
+}
+
+impl SimProgress {
+    /// Simulated time reached.
+    pub fn simulated(&self) -> elevator_core::Duration {
+        elevator_core::Duration::from_nanos(
+            self.simulated_ns.load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// The phase running (from 1) and how many there are; (0, 0) before the first.
+    pub fn phase(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.phase.load(Relaxed), self.phases.load(Relaxed))
+    }
+}
+
+/// Events between two updates of a [`SimProgress`].
+const PROGRESS_EVERY_EVENTS: u64 = 1 << 14;
+
+/// [`run`], reporting its progress in `progress` as it goes.
+pub fn run_watched(
+    config: &SimConfig,
+    scheduler: &SchedulerSpec,
+    workload: &WorkloadSpec,
+    progress: &std::sync::Arc<SimProgress>,
+) -> Result<Run, SimError> {
+    run_audited_watched(config, scheduler, workload, Some(progress.clone())).map(|(run, _)| run)
+}
+
 /// What a finished run held at its peak, for checking that its memory stayed bounded (the
 /// seeded sweep, [`crate::sweep`]). Counts, not bytes: each is a structure whose entries
 /// have a fixed size.
@@ -266,6 +303,15 @@ pub fn run_audited(
     scheduler: &SchedulerSpec,
     workload: &WorkloadSpec,
 ) -> Result<(Run, RunAudit), SimError> {
+    run_audited_watched(config, scheduler, workload, None)
+}
+
+fn run_audited_watched(
+    config: &SimConfig,
+    scheduler: &SchedulerSpec,
+    workload: &WorkloadSpec,
+    progress: Option<std::sync::Arc<SimProgress>>,
+) -> Result<(Run, RunAudit), SimError> {
     // The topology is built once: device models can be costly to set up (zone tables).
     let topology = config.device.topology()?;
     let targets = topology_targets(&topology);
@@ -283,7 +329,7 @@ pub fn run_audited(
         // A job file's run carries fio's disk_util figures for its outputs.
         disk_stats: !reporting.is_empty(),
     };
-    run_topology(config, scheduler, topology, plan, &label, &settings, fio)
+    run_topology(config, scheduler, topology, plan, &label, &settings, Watch { fio, progress })
 }
 
 /// What a run records for fio's outputs beyond elevator's report (elevator_report::fio).
@@ -293,6 +339,12 @@ struct FioRecording {
     io_samples: bool,
     /// Each device's `/proc/diskstats` figures, for `disk_util`.
     disk_stats: bool,
+}
+
+/// What a run records beside its report, and who watches it.
+struct Watch {
+    fio: FioRecording,
+    progress: Option<std::sync::Arc<SimProgress>>,
 }
 
 /// The devices `config` stands for, as workloads address them.
@@ -344,7 +396,8 @@ pub fn run_plan(
     settings: &[(String, String)],
 ) -> Result<Run, SimError> {
     let fio = FioRecording::default();
-    run_topology(config, scheduler, config.device.topology()?, plan, label, settings, fio)
+    let watch = Watch { fio, progress: None };
+    run_topology(config, scheduler, config.device.topology()?, plan, label, settings, watch)
         .map(|(run, _)| run)
 }
 
@@ -355,8 +408,9 @@ fn run_topology(
     plan: elevator_workload::WorkloadPlan,
     label: &str,
     settings: &[(String, String)],
-    fio: FioRecording,
+    watch: Watch,
 ) -> Result<(Run, RunAudit), SimError> {
+    let Watch { fio, progress } = watch;
     let files: Vec<(usize, u64)> = plan.files.iter().map(|f| (f.device, f.size_bytes)).collect();
     // A bare scheduler name runs the version the host's kernel has (a 2.6.9 host's `cfq` is
     // cfq v1, workload-mechanisms.md §4.4); the report names the version that ran.
@@ -368,6 +422,10 @@ fn run_topology(
         })
     })?;
     let mut sim = Simulation::new(config, scheduler, topology, &files)?;
+    if let Some(progress) = &progress {
+        progress.phases.store(plan.phases.len(), std::sync::atomic::Ordering::Relaxed);
+    }
+    sim.progress = progress;
     let last_phase_of = last_phase_of_each_process(&plan);
     let mut phases = Vec::with_capacity(plan.phases.len());
     let issuers_peak = plan.phases.iter().map(|phase| phase.issuers.len()).max().unwrap_or(0);
@@ -378,6 +436,9 @@ fn run_topology(
         let mut recorder = PhaseRecorder::new(phase.name, sim.now, names);
         if fio.io_samples {
             recorder.keep_io_samples();
+        }
+        if let Some(progress) = &sim.progress {
+            progress.phase.store(index + 1, std::sync::atomic::Ordering::Relaxed);
         }
         let before = sim.start_queue_window();
         sim.run_phase(phase.issuers, &exits, phase.stonewall, &mut recorder)?;
@@ -727,6 +788,8 @@ struct Simulation {
     mq_actions: Vec<blkmq::Action>,
     /// How many of the phase's issuers are done (the phase ends when all are).
     issuers_done: usize,
+    /// Where a watcher reads how far the run got.
+    progress: Option<std::sync::Arc<SimProgress>>,
 }
 
 impl Simulation {
@@ -946,6 +1009,7 @@ impl Simulation {
             mq_bios: Vec::new(),
             mq_actions: Vec::new(),
             issuers_done: 0,
+            progress: None,
         })
     }
 
@@ -1104,6 +1168,11 @@ impl Simulation {
         }
         self.now = at;
         self.event_count += 1;
+        if self.event_count % PROGRESS_EVERY_EVENTS == 0
+            && let Some(progress) = &self.progress
+        {
+            progress.simulated_ns.store(at.as_nanos(), std::sync::atomic::Ordering::Relaxed);
+        }
         if self.event_count > self.bounds.max_events {
             return Err(SimError::Bound {
                 what: "events",
