@@ -120,6 +120,7 @@
 //! * Virtual times are 64-bit without wrap-around; they saturate after about 2^42 sectors of
 //!   service at weight 1.
 
+mod burst;
 mod peak_rate;
 mod queue;
 #[cfg(test)]
@@ -137,10 +138,12 @@ use elevator_core::{
     SideTable, TunableError, TunableSpec, Unit,
 };
 
+use self::burst::{BURST_LEAVE_IDLE, Burst};
 use self::peak_rate::{MIN_TT, PeakRate, RATE_SHIFT, Sample};
 use self::queue::{
     BfqQueue, DEFAULT_WEIGHT, Expiration, Owner, QueueIndex, class_index, is_seeky, weight_of,
 };
+use self::weight_raising::WrArrival;
 use self::wf2q::{CLASSES, Wf2q};
 use crate::common::{self, ASYNC_QUEUE_SLOTS, queue_priority};
 
@@ -389,6 +392,8 @@ pub struct Bfq {
     slots: SideTable<Slot>,
     fifo_links: ListLinks,
     next_sequence: u64,
+    /// Burst detection of new sync queues (`burst.rs`).
+    burst: Burst,
     counters: Counters,
 }
 
@@ -423,6 +428,7 @@ impl Bfq {
             slots: SideTable::new(0),
             fifo_links: ListLinks::new(0),
             next_sequence: 0,
+            burst: Burst::default(),
             counters: Counters::default(),
         }
     }
@@ -445,6 +451,7 @@ impl Scheduler for Bfq {
         let request = &cx.requests[id];
         let sync = request.is_sync();
         let queue = self.insert_find_queue(now, request);
+        self.insert_handle_burst(now, queue);
         let fifo_time = now + self.tunables.fifo_expire[usize::from(sync)];
         self.slots[id] = Slot { queue, fifo_time, sequence: self.next_sequence, out: false };
         self.next_sequence += 1;
@@ -880,18 +887,33 @@ impl Bfq {
         let hole_window = Duration::from_nanos(HOLE_SLICES * self.tunables.slice_idle.as_nanos());
         let arrived_in_time = now <= entry.last_end_request + hole_window;
         let default_weight = weight_of(entry.new_level) == DEFAULT_WEIGHT;
+        // A queue created in a large burst is raised neither as interactive nor as soft
+        // real-time (`in_burst` of `bfq_bfqq_handle_idle_busy_switch`).
+        let in_burst = entry.in_large_burst;
         let soft_rt = WR_MAX_SOFTRT_RATE > 0
             && !entry.is_totally_seeky()
+            && !in_burst
             && entry.soft_rt_next_start < now
             && entry.dispatched == 0
             && default_weight;
-        let interactive = idle_for_long && default_weight;
+        let interactive = !in_burst && idle_for_long && default_weight;
         let deserves_wr = self.tunables.low_latency
             && (entry.wr_coeff > 1 || (entry.sync && (interactive || soft_rt)));
         let wants_to_preempt = self.add_budget_for_activation(cx, queue, arrived_in_time);
+        // Idle far longer than an interactive queue would be: its part of the burst's work
+        // is done, and it is no longer treated as a member (the burst keeps its size).
+        let entry = &self.queues[queue.slot()];
+        if !entry.just_created
+            && idle_for_long
+            && entry.budget_timeout.is_none_or(|at| at + BURST_LEAVE_IDLE < now)
+        {
+            self.leave_burst_list(queue);
+            self.queues[queue.slot()].in_large_burst = false;
+        }
         self.queues[queue.slot()].just_created = false;
         if self.tunables.low_latency {
-            self.add_weight_raising(now, queue, old_wr_coeff, deserves_wr, interactive, soft_rt);
+            let wr = WrArrival { deserves_wr, interactive, in_burst, soft_rt };
+            self.add_weight_raising(now, queue, old_wr_coeff, wr);
             if self.queues[queue.slot()].wr_coeff != old_wr_coeff {
                 self.queues[queue.slot()].prio_changed = true;
             }
@@ -1524,6 +1546,7 @@ impl Bfq {
             return;
         }
         debug_assert!(entry.weight_counter.is_none(), "bfq: freeing a counted queue");
+        self.leave_burst_list(queue);
         self.queues[queue.slot()].owner = Owner::Free;
         self.free_queues.push(queue);
     }
