@@ -103,11 +103,23 @@ impl Bfq {
         }
     }
 
-    /// `queue` leaves the burst list, if on it (when it is freed, or idle long enough to be
-    /// done with the burst's work); the burst's size is kept, as in the kernel.
-    pub(super) fn leave_burst_list(&mut self, queue: QueueIndex) {
-        if std::mem::take(&mut self.queues[queue.slot()].in_burst_list) {
+    /// `queue` leaves the burst list, if on it, when idle long enough to be done with the
+    /// burst's work: it was still created in the burst, so the burst keeps its size.
+    pub(super) fn leave_burst_list(&mut self, queue: QueueIndex) -> bool {
+        let was_member = std::mem::take(&mut self.queues[queue.slot()].in_burst_list);
+        if was_member {
             self.burst.list.retain(|&member| member != queue);
+        }
+        was_member
+    }
+
+    /// `queue` is freed (its process exited): off the burst list, and out of the burst's size,
+    /// so that a short-lived process starting and exiting beside an application's start-up does
+    /// not make that start-up a large burst (`bfq_put_queue`; queues are never merged here, so
+    /// the decrement always applies).
+    pub(super) fn free_leaves_burst(&mut self, queue: QueueIndex) {
+        if self.leave_burst_list(queue) && self.burst.size > 0 {
+            self.burst.size -= 1;
         }
     }
 }
