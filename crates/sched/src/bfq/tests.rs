@@ -497,12 +497,15 @@ fn two_equal_readers_that_think_between_requests_share_evenly() {
 //   idle→busy switch the multi-core timing allows). `idling_needed_for_service_guarantees` then
 //   held through its `wr_coeff > 1 && tot_rq_in_driver >= dispatched + 4` arm (other queues'
 //   requests still at the device) and bfq idled at least 20 ms (`bfq_arm_slice_timer` for a
-//   raised queue). On one core the in-service job's next request always arrived before its
-//   last one completed (the single core runs the completion and the resubmission back to
-//   back), so the queue was never empty with nothing in flight and the timer was never armed;
-//   with eight cores the job resubmits a few µs after the completion, the timer is armed at
-//   the completion, and the job, blocked on the full request pool whose freed tags went to
-//   other jobs' waiting submissions, could not send the request that would end the wait.
+//   raised queue). The timer is armed only at a completion that leaves the queue in service
+//   empty with nothing in flight. On one core that never happened (measured before the fix:
+//   each time the queue emptied it still had a request at the device, and by that request's
+//   completion the job had queued its next one — the one core runs completions and
+//   resubmissions in turn — so no idle timer was armed in the run). On eight cores the job
+//   resubmits a few µs after each completion, so the last completion finds the queue empty
+//   and arms the timer; and 30 of the 40 waits ran out (`TooIdle`): the job, waiting for a
+//   free request in the 128-request pool the other seven jobs' queued requests had filled
+//   (2.8 s "blocked" over the run), could not send the request that would end the wait.
 //
 // The fix is the kernel's burst detection (`burst.rs`). The tests below pin it.
 
