@@ -139,6 +139,9 @@ fn io_error(operation: &str, path: &Path, source: io::Error) -> TraceError {
 pub struct Tracefs {
     root: PathBuf,
     mounted_here: bool,
+    /// The mount's root held open while in use: another process's unmount of the same mount
+    /// then fails (EBUSY) instead of pulling tracefs from under this capture.
+    pin: Option<std::fs::File>,
 }
 
 impl Tracefs {
@@ -147,7 +150,8 @@ impl Tracefs {
         let mounts = std::fs::read_to_string("/proc/self/mounts")
             .map_err(|e| io_error("reading", Path::new("/proc/self/mounts"), e))?;
         if let Some(root) = tracefs_mount(&mounts) {
-            return Ok(Tracefs { root, mounted_here: false });
+            let pin = std::fs::File::open(&root).map_err(|e| io_error("opening", &root, e))?;
+            return Ok(Tracefs { root, mounted_here: false, pin: Some(pin) });
         }
         let filesystems = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
         if !filesystems.lines().any(|line| line.split_whitespace().last() == Some("tracefs")) {
@@ -172,7 +176,8 @@ impl Tracefs {
                 }
             }
         })?;
-        Ok(Tracefs { root, mounted_here: true })
+        let pin = std::fs::File::open(&root).map_err(|e| io_error("opening", &root, e))?;
+        Ok(Tracefs { root, mounted_here: true, pin: Some(pin) })
     }
 
     /// Where it is mounted.
@@ -185,18 +190,27 @@ impl Tracefs {
         self.mounted_here
     }
 
-    /// Unmounts it if it was mounted here; says why not when that fails (another process
-    /// still uses it: it stays mounted, which harms nothing).
-    pub fn close(mut self) -> Result<(), TraceError> {
+    /// Unmounts it if it was mounted here. `Ok(Some(why))` when it stays mounted because
+    /// another process uses it now (EBUSY; a mounted tracefs harms nothing).
+    pub fn close(mut self) -> Result<Option<String>, TraceError> {
         self.unmount()
     }
 
-    fn unmount(&mut self) -> Result<(), TraceError> {
+    fn unmount(&mut self) -> Result<Option<String>, TraceError> {
+        self.pin = None;
         if !std::mem::take(&mut self.mounted_here) {
-            return Ok(());
+            return Ok(None);
         }
-        rustix::mount::unmount(&self.root, rustix::mount::UnmountFlags::empty())
-            .map_err(|errno| io_error("unmounting", &self.root, errno.into()))
+        match rustix::mount::unmount(&self.root, rustix::mount::UnmountFlags::empty()) {
+            Ok(()) => Ok(None),
+            Err(rustix::io::Errno::BUSY) => Ok(Some(format!(
+                "tracefs was mounted at {} for this capture and stays mounted: another \
+                 process uses it now (unmount it with `umount {}` when it is done)",
+                self.root.display(),
+                self.root.display()
+            ))),
+            Err(errno) => Err(io_error("unmounting", &self.root, errno.into())),
+        }
     }
 }
 
@@ -627,6 +641,9 @@ pub struct Capture {
     pub other_device_events: u64,
     /// Whether the capture stopped because it held [`EVENTS_MAX`] events.
     pub stopped_at_limit: bool,
+    /// What the person should know about how it ended (tracefs left mounted because another
+    /// process uses it).
+    pub notes: Vec<String>,
 }
 
 /// Counts of a capture's events, for a summary line.
@@ -670,15 +687,25 @@ pub fn capture(
         });
     }
     let tracefs = Tracefs::attach()?;
-    let instance = Instance::create(&tracefs, &format!("elevator-{}", std::process::id()))?;
+    let instance = Instance::create(&tracefs, &instance_name())?;
     let result = capture_in(&instance, device, options, stop);
     // In this order: an instance's directory lives in tracefs.
     let removed = instance.remove();
     let closed = tracefs.close();
-    let capture = result?;
+    let mut capture = result?;
     removed?;
-    closed?;
+    capture.notes.extend(closed?);
     Ok(capture)
+}
+
+/// `elevator-<pid>` for a process's first capture, `elevator-<pid>-N` for the Nth after it
+/// (captures of one process may overlap: tests, a library user's threads).
+fn instance_name() -> String {
+    static CAPTURES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    match CAPTURES.fetch_add(1, Ordering::SeqCst) {
+        0 => format!("elevator-{}", std::process::id()),
+        index => format!("elevator-{}-{index}", std::process::id()),
+    }
 }
 
 fn capture_in(
@@ -735,6 +762,7 @@ fn capture_in(
         lost_events,
         other_device_events: reader.other_device_events,
         stopped_at_limit: reader.stopped_at_limit,
+        notes: Vec::new(),
     })
 }
 
@@ -1040,6 +1068,7 @@ CPU:1 [LOST 42 EVENTS]
             lost_events: 0,
             other_device_events: 0,
             stopped_at_limit: false,
+            notes: Vec::new(),
         }
     }
 
