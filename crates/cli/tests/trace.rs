@@ -173,3 +173,31 @@ fn trace_refuses_a_non_block_device_with_exit_2() {
     assert!(stderr.contains("/dev/null: not a block device"), "{stderr}");
     assert!(!out.exists());
 }
+
+// Proves a user who is not root gets exit 2 and a message naming root as what is missing,
+// and that nothing is left in tracefs or the -o path.
+#[test]
+fn trace_without_root_exits_2_naming_root() {
+    let Some(disk) = TestDisk::attach("trace_without_root_exits_2", 8 << 20) else {
+        return;
+    };
+    if !common::require("trace_without_root_exits_2", "setpriv", "util-linux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("capture.txt");
+    // `nobody` may write to a directory that is everyone's.
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .unwrap();
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_elevator"))
+        .args(["trace", disk.path().to_str().unwrap(), "--duration", "1s", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("needs root"), "{stderr}");
+    assert!(!out.exists(), "an empty trace file was left");
+}

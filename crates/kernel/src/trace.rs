@@ -1103,6 +1103,94 @@ CPU:1 [LOST 42 EVENTS]
         );
     }
 
+    fn event_with(rwbs: &str, sectors: u32) -> BlockEvent {
+        let line = format!(
+            "dd-1 [000] ..... 1.0: block_rq_issue: 7,0 {rwbs} {} () 8 + {sectors} [dd]",
+            sectors * 512
+        );
+        match parse_line(&line).unwrap() {
+            TraceLine::Event(event) => event,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    // Proves the RWBS letters map to what the iolog writes: reads, writes (with FUA or a
+    // preflush and data), discards, flush requests (`F`, `FF`) and a preflush write of no
+    // data as flushes, and anything else (`N`) left out.
+    #[test]
+    fn rwbs_letters_give_the_direction() {
+        let cases = [
+            ("R", 8, Direction::Read),
+            ("RA", 8, Direction::Read),
+            ("WS", 8, Direction::Write),
+            ("FWFS", 8, Direction::Write),
+            ("FWS", 0, Direction::Flush),
+            ("FF", 0, Direction::Flush),
+            ("F", 0, Direction::Flush),
+            ("DS", 8, Direction::Discard),
+            ("N", 0, Direction::Other),
+        ];
+        for (rwbs, sectors, direction) in cases {
+            assert_eq!(event_with(rwbs, sectors).direction(), direction, "{rwbs} {sectors}");
+        }
+    }
+
+    /// Gives its chunks one read at a time, then "would block" (an empty `trace_pipe`).
+    struct Chunks(Vec<&'static [u8]>);
+
+    impl Read for Chunks {
+        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+            if self.0.is_empty() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let chunk = self.0.remove(0);
+            buffer[..chunk.len()].copy_from_slice(chunk);
+            Ok(chunk.len())
+        }
+    }
+
+    fn reader() -> PipeReader {
+        let device = TracedDevice { path: "/dev/loop0".into(), major: 7, minor: 0 };
+        PipeReader::new(&device, "trace_pipe".into())
+    }
+
+    // Proves lines split across reads are joined, another device's events are counted and
+    // not kept, lost-event markers are summed, and an empty pipe reads as nothing (not an
+    // error).
+    #[test]
+    fn the_pipe_reader_joins_lines_across_reads() {
+        let mut pipe = Chunks(vec![
+            b"dd-1 [000] ..... 1.000001: block_rq_issue: 7,0 WS 4096 () 8",
+            b" + 8 be,0,4 [dd]\nCPU:0 [LOST 3 EVENTS]\n",
+            b"dd-1 [000] ..... 1.000002: block_rq_issue: 8,0 WS 4096 () 8 + 8 [dd]\n",
+        ]);
+        let mut reader = reader();
+        while reader.read_available(&mut pipe).unwrap() > 0 {}
+        reader.finish().unwrap();
+        assert_eq!(reader.events.len(), 1);
+        assert_eq!((reader.events[0].sector, reader.events[0].sectors), (8, 8));
+        assert_eq!((reader.other_device_events, reader.lost_in_pipe), (1, 3));
+    }
+
+    // Proves a bad line in the pipe fails the capture naming the file, the line number and
+    // the field.
+    #[test]
+    fn a_bad_pipe_line_names_file_line_and_field() {
+        let mut pipe = Chunks(vec![
+            b"dd-1 [000] ..... 1.0: block_rq_issue: 7,0 WS 4096 () 8 + 8 [dd]\n",
+            b"dd-1 [000] ..... 1.0: block_rq_complete: 7,0 WS () 8 + 8 [zero]\n",
+        ]);
+        let mut reader = reader();
+        let error = loop {
+            match reader.read_available(&mut pipe) {
+                Ok(0) => panic!("the bad line was accepted"),
+                Ok(_) => {}
+                Err(error) => break error.to_string(),
+            }
+        };
+        assert!(error.starts_with("trace_pipe:2: error: `zero` is not an errno"), "{error}");
+    }
+
     // Proves the lost-event counters of per_cpu/cpuN/stats are summed (overrun and dropped).
     #[test]
     fn lost_events_add_overruns_and_drops() {
