@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
-use elevator_kernel::trace::{self, BUFFER_SIZE_KB_DEFAULT, CaptureOptions, TracedDevice};
+use elevator_kernel::trace::{self, CaptureOptions, TracedDevice};
 
 use crate::term::note;
 
@@ -38,9 +38,10 @@ pub(crate) struct TraceArgs {
     #[arg(long)]
     pub(crate) queue: bool,
 
-    /// The capture's ring buffer per CPU, KiB.
-    #[arg(long, value_name = "KIB", default_value_t = BUFFER_SIZE_KB_DEFAULT)]
-    pub(crate) buffer_size_kb: u64,
+    /// The capture's ring buffer per CPU, KiB [default: 65536, less on machines of more than
+    /// 16 CPUs so that all buffers take at most 1 GiB].
+    #[arg(long, value_name = "KIB")]
+    pub(crate) buffer_size_kb: Option<u64>,
 }
 
 /// What `elevator trace` writes.
@@ -63,6 +64,7 @@ fn parse_duration_arg(text: &str) -> Result<elevator_core::Duration, String> {
 /// stderr.
 pub(crate) fn run_command(args: &TraceArgs, out: &mut dyn Write) -> Result<()> {
     let device = TracedDevice::open(&args.device)?;
+    trace::check_privileges()?;
     // Opened before capturing, so that an unwritable path fails before minutes of tracing.
     let mut file = match &args.output {
         Some(path) => Some(

@@ -19,10 +19,14 @@
 //! * The instance's clock is `mono` (`CLOCK_MONOTONIC`): the default `local` clock is per
 //!   CPU and need not agree across CPUs, and a request is often issued on one CPU and
 //!   completed on another.
-//! * The ring buffer is [`CaptureOptions::buffer_size_kb`] per CPU (64 MiB by default).
+//! * The ring buffer is [`CaptureOptions::buffer_size_kb`] per CPU: by default 64 MiB, or
+//!   less on a machine of many CPUs, so that all of them take at most
+//!   [`BUFFER_TOTAL_KB_DEFAULT_MAX`] (1 GiB) of kernel memory.
 //!   Events the kernel could not keep are counted, from the `[LOST n EVENTS]` lines of
 //!   `trace_pipe` and the `overrun` and `dropped events` counters of `per_cpu/cpuN/stats`,
 //!   and reported in [`Capture::lost_events`].
+//! * Instances `elevator-<pid>` whose process is gone (killed outright, before it could
+//!   remove its instance) are removed when a capture starts, and said so.
 //! * `trace_pipe` is read (text; non-blocking, polled every [`POLL_INTERVAL_MS`] ms) until the
 //!   duration has passed or the caller's stop flag is set; then tracing is switched off and
 //!   what is left in the buffer is read.
@@ -64,11 +68,14 @@ pub const TRACEFS_MOUNT_POINT: &str = "/sys/kernel/tracing";
 /// The ring buffer per CPU by default, in KiB (64 MiB): at about 100 bytes a text event,
 /// room for over half a million events per CPU between two reads.
 pub const BUFFER_SIZE_KB_DEFAULT: u64 = 64 << 10;
+/// The most the default ring buffers take on all CPUs together, KiB (1 GiB): the kernel
+/// allocates the buffer of every CPU, and 64 MiB each on a machine of 128 CPUs would be 8 GiB.
+pub const BUFFER_TOTAL_KB_DEFAULT_MAX: u64 = 1 << 20;
 /// How often `trace_pipe` is polled when it has nothing to read, in milliseconds.
 pub const POLL_INTERVAL_MS: u64 = 50;
-/// At most this many events are kept; a capture that reaches it stops
-/// ([`Capture::stopped_at_limit`]), so that a forgotten capture cannot fill the memory.
-pub const EVENTS_MAX: usize = 20_000_000;
+/// At most this many events are kept (about 1.5 GB of memory); a capture that reaches it
+/// stops ([`Capture::stopped_at_limit`]), so that a forgotten capture cannot fill the memory.
+pub const EVENTS_MAX: usize = 10_000_000;
 /// The bits of the minor number in the kernel's internal `dev_t` (`MINORBITS`).
 const MINOR_BITS: u32 = 20;
 
@@ -347,25 +354,17 @@ impl TracedDevice {
     }
 }
 
-/// What to capture and for how long.
-#[derive(Clone, Debug)]
+/// What to capture and for how long (by default: the dispatches and completions, until the
+/// stop flag is set, in the default ring buffer).
+#[derive(Clone, Debug, Default)]
 pub struct CaptureOptions {
     /// Stop after this long; `None`: until the stop flag is set.
     pub duration: Option<Duration>,
     /// Also capture the bio queue (Q) and scheduler insert (I) events.
     pub queue_events: bool,
-    /// The ring buffer per CPU, KiB.
-    pub buffer_size_kb: u64,
-}
-
-impl Default for CaptureOptions {
-    fn default() -> CaptureOptions {
-        CaptureOptions {
-            duration: None,
-            queue_events: false,
-            buffer_size_kb: BUFFER_SIZE_KB_DEFAULT,
-        }
-    }
+    /// The ring buffer per CPU, KiB; `None`: [`BUFFER_SIZE_KB_DEFAULT`], less when there are
+    /// so many CPUs that their buffers would take over [`BUFFER_TOTAL_KB_DEFAULT_MAX`].
+    pub buffer_size_kb: Option<u64>,
 }
 
 /// The block events a capture reads, by their tracepoint.
@@ -677,16 +676,9 @@ pub fn capture(
     options: &CaptureOptions,
     stop: &AtomicBool,
 ) -> Result<Capture, TraceError> {
-    if !rustix::process::geteuid().is_root() {
-        return Err(TraceError::NeedsRoot {
-            what: "tracing block I/O".into(),
-            why: format!(
-                "tracefs events and {TRACEFS_MOUNT_POINT} are root's (effective uid {})",
-                rustix::process::geteuid().as_raw()
-            ),
-        });
-    }
+    check_privileges()?;
     let tracefs = Tracefs::attach()?;
+    let stale = remove_stale_instances(&tracefs);
     let instance = Instance::create(&tracefs, &instance_name())?;
     let result = capture_in(&instance, device, options, stop);
     // In this order: an instance's directory lives in tracefs.
@@ -694,8 +686,61 @@ pub fn capture(
     let closed = tracefs.close();
     let mut capture = result?;
     removed?;
+    capture.notes.extend(stale);
     capture.notes.extend(closed?);
     Ok(capture)
+}
+
+/// Whether this process may trace: root (tracefs' files are root's, and mounting it needs
+/// `CAP_SYS_ADMIN`).
+pub fn check_privileges() -> Result<(), TraceError> {
+    let uid = rustix::process::geteuid();
+    if uid.is_root() {
+        return Ok(());
+    }
+    Err(TraceError::NeedsRoot {
+        what: "tracing block I/O".into(),
+        why: format!(
+            "tracefs events and {TRACEFS_MOUNT_POINT} are root's (effective uid {})",
+            uid.as_raw()
+        ),
+    })
+}
+
+/// Removes the instances of captures whose process is gone; a note for each.
+fn remove_stale_instances(tracefs: &Tracefs) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(tracefs.root().join("instances")) else {
+        return Vec::new();
+    };
+    let mut notes = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = stale_instance_pid(&name) else { continue };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let path = entry.path();
+        let _ = std::fs::write(path.join("tracing_on"), "0");
+        notes.push(match std::fs::remove_dir(&path) {
+            Ok(()) => format!("removed {}, left by process {pid} that is gone", path.display()),
+            Err(error) => format!("{}, left by process {pid}: {error}", path.display()),
+        });
+    }
+    notes
+}
+
+/// The PID in an instance name of ours: `elevator-<pid>` or `elevator-<pid>-<n>`.
+fn stale_instance_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("elevator-")?;
+    let pid = rest.split_once('-').map_or(rest, |(pid, index)| {
+        if index.bytes().all(|b| b.is_ascii_digit()) { pid } else { "" }
+    });
+    pid.parse().ok().filter(|&pid| pid > 0)
+}
+
+/// The default ring buffer per CPU for `cpus` CPUs, KiB.
+fn default_buffer_size_kb(cpus: u64) -> u64 {
+    BUFFER_SIZE_KB_DEFAULT.min(BUFFER_TOTAL_KB_DEFAULT_MAX / cpus.max(1))
 }
 
 /// `elevator-<pid>` for a process's first capture, `elevator-<pid>-N` for the Nth after it
@@ -715,7 +760,16 @@ fn capture_in(
     stop: &AtomicBool,
 ) -> Result<Capture, TraceError> {
     instance.write("tracing_on", "0")?;
-    instance.write("buffer_size_kb", &options.buffer_size_kb.to_string())?;
+    let buffer_size_kb = match options.buffer_size_kb {
+        Some(size_kb) => size_kb,
+        None => {
+            // The CPUs that have a buffer: the instance's per_cpu directories.
+            let per_cpu = instance.dir().join("per_cpu");
+            let cpus = std::fs::read_dir(&per_cpu).map_or(1, |entries| entries.count() as u64);
+            default_buffer_size_kb(cpus)
+        }
+    };
+    instance.write("buffer_size_kb", &buffer_size_kb.to_string())?;
     instance.write("trace_clock", "mono")?;
     let mut kinds = vec![EventKind::Issue, EventKind::Complete];
     if options.queue_events {
@@ -1189,6 +1243,28 @@ CPU:1 [LOST 42 EVENTS]
             }
         };
         assert!(error.starts_with("trace_pipe:2: error: `zero` is not an errno"), "{error}");
+    }
+
+    // Proves the default ring buffer is 64 MiB per CPU up to 16 CPUs, and shrinks beyond so
+    // that all of them stay within 1 GiB.
+    #[test]
+    fn the_default_buffer_stays_within_a_gibibyte() {
+        assert_eq!(default_buffer_size_kb(2), 64 << 10);
+        assert_eq!(default_buffer_size_kb(16), 64 << 10);
+        assert_eq!(default_buffer_size_kb(128), 8 << 10);
+        assert!(default_buffer_size_kb(1000) * 1000 <= BUFFER_TOTAL_KB_DEFAULT_MAX);
+    }
+
+    // Proves only this module's instance names yield a PID (others' instances are never
+    // touched).
+    #[test]
+    fn stale_instances_are_ours_only() {
+        assert_eq!(stale_instance_pid("elevator-123"), Some(123));
+        assert_eq!(stale_instance_pid("elevator-123-4"), Some(123));
+        assert_eq!(stale_instance_pid("elevator-abc"), None);
+        assert_eq!(stale_instance_pid("elevator-123-x"), None);
+        assert_eq!(stale_instance_pid("elevator-0"), None);
+        assert_eq!(stale_instance_pid("perf-123"), None);
     }
 
     // Proves the lost-event counters of per_cpu/cpuN/stats are summed (overrun and dropped).

@@ -5,8 +5,8 @@
 mod support;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use elevator_kernel::trace::{self, CaptureOptions, Direction, EventKind, TracedDevice};
@@ -14,6 +14,14 @@ use elevator_trace::iolog::{Action, IoAction, Iolog};
 
 use support::TestDisk;
 use support::common;
+
+/// Serialises this binary's captures: each test checks what tracefs looks like before and
+/// after, which another test's capture (or mount) at the same time would change.
+static TRACING: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    TRACING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// The tracefs mount points now.
 fn tracefs_mounts() -> Vec<PathBuf> {
@@ -61,6 +69,7 @@ fn captures_every_direct_write_to_a_loop_device_and_cleans_up() {
     else {
         return;
     };
+    let _alone = one_at_a_time();
     if !common::require("captures_every_direct_write", "dd", "coreutils") {
         return;
     }
@@ -169,4 +178,54 @@ fn refuses_what_is_not_a_whole_block_device() {
     assert!(error.contains("/dev/null") && error.contains("not a block device"), "{error}");
     let error = TracedDevice::open("no-such-disk-xyz").unwrap_err().to_string();
     assert!(error.contains("/dev/no-such-disk-xyz"), "{error}");
+}
+
+// Proves a capture removes an instance left by an `elevator trace` that was killed outright
+// (its process gone), says so, and leaves instances of live processes and of other tools.
+#[test]
+fn a_capture_removes_instances_whose_process_is_gone() {
+    let Some(disk) = TestDisk::attach("a_capture_removes_stale_instances", 8 << 20) else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    // Mounted by the test when needed, so that the instances can be made before the capture.
+    let mounted_here = tracefs_mounts().is_empty();
+    if mounted_here {
+        common::run("mount", &["-t", "tracefs", "nodev", "/sys/kernel/tracing"]);
+    }
+    struct Unmount(bool);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            if self.0 {
+                common::cleanup("umount", &["/sys/kernel/tracing"]);
+            }
+        }
+    }
+    let _unmount = Unmount(mounted_here);
+    let instances = tracefs_mounts()[0].join("instances");
+    // A PID that is no process now: past the kernel's pid_max.
+    let pid_max: u32 =
+        std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap().trim().parse().unwrap();
+    let stale = instances.join(format!("elevator-{}", pid_max + 1));
+    let foreign = instances.join(format!("other-tool-{}", pid_max + 1));
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::create_dir(&foreign).unwrap();
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let (_stale_guard, _foreign_guard) = (Remove(stale.clone()), Remove(foreign.clone()));
+
+    let device = TracedDevice::open(disk.path().to_str().unwrap()).unwrap();
+    let options = CaptureOptions {
+        duration: Some(elevator_core::Duration::from_millis(100)),
+        ..CaptureOptions::default()
+    };
+    let capture = trace::capture(&device, &options, &AtomicBool::new(false)).unwrap();
+    assert!(!stale.exists(), "the stale instance is still there");
+    assert!(foreign.exists(), "another tool's instance was removed");
+    let said = capture.notes.iter().any(|note| note.contains(&stale.display().to_string()));
+    assert!(said, "{:?}", capture.notes);
 }
