@@ -7,9 +7,18 @@ mod support;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use support::{TestDisk, common};
+
+/// Serialises this binary's captures: a test checks what tracefs looks like before and after
+/// its capture, which another capture (mounting tracefs) at the same time would change.
+static TRACING: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    TRACING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// The tracefs mount points now.
 fn tracefs_mounts() -> Vec<PathBuf> {
@@ -77,6 +86,7 @@ fn trace_captures_what_fio_writes_and_removes_its_instance_on_ctrl_c() {
     let Some(disk) = TestDisk::attach("trace_captures_what_fio_writes", 16 << 20) else {
         return;
     };
+    let _alone = one_at_a_time();
     if !common::require("trace_captures_what_fio_writes", "fio", "fio") {
         return;
     }
@@ -200,4 +210,76 @@ fn trace_without_root_exits_2_naming_root() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("needs root"), "{stderr}");
     assert!(!out.exists(), "an empty trace file was left");
+}
+
+/// Runs `elevator trace DEV --duration 6s -o OUT` (iolog) while `load` runs once tracing is
+/// on; returns the written writes' (offset, length) in order.
+fn capture_writes_while(
+    disk: &TestDisk,
+    out: &std::path::Path,
+    load: impl FnOnce(),
+) -> Vec<(u64, u64)> {
+    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["trace", disk.path().to_str().unwrap(), "--duration", "6s", "-o"])
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Reap(Some(child));
+    wait_for_tracing_on(child.0.as_ref().unwrap().id());
+    load();
+    let output = child.0.take().unwrap().wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{}: {stderr}", output.status);
+    let text = std::fs::read_to_string(out).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("fio version 3 iolog"));
+    lines
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(fields[1], disk.path().to_str().unwrap(), "{line}");
+            (fields[2] == "write").then(|| (fields[3].parse().unwrap(), fields[4].parse().unwrap()))
+        })
+        .collect()
+}
+
+// Proves the iolog `elevator trace --duration` writes is one real fio replays
+// (`read_iolog`), and that the replay issues the captured writes again: a capture of the
+// replay holds the same offsets and lengths in the same order as the capture of fio's random
+// writes.
+#[test]
+fn fio_replays_the_captured_iolog_write_for_write() {
+    let Some(disk) = TestDisk::attach("fio_replays_the_captured_iolog", 16 << 20) else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    if !common::require("fio_replays_the_captured_iolog", "fio", "fio") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("first.iolog"), dir.path().join("second.iolog"));
+    let filename = format!("--filename={}", disk.path().display());
+    let original = capture_writes_while(&disk, &first, || {
+        common::run(
+            "fio",
+            &[
+                "--name=w",
+                &filename,
+                "--rw=randwrite",
+                "--bs=4k",
+                "--size=256k",
+                "--direct=1",
+                "--ioengine=psync",
+                "--randseed=7",
+            ],
+        );
+    });
+    assert_eq!(original.len(), 64, "{original:?}");
+    assert!(original.iter().all(|&(offset, length)| length == 4096 && offset % 4096 == 0));
+    let read_iolog = format!("--read_iolog={}", first.display());
+    let replayed = capture_writes_while(&disk, &second, || {
+        common::run("fio", &["--name=replay", &read_iolog, "--direct=1", "--ioengine=psync"]);
+    });
+    assert_eq!(replayed, original);
 }
