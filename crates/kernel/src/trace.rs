@@ -52,6 +52,12 @@
 //! * The iolog holds one record per dispatched request (the device's view: merged, split),
 //!   not per application call as fio's `write_iolog` does; flushes without data become
 //!   `sync`, requests that move no data and are not flushes are left out (and counted).
+//! * The command in brackets is the task running when the event fired, as in blktrace: the
+//!   submitter for Q, but for D it may be a kworker (a dispatch from kblockd), and C has the
+//!   error there instead. The iolog names no process at all (fio's format has no field).
+//! * When another process holds tracefs open as the capture ends, a tracefs mounted for the
+//!   capture stays mounted (unmounting it would fail with EBUSY; lazily detaching it would
+//!   pull it from under that process); the capture says so in [`Capture::notes`].
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -65,8 +71,9 @@ use elevator_trace::iolog::{self, Action, FileAction, IoAction, Iolog, Record};
 /// Where tracefs is mounted when nothing has mounted it yet (the kernel creates the directory;
 /// `Documentation/trace/ftrace.rst`).
 pub const TRACEFS_MOUNT_POINT: &str = "/sys/kernel/tracing";
-/// The ring buffer per CPU by default, in KiB (64 MiB): at about 100 bytes a text event,
-/// room for over half a million events per CPU between two reads.
+/// The ring buffer per CPU by default, in KiB (64 MiB): at well under 128 bytes a block event
+/// in the ring (the record of `block_rq_issue` is 64 bytes plus its header and command),
+/// room for half a million events per CPU between two reads.
 pub const BUFFER_SIZE_KB_DEFAULT: u64 = 64 << 10;
 /// The most the default ring buffers take on all CPUs together, KiB (1 GiB): the kernel
 /// allocates the buffer of every CPU, and 64 MiB each on a machine of 128 CPUs would be 8 GiB.
