@@ -87,6 +87,15 @@ pub(crate) enum Command {
     /// original scheduler, tunables and nr_requests back when it ends, fails or is
     /// interrupted. Changing anything needs root.
     Kernel(KernelArgs),
+    /// Capture a block device's I/O through tracefs block tracepoints, as fio's iolog or
+    /// blkparse's text.
+    ///
+    /// Records each request's dispatch (D) and completion (C), with --queue each bio's
+    /// arrival (Q) and insertion (I), in a tracefs instance of its own (the global trace
+    /// buffer and other tracing stay untouched), for --duration or until Ctrl-C. Mounts
+    /// tracefs at /sys/kernel/tracing when it is not mounted, and unmounts it afterwards;
+    /// the instance is removed on every exit. Needs root.
+    Trace(crate::trace::TraceArgs),
     /// Print a shell completion script: bash, zsh, fish, elvish or powershell.
     ///
     /// bash: `elevator completions bash > ~/.local/share/bash-completion/completions/elevator`;

@@ -18,6 +18,7 @@ mod run;
 mod sim;
 mod sweep;
 mod term;
+mod trace;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -114,6 +115,7 @@ fn main() -> ExitCode {
         Command::Sweep(sweep_args) => sweep::run_command(sweep_args, &mut out),
         Command::Run(run_args) => run::run_command(run_args, &mut out),
         Command::Kernel(kernel_args) => kernel::run_command(kernel_args, &mut out),
+        Command::Trace(trace_args) => trace::run_command(trace_args, &mut out),
         Command::Completions(completions) => manual::completions(completions.shell, &mut out),
         Command::Man(man) => manual::man(man.output.as_deref(), &mut out),
         Command::Fio(_) => unreachable!("handled above"),
