@@ -50,6 +50,12 @@ fn plan(args: &SimArgs) -> Result<Plan> {
         },
         bounds: Bounds::default(),
         check_invariants: args.check || elevator_sim::CHECK_BY_DEFAULT,
+        // An HTML report draws what the elevator did: keep a sample of the dispatches.
+        dispatch_samples: if wants_html(args.report.output.as_deref()) {
+            HTML_DISPATCH_SAMPLES
+        } else {
+            0
+        },
     };
     Ok(Plan { config, schedulers, workload })
 }
@@ -460,4 +466,16 @@ pub(crate) fn safe_name(scheduler: &str) -> String {
             |c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' },
         )
         .collect()
+}
+
+/// Dispatches sampled per run for an HTML report's sector-over-time picture: enough points to
+/// show the pattern, few enough for a browser to draw one panel per scheduler.
+const HTML_DISPATCH_SAMPLES: usize = 20_000;
+
+/// Whether the report goes to an HTML file.
+pub(crate) fn wants_html(output: Option<&std::path::Path>) -> bool {
+    output
+        .and_then(|path| path.extension())
+        .and_then(|extension| extension.to_str())
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("html"))
 }

@@ -23,7 +23,7 @@ mod tools;
 
 pub use metrics::{ErrorDirection, LatencyRecorder, PhaseRecorder};
 pub use model::{
-    Bottleneck, CoreCpu, DeviceStats, DirectionSummary, HostCpu, IoErrors, IssuerLatency,
+    Bottleneck, CoreCpu, DeviceStats, DirectionSummary, DispatchSamples, HostCpu, IoErrors, IssuerLatency,
     IssuerSummary, LatencyMethod, LatencySummary, LockCpu, Mode, PATH_STEPS, Phase, QueueStats,
     Report, Run, SCHEMA, SchedulerStats, ThreadCpu, Tool,
 };

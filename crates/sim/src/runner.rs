@@ -141,6 +141,9 @@ pub struct SimConfig {
     /// Audit every queue after every event ([`CHECK_BY_DEFAULT`]: on in debug builds, and so
     /// in every test, off in release builds, where it would cost more than the simulation).
     pub check_invariants: bool,
+    /// Keep at most this many samples of the dispatched requests in the report
+    /// ([`elevator_report::DispatchSamples`], for an HTML report's picture); 0: none.
+    pub dispatch_samples: usize,
 }
 
 /// Whether simulations audit their queues unless told otherwise: in debug builds (every test
@@ -157,6 +160,7 @@ impl SimConfig {
             queue: QueueSettings::default(),
             bounds: Bounds::default(),
             check_invariants: CHECK_BY_DEFAULT,
+            dispatch_samples: 0,
         }
     }
 }
@@ -790,6 +794,10 @@ struct Simulation {
     issuers_done: usize,
     /// Where a watcher reads how far the run got.
     progress: Option<std::sync::Arc<SimProgress>>,
+    /// Samples of the dispatched requests, when asked for, with their cap.
+    dispatches: Option<(elevator_report::DispatchSamples, usize)>,
+    /// Requests dispatched so far (every device).
+    dispatched: u64,
 }
 
 impl Simulation {
@@ -1010,6 +1018,11 @@ impl Simulation {
             mq_actions: Vec::new(),
             issuers_done: 0,
             progress: None,
+            dispatches: (config.dispatch_samples > 0).then(|| {
+                let cap = config.dispatch_samples;
+                (elevator_report::DispatchSamples::with_cap(cap), cap)
+            }),
+            dispatched: 0,
         })
     }
 
@@ -2337,6 +2350,21 @@ impl Simulation {
                     }
                     path_slot.commands[index] = Some(request);
                     let command = command_for(path_slot.submitter.queue(), request, path, paths);
+                    if let Some((samples, cap)) = &mut self.dispatches
+                        && let Some(dispatched) = path_slot.submitter.queue().request(request)
+                    {
+                        samples.offer(
+                            *cap,
+                            self.dispatched,
+                            self.now.as_nanos(),
+                            dispatched.start.0,
+                            dispatched.sector_count,
+                            dispatched.process.0,
+                            device as u32,
+                            dispatched.op == Op::Write,
+                        );
+                    }
+                    self.dispatched += 1;
                     match slot.link {
                         Some(link) => {
                             let link_state = &mut self.links[link];
@@ -2653,6 +2681,7 @@ impl Simulation {
                 .mq
                 .as_ref()
                 .map(|mq| mq.report(self.now, self.now.saturating_since(Instant::ZERO))),
+            dispatches: self.dispatches.as_ref().map(|(samples, _)| samples.clone()),
         }
     }
 }
