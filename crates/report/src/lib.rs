@@ -14,7 +14,9 @@
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, unreachable_pub)]
 
+pub mod charts;
 pub mod fio;
+pub mod html;
 pub mod metrics;
 pub mod model;
 pub mod output;
