@@ -29,5 +29,5 @@ pub use model::{
     IssuerSummary, LatencyMethod, LatencySummary, LockCpu, Mode, PATH_STEPS, Phase, QueueStats,
     Report, Run, SCHEMA, SchedulerStats, ThreadCpu, Tool,
 };
-pub use output::{WriteError, write_report};
+pub use output::{UnknownExtension, WriteError, write_report};
 pub use render::{Format, render};
