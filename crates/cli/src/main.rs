@@ -14,6 +14,7 @@ mod kernel;
 mod list;
 mod manual;
 mod plan;
+mod report_cmd;
 mod run;
 mod sim;
 mod sweep;
@@ -115,6 +116,7 @@ fn main() -> ExitCode {
         Command::Kernel(kernel_args) => kernel::run_command(kernel_args, &mut out),
         Command::Completions(completions) => manual::completions(completions.shell, &mut out),
         Command::Man(man) => manual::man(man.output.as_deref(), &mut out),
+        Command::Report(report_args) => report_cmd::run(report_args, &mut out),
         Command::Fio(_) => unreachable!("handled above"),
     };
     let result = result.and_then(|()| out.flush().map_err(anyhow::Error::from));

@@ -81,6 +81,15 @@ pub(crate) fn svg_grid(
     Ok(svg)
 }
 
+/// The edges of slot `index` of `count` on a segmented axis over `0..count - 1` (plotters'
+/// integer ranges include their end, so that is `count` slots): the last slot ends at
+/// `SegmentValue::Last`, not at a value past the range.
+fn segment(index: usize, count: usize) -> (SegmentValue<u32>, SegmentValue<u32>) {
+    let right =
+        if index + 1 >= count { SegmentValue::Last } else { SegmentValue::Exact(index as u32 + 1) };
+    (SegmentValue::Exact(index as u32), right)
+}
+
 /// One bar chart panel: a bar per name (`values[i]` for `names[i]`, in colour `i`), the y axis
 /// from 0 to above the largest value. Non-finite values are drawn as 0.
 pub(crate) fn draw_bars(
@@ -100,7 +109,7 @@ pub(crate) fn draw_bars(
         .margin(8)
         .x_label_area_size(36)
         .y_label_area_size(56)
-        .build_cartesian_2d((0u32..count).into_segmented(), 0f64..top)
+        .build_cartesian_2d((0u32..count - 1).into_segmented(), 0f64..top)
         .map_err(drawing)?;
     chart
         .configure_mesh()
@@ -117,8 +126,7 @@ pub(crate) fn draw_bars(
         .map_err(drawing)?;
     chart
         .draw_series(values.iter().enumerate().map(|(index, &value)| {
-            let left = SegmentValue::Exact(index as u32);
-            let right = SegmentValue::Exact(index as u32 + 1);
+            let (left, right) = segment(index, values.len());
             let mut bar = Rectangle::new([(left, 0.0), (right, value)], colour(index).filled());
             bar.set_margin(0, 0, 6, 6);
             bar
@@ -212,7 +220,7 @@ pub fn stacked_shares(
             .margin(8)
             .x_label_area_size(36)
             .y_label_area_size(56)
-            .build_cartesian_2d((0u32..count).into_segmented(), 0f64..100.0)
+            .build_cartesian_2d((0u32..count - 1).into_segmented(), 0f64..100.0)
             .map_err(drawing)?;
         chart
             .configure_mesh()
