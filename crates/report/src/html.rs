@@ -6,18 +6,20 @@
 //! `monospace`. It opens from a file, offline, and is the same bytes for the same report.
 //!
 //! Per experiment (the runs a text table puts together: same experiment, device and workload)
-//! and per phase the page shows:
+//! the page shows:
 //!
-//! * the phase table, with the text table's columns and figures (`render::phase_cells`), or a
-//!   tool's own table where the text report prints one;
-//! * the main metric per scheduler (MB/s, or the tool table's first column) and p99 latency;
-//! * the "why" counters per scheduler: merges, the mean number of requests in the scheduler
-//!   and at the device, idle, blocked and the longest wait (the phase's own block-layer figures
-//!   where the run has them, else the run's), and the `host_cpu` bottleneck where present;
+//! * where the text report prints a tool's own table (dd, iozone, hdparm...), that table, a
+//!   bar chart of its first column and the "why" counters of the runs;
+//! * per phase, the phase table with the text table's columns and figures
+//!   (`render::phase_cells`; not for tool tables, which stand for it), MB/s and p99 latency
+//!   per scheduler, and the "why" counters: merges, the mean number of requests in the
+//!   scheduler and at the device, idle, blocked and the longest wait (the phase's own
+//!   block-layer figures where the run has them, else the run's);
 //! * latency CDFs per scheduler: from the issuers' fio completion-latency histograms
 //!   (`clat_hist`, fio's buckets) where the run kept them, else from the percentile points;
 //! * per-process shares (bytes and operations per issuer, a stacked bar per scheduler) when a
 //!   phase had more than one issuer;
+//! * the `host_cpu` bottleneck of each run that has one;
 //! * the whole text report of the experiment, folded, so every figure of it is on the page.
 //!
 //! # Deviations
@@ -72,24 +74,17 @@ fn inline_svg(svg: &str) -> String {
     inline
 }
 
-/// A phase, or the one section of a group whose runs have a tool table (the text report
-/// prints that table once per group, not per phase).
+/// A phase of a group: each run with its phase of that name, when it has one.
 struct Section<'a> {
-    /// `phase NAME`, or empty for a tool table.
+    /// The phase's name.
     name: String,
-    /// Each run of the group with its phase of that name, when it has one.
+    /// Each run of the group with its phase of that name.
     rows: Vec<(&'a Run, Option<&'a Phase>)>,
 }
 
+/// The group's phases, by the first run's phase names.
 fn sections<'a>(group: &[&'a Run]) -> Vec<Section<'a>> {
-    let first = group[0];
-    if first.phases.is_empty() || crate::tools::tool_table(group).is_some() {
-        return vec![Section {
-            name: String::new(),
-            rows: group.iter().map(|r| (*r, None)).collect(),
-        }];
-    }
-    first
+    group[0]
         .phases
         .iter()
         .map(|phase| Section {
@@ -123,55 +118,43 @@ fn group_title(report: &Report, group: &[&Run]) -> String {
     }
 }
 
-/// The main metric of a section: its name and a value per run (MB/s of the phase, or the
-/// first column of the group's tool table), then p99 latency in ms per run when the runs have
-/// the phase.
-fn main_metric(group: &[&Run], section: &Section<'_>) -> (String, Vec<f64>, Option<Vec<f64>>) {
-    if let Some(table) = crate::tools::tool_table(group)
-        && let Some(column) = table.columns.first()
-    {
-        let values = column.values.iter().map(|v| v.unwrap_or(0.0)).collect();
-        let p99 = section.rows.iter().all(|(_, phase)| phase.is_some()).then(|| {
-            section
-                .rows
-                .iter()
-                .map(|(_, p)| p.map_or(0.0, |p| p.latency_ns.p99 as f64 / 1e6))
-                .collect()
-        });
-        return (column.header.trim().to_owned(), values, p99);
-    }
-    let values = section
-        .rows
-        .iter()
-        .map(|(_, p)| p.map_or(0.0, |p| p.throughput_bytes_per_s / 1e6))
-        .collect();
-    let p99 = section
-        .rows
-        .iter()
-        .map(|(_, p)| p.map_or(0.0, |p| p.latency_ns.p99 as f64 / 1e6))
-        .collect();
-    ("MB/s".to_owned(), values, Some(p99))
+/// A phase's MB/s and p99 latency in ms per run (0 for a run without the phase).
+fn phase_metrics(section: &Section<'_>) -> (Vec<f64>, Vec<f64>) {
+    let pick = |f: &dyn Fn(&Phase) -> f64| -> Vec<f64> {
+        section.rows.iter().map(|(_, phase)| phase.map_or(0.0, f)).collect()
+    };
+    (pick(&|p| p.throughput_bytes_per_s / 1e6), pick(&|p| p.latency_ns.p99 as f64 / 1e6))
 }
 
-/// Writes the report's main chart as one SVG: per experiment and phase, its main metric (MB/s,
-/// or a tool table's first column) and its p99 latency, a bar per scheduler.
+/// The first column of a tool's table (its header and a value per run, 0 where it has none):
+/// the main metric of a group the text report shows as the tool printed it.
+fn tool_metric(table: &crate::tools::ToolTable) -> Option<(String, Vec<f64>)> {
+    let column = table.columns.first()?;
+    Some((
+        column.header.trim().to_owned(),
+        column.values.iter().map(|v| v.unwrap_or(0.0)).collect(),
+    ))
+}
+
+/// Writes the report's main chart as one SVG: per experiment, the first column of its tool
+/// table where the text report prints one, and per phase its MB/s (unless a tool table stands
+/// for it) and p99 latency, a bar per scheduler.
 pub fn render_svg(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let mut panels = Vec::new();
     for group in render::groups(report) {
         let title = group_title(report, &group);
+        let names: Vec<String> = group.iter().map(|run| run.scheduler.clone()).collect();
+        let tool = crate::tools::tool_table(&group);
+        if let Some((metric, values)) = tool.as_ref().and_then(tool_metric) {
+            panels.push((format!("{title}: {metric}"), metric, names.clone(), values));
+        }
         for section in sections(&group) {
-            let names: Vec<String> =
-                section.rows.iter().map(|(run, _)| run.scheduler.clone()).collect();
-            let (metric, values, p99) = main_metric(&group, &section);
-            let heading = if section.name.is_empty() {
-                title.clone()
-            } else {
-                format!("{title}, {}", section.name)
-            };
-            panels.push((format!("{heading}: {metric}"), metric, names.clone(), values));
-            if let Some(p99) = p99 {
-                panels.push((format!("{heading}: p99"), "p99 ms".to_owned(), names, p99));
+            let (mb_s, p99) = phase_metrics(&section);
+            let heading = format!("{title}, {}", section.name);
+            if tool.is_none() {
+                panels.push((format!("{heading}: MB/s"), "MB/s".to_owned(), names.clone(), mb_s));
             }
+            panels.push((format!("{heading}: p99"), "p99 ms".to_owned(), names.clone(), p99));
         }
     }
     let rows = panels.len().div_ceil(2);
@@ -231,21 +214,30 @@ fn write_group(page: &mut String, report: &Report, index: usize, group: &[&Run])
     }
     let names: Vec<String> = schedulers.iter().map(|s| (*s).to_owned()).collect();
     let tool = crate::tools::tool_table(group);
-    for section in sections(group) {
-        if !section.name.is_empty() {
-            let _ = writeln!(page, "<h3>phase {}</h3>", escape(&section.name));
+    // A tool's table stands for the whole group, as in the text report; the "why" counters
+    // are then the runs'.
+    if let Some(table) = &tool {
+        write_tool_table(page, group, table);
+        page.push_str("<div class=\"charts\">\n");
+        if let Some((metric, values)) = tool_metric(table) {
+            page.push_str(&inline_svg(&charts::bar_chart(&metric, &metric, &names, &values)?));
         }
-        match &tool {
-            Some(table) => write_tool_table(page, group, table),
-            None => write_phase_table(page, &section),
+        let runs: Vec<(&Run, Option<&Phase>)> = group.iter().map(|run| (*run, None)).collect();
+        write_why_charts(page, &runs, &names)?;
+        page.push_str("</div>\n");
+    }
+    for section in sections(group) {
+        let _ = writeln!(page, "<h3>phase {}</h3>", escape(&section.name));
+        if tool.is_none() {
+            write_phase_table(page, &section);
         }
         page.push_str("<div class=\"charts\">\n");
-        let (metric, values, p99) = main_metric(group, &section);
-        page.push_str(&inline_svg(&charts::bar_chart(&metric, &metric, &names, &values)?));
-        if let Some(p99) = p99 {
-            page.push_str(&inline_svg(&charts::bar_chart("p99 latency", "p99 ms", &names, &p99)?));
+        let (mb_s, p99) = phase_metrics(&section);
+        page.push_str(&inline_svg(&charts::bar_chart("MB/s", "MB/s", &names, &mb_s)?));
+        page.push_str(&inline_svg(&charts::bar_chart("p99 latency", "p99 ms", &names, &p99)?));
+        if tool.is_none() {
+            write_why_charts(page, &section.rows, &names)?;
         }
-        write_why_charts(page, &section, &names)?;
         write_cdf(page, &section)?;
         write_shares(page, &section)?;
         page.push_str("</div>\n");
@@ -319,11 +311,14 @@ fn write_tool_table(page: &mut String, group: &[&Run], table: &crate::tools::Too
     let _ = writeln!(page, "<p class=\"note\">{}</p>", escape(&table.units));
 }
 
-/// The "why" counters, a small chart each: the phase's own block-layer figures where every run
-/// has them, else the runs'.
-fn write_why_charts(page: &mut String, section: &Section<'_>, names: &[String]) -> io::Result<()> {
-    let queues: Vec<(&QueueStats, u64)> = section
-        .rows
+/// The "why" counters, a small chart each: a phase's own block-layer figures where the run has
+/// them, else the run's.
+fn write_why_charts(
+    page: &mut String,
+    rows: &[(&Run, Option<&Phase>)],
+    names: &[String],
+) -> io::Result<()> {
+    let queues: Vec<(&QueueStats, u64)> = rows
         .iter()
         .map(|(run, phase)| match phase.and_then(|p| p.queue_stats.as_ref()) {
             Some(queue) => (queue, queue.idle_ns),
