@@ -7,7 +7,6 @@
 #![allow(clippy::print_stderr)]
 
 #[path = "../../live/tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -308,13 +308,20 @@ pub fn sample_evenly<T: Copy>(points: &[T], max: usize) -> Vec<T> {
     (0..max).map(|k| points[k * points.len() / max]).collect()
 }
 
+/// One dispatched request for [`dispatch_scatter`]: time in seconds from the run's start, its
+/// first sector, and the index of its process (its colour).
+pub type Dispatch = (f64, u64, usize);
+
+/// One panel of [`dispatch_scatter`]: a scheduler's name and its dispatches in order.
+pub type DispatchPanel = (String, Vec<Dispatch>);
+
 /// What an elevator does: the sector of each dispatched request over time, one panel per
 /// scheduler (`panels[i]` is its name and its (time s, sector, process index) points in
 /// dispatch order), each process in its colour, at most [`SCATTER_POINTS_MAX`] points per
 /// panel ([`sample_evenly`]). Panels share the axes so they compare. Ready for dispatch
 /// records the report does not hold yet; the caller converts them.
-pub fn dispatch_scatter(panels: &[(String, Vec<(f64, u64, usize)>)]) -> io::Result<String> {
-    let sampled: Vec<(String, Vec<(f64, u64, usize)>)> = panels
+pub fn dispatch_scatter(panels: &[DispatchPanel]) -> io::Result<String> {
+    let sampled: Vec<DispatchPanel> = panels
         .iter()
         .map(|(name, points)| {
             let finite: Vec<_> = points.iter().copied().filter(|p| p.0.is_finite()).collect();
