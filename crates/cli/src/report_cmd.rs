@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use elevator_report::{Report, SCHEMA};
 
-use crate::args::ReportArgs;
+use crate::args::{Command, KernelCommand, ReportArgs};
 
 /// `elevator report`'s arguments.
 #[derive(Debug, clap::Args)]
@@ -28,6 +28,30 @@ pub(crate) struct ReportCmdArgs {
 
     #[command(flatten)]
     pub(crate) report: ReportArgs,
+}
+
+/// Refuses, before anything runs, an elevator report `-o` whose extension names no format
+/// (`-o out.png`): a run of minutes must not end in "unknown extension". `-o` with fio's
+/// `--output-format`/`--minimal` is fio's output file, whose name fio does not restrict.
+pub(crate) fn check_output(command: &Command) -> Result<()> {
+    let (report, fio_output) = match command {
+        Command::Sim(args) => (&args.report, args.output_format.is_some() || args.minimal),
+        Command::Compare(args) => (&args.report, false),
+        Command::Run(args) => (&args.io.report, args.output_format.is_some() || args.minimal),
+        Command::Kernel(kernel) => match &kernel.command {
+            KernelCommand::Compare(args) => {
+                (&args.io.report, args.output_format.is_some() || args.minimal)
+            }
+            _ => return Ok(()),
+        },
+        Command::Report(args) => (&args.report, false),
+        _ => return Ok(()),
+    };
+    if !fio_output {
+        let asked = report.format.map(elevator_report::Format::from);
+        elevator_report::Format::try_resolve(asked, report.output.as_deref())?;
+    }
+    Ok(())
 }
 
 /// Reads `args.input` and writes it as `-o`/`--format` ask.

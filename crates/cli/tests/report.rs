@@ -67,7 +67,8 @@ fn svg_output_has_a_bar_per_scheduler() {
     assert_eq!(std::fs::read_to_string(&again).unwrap(), text, "same report, same bytes");
 }
 
-// Proves an `-o` extension no format has exits 2 naming the accepted ones, `--format` still
+// Proves an `-o` extension no format has exits 2 naming the accepted ones, before a run
+// starts (a live run's target is not created), `--format` still
 // overrides the extension, and `elevator report` refuses a missing file, a non-JSON file and
 // another schema naming the file and the problem (exit 2).
 #[test]
@@ -79,6 +80,13 @@ fn unknown_extensions_and_bad_reports_are_refused() {
     let message = stderr(&output);
     assert!(message.contains("out.png"), "{message}");
     assert!(message.contains(".json, .csv, .svg, .html, .txt"), "{message}");
+    // Refused before anything runs: a live run's target file, created first otherwise, is
+    // not created.
+    let target = dir.path().join("target.img");
+    let output = elevator(&["run", "-t", path_str(&target), "--size", "4m", "-o", path_str(&png)]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(!target.exists(), "the run started");
+    assert!(!png.exists());
     let output = elevator(&["sim", "-s", "none", "--format", "json", "-o", path_str(&png)]);
     assert!(output.status.success(), "{}", stderr(&output));
 
