@@ -567,6 +567,27 @@ mod tests {
         assert_eq!(page, html(&report()), "deterministic");
     }
 
+    // Proves odd reports draw rather than fail: no runs at all, a run without phases, and a
+    // phase without operations (nothing to put on a log axis).
+    #[test]
+    fn empty_reports_draw() {
+        let empty = Report::new(1, "0.1.0");
+        assert!(roxmltree::Document::parse(&svg(&empty)).is_ok());
+        assert!(html(&empty).contains("</html>"));
+        let mut report = report();
+        report.runs.truncate(2);
+        report.runs[0].phases.clear();
+        for phase in &mut report.runs[1].phases {
+            phase.ops = 0;
+            phase.bytes = 0;
+            phase.latency_ns = LatencySummary::default();
+            phase.issuers.clear();
+        }
+        let page = html(&report);
+        assert_eq!(page.matches("<section class=\"experiment\"").count(), 1);
+        assert!(roxmltree::Document::parse(&svg(&report)).is_ok());
+    }
+
     // Proves the CDF comes from the issuers' fio histograms when they are there: its line has
     // a vertex per non-empty bucket, and the title says which kind it is.
     #[test]
