@@ -205,10 +205,24 @@ fn write_group(page: &mut String, report: &Report, index: usize, group: &[&Run])
         escape(&first.workload),
         escape(&schedulers.join(", "))
     );
-    if !first.config.is_empty() {
-        page.push_str("<details><summary>settings</summary><table class=\"config\">\n");
-        for (key, value) in &first.config {
-            let _ = writeln!(page, "<tr><td>{}</td><td>{}</td></tr>", escape(key), escape(value));
+    // Every run's resolved settings, a column per scheduler (the scheduler's tunables differ).
+    let keys: std::collections::BTreeSet<&String> =
+        group.iter().flat_map(|run| run.config.keys()).collect();
+    if !keys.is_empty() {
+        page.push_str(
+            "<details><summary>settings</summary><table class=\"config\">\n<tr><th>key</th>",
+        );
+        for scheduler in &schedulers {
+            let _ = write!(page, "<th>{}</th>", escape(scheduler));
+        }
+        page.push_str("</tr>\n");
+        for key in keys {
+            let _ = write!(page, "<tr><td>{}</td>", escape(key));
+            for run in group {
+                let value = run.config.get(key).map_or("", String::as_str);
+                let _ = write!(page, "<td>{}</td>", escape(value));
+            }
+            page.push_str("</tr>\n");
         }
         page.push_str("</table></details>\n");
     }

@@ -1,5 +1,5 @@
 //! What elevator measures and how it reports it: latency recorders, the versioned report model
-//! (`elevator.report/1`), and renderers for tables, JSON and CSV.
+//! (`elevator.report/1`), and renderers for tables, JSON, CSV, SVG charts and one HTML page.
 //!
 //! The model is one data structure for every mode — simulated, live and the kernel's own
 //! schedulers — so runs of all three can be put side by side. JSON field names carry their
