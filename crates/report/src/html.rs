@@ -82,16 +82,22 @@ struct Section<'a> {
     rows: Vec<(&'a Run, Option<&'a Phase>)>,
 }
 
-/// The group's phases, by the first run's phase names.
+/// The group's phases, named in the order the runs first have them (a run that stopped early
+/// may lack some).
 fn sections<'a>(group: &[&'a Run]) -> Vec<Section<'a>> {
-    group[0]
-        .phases
-        .iter()
-        .map(|phase| Section {
-            name: phase.name.clone(),
+    let mut names: Vec<&str> = Vec::new();
+    for phase in group.iter().flat_map(|run| &run.phases) {
+        if !names.contains(&phase.name.as_str()) {
+            names.push(&phase.name);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| Section {
+            name: name.to_owned(),
             rows: group
                 .iter()
-                .map(|run| (*run, run.phases.iter().find(|p| p.name == phase.name)))
+                .map(|run| (*run, run.phases.iter().find(|p| p.name == name)))
                 .collect(),
         })
         .collect()
@@ -599,6 +605,8 @@ mod tests {
         }
         let page = html(&report);
         assert_eq!(page.matches("<section class=\"experiment\"").count(), 1);
+        // The second run's phases are shown though the first run has none.
+        assert!(page.contains("<h3>phase write</h3>") && page.contains("<h3>phase read</h3>"));
         assert!(roxmltree::Document::parse(&svg(&report)).is_ok());
     }
 
