@@ -108,6 +108,12 @@ pub(crate) enum Command {
     /// Read the top page with `elevator man | man -l -`; install all of them with
     /// `elevator man -o ~/.local/share/man/man1`.
     Man(ManArgs),
+    /// Render a saved report (the JSON elevator wrote) as a table, CSV, SVG or one HTML page.
+    ///
+    /// `elevator report run.json -o report.html` writes one self-contained page (tables, bar
+    /// charts of the "why" counters, latency CDFs, per-process shares) that opens offline;
+    /// `-o chart.svg` the main chart; no -o prints the table.
+    Report(crate::report_cmd::ReportCmdArgs),
     /// Run fio's command line: job files and command-line jobs, fio's flags and outputs.
     ///
     /// `elevator fio --output-format=json job.fio` reads what fio reads and writes what fio
@@ -612,6 +618,10 @@ pub(crate) enum ReportFormat {
     Json,
     /// A row per run and phase.
     Csv,
+    /// The main chart (a bar per scheduler), as SVG.
+    Svg,
+    /// One self-contained HTML page: tables and charts.
+    Html,
 }
 
 /// `on` or `off` (also `1`/`0`, `yes`/`no`, `true`/`false`).

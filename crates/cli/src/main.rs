@@ -14,6 +14,7 @@ mod kernel;
 mod list;
 mod manual;
 mod plan;
+mod report_cmd;
 mod run;
 mod sim;
 mod sweep;
@@ -108,7 +109,8 @@ fn main() -> ExitCode {
     }
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let result = match &args.command {
+    // A report file name no format has is refused before the run, not after it.
+    let result = report_cmd::check_output(&args.command).and_then(|()| match &args.command {
         Command::List(list_args) => list::run(list_args, &mut out),
         Command::Sim(sim_args) => sim::run_command(sim_args, &mut out),
         Command::Compare(compare_args) => compare::run_command(compare_args, &mut out),
@@ -118,8 +120,9 @@ fn main() -> ExitCode {
         Command::Trace(trace_args) => trace::run_command(trace_args, &mut out),
         Command::Completions(completions) => manual::completions(completions.shell, &mut out),
         Command::Man(man) => manual::man(man.output.as_deref(), &mut out),
+        Command::Report(report_args) => report_cmd::run(report_args, &mut out),
         Command::Fio(_) => unreachable!("handled above"),
-    };
+    });
     let result = result.and_then(|()| out.flush().map_err(anyhow::Error::from));
     match result {
         Ok(()) => ExitCode::SUCCESS,
