@@ -66,6 +66,9 @@ pub(crate) fn run_command(args: &ReplayArgs, stdout: &mut dyn Write) -> Result<(
     let argv = equivalent(args)?;
     let parsed = Args::try_parse_from(std::iter::once(OsString::from("elevator")).chain(argv))
         .map_err(|error| anyhow::anyhow!("{}", error.render()))?;
+    // As `main` does for `sim` and `run`: a report file name no format has is refused
+    // before the run.
+    crate::report_cmd::check_output(&parsed.command)?;
     match &parsed.command {
         Command::Sim(sim_args) => crate::sim::run_command(sim_args, stdout),
         Command::Run(run_args) => crate::run::run_command(run_args, stdout),
