@@ -1,8 +1,10 @@
 //! `elevator replay` and `elevator kernel compare --trace` as a user runs them: a trace
 //! written by the test replayed on a simulated device (timing as recorded, scaled, as fast as
 //! possible), bad traces refused, determinism, live on a scratch file, and under the kernel's
-//! schedulers on a loop device (as root; skipped with the reason otherwise, failed under
-//! CI=true).
+//! schedulers on a loop device; and a trace captured by `elevator trace` while real fio
+//! (installed when missing) writes, replayed. The loop-device tests need root: skipped with
+//! the reason otherwise, failed under CI=true; the devices are put back and detached, also
+//! on failure.
 
 #[path = "../../kernel/tests/support/mod.rs"]
 mod support;
