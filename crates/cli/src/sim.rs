@@ -470,7 +470,7 @@ pub(crate) fn safe_name(scheduler: &str) -> String {
 
 /// Dispatches sampled per run for an HTML report's sector-over-time picture: enough points to
 /// show the pattern, few enough for a browser to draw one panel per scheduler.
-const HTML_DISPATCH_SAMPLES: usize = 20_000;
+pub(crate) const HTML_DISPATCH_SAMPLES: usize = 20_000;
 
 /// Whether the report goes to an HTML file.
 pub(crate) fn wants_html(output: Option<&std::path::Path>) -> bool {

@@ -226,3 +226,36 @@ fn the_html_page_loads_in_headless_chromium() {
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
     assert!(png.len() > 10_000, "a picture, not a blank page ({} bytes)", png.len());
 }
+
+// Proves a run written straight to HTML draws what each elevator did: the simulator keeps a
+// sample of the dispatched requests for an `.html` output (and only then: the JSON of the same
+// run has none), and the page has one sector-over-time panel per scheduler.
+#[test]
+fn a_simulation_written_as_html_shows_each_elevators_dispatches() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("sim.html");
+    let json = dir.path().join("sim.json");
+    let run = |output: &Path| {
+        let output = elevator(&[
+            "sim",
+            "-d",
+            "hdd",
+            "-s",
+            "noop,deadline",
+            "-w",
+            "job:rw=randread,bs=4k,iodepth=4,direct=1,numjobs=2,size=1m",
+            "-o",
+            path_str(output),
+        ]);
+        assert!(output.status.success(), "{}", stderr(&output));
+    };
+    run(&html);
+    run(&json);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("What the elevator did"), "no dispatch picture");
+    for scheduler in ["noop", "deadline"] {
+        assert!(page.contains(&format!("dispatches: {scheduler}")), "no panel for {scheduler}");
+    }
+    let saved = std::fs::read_to_string(&json).unwrap();
+    assert!(!saved.contains("\"dispatches\""), "the JSON kept dispatch samples");
+}

@@ -262,6 +262,7 @@ fn write_group(page: &mut String, report: &Report, index: usize, group: &[&Run])
         write_shares(page, &section)?;
         page.push_str("</div>\n");
     }
+    write_dispatches(page, group)?;
     let bottlenecks: Vec<String> = group
         .iter()
         .map(|run| (run, render::bottleneck_why(run)))
@@ -284,6 +285,39 @@ fn write_group(page: &mut String, report: &Report, index: usize, group: &[&Run])
         "<details><summary>text report</summary><pre>{}</pre></details>\n</section>",
         escape(&String::from_utf8_lossy(&text))
     );
+    Ok(())
+}
+
+/// What the elevator did: the sector of each dispatched request over time, one panel per
+/// scheduler, a colour per process — from the runs' dispatch samples, when they were kept.
+fn write_dispatches(page: &mut String, group: &[&Run]) -> io::Result<()> {
+    let panels: Vec<charts::DispatchPanel> = group
+        .iter()
+        .filter_map(|run| {
+            let samples = run.dispatches.as_ref()?;
+            // Processes by order of first appearance, so colours are stable within a panel.
+            let mut processes: Vec<u32> = Vec::new();
+            let points = (0..samples.len())
+                .map(|index| {
+                    let process = samples.process[index];
+                    let colour = match processes.iter().position(|&seen| seen == process) {
+                        Some(position) => position,
+                        None => {
+                            processes.push(process);
+                            processes.len() - 1
+                        }
+                    };
+                    (samples.time_ns[index] as f64 / 1e9, samples.sector[index], colour)
+                })
+                .collect();
+            Some((run.scheduler.clone(), points))
+        })
+        .collect();
+    if panels.is_empty() {
+        return Ok(());
+    }
+    page.push_str("<h3>What the elevator did: sector of each dispatched request over time</h3>\n");
+    page.push_str(&inline_svg(&charts::dispatch_scatter(&panels)?));
     Ok(())
 }
 
@@ -517,6 +551,7 @@ mod tests {
             partial: false,
             partial_reason: None,
             host_cpu: None,
+            dispatches: None,
         }
     }
 
