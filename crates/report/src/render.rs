@@ -189,7 +189,8 @@ pub(crate) fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<(
                     let queue = phase.queue_stats.as_ref().expect("checked above");
                     let line = why_line(&run.scheduler, queue, queue.idle_ns);
                     let cpu = bottleneck_why(run);
-                    writeln!(out, "  {line}{}{cpu}", iscsi_why(&phase.counters))?;
+                    let replay = replay_why(&phase.counters);
+                    writeln!(out, "  {line}{}{replay}{cpu}", iscsi_why(&phase.counters))?;
                 }
             } else {
                 why_per_phase = false;
@@ -255,7 +256,11 @@ fn write_why(out: &mut dyn Write, group: &[&Run]) -> io::Result<()> {
         // An iSCSI target's phases say how the initiator's reads reached its scheduler.
         let iscsi =
             run.phases.iter().map(|phase| iscsi_why(&phase.counters)).find(|s| !s.is_empty());
-        writeln!(out, "  {line}{}{}", iscsi.unwrap_or_default(), bottleneck_why(run))?;
+        // A replayed trace says how far its timing drifted (live and kernel runs).
+        let replay =
+            run.phases.iter().map(|phase| replay_why(&phase.counters)).find(|s| !s.is_empty());
+        let (iscsi, replay) = (iscsi.unwrap_or_default(), replay.unwrap_or_default());
+        writeln!(out, "  {line}{iscsi}{replay}{}", bottleneck_why(run))?;
     }
     Ok(())
 }
@@ -483,6 +488,23 @@ fn iscsi_why(counters: &std::collections::BTreeMap<String, u64>) -> String {
     )
 }
 
+/// How far a replayed trace's issue times drifted from the recorded ones
+/// (`workload::trace_replay`'s counters): the mean and largest lateness, and how many I/Os
+/// were later than the replay's `late` threshold. Empty when the phase replayed nothing.
+fn replay_why(counters: &std::collections::BTreeMap<String, u64>) -> String {
+    let ios = counters.get("replay_ios").copied().unwrap_or(0);
+    if ios == 0 {
+        return String::new();
+    }
+    let get = |name: &str| counters.get(name).copied().unwrap_or(0);
+    let mean_us = get("replay_drift_total_ns") as f64 / ios as f64 / 1e3;
+    format!(
+        "; replay: {ios} I/Os, drift mean {mean_us:.1} us, max {:.1} us, {} late",
+        get("replay_drift_max_ns") as f64 / 1e3,
+        get("replay_ios_late"),
+    )
+}
+
 /// The footnote of the phase tables: fio's convention (kB, MB powers of ten; KiB, MiB powers
 /// of two), of which these tables use the decimal MB.
 pub(crate) const PHASE_TABLE_UNITS: &str = "units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s";
@@ -668,6 +690,29 @@ fn render_csv(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+
+    // Proves the why line of a replayed trace says its drift: the mean from the total and the
+    // count (not a sum of per-issuer means), the max and the late I/Os; and that a phase that
+    // replayed nothing says nothing.
+    #[test]
+    fn a_replay_says_how_far_its_timing_drifted() {
+        let counters: std::collections::BTreeMap<String, u64> = [
+            ("replay_ios", 4),
+            ("replay_drift_total_ns", 10_000),
+            ("replay_drift_mean_ns", 2_500),
+            ("replay_drift_max_ns", 7_000),
+            ("replay_ios_late", 1),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+        assert_eq!(
+            replay_why(&counters),
+            "; replay: 4 I/Os, drift mean 2.5 us, max 7.0 us, 1 late"
+        );
+        assert_eq!(replay_why(&std::collections::BTreeMap::new()), "");
+    }
+
     use super::*;
     use crate::model::tests::host_cpu;
 
