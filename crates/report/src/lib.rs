@@ -19,13 +19,15 @@ pub mod metrics;
 pub mod model;
 pub mod output;
 pub mod render;
+pub mod series;
 mod tools;
 
 pub use metrics::{ErrorDirection, LatencyRecorder, PhaseRecorder};
 pub use model::{
     Bottleneck, CoreCpu, DeviceStats, DirectionSummary, HostCpu, IoErrors, IssuerLatency,
     IssuerSummary, LatencyMethod, LatencySummary, LockCpu, Mode, PATH_STEPS, Phase, QueueStats,
-    Report, Run, SCHEMA, SchedulerStats, ThreadCpu, Tool,
+    Report, Run, SCHEMA, SchedulerStats, Series, SeriesInterval, SeriesLatency, SeriesLine, ThreadCpu,
+    Tool,
 };
 pub use output::{WriteError, write_report};
 pub use render::{Format, render};
