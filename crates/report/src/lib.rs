@@ -26,8 +26,8 @@ pub use metrics::{ErrorDirection, LatencyRecorder, PhaseRecorder};
 pub use model::{
     Bottleneck, CoreCpu, DeviceStats, DirectionSummary, HostCpu, IoErrors, IssuerLatency,
     IssuerSummary, LatencyMethod, LatencySummary, LockCpu, Mode, PATH_STEPS, Phase, QueueStats,
-    Report, Run, SCHEMA, SchedulerStats, Series, SeriesInterval, SeriesLatency, SeriesLine, ThreadCpu,
-    Tool,
+    Report, Run, SCHEMA, SchedulerStats, Series, SeriesInterval, SeriesLatency, SeriesLine,
+    ThreadCpu, Tool,
 };
 pub use output::{WriteError, write_report};
 pub use render::{Format, render};

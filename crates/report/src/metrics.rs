@@ -15,10 +15,10 @@ use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
 use crate::fio::{FioDirection, JobStats};
-use crate::series::{self, SeriesRecorder};
 use crate::model::{
     DirectionSummary, IoErrors, IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Phase,
 };
+use crate::series::{self, SeriesRecorder};
 
 /// Significant digits of a phase's latency histogram.
 pub const PHASE_DIGITS: u8 = 3;
@@ -178,8 +178,11 @@ impl PhaseRecorder {
     /// A phase that starts at `started`, with issuers named `issuer_names` (indexed from 0). Its
     /// series is recorded at the process's interval ([`series::set_interval`]).
     pub fn new(name: impl Into<String>, started: Instant, issuer_names: Vec<String>) -> Self {
-        let series =
-            SeriesRecorder::new(started, series::interval(), issuer_names.iter().map(String::as_str));
+        let series = SeriesRecorder::new(
+            started,
+            series::interval(),
+            issuer_names.iter().map(String::as_str),
+        );
         PhaseRecorder {
             name: name.into(),
             started,
