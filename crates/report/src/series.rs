@@ -442,6 +442,38 @@ mod tests {
         assert_eq!(done.lines[0].intervals[0].latency_ns.max, 900_000_000);
     }
 
+    // Proves memory is bounded by lines and intervals, not operations: a hundred thousand more
+    // operations in the open interval take no more memory, and each later interval adds one
+    // small summary, the histogram being reused.
+    #[test]
+    fn memory_grows_with_intervals_not_operations() {
+        let mut series = SeriesRecorder::new(at_ms(0), Duration::from_millis(1), ["a"]);
+        let read = Some(FioDirection::Read);
+        let record = |series: &mut SeriesRecorder, nanos: u64, latency_ns: u64| {
+            let done = Instant::from_nanos(nanos);
+            series.record(0, read, 4096, Instant::from_nanos(nanos - latency_ns), done);
+        };
+        for latency_ns in 1..=1000 {
+            record(&mut series, 1_000_000, latency_ns * 997);
+        }
+        let one_interval = series.memory_bytes();
+        for index in 0..100_000u64 {
+            record(&mut series, 1_000_000, 1 + index % 997_000);
+        }
+        assert_eq!(series.memory_bytes(), one_interval, "no memory per operation");
+        for interval in 1..=1000u64 {
+            for latency_ns in 1..=100 {
+                record(&mut series, 1_000_000 * (interval + 1), latency_ns * 9_000);
+            }
+        }
+        let per_interval = (series.memory_bytes() - one_interval) / 1000;
+        assert!(per_interval <= 2 * std::mem::size_of::<ClosedInterval>(), "{per_interval}");
+        assert_eq!(
+            series.finish(Instant::from_nanos(1_001_000_000)).lines[0].intervals.len(),
+            1001
+        );
+    }
+
     // Proves the accepted range is enforced and named.
     #[test]
     fn intervals_outside_the_range_are_refused() {
