@@ -32,6 +32,7 @@
 //!   configuration: the simulator's runner, which makes the recorders, belongs to another part
 //!   of the code and takes no interval yet. Every run in a process uses the same interval.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use elevator_core::{Duration, Instant};
@@ -193,17 +194,16 @@ impl SeriesRecorder {
     ) -> SeriesRecorder {
         assert!(interval.as_nanos() > 0, "a series needs an interval longer than zero");
         let mut jobs: Vec<String> = Vec::new();
+        // Lookup only (the order is `jobs`'), so thousands of issuers cost n log n.
+        let mut job_index: BTreeMap<&str, usize> = BTreeMap::new();
         let issuer_jobs = issuer_names
             .into_iter()
             .map(|name| {
                 let job = job_of(name);
-                match jobs.iter().position(|known| known == job) {
-                    Some(index) => index,
-                    None => {
-                        jobs.push(job.to_owned());
-                        jobs.len() - 1
-                    }
-                }
+                *job_index.entry(job).or_insert_with(|| {
+                    jobs.push(job.to_owned());
+                    jobs.len() - 1
+                })
             })
             .collect();
         let line_of = vec![[None; DIRECTION_NAMES.len()]; jobs.len()];
