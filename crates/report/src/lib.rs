@@ -6,7 +6,8 @@
 //! units (`duration_ns`, `throughput_bytes_per_s`); a field's meaning never changes without a
 //! schema bump. Percentiles say how they were computed ([`LatencyMethod`]): exact
 //! (nearest-rank over every sample) wherever the samples fit in memory, an HDR histogram with
-//! a stated precision otherwise.
+//! a stated precision otherwise. Every phase also records how it evolved, per job and
+//! direction, interval by interval ([`series`], `phases[].series` in the JSON).
 //!
 //! Reports are deterministic: maps are ordered, floats print the same way every time, so the
 //! same run gives byte-identical JSON.
