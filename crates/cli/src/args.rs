@@ -31,6 +31,11 @@ carry their unit (bytes, ns, bytes_per_s).";
     after_long_help = UNITS_HELP
 )]
 pub(crate) struct Args {
+    /// No progress bars or spinners on stderr (they appear only on a terminal anyway, and only
+    /// for runs longer than about two seconds).
+    #[arg(long, short = 'q', global = true)]
+    pub(crate) quiet: bool,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -82,6 +87,15 @@ pub(crate) enum Command {
     /// original scheduler, tunables and nr_requests back when it ends, fails or is
     /// interrupted. Changing anything needs root.
     Kernel(KernelArgs),
+    /// Capture a block device's I/O through tracefs block tracepoints, as fio's iolog or
+    /// blkparse's text.
+    ///
+    /// Records each request's dispatch (D) and completion (C), with --queue each bio's
+    /// arrival (Q) and insertion (I), in a tracefs instance of its own (the global trace
+    /// buffer and other tracing stay untouched), for --duration or until Ctrl-C. Mounts
+    /// tracefs at /sys/kernel/tracing when it is not mounted, and unmounts it afterwards;
+    /// the instance is removed on every exit. Needs root.
+    Trace(crate::trace::TraceArgs),
     /// Print a shell completion script: bash, zsh, fish, elvish or powershell.
     ///
     /// bash: `elevator completions bash > ~/.local/share/bash-completion/completions/elevator`;
@@ -94,6 +108,12 @@ pub(crate) enum Command {
     /// Read the top page with `elevator man | man -l -`; install all of them with
     /// `elevator man -o ~/.local/share/man/man1`.
     Man(ManArgs),
+    /// Render a saved report (the JSON elevator wrote) as a table, CSV, SVG or one HTML page.
+    ///
+    /// `elevator report run.json -o report.html` writes one self-contained page (tables, bar
+    /// charts of the "why" counters, latency CDFs, per-process shares) that opens offline;
+    /// `-o chart.svg` the main chart; no -o prints the table.
+    Report(crate::report_cmd::ReportCmdArgs),
     /// Run fio's command line: job files and command-line jobs, fio's flags and outputs.
     ///
     /// `elevator fio --output-format=json job.fio` reads what fio reads and writes what fio
@@ -619,6 +639,10 @@ pub(crate) enum ReportFormat {
     Json,
     /// A row per run and phase.
     Csv,
+    /// The main chart (a bar per scheduler), as SVG.
+    Svg,
+    /// One self-contained HTML page: tables and charts.
+    Html,
 }
 
 /// `on` or `off` (also `1`/`0`, `yes`/`no`, `true`/`false`).

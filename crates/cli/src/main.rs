@@ -14,10 +14,12 @@ mod kernel;
 mod list;
 mod manual;
 mod plan;
+mod report_cmd;
 mod run;
 mod sim;
 mod sweep;
 mod term;
+mod trace;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -101,6 +103,7 @@ fn main() -> ExitCode {
         return fio_main(&rest);
     }
     let args = Args::parse();
+    term::set_quiet(args.quiet);
     if let Command::Fio(fio_args) = &args.command {
         return fio_main(&fio_args.args);
     }
@@ -109,17 +112,20 @@ fn main() -> ExitCode {
     }
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let result = match &args.command {
+    // A report file name no format has is refused before the run, not after it.
+    let result = report_cmd::check_output(&args.command).and_then(|()| match &args.command {
         Command::List(list_args) => list::run(list_args, &mut out),
         Command::Sim(sim_args) => sim::run_command(sim_args, &mut out),
         Command::Compare(compare_args) => compare::run_command(compare_args, &mut out),
         Command::Sweep(sweep_args) => sweep::run_command(sweep_args, &mut out),
         Command::Run(run_args) => run::run_command(run_args, &mut out),
         Command::Kernel(kernel_args) => kernel::run_command(kernel_args, &mut out),
+        Command::Trace(trace_args) => trace::run_command(trace_args, &mut out),
         Command::Completions(completions) => manual::completions(completions.shell, &mut out),
         Command::Man(man) => manual::man(man.output.as_deref(), &mut out),
+        Command::Report(report_args) => report_cmd::run(report_args, &mut out),
         Command::Fio(_) => unreachable!("handled above"),
-    };
+    });
     let result = result.and_then(|()| out.flush().map_err(anyhow::Error::from));
     match result {
         Ok(()) => ExitCode::SUCCESS,

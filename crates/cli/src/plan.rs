@@ -36,18 +36,21 @@ impl From<ReportFormat> for Format {
             ReportFormat::Table => Format::Table,
             ReportFormat::Json => Format::Json,
             ReportFormat::Csv => Format::Csv,
+            ReportFormat::Svg => Format::Svg,
+            ReportFormat::Html => Format::Html,
         }
     }
 }
 
 /// Writes `report` where and how `args` ask (`-o`, `--format`), else as a table on `stdout`.
+/// An `-o` extension that names no format (and no `--format`) is an input error (exit 2).
 pub(crate) fn write_report(
     report: &Report,
     args: &ReportArgs,
     stdout: &mut dyn Write,
 ) -> Result<()> {
     let output = args.output.as_deref();
-    let format = Format::resolve(args.format.map(Format::from), output);
+    let format = Format::try_resolve(args.format.map(Format::from), output)?;
     Ok(elevator_report::write_report(report, format, output, stdout)?)
 }
 

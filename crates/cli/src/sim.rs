@@ -1,16 +1,20 @@
 //! `elevator sim`: one workload on one device under each scheduler, side by side.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use elevator_report::Report;
 use elevator_report::fio::{self, FioJobSetup, FioSetup};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
-use elevator_sim::{Bounds, DeviceSpec, HostSpec, QueueSettings, SimConfig, run};
+use elevator_sim::{
+    Bounds, DeviceSpec, HostSpec, QueueSettings, SimConfig, SimProgress, run_watched,
+};
 use elevator_workload::WorkloadSpec;
 
 use crate::args::SimArgs;
 use crate::plan;
+use crate::term;
 
 /// A validated `sim` invocation.
 struct Plan {
@@ -46,6 +50,12 @@ fn plan(args: &SimArgs) -> Result<Plan> {
         },
         bounds: Bounds::default(),
         check_invariants: args.check || elevator_sim::CHECK_BY_DEFAULT,
+        // An HTML report draws what the elevator did: keep a sample of the dispatches.
+        dispatch_samples: if wants_html(args.report.output.as_deref()) {
+            HTML_DISPATCH_SAMPLES
+        } else {
+            0
+        },
     };
     Ok(Plan { config, schedulers, workload })
 }
@@ -60,11 +70,17 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
     )?;
     let plan = plan(args)?;
     // Independent runs go in parallel; results are reported in the order asked for.
+    let watched: Vec<(String, Arc<SimProgress>)> = plan
+        .schedulers
+        .iter()
+        .map(|scheduler| (scheduler.to_string(), Arc::new(SimProgress::default())))
+        .collect();
     let results: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = plan
             .schedulers
             .iter()
-            .map(|scheduler| {
+            .zip(&watched)
+            .map(|(scheduler, (_, progress))| {
                 let config = &plan.config;
                 // With several schedulers each run writes its own `write_iolog` file.
                 let workload = if plan.schedulers.len() > 1 {
@@ -72,9 +88,10 @@ pub(crate) fn run_command(args: &SimArgs, stdout: &mut dyn Write) -> Result<()> 
                 } else {
                     plan.workload.clone()
                 };
-                scope.spawn(move || run(config, scheduler, &workload))
+                scope.spawn(move || run_watched(config, scheduler, &workload, progress))
             })
             .collect();
+        term::watch_simulations(&watched, || handles.iter().all(|handle| handle.is_finished()));
         handles
             .into_iter()
             .map(|handle| handle.join().expect("a simulation thread panicked"))
@@ -449,4 +466,16 @@ pub(crate) fn safe_name(scheduler: &str) -> String {
             |c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' },
         )
         .collect()
+}
+
+/// Dispatches sampled per run for an HTML report's sector-over-time picture: enough points to
+/// show the pattern, few enough for a browser to draw one panel per scheduler.
+const HTML_DISPATCH_SAMPLES: usize = 20_000;
+
+/// Whether the report goes to an HTML file.
+pub(crate) fn wants_html(output: Option<&std::path::Path>) -> bool {
+    output
+        .and_then(|path| path.extension())
+        .and_then(|extension| extension.to_str())
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("html"))
 }

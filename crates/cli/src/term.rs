@@ -5,8 +5,25 @@
 use elevator_live::run::Progress;
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// Live progress appears only for runs longer than this; short runs would just flicker.
-const LIVE_PROGRESS_AFTER_SECS: f64 = 3.0;
+/// Progress appears only for runs longer than this; short runs would just flicker.
+const PROGRESS_AFTER_SECS: f64 = 2.0;
+
+/// `--quiet`: no progress at all.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turns progress display off (`--quiet`) or on, for the whole process.
+pub(crate) fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A bar that draws on stderr, or a hidden one under `--quiet` (indicatif hides it anyway
+/// when stderr is not a terminal).
+fn visible(bar: ProgressBar) -> ProgressBar {
+    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar
+}
 
 /// SIGINT, SIGTERM and SIGHUP ask a run to stop: the first sets `stop` (the run stops issuing,
 /// lets in-flight I/O finish, restores what it changed, reports what it did); a second of the
@@ -84,7 +101,7 @@ pub(crate) struct LiveProgress {
 
 impl LiveProgress {
     pub(crate) fn new() -> LiveProgress {
-        let bar = ProgressBar::new_spinner();
+        let bar = visible(ProgressBar::new_spinner());
         bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("a valid template"));
         LiveProgress { bar }
     }
@@ -92,7 +109,7 @@ impl LiveProgress {
     /// Shows where the run `label` is, once it has run long enough to be worth showing.
     pub(crate) fn show(&self, label: &str, now: &Progress) {
         let seconds = now.elapsed.as_secs_f64();
-        if seconds < LIVE_PROGRESS_AFTER_SECS {
+        if seconds < PROGRESS_AFTER_SECS {
             return;
         }
         self.bar.set_message(format!(
@@ -110,9 +127,39 @@ impl LiveProgress {
     }
 }
 
+/// The line of simulations running side by side (`elevator sim`): for each, its label, its
+/// phase and the simulated time it reached, shown once the runs took long enough.
+pub(crate) fn watch_simulations(
+    runs: &[(String, std::sync::Arc<elevator_sim::SimProgress>)],
+    finished: impl Fn() -> bool,
+) {
+    // The CLI reads the real clock: when to start showing progress is about the person waiting.
+    #[allow(clippy::disallowed_methods)]
+    let started = std::time::Instant::now();
+    let bar = visible(ProgressBar::new_spinner());
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("a valid template"));
+    while !finished() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if started.elapsed().as_secs_f64() < PROGRESS_AFTER_SECS {
+            continue;
+        }
+        let parts: Vec<String> = runs
+            .iter()
+            .map(|(label, progress)| {
+                let (phase, phases) = progress.phase();
+                let at = progress.simulated().as_secs_f64();
+                format!("{label}: phase {phase}/{phases}, {at:.2} s simulated")
+            })
+            .collect();
+        bar.set_message(format!("simulating: {}", parts.join("; ")));
+        bar.tick();
+    }
+    bar.finish_and_clear();
+}
+
 /// A bar counting finished simulations out of `total`.
 pub(crate) fn simulation_counter(total: usize) -> ProgressBar {
-    let bar = ProgressBar::new(total as u64);
+    let bar = visible(ProgressBar::new(total as u64));
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}")
             .expect("a valid template"),

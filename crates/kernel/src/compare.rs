@@ -352,6 +352,7 @@ pub fn compare_on(
                 None => elevator_live::run::STOPPED.to_owned(),
             }),
             host_cpu: None,
+            dispatches: None,
         };
         let interrupted = result.interrupted;
         runs.push(KernelRun { run, interrupted, io_errors: result.io_errors });

@@ -16,7 +16,9 @@
 //! * [`compare`] — one workload under each kernel scheduler, reported like a simulated or
 //!   live run, with a [`guard::RestoreGuard`] that leaves the device as it was found;
 //! * [`store`] — the guard's snapshot kept on disk while a device is changed, so that a
-//!   process killed outright still leaves a way back (`elevator kernel restore`).
+//!   process killed outright still leaves a way back (`elevator kernel restore`);
+//! * [`trace`] — a device's block I/O captured through tracefs tracepoints (`elevator
+//!   trace`), written as fio's iolog or blkparse's text.
 //!
 //! Every function takes a [`sysfs::Sysfs`], the real `/sys` or a fake tree in a temp
 //! directory, so the driver's logic and its error paths are testable without a kernel.
@@ -32,6 +34,7 @@ pub mod persist;
 pub mod queue;
 pub mod store;
 pub mod sysfs;
+pub mod trace;
 
 pub use compare::{CompareOptions, KernelRun, KernelScheduler};
 pub use error::KernelError;

@@ -855,6 +855,7 @@ impl Driver<'_> {
             partial: false,
             partial_reason: None,
             host_cpu: None,
+            dispatches: None,
             device_stats: DeviceStats {
                 requests: reactor.transfers,
                 busy_ns: reactor.busy_ns,

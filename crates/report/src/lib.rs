@@ -1,5 +1,5 @@
 //! What elevator measures and how it reports it: latency recorders, the versioned report model
-//! (`elevator.report/1`), and renderers for tables, JSON and CSV.
+//! (`elevator.report/1`), and renderers for tables, JSON, CSV, SVG charts and one HTML page.
 //!
 //! The model is one data structure for every mode — simulated, live and the kernel's own
 //! schedulers — so runs of all three can be put side by side. JSON field names carry their
@@ -15,7 +15,9 @@
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, unreachable_pub)]
 
+pub mod charts;
 pub mod fio;
+pub mod html;
 pub mod metrics;
 pub mod model;
 pub mod output;
@@ -25,10 +27,10 @@ mod tools;
 
 pub use metrics::{ErrorDirection, LatencyRecorder, PhaseRecorder};
 pub use model::{
-    Bottleneck, CoreCpu, DeviceStats, DirectionSummary, HostCpu, IoErrors, IssuerLatency,
+    Bottleneck, CoreCpu, DeviceStats, DirectionSummary, DispatchSamples, HostCpu, IoErrors, IssuerLatency,
     IssuerSummary, LatencyMethod, LatencySummary, LockCpu, Mode, PATH_STEPS, Phase, QueueStats,
     Report, Run, SCHEMA, SchedulerStats, Series, SeriesInterval, SeriesLatency, SeriesLine,
     ThreadCpu, Tool,
 };
-pub use output::{WriteError, write_report};
+pub use output::{UnknownExtension, WriteError, write_report};
 pub use render::{Format, render};

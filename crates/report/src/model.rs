@@ -102,6 +102,108 @@ pub struct Run {
     /// (`blk-mq-host.md` §6.4). Absent where the mode does not model cores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_cpu: Option<HostCpu>,
+    /// The requests as the devices received them, sampled, for the picture of what the
+    /// elevator did (sector over time, a colour per process). Recorded when asked for (an
+    /// HTML report); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatches: Option<DispatchSamples>,
+}
+
+/// Dispatched requests, one sample in every `every`, in dispatch order: parallel vectors.
+/// When the samples reach their cap the recorder keeps every other one and doubles `every`,
+/// so a run of any length keeps an even, deterministic sample.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DispatchSamples {
+    /// One dispatched request kept in this many.
+    pub every: u64,
+    /// When each was dispatched, ns since the run started.
+    pub time_ns: Vec<u64>,
+    /// Its first sector (512-byte units).
+    pub sector: Vec<u64>,
+    /// Its size in sectors.
+    pub sectors: Vec<u32>,
+    /// The process whose bio created it (the simulator's process id).
+    pub process: Vec<u32>,
+    /// The device it went to (index in the run's devices).
+    pub device: Vec<u32>,
+    /// Whether it wrote.
+    pub write: Vec<bool>,
+}
+
+impl DispatchSamples {
+    /// An empty sample set that will hold at most `cap` samples (at least 2).
+    pub fn with_cap(cap: usize) -> DispatchSamples {
+        let cap = cap.max(2);
+        DispatchSamples {
+            every: 1,
+            time_ns: Vec::with_capacity(cap),
+            sector: Vec::with_capacity(cap),
+            sectors: Vec::with_capacity(cap),
+            process: Vec::with_capacity(cap),
+            device: Vec::with_capacity(cap),
+            write: Vec::with_capacity(cap),
+        }
+    }
+
+    /// How many samples it holds.
+    pub fn len(&self) -> usize {
+        self.time_ns.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.time_ns.is_empty()
+    }
+
+    /// Offers the `index`-th dispatched request of the run (from 0); kept when `index` is a
+    /// multiple of `every`. `cap` is the most samples held.
+    #[allow(clippy::too_many_arguments, reason = "one sample's fields, as the vectors hold them")]
+    pub fn offer(
+        &mut self,
+        cap: usize,
+        index: u64,
+        time_ns: u64,
+        sector: u64,
+        sectors: u32,
+        process: u32,
+        device: u32,
+        write: bool,
+    ) {
+        if index % self.every != 0 {
+            return;
+        }
+        if self.len() >= cap.max(2) {
+            self.halve();
+            if index % self.every != 0 {
+                return;
+            }
+        }
+        self.time_ns.push(time_ns);
+        self.sector.push(sector);
+        self.sectors.push(sectors);
+        self.process.push(process);
+        self.device.push(device);
+        self.write.push(write);
+    }
+
+    /// Keeps every other sample (those at multiples of the doubled `every`).
+    fn halve(&mut self) {
+        fn keep_even<T: Copy>(values: &mut Vec<T>) {
+            let mut index = 0;
+            values.retain(|_| {
+                let keep = index % 2 == 0;
+                index += 1;
+                keep
+            });
+        }
+        keep_even(&mut self.time_ns);
+        keep_even(&mut self.sector);
+        keep_even(&mut self.sectors);
+        keep_even(&mut self.process);
+        keep_even(&mut self.device);
+        keep_even(&mut self.write);
+        self.every *= 2;
+    }
 }
 
 /// Operations that failed, per direction (fio's `total_err`, split), and the first failure
@@ -681,6 +783,30 @@ impl HostCpu {
 
 #[cfg(test)]
 pub(crate) mod tests {
+
+    // Proves the dispatch sampler keeps an even sample within its cap whatever the run's
+    // length: every sample it holds is at a multiple of `every`, in order, and the sample is
+    // the same whether the requests came in one run or were offered one by one.
+    #[test]
+    fn dispatch_samples_thin_evenly_within_their_cap() {
+        let mut samples = DispatchSamples::with_cap(100);
+        for index in 0..10_000u64 {
+            samples.offer(100, index, index * 10, index, 8, (index % 3) as u32, 0, index % 2 == 1);
+        }
+        assert!(samples.len() <= 100 && samples.len() > 50, "{}", samples.len());
+        assert_eq!(samples.every, 128);
+        for (position, &sector) in samples.sector.iter().enumerate() {
+            assert_eq!(sector, position as u64 * samples.every);
+            assert_eq!(samples.time_ns[position], sector * 10);
+            assert_eq!(samples.write[position], sector % 2 == 1);
+        }
+        let mut small = DispatchSamples::with_cap(100);
+        for index in 0..50u64 {
+            small.offer(100, index, index, index, 8, 0, 0, false);
+        }
+        assert_eq!((small.len(), small.every), (50, 1));
+    }
+
     use super::*;
 
     /// Two cores, a kworker beside the application, one lock, three path steps and one the
@@ -756,6 +882,7 @@ pub(crate) mod tests {
             partial: false,
             partial_reason: None,
             host_cpu: None,
+            dispatches: None,
         }
     }
 

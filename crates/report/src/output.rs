@@ -10,17 +10,46 @@ use crate::render::{Format, render};
 
 impl Format {
     /// The format to write: `asked` if given, else the one `output`'s extension names
-    /// (`.json`, `.csv`), else a table. A command's `--format` wins over its `-o` file name.
+    /// (`.json`, `.csv`, `.svg`, `.html`), else a table. A command's `--format` wins over its
+    /// `-o` file name. An extension no format has also gives a table; commands use
+    /// [`Format::try_resolve`], which refuses it.
     pub fn resolve(asked: Option<Format>, output: Option<&Path>) -> Format {
+        Format::try_resolve(asked, output).unwrap_or(Format::Table)
+    }
+
+    /// As [`Format::resolve`], but an `output` whose extension names no format (`out.png`) is
+    /// an error naming the file and the accepted extensions. No extension, and `.txt`, mean a
+    /// table.
+    pub fn try_resolve(
+        asked: Option<Format>,
+        output: Option<&Path>,
+    ) -> Result<Format, UnknownExtension> {
         if let Some(format) = asked {
-            return format;
+            return Ok(format);
         }
-        match output.and_then(|path| path.extension()).and_then(|extension| extension.to_str()) {
-            Some("json") => Format::Json,
-            Some("csv") => Format::Csv,
-            _ => Format::Table,
+        let Some(path) = output else { return Ok(Format::Table) };
+        let Some(extension) = path.extension() else { return Ok(Format::Table) };
+        match extension.to_str().map(str::to_ascii_lowercase).as_deref() {
+            Some("json") => Ok(Format::Json),
+            Some("csv") => Ok(Format::Csv),
+            Some("svg") => Ok(Format::Svg),
+            Some("html" | "htm") => Ok(Format::Html),
+            Some("txt") => Ok(Format::Table),
+            _ => Err(UnknownExtension { path: path.to_owned() }),
         }
     }
+}
+
+/// An output file whose extension names no report format.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{}: unknown output extension (accepted: .json, .csv, .svg, .html, .txt or none for a \
+     table)",
+    path.display()
+)]
+pub struct UnknownExtension {
+    /// The file as given.
+    pub path: PathBuf,
 }
 
 /// A report that could not be written. Neither kind is worth retrying as is: the file's
@@ -81,6 +110,21 @@ mod tests {
         assert_eq!(Format::resolve(None, Some(Path::new("out.csv"))), Format::Csv);
         assert_eq!(Format::resolve(None, Some(Path::new("out.txt"))), Format::Table);
         assert_eq!(Format::resolve(None, None), Format::Table);
+        assert_eq!(Format::resolve(None, Some(Path::new("out.svg"))), Format::Svg);
+        assert_eq!(Format::resolve(None, Some(Path::new("out.HTML"))), Format::Html);
+        assert_eq!(Format::resolve(None, Some(Path::new("out"))), Format::Table);
+    }
+
+    // Proves an extension no format has is refused, naming the file and the accepted ones,
+    // unless --format says what to write.
+    #[test]
+    fn an_unknown_extension_is_refused() {
+        let png = Some(Path::new("dir/out.png"));
+        let error = Format::try_resolve(None, png).unwrap_err().to_string();
+        assert!(error.contains("dir/out.png"), "{error}");
+        assert!(error.contains(".json, .csv, .svg, .html, .txt"), "{error}");
+        assert_eq!(Format::try_resolve(Some(Format::Json), png).unwrap(), Format::Json);
+        assert_eq!(Format::try_resolve(None, Some(Path::new("r.txt"))).unwrap(), Format::Table);
     }
 
     // Proves a file that cannot be created is named in the error, and the report goes to the

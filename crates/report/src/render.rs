@@ -33,6 +33,10 @@ pub enum Format {
     Json,
     /// One row per run and phase.
     Csv,
+    /// The report's main chart as an SVG image ([`crate::html::render_svg`]).
+    Svg,
+    /// One self-contained HTML page: tables and charts ([`crate::html::render_html`]).
+    Html,
 }
 
 /// Writes `report` to `out` in `format`.
@@ -47,19 +51,21 @@ pub fn render(report: &Report, format: Format, out: &mut dyn Write) -> io::Resul
         }
         Format::Csv => render_csv(report, out),
         Format::Table => render_table(report, out),
+        Format::Svg => crate::html::render_svg(report, out),
+        Format::Html => crate::html::render_html(report, out),
     }
 }
 
-fn millis(nanos: u64) -> String {
+pub(crate) fn millis(nanos: u64) -> String {
     format!("{:.3}", nanos as f64 / 1e6)
 }
 
-fn megabytes_per_s(bytes_per_s: f64) -> String {
+pub(crate) fn megabytes_per_s(bytes_per_s: f64) -> String {
     format!("{:.2}", bytes_per_s / 1e6)
 }
 
 /// Runs that belong in one table: same experiment, device and workload.
-fn groups(report: &Report) -> Vec<Vec<&Run>> {
+pub(crate) fn groups(report: &Report) -> Vec<Vec<&Run>> {
     let mut groups: Vec<Vec<&Run>> = Vec::new();
     for run in &report.runs {
         let key = |r: &Run| (r.experiment.clone(), r.device.clone(), r.workload.clone());
@@ -90,7 +96,7 @@ fn write_table(out: &mut dyn Write, table: &Table) -> io::Result<()> {
     Ok(())
 }
 
-fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     for (index, group) in groups(report).iter().enumerate() {
         if index > 0 {
             writeln!(out)?;
@@ -144,40 +150,9 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 .filter_map(|run| run.phases.iter().find(|p| p.name == name).map(|p| (*run, p)))
                 .collect();
             writeln!(out, "phase {name}:")?;
-            let mut table = new_table(&[
-                " scheduler",
-                "MB/s",
-                "IOPS",
-                "mean ms",
-                "p50 ms",
-                "p99 ms",
-                "p99.9 ms",
-                "max ms",
-                "merged",
-                "idle ms",
-            ]);
+            let mut table = new_table(&PHASE_COLUMNS);
             for (run, phase) in &rows {
-                let latency = phase.latency_ns;
-                // The phase's own block-layer figures where the run has them.
-                let (merged, idle_ns) = match &phase.queue_stats {
-                    Some(queue) => (
-                        queue.back_merges + queue.front_merges + queue.requests_fused,
-                        queue.idle_ns,
-                    ),
-                    None => (run.scheduler_stats.merged, run.scheduler_stats.idle_ns),
-                };
-                table.add_row(vec![
-                    format!(" {}", run.scheduler),
-                    megabytes_per_s(phase.throughput_bytes_per_s),
-                    format!("{:.0}", phase.iops),
-                    millis(latency.mean),
-                    millis(latency.p50),
-                    millis(latency.p99),
-                    millis(latency.p99_9),
-                    millis(latency.max),
-                    merged.to_string(),
-                    millis(idle_ns),
-                ]);
+                table.add_row(phase_cells(run, phase));
             }
             write_table(out, &table)?;
             if rows.iter().any(|(_, phase)| phase.issuers.len() > 1) {
@@ -229,6 +204,45 @@ fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// The columns of a phase table (the first is indented, as comfy-table prints no border).
+pub(crate) const PHASE_COLUMNS: [&str; 10] = [
+    " scheduler",
+    "MB/s",
+    "IOPS",
+    "mean ms",
+    "p50 ms",
+    "p99 ms",
+    "p99.9 ms",
+    "max ms",
+    "merged",
+    "idle ms",
+];
+
+/// A phase table's row for `phase` of `run`, as [`PHASE_COLUMNS`] name them: the text table
+/// and the HTML page show the same figures.
+pub(crate) fn phase_cells(run: &Run, phase: &Phase) -> Vec<String> {
+    let latency = phase.latency_ns;
+    // The phase's own block-layer figures where the run has them.
+    let (merged, idle_ns) = match &phase.queue_stats {
+        Some(queue) => {
+            (queue.back_merges + queue.front_merges + queue.requests_fused, queue.idle_ns)
+        }
+        None => (run.scheduler_stats.merged, run.scheduler_stats.idle_ns),
+    };
+    vec![
+        format!(" {}", run.scheduler),
+        megabytes_per_s(phase.throughput_bytes_per_s),
+        format!("{:.0}", phase.iops),
+        millis(latency.mean),
+        millis(latency.p50),
+        millis(latency.p99),
+        millis(latency.p99_9),
+        millis(latency.max),
+        merged.to_string(),
+        millis(idle_ns),
+    ]
+}
+
 /// One compact line per run saying why its figures are what they are: what the scheduler had
 /// to work with (merges, plugs, how many requests it held, how many the device did), how far
 /// the head moved, how long the scheduler idled, how long processes waited for a request, and
@@ -271,7 +285,7 @@ fn why_line(scheduler: &str, queue: &crate::model::QueueStats, idle_ns: u64) -> 
 /// The device's busy share is `DeviceStats::busy_ns` over `HostCpu::window_ns`. With several
 /// devices `busy_ns` is their sum, so the share can pass 100 % and "device" then means the
 /// devices together, not that one of them is saturated (see the module's deviations).
-fn bottleneck_why(run: &Run) -> String {
+pub(crate) fn bottleneck_why(run: &Run) -> String {
     let Some(cpu) = &run.host_cpu else { return String::new() };
     let device_percent = device_busy_percent(run, cpu);
     let over = if run.phases.len() > 1 { " over the run" } else { "" };
@@ -471,7 +485,7 @@ fn iscsi_why(counters: &std::collections::BTreeMap<String, u64>) -> String {
 
 /// The footnote of the phase tables: fio's convention (kB, MB powers of ten; KiB, MiB powers
 /// of two), of which these tables use the decimal MB.
-const PHASE_TABLE_UNITS: &str = "units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s";
+pub(crate) const PHASE_TABLE_UNITS: &str = "units: MB = 10^6 bytes (MiB = 2^20); ms = 10^-3 s";
 
 /// A tool's table: a row per scheduler, then the best of each column.
 fn render_tool_table(
@@ -508,7 +522,7 @@ fn render_tool_table(
 
 /// Names the best scheduler for throughput and for p99 latency, with the margin over the
 /// worst.
-fn best_line(rows: &[(&Run, &Phase)]) -> String {
+pub(crate) fn best_line(rows: &[(&Run, &Phase)]) -> String {
     let by_throughput = |a: &&(&Run, &Phase), b: &&(&Run, &Phase)| {
         a.1.throughput_bytes_per_s.total_cmp(&b.1.throughput_bytes_per_s)
     };

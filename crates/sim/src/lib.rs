@@ -38,6 +38,6 @@ pub const DEFAULT_WORKLOAD: &str = "job:rw=read,bs=64k,numjobs=2,offset_incremen
 pub use device::{DeviceKind, DeviceModel, DeviceSpec};
 pub use host::spec::HostSpec;
 pub use runner::{
-    Bounds, CHECK_BY_DEFAULT, QueueSettings, RunAudit, SimConfig, SimError, run, run_audited,
-    run_plan, targets,
+    Bounds, CHECK_BY_DEFAULT, QueueSettings, RunAudit, SimConfig, SimError, SimProgress, run,
+    run_audited, run_plan, run_watched, targets,
 };

@@ -141,6 +141,9 @@ pub struct SimConfig {
     /// Audit every queue after every event ([`CHECK_BY_DEFAULT`]: on in debug builds, and so
     /// in every test, off in release builds, where it would cost more than the simulation).
     pub check_invariants: bool,
+    /// Keep at most this many samples of the dispatched requests in the report
+    /// ([`elevator_report::DispatchSamples`], for an HTML report's picture); 0: none.
+    pub dispatch_samples: usize,
 }
 
 /// Whether simulations audit their queues unless told otherwise: in debug builds (every test
@@ -157,6 +160,7 @@ impl SimConfig {
             queue: QueueSettings::default(),
             bounds: Bounds::default(),
             check_invariants: CHECK_BY_DEFAULT,
+            dispatch_samples: 0,
         }
     }
 }
@@ -222,6 +226,43 @@ pub fn run(
     run_audited(config, scheduler, workload).map(|(run, _)| run)
 }
 
+/// How far a running simulation got, for a progress display on another thread: the simulated
+/// time and the phase, updated every few thousand events. Reading it never changes the run.
+#[derive(Debug, Default)]
+pub struct SimProgress {
+    simulated_ns: std::sync::atomic::AtomicU64,
+    phase: std::sync::atomic::AtomicUsize,
+    phases: std::sync::atomic::AtomicUsize,
+}
+
+impl SimProgress {
+    /// Simulated time reached.
+    pub fn simulated(&self) -> elevator_core::Duration {
+        elevator_core::Duration::from_nanos(
+            self.simulated_ns.load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// The phase running (from 1) and how many there are; (0, 0) before the first.
+    pub fn phase(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.phase.load(Relaxed), self.phases.load(Relaxed))
+    }
+}
+
+/// Events between two updates of a [`SimProgress`].
+const PROGRESS_EVERY_EVENTS: u64 = 1 << 14;
+
+/// [`run`], reporting its progress in `progress` as it goes.
+pub fn run_watched(
+    config: &SimConfig,
+    scheduler: &SchedulerSpec,
+    workload: &WorkloadSpec,
+    progress: &std::sync::Arc<SimProgress>,
+) -> Result<Run, SimError> {
+    run_audited_watched(config, scheduler, workload, Some(progress.clone())).map(|(run, _)| run)
+}
+
 /// What a finished run held at its peak, for checking that its memory stayed bounded (the
 /// seeded sweep, [`crate::sweep`]). Counts, not bytes: each is a structure whose entries
 /// have a fixed size.
@@ -266,6 +307,15 @@ pub fn run_audited(
     scheduler: &SchedulerSpec,
     workload: &WorkloadSpec,
 ) -> Result<(Run, RunAudit), SimError> {
+    run_audited_watched(config, scheduler, workload, None)
+}
+
+fn run_audited_watched(
+    config: &SimConfig,
+    scheduler: &SchedulerSpec,
+    workload: &WorkloadSpec,
+    progress: Option<std::sync::Arc<SimProgress>>,
+) -> Result<(Run, RunAudit), SimError> {
     // The topology is built once: device models can be costly to set up (zone tables).
     let topology = config.device.topology()?;
     let targets = topology_targets(&topology);
@@ -283,7 +333,7 @@ pub fn run_audited(
         // A job file's run carries fio's disk_util figures for its outputs.
         disk_stats: !reporting.is_empty(),
     };
-    run_topology(config, scheduler, topology, plan, &label, &settings, fio)
+    run_topology(config, scheduler, topology, plan, &label, &settings, Watch { fio, progress })
 }
 
 /// What a run records for fio's outputs beyond elevator's report (elevator_report::fio).
@@ -293,6 +343,12 @@ struct FioRecording {
     io_samples: bool,
     /// Each device's `/proc/diskstats` figures, for `disk_util`.
     disk_stats: bool,
+}
+
+/// What a run records beside its report, and who watches it.
+struct Watch {
+    fio: FioRecording,
+    progress: Option<std::sync::Arc<SimProgress>>,
 }
 
 /// The devices `config` stands for, as workloads address them.
@@ -344,7 +400,8 @@ pub fn run_plan(
     settings: &[(String, String)],
 ) -> Result<Run, SimError> {
     let fio = FioRecording::default();
-    run_topology(config, scheduler, config.device.topology()?, plan, label, settings, fio)
+    let watch = Watch { fio, progress: None };
+    run_topology(config, scheduler, config.device.topology()?, plan, label, settings, watch)
         .map(|(run, _)| run)
 }
 
@@ -355,8 +412,9 @@ fn run_topology(
     plan: elevator_workload::WorkloadPlan,
     label: &str,
     settings: &[(String, String)],
-    fio: FioRecording,
+    watch: Watch,
 ) -> Result<(Run, RunAudit), SimError> {
+    let Watch { fio, progress } = watch;
     let files: Vec<(usize, u64)> = plan.files.iter().map(|f| (f.device, f.size_bytes)).collect();
     // A bare scheduler name runs the version the host's kernel has (a 2.6.9 host's `cfq` is
     // cfq v1, workload-mechanisms.md §4.4); the report names the version that ran.
@@ -368,6 +426,10 @@ fn run_topology(
         })
     })?;
     let mut sim = Simulation::new(config, scheduler, topology, &files)?;
+    if let Some(progress) = &progress {
+        progress.phases.store(plan.phases.len(), std::sync::atomic::Ordering::Relaxed);
+    }
+    sim.progress = progress;
     let last_phase_of = last_phase_of_each_process(&plan);
     let mut phases = Vec::with_capacity(plan.phases.len());
     let issuers_peak = plan.phases.iter().map(|phase| phase.issuers.len()).max().unwrap_or(0);
@@ -378,6 +440,9 @@ fn run_topology(
         let mut recorder = PhaseRecorder::new(phase.name, sim.now, names);
         if fio.io_samples {
             recorder.keep_io_samples();
+        }
+        if let Some(progress) = &sim.progress {
+            progress.phase.store(index + 1, std::sync::atomic::Ordering::Relaxed);
         }
         let before = sim.start_queue_window();
         sim.run_phase(phase.issuers, &exits, phase.stonewall, &mut recorder)?;
@@ -723,9 +788,16 @@ struct Simulation {
     /// Bios of direct operations waiting for their insert on the blk-mq path, by pending
     /// tag: (device, bios); the vectors are reused.
     mq_bios: Vec<(usize, Vec<Bio>)>,
-    /// Scratch for the blk-mq host's timers and actions.
-    mq_timers: Vec<(Instant, usize)>,
+    /// Scratch for the blk-mq host's actions.
     mq_actions: Vec<blkmq::Action>,
+    /// How many of the phase's issuers are done (the phase ends when all are).
+    issuers_done: usize,
+    /// Where a watcher reads how far the run got.
+    progress: Option<std::sync::Arc<SimProgress>>,
+    /// Samples of the dispatched requests, when asked for, with their cap.
+    dispatches: Option<(elevator_report::DispatchSamples, usize)>,
+    /// Requests dispatched so far (every device).
+    dispatched: u64,
 }
 
 impl Simulation {
@@ -943,8 +1015,14 @@ impl Simulation {
             fabric_actions: Vec::new(),
             mq,
             mq_bios: Vec::new(),
-            mq_timers: Vec::new(),
             mq_actions: Vec::new(),
+            issuers_done: 0,
+            progress: None,
+            dispatches: (config.dispatch_samples > 0).then(|| {
+                let cap = config.dispatch_samples;
+                (elevator_report::DispatchSamples::with_cap(cap), cap)
+            }),
+            dispatched: 0,
         })
     }
 
@@ -1021,11 +1099,12 @@ impl Simulation {
             }
         }
         self.ready = (0..self.issuers.len()).collect();
+        self.issuers_done = 0;
         let fabric_before = self.fabric.as_ref().map(|fabric| fabric.stats().clone());
         loop {
             self.run_ready_issuers(recorder, stonewall)?;
             self.pump_dirty_devices()?;
-            if self.issuers.iter().all(|slot| slot.done) {
+            if self.issuers_done == self.issuers.len() {
                 break;
             }
             let Some((at, event)) = self.events.pop() else {
@@ -1102,6 +1181,11 @@ impl Simulation {
         }
         self.now = at;
         self.event_count += 1;
+        if self.event_count % PROGRESS_EVERY_EVENTS == 0
+            && let Some(progress) = &self.progress
+        {
+            progress.simulated_ns.store(at.as_nanos(), std::sync::atomic::Ordering::Relaxed);
+        }
         if self.event_count > self.bounds.max_events {
             return Err(SimError::Bound {
                 what: "events",
@@ -1277,7 +1361,7 @@ impl Simulation {
             if let (Some(mq), BioOwner::Issuer { issuer, .. }) = (&mut self.mq, entry.owner) {
                 // blk-mq: the completion crosses the interrupt and the issuer's task_work
                 // first; the entry stays until then (`run_mq_actions`, `Deliver`).
-                mq.complete(self.now, issuer, device, index as usize);
+                mq.complete(self.now, issuer, device, index as usize, done.device_time);
                 continue;
             }
             let done = self.pending[index as usize].take().expect("checked above");
@@ -1357,12 +1441,8 @@ impl Simulation {
     /// Turns the blk-mq host's new item ends into events.
     fn schedule_mq_timers(&mut self) {
         let Some(mq) = &mut self.mq else { return };
-        let mut timers = std::mem::take(&mut self.mq_timers);
-        mq.take_timers(&mut timers);
-        for (at, core) in timers.drain(..) {
-            self.events.push(at, Event::CoreDone { core });
-        }
-        self.mq_timers = timers;
+        let events = &mut self.events;
+        mq.drain_timers(|at, core| events.push(at, Event::CoreDone { core }));
     }
 
     /// An item on a blk-mq core ended: its lock passes on, the core takes its next item, and
@@ -1720,6 +1800,7 @@ impl Simulation {
                         });
                     }
                     slot.done = true;
+                    self.issuers_done += 1;
                     recorder.extend_to(self.now);
                     if stonewall {
                         recorder.stonewall(self.now);
@@ -2269,6 +2350,21 @@ impl Simulation {
                     }
                     path_slot.commands[index] = Some(request);
                     let command = command_for(path_slot.submitter.queue(), request, path, paths);
+                    if let Some((samples, cap)) = &mut self.dispatches
+                        && let Some(dispatched) = path_slot.submitter.queue().request(request)
+                    {
+                        samples.offer(
+                            *cap,
+                            self.dispatched,
+                            self.now.as_nanos(),
+                            dispatched.start.0,
+                            dispatched.sector_count,
+                            dispatched.process.0,
+                            device as u32,
+                            dispatched.op == Op::Write,
+                        );
+                    }
+                    self.dispatched += 1;
                     match slot.link {
                         Some(link) => {
                             let link_state = &mut self.links[link];
@@ -2585,6 +2681,7 @@ impl Simulation {
                 .mq
                 .as_ref()
                 .map(|mq| mq.report(self.now, self.now.saturating_since(Instant::ZERO))),
+            dispatches: self.dispatches.as_ref().map(|(samples, _)| samples.clone()),
         }
     }
 }

@@ -200,6 +200,7 @@ impl Case {
             queue: self.queue.clone(),
             bounds: BOUNDS,
             check_invariants: true,
+            dispatch_samples: 0,
         }
     }
 

@@ -19,6 +19,23 @@
 //! [`Iolog::parse`] reads a whole log, [`Iolog::write`] writes one; write then read gives the
 //! same records.
 //!
+//! # Conversion to the common record ([`crate::TraceIo`], [`to_trace`], [`from_trace`])
+//!
+//! * `read`/`write`/`trim` become [`Op::Read`]/[`Op::Write`]/[`Op::Discard`]; `sync` and
+//!   `datasync` both become [`Op::Flush`] (a block trace sees one cache flush for either), with
+//!   their numbers kept as offset and size; a flush is written back as `sync`.
+//! * The file name is the record's `device`; `add`, `open` and `close` are not I/O and are
+//!   dropped on reading. The writer adds each file (`add`, `open`) before its first I/O and
+//!   closes every file after the last, as fio's `write_iolog` does; a record with no device
+//!   goes to the file `trace.0`.
+//! * Version 3's µs become ns; on writing, ns are cut to whole µs (lost: the rest).
+//! * Version 2 has no timestamps: an I/O's time is the last `wait`'s value read as ms (fio's
+//!   code sleeps until that many ms after it started), 0 before any `wait`. The writer puts a
+//!   `wait` before each I/O whose whole ms differ from the last wait's (lost: the rest below a
+//!   ms; fio would also skip waits it is already past).
+//! * Lost on writing: pid, process, flags, priority, latency. A size of 4 GiB or more is
+//!   refused (fio reads a 32-bit length).
+//!
 //! # Deviations from fio
 //!
 //! * fio reports a bad line (an unknown action, a wrong number of fields, a `wait` in
@@ -388,6 +405,115 @@ impl fmt::Display for Version {
             Version::V3 => HEADER_V3,
         })
     }
+}
+
+// Conversion to and from the common record: see the module doc.
+
+use crate::{Format, Op, Trace, TraceError, TraceIo};
+
+/// The file a record with no device is written to.
+pub const DEFAULT_FILE: &str = "trace.0";
+
+/// The log's I/Os as a [`Trace`] (the mapping is in the module doc).
+pub fn to_trace(log: &Iolog) -> Trace {
+    let format = match log.version {
+        Version::V2 => Format::IologV2,
+        Version::V3 => Format::IologV3,
+    };
+    let mut wait_ms = 0u64;
+    let mut records = Vec::new();
+    for record in &log.records {
+        match record.action {
+            Action::File(_) => {}
+            Action::Wait { value } => wait_ms = value,
+            Action::Io { action, offset_bytes, length_bytes } => {
+                let time_ns = match record.time_us {
+                    Some(time_us) => time_us.saturating_mul(1_000),
+                    None => wait_ms.saturating_mul(1_000_000),
+                };
+                let op = match action {
+                    IoAction::Read => Op::Read,
+                    IoAction::Write => Op::Write,
+                    IoAction::Trim => Op::Discard,
+                    IoAction::Sync | IoAction::Datasync => Op::Flush,
+                };
+                let mut io = TraceIo::new(time_ns, op, offset_bytes, u64::from(length_bytes));
+                io.device = Some(record.file.clone());
+                records.push(io);
+            }
+        }
+    }
+    Trace::new(format, records)
+}
+
+/// The trace as a log of `version` (what is lost is in the module doc).
+pub fn from_trace(trace: &Trace, version: Version) -> Result<Iolog, TraceError> {
+    let format = match version {
+        Version::V2 => Format::IologV2,
+        Version::V3 => Format::IologV3,
+    };
+    let mut records = Vec::new();
+    let mut files: Vec<&str> = Vec::new();
+    let mut last_wait_ms = 0u64;
+    let mut last_time_us = 0u64;
+    for (index, io) in trace.records.iter().enumerate() {
+        let file = io.device.as_deref().unwrap_or(DEFAULT_FILE);
+        if let Some(problem) = bad_file_name(file) {
+            return Err(crate::refuse(format, index, format!("device: {problem}")));
+        }
+        let length_bytes = u32::try_from(io.size_bytes).map_err(|_| {
+            crate::refuse(
+                format,
+                index,
+                format!("a size of {} bytes; fio reads at most {}", io.size_bytes, u32::MAX),
+            )
+        })?;
+        let time_us = match version {
+            Version::V3 => Some(io.time_ns / 1_000),
+            Version::V2 => None,
+        };
+        last_time_us = time_us.unwrap_or(0);
+        let line = |action| Record { time_us, file: file.to_owned(), action };
+        if !files.contains(&file) {
+            files.push(file);
+            records.push(line(Action::File(FileAction::Add)));
+            records.push(line(Action::File(FileAction::Open)));
+        }
+        let time_ms = io.time_ns / 1_000_000;
+        if version == Version::V2 && time_ms != last_wait_ms {
+            records.push(line(Action::Wait { value: time_ms }));
+            last_wait_ms = time_ms;
+        }
+        let action = match io.op {
+            Op::Read => IoAction::Read,
+            Op::Write => IoAction::Write,
+            Op::Discard => IoAction::Trim,
+            Op::Flush => IoAction::Sync,
+        };
+        records.push(line(Action::Io { action, offset_bytes: io.offset_bytes, length_bytes }));
+    }
+    for file in files {
+        let time_us = (version == Version::V3).then_some(last_time_us);
+        records.push(Record {
+            time_us,
+            file: file.to_owned(),
+            action: Action::File(FileAction::Close),
+        });
+    }
+    Ok(Iolog { version, records })
+}
+
+/// Writes the trace as a log of `version`.
+pub fn write_trace(trace: &Trace, version: Version, out: &mut dyn Write) -> Result<(), TraceError> {
+    let log = from_trace(trace, version)?;
+    let format = match version {
+        Version::V2 => Format::IologV2,
+        Version::V3 => Format::IologV3,
+    };
+    log.write(out).map_err(|error| match error {
+        WriteError::Io(error) => TraceError::Output(error),
+        WriteError::Record { index, problem } => crate::refuse(format, index, problem),
+    })
 }
 
 #[cfg(test)]

@@ -458,6 +458,7 @@ mod tests {
             partial: false,
             partial_reason: None,
             host_cpu: None,
+            dispatches: None,
         }
     }
 

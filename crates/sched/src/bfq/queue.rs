@@ -123,6 +123,10 @@ pub(super) struct BfqQueue {
     pub(super) softrt_update: bool,
     /// Has not been activated yet.
     pub(super) just_created: bool,
+    /// On the list of the burst in progress (`burst_list_node` hashed).
+    pub(super) in_burst_list: bool,
+    /// Created in a large burst: never raised (`in_large_burst`).
+    pub(super) in_large_burst: bool,
     // Think time, seekiness, I/O intensity.
     pub(super) last_end_request: Instant,
     ttime_samples: u64,
@@ -184,6 +188,8 @@ impl BfqQueue {
             has_short_ttime: sync && class != IoClass::Idle,
             softrt_update: false,
             just_created: sync,
+            in_burst_list: false,
+            in_large_burst: false,
             // "Minus infinity from now": the first think time counts from creation.
             last_end_request: now + Duration::from_nanos(1),
             ttime_samples: 0,

@@ -10,6 +10,18 @@ use super::{
     WR_COEFF, WR_DURATION_MAX, WR_DURATION_MIN, WR_MAX_SOFTRT_RATE, WR_RT_MAX_TIME,
 };
 
+/// What an arrival to an idle queue was judged to be (the flags
+/// `bfq_update_bfqq_wr_on_rq_arrival` takes).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct WrArrival {
+    /// Raised already, or interactive or soft real-time (`wr_or_deserves_wr`).
+    pub(super) deserves_wr: bool,
+    pub(super) interactive: bool,
+    /// Created in a large burst.
+    pub(super) in_burst: bool,
+    pub(super) soft_rt: bool,
+}
+
 impl Bfq {
     /// Starts, renews or ends weight raising on an arrival to an idle queue
     /// (`bfq_update_bfqq_wr_on_rq_arrival`).
@@ -18,10 +30,9 @@ impl Bfq {
         now: Instant,
         queue: QueueIndex,
         old_wr_coeff: u64,
-        deserves_wr: bool,
-        interactive: bool,
-        soft_rt: bool,
+        arrival: WrArrival,
     ) {
+        let WrArrival { deserves_wr, interactive, in_burst, soft_rt } = arrival;
         let duration = self.wr_duration();
         let min_budget = self.min_budget();
         let entry = &mut self.queues[queue.slot()];
@@ -44,6 +55,11 @@ impl Bfq {
             if interactive {
                 entry.wr_coeff = WR_COEFF;
                 entry.wr_cur_max_time = duration;
+            } else if in_burst {
+                // Marked in a large burst while raised: the raising stops here, with no
+                // other change (the kernel sets only `wr_coeff`; the queue is not busy, so
+                // `wr_busy_queues` does not count it).
+                entry.wr_coeff = 1;
             } else if soft_rt {
                 if entry.wr_cur_max_time != WR_RT_MAX_TIME {
                     entry.wr_start_at_switch_to_srt = Some(entry.last_wr_start_finish);
@@ -63,7 +79,10 @@ impl Bfq {
         let duration = self.wr_duration();
         let entry = &self.queues[queue.slot()];
         if entry.wr_coeff > 1 {
-            if entry.last_wr_start_finish + entry.wr_cur_max_time < now {
+            // A queue found to be in a large burst loses its raising at its next dispatch.
+            if entry.in_large_burst {
+                self.end_weight_raising(queue, now);
+            } else if entry.last_wr_start_finish + entry.wr_cur_max_time < now {
                 let interactive_over =
                     entry.wr_start_at_switch_to_srt.is_none_or(|at| at + duration < now);
                 if entry.wr_cur_max_time != WR_RT_MAX_TIME || interactive_over {

@@ -56,8 +56,9 @@
 //!
 //! Per request the report sums, disjointly: `user`, `submit` (from the call to the block
 //! queue, waits taken out), `lock_wait` (spinning), `core_wait` (an item ready but its core
-//! busy with another thread's), `device` (in the block queue and at the device) and
-//! `completion` (from the device to the CQE, waits taken out).
+//! busy with another thread's), `sched_queue` (in the block queue until dispatched), `device`
+//! (from dispatch to the device's completion) and `completion` (from the device to the CQE,
+//! waits taken out).
 //!
 //! # Locks (spec §3)
 //!
@@ -324,6 +325,7 @@ struct PathTimes {
     submit_ns: u64,
     lock_wait_ns: u64,
     core_wait_ns: u64,
+    sched_queue_ns: u64,
     device_ns: u64,
     completion_ns: u64,
 }
@@ -342,6 +344,8 @@ struct InFlight {
     reached_queue: bool,
     /// Its issuer's thread, which work done elsewhere for it is attributed to.
     owner: Option<ThreadId>,
+    /// Time its (last) request spent at the device, from dispatch to completion.
+    device_ns: u64,
 }
 
 impl InFlight {
@@ -602,8 +606,16 @@ impl BlkMq {
     /// The device finished the I/O of pending entry `tag`, submitted by `issuer` to
     /// `device`, at `now`: its completion items go on the interrupt's core and the issuer's
     /// thread.
-    pub(crate) fn complete(&mut self, now: Instant, issuer: usize, device: usize, tag: usize) {
+    pub(crate) fn complete(
+        &mut self,
+        now: Instant,
+        issuer: usize,
+        device: usize,
+        tag: usize,
+        device_time: Duration,
+    ) {
         self.in_flight[tag].completed = now;
+        self.in_flight[tag].device_ns = device_time.as_nanos();
         self.planning_for = tag;
         self.complete_steps(now, issuer, device, tag);
         self.planning_for = NO_REQUEST;
@@ -814,7 +826,9 @@ impl BlkMq {
                     path.submit_ns += submit.saturating_sub(user_ns + core_before + lock_before);
                     path.core_wait_ns += core_before + core_after;
                     path.lock_wait_ns += lock_before + lock_after;
-                    path.device_ns += times.completed.saturating_since(times.inserted).as_nanos();
+                    let queued = times.completed.saturating_since(times.inserted).as_nanos();
+                    path.sched_queue_ns += queued.saturating_sub(times.device_ns);
+                    path.device_ns += times.device_ns.min(queued);
                     let completion = now.saturating_since(times.completed).as_nanos();
                     path.completion_ns += completion.saturating_sub(core_after + lock_after);
                 }
@@ -827,9 +841,12 @@ impl BlkMq {
         }
     }
 
-    /// Item ends to schedule as events since last asked: (instant, core).
-    pub(crate) fn take_timers(&mut self, into: &mut Vec<(Instant, usize)>) {
-        into.append(&mut self.timers);
+    /// Hands each item end to schedule as an event since last asked, (instant, core), to
+    /// `schedule`, in order.
+    pub(crate) fn drain_timers(&mut self, mut schedule: impl FnMut(Instant, usize)) {
+        for (at, core) in self.timers.drain(..) {
+            schedule(at, core);
+        }
     }
 
     /// Actions of ended items since last asked, in order.
@@ -909,6 +926,7 @@ impl BlkMq {
             ("submit", path.submit_ns),
             ("lock_wait", path.lock_wait_ns),
             ("core_wait", path.core_wait_ns),
+            ("sched_queue", path.sched_queue_ns),
             ("device", path.device_ns),
             ("completion", path.completion_ns),
         ] {
