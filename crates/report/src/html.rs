@@ -501,6 +501,7 @@ mod tests {
                 ..Default::default()
             }),
             directions: Default::default(),
+            series: None,
         };
         Run {
             mode: crate::model::Mode::Sim,
@@ -517,6 +518,7 @@ mod tests {
             partial: false,
             partial_reason: None,
             host_cpu: None,
+            dispatches: None,
         }
     }
 

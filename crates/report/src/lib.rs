@@ -27,10 +27,10 @@ mod tools;
 
 pub use metrics::{ErrorDirection, LatencyRecorder, PhaseRecorder};
 pub use model::{
-    Bottleneck, CoreCpu, DeviceStats, DirectionSummary, DispatchSamples, HostCpu, IoErrors, IssuerLatency,
-    IssuerSummary, LatencyMethod, LatencySummary, LockCpu, Mode, PATH_STEPS, Phase, QueueStats,
-    Report, Run, SCHEMA, SchedulerStats, Series, SeriesInterval, SeriesLatency, SeriesLine,
-    ThreadCpu, Tool,
+    Bottleneck, CoreCpu, DeviceStats, DirectionSummary, DispatchSamples, HostCpu, IoErrors,
+    IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, LockCpu, Mode, PATH_STEPS, Phase,
+    QueueStats, Report, Run, SCHEMA, SchedulerStats, Series, SeriesInterval, SeriesLatency,
+    SeriesLine, ThreadCpu, Tool,
 };
 pub use output::{UnknownExtension, WriteError, write_report};
 pub use render::{Format, render};
