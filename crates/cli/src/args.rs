@@ -540,6 +540,27 @@ pub(crate) struct ReportArgs {
     /// Write the report here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+
+    /// The length of each interval of the report's time series (`phases[].series` in the
+    /// JSON): simulated time in the simulator, wall time live; 1ms to 3600s.
+    #[arg(long, value_name = "TIME", default_value = "1s", value_parser = parse_interval_arg)]
+    pub(crate) interval: elevator_core::Duration,
+}
+
+impl Command {
+    /// The `--interval` of a command that records time series (those with a report).
+    pub(crate) fn series_interval(&self) -> Option<elevator_core::Duration> {
+        match self {
+            Command::Sim(args) => Some(args.report.interval),
+            Command::Compare(args) => Some(args.report.interval),
+            Command::Run(args) => Some(args.io.report.interval),
+            Command::Kernel(kernel) => match &kernel.command {
+                KernelCommand::Compare(args) => Some(args.io.report.interval),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -695,6 +716,14 @@ fn parse_size_arg(text: &str) -> Result<u64, String> {
 }
 
 /// A time argument (`2s`, `500ms`, seconds if bare).
+/// `--interval`: a time within the series' accepted range.
+fn parse_interval_arg(text: &str) -> Result<elevator_core::Duration, String> {
+    use elevator_report::series::{INTERVAL_MAX, INTERVAL_MIN, check_interval};
+    let interval = parse_time_arg(text)
+        .map_err(|error| format!("{error}; accepted {INTERVAL_MIN} to {INTERVAL_MAX}"))?;
+    check_interval(interval)
+}
+
 fn parse_time_arg(text: &str) -> Result<elevator_core::Duration, String> {
     elevator_core::units::parse_duration(text, 1_000_000_000).map_err(|error| error.to_string())
 }

@@ -108,6 +108,9 @@ fn main() -> ExitCode {
     if let Command::Fio(fio_args) = &args.command {
         return fio_main(&fio_args.args);
     }
+    if let Some(interval) = args.command.series_interval() {
+        elevator_report::series::set_interval(interval).expect("--interval checked when parsed");
+    }
     let stdout = io::stdout();
     let mut out = stdout.lock();
     // A report file name no format has is refused before the run, not after it.

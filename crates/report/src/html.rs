@@ -535,6 +535,7 @@ mod tests {
                 ..Default::default()
             }),
             directions: Default::default(),
+            series: None,
         };
         Run {
             mode: crate::model::Mode::Sim,

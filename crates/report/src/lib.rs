@@ -6,7 +6,8 @@
 //! units (`duration_ns`, `throughput_bytes_per_s`); a field's meaning never changes without a
 //! schema bump. Percentiles say how they were computed ([`LatencyMethod`]): exact
 //! (nearest-rank over every sample) wherever the samples fit in memory, an HDR histogram with
-//! a stated precision otherwise.
+//! a stated precision otherwise. Every phase also records how it evolved, per job and
+//! direction, interval by interval ([`series`], `phases[].series` in the JSON).
 //!
 //! Reports are deterministic: maps are ordered, floats print the same way every time, so the
 //! same run gives byte-identical JSON.
@@ -21,13 +22,15 @@ pub mod metrics;
 pub mod model;
 pub mod output;
 pub mod render;
+pub mod series;
 mod tools;
 
 pub use metrics::{ErrorDirection, LatencyRecorder, PhaseRecorder};
 pub use model::{
     Bottleneck, CoreCpu, DeviceStats, DirectionSummary, DispatchSamples, HostCpu, IoErrors,
     IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, LockCpu, Mode, PATH_STEPS, Phase,
-    QueueStats, Report, Run, SCHEMA, SchedulerStats, ThreadCpu, Tool,
+    QueueStats, Report, Run, SCHEMA, SchedulerStats, Series, SeriesInterval, SeriesLatency,
+    SeriesLine, ThreadCpu, Tool,
 };
 pub use output::{UnknownExtension, WriteError, write_report};
 pub use render::{Format, render};

@@ -18,6 +18,7 @@ use crate::fio::{FioDirection, JobStats};
 use crate::model::{
     DirectionSummary, IoErrors, IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Phase,
 };
+use crate::series::{self, SeriesRecorder};
 
 /// Significant digits of a phase's latency histogram.
 pub const PHASE_DIGITS: u8 = 3;
@@ -52,6 +53,14 @@ impl LatencyRecorder {
         self.sum_ns += u128::from(nanos);
         self.max_ns = self.max_ns.max(nanos);
         self.histogram.saturating_record(nanos.max(1));
+    }
+
+    /// Forgets every sample, keeping the histogram's memory (a series' next interval).
+    pub fn reset(&mut self) {
+        self.histogram.reset();
+        self.count = 0;
+        self.sum_ns = 0;
+        self.max_ns = 0;
     }
 
     /// How many samples.
@@ -161,11 +170,19 @@ pub struct PhaseRecorder {
     directions: BTreeMap<FioDirection, (u64, u64, LatencyRecorder)>,
     /// Every issuer keeps each operation for fio's log files ([`JobStats::io_samples`]).
     keep_io_samples: bool,
+    /// Per job and direction, interval by interval ([`crate::series`]).
+    series: SeriesRecorder,
 }
 
 impl PhaseRecorder {
-    /// A phase that starts at `started`, with issuers named `issuer_names` (indexed from 0).
+    /// A phase that starts at `started`, with issuers named `issuer_names` (indexed from 0). Its
+    /// series is recorded at the process's interval ([`series::set_interval`]).
     pub fn new(name: impl Into<String>, started: Instant, issuer_names: Vec<String>) -> Self {
+        let series = SeriesRecorder::new(
+            started,
+            series::interval(),
+            issuer_names.iter().map(String::as_str),
+        );
         PhaseRecorder {
             name: name.into(),
             started,
@@ -193,7 +210,19 @@ impl PhaseRecorder {
             latency: LatencyRecorder::new(PHASE_DIGITS),
             directions: BTreeMap::new(),
             keep_io_samples: false,
+            series,
         }
+    }
+
+    /// Records the phase's series at `interval` instead of the process's (callers that carry
+    /// their own interval; before any operation is recorded).
+    ///
+    /// # Panics
+    ///
+    /// When `interval` is zero.
+    pub fn set_series_interval(&mut self, interval: Duration) {
+        let names = self.issuers.iter().map(|issuer| issuer.name.as_str());
+        self.series = SeriesRecorder::new(self.started, interval, names);
     }
 
     /// Every issuer keeps each of its operations ([`JobStats::io_samples`]) for fio's log
@@ -233,6 +262,12 @@ impl PhaseRecorder {
 
     /// Issuer `issuer` completed an operation of `bytes` submitted at `submitted`.
     pub fn record(&mut self, issuer: usize, bytes: u64, submitted: Instant, completed: Instant) {
+        self.record_totals(issuer, bytes, submitted, completed);
+        self.series.record(issuer, None, bytes, submitted, completed);
+    }
+
+    /// [`PhaseRecorder::record`] without the series.
+    fn record_totals(&mut self, issuer: usize, bytes: u64, submitted: Instant, completed: Instant) {
         let record = &mut self.issuers[issuer];
         record.bytes += bytes;
         record.ops += 1;
@@ -281,9 +316,13 @@ impl PhaseRecorder {
         submitted: Instant,
         completed: Instant,
     ) {
-        self.record(issuer, bytes, submitted, completed);
+        self.record_totals(issuer, bytes, submitted, completed);
         let record = &mut self.issuers[issuer];
-        let Some((direction, offset_bytes)) = record.in_flight.remove(&io_id) else { return };
+        let Some((direction, offset_bytes)) = record.in_flight.remove(&io_id) else {
+            self.series.record(issuer, None, bytes, submitted, completed);
+            return;
+        };
+        self.series.record(issuer, Some(direction), bytes, submitted, completed);
         if let Some(job) = record.fio.as_mut() {
             job.completed(direction, bytes, submitted.as_nanos(), completed.as_nanos());
             job.sample_io(
@@ -361,6 +400,7 @@ impl PhaseRecorder {
                 .then(|| 100.0 * (user + sys) as f64 / duration.as_nanos() as f64)
         });
         let stonewall = self.stonewall;
+        let series = self.series.finish(self.ended);
         let mut errors = IoErrors { first: self.first_error.clone(), ..IoErrors::default() };
         for issuer in &self.issuers {
             errors.add(&issuer.errors);
@@ -433,6 +473,7 @@ impl PhaseRecorder {
                     (direction.name().to_owned(), summary)
                 })
                 .collect(),
+            series: Some(series),
         }
     }
 }
@@ -477,8 +518,8 @@ mod tests {
     }
 
     // Proves the memory bound (issue 14: a raw buffer of up to 32 MiB per job): a phase of
-    // 4096 issuers that each recorded latencies from 1 µs to an hour keeps its histograms in
-    // well under 1 GiB — under 256 MiB.
+    // 4096 issuers that each recorded latencies from 1 µs to an hour keeps its histograms,
+    // its series included, in well under 1 GiB — under 256 MiB.
     #[test]
     fn a_phase_of_4096_issuers_stays_small() {
         let names = (0..4096).map(|index| format!("job/{index}")).collect();
@@ -490,7 +531,7 @@ mod tests {
             }
         }
         let bytes: usize = phase.issuers.iter().map(|issuer| issuer.latency.memory_bytes()).sum();
-        let total = bytes + phase.latency.memory_bytes();
+        let total = bytes + phase.latency.memory_bytes() + phase.series.memory_bytes();
         assert!(total < 256 << 20, "{} MiB", total >> 20);
         assert_eq!(phase.finish().ops, 4096 * 12);
     }

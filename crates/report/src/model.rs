@@ -295,6 +295,72 @@ pub struct Phase {
     /// (simulated runs) fill it, others leave it empty (absent).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub directions: BTreeMap<String, DirectionSummary>,
+    /// How the phase evolved: per job and direction, figures for each interval of run time
+    /// from the phase's start (issue 19; absent in reports made before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<Series>,
+}
+
+/// A phase's per-interval figures ([`crate::series`]): every line has one entry per interval,
+/// from the phase's start to its end, intervals with nothing completed included (as zeros).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// The interval's length (`--interval`): simulated time in the simulator, wall time live.
+    pub interval_ns: u64,
+    /// Decimal digits of precision of each interval's latency histogram (relative error below
+    /// 10^-digits; the maximum is exact).
+    pub significant_digits: u8,
+    /// One line per job and direction: jobs in the order of their first issuer, directions
+    /// in fio's order (`read`, `write`, `trim`, `sync`, then `unknown` for operations recorded
+    /// without one).
+    pub lines: Vec<SeriesLine>,
+}
+
+/// One job's operations in one direction, interval by interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeriesLine {
+    /// The job: an issuer's name without its clone number (`seqread` for `seqread/0` and
+    /// `seqread/1`), or the issuer's whole name when it has none.
+    pub job: String,
+    /// `read`, `write`, `trim`, `sync` or `unknown`.
+    pub direction: String,
+    /// Consecutive intervals, the first starting at the phase's start.
+    pub intervals: Vec<SeriesInterval>,
+}
+
+/// What completed in one interval (an operation counts in the interval its completion falls
+/// in; intervals are closed at their end: `(start, start + duration]`, the first also holding
+/// completions at the phase's start).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeriesInterval {
+    /// From the phase's start to the interval's start.
+    pub start_ns: u64,
+    /// Its length: the series' interval, or less for the last one (the phase ended inside).
+    pub duration_ns: u64,
+    /// Bytes completed in it.
+    pub bytes: u64,
+    /// Operations completed in it.
+    pub ops: u64,
+    /// `bytes` over `duration_ns` (0 when the length is 0).
+    pub throughput_bytes_per_s: f64,
+    /// `ops` over `duration_ns` (0 when the length is 0).
+    pub iops: f64,
+    /// Latencies of the operations completed in it (0 when none did).
+    pub latency_ns: SeriesLatency,
+}
+
+/// An interval's latencies in nanoseconds: percentiles from a histogram of the series'
+/// `significant_digits`, the maximum exact.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeriesLatency {
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Largest.
+    pub max: u64,
 }
 
 /// One direction of a phase.
