@@ -229,7 +229,8 @@ fn the_html_page_loads_in_headless_chromium() {
 
 // Proves a run written straight to HTML draws what each elevator did: the simulator keeps a
 // sample of the dispatched requests for an `.html` output (and only then: the JSON of the same
-// run has none), and the page has one sector-over-time panel per scheduler.
+// run has none), and the page has one sector-over-time panel per scheduler, and its
+// throughput over time from the run's per-interval series.
 #[test]
 fn a_simulation_written_as_html_shows_each_elevators_dispatches() {
     let dir = tempfile::tempdir().unwrap();
@@ -253,6 +254,8 @@ fn a_simulation_written_as_html_shows_each_elevators_dispatches() {
     run(&json);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("What the elevator did"), "no dispatch picture");
+    // The per-interval series, drawn as throughput over time.
+    assert!(page.contains("throughput over time"), "no throughput-over-time chart");
     for scheduler in ["noop", "deadline"] {
         assert!(page.contains(&format!("dispatches: {scheduler}")), "no panel for {scheduler}");
     }

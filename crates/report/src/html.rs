@@ -260,6 +260,7 @@ fn write_group(page: &mut String, report: &Report, index: usize, group: &[&Run])
         }
         write_cdf(page, &section)?;
         write_shares(page, &section)?;
+        write_throughput_over_time(page, &section)?;
         page.push_str("</div>\n");
     }
     write_dispatches(page, group)?;
@@ -285,6 +286,42 @@ fn write_group(page: &mut String, report: &Report, index: usize, group: &[&Run])
         "<details><summary>text report</summary><pre>{}</pre></details>\n</section>",
         escape(&String::from_utf8_lossy(&text))
     );
+    Ok(())
+}
+
+/// Throughput over time, a line per scheduler: each run's per-interval series of the phase
+/// (every job and direction summed), at the middle of each interval, from the phase's start.
+fn write_throughput_over_time(page: &mut String, section: &Section<'_>) -> io::Result<()> {
+    let lines: Vec<(String, Vec<(f64, f64)>)> = section
+        .rows
+        .iter()
+        .filter_map(|(run, phase)| {
+            let series = phase.as_ref()?.series.as_ref()?;
+            // Every line covers the phase with the same intervals: sum them index by index.
+            let mut totals: Vec<(u64, u64, u64)> = Vec::new();
+            for line in &series.lines {
+                for (index, interval) in line.intervals.iter().enumerate() {
+                    if totals.len() <= index {
+                        totals.push((interval.start_ns, interval.duration_ns, 0));
+                    }
+                    totals[index].2 += interval.bytes;
+                }
+            }
+            let points = totals
+                .iter()
+                .filter(|&&(_, duration_ns, _)| duration_ns > 0)
+                .map(|&(start_ns, duration_ns, bytes)| {
+                    let middle_s = (start_ns as f64 + duration_ns as f64 / 2.0) / 1e9;
+                    (middle_s, bytes as f64 / 1e6 / (duration_ns as f64 / 1e9))
+                })
+                .collect::<Vec<_>>();
+            (!points.is_empty()).then(|| (run.scheduler.clone(), points))
+        })
+        .collect();
+    if lines.is_empty() {
+        return Ok(());
+    }
+    page.push_str(&inline_svg(&charts::throughput_over_time(&lines)?));
     Ok(())
 }
 
