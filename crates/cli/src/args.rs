@@ -414,6 +414,12 @@ pub(crate) struct CompareArgs {
     #[arg(long)]
     pub(crate) read_ahead_kb: Option<u32>,
 
+    /// Keep up to this many dispatched requests, sampled evenly, in the report (their time,
+    /// sector, size, process and device): what an HTML report draws as each elevator's sector
+    /// over time. 0: none; an `.html` output keeps 20000 unless this says otherwise.
+    #[arg(long, value_name = "N")]
+    pub(crate) dispatch_samples: Option<usize>,
+
     #[command(flatten)]
     pub(crate) report: ReportArgs,
 }
@@ -633,6 +639,12 @@ pub(crate) struct SimArgs {
     /// The seed; the same seed and arguments give byte-identical JSON.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
+
+    /// Keep up to this many dispatched requests, sampled evenly, in the report (their time,
+    /// sector, size, process and device): what an HTML report draws as each elevator's sector
+    /// over time. 0: none; an `.html` output keeps 20000 unless this says otherwise.
+    #[arg(long, value_name = "N")]
+    pub(crate) dispatch_samples: Option<usize>,
 
     #[command(flatten)]
     pub(crate) report: ReportArgs,

@@ -173,11 +173,11 @@ fn run_all(jobs: &[Job]) -> Vec<Result<Run, elevator_sim::SimError>> {
 pub(crate) fn run_command(args: &CompareArgs, stdout: &mut dyn Write) -> Result<()> {
     let schedulers = schedulers(args)?;
     let mut jobs = jobs(args, &schedulers)?;
-    if crate::sim::wants_html(args.report.output.as_deref()) {
-        // An HTML report draws what each elevator did: keep a sample of the dispatches.
-        for job in &mut jobs {
-            job.config.dispatch_samples = crate::sim::HTML_DISPATCH_SAMPLES;
-        }
+    // An HTML report draws what each elevator did: keep a sample of the dispatches.
+    let samples =
+        crate::sim::dispatch_samples(args.dispatch_samples, args.report.output.as_deref());
+    for job in &mut jobs {
+        job.config.dispatch_samples = samples;
     }
     let results = run_all(&jobs);
     let mut report = Report::new(args.seed, env!("CARGO_PKG_VERSION"));

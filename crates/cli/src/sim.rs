@@ -51,11 +51,7 @@ fn plan(args: &SimArgs) -> Result<Plan> {
         bounds: Bounds::default(),
         check_invariants: args.check || elevator_sim::CHECK_BY_DEFAULT,
         // An HTML report draws what the elevator did: keep a sample of the dispatches.
-        dispatch_samples: if wants_html(args.report.output.as_deref()) {
-            HTML_DISPATCH_SAMPLES
-        } else {
-            0
-        },
+        dispatch_samples: dispatch_samples(args.dispatch_samples, args.report.output.as_deref()),
     };
     Ok(Plan { config, schedulers, workload })
 }
@@ -470,7 +466,7 @@ pub(crate) fn safe_name(scheduler: &str) -> String {
 
 /// Dispatches sampled per run for an HTML report's sector-over-time picture: enough points to
 /// show the pattern, few enough for a browser to draw one panel per scheduler.
-pub(crate) const HTML_DISPATCH_SAMPLES: usize = 20_000;
+const HTML_DISPATCH_SAMPLES: usize = 20_000;
 
 /// Whether the report goes to an HTML file.
 pub(crate) fn wants_html(output: Option<&std::path::Path>) -> bool {
@@ -478,4 +474,10 @@ pub(crate) fn wants_html(output: Option<&std::path::Path>) -> bool {
         .and_then(|path| path.extension())
         .and_then(|extension| extension.to_str())
         .is_some_and(|extension| extension.eq_ignore_ascii_case("html"))
+}
+
+/// How many dispatches a simulation keeps: as asked, else enough for an HTML report's picture
+/// when the report goes to `.html`, else none.
+pub(crate) fn dispatch_samples(asked: Option<usize>, output: Option<&std::path::Path>) -> usize {
+    asked.unwrap_or(if wants_html(output) { HTML_DISPATCH_SAMPLES } else { 0 })
 }

@@ -261,4 +261,25 @@ fn a_simulation_written_as_html_shows_each_elevators_dispatches() {
     }
     let saved = std::fs::read_to_string(&json).unwrap();
     assert!(!saved.contains("\"dispatches\""), "the JSON kept dispatch samples");
+    // Asked for, a saved JSON keeps them, and `elevator report` draws them from it.
+    let kept = dir.path().join("kept.json");
+    let output = elevator(&[
+        "sim",
+        "-d",
+        "hdd",
+        "-s",
+        "noop,deadline",
+        "-w",
+        "job:rw=randread,bs=4k,iodepth=4,direct=1,numjobs=2,size=1m",
+        "--dispatch-samples",
+        "500",
+        "-o",
+        path_str(&kept),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let redrawn = dir.path().join("redrawn.html");
+    let output = elevator(&["report", path_str(&kept), "-o", path_str(&redrawn)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let page = std::fs::read_to_string(&redrawn).unwrap();
+    assert!(page.contains("dispatches: deadline"), "no panel from the saved samples");
 }
