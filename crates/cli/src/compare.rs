@@ -178,6 +178,7 @@ pub(crate) fn run_command(args: &CompareArgs, stdout: &mut dyn Write) -> Result<
         crate::sim::dispatch_samples(args.dispatch_samples, args.report.output.as_deref());
     for job in &mut jobs {
         job.config.dispatch_samples = samples;
+        job.config.series_interval = Some(args.report.interval);
     }
     let results = run_all(&jobs);
     let mut report = Report::new(args.seed, env!("CARGO_PKG_VERSION"));

@@ -52,6 +52,7 @@ fn plan(args: &SimArgs) -> Result<Plan> {
         check_invariants: args.check || elevator_sim::CHECK_BY_DEFAULT,
         // An HTML report draws what the elevator did: keep a sample of the dispatches.
         dispatch_samples: dispatch_samples(args.dispatch_samples, args.report.output.as_deref()),
+        series_interval: Some(args.report.interval),
     };
     Ok(Plan { config, schedulers, workload })
 }

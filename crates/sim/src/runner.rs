@@ -144,6 +144,9 @@ pub struct SimConfig {
     /// Keep at most this many samples of the dispatched requests in the report
     /// ([`elevator_report::DispatchSamples`], for an HTML report's picture); 0: none.
     pub dispatch_samples: usize,
+    /// The length of each interval of the phases' time series (`phases[].series`); `None`:
+    /// the process's default (`elevator_report::series::interval`, 1 s unless set).
+    pub series_interval: Option<elevator_core::Duration>,
 }
 
 /// Whether simulations audit their queues unless told otherwise: in debug builds (every test
@@ -161,6 +164,7 @@ impl SimConfig {
             bounds: Bounds::default(),
             check_invariants: CHECK_BY_DEFAULT,
             dispatch_samples: 0,
+            series_interval: None,
         }
     }
 }
@@ -415,6 +419,15 @@ fn run_topology(
     watch: Watch,
 ) -> Result<(Run, RunAudit), SimError> {
     let Watch { fio, progress } = watch;
+    if let Some(interval) = config.series_interval {
+        elevator_report::series::check_interval(interval).map_err(|problem| {
+            SimError::Param(elevator_core::ParamError::Impossible {
+                component: "report".to_owned(),
+                key: "series_interval",
+                problem,
+            })
+        })?;
+    }
     let files: Vec<(usize, u64)> = plan.files.iter().map(|f| (f.device, f.size_bytes)).collect();
     // A bare scheduler name runs the version the host's kernel has (a 2.6.9 host's `cfq` is
     // cfq v1, workload-mechanisms.md §4.4); the report names the version that ran.
@@ -438,6 +451,9 @@ fn run_topology(
             phase.issuers.iter().map(|issuer| last_phase_of[&issuer.process()] == index).collect();
         let names = phase.issuers.iter().map(|issuer| issuer.name().to_owned()).collect();
         let mut recorder = PhaseRecorder::new(phase.name, sim.now, names);
+        if let Some(interval) = config.series_interval {
+            recorder.set_series_interval(interval);
+        }
         if fio.io_samples {
             recorder.keep_io_samples();
         }

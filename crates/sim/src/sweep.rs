@@ -201,6 +201,7 @@ impl Case {
             bounds: BOUNDS,
             check_invariants: true,
             dispatch_samples: 0,
+            series_interval: None,
         }
     }
 

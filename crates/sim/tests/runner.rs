@@ -82,3 +82,34 @@ fn a_workload_too_big_for_the_device_is_refused() {
     let workload = WorkloadSpec::parse("job").unwrap();
     assert!(run(&depth, &scheduler, &workload).unwrap_err().to_string().contains("depth"));
 }
+
+// Proves the time series' interval belongs to each run's configuration, not to the process:
+// two runs in one process with 100 ms and 250 ms intervals each get intervals of their own
+// length, covering the same simulated time; and an interval outside the accepted range is
+// refused naming it rather than panicking.
+#[test]
+fn each_run_has_its_own_series_interval() {
+    let scheduler = SchedulerSpec::parse("noop").unwrap();
+    let workload = WorkloadSpec::parse(
+        "job:rw=randread,bs=4k,iodepth=4,direct=1,runtime=1s,time_based=1,size=16m",
+    )
+    .unwrap();
+    let interval_of = |ms: u64| {
+        let config = SimConfig {
+            series_interval: Some(elevator_core::Duration::from_millis(ms)),
+            ..config("ram", 1)
+        };
+        let run = run(&config, &scheduler, &workload).unwrap();
+        let series = run.phases[0].series.clone().expect("a series");
+        assert_eq!(series.interval_ns, ms * 1_000_000);
+        let line = &series.lines[0];
+        let full = line.intervals.iter().filter(|i| i.duration_ns == ms * 1_000_000).count();
+        full
+    };
+    assert_eq!(interval_of(100), 10);
+    assert_eq!(interval_of(250), 4);
+    let bad =
+        SimConfig { series_interval: Some(elevator_core::Duration::ZERO), ..config("ram", 1) };
+    let error = run(&bad, &scheduler, &workload).unwrap_err().to_string();
+    assert!(error.contains("series_interval"), "{error}");
+}
