@@ -103,8 +103,7 @@ fn each_run_has_its_own_series_interval() {
         let series = run.phases[0].series.clone().expect("a series");
         assert_eq!(series.interval_ns, ms * 1_000_000);
         let line = &series.lines[0];
-        let full = line.intervals.iter().filter(|i| i.duration_ns == ms * 1_000_000).count();
-        full
+        line.intervals.iter().filter(|i| i.duration_ns == ms * 1_000_000).count()
     };
     assert_eq!(interval_of(100), 10);
     assert_eq!(interval_of(250), 4);
