@@ -94,9 +94,6 @@
 //!   congestion and batching) for blk-mq schedulers too, one pool per device; the kernel has
 //!   2 × min(depth, 128) scheduler tags per hardware queue (the driver's depth with `none`),
 //!   one pool for both directions (modern-schedulers.md §1.3).
-//! * The runner's throughput: every step is an event, so a scheduler's I/O costs about eight
-//!   (mq-deadline) and `none`'s four; the blk-mq host simulates 0.5–0.8 M requests a second of
-//!   wall time on this project's VM.
 
 use std::collections::VecDeque;
 
