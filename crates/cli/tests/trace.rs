@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use elevator_kernel::trace::tracefs_mounts;
 use support::{TestDisk, common};
 
 /// Serialises this binary's captures: a test checks what tracefs looks like before and after
@@ -18,18 +19,6 @@ static TRACING: Mutex<()> = Mutex::new(());
 
 fn one_at_a_time() -> MutexGuard<'static, ()> {
     TRACING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The tracefs mount points now.
-fn tracefs_mounts() -> Vec<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
-    mounts
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            (fields.get(2) == Some(&"tracefs")).then(|| PathBuf::from(fields[1]))
-        })
-        .collect()
 }
 
 /// The instances of the `elevator` process `pid` that exist now.

@@ -237,12 +237,25 @@ impl Drop for Tracefs {
 
 /// The mount point of the first tracefs in `/proc/self/mounts`' text.
 fn tracefs_mount(mounts: &str) -> Option<PathBuf> {
-    mounts.lines().find_map(|line| {
+    tracefs_mount_points(mounts).next()
+}
+
+/// Every tracefs mount point in `/proc/self/mounts`' text, in its order.
+fn tracefs_mount_points(mounts: &str) -> impl Iterator<Item = PathBuf> + '_ {
+    mounts.lines().filter_map(|line| {
         let mut fields = line.split_whitespace();
         let (_source, point, kind) = (fields.next()?, fields.next()?, fields.next()?);
         // /proc/mounts escapes white space in paths as octal (`\040`).
         (kind == "tracefs").then(|| PathBuf::from(point.replace("\\040", " ")))
     })
+}
+
+/// Where tracefs is mounted now (empty when it is not): for checking that a capture left the
+/// mounts as it found them.
+pub fn tracefs_mounts() -> Vec<PathBuf> {
+    std::fs::read_to_string("/proc/self/mounts")
+        .map(|mounts| tracefs_mount_points(&mounts).collect())
+        .unwrap_or_default()
 }
 
 /// A tracefs instance of this capture: created, configured and removed on drop.

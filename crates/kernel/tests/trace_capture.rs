@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use elevator_kernel::trace::{self, CaptureOptions, Direction, EventKind, TracedDevice};
+use elevator_kernel::trace::{
+    self, CaptureOptions, Direction, EventKind, TracedDevice, tracefs_mounts,
+};
 use elevator_trace::iolog::{Action, IoAction, Iolog};
 
 use support::TestDisk;
@@ -21,18 +23,6 @@ static TRACING: Mutex<()> = Mutex::new(());
 
 fn one_at_a_time() -> MutexGuard<'static, ()> {
     TRACING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The tracefs mount points now.
-fn tracefs_mounts() -> Vec<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
-    mounts
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            (fields.get(2) == Some(&"tracefs")).then(|| PathBuf::from(fields[1]))
-        })
-        .collect()
 }
 
 /// This process's capture instances that exist now, in any tracefs mount.
