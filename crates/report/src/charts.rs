@@ -115,12 +115,7 @@ pub(crate) fn draw_bars(
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(names.len().max(1))
-        .x_label_formatter(&|segment| match segment {
-            SegmentValue::Exact(index) | SegmentValue::CenterOf(index) => {
-                names.get(*index as usize).cloned().unwrap_or_default()
-            }
-            SegmentValue::Last => String::new(),
-        })
+        .x_label_formatter(&|segment| segment_name(names, segment))
         .y_desc(y_label)
         .draw()
         .map_err(drawing)?;
@@ -226,12 +221,7 @@ pub fn stacked_shares(
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(names.len().max(1))
-            .x_label_formatter(&|segment| match segment {
-                SegmentValue::Exact(index) | SegmentValue::CenterOf(index) => {
-                    names.get(*index as usize).cloned().unwrap_or_default()
-                }
-                SegmentValue::Last => String::new(),
-            })
+            .x_label_formatter(&|segment| segment_name(&names, segment))
             .y_desc("share %")
             .draw()
             .map_err(drawing)?;
@@ -350,6 +340,16 @@ pub fn dispatch_scatter(panels: &[DispatchPanel]) -> io::Result<String> {
         }
         Ok(())
     })
+}
+
+/// The label of a bar's segment on a segmented x axis: the name of the bar it centres.
+fn segment_name(names: &[String], segment: &SegmentValue<u32>) -> String {
+    match segment {
+        SegmentValue::Exact(index) | SegmentValue::CenterOf(index) => {
+            names.get(*index as usize).cloned().unwrap_or_default()
+        }
+        SegmentValue::Last => String::new(),
+    }
 }
 
 #[cfg(test)]
