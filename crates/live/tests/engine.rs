@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use elevator_core::{IoPriority, ProcessId};
 use elevator_live::{
-    AlignedBuf, BackendChoice, Engine, EngineOptions, IoContext, LiveError, Target, TargetOptions,
+    AlignedBuf, BackendChoice, Engine, EngineOptions, Fault, IoContext, LiveError, Target,
+    TargetOptions,
 };
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 
@@ -153,6 +154,9 @@ fn writes_parked_on_a_full_request_pool_all_land_in_order() {
         depth: 2,
         nr_requests: 4,
         backend: BackendChoice::IoUring,
+        // The first two writes hold both device slots for 200 ms, so the pool fills while the
+        // rest arrive, however fast the scratch file completes writes.
+        faults: vec![Fault::parse("delay:op=write,count=2,by=200ms").unwrap()],
         ..EngineOptions::default()
     };
     let engine = Engine::open(target, options).unwrap();
