@@ -136,7 +136,8 @@ struct IssuerRecord {
     fio: Option<Box<JobStats>>,
     /// Its operations in flight with their direction and byte offset, by the issuer's
     /// operation id.
-    in_flight: BTreeMap<u64, (FioDirection, u64)>,
+    /// By I/O id: looked up once per operation, never walked, so a hash map.
+    in_flight: rustc_hash::FxHashMap<u64, (FioDirection, u64)>,
 }
 
 /// Which way a failed operation went, for [`PhaseRecorder::record_error`].
@@ -200,7 +201,7 @@ impl PhaseRecorder {
                     bytes_at_stonewall: None,
                     errors: IoErrors::default(),
                     fio: None,
-                    in_flight: BTreeMap::new(),
+                    in_flight: rustc_hash::FxHashMap::default(),
                 })
                 .collect(),
             stonewall: None,

@@ -1300,6 +1300,17 @@ impl Simulation {
         let mut finished = std::mem::take(&mut self.finished);
         finished.clear();
         self.devices[device].model.advance(self.now, &mut finished);
+        // A step that finished nothing changed nothing outside the device (an SSD's die read
+        // or channel transfer, say). When its next step comes before every pending event, it
+        // is the next event: take it here rather than through the queue — the same clock, the
+        // same order and the same event count, without the round trip.
+        while finished.is_empty()
+            && let Some(next) = self.devices[device].model.next_event()
+            && self.events.peek_time().is_none_or(|pending| next < pending)
+        {
+            self.advance_clock(next.max(self.now))?;
+            self.devices[device].model.advance(self.now, &mut finished);
+        }
         for &CommandId(id) in &finished {
             let slot = &mut self.devices[device];
             let (path, index) = path_and_index(id, slot.paths.len());

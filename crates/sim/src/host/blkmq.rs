@@ -245,7 +245,7 @@ pub(crate) enum Action {
 #[derive(Clone, Copy, Debug)]
 struct Step {
     /// The lock it takes as it starts (index into `locks`), held for its duration.
-    lock: Option<usize>,
+    lock: Option<u32>,
     context: Context,
     duration: Duration,
     /// User time before it (the issuer's own work, then this system call), one item.
@@ -254,7 +254,7 @@ struct Step {
     /// A kblockd run's wake-up: while it waits to start, later punts join it.
     punt: bool,
     /// The request (runner's pending tag) it works for, [`NO_REQUEST`] for none.
-    request: usize,
+    request: u32,
     /// When it ends, the request's steps waiting on other threads are planned (the insert
     /// hands the request to kblockd's run; the interrupt hands the CQE to task_work).
     hands_off: bool,
@@ -263,7 +263,7 @@ struct Step {
 }
 
 /// [`Step::request`] of work for no request.
-const NO_REQUEST: usize = usize::MAX;
+const NO_REQUEST: u32 = u32::MAX;
 
 impl Step {
     fn plain(context: Context, duration: Duration) -> Step {
@@ -282,7 +282,7 @@ impl Step {
 
     fn locked(lock: usize, context: Context, hold: Duration) -> Step {
         Step {
-            lock: Some(lock),
+            lock: Some(u32::try_from(lock).expect("fewer than 2^32 locks")),
             context,
             duration: hold,
             user: Duration::ZERO,
@@ -363,6 +363,8 @@ impl InFlight {
 pub(crate) struct BlkMq {
     cores: Cores,
     costs: Costs,
+    /// [`BlkMq::holds`], worked out once.
+    holds: (Duration, Duration, Duration),
     scheduler: MqScheduler,
     /// Hardware queues per device.
     hw_queues: Vec<u32>,
@@ -390,7 +392,7 @@ pub(crate) struct BlkMq {
     /// When each thread's latest item ended, by thread index.
     thread_free_at: Vec<Instant>,
     /// The request the items being planned work for.
-    planning_for: usize,
+    planning_for: u32,
     /// Steps of each request (by tag) waiting for a step on another thread to hand off:
     /// (thread, step), planned in order when it does. The vectors are reused.
     deferred: Vec<Vec<(ThreadId, Step)>>,
@@ -458,9 +460,11 @@ impl BlkMq {
         }
         let plans = (0..threads.len()).map(|_| VecDeque::new()).collect();
         let threads_len = threads.len();
+        let costs = Costs::of(spec);
         Some(BlkMq {
             cores,
-            costs: Costs::of(spec),
+            holds: BlkMq::holds_of(scheduler, &costs),
+            costs,
             scheduler,
             hw_queues: devices.iter().map(|(_, queues)| (*queues).max(1)).collect(),
             lock_base,
@@ -542,7 +546,7 @@ impl BlkMq {
         }
         let owner = Some(self.issuers[issuer].0);
         self.in_flight[tag] = InFlight { submitted: now, owner, ..InFlight::default() };
-        self.planning_for = tag;
+        self.planning_for = u32::try_from(tag).expect("fewer than 2^32 pending entries");
         self.submit_steps(now, issuer, device, tag);
         self.planning_for = NO_REQUEST;
     }
@@ -620,7 +624,7 @@ impl BlkMq {
     ) {
         self.in_flight[tag].completed = now;
         self.in_flight[tag].device_ns = device_time.as_nanos();
-        self.planning_for = tag;
+        self.planning_for = u32::try_from(tag).expect("fewer than 2^32 pending entries");
         self.complete_steps(now, issuer, device, tag);
         self.planning_for = NO_REQUEST;
     }
@@ -677,15 +681,19 @@ impl BlkMq {
     /// the scheduler's own cost split between its insert, dispatch (and bfq's finish) hooks,
     /// the merge attempt a hash lookup (spec §2.12 row 6).
     fn holds(&self) -> (Duration, Duration, Duration) {
-        let mut algorithm = self.scheduler.algorithm();
-        let hooks = if self.scheduler == MqScheduler::Bfq {
-            algorithm += self.costs.bfq_surplus;
+        self.holds
+    }
+
+    fn holds_of(scheduler: MqScheduler, costs: &Costs) -> (Duration, Duration, Duration) {
+        let mut algorithm = scheduler.algorithm();
+        let hooks = if scheduler == MqScheduler::Bfq {
+            algorithm += costs.bfq_surplus;
             3
         } else {
             2
         };
         let share = Duration::from_nanos(algorithm.as_nanos() / hooks);
-        (self.costs.merge, share, share)
+        (costs.merge, share, share)
     }
 
     /// The hardware queue `core` maps to on `device` (spec §2.7: one to one when there are
@@ -698,7 +706,7 @@ impl BlkMq {
 
     /// Keeps `step` on `thread` until the request's handing-off step ends.
     fn defer(&mut self, thread: ThreadId, step: Step) {
-        self.deferred[self.planning_for].push((thread, step));
+        self.deferred[self.planning_for as usize].push((thread, step));
     }
 
     fn plan_irq(&mut self, now: Instant, core: usize, step: Step) {
@@ -723,7 +731,7 @@ impl BlkMq {
             }
         }
         if step.request != NO_REQUEST
-            && let Some(owner) = self.in_flight[step.request].owner
+            && let Some(owner) = self.in_flight[step.request as usize].owner
             && owner != thread
         {
             // Work done on another thread for the owner's I/O (spec §6.4 "attributed").
@@ -749,7 +757,7 @@ impl BlkMq {
             // Waiting for the core: from when it could run (planned, and its thread's earlier
             // item done) to now.
             let ready = step.planned.max(self.thread_free_at[thread.index()]);
-            let request = &mut self.in_flight[step.request];
+            let request = &mut self.in_flight[step.request as usize];
             request.core_wait_ns[request.side()] += now.saturating_since(ready).as_nanos();
         }
         let Some(lock) = step.lock else {
@@ -757,7 +765,7 @@ impl BlkMq {
             self.timers.push((ends, core));
             return;
         };
-        match self.locks[lock].acquire(now, core, core as u64, step.duration) {
+        match self.locks[lock as usize].acquire(now, core, core as u64, step.duration) {
             Acquire::Granted(grant) => {
                 let ends = self.cores.reshape_running(
                     now,
@@ -781,17 +789,17 @@ impl BlkMq {
         let (thread, _) = self.cores.running(core).expect("an item ends on a busy core");
         let step = self.plans[thread.index()].pop_front().expect("a running item has a plan");
         self.thread_free_at[thread.index()] = now;
-        if self.threads[thread.index()].kind == "irq" {
+        if self.irq[core] == thread {
             self.irq_in_flight[core] -= 1;
         }
         if let Some(lock) = step.lock
-            && let Some(grant) = self.locks[lock].release(now)
+            && let Some(grant) = self.locks[lock as usize].release(now)
         {
             // The oldest spinner holds the lock now, on its own core, where it spun.
             let (waiter, _) = self.cores.running(grant.core).expect("a spinner runs");
             let waiting = *self.plans[waiter.index()].front().expect("a spinner has a plan");
             if waiting.request != NO_REQUEST {
-                let request = &mut self.in_flight[waiting.request];
+                let request = &mut self.in_flight[waiting.request as usize];
                 request.lock_wait_ns[request.side()] += grant.wait.as_nanos();
             }
             let ends = self.cores.reshape_running(
@@ -803,13 +811,13 @@ impl BlkMq {
             self.timers.push((ends, grant.core));
         }
         if step.hands_off && step.request != NO_REQUEST {
-            let mut waiting = std::mem::take(&mut self.deferred[step.request]);
+            let mut waiting = std::mem::take(&mut self.deferred[step.request as usize]);
             self.planning_for = step.request;
             for (next_thread, next) in waiting.drain(..) {
                 self.plan(now, next_thread, next);
             }
             self.planning_for = NO_REQUEST;
-            self.deferred[step.request] = waiting;
+            self.deferred[step.request as usize] = waiting;
         }
         for action in step.then.into_iter().flatten() {
             match action {

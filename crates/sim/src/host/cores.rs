@@ -214,6 +214,8 @@ struct Item {
     submitted: Instant,
     /// When it started (running items only).
     started: Instant,
+    /// Its submission order on the host: among equal priorities the core takes the earliest.
+    sequence: u64,
 }
 
 impl Item {
@@ -225,8 +227,11 @@ impl Item {
 #[derive(Debug, Default)]
 struct Core {
     running: Option<Item>,
-    /// Items waiting, in submission order.
-    waiting: VecDeque<Item>,
+    /// The threads pinned here, in the order they were added (their queues hold the core's
+    /// waiting items: a few threads per core, so picking scans them, not the items).
+    threads: Vec<ThreadId>,
+    /// Items waiting in those queues.
+    waiting: usize,
     times: ContextTimes,
 }
 
@@ -238,9 +243,8 @@ struct Thread {
     core_wait_ns: u64,
     /// When its last started item ends (its next item cannot run earlier).
     free_at: Instant,
-    /// Scan stamp: equal to the core's current scan when an earlier waiting item of this
-    /// thread was already seen, so this one is not the thread's oldest.
-    seen_scan: u64,
+    /// Its items waiting for the core, oldest first (a thread runs its items in order).
+    waiting: VecDeque<Item>,
 }
 
 /// N cores, each running one work item at a time (see the module doc).
@@ -248,13 +252,18 @@ struct Thread {
 pub(crate) struct Cores {
     cores: Vec<Core>,
     threads: Vec<Thread>,
-    scan: u64,
+    /// The next item's [`Item::sequence`].
+    next_sequence: u64,
 }
 
 impl Cores {
     /// `cores` idle cores and no threads.
     pub(crate) fn new(cores: usize) -> Cores {
-        Cores { cores: (0..cores).map(|_| Core::default()).collect(), threads: Vec::new(), scan: 0 }
+        Cores {
+            cores: (0..cores).map(|_| Core::default()).collect(),
+            threads: Vec::new(),
+            next_sequence: 0,
+        }
     }
 
     /// How many cores.
@@ -276,8 +285,9 @@ impl Cores {
             times: ContextTimes::default(),
             core_wait_ns: 0,
             free_at: Instant::ZERO,
-            seen_scan: 0,
+            waiting: VecDeque::new(),
         });
+        self.cores[core].threads.push(id);
         id
     }
 
@@ -326,7 +336,9 @@ impl Cores {
             user_lead: user,
             submitted: now,
             started: now,
+            sequence: self.next_sequence,
         };
+        self.next_sequence += 1;
         match core.running {
             Some(running) => {
                 assert!(
@@ -334,12 +346,13 @@ impl Cores {
                     "core {core_index}: item ended at {:?}, not finished by {now:?}",
                     running.ends()
                 );
-                core.waiting.push_back(item);
+                core.waiting += 1;
+                self.threads[thread.0 as usize].waiting.push_back(item);
                 Run::Queued
             }
             None => {
                 // An idle core has nothing waiting: `finish` starts the next item at once.
-                debug_assert!(core.waiting.is_empty());
+                debug_assert_eq!(core.waiting, 0);
                 let ends = self.start(core_index, item, now);
                 Run::Started { ends }
             }
@@ -365,7 +378,8 @@ impl Cores {
         thread.times.add(done.context, ns);
 
         let next = self.pick(core_index)?;
-        let item = self.cores[core_index].waiting.remove(next).expect("picked index in range");
+        self.cores[core_index].waiting -= 1;
+        let item = self.threads[next.0 as usize].waiting.pop_front().expect("picked a waiter");
         let ends = self.start(core_index, item, now);
         Some(Started { thread: item.thread, context: item.context, ends })
     }
@@ -410,25 +424,23 @@ impl Cores {
         self.cores[core].running.map(|item| (item.thread, item.context))
     }
 
-    /// The index in `core`'s waiting items of the one to run next: the highest priority
-    /// among each thread's oldest, earliest first among equals.
-    fn pick(&mut self, core_index: usize) -> Option<usize> {
-        self.scan += 1;
-        let scan = self.scan;
+    /// The thread whose oldest waiting item on `core` runs next: the highest priority among
+    /// each thread's oldest, earliest submitted first among equals.
+    fn pick(&self, core_index: usize) -> Option<ThreadId> {
         let core = &self.cores[core_index];
-        let mut best: Option<(u8, usize)> = None;
-        for (index, item) in core.waiting.iter().enumerate() {
-            let thread = &mut self.threads[item.thread.0 as usize];
-            if thread.seen_scan == scan {
-                continue;
-            }
-            thread.seen_scan = scan;
-            let rank = rank(item.context, thread.kind);
-            if best.is_none_or(|(best_rank, _)| rank < best_rank) {
-                best = Some((rank, index));
+        if core.waiting == 0 {
+            return None;
+        }
+        let mut best: Option<(u8, u64, ThreadId)> = None;
+        for &id in &core.threads {
+            let thread = &self.threads[id.0 as usize];
+            let Some(oldest) = thread.waiting.front() else { continue };
+            let key = (rank(oldest.context, thread.kind), oldest.sequence);
+            if best.is_none_or(|(rank, sequence, _)| key < (rank, sequence)) {
+                best = Some((key.0, key.1, id));
             }
         }
-        best.map(|(_, index)| index)
+        best.map(|(_, _, id)| id)
     }
 
     fn start(&mut self, core_index: usize, mut item: Item, now: Instant) -> Instant {
