@@ -246,6 +246,41 @@ fn the_batch_decides_the_kblockd_punt_and_fixed_buffers_save_pinning() {
     assert!(cpu_per_io_ns(&fixed) < cpu_per_io_ns(&plain) - 100.0);
 }
 
+// Proves "where the time went" accounts for every request's whole latency (spec §6.4: the
+// steps are disjoint and sum to it): for each scheduler and for interrupt and polled
+// completions, the path steps add up to the recorded latencies (mean × requests, to within
+// the mean's rounding). Interrupt completions hand the CQE to task_work, whose wait is its
+// own step; a polled one (`hipri`) reaps on the thread, so its task_work step is empty.
+#[test]
+fn the_path_steps_sum_to_the_latency() {
+    let device = "nvme-gen4-consumer";
+    let host = "host:cpus=2";
+    for scheduler in ["none", "mq-deadline", "kyber", "bfq"] {
+        for polled in [false, true] {
+            let extra = if polled { ",ioengine=io_uring,hipri=1" } else { ",ioengine=io_uring" };
+            let job = format!("{}{extra}", randread(16, 2, "4m"));
+            let run = simulate(device, host, scheduler, &job);
+            let cpu = host_cpu(&run);
+            let what = format!("{scheduler}, polled {polled}");
+            assert_eq!(cpu.requests, run.phases[0].ops, "{what}");
+            let steps: u64 = cpu.path_ns.values().sum();
+            let latency = run.phases[0].latency_ns.mean as f64 * cpu.requests as f64;
+            let error = (steps as f64 - latency).abs();
+            assert!(
+                error <= cpu.requests as f64,
+                "{what}: steps sum to {steps} ns, latencies to {latency} ns: {:?}",
+                cpu.path_ns
+            );
+            if polled {
+                assert_eq!(cpu.path_ns["task_work"], 0, "{what}");
+            } else {
+                assert!(cpu.path_ns["task_work"] > 0, "{what}");
+            }
+            assert!(cpu.path_ns["completion"] > 0, "{what}");
+        }
+    }
+}
+
 // Proves several SSDs in one host each have their own scheduler instance and lock (spec §7.5):
 // two jobs on two cores, each on its own drive, take only their own drive's `dd->lock`, so
 // no acquisition is ever handed over from the other core, and together they get twice what

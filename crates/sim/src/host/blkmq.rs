@@ -57,8 +57,10 @@
 //! Per request the report sums, disjointly: `user`, `submit` (from the call to the block
 //! queue, waits taken out), `lock_wait` (spinning), `core_wait` (an item ready but its core
 //! busy with another thread's), `sched_queue` (in the block queue until dispatched), `device`
-//! (from dispatch to the device's completion) and `completion` (from the device to the CQE,
-//! waits taken out).
+//! (from dispatch to the device's completion), `completion` (from the device until the
+//! interrupt side — interrupt, softirq, bfq's finish — hands the CQE to task_work; a polled
+//! completion's whole reap) and `task_work` (from that hand-off until the issuer sees the
+//! CQE), waits taken out.
 //!
 //! # Locks (spec §3)
 //!
@@ -332,6 +334,7 @@ struct PathTimes {
     sched_queue_ns: u64,
     device_ns: u64,
     completion_ns: u64,
+    task_work_ns: u64,
 }
 
 /// One I/O in flight through the path.
@@ -340,10 +343,13 @@ struct InFlight {
     submitted: Instant,
     inserted: Instant,
     completed: Instant,
-    /// Waits of its items for their cores and locks: [before it reached the queue, after the
-    /// device finished it].
-    core_wait_ns: [u64; 2],
-    lock_wait_ns: [u64; 2],
+    /// When its interrupt side (interrupt, softirq, bfq's finish) ended and handed the CQE to
+    /// task_work; `None` while it has not, or when it completes by polling.
+    interrupt_done: Option<Instant>,
+    /// Waits of its items for their cores and locks: [before it reached the queue, on the
+    /// interrupt side after the device finished it, in task_work].
+    core_wait_ns: [u64; 3],
+    lock_wait_ns: [u64; 3],
     /// Whether it reached the queue (its waits count on the completion side from then).
     reached_queue: bool,
     /// Its issuer's thread, which work done elsewhere for it is attributed to.
@@ -354,7 +360,11 @@ struct InFlight {
 
 impl InFlight {
     fn side(&self) -> usize {
-        usize::from(self.reached_queue)
+        match (self.reached_queue, self.interrupt_done) {
+            (false, _) => 0,
+            (true, None) => 1,
+            (true, Some(_)) => 2,
+        }
     }
 }
 
@@ -811,6 +821,11 @@ impl BlkMq {
             self.timers.push((ends, grant.core));
         }
         if step.hands_off && step.request != NO_REQUEST {
+            let request = &mut self.in_flight[step.request as usize];
+            if request.reached_queue {
+                // The interrupt side is done: the CQE now waits for task_work.
+                request.interrupt_done = Some(now);
+            }
             let mut waiting = std::mem::take(&mut self.deferred[step.request as usize]);
             self.planning_for = step.request;
             for (next_thread, next) in waiting.drain(..) {
@@ -831,18 +846,22 @@ impl BlkMq {
                     let path = &mut self.path;
                     path.requests += 1;
                     // The parts are disjoint: waits are taken out of the span they fell in.
-                    let [core_before, core_after] = times.core_wait_ns;
-                    let [lock_before, lock_after] = times.lock_wait_ns;
+                    let [core_before, core_irq, core_task] = times.core_wait_ns;
+                    let [lock_before, lock_irq, lock_task] = times.lock_wait_ns;
                     let submit = times.inserted.saturating_since(times.submitted).as_nanos();
                     path.user_ns += user_ns;
                     path.submit_ns += submit.saturating_sub(user_ns + core_before + lock_before);
-                    path.core_wait_ns += core_before + core_after;
-                    path.lock_wait_ns += lock_before + lock_after;
+                    path.core_wait_ns += core_before + core_irq + core_task;
+                    path.lock_wait_ns += lock_before + lock_irq + lock_task;
                     let queued = times.completed.saturating_since(times.inserted).as_nanos();
                     path.sched_queue_ns += queued.saturating_sub(times.device_ns);
                     path.device_ns += times.device_ns.min(queued);
-                    let completion = now.saturating_since(times.completed).as_nanos();
-                    path.completion_ns += completion.saturating_sub(core_after + lock_after);
+                    // Polled: reaped on the thread, no task_work hand-off.
+                    let handed = times.interrupt_done.unwrap_or(now);
+                    let completion = handed.saturating_since(times.completed).as_nanos();
+                    path.completion_ns += completion.saturating_sub(core_irq + lock_irq);
+                    let task_work = now.saturating_since(handed).as_nanos();
+                    path.task_work_ns += task_work.saturating_sub(core_task + lock_task);
                 }
                 Action::Resume { .. } => {}
             }
@@ -941,6 +960,7 @@ impl BlkMq {
             ("sched_queue", path.sched_queue_ns),
             ("device", path.device_ns),
             ("completion", path.completion_ns),
+            ("task_work", path.task_work_ns),
         ] {
             path_ns.insert(step.to_owned(), ns);
         }
