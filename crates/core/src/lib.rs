@@ -93,6 +93,13 @@ pub mod time;
 pub mod tunable;
 pub mod units;
 
+/// A hash map for lookups only: inserted into, looked up and removed from, never iterated, so
+/// its order cannot reach a result and determinism holds (and its hasher is unseeded anyway).
+/// Everything iterated is a `BTreeMap`; `clippy.toml` bans the std hash types elsewhere for
+/// that reason. For maps keyed per operation on hot paths, where a tree's search costs.
+#[allow(clippy::disallowed_types)]
+pub type LookupMap<K, V> = std::collections::HashMap<K, V, rustc_hash::FxBuildHasher>;
+
 pub use dispatch_list::DispatchList;
 pub use kernel::{BH_SECTORS_2_4, KernelBase, KernelVersion};
 pub use list::{IdList, ListLinks};

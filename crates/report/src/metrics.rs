@@ -137,7 +137,7 @@ struct IssuerRecord {
     /// Its operations in flight with their direction and byte offset, by the issuer's
     /// operation id.
     /// By I/O id: looked up once per operation, never walked, so a hash map.
-    in_flight: rustc_hash::FxHashMap<u64, (FioDirection, u64)>,
+    in_flight: elevator_core::LookupMap<u64, (FioDirection, u64)>,
 }
 
 /// Which way a failed operation went, for [`PhaseRecorder::record_error`].
@@ -201,7 +201,7 @@ impl PhaseRecorder {
                     bytes_at_stonewall: None,
                     errors: IoErrors::default(),
                     fio: None,
-                    in_flight: rustc_hash::FxHashMap::default(),
+                    in_flight: elevator_core::LookupMap::default(),
                 })
                 .collect(),
             stonewall: None,

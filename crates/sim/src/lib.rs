@@ -19,11 +19,7 @@ pub mod study;
 pub mod sweep;
 pub mod topology;
 
-/// A hash map for lookups only: inserted into, looked up and removed from, never iterated, so
-/// its order cannot reach a result and determinism holds. Everything iterated is a
-/// `BTreeMap`; `clippy.toml` bans the std hash types elsewhere for that reason.
-#[allow(clippy::disallowed_types)]
-pub(crate) type LookupMap<K, V> = std::collections::HashMap<K, V, rustc_hash::FxBuildHasher>;
+pub(crate) use elevator_core::LookupMap;
 
 /// The device a simulation uses when none is named: a 2005 desktop disk.
 pub const DEFAULT_DEVICE: &str = "hdd";

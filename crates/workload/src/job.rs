@@ -2205,17 +2205,17 @@ impl JobConfig {
                 cycle_start: None,
                 cycle_bytes: 0,
                 rate_min_failures: 0,
-                sizes: rustc_hash::FxHashMap::default(),
+                sizes: elevator_core::LookupMap::default(),
                 io_priority: None,
                 steady: shared_steady.clone().or_else(|| self.steady.as_ref().map(new_steady)),
                 flow: flow.clone(),
                 latency: None,
-                submitted_at: rustc_hash::FxHashMap::default(),
+                submitted_at: elevator_core::LookupMap::default(),
                 latency_target_failures: 0,
                 flow_issued: 0,
                 flow_quiesce: false,
                 errored: false,
-                file_ends: rustc_hash::FxHashMap::default(),
+                file_ends: elevator_core::LookupMap::default(),
                 zbd_pending: std::collections::VecDeque::new(),
                 zbd_locks: std::collections::BTreeMap::new(),
                 zbd_posts: Vec::new(),
@@ -2464,7 +2464,7 @@ struct JobIssuer {
     cycle_bytes: u64,
     rate_min_failures: u64,
     /// Outstanding I/Os' sizes by id (looked up, never walked: a hash map).
-    sizes: rustc_hash::FxHashMap<u64, u64>,
+    sizes: elevator_core::LookupMap<u64, u64>,
     /// The priority of the I/O being submitted, when `cmdprio_percentage` gave it one.
     io_priority: Option<IoPriority>,
     /// `steadystate`: its check, shared with the other clones when judged together.
@@ -2475,7 +2475,7 @@ struct JobIssuer {
     /// `latency_target`: the depth search, each I/O's submission time, and whether the job
     /// ended failing the target at depth 1 (fio's ETIMEDOUT).
     latency: Option<LatencySearch>,
-    submitted_at: rustc_hash::FxHashMap<u64, Instant>,
+    submitted_at: elevator_core::LookupMap<u64, Instant>,
     latency_target_failures: u64,
     flow_issued: u64,
     flow_quiesce: bool,
@@ -2483,7 +2483,7 @@ struct JobIssuer {
     errored: bool,
     /// Outstanding writes to regular files: (file, where the write ends), to grow
     /// [`JobConfig::file_sizes`] when they complete.
-    file_ends: rustc_hash::FxHashMap<u64, (usize, u64)>,
+    file_ends: elevator_core::LookupMap<u64, (usize, u64)>,
 }
 
 impl Issuer for JobIssuer {
