@@ -240,6 +240,33 @@ pub fn run_workload_on(
     Ok(live)
 }
 
+/// The I/Os `workload` keeps in flight at most: `iodepth × numjobs` summed over its jobs (one
+/// job, or each job of an fio job file), as fio reads those keys; `None` for workloads without
+/// them (traces, `dd`, `hdparm`). A synchronous engine's job counts its `iodepth` though it
+/// keeps one I/O in flight: an estimate from above, for sizing queues.
+pub fn workload_iodepth(workload: &WorkloadSpec) -> Option<u32> {
+    let resolved = workload.resolved();
+    let of_job = |settings: &[(&'static str, String)]| -> Option<u64> {
+        let key = |name: &str| {
+            settings.iter().find(|(key, _)| *key == name).and_then(|(_, v)| v.parse::<u64>().ok())
+        };
+        Some(key("iodepth")?.saturating_mul(key("numjobs").unwrap_or(1)))
+    };
+    let total = if resolved.iter().any(|(key, _)| *key == "fio") {
+        // A job file: each `job` entry is `NAME: SPEC`, the job as a workload.
+        let mut total = 0u64;
+        for (_, text) in resolved.iter().filter(|(key, _)| *key == "job") {
+            let spec = text.split_once(": ").map_or(text.as_str(), |(_, spec)| spec);
+            let job = WorkloadSpec::parse(spec).ok()?;
+            total = total.saturating_add(of_job(&job.resolved())?);
+        }
+        (total > 0).then_some(total)?
+    } else {
+        of_job(&resolved)?
+    };
+    Some(u32::try_from(total).unwrap_or(u32::MAX))
+}
+
 /// Whether a run of `workload` keeps every I/O for fio's log files: an fio job file whose
 /// jobs ask for one (`write_bw_log`, `write_lat_log`, `write_iops_log`; fio-compat.md §4.6),
 /// as the simulator decides. Memory grows with the I/Os, so other runs do not.
