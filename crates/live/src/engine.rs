@@ -474,6 +474,7 @@ fn engine_loop(mut reactor: Reactor, shared: &Shared) -> Result<(), LiveError> {
                     let flags =
                         if op == IoOp::Write { RequestFlags::SYNC } else { RequestFlags::NONE };
                     let request = IoRequest {
+                        buffer: None,
                         key: key as u64,
                         op,
                         offset,

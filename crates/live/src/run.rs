@@ -12,7 +12,7 @@
 //! return); blocks the run did not write are checked as far as can be known (see
 //! [`crate::verify`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -393,6 +393,7 @@ fn run_plan_recording(
         target,
         targets,
         pool: BufferPool::default(),
+        registered: HashMap::new(),
         ios: Vec::new(),
         free: Vec::new(),
         generations: options
@@ -535,6 +536,8 @@ struct Driver<'t> {
     /// Every target, by the workload's device index (`Place::Device(i)`).
     targets: &'t [Target],
     pool: BufferPool,
+    /// The backend's registered-buffer index of each pool buffer seen, by address.
+    registered: HashMap<usize, Option<u16>>,
     ios: Vec<Option<LiveIo>>,
     free: Vec<usize>,
     generations: Option<Generations>,
@@ -669,6 +672,18 @@ impl Driver<'_> {
         }
         let (ptr, buf_len) =
             buf.as_mut().map_or((std::ptr::null_mut(), 0), |b| (b.as_mut_ptr(), b.len()));
+        // The pool's buffers live, at their addresses, for the whole run (it never frees
+        // one): each is registered with the backend once, the first time it is used.
+        let buffer = match &buf {
+            Some(b) => {
+                let reactor = &mut self.reactor;
+                *self
+                    .registered
+                    .entry(ptr as usize)
+                    .or_insert_with(|| reactor.register_buffer(ptr, b.capacity()))
+            }
+            None => None,
+        };
         let key = match self.free.pop() {
             Some(key) => key,
             None => {
@@ -692,6 +707,7 @@ impl Driver<'_> {
                 process: owner.process(),
                 priority: owner.priority(),
                 flags: io.flags,
+                buffer,
             },
         )
     }

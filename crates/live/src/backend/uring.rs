@@ -28,6 +28,10 @@ use super::{Backend, Done, Transfer, TransferOp, Waker};
 /// `IORING_ENTER_GETEVENTS` (include/uapi/linux/io_uring.h), which the crate keeps private.
 const IORING_ENTER_GETEVENTS: u32 = 1 << 0;
 
+/// Slots in the registered-buffer table: one per buffer a run keeps (one per I/O in flight
+/// and size), well under the kernel's `IORING_MAX_REG_BUFFERS` (16384).
+const BUFFER_SLOTS: u16 = 4096;
+
 /// The token of the eventfd read that wakes the reactor.
 const WAKE_TOKEN: u64 = u64::MAX;
 
@@ -85,6 +89,10 @@ pub(crate) struct Uring {
     deferred: bool,
     /// The targets' descriptors are registered: transfers name them by index.
     fixed_files: bool,
+    /// Slots of the sparse buffer table taken so far (`register_buffer`); `None` before the
+    /// table is made, and for good once the kernel refused it.
+    buffers_used: Option<u16>,
+    buffers_refused: bool,
 }
 
 impl std::fmt::Debug for Uring {
@@ -146,6 +154,8 @@ impl Uring {
             enable_pending: deferred,
             deferred,
             fixed_files,
+            buffers_used: None,
+            buffers_refused: false,
         })
     }
 
@@ -171,7 +181,37 @@ impl Uring {
         }
     }
 
+    fn fd(&self, transfer: &Transfer) -> types::Fd {
+        types::Fd(self.fds[transfer.file as usize].as_raw_fd())
+    }
+
     fn entry(&self, transfer: &Transfer) -> squeue::Entry {
+        if let (Some(index), 1, TransferOp::Read | TransferOp::Write) =
+            (transfer.buffer, transfer.iov_count, transfer.op)
+        {
+            // SAFETY: the reactor gives one valid iovec, inside registered buffer `index`.
+            let iov = unsafe { *transfer.iov };
+            let (ptr, len) = (iov.iov_base.cast::<u8>(), iov.iov_len as u32);
+            let entry = match (transfer.op, self.fixed_files) {
+                (TransferOp::Read, true) => {
+                    opcode::ReadFixed::new(types::Fixed(transfer.file), ptr, len, index)
+                        .offset(transfer.offset)
+                        .build()
+                }
+                (TransferOp::Read, false) => {
+                    opcode::ReadFixed::new(self.fd(transfer), ptr, len, index)
+                        .offset(transfer.offset)
+                        .build()
+                }
+                (_, true) => opcode::WriteFixed::new(types::Fixed(transfer.file), ptr, len, index)
+                    .offset(transfer.offset)
+                    .build(),
+                (_, false) => opcode::WriteFixed::new(self.fd(transfer), ptr, len, index)
+                    .offset(transfer.offset)
+                    .build(),
+            };
+            return entry.user_data(transfer.token);
+        }
         if self.fixed_files {
             entry_for!(types::Fixed(transfer.file), transfer)
         } else {
@@ -215,6 +255,21 @@ impl Uring {
             self.wake_armed = true;
         }
         Ok(())
+    }
+}
+
+impl Drop for Uring {
+    fn drop(&mut self) {
+        // A ring's teardown runs later, in a kernel worker: without this the registered
+        // targets would stay open (a detached loop device attached) and the buffers pinned for
+        // a while after the run. Unregistering releases them now; an error (a kernel that
+        // cannot) leaves them to the teardown.
+        if self.fixed_files {
+            let _ = self.ring.submitter().unregister_files();
+        }
+        if self.buffers_used.is_some() {
+            let _ = self.ring.submitter().unregister_buffers();
+        }
     }
 }
 
@@ -273,6 +328,45 @@ impl Backend for Uring {
 
     fn waker(&self) -> Waker {
         Waker::EventFd(Arc::clone(&self.eventfd))
+    }
+
+    fn register_buffer(&mut self, ptr: *mut u8, len: usize) -> Option<u16> {
+        if self.buffers_refused {
+            return None;
+        }
+        let used = match self.buffers_used {
+            Some(used) => used,
+            None => {
+                // A sparse table (IORING_RSRC_REGISTER_SPARSE, Linux 5.19) filled one buffer
+                // at a time as the run's pool allocates them.
+                if self.ring.submitter().register_buffers_sparse(u32::from(BUFFER_SLOTS)).is_err() {
+                    self.buffers_refused = true;
+                    return None;
+                }
+                0
+            }
+        };
+        if used >= BUFFER_SLOTS {
+            self.buffers_used = Some(used);
+            return None;
+        }
+        let iov = libc::iovec { iov_base: ptr.cast(), iov_len: len };
+        // SAFETY: the caller keeps the memory allocated, at this address, while the ring
+        // lives (`Backend::register_buffer`).
+        let registered =
+            unsafe { self.ring.submitter().register_buffers_update(u32::from(used), &[iov], None) };
+        match registered {
+            Ok(()) => {
+                self.buffers_used = Some(used + 1);
+                Some(used)
+            }
+            Err(_) => {
+                // A memory-lock limit or a kernel that cannot: plain transfers from now on.
+                self.buffers_used = Some(used);
+                self.buffers_refused = true;
+                None
+            }
+        }
     }
 }
 
