@@ -914,6 +914,46 @@ impl Driver<'_> {
 mod tests {
     use super::*;
 
+    // Proves the I/Os in flight a default run sizes its queue for are iodepth × numjobs summed
+    // over every job (one job, or each job of an fio job file with its own keys and the
+    // global ones), that fio's defaults count (iodepth 1, numjobs 1), and that a workload
+    // without an iodepth gives none (so the fixed defaults apply).
+    #[test]
+    fn the_workload_iodepth_adds_every_jobs_iodepth_times_numjobs() {
+        let parse = |text: &str| WorkloadSpec::parse(text).unwrap();
+        assert_eq!(workload_iodepth(&parse("job:rw=randread,iodepth=64,numjobs=2")), Some(128));
+        assert_eq!(workload_iodepth(&parse("job:rw=randread,iodepth=16")), Some(16));
+        assert_eq!(workload_iodepth(&parse("job:rw=randread")), Some(1));
+        assert_eq!(workload_iodepth(&parse("dd:mode=read,count=10")), None);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("two.fio");
+        std::fs::write(
+            &path,
+            "[global]\nrw=randread\ndirect=1\nsize=1m\niodepth=4\n\
+             [a]\niodepth=8\nnumjobs=2\n[b]\n",
+        )
+        .unwrap();
+        let file = WorkloadSpec::parse_fio_file(path.to_str().unwrap()).unwrap();
+        assert_eq!(workload_iodepth(&file), Some(8 * 2 + 4));
+    }
+
+    // Proves the sized defaults take every I/O of the workload at once and keep a request
+    // pool of twice the depth, never below the fixed default, and that an unknown workload
+    // keeps the fixed defaults.
+    #[test]
+    fn sized_engine_options_fit_the_workload() {
+        let fixed = EngineOptions::default();
+        let sized = EngineOptions::sized_for(Some(128));
+        assert_eq!((sized.depth, sized.nr_requests), (128, 256));
+        let shallow = EngineOptions::sized_for(Some(1));
+        assert_eq!((shallow.depth, shallow.nr_requests), (1, fixed.nr_requests));
+        let unknown = EngineOptions::sized_for(None);
+        assert_eq!((unknown.depth, unknown.nr_requests), (fixed.depth, fixed.nr_requests));
+        let huge = EngineOptions::sized_for(Some(u32::MAX));
+        assert_eq!(huge.depth, crate::engine::SIZED_DEPTH_LIMIT);
+        assert!(huge.queue().is_ok(), "the largest sized queue is a valid one");
+    }
+
     // Proves a live phase's fio figures are dated by the wall clock and carry the process's
     // CPU shared by I/Os: two jobs that completed 1 and 3 reads get a quarter and three
     // quarters of the phase's user and system time, their start and every logged sample move
