@@ -12,7 +12,7 @@
 //! return); blocks the run did not write are checked as far as can be known (see
 //! [`crate::verify`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -393,7 +393,7 @@ fn run_plan_recording(
         target,
         targets,
         pool: BufferPool::default(),
-        registered: HashMap::new(),
+        registered: BTreeMap::new(),
         ios: Vec::new(),
         free: Vec::new(),
         generations: options
@@ -537,7 +537,7 @@ struct Driver<'t> {
     targets: &'t [Target],
     pool: BufferPool,
     /// The backend's registered-buffer index of each pool buffer seen, by address.
-    registered: HashMap<usize, Option<u16>>,
+    registered: BTreeMap<usize, Option<u16>>,
     ios: Vec<Option<LiveIo>>,
     free: Vec<usize>,
     generations: Option<Generations>,
