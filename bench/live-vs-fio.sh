@@ -5,7 +5,14 @@
 # (losetup --direct-io=on). elevator runs its user-space schedulers with the kernel's
 # scheduler set to `none`; fio (io_uring engine, same parameters) runs with the kernel's
 # none, mq-deadline and bfq. Each configuration runs ROUNDS times, interleaved, and the
-# median IOPS is reported, with each one's ratio to fio with the kernel's none.
+# median IOPS is reported, with each one's ratio to fio with the kernel's none. The deadline
+# scheduler also runs with `elevator run`'s default flags (no --depth/--nr-requests: sized
+# from the workload), as a user who passes none gets it.
+#
+# Then QD1: 4 KiB random reads, iodepth 1, one job, fio (io_uring, kernel none) against
+# `elevator run -s deadline` and `-s none` (defaults), interleaved ROUNDS times: median IOPS and
+# median p50 total latency (submission to completion: fio's lat, `lat_percentiles=1`,
+# elevator's phase latency), with the IOPS ratio and the p50 difference to fio.
 #
 # Usage: sudo bench/live-vs-fio.sh [ROUNDS=3] [SECONDS=5] [SIZE_MIB=1024]
 # Needs root (loop devices, sysfs); installs fio with apt-get if it is missing.
@@ -46,20 +53,27 @@ fio_iops() { # kernel scheduler
         python3 -c 'import json,sys; print(round(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))'
 }
 
-elevator_iops() { # our scheduler
+elevator_iops() { # our scheduler, then extra flags (the issue's tuned ones unless "default")
     echo none > "$sched"
+    local flags=(--depth 128 --nr-requests 256)
+    [ "${2:-}" = default ] && flags=()
     "$elevator" run --target "$loop" \
         -w "job:rw=randread,bs=4k,iodepth=64,numjobs=2,runtime=${seconds}s,time_based=1" \
-        -s "$1" --depth 128 --nr-requests 256 --format json 2>/dev/null |
+        -s "$1" "${flags[@]}" --format json 2>/dev/null |
         python3 -c 'import json,sys; print(round(json.load(sys.stdin)["runs"][0]["phases"][0]["iops"]))'
 }
 
-configs=("fio:none" "fio:mq-deadline" "fio:bfq" "elevator:$ours_fifo" "elevator:deadline" "elevator:cfq")
+configs=("fio:none" "fio:mq-deadline" "fio:bfq" "elevator:$ours_fifo" "elevator:deadline" "elevator:cfq"
+    "elevator-defaults:deadline")
 declare -A results
 for round in $(seq "$rounds"); do
     for config in "${configs[@]}"; do
         tool=${config%%:*} scheduler=${config#*:}
-        if [ "$tool" = fio ]; then iops=$(fio_iops "$scheduler"); else iops=$(elevator_iops "$scheduler"); fi
+        case $tool in
+            fio) iops=$(fio_iops "$scheduler") ;;
+            elevator) iops=$(elevator_iops "$scheduler") ;;
+            elevator-defaults) iops=$(elevator_iops "$scheduler" default) ;;
+        esac
         results[$config]="${results[$config]:-} $iops"
         echo "round $round: $config $iops IOPS" >&2
     done
@@ -68,8 +82,52 @@ done
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 base=$(echo "${results[fio:none]}" | median)
 echo "4 KiB random reads, iodepth 64 x 2, ${seconds} s, median of $rounds, $(nproc) CPUs, $(uname -r)"
+echo "(elevator: --depth 128 --nr-requests 256; elevator-defaults: no queue flags)"
 printf '%-20s %10s %8s\n' configuration IOPS "vs fio+none"
 for config in "${configs[@]}"; do
     value=$(echo "${results[$config]}" | median)
     printf "%-20s %10s %8s\n" "$config" "$value" "$(awk -v v="$value" -v b="$base" 'BEGIN { printf "%.2f", v / b }')"
+done
+
+# QD1: one job, iodepth 1. Prints "IOPS P50_NS" per run.
+fio_qd1() {
+    echo none > "$sched"
+    fio --name=qd1 --filename="$loop" --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
+        --iodepth=1 --numjobs=1 --runtime="$seconds" --time_based --lat_percentiles=1 \
+        --output-format=json 2>/dev/null |
+        python3 -c 'import json,sys; r=json.load(sys.stdin)["jobs"][0]["read"]
+print(round(r["iops"]), round(r["lat_ns"]["percentile"]["50.000000"]))'
+}
+elevator_qd1() { # our scheduler
+    echo none > "$sched"
+    "$elevator" run --target "$loop" \
+        -w "job:rw=randread,bs=4k,iodepth=1,numjobs=1,runtime=${seconds}s,time_based=1" \
+        -s "$1" --format json 2>/dev/null |
+        python3 -c 'import json,sys; p=json.load(sys.stdin)["runs"][0]["phases"][0]
+print(round(p["iops"]), p["latency_ns"]["p50"])'
+}
+qd1_configs=("fio:none" "elevator:deadline" "elevator:$ours_fifo")
+declare -A qd1_iops qd1_p50
+for round in $(seq "$rounds"); do
+    for config in "${qd1_configs[@]}"; do
+        tool=${config%%:*} scheduler=${config#*:}
+        if [ "$tool" = fio ]; then out=$(fio_qd1); else out=$(elevator_qd1 "$scheduler"); fi
+        read -r iops p50 <<<"$out"
+        qd1_iops[$config]="${qd1_iops[$config]:-} $iops"
+        qd1_p50[$config]="${qd1_p50[$config]:-} $p50"
+        echo "qd1 round $round: $config $iops IOPS p50 $p50 ns" >&2
+    done
+done
+base_iops=$(echo "${qd1_iops[fio:none]}" | median)
+base_p50=$(echo "${qd1_p50[fio:none]}" | median)
+echo
+echo "QD1: 4 KiB random reads, iodepth 1 x 1, ${seconds} s, median of $rounds (defaults)"
+printf '%-20s %10s %8s %12s %12s\n' configuration IOPS "vs fio" "p50 (us)" "p50 - fio"
+for config in "${qd1_configs[@]}"; do
+    iops=$(echo "${qd1_iops[$config]}" | median)
+    p50=$(echo "${qd1_p50[$config]}" | median)
+    printf "%-20s %10s %8s %12s %12s\n" "$config" "$iops" \
+        "$(awk -v v="$iops" -v b="$base_iops" 'BEGIN { printf "%.2f", v / b }')" \
+        "$(awk -v v="$p50" 'BEGIN { printf "%.1f", v / 1000 }')" \
+        "$(awk -v v="$p50" -v b="$base_p50" 'BEGIN { printf "%+.1f", (v - b) / 1000 }')"
 done

@@ -458,13 +458,15 @@ pub(crate) struct RunArgs {
     #[arg(short, long = "scheduler", value_name = "SCHED,...")]
     pub(crate) schedulers: Vec<String>,
 
-    /// Transfers in flight at once: the device queue depth the scheduler sees.
-    #[arg(long, default_value_t = EngineOptions::default().depth)]
-    pub(crate) depth: u32,
+    /// Transfers in flight at once: the device queue depth the scheduler sees (default: the
+    /// workload's I/Os in flight, iodepth × numjobs over its jobs; 32 when it has no iodepth).
+    #[arg(long)]
+    pub(crate) depth: Option<u32>,
 
-    /// The request pool's size per direction (`nr_requests`).
-    #[arg(long, default_value_t = EngineOptions::default().nr_requests)]
-    pub(crate) nr_requests: u32,
+    /// The request pool's size per direction (`nr_requests`; default: twice the depth, at
+    /// least 128).
+    #[arg(long)]
+    pub(crate) nr_requests: Option<u32>,
 
     /// The largest request in KiB (`max_sectors_kb`); larger I/Os are split.
     #[arg(long, default_value_t = EngineOptions::default().max_sectors_kb)]

@@ -95,12 +95,23 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
     let mut failures = Vec::new();
     let mut interrupted = false;
     let mut said_fallback = false;
+    // Unless given, the queue is sized from the workload so the default run is not throttled
+    // by the queue (issue 20).
+    let sized = EngineOptions::sized_for(elevator_live::run::workload_iodepth(&workload));
+    let depth = args.depth.unwrap_or(sized.depth);
+    let nr_requests = args.nr_requests.unwrap_or_else(|| {
+        if args.depth.is_some() {
+            EngineOptions::sized_for(Some(depth)).nr_requests
+        } else {
+            sized.nr_requests
+        }
+    });
     for scheduler in &schedulers {
         let options = RunOptions {
             engine: EngineOptions {
                 scheduler: scheduler.clone(),
-                depth: args.depth,
-                nr_requests: args.nr_requests,
+                depth,
+                nr_requests,
                 max_sectors_kb: args.max_sectors_kb,
                 backend,
                 ring_entries: None,

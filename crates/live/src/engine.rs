@@ -53,7 +53,29 @@ impl Default for EngineOptions {
     }
 }
 
+/// The deepest queue [`EngineOptions::sized_for`] picks: io_uring's largest ring
+/// (`IORING_MAX_ENTRIES` is 32768, but 4096 entries is where `Uring::new` clamps).
+pub const SIZED_DEPTH_LIMIT: u32 = 4096;
+
 impl EngineOptions {
+    /// The defaults for a workload that keeps up to `in_flight` I/Os outstanding (all its
+    /// jobs' `iodepth × numjobs`, [`crate::run::workload_iodepth`]): a device queue that
+    /// takes them all at once, as a blk-mq device with that many tags does, and a request pool
+    /// of twice that (blk-mq's `nr_requests = 2 × min(queue_depth, 128)` for a queue with a
+    /// scheduler, block/blk-mq-sched.c `blk_mq_init_sched`, without the 128 cap so a deeper
+    /// workload is not throttled by the pool), never below the default 128. With
+    /// `in_flight` unknown, the fixed defaults.
+    pub fn sized_for(in_flight: Option<u32>) -> EngineOptions {
+        let default = EngineOptions::default();
+        let Some(in_flight) = in_flight else { return default };
+        let depth = in_flight.clamp(1, SIZED_DEPTH_LIMIT);
+        EngineOptions {
+            depth,
+            nr_requests: default.nr_requests.max(depth.saturating_mul(2)),
+            ..default
+        }
+    }
+
     /// The block queue these options describe.
     pub(crate) fn queue(&self) -> Result<BlockQueue, LiveError> {
         let config = QueueConfig {
@@ -452,6 +474,7 @@ fn engine_loop(mut reactor: Reactor, shared: &Shared) -> Result<(), LiveError> {
                     let flags =
                         if op == IoOp::Write { RequestFlags::SYNC } else { RequestFlags::NONE };
                     let request = IoRequest {
+                        buffer: None,
                         key: key as u64,
                         op,
                         offset,

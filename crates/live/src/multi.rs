@@ -81,6 +81,11 @@ impl Backend for Part {
         self.lock().backend.waker()
     }
 
+    fn register_buffer(&mut self, ptr: *mut u8, len: usize) -> Option<u16> {
+        // One registration serves every part: they share the ring.
+        self.lock().backend.register_buffer(ptr, len)
+    }
+
     fn inject_stats(&self) -> crate::backend::inject::InjectStats {
         // The faults are the shared backend's: counted once, by the first part.
         if self.index == 0 { self.lock().backend.inject_stats() } else { Default::default() }
@@ -110,6 +115,11 @@ impl Reactors {
     /// I/Os taken and not yet finished, on every target.
     pub(crate) fn outstanding(&self) -> usize {
         self.parts.iter().map(Reactor::outstanding).sum()
+    }
+
+    /// Registers a buffer with the backend the reactors share ([`Reactor::register_buffer`]).
+    pub(crate) fn register_buffer(&mut self, ptr: *mut u8, len: usize) -> Option<u16> {
+        self.parts[0].register_buffer(ptr, len)
     }
 
     /// Hands `io` to target `target`'s queue.
@@ -189,6 +199,7 @@ mod tests {
             iov_count: 1,
             length_bytes: 512,
             file: 0,
+            buffer: None,
         };
         parts[1].start(transfer).unwrap();
         let mut done = Vec::new();

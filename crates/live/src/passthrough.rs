@@ -754,6 +754,7 @@ impl<'a> IssuerThread<'a> {
             iov_count: 1,
             length_bytes: iov.iov_len as u64,
             file: device as u32,
+            buffer: None,
         };
         self.in_flight[key] =
             Some(InFlight { io, _buf: buf, _iov: iov, submitted: self.shared.clock.now() });

@@ -44,6 +44,8 @@ pub(crate) struct IoRequest {
     pub(crate) process: ProcessId,
     pub(crate) priority: IoPriority,
     pub(crate) flags: RequestFlags,
+    /// The registered buffer (`Reactor::register_buffer`) holding the buffer, if any.
+    pub(crate) buffer: Option<u16>,
 }
 
 /// A finished I/O.
@@ -71,6 +73,8 @@ struct BioSlot {
     io: usize,
     ptr: *mut u8,
     len: usize,
+    /// Its I/O's registered buffer.
+    buffer: Option<u16>,
 }
 
 /// A request on the device: its segments and how far the transfer got.
@@ -82,6 +86,8 @@ struct InFlight {
     iov: Vec<libc::iovec>,
     /// After a short transfer: the segments still to do.
     rest: Vec<libc::iovec>,
+    /// The registered buffer the one segment lies in (only for one-segment transfers).
+    buffer: Option<u16>,
     total: usize,
     done: usize,
 }
@@ -180,6 +186,12 @@ impl Reactor {
         self.backend.waker()
     }
 
+    /// Registers a buffer with the backend ([`Backend::register_buffer`]): its index, for
+    /// [`IoRequest::buffer`], or `None`.
+    pub(crate) fn register_buffer(&mut self, ptr: *mut u8, len: usize) -> Option<u16> {
+        self.backend.register_buffer(ptr, len)
+    }
+
     pub(crate) fn stats(&self) -> ReactorStats {
         let injected = self.backend.inject_stats();
         ReactorStats {
@@ -247,7 +259,8 @@ impl Reactor {
             let len = bio.sector_count as usize * SECTOR_SIZE_BYTES as usize;
             // Within the caller's buffer: the bios cover `io.len` bytes from its start.
             let ptr = io.ptr.wrapping_add(offset);
-            bio.tag = BioTag(self.bios.insert(BioSlot { io: slot, ptr, len }) as u64);
+            let buffer = io.buffer;
+            bio.tag = BioTag(self.bios.insert(BioSlot { io: slot, ptr, len, buffer }) as u64);
             if let Err(error) = self.submitter.submit(now, *bio) {
                 result = Err(LiveError::BadIo(error.to_string()));
                 break;
@@ -309,18 +322,26 @@ impl Reactor {
         queue.bio_tags(id, &mut self.tags);
         let mut iov = Vec::with_capacity(self.tags.len());
         let mut total = 0;
+        let mut buffer = None;
         for tag in &self.tags {
             let bio = &self.bios[tag.0 as usize];
             if bio.len > 0 {
                 iov.push(libc::iovec { iov_base: bio.ptr.cast(), iov_len: bio.len });
                 total += bio.len;
+                buffer = bio.buffer;
             }
+        }
+        // A fixed-buffer transfer has one segment (io_uring has no vectored fixed read
+        // before Linux 6.15).
+        if iov.len() != 1 {
+            buffer = None;
         }
         let index = id.index();
         if self.in_flight.len() <= index {
             self.in_flight.resize_with(index + 1, || None);
         }
-        let flight = InFlight { request: id, op, offset, iov, rest: Vec::new(), total, done: 0 };
+        let flight =
+            InFlight { request: id, op, offset, iov, rest: Vec::new(), buffer, total, done: 0 };
         self.start(index, flight)
     }
 
@@ -353,6 +374,8 @@ impl Reactor {
             iov_count,
             length_bytes: (flight.total - flight.done) as u64,
             file: 0,
+            // The rest of a short transfer still lies in the same buffer.
+            buffer: flight.buffer,
         };
         // The vectors' heap storage does not move with `flight`.
         self.in_flight[index] = Some(flight);

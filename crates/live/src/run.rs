@@ -240,6 +240,33 @@ pub fn run_workload_on(
     Ok(live)
 }
 
+/// The I/Os `workload` keeps in flight at most: `iodepth × numjobs` summed over its jobs (one
+/// job, or each job of an fio job file), as fio reads those keys; `None` for workloads without
+/// them (traces, `dd`, `hdparm`). A synchronous engine's job counts its `iodepth` though it
+/// keeps one I/O in flight: an estimate from above, for sizing queues.
+pub fn workload_iodepth(workload: &WorkloadSpec) -> Option<u32> {
+    let resolved = workload.resolved();
+    let of_job = |settings: &[(&'static str, String)]| -> Option<u64> {
+        let key = |name: &str| {
+            settings.iter().find(|(key, _)| *key == name).and_then(|(_, v)| v.parse::<u64>().ok())
+        };
+        Some(key("iodepth")?.saturating_mul(key("numjobs").unwrap_or(1)))
+    };
+    let total = if resolved.iter().any(|(key, _)| *key == "fio") {
+        // A job file: each `job` entry is `NAME: SPEC`, the job as a workload.
+        let mut total = 0u64;
+        for (_, text) in resolved.iter().filter(|(key, _)| *key == "job") {
+            let spec = text.split_once(": ").map_or(text.as_str(), |(_, spec)| spec);
+            let job = WorkloadSpec::parse(spec).ok()?;
+            total = total.saturating_add(of_job(&job.resolved())?);
+        }
+        (total > 0).then_some(total)?
+    } else {
+        of_job(&resolved)?
+    };
+    Some(u32::try_from(total).unwrap_or(u32::MAX))
+}
+
 /// Whether a run of `workload` keeps every I/O for fio's log files: an fio job file whose
 /// jobs ask for one (`write_bw_log`, `write_lat_log`, `write_iops_log`; fio-compat.md §4.6),
 /// as the simulator decides. Memory grows with the I/Os, so other runs do not.
@@ -366,6 +393,7 @@ fn run_plan_recording(
         target,
         targets,
         pool: BufferPool::default(),
+        registered: BTreeMap::new(),
         ios: Vec::new(),
         free: Vec::new(),
         generations: options
@@ -508,6 +536,8 @@ struct Driver<'t> {
     /// Every target, by the workload's device index (`Place::Device(i)`).
     targets: &'t [Target],
     pool: BufferPool,
+    /// The backend's registered-buffer index of each pool buffer seen, by address.
+    registered: BTreeMap<usize, Option<u16>>,
     ios: Vec<Option<LiveIo>>,
     free: Vec<usize>,
     generations: Option<Generations>,
@@ -642,6 +672,18 @@ impl Driver<'_> {
         }
         let (ptr, buf_len) =
             buf.as_mut().map_or((std::ptr::null_mut(), 0), |b| (b.as_mut_ptr(), b.len()));
+        // The pool's buffers live, at their addresses, for the whole run (it never frees
+        // one): each is registered with the backend once, the first time it is used.
+        let buffer = match &buf {
+            Some(b) => {
+                let reactor = &mut self.reactor;
+                *self
+                    .registered
+                    .entry(ptr as usize)
+                    .or_insert_with(|| reactor.register_buffer(ptr, b.capacity()))
+            }
+            None => None,
+        };
         let key = match self.free.pop() {
             Some(key) => key,
             None => {
@@ -665,6 +707,7 @@ impl Driver<'_> {
                 process: owner.process(),
                 priority: owner.priority(),
                 flags: io.flags,
+                buffer,
             },
         )
     }
@@ -870,6 +913,46 @@ impl Driver<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Proves the I/Os in flight a default run sizes its queue for are iodepth × numjobs summed
+    // over every job (one job, or each job of an fio job file with its own keys and the
+    // global ones), that fio's defaults count (iodepth 1, numjobs 1), and that a workload
+    // without an iodepth gives none (so the fixed defaults apply).
+    #[test]
+    fn the_workload_iodepth_adds_every_jobs_iodepth_times_numjobs() {
+        let parse = |text: &str| WorkloadSpec::parse(text).unwrap();
+        assert_eq!(workload_iodepth(&parse("job:rw=randread,iodepth=64,numjobs=2")), Some(128));
+        assert_eq!(workload_iodepth(&parse("job:rw=randread,iodepth=16")), Some(16));
+        assert_eq!(workload_iodepth(&parse("job:rw=randread")), Some(1));
+        assert_eq!(workload_iodepth(&parse("dd:mode=read,count=10")), None);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("two.fio");
+        std::fs::write(
+            &path,
+            "[global]\nrw=randread\ndirect=1\nsize=1m\niodepth=4\n\
+             [a]\niodepth=8\nnumjobs=2\n[b]\n",
+        )
+        .unwrap();
+        let file = WorkloadSpec::parse_fio_file(path.to_str().unwrap()).unwrap();
+        assert_eq!(workload_iodepth(&file), Some(8 * 2 + 4));
+    }
+
+    // Proves the sized defaults take every I/O of the workload at once and keep a request
+    // pool of twice the depth, never below the fixed default, and that an unknown workload
+    // keeps the fixed defaults.
+    #[test]
+    fn sized_engine_options_fit_the_workload() {
+        let fixed = EngineOptions::default();
+        let sized = EngineOptions::sized_for(Some(128));
+        assert_eq!((sized.depth, sized.nr_requests), (128, 256));
+        let shallow = EngineOptions::sized_for(Some(1));
+        assert_eq!((shallow.depth, shallow.nr_requests), (1, fixed.nr_requests));
+        let unknown = EngineOptions::sized_for(None);
+        assert_eq!((unknown.depth, unknown.nr_requests), (fixed.depth, fixed.nr_requests));
+        let huge = EngineOptions::sized_for(Some(u32::MAX));
+        assert_eq!(huge.depth, crate::engine::SIZED_DEPTH_LIMIT);
+        assert!(huge.queue().is_ok(), "the largest sized queue is a valid one");
+    }
 
     // Proves a live phase's fio figures are dated by the wall clock and carry the process's
     // CPU shared by I/Os: two jobs that completed 1 and 3 reads get a quarter and three

@@ -327,6 +327,10 @@ impl Backend for Inject {
         self.release_due()
     }
 
+    fn register_buffer(&mut self, ptr: *mut u8, len: usize) -> Option<u16> {
+        self.inner.register_buffer(ptr, len)
+    }
+
     fn waker(&self) -> Waker {
         self.inner.waker()
     }

@@ -38,6 +38,10 @@ pub(crate) struct Transfer {
     /// Which of the backend's files it goes to (the index in [`build_many`]'s `fds`; 0 with
     /// one target).
     pub(crate) file: u32,
+    /// The registered buffer ([`Backend::register_buffer`]) the one segment lies in, if any:
+    /// io_uring then reads or writes it as a fixed buffer (`READ_FIXED`/`WRITE_FIXED`), without
+    /// pinning its pages per transfer.
+    pub(crate) buffer: Option<u16>,
 }
 
 impl fmt::Debug for Transfer {
@@ -48,6 +52,7 @@ impl fmt::Debug for Transfer {
             .field("offset", &self.offset)
             .field("iov_count", &self.iov_count)
             .field("file", &self.file)
+            .field("buffer", &self.buffer)
             .finish()
     }
 }
@@ -100,6 +105,14 @@ pub(crate) trait Backend: Send {
 
     /// A waker for other threads.
     fn waker(&self) -> Waker;
+
+    /// Registers the `len` bytes at `ptr` as a fixed buffer and returns its index, or `None`
+    /// where the backend has no such thing or refuses (no room, a memory-lock limit). The
+    /// caller keeps the memory allocated, and never reuses its address for another buffer,
+    /// as long as the backend lives: the kernel holds the pages it had at registration.
+    fn register_buffer(&mut self, _ptr: *mut u8, _len: usize) -> Option<u16> {
+        None
+    }
 
     /// Faults injected so far (only [`inject::Inject`] injects any).
     fn inject_stats(&self) -> inject::InjectStats {
