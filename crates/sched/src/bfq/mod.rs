@@ -136,7 +136,6 @@ mod weight_raising;
 mod wf2q;
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 use elevator_core::tunable::INT_MAX;
 use elevator_core::{
@@ -503,7 +502,7 @@ impl Scheduler for Bfq {
         self.begin(cx);
         for index in 0..self.queues.len() {
             let queue = QueueIndex(index as u32);
-            while let Some(&id) = self.queues[index].sort.values().next() {
+            while let Some((_, id)) = self.queues[index].sort.first() {
                 self.queues[index].dispatched += 1;
                 self.remove_request(cx, queue, id);
                 self.slots[id].out = true;
@@ -559,10 +558,10 @@ impl Scheduler for Bfq {
         let key = (cx.requests[id].start, slot.sequence);
         let sort = &self.queues[slot.queue.slot()].sort;
         match kind {
-            MergeKind::Back => sort.range((Bound::Excluded(key), Bound::Unbounded)).next(),
-            MergeKind::Front { .. } => sort.range(..key).next_back(),
+            MergeKind::Back => sort.after(&key),
+            MergeKind::Front { .. } => sort.before(&key),
         }
-        .map(|(_, &neighbour)| neighbour)
+        .map(|(_, neighbour)| neighbour)
     }
 
     fn requests_merged(&mut self, cx: &Ctx<'_>, kept: RequestId, absorbed: RequestId) {
@@ -1338,11 +1337,10 @@ impl Bfq {
         let key = (start, self.slots[last].sequence);
         let sort = &self.queues[queue.slot()].sort;
         let successor = sort
-            .range((Bound::Excluded(key), Bound::Unbounded))
-            .next()
-            .or_else(|| sort.iter().next().filter(|&(&first, _)| first != key))
-            .map(|(_, &id)| id);
-        let predecessor = sort.range(..key).next_back().map(|(_, &id)| id);
+            .after(&key)
+            .or_else(|| sort.first().filter(|&(first, _)| first != key))
+            .map(|(_, id)| id);
+        let predecessor = sort.before(&key).map(|(_, id)| id);
         self.choose_request(cx, successor, predecessor, start)
     }
 
