@@ -986,11 +986,11 @@ impl Anticipatory {
         start: Sector,
     ) -> Option<RequestId> {
         let sort = &self.sort[class.index()];
-        let successor = sort
-            .after(&start)
+        let (predecessor, successor) = sort.neighbours(&start);
+        let successor = successor
             .map(|(_, successor)| successor)
             .or_else(|| sort.first().map(|(_, lowest)| lowest).filter(|&lowest| lowest != id));
-        let predecessor = sort.before(&start).map(|(_, predecessor)| predecessor);
+        let predecessor = predecessor.map(|(_, predecessor)| predecessor);
         self.choose(cx, class, successor, predecessor)
     }
 

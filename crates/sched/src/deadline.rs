@@ -446,11 +446,14 @@ impl Deadline {
     fn move_request(&mut self, cx: &Ctx<'_>, id: RequestId) {
         let request = &cx.requests[id];
         let index = request.direction().index();
-        let successor = self.sort[index].at_or_after(&request.start.offset(1)).map(|(_, id)| id);
+        // Out of the tree and its successor found with one search (the kernel's rb_next
+        // before rb_erase); `next` cannot be `id` afterwards, so no re-pick is due.
+        let (removed, successor) = self.sort[index].remove_then_after(&request.start);
+        debug_assert_eq!(removed, Some(id), "sort tree out of step at {:?}", request.start);
         self.next = [None, None];
-        self.next[index] = successor;
+        self.next[index] = successor.map(|(_, id)| id);
         self.last_sector = request.end();
-        self.remove_request(cx, id);
+        self.fifo[index].remove(&mut self.fifo_links, id);
     }
 
     /// Removes a queued request from the tree and the FIFO, keeping `next` valid.

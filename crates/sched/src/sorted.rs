@@ -164,6 +164,60 @@ impl<K: Ord + Copy, V: Copy> SortedMap<K, V> {
         Some(block[at - 1])
     }
 
+    /// The entries just below and just above `key` (held or not), with one search: what
+    /// `range(..key).next_back()` and `range((Excluded(key), Unbounded)).next()` answer.
+    pub(crate) fn neighbours(&self, key: &K) -> (Option<(K, V)>, Option<(K, V)>) {
+        let index = self.block_of(key);
+        let Some(block) = self.blocks.get(index) else {
+            return (None, None);
+        };
+        let below = block.partition_point(|(k, _)| k < key);
+        let above = if block.get(below).is_some_and(|(k, _)| k == key) { below + 1 } else { below };
+        let before = match below.checked_sub(1) {
+            Some(at) => Some(block[at]),
+            None => index
+                .checked_sub(1)
+                .map(|previous| *self.blocks[previous].last().expect("blocks are never empty")),
+        };
+        let after = match block.get(above) {
+            Some(&entry) => Some(entry),
+            None => self.blocks.get(index + 1).map(|next| next[0]),
+        };
+        (before, after)
+    }
+
+    /// Takes the entry at `key` out and answers its value and the entry that follows it, with
+    /// one search: `remove(key)` and then `after(key)`.
+    pub(crate) fn remove_then_after(&mut self, key: &K) -> (Option<V>, Option<(K, V)>) {
+        let index = self.block_of(key);
+        let Some(block) = self.blocks.get_mut(index) else {
+            return (None, None);
+        };
+        let at = block.partition_point(|(k, _)| k < key);
+        if block.get(at).is_none_or(|(k, _)| k != key) {
+            return (None, self.after(key));
+        }
+        let (_, value) = block.remove(at);
+        self.len -= 1;
+        if block.is_empty() {
+            let block = self.blocks.remove(index);
+            self.firsts.remove(index);
+            self.spare.push(block);
+            return (Some(value), self.blocks.get(index).map(|next| next[0]));
+        }
+        if at == 0 {
+            self.firsts[index] = block[0].0;
+        }
+        let after = match block.get(at) {
+            Some(&entry) => Some(entry),
+            None => self.blocks.get(index + 1).map(|next| next[0]),
+        };
+        if self.blocks[index].len() < BLOCK_LOW {
+            self.merge_low(index);
+        }
+        (Some(value), after)
+    }
+
     /// Every entry in key order.
     #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (K, V)> + '_ {
@@ -215,6 +269,7 @@ mod tests {
         let mut prng = Prng::new(20);
         let mut ours: SortedMap<u64, u32> = SortedMap::new();
         let mut reference: BTreeMap<u64, u32> = BTreeMap::new();
+        let pair = |(&k, &v): (&u64, &u32)| (k, v);
         for step in 0..60_000_u32 {
             // Phases: grow to ~2000, shrink to empty, grow small again.
             let grow = match step / 20_000 {
@@ -232,18 +287,28 @@ mod tests {
                     }
                 };
                 assert_eq!(ours.insert_vacant(key, step), expected, "insert {key}");
-            } else {
+            } else if prng.below(2) == 0 {
                 assert_eq!(ours.remove(&key), reference.remove(&key), "remove {key}");
+            } else {
+                let removed = reference.remove(&key);
+                let after = reference.range((Excluded(key), Unbounded)).next().map(pair);
+                assert_eq!(ours.remove_then_after(&key), (removed, after), "remove {key}");
             }
             let probe = prng.below(4_100);
             assert_eq!(ours.get(&probe), reference.get(&probe).copied());
-            let pair = |(&k, &v): (&u64, &u32)| (k, v);
             assert_eq!(ours.at_or_after(&probe), reference.range(probe..).next().map(pair));
             assert_eq!(
                 ours.after(&probe),
                 reference.range((Excluded(probe), Unbounded)).next().map(pair)
             );
             assert_eq!(ours.before(&probe), reference.range(..probe).next_back().map(pair));
+            assert_eq!(
+                ours.neighbours(&probe),
+                (
+                    reference.range(..probe).next_back().map(pair),
+                    reference.range((Excluded(probe), Unbounded)).next().map(pair)
+                )
+            );
             assert_eq!(ours.first(), reference.iter().next().map(pair));
             assert_eq!(ours.len(), reference.len());
             assert_eq!(ours.is_empty(), reference.is_empty());

@@ -1336,11 +1336,10 @@ impl Bfq {
         let start = cx.requests[last].start;
         let key = (start, self.slots[last].sequence);
         let sort = &self.queues[queue.slot()].sort;
-        let successor = sort
-            .after(&key)
-            .or_else(|| sort.first().filter(|&(first, _)| first != key))
-            .map(|(_, id)| id);
-        let predecessor = sort.before(&key).map(|(_, id)| id);
+        let (predecessor, successor) = sort.neighbours(&key);
+        let successor =
+            successor.or_else(|| sort.first().filter(|&(first, _)| first != key)).map(|(_, id)| id);
+        let predecessor = predecessor.map(|(_, id)| id);
         self.choose_request(cx, successor, predecessor, start)
     }
 

@@ -1283,11 +1283,11 @@ impl Cfq {
     /// of its sector successor (wrapping to the lowest) and its predecessor.
     fn find_next(&self, cx: &Ctx<'_>, queue: QueueIndex, start: Sector) -> Option<RequestId> {
         let sort = &self.queues[queue.slot()].sort;
-        let successor = sort
-            .after(&start)
+        let (predecessor, successor) = sort.neighbours(&start);
+        let successor = successor
             .or_else(|| sort.first().filter(|&(first, _)| first != start))
             .map(|(_, id)| id);
-        let predecessor = sort.before(&start).map(|(_, id)| id);
+        let predecessor = predecessor.map(|(_, id)| id);
         self.choose_request(cx, successor, predecessor)
     }
 
