@@ -68,6 +68,25 @@ impl<K: Ord + Copy, V: Copy> SortedMap<K, V> {
         block.get(at).filter(|(k, _)| k == key).map(|&(_, v)| v)
     }
 
+    /// The value at `key`, to change it.
+    pub(crate) fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        let index = self.block_of(key);
+        let block = self.blocks.get_mut(index)?;
+        let at = block.partition_point(|(k, _)| k < key);
+        block.get_mut(at).filter(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// The value at `key`, a default one put there first if the key is free
+    /// (`entry(key).or_default()`).
+    pub(crate) fn get_or_insert_default(&mut self, key: K) -> &mut V
+    where
+        V: Default,
+    {
+        // Ok when it was free (now taken by the default); either way it is there now.
+        let _ = self.insert_vacant(key, V::default());
+        self.get_mut(&key).expect("just made sure the key is held")
+    }
+
     /// Puts `value` at `key` unless the key is taken; answers the value that holds it then.
     pub(crate) fn insert_vacant(&mut self, key: K, value: V) -> Result<(), V> {
         if self.blocks.is_empty() {
@@ -287,8 +306,16 @@ mod tests {
                     }
                 };
                 assert_eq!(ours.insert_vacant(key, step), expected, "insert {key}");
-            } else if prng.below(2) == 0 {
+            } else if prng.below(3) == 0 {
                 assert_eq!(ours.remove(&key), reference.remove(&key), "remove {key}");
+            } else if prng.below(2) == 0 {
+                // Through get_mut / get_or_insert_default, as entry().or_default() and get_mut.
+                if let (Some(ours), Some(theirs)) = (ours.get_mut(&key), reference.get_mut(&key)) {
+                    *ours += 1;
+                    *theirs += 1;
+                }
+                let value = *ours.get_or_insert_default(key + 1);
+                assert_eq!(value, *reference.entry(key + 1).or_default(), "or_default {key}");
             } else {
                 let removed = reference.remove(&key);
                 let after = reference.range((Excluded(key), Unbounded)).next().map(pair);

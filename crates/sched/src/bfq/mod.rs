@@ -152,6 +152,7 @@ use self::queue::{
 use self::weight_raising::WrArrival;
 use self::wf2q::{CLASSES, Wf2q};
 use crate::common::{self, ASYNC_QUEUE_SLOTS, queue_priority};
+use crate::sorted::SortedMap;
 
 /// The kernel's name.
 pub const NAME: &str = "bfq";
@@ -363,7 +364,7 @@ pub struct Bfq {
     queues: Vec<BfqQueue>,
     free_queues: Vec<QueueIndex>,
     wf2q: Wf2q,
-    processes: BTreeMap<ProcessId, ProcessQueues>,
+    processes: SortedMap<ProcessId, ProcessQueues>,
     async_queues: [Option<QueueIndex>; ASYNC_QUEUE_SLOTS],
     in_service: Option<QueueIndex>,
     /// When the idle timer fires (armed for the queue in service).
@@ -411,7 +412,7 @@ impl Bfq {
             queues: Vec::new(),
             free_queues: Vec::new(),
             wf2q: Wf2q::new(),
-            processes: BTreeMap::new(),
+            processes: SortedMap::new(),
             async_queues: [None; ASYNC_QUEUE_SLOTS],
             in_service: None,
             idle_timer: None,
@@ -760,7 +761,7 @@ impl Bfq {
     /// new priority (applied at its next activation).
     fn insert_find_queue(&mut self, now: Instant, request: &Request) -> QueueIndex {
         let (class, level) = queue_priority(request.priority);
-        let process = self.processes.entry(request.process).or_default();
+        let process = *self.processes.get_or_insert_default(request.process);
         if request.is_sync() {
             if let Some(queue) = process.sync_queue {
                 let entry = &mut self.queues[queue.slot()];
