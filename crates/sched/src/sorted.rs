@@ -20,6 +20,9 @@ const BLOCK_MAX: usize = 32;
 /// A block shorter than this is merged into a neighbour when they fit in one block together.
 const BLOCK_LOW: usize = BLOCK_MAX / 4;
 
+/// The entries just below and just above a key: (`before`, `after`).
+pub(crate) type Neighbours<K, V> = (Option<(K, V)>, Option<(K, V)>);
+
 /// An ordered map of `Copy` keys to `Copy` values (see the module header).
 #[derive(Clone, Debug)]
 pub(crate) struct SortedMap<K, V> {
@@ -185,7 +188,7 @@ impl<K: Ord + Copy, V: Copy> SortedMap<K, V> {
 
     /// The entries just below and just above `key` (held or not), with one search: what
     /// `range(..key).next_back()` and `range((Excluded(key), Unbounded)).next()` answer.
-    pub(crate) fn neighbours(&self, key: &K) -> (Option<(K, V)>, Option<(K, V)>) {
+    pub(crate) fn neighbours(&self, key: &K) -> Neighbours<K, V> {
         let index = self.block_of(key);
         let Some(block) = self.blocks.get(index) else {
             return (None, None);
