@@ -80,14 +80,25 @@ fn key(sector: u64, direction: Direction) -> u64 {
     (sector << 1) | direction.index() as u64
 }
 
-/// Slots of a key table: keys share a slot by a multiplicative hash of the key, so requests of
-/// any alignment spread over the table.
-const SLOTS_SHIFT: u32 = 10;
+/// Slots of a key table at the least, as a shift: 1024, enough for the few hundred requests a
+/// legacy queue holds.
+const MIN_SLOTS_SHIFT: u32 = 10;
 
-/// The slot of `key`: its top bits after a Fibonacci multiply (cheap, and the low bits of a
-/// sector, often all zero for aligned I/O, do not decide it).
-fn slot(key: u64) -> usize {
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS_SHIFT)) as usize
+/// The slot-count shift for a request table of `capacity`: at least one slot per request, so
+/// that a chain stays a few requests long however deep the queue (blk-mq scheduler tags of
+/// 2 × 128 per hardware queue across many queues hold thousands; with a fixed 1024 slots every
+/// lookup walked a chain of length queued / 1024, and a run's merge lookups grew with the
+/// square of the queue).
+fn slots_shift(capacity: usize) -> u32 {
+    capacity.max(1).next_power_of_two().trailing_zeros().max(MIN_SLOTS_SHIFT)
+}
+
+/// The slot of `key` in a table of 2^`shift` slots: its top bits after a Fibonacci multiply
+/// (cheap, and the low bits of a sector, often all zero for aligned I/O, do not decide it).
+/// Every request of one key shares a slot whatever the shift, so a chain's newest-first order
+/// among requests of one key, the only order a lookup sees, survives a change of table size.
+fn slot(key: u64, shift: u32) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - shift)) as usize
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -98,24 +109,49 @@ struct ChainLink {
     linked: bool,
 }
 
-/// Requests by key: a fixed table of slots, each slot's requests (of one or more keys)
-/// chained newest first through a side table. A lookup walks its slot's chain to the first
-/// request of its key — the newest of that key — so sharing a slot costs time, never a wrong
-/// answer; with 1024 slots and at most a few hundred requests queued the chains stay short.
+/// Requests by key: a table of slots, at least one per request the table can hold, each slot's
+/// requests (of one or more keys) chained newest first through a side table. A lookup walks
+/// its slot's chain to the first request of its key — the newest of that key — so sharing a
+/// slot costs time, never a wrong answer.
 #[derive(Clone, Debug)]
 struct KeyedChains {
     heads: Vec<Option<RequestId>>,
+    /// log2 of `heads.len()`.
+    shift: u32,
     links: SideTable<ChainLink>,
 }
 
 impl KeyedChains {
     fn new(capacity: usize) -> KeyedChains {
-        KeyedChains { heads: vec![None; 1 << SLOTS_SHIFT], links: SideTable::new(capacity) }
+        let shift = slots_shift(capacity);
+        KeyedChains { heads: vec![None; 1 << shift], shift, links: SideTable::new(capacity) }
+    }
+
+    /// Makes room for `capacity` requests; a larger slot table is refilled slot by slot, each
+    /// old chain re-added oldest first so that it stays newest first.
+    fn grow(&mut self, capacity: usize) {
+        self.links.ensure_capacity(capacity);
+        let shift = slots_shift(capacity);
+        if shift <= self.shift {
+            return;
+        }
+        let old_heads = std::mem::replace(&mut self.heads, vec![None; 1 << shift]);
+        self.shift = shift;
+        let mut chain = Vec::new();
+        for head in old_heads {
+            chain.clear();
+            chain.extend(std::iter::successors(head, |&id| self.links[id].older));
+            for &id in chain.iter().rev() {
+                let key = self.links[id].key;
+                self.links[id].linked = false;
+                self.add(id, key);
+            }
+        }
     }
 
     fn add(&mut self, id: RequestId, key: u64) {
         debug_assert!(!self.links[id].linked, "{id:?} indexed twice");
-        let older = self.heads[slot(key)].replace(id);
+        let older = self.heads[slot(key, self.shift)].replace(id);
         if let Some(older) = older {
             self.links[older].newer = Some(id);
         }
@@ -129,7 +165,7 @@ impl KeyedChains {
         }
         match link.newer {
             Some(newer) => self.links[newer].older = link.older,
-            None => self.heads[slot(link.key)] = link.older,
+            None => self.heads[slot(link.key, self.shift)] = link.older,
         }
         if let Some(older) = link.older {
             self.links[older].newer = link.newer;
@@ -138,7 +174,7 @@ impl KeyedChains {
     }
 
     fn find(&self, key: u64) -> Option<RequestId> {
-        let mut at = self.heads[slot(key)];
+        let mut at = self.heads[slot(key, self.shift)];
         while let Some(id) = at {
             let link = &self.links[id];
             if link.key == key {
@@ -151,6 +187,16 @@ impl KeyedChains {
 
     fn is_indexed(&self, id: RequestId) -> bool {
         self.links[id].linked
+    }
+
+    /// The longest chain: what the worst lookup walks.
+    #[cfg(test)]
+    fn longest_chain(&self) -> usize {
+        self.heads
+            .iter()
+            .map(|&head| std::iter::successors(head, |&id| self.links[id].older).count())
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -179,8 +225,8 @@ impl MergeIndex {
 
     /// Makes room for a request table grown to `capacity`.
     pub(crate) fn grow(&mut self, capacity: usize) {
-        self.by_end.links.ensure_capacity(capacity);
-        self.by_start.links.ensure_capacity(capacity);
+        self.by_end.grow(capacity);
+        self.by_start.grow(capacity);
     }
 
     /// Indexes a request that has just entered the scheduler.
@@ -259,6 +305,53 @@ mod tests {
         assert_eq!(index.find_back(&probe), Some(older));
         index.remove(older);
         assert_eq!(index.find_back(&probe), None);
+    }
+
+    // Proves the slot table scales with the queue: with 4096 requests of scattered keys indexed
+    // in a table built for 4096, no chain is more than a few requests long (with the fixed
+    // 1024 slots it had, chains averaged four and lookups grew with the queue).
+    #[test]
+    fn chains_stay_short_in_a_deep_queue() {
+        const QUEUED: usize = 4096;
+        let mut table = RequestTable::with_capacity(QUEUED);
+        let mut index = MergeIndex::new(QUEUED);
+        let mut prng = crate::Prng::new(7);
+        for tag in 0..QUEUED as u64 {
+            let start = Sector(prng.below(1 << 27) * 8);
+            let id = queued(&mut table, Bio::read(ProcessId(1), start, 8, BioTag(tag)));
+            index.add(id, &table[id]);
+        }
+        assert!(index.by_end.longest_chain() <= 8, "{}", index.by_end.longest_chain());
+        assert!(index.by_start.longest_chain() <= 8, "{}", index.by_start.longest_chain());
+    }
+
+    // Proves growing the table (a larger `nr_requests` or depth) keeps every request findable
+    // and keeps the newest-first order among requests of one key.
+    #[test]
+    fn growing_keeps_every_request_and_the_newest_first() {
+        let mut table = RequestTable::with_capacity(2048);
+        let mut index = MergeIndex::new(4);
+        let mut ids = Vec::new();
+        for tag in 0..2048_u64 {
+            // Pairs of requests end at one sector: the newer of each pair must stay the answer.
+            let start = Sector(64 + tag / 2 * 64 + (tag % 2) * 8);
+            let sectors = if tag % 2 == 0 { 16 } else { 8 };
+            let id = queued(&mut table, Bio::read(ProcessId(1), start, sectors, BioTag(tag)));
+            index.grow(table.capacity().min(tag as usize + 1).max(4));
+            index.add(id, &table[id]);
+            ids.push(id);
+        }
+        index.grow(2048);
+        assert!(index.by_end.shift > MIN_SLOTS_SHIFT);
+        for pair in ids.chunks(2) {
+            let end = table[pair[1]].end();
+            let probe = Bio::read(ProcessId(2), end, 8, BioTag(0));
+            assert_eq!(index.find_back(&probe), Some(pair[1]));
+            index.remove(pair[1]);
+            assert_eq!(index.find_back(&probe), Some(pair[0]));
+            let front = Bio::read(ProcessId(2), Sector(table[pair[0]].start.0 - 8), 8, BioTag(0));
+            assert_eq!(index.find_front(&front), Some(pair[0]));
+        }
     }
 
     // Proves a lookup never crosses directions.

@@ -114,8 +114,6 @@
 //!   sectors).
 
 use std::collections::BTreeMap;
-use std::collections::btree_map::Entry;
-use std::ops::Bound::{Excluded, Unbounded};
 
 use elevator_core::tunable::INT_MAX;
 use elevator_core::{
@@ -126,6 +124,7 @@ use elevator_core::{
 use history::{FIXED_ONE, History, ProcessStats, decay};
 
 use crate::common;
+use crate::sorted::SortedMap;
 
 mod history;
 
@@ -301,7 +300,7 @@ impl Anticipation {
 pub struct Anticipatory {
     tunables: Tunables,
     /// Queued requests by start sector, per class.
-    sort: [BTreeMap<Sector, RequestId>; 2],
+    sort: [SortedMap<Sector, RequestId>; 2],
     /// Queued requests in insertion order, per class.
     fifo: [IdList; 2],
     /// Links of the FIFOs and of the alias list (a request is in one of them at a time).
@@ -346,7 +345,7 @@ impl Anticipatory {
         let tunables = Tunables::default();
         Anticipatory {
             tunables,
-            sort: [BTreeMap::new(), BTreeMap::new()],
+            sort: [SortedMap::new(), SortedMap::new()],
             fifo: [IdList::new(), IdList::new()],
             links: ListLinks::new(0),
             data: SideTable::new(0),
@@ -577,10 +576,10 @@ impl Scheduler for Anticipatory {
         let start = cx.requests[id].start;
         let sort = &self.sort[self.data[id].class.index()];
         match kind {
-            MergeKind::Back => sort.range((Excluded(start), Unbounded)).next(),
-            MergeKind::Front { .. } => sort.range(..start).next_back(),
+            MergeKind::Back => sort.after(&start),
+            MergeKind::Front { .. } => sort.before(&start),
         }
-        .map(|(_, &neighbour)| neighbour)
+        .map(|(_, neighbour)| neighbour)
     }
 
     fn requests_merged(&mut self, cx: &Ctx<'_>, kept: RequestId, absorbed: RequestId) {
@@ -987,12 +986,11 @@ impl Anticipatory {
         start: Sector,
     ) -> Option<RequestId> {
         let sort = &self.sort[class.index()];
-        let successor = sort
-            .range((Excluded(start), Unbounded))
-            .next()
-            .map(|(_, &successor)| successor)
-            .or_else(|| sort.values().next().copied().filter(|&lowest| lowest != id));
-        let predecessor = sort.range(..start).next_back().map(|(_, &predecessor)| predecessor);
+        let (predecessor, successor) = sort.neighbours(&start);
+        let successor = successor
+            .map(|(_, successor)| successor)
+            .or_else(|| sort.first().map(|(_, lowest)| lowest).filter(|&lowest| lowest != id));
+        let predecessor = predecessor.map(|(_, predecessor)| predecessor);
         self.choose(cx, class, successor, predecessor)
     }
 
@@ -1019,12 +1017,8 @@ impl Anticipatory {
         let class = self.data[id].class.index();
         let mut moved_alias = false;
         loop {
-            let alias = match self.sort[class].entry(start) {
-                Entry::Vacant(vacant) => {
-                    vacant.insert(id);
-                    return moved_alias;
-                }
-                Entry::Occupied(occupied) => *occupied.get(),
+            let Err(alias) = self.sort[class].insert_vacant(start, id) else {
+                return moved_alias;
             };
             self.move_request(cx, alias);
             self.aliases.push_back(&mut self.links, alias);

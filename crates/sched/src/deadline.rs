@@ -70,13 +70,13 @@
 //!   request as 2.6.18 does (`QueueConfig::merges_ignore_sync`).
 //! * `batching` saturates instead of overflowing after 2^32 non-contiguous dispatches.
 
-use std::collections::BTreeMap;
-
 use elevator_core::tunable::INT_MAX;
 use elevator_core::{
     Bio, Counter, Ctx, Direction, Dispatch, DispatchInsert, HZ, IdList, ListLinks, MergeKind,
     MergeLookups, RequestId, Scheduler, Sector, SideTable, TunableError, TunableSpec, Unit,
 };
+
+use crate::sorted::SortedMap;
 
 /// The kernel's name.
 pub const NAME: &str = "deadline";
@@ -172,7 +172,7 @@ pub struct Deadline {
     profile: Profile,
     tunables: Tunables,
     /// Queued requests by start sector, per direction (the kernel's `sort_list`).
-    sort: [BTreeMap<Sector, RequestId>; 2],
+    sort: [SortedMap<Sector, RequestId>; 2],
     /// Queued requests in insertion order, per direction (the kernel's `fifo_list`).
     fifo: [IdList; 2],
     fifo_links: ListLinks,
@@ -211,7 +211,7 @@ impl Deadline {
         Deadline {
             profile,
             tunables: Tunables::default(),
-            sort: [BTreeMap::new(), BTreeMap::new()],
+            sort: [SortedMap::new(), SortedMap::new()],
             fifo: [IdList::new(), IdList::new()],
             fifo_links: ListLinks::new(0),
             expires_jiffies: SideTable::new(0),
@@ -310,10 +310,10 @@ impl Scheduler for Deadline {
         let request = &cx.requests[id];
         let sort = &self.sort[request.direction().index()];
         match kind {
-            MergeKind::Back => sort.range(request.start.offset(1)..).next(),
-            MergeKind::Front { .. } => sort.range(..request.start).next_back(),
+            MergeKind::Back => sort.at_or_after(&request.start.offset(1)),
+            MergeKind::Front { .. } => sort.before(&request.start),
         }
-        .map(|(_, &neighbour)| neighbour)
+        .map(|(_, neighbour)| neighbour)
     }
 
     fn requests_merged(&mut self, cx: &Ctx<'_>, kept: RequestId, absorbed: RequestId) {
@@ -431,7 +431,7 @@ impl Deadline {
             return next;
         }
         self.batching = 0;
-        *self.sort[index].values().next().expect("sort and fifo hold the same requests")
+        self.sort[index].first().expect("sort and fifo hold the same requests").1
     }
 
     /// Takes `id` out and remembers where the sweep continues.
@@ -446,11 +446,14 @@ impl Deadline {
     fn move_request(&mut self, cx: &Ctx<'_>, id: RequestId) {
         let request = &cx.requests[id];
         let index = request.direction().index();
-        let successor = self.sort[index].range(request.start.offset(1)..).next().map(|(_, &id)| id);
+        // Out of the tree and its successor found with one search (the kernel's rb_next
+        // before rb_erase); `next` cannot be `id` afterwards, so no re-pick is due.
+        let (removed, successor) = self.sort[index].remove_then_after(&request.start);
+        debug_assert_eq!(removed, Some(id), "sort tree out of step at {:?}", request.start);
         self.next = [None, None];
-        self.next[index] = successor;
+        self.next[index] = successor.map(|(_, id)| id);
         self.last_sector = request.end();
-        self.remove_request(cx, id);
+        self.fifo[index].remove(&mut self.fifo_links, id);
     }
 
     /// Removes a queued request from the tree and the FIFO, keeping `next` valid.
@@ -467,14 +470,14 @@ impl Deadline {
         let removed = self.sort[index].remove(&start);
         debug_assert_eq!(removed, Some(id), "sort tree out of step at {start:?}");
         if self.next[index] == Some(id) {
-            self.next[index] = self.sort[index].range(start..).next().map(|(_, &id)| id);
+            self.next[index] = self.sort[index].at_or_after(&start).map(|(_, id)| id);
         }
     }
 
     /// Whether `id` is in its direction's sector tree (queued, and not moved out as an alias).
     fn is_sorted(&self, cx: &Ctx<'_>, id: RequestId) -> bool {
         let request = &cx.requests[id];
-        self.sort[request.direction().index()].get(&request.start) == Some(&id)
+        self.sort[request.direction().index()].get(&request.start) == Some(id)
     }
 
     /// Puts `id` in its direction's tree. A queued request with the same start sector (an
@@ -482,12 +485,16 @@ impl Deadline {
     fn insert_sorted(&mut self, cx: &Ctx<'_>, id: RequestId) {
         let request = &cx.requests[id];
         let index = request.direction().index();
-        while let Some(&alias) = self.sort[index].get(&request.start) {
+        // One tree walk in the common case (no alias): the entry either takes `id` or names
+        // the alias to move out first.
+        loop {
+            let Err(alias) = self.sort[index].insert_vacant(request.start, id) else {
+                return;
+            };
             self.move_request(cx, alias);
             self.aliases.push_back(&mut self.fifo_links, alias);
             self.counters.aliases += 1;
         }
-        self.sort[index].insert(request.start, id);
     }
 }
 

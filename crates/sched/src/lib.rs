@@ -75,6 +75,7 @@ pub mod mq_deadline;
 pub mod none;
 pub mod noop;
 pub mod noop_v1;
+mod sorted;
 // Test support: behind the `testkit` feature (dev-dependencies turn it on), and always in
 // this crate's own unit tests; not part of the library's surface.
 #[cfg(any(test, feature = "testkit"))]

@@ -91,8 +91,6 @@
 //! * Out-of-range tunable values are rejected, where sysfs clamps them into range.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
-use std::ops::Bound;
 
 use elevator_core::tunable::INT_MAX;
 use elevator_core::{
@@ -102,6 +100,7 @@ use elevator_core::{
 };
 
 use crate::common;
+use crate::sorted::SortedMap;
 
 /// The kernel's name.
 pub const NAME: &str = "mq-deadline";
@@ -209,7 +208,7 @@ impl Level {
 struct LevelQueue {
     /// Queued requests by (start sector, insertion order), per direction. Equal starts keep
     /// their insertion order, as the kernel's tree does.
-    sort: [BTreeMap<(Sector, u64), RequestId>; 2],
+    sort: [SortedMap<(Sector, u64), RequestId>; 2],
     /// Queued requests in deadline order, per direction.
     fifo: [IdList; 2],
     /// Start of the last request dispatched from this level, per direction: the sweep goes on
@@ -230,7 +229,7 @@ impl LevelQueue {
     /// The first request at or above the sweep position in `direction`.
     fn sweep_next(&self, direction: Direction) -> Option<RequestId> {
         let index = direction.index();
-        self.sort[index].range((self.latest_start[index], 0)..).next().map(|(_, &id)| id)
+        self.sort[index].at_or_after(&(self.latest_start[index], 0)).map(|(_, id)| id)
     }
 }
 
@@ -437,10 +436,10 @@ impl Scheduler for MqDeadline {
         let sort = &self.levels[entry.level.index()].sort[request.direction().index()];
         let key = (request.start, entry.sort_order);
         let neighbour = match kind {
-            MergeKind::Back => sort.range((Bound::Excluded(key), Bound::Unbounded)).next(),
-            MergeKind::Front { .. } => sort.range(..key).next_back(),
+            MergeKind::Back => sort.after(&key),
+            MergeKind::Front { .. } => sort.before(&key),
         }
-        .map(|(_, &neighbour)| neighbour)?;
+        .map(|(_, neighbour)| neighbour)?;
         // The 6.x block layer fuses only requests of the same I/O priority.
         common::same_ioprio(cx.requests[neighbour].priority, request.priority).then_some(neighbour)
     }

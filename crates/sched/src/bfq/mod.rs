@@ -136,7 +136,6 @@ mod weight_raising;
 mod wf2q;
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 use elevator_core::tunable::INT_MAX;
 use elevator_core::{
@@ -153,6 +152,7 @@ use self::queue::{
 use self::weight_raising::WrArrival;
 use self::wf2q::{CLASSES, Wf2q};
 use crate::common::{self, ASYNC_QUEUE_SLOTS, queue_priority};
+use crate::sorted::SortedMap;
 
 /// The kernel's name.
 pub const NAME: &str = "bfq";
@@ -364,7 +364,7 @@ pub struct Bfq {
     queues: Vec<BfqQueue>,
     free_queues: Vec<QueueIndex>,
     wf2q: Wf2q,
-    processes: BTreeMap<ProcessId, ProcessQueues>,
+    processes: SortedMap<ProcessId, ProcessQueues>,
     async_queues: [Option<QueueIndex>; ASYNC_QUEUE_SLOTS],
     in_service: Option<QueueIndex>,
     /// When the idle timer fires (armed for the queue in service).
@@ -412,7 +412,7 @@ impl Bfq {
             queues: Vec::new(),
             free_queues: Vec::new(),
             wf2q: Wf2q::new(),
-            processes: BTreeMap::new(),
+            processes: SortedMap::new(),
             async_queues: [None; ASYNC_QUEUE_SLOTS],
             in_service: None,
             idle_timer: None,
@@ -503,7 +503,7 @@ impl Scheduler for Bfq {
         self.begin(cx);
         for index in 0..self.queues.len() {
             let queue = QueueIndex(index as u32);
-            while let Some(&id) = self.queues[index].sort.values().next() {
+            while let Some((_, id)) = self.queues[index].sort.first() {
                 self.queues[index].dispatched += 1;
                 self.remove_request(cx, queue, id);
                 self.slots[id].out = true;
@@ -559,10 +559,10 @@ impl Scheduler for Bfq {
         let key = (cx.requests[id].start, slot.sequence);
         let sort = &self.queues[slot.queue.slot()].sort;
         match kind {
-            MergeKind::Back => sort.range((Bound::Excluded(key), Bound::Unbounded)).next(),
-            MergeKind::Front { .. } => sort.range(..key).next_back(),
+            MergeKind::Back => sort.after(&key),
+            MergeKind::Front { .. } => sort.before(&key),
         }
-        .map(|(_, &neighbour)| neighbour)
+        .map(|(_, neighbour)| neighbour)
     }
 
     fn requests_merged(&mut self, cx: &Ctx<'_>, kept: RequestId, absorbed: RequestId) {
@@ -761,7 +761,7 @@ impl Bfq {
     /// new priority (applied at its next activation).
     fn insert_find_queue(&mut self, now: Instant, request: &Request) -> QueueIndex {
         let (class, level) = queue_priority(request.priority);
-        let process = self.processes.entry(request.process).or_default();
+        let process = *self.processes.get_or_insert_default(request.process);
         if request.is_sync() {
             if let Some(queue) = process.sync_queue {
                 let entry = &mut self.queues[queue.slot()];
@@ -1337,12 +1337,10 @@ impl Bfq {
         let start = cx.requests[last].start;
         let key = (start, self.slots[last].sequence);
         let sort = &self.queues[queue.slot()].sort;
-        let successor = sort
-            .range((Bound::Excluded(key), Bound::Unbounded))
-            .next()
-            .or_else(|| sort.iter().next().filter(|&(&first, _)| first != key))
-            .map(|(_, &id)| id);
-        let predecessor = sort.range(..key).next_back().map(|(_, &id)| id);
+        let (predecessor, successor) = sort.neighbours(&key);
+        let successor =
+            successor.or_else(|| sort.first().filter(|&(first, _)| first != key)).map(|(_, id)| id);
+        let predecessor = predecessor.map(|(_, id)| id);
         self.choose_request(cx, successor, predecessor, start)
     }
 

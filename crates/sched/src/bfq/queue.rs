@@ -2,9 +2,9 @@
 //! I/O-intensity statistics (modern-schedulers.md §3.4–§3.6), and its weight-raising state
 //! (§3.9). The decisions that involve other queues live in `mod.rs`.
 
-use std::collections::BTreeMap;
-
 use elevator_core::{Duration, IdList, Instant, IoClass, ProcessId, RequestId, Sector};
+
+use crate::sorted::SortedMap;
 
 /// A queue's slot in the scheduler's queue slab (and its entity's in [`super::wf2q::Wf2q`]).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Default)]
@@ -96,7 +96,7 @@ pub(super) struct BfqQueue {
     /// The weight of its level (`orig_weight`).
     pub(super) orig_weight: u64,
     /// Queued requests by (start, arrival sequence): requests may share a start.
-    pub(super) sort: BTreeMap<(Sector, u64), RequestId>,
+    pub(super) sort: SortedMap<(Sector, u64), RequestId>,
     pub(super) fifo: IdList,
     pub(super) next_request: Option<RequestId>,
     /// Queued requests, `[async, sync]`.
@@ -173,7 +173,7 @@ impl BfqQueue {
             new_level: level,
             prio_changed: false,
             orig_weight: weight_of(level),
-            sort: BTreeMap::new(),
+            sort: SortedMap::new(),
             fifo: IdList::new(),
             next_request: None,
             queued: [0, 0],

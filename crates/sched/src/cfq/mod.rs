@@ -191,8 +191,6 @@ mod tests;
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::collections::btree_map::Entry;
-use std::ops::Bound;
 
 use elevator_core::tunable::INT_MAX;
 use elevator_core::{
@@ -204,6 +202,7 @@ use elevator_core::{
 use self::process::{Process, SeekStats};
 use self::rr::{LEVELS, ListId, QueueIndex, RoundRobin};
 use crate::common::{self, ASYNC_QUEUE_SLOTS, queue_priority};
+use crate::sorted::SortedMap;
 
 /// The kernel's name.
 pub const NAME: &str = "cfq";
@@ -474,7 +473,7 @@ struct CfqQueue {
     /// 0..=7; 7 for the idle class.
     level: u8,
     /// Queued requests by start sector.
-    sort: BTreeMap<Sector, RequestId>,
+    sort: SortedMap<Sector, RequestId>,
     /// Queued requests in arrival order.
     fifo: IdList,
     /// The request to serve next if the FIFO has not expired (`next_crq`).
@@ -519,7 +518,7 @@ impl CfqQueue {
             owner,
             class,
             level,
-            sort: BTreeMap::new(),
+            sort: SortedMap::new(),
             fifo: IdList::new(),
             next_request: None,
             on_dispatch: [0, 0],
@@ -815,10 +814,10 @@ impl Scheduler for Cfq {
         let start = cx.requests[id].start;
         let sort = &self.queues[self.request_queue[id].slot()].sort;
         match kind {
-            MergeKind::Back => sort.range((Bound::Excluded(start), Bound::Unbounded)).next(),
-            MergeKind::Front { .. } => sort.range(..start).next_back(),
+            MergeKind::Back => sort.after(&start),
+            MergeKind::Front { .. } => sort.before(&start),
         }
-        .map(|(_, &neighbour)| neighbour)
+        .map(|(_, neighbour)| neighbour)
     }
 
     fn requests_merged(&mut self, cx: &Ctx<'_>, kept: RequestId, absorbed: RequestId) {
@@ -1236,13 +1235,9 @@ impl Cfq {
     fn add_sorted(&mut self, cx: &Ctx<'_>, queue: QueueIndex, id: RequestId) {
         let start = cx.requests[id].start;
         loop {
-            match self.queues[queue.slot()].sort.entry(start) {
-                Entry::Vacant(vacant) => {
-                    vacant.insert(id);
-                    break;
-                }
-                Entry::Occupied(occupied) => {
-                    let alias = *occupied.get();
+            match self.queues[queue.slot()].sort.insert_vacant(start, id) {
+                Ok(()) => break,
+                Err(alias) => {
                     self.counters.aliases += 1;
                     self.move_to_staged(cx, queue, alias);
                 }
@@ -1288,12 +1283,11 @@ impl Cfq {
     /// of its sector successor (wrapping to the lowest) and its predecessor.
     fn find_next(&self, cx: &Ctx<'_>, queue: QueueIndex, start: Sector) -> Option<RequestId> {
         let sort = &self.queues[queue.slot()].sort;
-        let successor = sort
-            .range((Bound::Excluded(start), Bound::Unbounded))
-            .next()
-            .or_else(|| sort.iter().next().filter(|&(&first, _)| first != start))
-            .map(|(_, &id)| id);
-        let predecessor = sort.range(..start).next_back().map(|(_, &id)| id);
+        let (predecessor, successor) = sort.neighbours(&start);
+        let successor = successor
+            .or_else(|| sort.first().filter(|&(first, _)| first != start))
+            .map(|(_, id)| id);
+        let predecessor = predecessor.map(|(_, id)| id);
         self.choose_request(cx, successor, predecessor)
     }
 
