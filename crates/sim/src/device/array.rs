@@ -1217,6 +1217,10 @@ impl Array {
     /// Feeds members from their FIFOs while they have room.
     fn feed_members(&mut self, now: Instant) {
         for member in 0..self.members.len() {
+            // A member's next event changes only when it is given work or advanced (advance
+            // refreshes it itself): asking an untouched member again would cost a call on
+            // every member for every event of the array.
+            let mut submitted = false;
             while (self.inside[member].len() as u32) < self.members[member].queue_depth() {
                 let Some(item) = self.foreground[member]
                     .pop_front()
@@ -1239,8 +1243,11 @@ impl Array {
                     },
                 );
                 self.inside[member].insert(id, item);
+                submitted = true;
             }
-            self.member_next[member] = self.members[member].next_event();
+            if submitted {
+                self.member_next[member] = self.members[member].next_event();
+            }
         }
     }
 
