@@ -18,9 +18,17 @@ struct Key {
     slot: u32,
 }
 
+impl Key {
+    /// (time, sequence) as one number: one branch-free comparison per sift step instead of two
+    /// dependent ones.
+    fn order(&self) -> u128 {
+        (u128::from(self.at.as_nanos()) << 64) | u128::from(self.sequence)
+    }
+}
+
 impl PartialEq for Key {
     fn eq(&self, other: &Self) -> bool {
-        (self.at, self.sequence) == (other.at, other.sequence)
+        self.order() == other.order()
     }
 }
 
@@ -35,7 +43,7 @@ impl PartialOrd for Key {
 impl Ord for Key {
     fn cmp(&self, other: &Self) -> Ordering {
         // The slot is not part of the order: (time, sequence) is unique.
-        (self.at, self.sequence).cmp(&(other.at, other.sequence))
+        self.order().cmp(&other.order())
     }
 }
 
