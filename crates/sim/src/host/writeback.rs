@@ -1237,13 +1237,12 @@ impl Host {
             return u64::MAX;
         }
         let entry = &self.spaces[space as usize];
-        let per_bio = match (entry.kind, self.writeback.filesystem) {
+        match (entry.kind, self.writeback.filesystem) {
             (SpaceKind::File(_), Filesystem::Xfs) => {
                 (u64::from(self.devices[entry.device].max_sectors) * 512 / PAGE_BYTES).max(1)
             }
             _ => 1,
-        };
-        per_bio
+        }
     }
 
     /// Cleans pages `first..end` of `space` and counts them under write-back.
