@@ -482,6 +482,10 @@ pub struct Array {
     /// (nothing else changes a member), so that the array's own `next_event` and `advance`
     /// need not ask every member every time.
     member_next: Vec<Option<Instant>>,
+    /// The array's `next_event`, recomputed at the end of `submit` and `advance` (the only
+    /// calls that change timers or members): the runner asks for it after every event, and
+    /// the earliest timer is a walk down the timer tree.
+    next_at: Option<Instant>,
     member_capacity_sectors: u64,
     capacity_sectors: u64,
     depth: u32,
@@ -700,6 +704,7 @@ impl Array {
             finished_scratch: Vec::new(),
             done: Vec::new(),
             member_next: vec![None; members.len()],
+            next_at: None,
             members,
             busy_since: None,
             stats: DeviceStats::default(),
@@ -707,6 +712,13 @@ impl Array {
             destaged_bytes: 0,
             read_modify_writes: 0,
         })
+    }
+
+    /// The earliest timer or member event, computed afresh.
+    fn compute_next_event(&self) -> Option<Instant> {
+        let timer = self.timers.keys().next().map(|&(at, _)| at);
+        let members = self.member_next.iter().flatten().min().copied();
+        [timer, members].into_iter().flatten().min()
     }
 
     fn timer(&mut self, at: Instant, timer: Timer) {
@@ -1217,7 +1229,15 @@ impl Array {
     /// Feeds members from their FIFOs while they have room.
     fn feed_members(&mut self, now: Instant) {
         for member in 0..self.members.len() {
-            while (self.inside[member].len() as u32) < self.members[member].queue_depth() {
+            // A member's next event changes only when it is given work or advanced (advance
+            // refreshes it itself): asking an untouched member again would cost a call on
+            // every member for every event of the array.
+            let mut submitted = false;
+            // Most members have nothing queued: look at the queues before asking the member
+            // for its depth (a dynamic call).
+            while !(self.foreground[member].is_empty() && self.background[member].is_empty())
+                && (self.inside[member].len() as u32) < self.members[member].queue_depth()
+            {
                 let Some(item) = self.foreground[member]
                     .pop_front()
                     .or_else(|| self.background[member].pop_front())
@@ -1239,8 +1259,11 @@ impl Array {
                     },
                 );
                 self.inside[member].insert(id, item);
+                submitted = true;
             }
-            self.member_next[member] = self.members[member].next_event();
+            if submitted {
+                self.member_next[member] = self.members[member].next_event();
+            }
         }
     }
 
@@ -1325,12 +1348,12 @@ impl DeviceModel for Array {
         self.host.insert(command.id, command);
         self.busy_since.get_or_insert(now);
         self.timer(now + self.overhead, Timer::Ready(command.id));
+        self.next_at = self.compute_next_event();
     }
 
     fn next_event(&self) -> Option<Instant> {
-        let timer = self.timers.keys().next().map(|&(at, _)| at);
-        let members = self.member_next.iter().flatten().min().copied();
-        [timer, members].into_iter().flatten().min()
+        debug_assert_eq!(self.next_at, self.compute_next_event(), "next_at is kept current");
+        self.next_at
     }
 
     fn advance(&mut self, now: Instant, finished: &mut Vec<CommandId>) {
@@ -1381,6 +1404,7 @@ impl DeviceModel for Array {
         {
             self.stats.busy_ns += now.saturating_since(since).as_nanos();
         }
+        self.next_at = self.compute_next_event();
     }
 
     fn stats(&self) -> DeviceStats {

@@ -1100,8 +1100,12 @@ impl Host {
         let mut scan = pass.current.expect("an inode being written");
         let one_bio = pass.nonblocking;
         let mut pages = 0;
+        // Capping the search at one bio's pages finds the same bio as trimming the whole run
+        // afterwards (the run's first page does not depend on the cap), without walking a run
+        // of many chunks for every page of an ext3 pass.
+        let bio_cap = self.bio_page_cap(scan.space, one_bio);
         while pages < pass.left_pages {
-            let limit = pass.left_pages - pages;
+            let limit = (pass.left_pages - pages).min(bio_cap);
             let stop = if scan.wrapped { scan.start } else { u64::MAX };
             let Some((first, end)) =
                 self.writeback_next_dirty_run(scan.space, scan.page, stop, limit)
@@ -1112,7 +1116,6 @@ impl Host {
                 (scan.page, scan.wrapped) = (0, true);
                 continue;
             };
-            let (first, end) = self.write_bio_pages(scan.space, first, end, one_bio);
             self.start_page_writeback(scan.space, first, end);
             let flags = RequestFlags::NONE;
             self.write_bios(scan.space, first, end, flags, batch, bios);
@@ -1179,14 +1182,12 @@ impl Host {
         stop: u64,
         limit: u64,
     ) -> Option<(u64, u64)> {
-        let mut chunk_from = from / CHUNK_PAGES;
         let mut run: Option<(u64, u64)> = None;
-        loop {
-            let Some(&(_, chunk)) =
-                self.writeback.dirty_chunks.range((space, chunk_from)..(space, u64::MAX)).next()
-            else {
-                return run;
-            };
+        // One walk of the ordered set: a run spanning many chunks costs one tree descent, not
+        // one per chunk.
+        let chunks =
+            self.writeback.dirty_chunks.range((space, from / CHUNK_PAGES)..(space, u64::MAX));
+        for &(_, chunk) in chunks {
             if let Some((_, end)) = run
                 && end != chunk * CHUNK_PAGES
             {
@@ -1203,7 +1204,6 @@ impl Host {
                 if run.is_some() {
                     return run;
                 }
-                chunk_from = chunk + 1;
                 continue;
             }
             let first = base + u64::from(mask.trailing_zeros());
@@ -1225,25 +1225,24 @@ impl Host {
             if end < base + CHUNK_PAGES || end >= stop {
                 return run;
             }
-            chunk_from = chunk + 1;
         }
+        run
     }
 
-    /// How much of the dirty run `first..end` one bio may take: a page on ext3 and raw devices
-    /// (no `writepages`: a bio per block, §1.3), the run up to `max_sectors` on XFS. `whole`
-    /// false asks for one bio's worth.
-    fn write_bio_pages(&self, space: SpaceId, first: u64, end: u64, one_bio: bool) -> (u64, u64) {
+    /// How many pages of a dirty run one bio may take: a page on ext3 and raw devices (no
+    /// `writepages`: a bio per block, §1.3), the run up to `max_sectors` on XFS; unbounded
+    /// unless `one_bio` asks for one bio's worth.
+    fn bio_page_cap(&self, space: SpaceId, one_bio: bool) -> u64 {
         if !one_bio {
-            return (first, end);
+            return u64::MAX;
         }
         let entry = &self.spaces[space as usize];
-        let per_bio = match (entry.kind, self.writeback.filesystem) {
+        match (entry.kind, self.writeback.filesystem) {
             (SpaceKind::File(_), Filesystem::Xfs) => {
                 (u64::from(self.devices[entry.device].max_sectors) * 512 / PAGE_BYTES).max(1)
             }
             _ => 1,
-        };
-        (first, end.min(first + per_bio))
+        }
     }
 
     /// Cleans pages `first..end` of `space` and counts them under write-back.
