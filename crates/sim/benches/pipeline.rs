@@ -5,7 +5,10 @@
 //! * `noop/ram` — a RAM disk at depth 32 (the block layer and engine are the cost);
 //! * `none/nvme-4-cores`, `mq-deadline/nvme-4-cores` — the blk-mq host with its CPUs
 //!   modelled (issue 18): four jobs on four cores, every I/O's path steps, interrupts and (for
-//!   mq-deadline) lock acquisitions as work items.
+//!   mq-deadline) lock acquisitions as work items, in front of the flash model (channels,
+//!   dies, host interface: about a third of the cost);
+//! * `none/ram-4-cores`, `mq-deadline/ram-4-cores` — the same host in front of a RAM disk with
+//!   four hardware queues, so the host model's own cost shows.
 //!
 //! Run with `cargo bench -p elevator-sim --bench pipeline`; criterion prints elements/s.
 
@@ -29,6 +32,15 @@ fn pipeline(c: &mut Criterion) {
         ),
         ("noop/ram", "ram", "host", "noop", "job:rw=randread,bs=4k,iodepth=32,size=1g", 262_144),
         ("none/nvme-4-cores", "nvme-gen4-consumer", "host:cpus=4", "none", nvme_jobs, 65_536),
+        ("none/ram-4-cores", "ram:queues=4", "host:cpus=4", "none", nvme_jobs, 65_536),
+        (
+            "mq-deadline/ram-4-cores",
+            "ram:queues=4",
+            "host:cpus=4",
+            "mq-deadline",
+            nvme_jobs,
+            65_536,
+        ),
         (
             "mq-deadline/nvme-4-cores",
             "nvme-gen4-consumer",
