@@ -1885,8 +1885,11 @@ impl Simulation {
         if !direct_block_io && !device_flush {
             return self.submit_to_host(index, io, process, priority);
         }
-        // O_DIRECT: the pieces on the device, straight to its queue.
-        let (device, pieces) = match io.place {
+        // O_DIRECT: the pieces on the device, straight to its queue. A device's one piece
+        // stays on the stack: no allocation per I/O.
+        let one_piece: [(u64, u64); 1];
+        let file_pieces: Vec<(u64, u64)>;
+        let (device, pieces): (usize, &[(u64, u64)]) = match io.place {
             Place::Device(device) => {
                 let Some(slot) = self.devices.get(device) else {
                     return Err(bad(self, format!("device {device} does not exist")));
@@ -1913,20 +1916,21 @@ impl Simulation {
                         ),
                     ));
                 }
-                (device, if device_flush { vec![(0, 0)] } else { vec![(start, sectors)] })
+                one_piece = [if device_flush { (0, 0) } else { (start, sectors) }];
+                (device, &one_piece)
             }
             Place::File(file) => {
                 let Some(device) = self.host.file_device(file) else {
                     return Err(bad(self, format!("file {file} does not exist")));
                 };
                 let write = io.kind != IoKind::Read;
-                let pieces = self
+                file_pieces = self
                     .host
                     .map_direct(file, process, io.offset_bytes, io.size_bytes, write)
                     .map_err(|error| {
                         host_io_error(self.issuers[index].issuer.name(), &error, &self.devices)
                     })?;
-                (device, pieces)
+                (device, &file_pieces)
             }
         };
         let op = if device_flush { Op::Flush } else { block_op.expect("direct block I/O") };
@@ -1947,7 +1951,7 @@ impl Simulation {
         // §6.6): each goes to the queue's tail, unmerged and unsorted.
         let super_bh_sectors =
             if op == Op::Flush { None } else { self.kernel.direct_io_group_sectors() };
-        for (start, sectors) in pieces {
+        for &(start, sectors) in pieces {
             // dm's limits are its paths', all alike: any path's queue splits as dm would.
             let submitter = &self.devices[device].paths[0].submitter;
             match super_bh_sectors {

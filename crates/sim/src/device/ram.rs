@@ -20,7 +20,8 @@
 //! | `queues` | 1 | hardware queues the blk-mq host maps cores onto (null_blk's `submit_queues`); the depth is shared by all |
 //! | `driver` | generic | the driver in front of it (`device/driver.rs`); generic keeps `depth` and 512 KiB requests |
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use elevator_core::{Duration, Instant, KeyKind, KeySpec, Op, ParamError, Params};
 
@@ -82,8 +83,8 @@ pub struct Ram {
     queues: u32,
     /// When the transfer bus is next free.
     bus_free_at: Instant,
-    /// Commands inside, by (finish time, submission order).
-    inside: BTreeMap<(Instant, u64), CommandId>,
+    /// Commands inside, earliest (finish time, submission order) first.
+    inside: BinaryHeap<Reverse<(Instant, u64, CommandId)>>,
     submitted: u64,
     busy_since: Option<Instant>,
     stats: DeviceStats,
@@ -99,7 +100,7 @@ impl Ram {
             depth: params.integer("depth") as u32,
             queues: params.integer("queues") as u32,
             bus_free_at: Instant::ZERO,
-            inside: BTreeMap::new(),
+            inside: BinaryHeap::new(),
             submitted: 0,
             busy_since: None,
             stats: DeviceStats::default(),
@@ -158,21 +159,21 @@ impl DeviceModel for Ram {
             Op::Write => self.stats.sectors_written += u64::from(command.sector_count),
             Op::Flush | Op::Discard => {}
         }
-        self.inside.insert((finish, self.submitted), command.id);
+        self.inside.push(Reverse((finish, self.submitted, command.id)));
         self.submitted += 1;
         self.busy_since.get_or_insert(now);
     }
 
     fn next_event(&self) -> Option<Instant> {
-        self.inside.keys().next().map(|&(at, _)| at)
+        self.inside.peek().map(|&Reverse((at, _, _))| at)
     }
 
     fn advance(&mut self, now: Instant, finished: &mut Vec<CommandId>) {
-        while let Some((&(at, order), &id)) = self.inside.iter().next() {
+        while let Some(&Reverse((at, _, id))) = self.inside.peek() {
             if at > now {
                 break;
             }
-            self.inside.remove(&(at, order));
+            self.inside.pop();
             finished.push(id);
             self.stats.commands += 1;
         }
