@@ -245,6 +245,14 @@ fn config(model: &str, seed: u64) -> Result<SimConfig> {
     Ok(config)
 }
 
+/// The device a workload addresses first on `config`.
+fn first_target(config: &SimConfig) -> Result<elevator_workload::Target> {
+    elevator_sim::targets(config)?
+        .into_iter()
+        .next()
+        .context("the device model has no device for the workload")
+}
+
 /// The scheduler's name and its `key=value` tunables of a spec text (`bfq:slice_idle=0`).
 fn split_spec(text: &str) -> (String, Vec<String>) {
     match text.split_once(':') {
@@ -413,7 +421,7 @@ fn live(args: &AdviseArgs, advice: &Advice, target: &Target) -> Result<Vec<LiveR
     crate::kernel::run_command(kernel, &mut json)?;
     let report: Report =
         serde_json::from_slice(&json).context("reading the live comparison's report")?;
-    let prepared = advise::prepare(&args.workload, advice.goal)?;
+    let prepared = advise::prepare(&args.workload, advice.goal, &first_target(&config(&target.model, args.seed)?)?)?;
     Ok(top
         .iter()
         .zip(&report.runs)
@@ -427,13 +435,14 @@ fn live(args: &AdviseArgs, advice: &Advice, target: &Target) -> Result<Vec<LiveR
 
 pub(crate) fn run_command(args: &AdviseArgs, stdout: &mut dyn Write) -> Result<()> {
     let goal = Goal::parse(&args.goal)?;
-    let prepared: Prepared = advise::prepare(&args.workload, goal)?;
     if args.live && goal == Goal::Responsiveness {
         bail!("--live runs the workload as given; the responsiveness goal's start-up job is \
                simulated only (accepted with --live: throughput, latency, fairness)");
     }
     let target = resolve_target(args)?;
     let config = config(&target.model, args.seed)?;
+    let device = first_target(&config)?;
+    let prepared: Prepared = advise::prepare(&args.workload, goal, &device)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let progress = crate::term::simulation_counter(target.candidates.len());
     let runs = advise::run_candidates(&config, &target.candidates, &prepared, threads, &|name| {
@@ -478,7 +487,7 @@ fn render(output: &Output<'_>, out: &mut dyn Write) -> Result<()> {
         "{:>4}  {:<34} {:>12}  {:>9}  {:>9}  {:>8}  {:>8}",
         "rank",
         "scheduler",
-        goal.heading(),
+        format!("[{}]", goal.heading()),
         "MB/s",
         "p99 ms",
         "Jain",

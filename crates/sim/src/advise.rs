@@ -337,7 +337,14 @@ pub fn parse_workload(text: &str) -> Result<WorkloadSpec, AdviseError> {
 }
 
 /// The workload for `goal`: `text` as given, with the start-up job added for responsiveness.
-pub fn prepare(text: &str, goal: Goal) -> Result<Prepared, AdviseError> {
+/// `target` is the device a `job:` workload addresses (the first of [`crate::targets`]): as
+/// an fio job the background then still runs on the device, not on files, and the start-up
+/// burst reads the device's middle.
+pub fn prepare(
+    text: &str,
+    goal: Goal,
+    target: &elevator_workload::Target,
+) -> Result<Prepared, AdviseError> {
     let workload = parse_workload(text)?;
     let jobs = jobs_of(&workload);
     let sensitive: Vec<String> = jobs
@@ -353,6 +360,7 @@ pub fn prepare(text: &str, goal: Goal) -> Result<Prepared, AdviseError> {
         return Err(problem(format!("a job is named `{STARTUP_JOB}`, the start-up job's name")));
     }
     // The background as fio job-file text, the start-up burst as one more job of it.
+    let mut startup = format!("[{STARTUP_JOB}]\n{STARTUP_SECTION}");
     let (background, file, dir) = match workload.resolved().first() {
         Some(("fio", path)) => {
             let body = std::fs::read_to_string(path)
@@ -371,6 +379,10 @@ pub fn prepare(text: &str, goal: Goal) -> Result<Prepared, AdviseError> {
                 body.push_str(pair);
                 body.push('\n');
             }
+            body.push_str(&format!("filename={}\n", target.name));
+            // The middle of the device, on a 1 MiB boundary.
+            let middle_bytes = target.capacity_bytes / 2 / (1 << 20) * (1 << 20);
+            startup.push_str(&format!("filename={}\noffset={middle_bytes}\n", target.name));
             (body, text.to_owned(), std::path::PathBuf::from("."))
         }
         _ => {
@@ -382,7 +394,7 @@ pub fn prepare(text: &str, goal: Goal) -> Result<Prepared, AdviseError> {
             ));
         }
     };
-    let combined = format!("{background}\n[{STARTUP_JOB}]\n{STARTUP_SECTION}");
+    let combined = format!("{background}\n{startup}");
     let env = elevator_workload::fio::FioEnv {
         page_size_bytes: 4096,
         memory_mib: 1024,
@@ -503,35 +515,31 @@ pub struct Mechanism {
 }
 
 /// The counters of `winner` and `runner_up` that differ most (relative to the larger), at
-/// most `count`, largest difference first, ties by name.
+/// most `count`, largest difference first, ties by name. Counters both runs have (merges,
+/// idling, queue occupancy, seeks, waits, the counters of a shared scheduler) come first; a
+/// scheduler's own counters, which the other run cannot have, fill the remaining places.
 pub fn explain(winner: &Run, runner_up: &Run, count: usize) -> Vec<Mechanism> {
     let ours = mechanisms(winner);
     let theirs = mechanisms(runner_up);
-    // Scheduler counters are named after their scheduler; compare those of the same name.
-    let strip = |name: &str, scheduler: &str| {
-        name.strip_prefix(scheduler).map_or(name.to_owned(), |rest| rest.trim().to_owned())
-    };
-    let mut names: Vec<String> = ours.keys().chain(theirs.keys()).cloned().collect();
+    let mut names: Vec<&String> = ours.keys().chain(theirs.keys()).collect();
     names.sort();
     names.dedup();
-    let mut rows: Vec<(f64, Mechanism)> = names
+    let mut rows: Vec<(bool, f64, Mechanism)> = names
         .into_iter()
         .map(|name| {
-            let a = ours.get(&name).copied().unwrap_or(0.0);
-            let b = theirs.get(&name).copied().unwrap_or(0.0);
+            let shared = ours.contains_key(name) && theirs.contains_key(name);
+            let a = ours.get(name).copied().unwrap_or(0.0);
+            let b = theirs.get(name).copied().unwrap_or(0.0);
             let larger = a.abs().max(b.abs());
             let difference = if larger > 0.0 { (a - b).abs() / larger } else { 0.0 };
-            let shown = if ours.contains_key(&name) && theirs.contains_key(&name) {
-                name.clone()
-            } else {
-                strip(&name, &winner.scheduler)
-            };
-            (difference, Mechanism { name: shown, winner: a, runner_up: b })
+            (shared, difference, Mechanism { name: name.clone(), winner: a, runner_up: b })
         })
-        .filter(|(difference, _)| *difference > 0.0)
+        .filter(|(_, difference, _)| *difference > 0.0)
         .collect();
-    rows.sort_by(|x, y| y.0.total_cmp(&x.0).then_with(|| x.1.name.cmp(&y.1.name)));
-    rows.into_iter().take(count).map(|(_, mechanism)| mechanism).collect()
+    rows.sort_by(|x, y| {
+        y.0.cmp(&x.0).then_with(|| y.1.total_cmp(&x.1)).then_with(|| x.2.name.cmp(&y.2.name))
+    });
+    rows.into_iter().take(count).map(|(_, _, mechanism)| mechanism).collect()
 }
 
 /// One ranked candidate.
@@ -756,9 +764,11 @@ mod tests {
     // one gives 1/2 and infinity; the sensitive jobs' p99 is the latency score.
     #[test]
     fn figures_compute_jain_and_latency_from_the_issuers() {
-        let prepared = prepare("job:rw=randread,bs=4k,numjobs=2,size=1m", Goal::Fairness).unwrap();
-        assert_eq!(prepared.sensitive, ["job"]);
         let config = SimConfig::new(1, DeviceSpec::parse("hdd").unwrap());
+        let target = &crate::targets(&config).unwrap()[0];
+        let prepared =
+            prepare("job:rw=randread,bs=4k,numjobs=2,size=1m", Goal::Fairness, target).unwrap();
+        assert_eq!(prepared.sensitive, ["job"]);
         let mut run =
             crate::run(&config, &SchedulerSpec::parse("noop").unwrap(), &prepared.workload)
                 .unwrap();
@@ -781,9 +791,14 @@ mod tests {
     // and gets a completion time) and is refused, naming the goal, for a preset workload.
     #[test]
     fn responsiveness_adds_the_startup_job_or_says_why_not() {
-        let prepared =
-            prepare("job:rw=read,bs=64k,numjobs=2,size=16m", Goal::Responsiveness).unwrap();
         let config = SimConfig::new(1, DeviceSpec::parse("hdd").unwrap());
+        let target = &crate::targets(&config).unwrap()[0];
+        let prepared = prepare(
+            "job:rw=read,bs=64k,numjobs=2,size=16m,offset_increment=100g",
+            Goal::Responsiveness,
+            target,
+        )
+        .unwrap();
         let run = crate::run(&config, &SchedulerSpec::parse("cfq").unwrap(), &prepared.workload)
             .unwrap();
         let names: Vec<&str> =
@@ -791,7 +806,8 @@ mod tests {
         assert!(names.contains(&"app-start/0") && names.contains(&"job/1"), "{names:?}");
         let startup = Figures::of(&run, &prepared).startup_ns.unwrap();
         assert!(startup > 0 && startup < u64::MAX);
-        let error = prepare("dd:mode=read,bs=1m,count=4", Goal::Responsiveness).unwrap_err();
+        let error =
+            prepare("dd:mode=read,bs=1m,count=4", Goal::Responsiveness, target).unwrap_err();
         assert!(error.to_string().contains("responsiveness"), "{error}");
     }
 
@@ -799,8 +815,9 @@ mod tests {
     // and a lower p99 ranks first for latency.
     #[test]
     fn ranking_orders_by_goal_and_keeps_ties_in_candidate_order() {
-        let prepared = prepare("job:rw=randread,bs=4k,size=1m", Goal::Latency).unwrap();
         let config = SimConfig::new(1, DeviceSpec::parse("hdd").unwrap());
+        let target = &crate::targets(&config).unwrap()[0];
+        let prepared = prepare("job:rw=randread,bs=4k,size=1m", Goal::Latency, target).unwrap();
         let run = |s: &str| {
             crate::run(&config, &SchedulerSpec::parse(s).unwrap(), &prepared.workload).unwrap()
         };
