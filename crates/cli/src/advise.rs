@@ -340,7 +340,10 @@ fn apply(args: &AdviseArgs, advice: &Advice, target: &Target) -> Result<Vec<Stri
     if !parsed.is_empty() {
         queue::check_settings(sysfs, device, &after, &after.current, &parsed)?;
         for applied in queue::tune(sysfs, device, &parsed)? {
-            done.push(format!("{device}: {}: {} -> {}", applied.key, applied.before, applied.after));
+            done.push(format!(
+                "{device}: {}: {} -> {}",
+                applied.key, applied.before, applied.after
+            ));
         }
     }
     let real_root = args.system_root == Path::new("/");
@@ -383,7 +386,9 @@ pub(crate) fn restore_rule(
         match std::fs::remove_file(&rule) {
             Ok(()) => writeln!(stdout, "{device}: removed {}", rule.display())?,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(error).with_context(|| format!("removing {}", rule.display())),
+            Err(error) => {
+                return Err(error).with_context(|| format!("removing {}", rule.display()));
+            }
         }
     }
     std::fs::remove_file(&record).with_context(|| format!("removing {}", record.display()))?;
@@ -421,7 +426,11 @@ fn live(args: &AdviseArgs, advice: &Advice, target: &Target) -> Result<Vec<LiveR
     crate::kernel::run_command(kernel, &mut json)?;
     let report: Report =
         serde_json::from_slice(&json).context("reading the live comparison's report")?;
-    let prepared = advise::prepare(&args.workload, advice.goal, &first_target(&config(&target.model, args.seed)?)?)?;
+    let prepared = advise::prepare(
+        &args.workload,
+        advice.goal,
+        &first_target(&config(&target.model, args.seed)?)?,
+    )?;
     Ok(top
         .iter()
         .zip(&report.runs)
@@ -436,8 +445,10 @@ fn live(args: &AdviseArgs, advice: &Advice, target: &Target) -> Result<Vec<LiveR
 pub(crate) fn run_command(args: &AdviseArgs, stdout: &mut dyn Write) -> Result<()> {
     let goal = Goal::parse(&args.goal)?;
     if args.live && goal == Goal::Responsiveness {
-        bail!("--live runs the workload as given; the responsiveness goal's start-up job is \
-               simulated only (accepted with --live: throughput, latency, fairness)");
+        bail!(
+            "--live runs the workload as given; the responsiveness goal's start-up job is \
+               simulated only (accepted with --live: throughput, latency, fairness)"
+        );
     }
     let target = resolve_target(args)?;
     let config = config(&target.model, args.seed)?;
@@ -479,7 +490,11 @@ fn render(output: &Output<'_>, out: &mut dyn Write) -> Result<()> {
     writeln!(
         out,
         "advise: {} on {} ({}), goal {}, seed {}",
-        advice.workload, advice.device, output.target, goal.name(), advice.seed
+        advice.workload,
+        advice.device,
+        output.target,
+        goal.name(),
+        advice.seed
     )?;
     writeln!(out, "candidates: {}", output.candidates_from)?;
     writeln!(

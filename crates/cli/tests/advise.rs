@@ -83,7 +83,10 @@ fn every_goal_runs_and_ranks() {
         let scores: Vec<f64> = ranking.iter().map(|r| r["score"].as_f64().unwrap()).collect();
         let higher = matches!(goal, "throughput" | "fairness");
         for (index, pair) in scores.windows(2).enumerate() {
-            assert!(if higher { pair[0] >= pair[1] } else { pair[0] <= pair[1] }, "{goal}: {scores:?}");
+            assert!(
+                if higher { pair[0] >= pair[1] } else { pair[0] <= pair[1] },
+                "{goal}: {scores:?}"
+            );
             assert_eq!(ranking[index]["rank"], index + 1);
         }
         for mechanism in advice["explanation"].as_array().unwrap() {
@@ -110,7 +113,10 @@ fn bad_goal_or_workload_exits_2_with_a_clear_message() {
             &["advise", "hdd", "-w", "dd:mode=read,bs=1m,count=4", "--goal", "responsiveness"],
             "responsiveness",
         ),
-        (&["advise", "no-such-disk", "-w", MIXED], "neither a block device here nor a device preset"),
+        (
+            &["advise", "no-such-disk", "-w", MIXED],
+            "neither a block device here nor a device preset",
+        ),
     ];
     for (args, expected) in cases {
         let output = elevator(args);
@@ -126,7 +132,8 @@ fn bad_goal_or_workload_exits_2_with_a_clear_message() {
 // scheduler back as found and removes the rule.
 #[test]
 fn apply_on_a_loop_device_is_undone_by_kernel_restore() {
-    let Some(disk) = TestDisk::attach("apply_on_a_loop_device_is_undone_by_kernel_restore", 64 << 20)
+    let Some(disk) =
+        TestDisk::attach("apply_on_a_loop_device_is_undone_by_kernel_restore", 64 << 20)
     else {
         return;
     };
@@ -136,8 +143,16 @@ fn apply_on_a_loop_device_is_undone_by_kernel_restore() {
     let state = disk.state_arg();
     let found = std::fs::read_to_string(format!("/sys/block/{name}/queue/scheduler")).unwrap();
     let advice = json(&elevator(&[
-        "advise", &name, "-w", "job:rw=randread,bs=4k,numjobs=2,size=4m", "--apply", &rules_arg,
-        "--no-reload", &state, "--format", "json",
+        "advise",
+        &name,
+        "-w",
+        "job:rw=randread,bs=4k,numjobs=2,size=4m",
+        "--apply",
+        &rules_arg,
+        "--no-reload",
+        &state,
+        "--format",
+        "json",
     ]));
     let winner = advice["ranking"][0]["scheduler"].as_str().unwrap().to_owned();
     let scheduler = winner.split(':').next().unwrap();

@@ -448,7 +448,8 @@ impl Figures {
         let shares: Vec<f64> = flows.iter().map(|issuer| issuer.throughput_bytes_per_s).collect();
         let sum: f64 = shares.iter().sum();
         let squares: f64 = shares.iter().map(|share| share * share).sum();
-        let jain_index = if squares > 0.0 { sum * sum / (shares.len() as f64 * squares) } else { 1.0 };
+        let jain_index =
+            if squares > 0.0 { sum * sum / (shares.len() as f64 * squares) } else { 1.0 };
         let largest = shares.iter().copied().fold(0.0_f64, f64::max);
         let smallest = shares.iter().copied().fold(f64::INFINITY, f64::min);
         let max_min_share = match (largest > 0.0, smallest > 0.0) {
@@ -637,10 +638,9 @@ pub fn run_candidates(
         .zip(slots)
         .map(|(scheduler, slot)| {
             let result = slot.into_inner().expect("no thread panics holding it");
-            result.expect("every candidate ran").map_err(|source| AdviseError::Sim {
-                scheduler: scheduler.to_string(),
-                source,
-            })
+            result
+                .expect("every candidate ran")
+                .map_err(|source| AdviseError::Sim { scheduler: scheduler.to_string(), source })
         })
         .collect()
 }
@@ -799,8 +799,8 @@ mod tests {
             target,
         )
         .unwrap();
-        let run = crate::run(&config, &SchedulerSpec::parse("cfq").unwrap(), &prepared.workload)
-            .unwrap();
+        let run =
+            crate::run(&config, &SchedulerSpec::parse("cfq").unwrap(), &prepared.workload).unwrap();
         let names: Vec<&str> =
             run.phases.iter().flat_map(|p| &p.issuers).map(|i| i.name.as_str()).collect();
         assert!(names.contains(&"app-start/0") && names.contains(&"job/1"), "{names:?}");
