@@ -266,6 +266,15 @@ fn apply_plan(advice: &Advice, target: &Target) -> Result<ApplyPlan> {
     let (name, settings) = split_spec(winner);
     let device = target.sysfs.as_ref().map_or_else(|| "DEV".to_owned(), |(_, d)| d.name.clone());
     let mut commands = vec![format!("elevator kernel set {device} {name}")];
+    let legacy = SchedulerSpec::parse(&name)
+        .is_ok_and(|spec| elevator_sched::SchedulerKind::LEGACY.contains(&spec.kind()));
+    if target.sysfs.is_none() && legacy {
+        // A model of the 2.6 era ranks the 2.6 set; today's kernels offer none of it.
+        note(&format!(
+            "{name} is a 2.6 kernel's scheduler (Linux 5.0+ offers none, mq-deadline, bfq, \
+             kyber): for today's kernel run advise with --era blk-mq"
+        ));
+    }
     if !settings.is_empty() {
         commands.push(format!("elevator kernel tune {device} {}", settings.join(" ")));
     }
