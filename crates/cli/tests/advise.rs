@@ -167,3 +167,69 @@ fn apply_on_a_loop_device_is_undone_by_kernel_restore() {
     assert_eq!(after, found);
     assert!(!rule.exists(), "the rule is still there after restore");
 }
+
+// Proves a captured trace works as the workload, given as `trace:PATH` or as a bare path:
+// both rank every candidate, identically (the same trace replayed under the same seed).
+#[test]
+fn a_trace_is_a_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.trace");
+    let mut text = String::from("elevator-trace 1\n");
+    for index in 0..40_u64 {
+        let pid = 1 + index % 2;
+        let offset = if pid == 1 { index * 65_536 } else { (1 << 34) + index * 65_536 };
+        let op = if index % 3 == 0 { "W" } else { "R" };
+        text.push_str(&format!("+1000000 {op} {offset} 65536 pid={pid} comm=p{pid}\n"));
+    }
+    std::fs::write(&path, text).unwrap();
+    let bare = path.to_str().unwrap().to_owned();
+    let prefixed = format!("trace:{bare}");
+    let ranking = |workload: &str| {
+        let advice = json(&elevator(&[
+            "advise", "hdd", "-w", workload, "--goal", "fairness", "--format", "json",
+        ]));
+        let rows = advice["ranking"].as_array().unwrap().clone();
+        assert_eq!(rows.len(), 9, "{workload}");
+        rows.iter().map(|r| (r["scheduler"].clone(), r["score"].clone())).collect::<Vec<_>>()
+    };
+    assert_eq!(ranking(&bare), ranking(&prefixed));
+}
+
+// Proves `--live` on a loop device: the candidates are what the device's kernel offers, the
+// top 3 run under the kernel's schedulers (each with a live figure beside its simulated one),
+// and the device is left as it was found (scheduler, tunables, queue attributes).
+#[test]
+fn live_confirms_the_top_three_and_restores_the_device() {
+    let Some(disk) =
+        TestDisk::attach("live_confirms_the_top_three_and_restores_the_device", 64 << 20)
+    else {
+        return;
+    };
+    let name = disk.name();
+    let state = disk.state_arg();
+    let line = std::fs::read_to_string(format!("/sys/block/{name}/queue/scheduler")).unwrap();
+    let offered: Vec<&str> =
+        line.split_whitespace().map(|w| w.trim_matches(|c| c == '[' || c == ']')).collect();
+    let advice = json(&elevator(&[
+        "advise",
+        &name,
+        "-w",
+        "job:rw=randread,bs=4k,numjobs=2,size=2m",
+        "--live",
+        &state,
+        "--format",
+        "json",
+    ]));
+    assert_eq!(advice["target"], "kernel");
+    for ranked in advice["ranking"].as_array().unwrap() {
+        let scheduler = ranked["scheduler"].as_str().unwrap().split(':').next().unwrap();
+        assert!(offered.contains(&scheduler), "{scheduler} is not offered by {name}: {line}");
+    }
+    let live = advice["live"].as_array().unwrap();
+    assert_eq!(live.len(), 3);
+    for (row, ranked) in live.iter().zip(advice["ranking"].as_array().unwrap()) {
+        assert_eq!(row["scheduler"], ranked["scheduler"]);
+        assert!(row["live"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    assert_eq!(&disk.now(), disk.found(), "the device is not as found");
+}

@@ -833,4 +833,32 @@ mod tests {
         assert!((confidence.margin_percent - 40.0).abs() < 1e-9);
         assert_eq!(confidence.level, "high");
     }
+
+    // Proves the latency goal picks the latency-sensitive jobs of an fio job file: the
+    // depth-1 reader is sensitive, the libaio writer at depth 32 is not, and the score is the
+    // sensitive job's p99 even when the other job's is larger.
+    #[test]
+    fn latency_reads_only_the_depth_one_jobs_of_a_job_file() {
+        let dir = std::env::temp_dir().join(format!("advise-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("mixed.fio");
+        std::fs::write(
+            &path,
+            "[reader]\nrw=randread\nbs=4k\nsize=1m\niodepth=1\n\n\
+             [writer]\nrw=write\nbs=64k\nsize=4m\nioengine=libaio\niodepth=32\n",
+        )
+        .unwrap();
+        let config = SimConfig::new(1, DeviceSpec::parse("hdd").unwrap());
+        let target = &crate::targets(&config).unwrap()[0];
+        let prepared = prepare(path.to_str().unwrap(), Goal::Latency, target).unwrap();
+        assert_eq!(prepared.sensitive, ["reader"]);
+        let mut run =
+            crate::run(&config, &SchedulerSpec::parse("deadline").unwrap(), &prepared.workload)
+                .unwrap();
+        for issuer in run.phases.iter_mut().flat_map(|p| &mut p.issuers) {
+            issuer.latency_ns.p99 = if issuer.name.starts_with("reader") { 5 } else { 50 };
+        }
+        assert_eq!(Figures::of(&run, &prepared).latency_ns_p99, 5);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
