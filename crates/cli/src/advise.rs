@@ -471,6 +471,19 @@ pub(crate) fn run_command(args: &AdviseArgs, stdout: &mut dyn Write) -> Result<(
     })?;
     progress.finish_and_clear();
     let advice = advise::rank(runs, &prepared, &target.model, args.seed)?;
+    let unloaded: Vec<&str> = advice
+        .ranking
+        .iter()
+        .filter(|ranked| ranked.figures.startup_outlived_background)
+        .map(|ranked| ranked.scheduler.as_str())
+        .collect();
+    if !unloaded.is_empty() {
+        note(&format!(
+            "warning: the start-up burst outlived the background workload under {}: it ran \
+             partly unloaded; a longer workload (time_based=1,runtime=...) measures better",
+            unloaded.join(", ")
+        ));
+    }
     let plan = apply_plan(&advice, &target)?;
     let live = if args.live { Some(live(args, &advice, &target)?) } else { None };
     let applied = if args.apply { apply(args, &advice, &target)? } else { Vec::new() };
