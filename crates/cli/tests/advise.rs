@@ -233,3 +233,44 @@ fn live_confirms_the_top_three_and_restores_the_device() {
     }
     assert_eq!(&disk.now(), disk.found(), "the device is not as found");
 }
+
+// Proves `kernel restore --discard` after `advise --apply` keeps the choice: the scheduler
+// stays the winner and the udev rule stays installed, and a later `advise --apply` is no
+// longer refused for the old snapshot.
+#[test]
+fn restore_discard_keeps_the_applied_choice_and_its_rule() {
+    let Some(disk) =
+        TestDisk::attach("restore_discard_keeps_the_applied_choice_and_its_rule", 64 << 20)
+    else {
+        return;
+    };
+    let name = disk.name();
+    let rules = tempfile::tempdir().unwrap();
+    let rules_arg = format!("--rules-dir={}", rules.path().display());
+    let state = disk.state_arg();
+    let args = [
+        "advise",
+        &name,
+        "-w",
+        "job:rw=randread,bs=4k,size=2m",
+        "--apply",
+        &rules_arg,
+        "--no-reload",
+        &state,
+        "--format",
+        "json",
+    ];
+    let advice = json(&elevator(&args));
+    let scheduler = advice["ranking"][0]["scheduler"].as_str().unwrap().split(':').next().unwrap();
+    let again = elevator(&args);
+    assert_eq!(again.status.code(), Some(2), "a second --apply over the kept snapshot");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("restore"));
+    let discard = elevator(&["kernel", &state, "restore", &name, "--discard"]);
+    assert!(discard.status.success(), "{}", String::from_utf8_lossy(&discard.stderr));
+    let now = std::fs::read_to_string(format!("/sys/block/{name}/queue/scheduler")).unwrap();
+    assert!(now.contains(&format!("[{scheduler}]")), "{now}");
+    assert!(rules.path().join(format!("99-elevator-{name}.rules")).exists());
+    json(&elevator(&args));
+    let restore = elevator(&["kernel", &state, "restore", &name]);
+    assert!(restore.status.success(), "{}", String::from_utf8_lossy(&restore.stderr));
+}
