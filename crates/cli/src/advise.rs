@@ -169,8 +169,7 @@ fn sysfs_of(args: &AdviseArgs) -> Sysfs {
 fn resolve_target(args: &AdviseArgs) -> Result<Target> {
     let sysfs = sysfs_of(args);
     let real = args.target.as_deref().and_then(|given| {
-        // A preset name is a model even where a device of that name exists? No: a name
-        // that is a block device here is the device; presets are not kernel names.
+        // A name that is a block device here is that device: presets are never kernel names.
         sysfs.device(given).ok()
     });
     if let Some(device) = real {
