@@ -60,6 +60,17 @@ pub(crate) enum Command {
     /// each under noop, deadline, anticipatory and cfq, and prints each experiment's table as
     /// the tool printed it, with the best scheduler of each column.
     Compare(CompareArgs),
+    /// Which scheduler, with which tunables, for this device and this workload: ranked in the
+    /// simulator by a goal, explained, and the commands that apply and persist it.
+    ///
+    /// Tries every scheduler TARGET's kernel offers (or, for a model, every scheduler of its
+    /// era) with a small grid of their main tunables, ranks them by --goal, explains the
+    /// winner against the runner-up with the mechanism counters that differ most, says how
+    /// confident it is (the margin against the simulator's validated error) and prints
+    /// `elevator kernel set/tune`, a udev rule and a TuneD snippet. --apply does it on TARGET
+    /// (`elevator kernel restore TARGET` undoes it); --live confirms the top 3 with the
+    /// kernel's schedulers.
+    Advise(crate::advise::AdviseArgs),
     /// Run thousands of random simulations with every invariant check on (a seeded sweep).
     ///
     /// Each seed derives a scheduler with tunables, a device, a host, queue settings and a

@@ -156,6 +156,7 @@ fn run_restore(sysfs: &Sysfs, args: &KernelRestoreArgs, stdout: &mut dyn Write) 
                 )?,
                 None => note(&format!("{device}: no snapshot to forget")),
             }
+            crate::advise::restore_rule(sysfs, &device, true, stdout)?;
             continue;
         }
         match store.restore(&device)? {
@@ -173,6 +174,7 @@ fn run_restore(sysfs: &Sysfs, args: &KernelRestoreArgs, stdout: &mut dyn Write) 
                 }
             }
         }
+        crate::advise::restore_rule(sysfs, &device, false, stdout)?;
     }
     Ok(())
 }
@@ -180,7 +182,7 @@ fn run_restore(sysfs: &Sysfs, args: &KernelRestoreArgs, stdout: &mut dyn Write) 
 /// Locks the disk whose queue `set`/`tune` is about to change, so that a run or a compare
 /// on it (which hold the same lock) is not changed under its feet. Only against the real
 /// `/sys`: a fake tree's devices have no nodes to lock.
-fn lock_queue(sysfs: &Sysfs, device: &BlockDevice) -> Result<Option<TargetLock>> {
+pub(crate) fn lock_queue(sysfs: &Sysfs, device: &BlockDevice) -> Result<Option<TargetLock>> {
     if sysfs.root() != Path::new("/sys") {
         return Ok(None);
     }

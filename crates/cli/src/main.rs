@@ -6,6 +6,7 @@
 //! carries only the requested output; diagnostics go to stderr. A closed stdout (`| head`)
 //! counts as success.
 
+mod advise;
 mod args;
 mod compare;
 mod fio_front;
@@ -118,6 +119,7 @@ fn main() -> ExitCode {
         Command::List(list_args) => list::run(list_args, &mut out),
         Command::Sim(sim_args) => sim::run_command(sim_args, &mut out),
         Command::Compare(compare_args) => compare::run_command(compare_args, &mut out),
+        Command::Advise(advise_args) => advise::run_command(advise_args, &mut out),
         Command::Sweep(sweep_args) => sweep::run_command(sweep_args, &mut out),
         Command::Run(run_args) => run::run_command(run_args, &mut out),
         Command::Replay(replay_args) => replay::run_command(replay_args, &mut out),

@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations, unreachable_pub)]
 
+pub mod advise;
 pub mod device;
 pub mod engine;
 pub mod host;
