@@ -996,7 +996,12 @@ impl Simulation {
         };
         Ok(Simulation {
             now: Instant::ZERO,
-            events: EventQueue::new(),
+            events: {
+                // A core's running item ends once: its end has a lane of its own.
+                let mut events = EventQueue::new();
+                events.set_lanes(mq.as_ref().map_or(0, BlkMq::cores));
+                events
+            },
             devices,
             links: topology.links,
             adapters,
@@ -1469,7 +1474,7 @@ impl Simulation {
     fn schedule_mq_timers(&mut self) {
         let Some(mq) = &mut self.mq else { return };
         let events = &mut self.events;
-        mq.drain_timers(|at, core| events.push(at, Event::CoreDone { core }));
+        mq.drain_timers(|at, core| events.push_lane(core, at, Event::CoreDone { core }));
     }
 
     /// An item on a blk-mq core ended: its lock passes on, the core takes its next item, and
