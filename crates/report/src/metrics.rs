@@ -12,8 +12,6 @@
 use elevator_core::{Duration, Instant};
 use hdrhistogram::Histogram;
 
-use std::collections::BTreeMap;
-
 use crate::fio::{FioDirection, JobStats};
 use crate::model::{
     DirectionSummary, IoErrors, IssuerLatency, IssuerSummary, LatencyMethod, LatencySummary, Phase,
@@ -168,7 +166,8 @@ pub struct PhaseRecorder {
     latency: LatencyRecorder,
     /// Per direction: bytes, operations and latencies at the phase's precision (operations
     /// recorded with [`PhaseRecorder::record_io`]).
-    directions: BTreeMap<FioDirection, (u64, u64, LatencyRecorder)>,
+    /// By `FioDirection as usize` (fio's order): a slot per direction, looked up per I/O.
+    directions: [Option<(u64, u64, LatencyRecorder)>; 4],
     /// Every issuer keeps each operation for fio's log files ([`JobStats::io_samples`]).
     keep_io_samples: bool,
     /// Per job and direction, interval by interval ([`crate::series`]).
@@ -209,7 +208,7 @@ impl PhaseRecorder {
             process_cpu_ns: None,
             first_error: None,
             latency: LatencyRecorder::new(PHASE_DIGITS),
-            directions: BTreeMap::new(),
+            directions: [None, None, None, None],
             keep_io_samples: false,
             series,
         }
@@ -334,10 +333,8 @@ impl PhaseRecorder {
                 completed.as_nanos(),
             );
         }
-        let (dir_bytes, ops, latency) = self
-            .directions
-            .entry(direction)
-            .or_insert_with(|| (0, 0, LatencyRecorder::new(PHASE_DIGITS)));
+        let (dir_bytes, ops, latency) = self.directions[direction as usize]
+            .get_or_insert_with(|| (0, 0, LatencyRecorder::new(PHASE_DIGITS)));
         *dir_bytes += bytes;
         *ops += 1;
         latency.record(completed.saturating_since(submitted));
@@ -460,9 +457,10 @@ impl PhaseRecorder {
             stonewall_ns: stonewall.map(|at| at.saturating_since(started).as_nanos()),
             queue_stats: None,
             errors,
-            directions: self
-                .directions
+            directions: FioDirection::ALL
                 .iter()
+                .zip(&self.directions)
+                .filter_map(|(direction, slot)| slot.as_ref().map(|slot| (direction, slot)))
                 .map(|(direction, (bytes, ops, latency))| {
                     let summary = DirectionSummary {
                         bytes: *bytes,
