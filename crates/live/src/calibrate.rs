@@ -21,6 +21,9 @@
 //!   trials' range relative to their median on the random 4k reads at depth 1 and 16 is the
 //!   repeatability the preset states as its error.
 //!
+//! The QD1 random 4k reads' (and writes') median and 99th percentile over their mean become
+//! the preset's latency spread (`read_spread`).
+//!
 //! [`Calibration::preset_toml`] writes a `table` device preset (crates/sim device/table.rs)
 //! with every measurement in `[measured]`.
 //!
@@ -486,6 +489,26 @@ impl Calibration {
             .join("/")
     }
 
+    /// The QD1 random 4k point's median and 99th percentile over its mean
+    /// (`50:R/99:R`), for the model's latency spread.
+    fn spread(&self, rw: &str) -> Option<String> {
+        let point = self.points.iter().find(|p| {
+            p.rw == rw
+                && p.bs_bytes == 4 << 10
+                && p.iodepth == 1
+                && p.region_bytes == 0
+                && p.purpose == "table"
+        })?;
+        (point.lat_mean_ns > 0).then(|| {
+            let mean = point.lat_mean_ns as f64;
+            format!(
+                "50:{:.3}/99:{:.3}",
+                point.lat_p50_ns as f64 / mean,
+                point.lat_p99_ns as f64 / mean
+            )
+        })
+    }
+
     fn ceiling(&self, rw: &str) -> Option<u64> {
         self.points
             .iter()
@@ -517,6 +540,9 @@ impl Calibration {
             out.push_str(&format!("{prefix}_seq_lat = \"{seq_table}\"\n"));
             out.push_str(&format!("{prefix}_rand_lat = \"{}\"\n", self.latency_table(rand)));
             out.push_str(&format!("{prefix}_iops = \"{}\"\n", self.iops_table(rand)));
+            if let Some(spread) = self.spread(rand) {
+                out.push_str(&format!("{prefix}_spread = \"{spread}\"\n"));
+            }
             if let Some(ceiling) = self.ceiling(seq) {
                 out.push_str(&format!("{prefix}_bandwidth = \"{ceiling}\"\n"));
             }
@@ -583,9 +609,9 @@ mod tests {
             ops: 100,
             iops,
             bandwidth_bytes_per_s: iops * bs as f64,
-            lat_mean_ns: 0,
-            lat_p50_ns: 0,
-            lat_p99_ns: 0,
+            lat_mean_ns: 1000,
+            lat_p50_ns: 800,
+            lat_p99_ns: 4000,
             trials_iops: trials.to_vec(),
         }
     }
@@ -646,6 +672,7 @@ mod tests {
         assert!(text.contains("read_iops = \"1:10000/16:80000\""), "{text}");
         assert!(text.contains("read_seq_lat = \"4k:20000ns\""), "{text}");
         assert!(text.contains("rotational = false"), "{text}");
+        assert!(text.contains("read_spread = \"50:0.800/99:4.000\""), "{text}");
         assert!(!text.contains("write_"), "{text}");
         calibration.points[1].trials_iops = vec![10_000.0; 3];
         calibration.points[2].trials_iops = vec![80_000.0; 3];

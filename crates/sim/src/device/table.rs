@@ -21,6 +21,13 @@
 //!   earlier than its transfer's turn on that bus, so deep streams of large transfers run at
 //!   the measured ceiling and not at QD × the QD1 rate.
 //!
+//! * **spread**: with `read_spread`/`write_spread` (`PERCENTILE:MULTIPLE/...`, the measured
+//!   percentiles of the QD1 random reads over their mean, e.g. `50:0.6/99:4`), each service
+//!   time is multiplied by the spread's quantile function (linear between the percentiles,
+//!   flat beyond, scaled to a mean of 1 so the rates stay the tables') at the next point of
+//!   the base-2 van der Corput sequence: the latency distribution's shape without
+//!   randomness, and without changing the mean.
+//!
 //! Writes with empty tables use the read tables. Flushes and discards take the smallest
 //! random-read latency. Everything is a function of the commands and their times: no
 //! randomness, so runs are reproducible.
@@ -39,6 +46,7 @@
 //! | `write_rand_lat` | (reads') | QD1 latency of random writes by size |
 //! | `read_iops` | `1:11000/4:40000/32:95000` | random-read IOPS of `iops_bs` by queue depth |
 //! | `write_iops` | (reads') | random-write IOPS by queue depth |
+//! | `read_spread` / `write_spread` | (none) | latency percentiles over the mean, `50:0.6/99:4` |
 //! | `iops_bs` | 4k | the size of the IOPS tables' operations |
 //! | `read_bandwidth` / `write_bandwidth` | (best sequential rate) | bus ceiling, bytes/s |
 //! | `rotational` | 0 | the kernel's rotational flag the device reports |
@@ -54,8 +62,10 @@
 //!   win by shortening seeks (deadline's sorting, anticipation) gain nothing on a `table` of
 //!   a disk. Use `hdd` keys for that.
 //! * No state: no cache hits, read-ahead, write-back cache, garbage collection, wear or
-//!   thermal throttling beyond what the averages measured include; latency has no spread (a
-//!   table holds medians, so a model's p99 is its p50 under the same load).
+//!   thermal throttling beyond what the averages measured include. Latency spreads only as
+//!   `*_spread` says, the same shape at every size and depth, and its order is a fixed
+//!   sequence: a real device's slow commands come in bursts (garbage collection, a busy
+//!   host), the model's are spread evenly.
 //! * Mixed reads and writes are served as if each direction had the device to itself except
 //!   for the shared in-device count and bus: interference between them (an SSD's reads
 //!   behind its writes) is not measured.
@@ -116,6 +126,18 @@ pub const KEYS: &[KeySpec] = &[
         kind: TEXT,
         default: "",
         help: "random-write IOPS by queue depth (empty: the reads')",
+    },
+    KeySpec {
+        key: "read_spread",
+        kind: TEXT,
+        default: "",
+        help: "reads' latency spread: percentile:multiple of the mean (50:0.8/99:3); empty: none",
+    },
+    KeySpec {
+        key: "write_spread",
+        kind: TEXT,
+        default: "",
+        help: "writes' latency spread, as read_spread (empty: the reads')",
     },
     KeySpec {
         key: "iops_bs",
@@ -241,6 +263,7 @@ fn number_of(text: &str) -> Option<f64> {
 }
 
 const LATENCY_EXPECTED: &str = "SIZE:TIME pairs separated by `/`, e.g. 4k:80us/1m:1.5ms";
+const SPREAD_EXPECTED: &str = "PERCENTILE:MULTIPLE-OF-THE-MEAN pairs separated by `/`, percentiles below 100, e.g. 50:0.8/99:3";
 const IOPS_EXPECTED: &str = "QD:IOPS pairs separated by `/`, e.g. 1:12000/16:90000";
 
 /// One direction's tables.
@@ -255,6 +278,46 @@ struct Direction {
     bandwidth_bytes_per_s: f64,
     /// Where the last command of this direction ended.
     last_end: Option<u64>,
+    /// Service-time multiplier by quantile (mean 1), `None` without `*_spread`.
+    spread: Option<Curve>,
+    /// Commands of this direction served, for the spread's quantile sequence.
+    served: u64,
+}
+
+/// The `i`-th point of the base-2 van der Corput sequence in [0, 1): quantiles visited evenly
+/// in any window of commands, with no randomness.
+fn van_der_corput(i: u64) -> f64 {
+    i.reverse_bits() as f64 / 2f64.powi(64)
+}
+
+/// The quantile function of `50:R/99:R` (percentile: multiple of the mean), held flat below
+/// the first and above the last percentile and linear between, scaled so that its mean is 1
+/// (the tables' latencies are means: the spread must not change the rates).
+fn spread_curve(params: &Params, key: &'static str) -> Result<Option<Curve>, ParamError> {
+    if params.text(key).trim().is_empty() {
+        return Ok(None);
+    }
+    let points = parse_curve(params, key, number_of, number_of, SPREAD_EXPECTED)?;
+    if points.0.iter().any(|&(percentile, _)| percentile >= 100.0) {
+        return Err(ParamError::BadValue {
+            component: params.component().to_owned(),
+            key,
+            value: params.text(key).to_owned(),
+            expected: SPREAD_EXPECTED.to_owned(),
+        });
+    }
+    let mut quantiles: Vec<(f64, f64)> =
+        points.0.iter().map(|&(percentile, ratio)| (percentile / 100.0, ratio)).collect();
+    quantiles.insert(0, (0.0, quantiles[0].1));
+    quantiles.push((1.0, quantiles[quantiles.len() - 1].1));
+    // The mean of a piecewise-linear quantile function: the trapezoids' areas.
+    let mean: f64 = quantiles
+        .windows(2)
+        .map(|pair| (pair[1].0 - pair[0].0) * (pair[0].1 + pair[1].1) / 2.0)
+        .sum();
+    // Distinct x for `Curve::at`: the held ends are already flat.
+    quantiles.dedup_by(|b, a| a.0 == b.0);
+    Ok(Some(Curve(quantiles.into_iter().map(|(u, ratio)| (u, ratio / mean)).collect())))
 }
 
 impl Direction {
@@ -270,6 +333,7 @@ impl Direction {
         if [seq, rand, iops].iter().all(|key| params.text(key).trim().is_empty()) {
             return Ok(None);
         }
+        let spread = spread_curve(params, key("spread"))?;
         let sequential = parse_curve(params, seq, size_of, nanos_of, LATENCY_EXPECTED)?;
         let random = parse_curve(params, rand, size_of, nanos_of, LATENCY_EXPECTED)?;
         let iops = parse_curve(params, iops, number_of, number_of, IOPS_EXPECTED)?;
@@ -313,6 +377,8 @@ impl Direction {
             slowdown: Curve(slowdown),
             bandwidth_bytes_per_s,
             last_end: None,
+            spread,
+            served: 0,
         }))
     }
 }
@@ -345,6 +411,9 @@ impl Table {
                 problem: "a table needs its read tables".into(),
             })?;
         let write = match Direction::from_params(params, "write")? {
+            Some(write) if write.spread.is_none() => {
+                Direction { spread: read.spread.clone(), ..write }
+            }
             Some(write) => write,
             None => read.clone(),
         };
@@ -390,7 +459,11 @@ impl Table {
         direction.last_end = Some(command.end().0);
         let bytes = command.size_bytes() as f64;
         let curve = if sequential { &direction.sequential } else { &direction.random };
-        let nanos = curve.at(bytes) * direction.slowdown.at(inside as f64);
+        let mut nanos = curve.at(bytes) * direction.slowdown.at(inside as f64);
+        if let Some(spread) = &direction.spread {
+            nanos *= spread.at(van_der_corput(direction.served));
+        }
+        direction.served += 1;
         let transfer = bytes * 1e9 / direction.bandwidth_bytes_per_s;
         // Rounded up so that no command takes zero time.
         (
@@ -711,5 +784,35 @@ mod tests {
         }
         let missing = DeviceSpec::parse("./no-such-preset.toml").unwrap_err().to_string();
         assert!(missing.contains("no-such-preset.toml"), "{missing}");
+    }
+
+    // Proves the spread shapes latency without changing the rate: at QD1 the median and the
+    // 99th percentile stand at their stated multiples of the mean (after the scaling to a
+    // mean of 1), and the IOPS stay the table's.
+    #[test]
+    fn spread_shapes_latency_keeps_the_rate() {
+        let spec = DeviceSpec::parse(
+            "table:read_seq_lat=4k:20us,read_rand_lat=4k:100us,read_iops=1:10000,\
+             read_spread=50:0.5/99:5",
+        )
+        .unwrap();
+        let mut probe = Probe::new(spec.build().unwrap());
+        let run = probe.closed_loop(
+            (0..10_000u64).map(|i| (Op::Read, Sector((i * 7919 % 10_000) * 64), 8)),
+            1,
+        );
+        let mut took: Vec<f64> =
+            run.iter().map(|timed| (timed.finished - timed.submitted).as_nanos() as f64).collect();
+        took.sort_by(f64::total_cmp);
+        let mean = took.iter().sum::<f64>() / took.len() as f64;
+        assert!((mean / 100_000.0 - 1.0).abs() < 0.01, "mean {mean}");
+        // The quantile function's mean before scaling: flat 0.5 to the median, linear to 5 at
+        // the 99th percentile, flat 5 after.
+        let unscaled = 0.5 * 0.5 + 0.49 * (0.5 + 5.0) / 2.0 + 0.01 * 5.0;
+        let p50 = took[took.len() / 2];
+        let p99 = took[took.len() * 99 / 100];
+        assert!((p50 / (100_000.0 * 0.5 / unscaled) - 1.0).abs() < 0.02, "p50 {p50}");
+        assert!((p99 / (100_000.0 * 5.0 / unscaled) - 1.0).abs() < 0.02, "p99 {p99}");
+        assert!((iops(&run) / 10_000.0 - 1.0).abs() < 0.01);
     }
 }
