@@ -5,7 +5,8 @@ Creates two loop devices (over a RAM file in /dev/shm and over a file on disk in
 both --direct-io=on), calibrates each with `elevator calibrate --quick --write --force`
 (the devices are this script's own, so writing them is what was asked), then for each
 fio-like job runs it in the simulator on the preset and live on the device (the median of
-five runs by IOPS), and prints a Markdown table of the model's IOPS and p50/p99 errors.
+five runs by IOPS), measures the live side a second time (the machine's own noise), and
+prints a Markdown table of the model's IOPS and p50/p99 errors beside the live-vs-live one.
 Removes the loop devices and files on every exit. Needs root.
 
 Usage: sudo bench/calibrate-validation.py [ELEVATOR_BINARY]
@@ -80,13 +81,18 @@ def main():
             with open(preset) as f:
                 stated = [line for line in f if line.startswith(("error_percent", "rotational"))]
             print(f"\n### {name}: {device}; {' '.join(s.strip() for s in stated)}\n")
-            print("| job | live IOPS | model IOPS | IOPS error | live p50 µs | model p50 µs "
-                  "| p50 error | live p99 µs | model p99 µs | p99 error |")
-            print("|---|---|---|---|---|---|---|---|---|---|")
+            print("| job | live IOPS | model IOPS | IOPS error | live again | live vs live "
+                  "| live p50 µs | model p50 µs | p50 error | live p99 µs | model p99 µs "
+                  "| p99 error |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
             for label, job in JOBS:
                 real = live(device, job, "write" in job)
                 model = sim(preset, job)
+                # The same live measurement again: the machine's own run-to-run noise,
+                # against which the model's error must be read.
+                again = live(device, job, "write" in job)
                 print(f"| {label} | {real[0]:.0f} | {model[0]:.0f} | {err(model[0], real[0])} "
+                      f"| {again[0]:.0f} | {err(again[0], real[0])} "
                       f"| {real[1] / 1e3:.1f} | {model[1] / 1e3:.1f} | {err(model[1], real[1])} "
                       f"| {real[2] / 1e3:.1f} | {model[2] / 1e3:.1f} | {err(model[2], real[2])} |")
     finally:

@@ -21,7 +21,7 @@
 //!   trials' range relative to their median on the random 4k reads at depth 1 and 16 is the
 //!   repeatability the preset states as its error.
 //!
-//! The QD1 random 4k reads' (and writes') median and 99th percentile over their mean become
+//! The QD1 random 4k reads' (and writes') percentiles (50, 90, 99, 99.9) over their mean become
 //! the preset's latency spread (`read_spread`).
 //!
 //! [`Calibration::preset_toml`] writes a `table` device preset (crates/sim device/table.rs)
@@ -95,8 +95,12 @@ pub struct Point {
     pub lat_mean_ns: u64,
     /// Median latency.
     pub lat_p50_ns: u64,
+    /// 90th percentile latency.
+    pub lat_p90_ns: u64,
     /// 99th percentile latency.
     pub lat_p99_ns: u64,
+    /// 99.9th percentile latency.
+    pub lat_p99_9_ns: u64,
     /// Every trial's IOPS, in the order run (the figures above are the median trial's).
     pub trials_iops: Vec<f64>,
 }
@@ -340,7 +344,9 @@ fn run_trial(
         bandwidth_bytes_per_s: phase.throughput_bytes_per_s,
         lat_mean_ns: phase.latency_ns.mean,
         lat_p50_ns: phase.latency_ns.p50,
+        lat_p90_ns: phase.latency_ns.p90,
         lat_p99_ns: phase.latency_ns.p99,
+        lat_p99_9_ns: phase.latency_ns.p99_9,
     })
 }
 
@@ -489,8 +495,8 @@ impl Calibration {
             .join("/")
     }
 
-    /// The QD1 random 4k point's median and 99th percentile over its mean
-    /// (`50:R/99:R`), for the model's latency spread.
+    /// The QD1 random 4k point's percentiles (50, 90, 99, 99.9) over its mean
+    /// (`50:R/90:R/99:R/99.9:R`), for the model's latency spread.
     fn spread(&self, rw: &str) -> Option<String> {
         let point = self.points.iter().find(|p| {
             p.rw == rw
@@ -501,11 +507,12 @@ impl Calibration {
         })?;
         (point.lat_mean_ns > 0).then(|| {
             let mean = point.lat_mean_ns as f64;
-            format!(
-                "50:{:.3}/99:{:.3}",
-                point.lat_p50_ns as f64 / mean,
-                point.lat_p99_ns as f64 / mean
-            )
+            [(50, point.lat_p50_ns), (90, point.lat_p90_ns), (99, point.lat_p99_ns)]
+                .iter()
+                .map(|(percentile, ns)| format!("{percentile}:{:.3}", *ns as f64 / mean))
+                .chain(std::iter::once(format!("99.9:{:.3}", point.lat_p99_9_ns as f64 / mean)))
+                .collect::<Vec<_>>()
+                .join("/")
         })
     }
 
@@ -586,7 +593,9 @@ impl Calibration {
             out.push_str(&format!("bandwidth_bytes_per_s = {:.0}\n", point.bandwidth_bytes_per_s));
             out.push_str(&format!("lat_mean_ns = {}\n", point.lat_mean_ns));
             out.push_str(&format!("lat_p50_ns = {}\n", point.lat_p50_ns));
+            out.push_str(&format!("lat_p90_ns = {}\n", point.lat_p90_ns));
             out.push_str(&format!("lat_p99_ns = {}\n", point.lat_p99_ns));
+            out.push_str(&format!("lat_p99_9_ns = {}\n", point.lat_p99_9_ns));
             let trials: Vec<String> =
                 point.trials_iops.iter().map(|iops| format!("{iops:.1}")).collect();
             out.push_str(&format!("trials_iops = [{}]\n", trials.join(", ")));
@@ -611,7 +620,9 @@ mod tests {
             bandwidth_bytes_per_s: iops * bs as f64,
             lat_mean_ns: 1000,
             lat_p50_ns: 800,
+            lat_p90_ns: 1500,
             lat_p99_ns: 4000,
+            lat_p99_9_ns: 9000,
             trials_iops: trials.to_vec(),
         }
     }
@@ -672,7 +683,7 @@ mod tests {
         assert!(text.contains("read_iops = \"1:10000/16:80000\""), "{text}");
         assert!(text.contains("read_seq_lat = \"4k:20000ns\""), "{text}");
         assert!(text.contains("rotational = false"), "{text}");
-        assert!(text.contains("read_spread = \"50:0.800/99:4.000\""), "{text}");
+        assert!(text.contains("read_spread = \"50:0.800/90:1.500/99:4.000/99.9:9.000\""), "{text}");
         assert!(!text.contains("write_"), "{text}");
         calibration.points[1].trials_iops = vec![10_000.0; 3];
         calibration.points[2].trials_iops = vec![80_000.0; 3];
