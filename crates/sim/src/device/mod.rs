@@ -172,6 +172,20 @@ impl DeviceKind {
         DeviceKind::Table,
     ];
 
+    /// The kinds `elevator sweep` draws devices and member presets from: every kind but
+    /// `table`, which came after the sweep's seeds were fixed (drawing from it too would
+    /// change every seed's case) and whose keys are measured tables the sweep cannot draw.
+    pub const SWEPT: &'static [DeviceKind] = &[
+        DeviceKind::Hdd,
+        DeviceKind::Ssd,
+        DeviceKind::Array,
+        DeviceKind::San,
+        DeviceKind::Jbod,
+        DeviceKind::Ram,
+        DeviceKind::Iscsi,
+        DeviceKind::Zoned,
+    ];
+
     /// The name users write.
     pub const fn name(self) -> &'static str {
         match self {
