@@ -17,9 +17,11 @@
 //!   estimated as the floor of that curve (the shortest seeks' mean latency: half a
 //!   revolution plus the command overhead, an upper bound);
 //! * every step run as [`TRIALS`] back-to-back trials of a fifth of its time, keeping the
-//!   trial of median IOPS (a busy machine's stalls hit some trials, not the figure); the
-//!   trials' range relative to their median on the random 4k reads at depth 1 and 16 is the
-//!   repeatability the preset states as its error.
+//!   trial of median IOPS (a busy machine's stalls hit some trials, not the figure);
+//! * the random 4k reads at depth 1 and 16 run again at the end (`repeat`): their figure is
+//!   the geometric mean of both medians, and the ratio between the fastest and the slowest
+//!   of all their trials is the error the preset states (the machine's noise and its drift
+//!   over the calibration).
 //!
 //! The QD1 random 4k reads' (and writes') percentiles (50, 90, 99, 99.9) over their mean become
 //! the preset's latency spread (`read_spread`).
@@ -242,6 +244,12 @@ pub fn plan(options: &CalibrateOptions, max_depth: u32) -> Vec<Step> {
             steps.push(step(rand, 4 << 10, depth, "table"));
         }
     }
+    // The points the preset states its error for, again at the end: the load of a shared
+    // machine drifts over the calibration, and the error must include that drift.
+    steps.push(step("randread", 4 << 10, 1, "repeat"));
+    if max_depth >= 16 {
+        steps.push(step("randread", 4 << 10, 16, "repeat"));
+    }
     steps
 }
 
@@ -449,22 +457,26 @@ impl Calibration {
         })
     }
 
-    /// The error the preset states for its IOPS, in percent: the largest range of the
-    /// trials (largest minus smallest) relative to their median, over the random 4k reads at
-    /// depth 1 and 16, at least [`ERROR_FLOOR_PERCENT`]. Another median of as many trials
-    /// of the same job falls within it unless the machine's load changed in between.
+    /// The error the preset states for its IOPS, in percent: over the random 4k reads at
+    /// depth 1 and 16, the largest ratio of one trial to another among the point's trials
+    /// and its repeat's (`max / min - 1`), at least [`ERROR_FLOOR_PERCENT`]. Another median
+    /// of as many trials of the same job stands within that ratio of the preset's figure
+    /// unless the machine's load moves beyond what it did during the calibration.
     pub fn error_percent(&self) -> f64 {
-        let range = self
-            .points
+        let ratio = [1, 16]
             .iter()
-            .filter(|p| p.rw == "randread" && p.bs_bytes == 4 << 10 && [1, 16].contains(&p.iodepth))
-            .filter_map(|p| {
-                let low = p.trials_iops.iter().copied().reduce(f64::min)?;
-                let high = p.trials_iops.iter().copied().reduce(f64::max)?;
-                Some((high - low) / p.iops)
+            .filter_map(|&depth| {
+                let trials = self
+                    .points
+                    .iter()
+                    .filter(|p| p.rw == "randread" && p.bs_bytes == 4 << 10 && p.iodepth == depth)
+                    .flat_map(|p| p.trials_iops.iter().copied());
+                let (low, high) = trials
+                    .fold((f64::MAX, 0.0f64), |(low, high), iops| (low.min(iops), high.max(iops)));
+                (high > 0.0 && low > 0.0).then(|| high / low - 1.0)
             })
             .fold(0.0f64, f64::max);
-        (100.0 * range).max(ERROR_FLOOR_PERCENT)
+        (100.0 * ratio).max(ERROR_FLOOR_PERCENT)
     }
 
     /// The table points of `rw` at depth 1 by size, as `SIZE:TIME/...` (time from Little's
@@ -477,11 +489,23 @@ impl Calibration {
                 format!(
                     "{}:{}ns",
                     format_size_key(p.bs_bytes),
-                    p.closed_loop_latency_ns().round() as u64
+                    (f64::from(p.iodepth) * 1e9 / self.rate(p)).round() as u64
                 )
             })
             .collect::<Vec<_>>()
             .join("/")
+    }
+
+    /// A table point's IOPS: its median trial's, or with a repeat at the end the geometric
+    /// mean of both medians (the middle of the drift, as a ratio).
+    fn rate(&self, point: &Point) -> f64 {
+        let repeat = self.points.iter().find(|p| {
+            p.purpose == "repeat"
+                && p.rw == point.rw
+                && p.bs_bytes == point.bs_bytes
+                && p.iodepth == point.iodepth
+        });
+        repeat.map_or(point.iops, |repeat| (point.iops * repeat.iops).sqrt())
     }
 
     fn iops_table(&self, rw: &str) -> String {
@@ -490,7 +514,7 @@ impl Calibration {
             .filter(|p| {
                 p.rw == rw && p.bs_bytes == 4 << 10 && p.region_bytes == 0 && p.purpose == "table"
             })
-            .map(|p| format!("{}:{:.0}", p.iodepth, p.iops))
+            .map(|p| format!("{}:{:.0}", p.iodepth, self.rate(p)))
             .collect::<Vec<_>>()
             .join("/")
     }
@@ -574,8 +598,8 @@ impl Calibration {
         }
         out.push_str(&format!("seconds_per_step = {}\n", self.seconds_per_step));
         out.push_str(&format!(
-            "# IOPS of the random 4k reads at QD1 and QD16 stand within this of a repeat run\n\
-             # (the trials' largest range over their median, at least {ERROR_FLOOR_PERCENT} %).\n"
+            "# IOPS of the random 4k reads at QD1 and QD16 stand within this ratio of a repeat run\n\
+             # (their trials' largest max/min - 1, over the calibration, at least {ERROR_FLOOR_PERCENT} %).\n"
         ));
         out.push_str(&format!("error_percent = {:.1}\n", self.error_percent()));
         for point in &self.points {
@@ -641,6 +665,8 @@ mod tests {
         }
         assert!(steps.iter().any(|s| s.rw == "randread" && s.iodepth == 8));
         assert!(steps.iter().all(|s| !s.rw.contains("write")));
+        // The error's points again at the end (QD16 is past this device's depth of 8).
+        assert_eq!(steps.last().map(|s| (s.purpose, s.iodepth)), Some(("repeat", 1)));
         let writes = plan(&CalibrateOptions { write: true, ..Default::default() }, 64);
         assert!(writes.iter().any(|s| s.rw == "randwrite" && s.iodepth == 64));
     }
@@ -655,11 +681,14 @@ mod tests {
         assert!(regions.windows(2).all(|pair| pair[0] < pair[1]), "{regions:?}");
     }
 
-    // Proves the preset states its error from the trials of the QD1 and QD16 random reads
-    // (their range over the median, floored; other steps' noise does not count) and that its tables carry the measured rates: the IOPS table the median IOPS,
-    // the latency table 1/IOPS at QD1.
+    // Proves the preset states its error from all the trials of the QD1 and QD16 random
+    // reads, their repeats included (max/min - 1, floored; other steps' noise does not count),
+    // and that its tables carry the measured rates: the IOPS table the geometric mean of a
+    // point's and its repeat's medians, the latency table depth/IOPS.
     #[test]
     fn preset_tables_and_error() {
+        let mut repeat = point("randread", 4096, 1, 12_100.0, &[12_100.0, 12_000.0]);
+        repeat.purpose = "repeat";
         let mut calibration = Calibration {
             target: "/dev/loop9".into(),
             size_bytes: 1 << 30,
@@ -669,24 +698,27 @@ mod tests {
             seconds_per_step: 1.0,
             points: vec![
                 point("read", 4096, 1, 50_000.0, &[50_000.0, 10_000.0, 50_000.0]),
-                point("randread", 4096, 1, 10_000.0, &[9_000.0, 10_000.0, 10_500.0, 10_000.0]),
+                point("randread", 4096, 1, 10_000.0, &[10_000.0, 11_000.0, 10_500.0]),
                 point("randread", 4096, 16, 80_000.0, &[80_000.0, 84_000.0, 80_000.0]),
+                repeat,
             ],
             rotational_latency_ns: None,
         };
-        // QD1: (10500 - 9000) / 10000; QD16: (84000 - 80000) / 80000.
-        assert!((calibration.error_percent() - 15.0).abs() < 1e-9);
-        calibration.points[1].trials_iops = vec![8_000.0, 10_000.0, 12_000.0];
-        assert!((calibration.error_percent() - 40.0).abs() < 1e-9);
+        // QD1: 12100 / 10000 over the point and its repeat; the sequential 5× is not counted.
+        assert!((calibration.error_percent() - 21.0).abs() < 1e-9);
         let text = calibration.preset_toml("elevator calibrate /dev/loop9", "today");
-        assert!(text.contains("read_rand_lat = \"4k:100000ns\""), "{text}");
-        assert!(text.contains("read_iops = \"1:10000/16:80000\""), "{text}");
+        // sqrt(10000 × 12100) = 11000 IOPS at QD1: 90909 ns.
+        assert!(text.contains("read_rand_lat = \"4k:90909ns\""), "{text}");
+        assert!(text.contains("read_iops = \"1:11000/16:80000\""), "{text}");
         assert!(text.contains("read_seq_lat = \"4k:20000ns\""), "{text}");
         assert!(text.contains("rotational = false"), "{text}");
         assert!(text.contains("read_spread = \"50:0.800/90:1.500/99:4.000/99.9:9.000\""), "{text}");
         assert!(!text.contains("write_"), "{text}");
-        calibration.points[1].trials_iops = vec![10_000.0; 3];
-        calibration.points[2].trials_iops = vec![80_000.0; 3];
+        for point in &mut calibration.points[1..] {
+            let iops = point.iops;
+            point.trials_iops = vec![iops; 3];
+        }
+        calibration.points[3].trials_iops = vec![10_000.0; 3];
         assert_eq!(calibration.error_percent(), ERROR_FLOOR_PERCENT);
     }
 }
