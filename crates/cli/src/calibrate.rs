@@ -135,6 +135,12 @@ pub(crate) fn run_command(args: &CalibrateArgs, stdout: &mut dyn Write) -> Resul
                 calibration.error_percent(),
                 dash_d(path)
             ));
+            if let Some(kb) = calibration.sysfs_max_sectors_kb {
+                note(&format!(
+                    "simulate with --max-sectors-kb {kb} (the device's): the simulator splits \
+                     larger requests at 512 KiB otherwise"
+                ));
+            }
         }
         None => stdout.write_all(text.as_bytes())?,
     }

@@ -36,6 +36,10 @@
 //!   than 64 outstanding commands is measured below its peak.
 //! * The preset is always the `table` kind: fitting `ssd` or `hdd` mechanics to the figures
 //!   is not done (the seek curve is recorded, not fitted).
+//! * The tables hold requests as the kernel sent them, up to the device's `max_sectors_kb`
+//!   (recorded as `sysfs_max_sectors_kb`); the simulator splits at its driver's limit (512 KiB
+//!   for `generic`) unless run with `--max-sectors-kb` that value, and a split 1 MiB read is
+//!   then two 512 KiB commands in parallel, faster than the measured 1 MiB.
 //! * Latencies are the live engine's submission-to-completion times, which include the
 //!   user-space queue and io_uring's path, as fio's `clat` plus its `slat` do.
 
@@ -158,6 +162,9 @@ pub struct Calibration {
     pub measured_rotational: bool,
     /// The kernel's `queue/nr_requests`, if found.
     pub sysfs_nr_requests: Option<u32>,
+    /// The kernel's `queue/max_sectors_kb`, if found: the simulator splits requests at its
+    /// own limit (512 KiB with the default driver) unless run with `--max-sectors-kb` this.
+    pub sysfs_max_sectors_kb: Option<u32>,
     /// Seconds each trial of a step ran.
     pub seconds_per_step: f64,
     /// Every step.
@@ -358,10 +365,21 @@ fn run_trial(
     })
 }
 
-/// What sysfs says of the device `path` is (a block device) or lives on (a file): its
-/// `queue/rotational` and `queue/nr_requests`. A partition's queue is its disk's.
-pub fn sysfs_queue(path: &Path, kind: TargetKind) -> (Option<bool>, Option<u32>) {
-    let Ok(metadata) = std::fs::metadata(path) else { return (None, None) };
+/// What sysfs says of the device `path` is (a block device) or lives on (a file).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SysfsQueue {
+    /// `queue/rotational`.
+    pub rotational: Option<bool>,
+    /// `queue/nr_requests`.
+    pub nr_requests: Option<u32>,
+    /// `queue/max_sectors_kb`: the largest request the kernel sends it.
+    pub max_sectors_kb: Option<u32>,
+}
+
+/// Reads [`SysfsQueue`] for `path`. A partition's queue is its disk's.
+pub fn sysfs_queue(path: &Path, kind: TargetKind) -> SysfsQueue {
+    let none = SysfsQueue::default();
+    let Ok(metadata) = std::fs::metadata(path) else { return none };
     let number = if kind == TargetKind::BlockDevice || metadata.file_type().is_block_device() {
         metadata.rdev()
     } else {
@@ -369,15 +387,16 @@ pub fn sysfs_queue(path: &Path, kind: TargetKind) -> (Option<bool>, Option<u32>)
     };
     let (major, minor) = (rustix::fs::major(number), rustix::fs::minor(number));
     let Ok(dir) = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")) else {
-        return (None, None);
+        return none;
     };
     let queue = [dir.join("queue"), dir.join("../queue")].into_iter().find(|queue| queue.is_dir());
-    let Some(queue) = queue else { return (None, None) };
+    let Some(queue) = queue else { return none };
     let read = |name: &str| std::fs::read_to_string(queue.join(name)).ok();
-    (
-        read("rotational").map(|text| text.trim() == "1"),
-        read("nr_requests").and_then(|text| text.trim().parse().ok()),
-    )
+    SysfsQueue {
+        rotational: read("rotational").map(|text| text.trim() == "1"),
+        nr_requests: read("nr_requests").and_then(|text| text.trim().parse().ok()),
+        max_sectors_kb: read("max_sectors_kb").and_then(|text| text.trim().parse().ok()),
+    }
 }
 
 /// Calibrates `target`: every step of [`plan`] (and [`seek_plan`] when it looks
@@ -387,7 +406,8 @@ pub fn calibrate(
     options: &CalibrateOptions,
     on_step: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<Calibration, LiveError> {
-    let (sysfs_rotational, sysfs_nr_requests) = sysfs_queue(target.path(), target.kind());
+    let sysfs = sysfs_queue(target.path(), target.kind());
+    let (sysfs_rotational, sysfs_nr_requests) = (sysfs.rotational, sysfs.nr_requests);
     let max_depth = options.max_depth.clamp(1, sysfs_nr_requests.unwrap_or(u32::MAX).max(1));
     let seconds = if options.quick { 1.5 } else { 5.0 };
     let steps = plan(options, max_depth);
@@ -431,6 +451,7 @@ pub fn calibrate(
         sysfs_rotational,
         measured_rotational,
         sysfs_nr_requests,
+        sysfs_max_sectors_kb: sysfs.max_sectors_kb,
         seconds_per_step: seconds / TRIALS as f64,
         points,
         rotational_latency_ns,
@@ -589,6 +610,12 @@ impl Calibration {
         if let Some(nr_requests) = self.sysfs_nr_requests {
             out.push_str(&format!("sysfs_nr_requests = {nr_requests}\n"));
         }
+        if let Some(kb) = self.sysfs_max_sectors_kb {
+            out.push_str(&format!(
+                "# Simulate with `--max-sectors-kb {kb}`: the kernel sent requests up to this.\n"
+            ));
+            out.push_str(&format!("sysfs_max_sectors_kb = {kb}\n"));
+        }
         out.push_str(&format!("measured_rotational = {}\n", self.measured_rotational));
         if let Some(note) = self.disagreement() {
             out.push_str(&format!("rotational_note = {}\n", quote(&note)));
@@ -695,6 +722,7 @@ mod tests {
             sysfs_rotational: Some(false),
             measured_rotational: false,
             sysfs_nr_requests: Some(128),
+            sysfs_max_sectors_kb: Some(1280),
             seconds_per_step: 1.0,
             points: vec![
                 point("read", 4096, 1, 50_000.0, &[50_000.0, 10_000.0, 50_000.0]),
