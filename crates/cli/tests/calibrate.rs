@@ -239,3 +239,39 @@ fn bad_preset_names_file_line_and_key() {
         assert!(stderr.contains(part), "`{part}` missing from: {stderr}");
     }
 }
+
+// Proves --write measures writes on a scratch file calibrate creates (--size): the preset
+// gains write tables that load; and that an existing file elevator did not create is refused
+// for writing without --force (exit 2), its content untouched.
+#[test]
+fn write_on_a_scratch_file_only() {
+    let _alone = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch.img");
+    let file = dir.path().join("scratch.toml");
+    ok(
+        elevator(&[
+            "calibrate",
+            scratch.to_str().unwrap(),
+            "--size",
+            "32m",
+            "--quick",
+            "--write",
+            "-o",
+            file.to_str().unwrap(),
+        ]),
+        "calibrate --write on a new scratch file",
+    );
+    let preset: toml::Table = std::fs::read_to_string(&file).unwrap().parse().unwrap();
+    for key in ["write_seq_lat", "write_rand_lat", "write_iops"] {
+        assert!(preset[key].as_str().is_some_and(|table| !table.is_empty()), "{key}: {preset}");
+    }
+    assert!(simulated_iops(&file, 1) > 0.0);
+
+    let plain = dir.path().join("plain.img");
+    std::fs::write(&plain, vec![7u8; 1 << 20]).unwrap();
+    let output = elevator(&["calibrate", plain.to_str().unwrap(), "--quick", "--write"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--force"), "{output:?}");
+    assert_eq!(std::fs::read(&plain).unwrap(), vec![7u8; 1 << 20]);
+}
