@@ -118,6 +118,12 @@ pub(crate) enum Command {
     /// tracefs at /sys/kernel/tracing when it is not mounted, and unmounts it afterwards;
     /// the instance is removed on every exit. Needs root.
     Trace(crate::trace::TraceArgs),
+    /// Measure a device or file and write a device preset for `-d ./FILE.toml`.
+    ///
+    /// Sequential and random I/O by block size and queue depth through the live engine,
+    /// reads only unless --write (on a block device only with --force); the preset is a
+    /// `table` device with every measurement recorded (`elevator calibrate --help`).
+    Calibrate(crate::calibrate::CalibrateArgs),
     /// Print a shell completion script: bash, zsh, fish, elvish or powershell.
     ///
     /// bash: `elevator completions bash > ~/.local/share/bash-completion/completions/elevator`;

@@ -8,6 +8,7 @@
 
 mod advise;
 mod args;
+mod calibrate;
 mod compare;
 mod fio_front;
 mod fio_live;
@@ -125,6 +126,7 @@ fn main() -> ExitCode {
         Command::Replay(replay_args) => replay::run_command(replay_args, &mut out),
         Command::Kernel(kernel_args) => kernel::run_command(kernel_args, &mut out),
         Command::Trace(trace_args) => trace::run_command(trace_args, &mut out),
+        Command::Calibrate(calibrate_args) => calibrate::run_command(calibrate_args, &mut out),
         Command::Completions(completions) => manual::completions(completions.shell, &mut out),
         Command::Man(man) => manual::man(man.output.as_deref(), &mut out),
         Command::Report(report_args) => report_cmd::run(report_args, &mut out),

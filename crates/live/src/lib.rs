@@ -45,6 +45,7 @@
 
 pub mod backend;
 pub mod buffer;
+pub mod calibrate;
 pub mod clock;
 mod cpu;
 pub mod diskutil;

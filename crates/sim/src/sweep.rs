@@ -760,10 +760,10 @@ fn format_time(nanos: u64) -> String {
 /// link (`LINK_TYPES`), and the per-clone priority lists.
 fn draw_text(prng: &mut Prng, key: &KeySpec) -> Option<String> {
     let is_preset = |name: &str| {
-        DeviceKind::ALL.iter().any(|kind| kind.presets().iter().any(|preset| preset.name == name))
+        DeviceKind::SWEPT.iter().any(|kind| kind.presets().iter().any(|preset| preset.name == name))
     };
     if is_preset(key.default) {
-        let presets: Vec<&str> = DeviceKind::ALL
+        let presets: Vec<&str> = DeviceKind::SWEPT
             .iter()
             .flat_map(|kind| kind.presets().iter().map(|preset| preset.name))
             .collect();
@@ -811,7 +811,7 @@ fn draw_params(
 
 fn derive_device(prng: &Prng, features: &Features) -> (String, DeviceSpec) {
     let mut choice = prng.fork("kind");
-    let kind = *pick(&mut choice, DeviceKind::ALL);
+    let kind = *pick(&mut choice, DeviceKind::SWEPT);
     let preset = pick(&mut choice, kind.presets()).name;
     first_accepted(
         prng,

@@ -16,6 +16,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use elevator_core::{Duration, Instant, Op, Prng, SECTOR_SIZE_BYTES, Sector};
 use elevator_sim::device::hdd::Hdd;
+use elevator_sim::device::table::Table;
 use elevator_sim::device::{Command, CommandId, DeviceKind, DeviceModel, DeviceSpec};
 
 /// Every registered model: each preset of each kind, parsed by name.
@@ -107,6 +108,10 @@ fn min_service(spec: &DeviceSpec, command: &Command) -> Duration {
         // A write or discard may break a zone rule (or be a reset) and finish at once.
         DeviceKind::Zoned if matches!(command.op, Op::Write | Op::Discard) => Duration::ZERO,
         DeviceKind::Zoned => min_service(&member_spec(params.text("media")), command),
+        // A table's QD1 latency of the faster pattern for the size (a ceiling only adds).
+        DeviceKind::Table => Table::from_params(params)
+            .expect("a parsed spec builds")
+            .min_service(command.op, if data { command.size_bytes() } else { 0 }),
     }
 }
 
@@ -155,6 +160,11 @@ fn stated_bandwidth(spec: &DeviceSpec) -> (f64, f64) {
         DeviceKind::Jbod => stated_bandwidth(&member_spec(first_disk(params.text("disk")))),
         DeviceKind::Iscsi => stated_bandwidth(&member_spec(params.text("member"))),
         DeviceKind::Zoned => stated_bandwidth(&member_spec(params.text("media"))),
+        // `table`: the read ceiling (the key or the best sequential rate), within 5 %.
+        DeviceKind::Table => (
+            Table::from_params(params).expect("a parsed spec builds").read_bandwidth_bytes_per_s(),
+            0.05,
+        ),
         DeviceKind::Array | DeviceKind::San => {
             let (member, _) = stated_bandwidth(&member_spec(params.text("member")));
             let members = params.integer("members") as f64;

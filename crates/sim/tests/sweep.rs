@@ -77,7 +77,7 @@ fn derivation_is_deterministic_and_covers_every_kind() {
         }
     }
     assert_eq!(schedulers.len(), SchedulerKind::ALL.len(), "{schedulers:?}");
-    assert_eq!(devices.len(), DeviceKind::ALL.len(), "{devices:?}");
+    assert_eq!(devices.len(), DeviceKind::SWEPT.len(), "{devices:?}");
     assert_eq!(workloads.len(), WorkloadKind::ALL.len(), "{workloads:?}");
     assert_eq!(features.len(), 10, "every feature on and off: {features:?}");
     assert_ne!(Case::derive(1).command_line(), Case::derive(2).command_line());

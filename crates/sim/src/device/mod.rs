@@ -18,6 +18,7 @@ pub mod driver;
 pub mod hdd;
 pub mod ram;
 pub mod ssd;
+pub mod table;
 pub mod validate;
 pub mod zoned;
 
@@ -153,11 +154,28 @@ pub enum DeviceKind {
     Iscsi,
     /// A zoned device (host-managed SMR, ZNS) over an `hdd` or `ssd` preset.
     Zoned,
+    /// A measured device (`elevator calibrate`): latency and IOPS tables.
+    Table,
 }
 
 impl DeviceKind {
     /// Every kind, in listing order.
     pub const ALL: &'static [DeviceKind] = &[
+        DeviceKind::Hdd,
+        DeviceKind::Ssd,
+        DeviceKind::Array,
+        DeviceKind::San,
+        DeviceKind::Jbod,
+        DeviceKind::Ram,
+        DeviceKind::Iscsi,
+        DeviceKind::Zoned,
+        DeviceKind::Table,
+    ];
+
+    /// The kinds `elevator sweep` draws devices and member presets from: every kind but
+    /// `table`, which came after the sweep's seeds were fixed (drawing from it too would
+    /// change every seed's case) and whose keys are measured tables the sweep cannot draw.
+    pub const SWEPT: &'static [DeviceKind] = &[
         DeviceKind::Hdd,
         DeviceKind::Ssd,
         DeviceKind::Array,
@@ -179,6 +197,7 @@ impl DeviceKind {
             DeviceKind::Ram => "ram",
             DeviceKind::Iscsi => "iscsi",
             DeviceKind::Zoned => "zoned",
+            DeviceKind::Table => "table",
         }
     }
 
@@ -193,6 +212,7 @@ impl DeviceKind {
             DeviceKind::Ram => ram::SUMMARY,
             DeviceKind::Iscsi => crate::iscsi::SUMMARY,
             DeviceKind::Zoned => zoned::SUMMARY,
+            DeviceKind::Table => table::SUMMARY,
         }
     }
 
@@ -207,6 +227,7 @@ impl DeviceKind {
             DeviceKind::Ram => ram::KEYS,
             DeviceKind::Iscsi => crate::iscsi::KEYS,
             DeviceKind::Zoned => zoned::KEYS,
+            DeviceKind::Table => table::KEYS,
         }
     }
 
@@ -221,6 +242,7 @@ impl DeviceKind {
             DeviceKind::Ram => ram::PRESETS,
             DeviceKind::Iscsi => crate::iscsi::PRESETS,
             DeviceKind::Zoned => zoned::PRESETS,
+            DeviceKind::Table => table::PRESETS,
         }
     }
 
@@ -236,6 +258,7 @@ impl DeviceKind {
             // An `iscsi` built as one device is one of the target's disks.
             DeviceKind::Iscsi => array::member_spec(params)?.build()?,
             DeviceKind::Zoned => Box::new(zoned::Zoned::from_params(params)?),
+            DeviceKind::Table => Box::new(table::Table::from_params(params)?),
         })
     }
 }
@@ -256,6 +279,8 @@ enum Origin {
     Preset(&'static Preset),
     /// A DiskSim file (`disksim:PATH`), as written, and what it maps to.
     DiskSim { path: String, mapped: Arc<disksim::Mapped> },
+    /// A device preset file (`./mydisk.toml`, [`table::load_file`]), as written.
+    File { path: String },
 }
 
 /// The prefix naming a DiskSim parameter file as a device.
@@ -264,10 +289,14 @@ pub const DISKSIM_PREFIX: &str = "disksim:";
 impl DeviceSpec {
     /// Parses `kind[:key=value,...]`, `preset[:key=value,...]` or
     /// `disksim:PATH[:key=value,...]` (an `hdd` with a DiskSim 4.0 file's values, see
-    /// [`disksim`]; the keys after the path override the file's; the path holds no `:`).
+    /// [`disksim`]; the keys after the path override the file's; the path holds no `:`), or
+    /// a device preset file: a path ending in `.toml` or holding a `/` ([`table::load_file`]).
     pub fn parse(text: &str) -> Result<DeviceSpec, ParamError> {
         if let Some(rest) = text.trim().strip_prefix(DISKSIM_PREFIX) {
             return DeviceSpec::parse_disksim(rest);
+        }
+        if table::is_file_spec(text) {
+            return DeviceSpec::parse_file(text.trim());
         }
         let spec = ComponentSpec::parse("device", text)?;
         let found = DeviceKind::ALL.iter().find_map(|&kind| {
@@ -287,6 +316,40 @@ impl DeviceSpec {
         let device = DeviceSpec { kind, origin: Origin::Preset(preset), params };
         // Building checks the values that are impossible together.
         device.topology()?;
+        Ok(device)
+    }
+
+    /// A device preset file; errors name the file and the line of the key at fault.
+    fn parse_file(path: &str) -> Result<DeviceSpec, ParamError> {
+        let loaded = table::load_file(Path::new(path))?;
+        let at_line = |error: ParamError| {
+            let key = match &error {
+                ParamError::UnknownKey { key, .. } => key.clone(),
+                ParamError::BadValue { key, .. } | ParamError::Impossible { key, .. } => {
+                    (*key).to_owned()
+                }
+                _ => return error,
+            };
+            let Some(line) = loaded.lines.get(&key) else { return error };
+            let component = format!("{path} line {line}");
+            match error {
+                ParamError::UnknownKey { key, accepted, .. } => {
+                    ParamError::UnknownKey { component, key, accepted }
+                }
+                ParamError::BadValue { key, value, expected, .. } => {
+                    ParamError::BadValue { component, key, value, expected }
+                }
+                ParamError::Impossible { key, problem, .. } => {
+                    ParamError::Impossible { component, key, problem }
+                }
+                other => other,
+            }
+        };
+        let kind = loaded.kind;
+        let params = Params::resolve(&loaded.spec, kind.keys(), kind.presets()[0].values)
+            .map_err(at_line)?;
+        let device = DeviceSpec { kind, origin: Origin::File { path: path.to_owned() }, params };
+        device.topology().map_err(at_line)?;
         Ok(device)
     }
 
@@ -346,18 +409,18 @@ impl DeviceSpec {
         self.kind
     }
 
-    /// The preset it started from (`None` for a DiskSim file).
+    /// The preset it started from (`None` for a DiskSim or preset file).
     pub fn preset(&self) -> Option<&'static Preset> {
         match &self.origin {
             Origin::Preset(preset) => Some(preset),
-            Origin::DiskSim { .. } => None,
+            Origin::DiskSim { .. } | Origin::File { .. } => None,
         }
     }
 
     /// What a DiskSim file mapped to (`None` for a preset).
     pub fn disksim(&self) -> Option<&disksim::Mapped> {
         match &self.origin {
-            Origin::Preset(_) => None,
+            Origin::Preset(_) | Origin::File { .. } => None,
             Origin::DiskSim { mapped, .. } => Some(mapped),
         }
     }
@@ -479,6 +542,8 @@ impl fmt::Display for DeviceSpec {
         match &self.origin {
             Origin::Preset(preset) => f.write_str(preset.name)?,
             Origin::DiskSim { path, .. } => write!(f, "{DISKSIM_PREFIX}{path}")?,
+            // The file holds its keys: they are not repeated.
+            Origin::File { path } => return f.write_str(path),
         }
         let mut separator = ':';
         for (key, value) in self.params.resolved() {
