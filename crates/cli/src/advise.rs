@@ -565,14 +565,23 @@ fn render(output: &Output<'_>, out: &mut dyn Write) -> Result<()> {
                 )?;
             }
         }
+        let against = match confidence.model_error_percent {
+            // A calibrated model: its measurements' own spread bounds the advice too.
+            Some(model) if model > confidence.sim_error_percent => format!(
+                "the calibrated model's stated error of {model:.0}% (its preset file's \
+                 [measured] error_percent)"
+            ),
+            _ => format!(
+                "the simulator's validated error of {:.0}%, docs/validation.md",
+                confidence.sim_error_percent
+            ),
+        };
         writeln!(
             out,
-            "confidence: {} (margin {:.1}% {} the simulator's validated error of {:.0}%, \
-             docs/validation.md)",
+            "confidence: {} (margin {:.1}% {} {against})",
             confidence.level,
             confidence.margin_percent,
             if confidence.level == "low" { "within" } else { "beyond" },
-            confidence.sim_error_percent
         )?;
     } else {
         writeln!(out, "winner: {} (the only candidate)", winner.scheduler)?;

@@ -274,3 +274,32 @@ fn restore_discard_keeps_the_applied_choice_and_its_rule() {
     let restore = elevator(&["kernel", &state, "restore", &name]);
     assert!(restore.status.success(), "{}", String::from_utf8_lossy(&restore.stderr));
 }
+
+// Proves advice on a calibrated model is judged against the model's own stated error: the
+// same table preset, once with `[measured] error_percent = 1000` (as `elevator calibrate`
+// writes it) and once without, gives the same ranking and margin, but the first reports the
+// model's error and calls the confidence low (no margin beats 1000 %), while the second has no
+// model error and is judged against the simulator's validated error alone.
+#[test]
+fn a_calibrated_models_stated_error_bounds_the_confidence() {
+    let dir = std::env::temp_dir().join(format!("elevator-advise-model-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = "kind = \"table\"\nrotational = false\ncapacity = \"268435456\"\ndepth = 32\n\
+                read_seq_lat = \"4k:31us/1m:229us\"\nread_rand_lat = \"4k:33us/1m:228us\"\n\
+                read_iops = \"1:30000/4:86000/16:240000/32:294000\"\n";
+    let measured = dir.join("measured.toml");
+    std::fs::write(&measured, format!("{keys}\n[measured]\nerror_percent = 1000.0\n")).unwrap();
+    let bare = dir.join("bare.toml");
+    std::fs::write(&bare, keys).unwrap();
+    let workload = "job:rw=randread,bs=4k,iodepth=8,numjobs=2,size=8m";
+    let advise = |file: &std::path::Path| {
+        json(&elevator(&["advise", file.to_str().unwrap(), "-w", workload, "--format", "json"]))
+    };
+    let (with, without) = (advise(&measured), advise(&bare));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(with["ranking"], without["ranking"]);
+    assert_eq!(with["confidence"]["model_error_percent"], 1000.0);
+    assert_eq!(with["confidence"]["level"], "low");
+    assert!(without["confidence"].get("model_error_percent").is_none());
+    assert_eq!(with["confidence"]["margin_percent"], without["confidence"]["margin_percent"]);
+}

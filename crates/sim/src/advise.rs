@@ -594,6 +594,10 @@ pub struct Confidence {
     pub margin_percent: f64,
     /// [`SIM_ERROR_PERCENT`].
     pub sim_error_percent: f64,
+    /// The error `elevator calibrate` stated for the device's preset file, when the device is
+    /// one (`[measured] error_percent`); the level is judged against the larger of the two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_error_percent: Option<f64>,
 }
 
 /// The advice.
@@ -707,13 +711,18 @@ pub fn rank(
     let (explanation, confidence) = match ranking.as_slice() {
         [winner, runner_up, ..] => {
             let margin = margin_percent(goal, winner.score, runner_up.score);
-            let level = if margin > SIM_ERROR_PERCENT { "high" } else { "low" };
+            let model_error_percent = crate::device::table::is_file_spec(device)
+                .then(|| crate::device::table::stated_error_percent(std::path::Path::new(device)))
+                .flatten();
+            let bound = model_error_percent.map_or(SIM_ERROR_PERCENT, |e| e.max(SIM_ERROR_PERCENT));
+            let level = if margin > bound { "high" } else { "low" };
             (
                 explain(&winner.run, &runner_up.run, 3),
                 Some(Confidence {
                     level: level.to_owned(),
                     margin_percent: margin,
                     sim_error_percent: SIM_ERROR_PERCENT,
+                    model_error_percent,
                 }),
             )
         }

@@ -559,6 +559,21 @@ pub fn is_file_spec(text: &str) -> bool {
     !text.contains([':', '=']) && (text.ends_with(".toml") || text.contains('/'))
 }
 
+/// The error `elevator calibrate` stated for the preset file at `path` (`[measured]
+/// error_percent`: how far its own repeated measurements spread), if it is a readable preset
+/// file that states one. Advice on a calibrated model cannot be surer than its measurements.
+pub fn stated_error_percent(path: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let document: toml::Table = text.parse().ok()?;
+    let measured = document.get("measured")?.as_table()?;
+    match measured.get("error_percent")? {
+        toml::Value::Float(value) => Some(*value),
+        toml::Value::Integer(value) => Some(*value as f64),
+        _ => None,
+    }
+    .filter(|value| value.is_finite() && *value >= 0.0)
+}
+
 /// A preset file read: its kind, its keys as a spec named after the file, and the line of
 /// each key (for messages).
 #[derive(Clone, Debug, PartialEq)]
