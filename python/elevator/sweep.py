@@ -143,8 +143,11 @@ def _local(todo: List[tuple], workers: Optional[int], journal: _Journal) -> Dict
     results: Dict[int, str] = {}
     if not todo:
         return results
-    # spawn, not fork: the parent may hold Ray's or the simulator's threads.
-    context = multiprocessing.get_context("spawn")
+    # fork where there is one: no `if __name__ == "__main__"` guard needed in a script or a
+    # notebook, and no interpreter start per worker. The simulator's threads end with each
+    # `sim` call, so none is held across the fork.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {pool.submit(run_config, config): (index, config) for index, config in todo}
         for future in concurrent.futures.as_completed(futures):

@@ -174,8 +174,9 @@ fn sim(
     max_runtime_ns: Option<u64>,
 ) -> PyResult<String> {
     let queue = Queue { nr_requests, read_ahead_kb, max_sectors_kb, plugging, depth };
-    let plan = sim_plan(device, workload, &schedulers, seed, host, &queue, (max_size, max_runtime_ns))
-        .map_err(to_py)?;
+    let plan =
+        sim_plan(device, workload, &schedulers, seed, host, &queue, (max_size, max_runtime_ns))
+            .map_err(to_py)?;
     // The simulation touches no Python object: other Python threads run meanwhile.
     py.detach(|| run_plan(&plan).and_then(|report| report_json(&report))).map_err(to_py)
 }
@@ -190,8 +191,9 @@ fn study_rows(experiment: &Experiment) -> Result<Vec<SchedulerSpec>> {
         && !SchedulerKind::LEGACY.iter().any(|kind| kind.name() == baseline.scheduler)
     {
         rows.push(
-            SchedulerSpec::parse(baseline.scheduler)
-                .with_context(|| format!("the baseline scheduler of experiment {}", experiment.id))?,
+            SchedulerSpec::parse(baseline.scheduler).with_context(|| {
+                format!("the baseline scheduler of experiment {}", experiment.id)
+            })?,
         );
     }
     for &kind in SchedulerKind::LEGACY {
@@ -256,8 +258,8 @@ fn study_report(seed: u64, scale: f64, only: &[String]) -> Result<Report> {
     }
     let mut report = Report::new(seed, VERSION);
     for ((experiment, _, _, scheduler), (_, result)) in jobs.iter().zip(results) {
-        let mut run = result
-            .with_context(|| format!("simulating {} under {scheduler}", experiment.id))?;
+        let mut run =
+            result.with_context(|| format!("simulating {} under {scheduler}", experiment.id))?;
         experiment.stamp(&mut run);
         stamp_scale(&mut run, scale);
         report.runs.push(run);
@@ -285,7 +287,11 @@ struct SchedulerEntry {
 
 #[derive(Serialize)]
 struct ComponentEntry {
+    /// The kind's name as written in a spec (`hdd`).
     name: String,
+    /// What the bare name resolves to (`desktop-7200-2005`: its first preset), as `elevator
+    /// list` names it.
+    spec: String,
     summary: &'static str,
     keys: Vec<KeyEntry>,
     presets: Vec<PresetEntry>,
@@ -354,13 +360,16 @@ fn schedulers() -> PyResult<String> {
 fn devices() -> PyResult<String> {
     let entries: Vec<ComponentEntry> = DeviceKind::ALL
         .iter()
-        .map(|kind| ComponentEntry {
-            name: kind.name().to_owned(),
-            summary: kind.summary(),
-            keys: keys(kind.keys()),
-            presets: presets(kind.presets()),
+        .map(|kind| {
+            Ok(ComponentEntry {
+                name: kind.name().to_owned(),
+                spec: DeviceSpec::parse(kind.name()).map_err(|e| to_py(e.into()))?.to_string(),
+                summary: kind.summary(),
+                keys: keys(kind.keys()),
+                presets: presets(kind.presets()),
+            })
         })
-        .collect();
+        .collect::<PyResult<_>>()?;
     to_json(&entries)
 }
 
@@ -369,6 +378,7 @@ fn devices() -> PyResult<String> {
 fn hosts() -> PyResult<String> {
     let entry = ComponentEntry {
         name: host::PRESETS[0].name.to_owned(),
+        spec: HostSpec::default_host().to_string(),
         summary: host::SUMMARY,
         keys: keys(host::KEYS),
         presets: presets(host::PRESETS),
@@ -381,13 +391,16 @@ fn hosts() -> PyResult<String> {
 fn workloads() -> PyResult<String> {
     let entries: Vec<ComponentEntry> = WorkloadKind::ALL
         .iter()
-        .map(|kind| ComponentEntry {
-            name: kind.name().to_owned(),
-            summary: kind.summary(),
-            keys: keys(kind.keys()),
-            presets: Vec::new(),
+        .map(|kind| {
+            Ok(ComponentEntry {
+                name: kind.name().to_owned(),
+                spec: WorkloadSpec::parse(kind.name()).map_err(|e| to_py(e.into()))?.to_string(),
+                summary: kind.summary(),
+                keys: keys(kind.keys()),
+                presets: Vec::new(),
+            })
         })
-        .collect();
+        .collect::<PyResult<_>>()?;
     to_json(&entries)
 }
 
