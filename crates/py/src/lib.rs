@@ -38,7 +38,7 @@ use pyo3::prelude::*;
 use serde::Serialize;
 
 create_exception!(
-    _native,
+    elevator,
     ElevatorError,
     PyValueError,
     "A bad specification, file or simulation: the message is the one the CLI prints."
