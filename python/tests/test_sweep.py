@@ -166,3 +166,14 @@ def test_cli_sweep_failed_configuration_exits_1(cli, tmp_path):
     assert out.returncode == 1
     assert "configuration 1: unknown device `nosuch`" in out.stderr
     assert out.stdout.count("\n0,,") == 1
+
+
+def test_cli_sweep_without_the_package_says_how_to_get_it(cli, tmp_path):
+    # Proves a missing interpreter is an input error (exit 2) that names ELEVATOR_PYTHON and
+    # `pip install ./python`, not a crash.
+    grid = tmp_path / "g.toml"
+    grid.write_text(GRID_TOML)
+    env = {**os.environ, "ELEVATOR_PYTHON": str(tmp_path / "no-python")}
+    out = cli("sweep", str(grid), env=env)
+    assert out.returncode == 2
+    assert "pip install ./python" in out.stderr and "ELEVATOR_PYTHON" in out.stderr

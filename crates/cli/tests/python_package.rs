@@ -2,8 +2,8 @@
 //!
 //! Builds the package into a virtualenv under the target directory (`python-venv`: made with
 //! `python3 -m venv` and the test dependencies from PyPI the first time, reused afterwards),
-//! installs `./python` with pip (maturin, an incremental cargo build of crates/py in release
-//! mode), then runs pytest with this build's `elevator` binary. Under CI=true anything missing
+//! installs `./python` with pip (maturin, an incremental cargo build of crates/py in the dev
+//! profile), then runs pytest with this build's `elevator` binary. Under CI=true anything missing
 //! (python3, venv, a package) fails the test naming it; elsewhere a missing python3 skips it.
 
 use std::path::{Path, PathBuf};
@@ -82,7 +82,11 @@ fn python_package_passes_pytest() {
         Command::new(&python)
             .args(["-m", "pip", "install", "-q", "--no-build-isolation", "--force-reinstall"])
             .arg(workspace.join("python"))
-            .env("PATH", &path),
+            .env("PATH", &path)
+            // The dev profile: the workspace's debug artifacts, which `cargo test` has just
+            // built, are reused (a release build of every crate would add about two minutes
+            // to a cold CI run); the tests' simulations are small.
+            .env("MATURIN_PEP517_ARGS", "--profile dev"),
     );
     let status = Command::new(&python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
