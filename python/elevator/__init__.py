@@ -7,7 +7,8 @@
     df = elevator.sweep({"device": ["hdd", "ssd"], "seed": [1, 2]})   # a grid, in parallel
 
 Specs take the command line's syntax (DESIGN.md §4: `NAME[:key=value,...]`); a workload is a
-spec or the path of an fio job file. Errors raise `ElevatorError` (a `ValueError`) with the
+spec or the path of an fio job file (ending in `.fio`, or any existing
+file named with a `/`). Errors raise `ElevatorError` (a `ValueError`) with the
 message `elevator` prints for the same input. The GIL is released while simulating.
 Live runs and the kernel driver are not exposed (the CLI's `elevator run` and
 `elevator kernel` do those).

@@ -55,6 +55,11 @@ def test_job_file_path_runs_as_the_clis_positional_job_file(cli, tmp_path):
     assert out.returncode == 0, out.stderr
     assert report.to_json() == out.stdout
     assert sum(phase.bytes for phase in report.runs[0].phases) <= 2 << 20
+    # The same file under another name (fio's examples are often .ini) is still a job file.
+    ini = tmp_path / "two.ini"
+    ini.write_text(job.read_text())
+    again = elevator.sim(workload=str(ini), schedulers="deadline", max_size=1 << 20)
+    assert [p.bytes for p in again.runs[0].phases] == [p.bytes for p in report.runs[0].phases]
 
 
 @pytest.mark.parametrize(

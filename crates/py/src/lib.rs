@@ -75,13 +75,17 @@ struct SimPlan {
 }
 
 /// A workload argument: a spec in the CLI's syntax, or the path of an fio job file (as the
-/// CLI's positional JOBFILE, with `--max-size` and `--max-runtime`).
+/// CLI's positional JOBFILE, with `--max-size` and `--max-runtime`): a path ending in `.fio`,
+/// or any existing file named with a `/` (`./job.ini`).
 fn workload_spec(
     text: &str,
     max_size_bytes: Option<u64>,
     max_runtime_ns: Option<u64>,
 ) -> Result<WorkloadSpec> {
-    let is_job_file = text.ends_with(".fio") && !text.starts_with("fio:");
+    // A spec never contains `/` outside its values, and a job file named with `/` or `.fio`
+    // cannot be taken for a bare spec such as `job`.
+    let is_job_file = !text.starts_with("fio:")
+        && (text.ends_with(".fio") || (text.contains('/') && std::path::Path::new(text).is_file()));
     if is_job_file {
         let spec = WorkloadSpec::parse_fio_file(text)?;
         return Ok(spec.fio_capped(max_size_bytes, max_runtime_ns.map(Duration::from_nanos))?);
