@@ -78,6 +78,11 @@ pub(crate) enum Command {
     /// exactly once, time never goes back and memory stays bounded; every 8th seed runs twice
     /// to check identical output. Failures print their seed and a replaying command line;
     /// the exit code is 1 if any case failed.
+    ///
+    /// With GRID.toml: a parameter study instead, every configuration of the grid simulated
+    /// through the Python package (`pip install ./python`) on local processes, or with --ray
+    /// as Ray tasks; one CSV row per configuration × run × phase × job, a failed configuration
+    /// one row with its `error` (exit 1). Put --ray after GRID.toml or write --ray=ADDRESS.
     Sweep(SweepArgs),
     /// Run a workload live: our schedulers in front of a real file or block device, over
     /// io_uring with O_DIRECT, once per scheduler on the same target.
@@ -164,6 +169,26 @@ pub(crate) struct FioArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct SweepArgs {
+    /// A grid of simulations (TOML: `[grid]` of lists, or `[[config]]` tables of `sim`'s
+    /// arguments) to run in parallel instead of the seeded sweep, through the Python package
+    /// (`python3 -m elevator.sweep`; `pip install ./python`); the rows go to stdout as CSV.
+    #[arg(value_name = "GRID.toml", conflicts_with_all = ["seed", "seeds", "from", "format"])]
+    pub(crate) grid: Option<PathBuf>,
+
+    /// With a grid: run it on Ray, on the cluster at ADDRESS (without one: a local Ray).
+    #[arg(long, value_name = "ADDRESS", num_args = 0..=1, default_missing_value = "",
+          requires = "grid")]
+    pub(crate) ray: Option<String>,
+
+    /// With a grid: append each finished configuration to this JSON Lines file, and skip those
+    /// it already holds.
+    #[arg(long, value_name = "PATH", requires = "grid")]
+    pub(crate) resume: Option<PathBuf>,
+
+    /// With a grid: write the rows to FILE.csv or FILE.jsonl instead of stdout.
+    #[arg(short, long, value_name = "FILE", requires = "grid")]
+    pub(crate) output: Option<PathBuf>,
+
     /// How many seeds to run.
     #[arg(long, default_value_t = 1000, conflicts_with = "seed")]
     pub(crate) seeds: u64,

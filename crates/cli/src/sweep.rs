@@ -12,6 +12,9 @@ use crate::args::{ListFormat, SweepArgs};
 use crate::term;
 
 pub(crate) fn run_command(args: &SweepArgs, stdout: &mut dyn Write) -> Result<()> {
+    if let Some(grid) = &args.grid {
+        return run_grid(grid, args);
+    }
     let results = match args.seed {
         Some(seed) => vec![sweep::run_seed(seed, true)],
         None => {
@@ -46,6 +49,51 @@ pub(crate) fn run_command(args: &SweepArgs, stdout: &mut dyn Write) -> Result<()
         failed => {
             Err(CheckFailed(format!("{failed} of {} sweep cases failed", summary.cases)).into())
         }
+    }
+}
+
+/// The interpreter that runs the Python package: `ELEVATOR_PYTHON`, else `python3`.
+const PYTHON_ENV: &str = "ELEVATOR_PYTHON";
+
+/// `elevator sweep GRID.toml`: the grid runs through the Python package's sweep
+/// (`python3 -m elevator.sweep`, python/elevator/sweep.py), on local processes or on Ray. Its
+/// exit code is passed on: 1 when a configuration failed, 2 for bad input.
+fn run_grid(grid: &std::path::Path, args: &SweepArgs) -> Result<()> {
+    let python = std::env::var_os(PYTHON_ENV).unwrap_or_else(|| "python3".into());
+    let mut command = std::process::Command::new(&python);
+    command.args(["-m", "elevator.sweep"]).arg(grid);
+    if let Some(address) = &args.ray {
+        command.arg("--ray");
+        if !address.is_empty() {
+            command.arg(address);
+        }
+    }
+    if let Some(jobs) = args.jobs {
+        command.arg("--workers").arg(jobs.to_string());
+    }
+    if let Some(resume) = &args.resume {
+        command.arg("--resume").arg(resume);
+    }
+    if let Some(output) = &args.output {
+        command.arg("--output").arg(output);
+    }
+    let status = command.status().map_err(|error| {
+        anyhow::anyhow!(
+            "running {} -m elevator.sweep: {error} (install the Python package with `pip \
+             install ./python`, or name its interpreter in {PYTHON_ENV})",
+            python.to_string_lossy()
+        )
+    })?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(1) => Err(CheckFailed("a configuration of the grid failed".to_owned()).into()),
+        // The package is missing: say how to get it (python prints `No module named ...`).
+        _ => anyhow::bail!(
+            "{} -m elevator.sweep {} failed ({status}); is the Python package installed (`pip \
+             install ./python`, or its interpreter in {PYTHON_ENV})?",
+            python.to_string_lossy(),
+            grid.display()
+        ),
     }
 }
 

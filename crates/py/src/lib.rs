@@ -1,0 +1,476 @@
+//! `elevator._native`: the Rust side of the Python package `elevator` (python/, built by
+//! maturin). It exposes the libraries, not the command line: simulations
+//! ([`elevator_sim::run`]), the classic study ([`elevator_sim::study`]), the listings of
+//! schedulers, devices, hosts and workloads from the tables their parsers read, and the trace
+//! readers ([`elevator_trace::read`]).
+//!
+//! Results cross into Python as the report's own JSON (`elevator.report/1`, exactly what
+//! `elevator sim --format json` prints for the same arguments), which the Python side wraps
+//! in objects; listings cross as JSON too. One schema, one serializer: a field added to the
+//! report reaches Python without a change here.
+//!
+//! Errors are raised as `elevator.ElevatorError` (a `ValueError`) carrying the message the
+//! CLI prints after `elevator: ` for the same input (anyhow's `{:#}`: the context chain
+//! joined by `: `). Simulations release the GIL (`Python::detach`), so threads of a Python
+//! program run them in parallel.
+//!
+//! # Deviations
+//!
+//! * The CLI's stderr notes (a clamped tunable, a DiskSim file's warning line) are not
+//!   printed: a library does not write to its caller's stderr.
+//! * `elevator.study` runs the classic study's default rows (each experiment's baseline, then
+//!   the legacy schedulers), as `elevator compare` with no `-s`; it does not take `-s`.
+
+#![deny(missing_docs)]
+
+use anyhow::{Context, Result, bail};
+use elevator_core::{Duration, KeySpec, TunableSpec};
+use elevator_report::{Report, Run};
+use elevator_sched::{SchedulerKind, SchedulerSpec};
+use elevator_sim::device::Preset;
+use elevator_sim::host::spec as host;
+use elevator_sim::study::{EXPERIMENTS, Experiment, stamp_scale};
+use elevator_sim::{DeviceKind, DeviceSpec, HostSpec, QueueSettings, SimConfig, run};
+use elevator_workload::{WorkloadKind, WorkloadSpec};
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use serde::Serialize;
+
+create_exception!(
+    elevator,
+    ElevatorError,
+    PyValueError,
+    "A bad specification, file or simulation: the message is the one the CLI prints."
+);
+
+/// The version of elevator this module was built from (the report's `tool.version`).
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `error` as the CLI prints it after `elevator: `.
+fn to_py(error: anyhow::Error) -> PyErr {
+    ElevatorError::new_err(format!("{error:#}"))
+}
+
+/// The report's JSON, as `elevator sim --format json` writes it (without the final newline).
+fn report_json(report: &Report) -> Result<String> {
+    Ok(serde_json::to_string_pretty(report)?)
+}
+
+/// Block-queue settings of `sim`, as the CLI's `--nr-requests` etc.; `None`: the default.
+#[derive(Debug, Default)]
+struct Queue {
+    nr_requests: Option<u32>,
+    read_ahead_kb: Option<u32>,
+    max_sectors_kb: Option<u32>,
+    plugging: Option<bool>,
+    depth: Option<u32>,
+}
+
+/// What `sim` runs: the CLI's `sim::plan`, from keyword arguments.
+struct SimPlan {
+    config: SimConfig,
+    schedulers: Vec<SchedulerSpec>,
+    workload: WorkloadSpec,
+}
+
+/// A workload argument: a spec in the CLI's syntax, or the path of an fio job file (as the
+/// CLI's positional JOBFILE, with `--max-size` and `--max-runtime`): a path ending in `.fio`,
+/// or any existing file named with a `/` (`./job.ini`).
+fn workload_spec(
+    text: &str,
+    max_size_bytes: Option<u64>,
+    max_runtime_ns: Option<u64>,
+) -> Result<WorkloadSpec> {
+    // A spec never contains `/` outside its values, and a job file named with `/` or `.fio`
+    // cannot be taken for a bare spec such as `job`.
+    let is_job_file = !text.starts_with("fio:")
+        && (text.ends_with(".fio") || (text.contains('/') && std::path::Path::new(text).is_file()));
+    if is_job_file {
+        let spec = WorkloadSpec::parse_fio_file(text)?;
+        return Ok(spec.fio_capped(max_size_bytes, max_runtime_ns.map(Duration::from_nanos))?);
+    }
+    if max_size_bytes.is_some() || max_runtime_ns.is_some() {
+        bail!("max_size and max_runtime go with an fio job file (a path ending in .fio)");
+    }
+    Ok(WorkloadSpec::parse(text)?)
+}
+
+fn sim_plan(
+    device: &str,
+    workload: &str,
+    schedulers: &[String],
+    seed: u64,
+    host_text: &str,
+    queue: &Queue,
+    caps: (Option<u64>, Option<u64>),
+) -> Result<SimPlan> {
+    // The CLI's order (sim.rs `plan`), so that the first bad argument is the one reported.
+    let device = DeviceSpec::parse(device)?;
+    let workload = workload_spec(workload, caps.0, caps.1)?;
+    let host = HostSpec::parse(host_text)?;
+    let runnable: Vec<SchedulerKind> =
+        SchedulerKind::ALL.iter().copied().filter(|kind| kind.runs_on(host.kernel())).collect();
+    let schedulers = if schedulers.is_empty() {
+        runnable.iter().map(|&kind| SchedulerSpec::new(kind)).collect()
+    } else {
+        let texts = elevator_core::split_spec_list("scheduler", schedulers)?;
+        texts.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?
+    };
+    let defaults = QueueSettings::default();
+    let config = SimConfig {
+        queue: QueueSettings {
+            nr_requests: queue.nr_requests.unwrap_or(defaults.nr_requests),
+            max_sectors_kb: queue.max_sectors_kb.or(defaults.max_sectors_kb),
+            read_ahead_kb: queue.read_ahead_kb.unwrap_or(defaults.read_ahead_kb),
+            plugging: queue.plugging.unwrap_or(defaults.plugging),
+            depth: queue.depth.or(defaults.depth),
+        },
+        host,
+        // As the CLI's default `--interval`, so that the JSON is the CLI's byte for byte.
+        series_interval: Some(elevator_report::series::DEFAULT_INTERVAL),
+        ..SimConfig::new(seed, device)
+    };
+    Ok(SimPlan { config, schedulers, workload })
+}
+
+/// Runs every scheduler of `plan` on its own thread (as `elevator sim`), in order.
+fn run_plan(plan: &SimPlan) -> Result<Report> {
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = plan
+            .schedulers
+            .iter()
+            .map(|scheduler| {
+                let config = &plan.config;
+                let workload = &plan.workload;
+                scope.spawn(move || run(config, scheduler, workload))
+            })
+            .collect();
+        handles.into_iter().map(|handle| handle.join()).collect()
+    });
+    let mut report = Report::new(plan.config.seed, VERSION);
+    for (scheduler, result) in plan.schedulers.iter().zip(results) {
+        let Ok(result) = result else { bail!("the simulation under {scheduler} panicked") };
+        report.runs.push(result.with_context(|| format!("simulating under {scheduler}"))?);
+    }
+    Ok(report)
+}
+
+/// Simulates `workload` on `device` under each scheduler; returns the report's JSON.
+#[pyfunction]
+#[pyo3(signature = (device, workload, schedulers, seed, host, nr_requests=None,
+    read_ahead_kb=None, max_sectors_kb=None, plugging=None, depth=None, max_size=None,
+    max_runtime_ns=None))]
+#[allow(clippy::too_many_arguments)]
+fn sim(
+    py: Python<'_>,
+    device: &str,
+    workload: &str,
+    schedulers: Vec<String>,
+    seed: u64,
+    host: &str,
+    nr_requests: Option<u32>,
+    read_ahead_kb: Option<u32>,
+    max_sectors_kb: Option<u32>,
+    plugging: Option<bool>,
+    depth: Option<u32>,
+    max_size: Option<u64>,
+    max_runtime_ns: Option<u64>,
+) -> PyResult<String> {
+    let queue = Queue { nr_requests, read_ahead_kb, max_sectors_kb, plugging, depth };
+    let plan =
+        sim_plan(device, workload, &schedulers, seed, host, &queue, (max_size, max_runtime_ns))
+            .map_err(to_py)?;
+    // The simulation touches no Python object: other Python threads run meanwhile.
+    py.detach(|| run_plan(&plan).and_then(|report| report_json(&report))).map_err(to_py)
+}
+
+/// The rows of `experiment` when no scheduler is named: its baseline first (if any), then the
+/// legacy schedulers that run on its kernel (as `elevator compare`'s `experiment_schedulers`).
+fn study_rows(experiment: &Experiment) -> Result<Vec<SchedulerSpec>> {
+    let baselines: Vec<&str> =
+        EXPERIMENTS.iter().filter_map(|e| e.baseline.map(|b| b.scheduler)).collect();
+    let mut rows = Vec::new();
+    if let Some(baseline) = experiment.baseline
+        && !SchedulerKind::LEGACY.iter().any(|kind| kind.name() == baseline.scheduler)
+    {
+        rows.push(
+            SchedulerSpec::parse(baseline.scheduler).with_context(|| {
+                format!("the baseline scheduler of experiment {}", experiment.id)
+            })?,
+        );
+    }
+    for &kind in SchedulerKind::LEGACY {
+        let scheduler = SchedulerSpec::new(kind);
+        if baselines.contains(&kind.name()) && experiment.baseline_of(&scheduler).is_none() {
+            continue;
+        }
+        rows.push(scheduler);
+    }
+    Ok(rows)
+}
+
+fn study_report(seed: u64, scale: f64, only: &[String]) -> Result<Report> {
+    if !(scale > 0.0 && scale <= 1.0) {
+        bail!("--scale {scale} is out of range (accepted: 0 < F <= 1)");
+    }
+    let accepted: Vec<&str> = EXPERIMENTS.iter().map(|e| e.id).collect();
+    for id in only {
+        if !accepted.contains(&id.as_str()) {
+            bail!("unknown experiment `{id}` (accepted: {})", accepted.join(", "));
+        }
+    }
+    let mut jobs = Vec::new();
+    for experiment in EXPERIMENTS {
+        if !only.is_empty() && !only.iter().any(|id| id == experiment.id) {
+            continue;
+        }
+        for scheduler in study_rows(experiment)? {
+            let (mut config, workload) = experiment
+                .prepare_for(&scheduler, seed, scale)
+                .with_context(|| format!("preparing experiment {}", experiment.id))?;
+            config.series_interval = Some(elevator_report::series::DEFAULT_INTERVAL);
+            jobs.push((experiment, config, workload, scheduler));
+        }
+    }
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // Round-robin by index over a fixed number of threads: results stay in job order.
+        let handles: Vec<_> = (0..threads)
+            .map(|first| {
+                let jobs = &jobs;
+                scope.spawn(move || {
+                    (first..jobs.len())
+                        .step_by(threads)
+                        .map(|index| {
+                            let (_, config, workload, scheduler) = &jobs[index];
+                            (index, run(config, scheduler, workload))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut all: Vec<(usize, Result<Run, elevator_sim::SimError>)> = Vec::new();
+        for handle in handles {
+            all.extend(handle.join().unwrap_or_default());
+        }
+        all.sort_by_key(|(index, _)| *index);
+        all
+    });
+    if results.len() != jobs.len() {
+        bail!("a study simulation panicked");
+    }
+    let mut report = Report::new(seed, VERSION);
+    for ((experiment, _, _, scheduler), (_, result)) in jobs.iter().zip(results) {
+        let mut run =
+            result.with_context(|| format!("simulating {} under {scheduler}", experiment.id))?;
+        experiment.stamp(&mut run);
+        stamp_scale(&mut run, scale);
+        report.runs.push(run);
+    }
+    Ok(report)
+}
+
+/// Runs the classic study (`elevator compare` with no arguments); returns the report's JSON.
+#[pyfunction]
+#[pyo3(signature = (seed, scale, only))]
+fn study(py: Python<'_>, seed: u64, scale: f64, only: Vec<String>) -> PyResult<String> {
+    py.detach(|| study_report(seed, scale, &only).and_then(|report| report_json(&report)))
+        .map_err(to_py)
+}
+
+#[derive(Serialize)]
+struct SchedulerEntry {
+    name: &'static str,
+    default: bool,
+    aliases: &'static [&'static str],
+    kernel_version: &'static str,
+    summary: &'static str,
+    tunables: Vec<TunableSpec>,
+}
+
+#[derive(Serialize)]
+struct ComponentEntry {
+    /// The kind's name as written in a spec (`hdd`).
+    name: String,
+    /// What the bare name resolves to (`desktop-7200-2005`: its first preset), as `elevator
+    /// list` names it.
+    spec: String,
+    summary: &'static str,
+    keys: Vec<KeyEntry>,
+    presets: Vec<PresetEntry>,
+}
+
+#[derive(Serialize)]
+struct KeyEntry {
+    key: &'static str,
+    accepts: String,
+    default: &'static str,
+    help: &'static str,
+}
+
+#[derive(Serialize)]
+struct PresetEntry {
+    name: &'static str,
+    help: &'static str,
+    values: Vec<(&'static str, &'static str)>,
+}
+
+fn keys(keys: &'static [KeySpec]) -> Vec<KeyEntry> {
+    keys.iter()
+        .map(|key| KeyEntry {
+            key: key.key,
+            accepts: key.kind.describe(),
+            default: key.default,
+            help: key.help,
+        })
+        .collect()
+}
+
+fn presets(presets: &[Preset]) -> Vec<PresetEntry> {
+    presets
+        .iter()
+        .map(|preset| PresetEntry {
+            name: preset.name,
+            help: preset.help,
+            values: preset.values.to_vec(),
+        })
+        .collect()
+}
+
+fn to_json<T: Serialize>(value: &T) -> PyResult<String> {
+    serde_json::to_string(value).map_err(|error| to_py(error.into()))
+}
+
+/// Every registered scheduler with its tunables (as `elevator list schedulers --format json`).
+#[pyfunction]
+fn schedulers() -> PyResult<String> {
+    let entries: Vec<SchedulerEntry> = SchedulerKind::ALL
+        .iter()
+        .map(|&kind| SchedulerEntry {
+            name: kind.name(),
+            default: kind == SchedulerKind::DEFAULT,
+            aliases: kind.aliases(),
+            kernel_version: kind.kernel_version(),
+            summary: kind.summary(),
+            tunables: kind.tunables().to_vec(),
+        })
+        .collect();
+    to_json(&entries)
+}
+
+/// Every device kind with its keys and presets.
+#[pyfunction]
+fn devices() -> PyResult<String> {
+    let entries: Vec<ComponentEntry> = DeviceKind::ALL
+        .iter()
+        .map(|kind| {
+            Ok(ComponentEntry {
+                name: kind.name().to_owned(),
+                spec: DeviceSpec::parse(kind.name()).map_err(|e| to_py(e.into()))?.to_string(),
+                summary: kind.summary(),
+                keys: keys(kind.keys()),
+                presets: presets(kind.presets()),
+            })
+        })
+        .collect::<PyResult<_>>()?;
+    to_json(&entries)
+}
+
+/// The host with its keys and presets.
+#[pyfunction]
+fn hosts() -> PyResult<String> {
+    let entry = ComponentEntry {
+        name: host::PRESETS[0].name.to_owned(),
+        spec: HostSpec::default_host().to_string(),
+        summary: host::SUMMARY,
+        keys: keys(host::KEYS),
+        presets: presets(host::PRESETS),
+    };
+    to_json(&vec![entry])
+}
+
+/// Every workload kind with its keys.
+#[pyfunction]
+fn workloads() -> PyResult<String> {
+    let entries: Vec<ComponentEntry> = WorkloadKind::ALL
+        .iter()
+        .map(|kind| {
+            Ok(ComponentEntry {
+                name: kind.name().to_owned(),
+                spec: WorkloadSpec::parse(kind.name()).map_err(|e| to_py(e.into()))?.to_string(),
+                summary: kind.summary(),
+                keys: keys(kind.keys()),
+                presets: Vec::new(),
+            })
+        })
+        .collect::<PyResult<_>>()?;
+    to_json(&entries)
+}
+
+#[derive(Serialize)]
+struct TraceJson {
+    format: &'static str,
+    start_unix_ns: Option<i128>,
+    records: Vec<RecordJson>,
+}
+
+#[derive(Serialize)]
+struct RecordJson {
+    time_ns: u64,
+    pid: Option<u32>,
+    process: Option<String>,
+    device: Option<String>,
+    op: elevator_core::Op,
+    offset_bytes: u64,
+    size_bytes: u64,
+    priority: Option<String>,
+    latency_ns: Option<u64>,
+}
+
+/// Reads a trace (fio iolog v2/v3, blkparse text, MSR CSV, compact; detected by content);
+/// returns `{"format", "start_unix_ns", "records": [...]}` as JSON.
+#[pyfunction]
+fn read_trace(py: Python<'_>, path: &str) -> PyResult<String> {
+    let trace = py
+        .detach(|| elevator_trace::read(std::path::Path::new(path)))
+        .map_err(|error| to_py(error.into()))?;
+    let json = TraceJson {
+        format: trace.format.name(),
+        start_unix_ns: trace.start_unix_ns,
+        records: trace
+            .records
+            .into_iter()
+            .map(|io| RecordJson {
+                time_ns: io.time_ns,
+                pid: io.pid,
+                process: io.process,
+                device: io.device,
+                op: io.op,
+                offset_bytes: io.offset_bytes,
+                size_bytes: io.size_bytes,
+                priority: io.priority.map(|priority| priority.to_string()),
+                latency_ns: io.latency_ns,
+            })
+            .collect(),
+    };
+    to_json(&json)
+}
+
+/// The module `elevator._native`.
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("ElevatorError", module.py().get_type::<ElevatorError>())?;
+    module.add("VERSION", VERSION)?;
+    module.add("DEFAULT_DEVICE", elevator_sim::DEFAULT_DEVICE)?;
+    module.add("DEFAULT_WORKLOAD", elevator_sim::DEFAULT_WORKLOAD)?;
+    module.add("DEFAULT_HOST", elevator_sim::DEFAULT_HOST)?;
+    module.add_function(wrap_pyfunction!(sim, module)?)?;
+    module.add_function(wrap_pyfunction!(study, module)?)?;
+    module.add_function(wrap_pyfunction!(schedulers, module)?)?;
+    module.add_function(wrap_pyfunction!(devices, module)?)?;
+    module.add_function(wrap_pyfunction!(hosts, module)?)?;
+    module.add_function(wrap_pyfunction!(workloads, module)?)?;
+    module.add_function(wrap_pyfunction!(read_trace, module)?)?;
+    Ok(())
+}

@@ -1,0 +1,70 @@
+"""Sweep throughput, local processes vs Ray tasks, and Ray's per-task overhead.
+
+    python python/benches/sweep_throughput.py [CONFIGS] [WORKERS] [MIB]
+
+A grid of CONFIGS (default 200) short simulations (one scheduler each, MIB and 4 x MIB (default 1) of random reads
+on a disk or an SSD) runs: in this process one after another; on a local process pool of
+WORKERS (default 2); as Ray tasks on a local Ray of WORKERS CPUs. It prints configurations
+per second for each, and Ray's overhead per task: the time of as many empty tasks, and the
+difference to the process pool per configuration. Wall-clock figures: a benchmark, not a test.
+"""
+
+import sys
+import time
+
+import elevator
+from elevator.sweep import expand, run_config
+
+
+def grid(count: int, scale: int):
+    schedulers = ["noop", "deadline", "cfq", "anticipatory", "bfq", "mq-deadline", "kyber",
+                  "none"]
+    base = expand({"device": ["hdd", "ssd"], "schedulers": schedulers,
+                   "workload": [f"job:rw=randread,bs=4k,size={scale}m",
+                                f"job:rw=randread,bs=4k,size={4 * scale}m"],
+                   "seed": list(range(1, 1 + (count + 31) // 32))})
+    return base[:count]
+
+
+def timed(label, count, function):
+    start = time.perf_counter()
+    result = function()
+    seconds = time.perf_counter() - start
+    print(f"{label:<28} {seconds:7.2f} s  {count / seconds:8.1f} configs/s")
+    return seconds, result
+
+
+def main():
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    workers = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    scale = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    configs = grid(count, scale)
+    print(f"{len(configs)} configurations, {workers} workers")
+    timed("sequential, one process", count, lambda: [run_config(c) for c in configs])
+    local_s, local = timed(f"local pool ({workers})", count,
+                           lambda: elevator.sweep(configs, workers=workers))
+    import ray
+
+    start = time.perf_counter()
+    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    print(f"{'ray.init (local)':<28} {time.perf_counter() - start:7.2f} s")
+    ray_s, on_ray = timed(f"ray ({workers} CPUs)", count, lambda: elevator.sweep(configs,
+                                                                                 backend="ray"))
+    assert local.equals(on_ray), "ray and local differ"
+
+    @ray.remote
+    def empty():
+        return None
+
+    ray.get([empty.remote() for _ in range(10)])  # warm the workers
+    start = time.perf_counter()
+    ray.get([empty.remote() for _ in range(count)])
+    empty_s = time.perf_counter() - start
+    print(f"{'empty ray tasks':<28} {empty_s:7.2f} s  {1e3 * empty_s / count:8.2f} ms/task "
+          f"(throughput with {workers} CPUs)")
+    print(f"ray - local per config: {1e3 * (ray_s - local_s) / count:.2f} ms")
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

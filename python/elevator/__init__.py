@@ -1,0 +1,134 @@
+"""elevator from Python: Linux I/O schedulers in a deterministic simulator.
+
+    import elevator
+    report = elevator.sim(device="hdd", workload="job:rw=randread,bs=4k,size=8m",
+                          schedulers=["noop", "deadline", "cfq"], seed=1)
+    df = report.to_pandas()            # one row per run × phase × job
+    df = elevator.sweep({"device": ["hdd", "ssd"], "seed": [1, 2]})   # a grid, in parallel
+
+Specs take the command line's syntax (DESIGN.md §4: `NAME[:key=value,...]`); a workload is a
+spec or the path of an fio job file (ending in `.fio`, or any existing
+file named with a `/`). Errors raise `ElevatorError` (a `ValueError`) with the
+message `elevator` prints for the same input. The GIL is released while simulating.
+Live runs and the kernel driver are not exposed (the CLI's `elevator run` and
+`elevator kernel` do those).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterable, List, Optional, Union
+
+from . import _native
+from ._native import DEFAULT_DEVICE, DEFAULT_HOST, DEFAULT_WORKLOAD, ElevatorError
+from ._report import WHY_COUNTERS, Job, Phase, Report, Run
+
+__version__ = _native.VERSION
+
+__all__ = [
+    "DEFAULT_DEVICE",
+    "DEFAULT_HOST",
+    "DEFAULT_WORKLOAD",
+    "ElevatorError",
+    "Job",
+    "Phase",
+    "Report",
+    "Run",
+    "WHY_COUNTERS",
+    "devices",
+    "hosts",
+    "read_trace",
+    "schedulers",
+    "sim",
+    "study",
+    "sweep",
+    "workloads",
+]
+
+# Block-queue settings `sim` takes as keywords, as the CLI's options of the same names.
+QUEUE_KEYS = ("nr_requests", "read_ahead_kb", "max_sectors_kb", "plugging", "depth")
+
+
+def _schedulers(schedulers: Union[None, str, Iterable[str]]) -> List[str]:
+    if schedulers is None:
+        return []
+    if isinstance(schedulers, str):
+        return [schedulers]
+    return [str(scheduler) for scheduler in schedulers]
+
+
+def sim(
+    device: str = DEFAULT_DEVICE,
+    workload: str = DEFAULT_WORKLOAD,
+    schedulers: Union[None, str, Iterable[str]] = None,
+    seed: int = 1,
+    host: str = DEFAULT_HOST,
+    max_size: Optional[int] = None,
+    max_runtime_ns: Optional[int] = None,
+    **queue: Any,
+) -> Report:
+    """Simulates `workload` on `device` under each scheduler (default: every one the host's
+    kernel runs), as `elevator sim`; returns the report.
+
+    `schedulers` is a list or one comma-separated string (`"deadline,cfq:slice_idle=0"`).
+    `**queue`: `nr_requests`, `read_ahead_kb`, `max_sectors_kb`, `plugging`, `depth`.
+    `max_size` (bytes) and `max_runtime_ns` cap an fio job file's jobs (`--max-size`,
+    `--max-runtime`). The same arguments and seed give the same report, byte for byte.
+    """
+    unknown = sorted(set(queue) - set(QUEUE_KEYS))
+    if unknown:
+        raise ElevatorError(
+            f"unknown keyword {', '.join(unknown)} (accepted: device, workload, schedulers, "
+            f"seed, host, max_size, max_runtime_ns, {', '.join(QUEUE_KEYS)})"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ElevatorError(f"seed {seed!r}: not a whole number >= 0")
+    text = _native.sim(
+        str(device),
+        str(workload),
+        _schedulers(schedulers),
+        seed,
+        str(host),
+        max_size=max_size,
+        max_runtime_ns=max_runtime_ns,
+        **queue,
+    )
+    return Report(text)
+
+
+def study(seed: int = 1, scale: float = 1.0, only: Union[None, str, Iterable[str]] = None) -> Report:
+    """Runs the classic study (`elevator compare` with no arguments): each experiment's
+    baseline and the legacy schedulers. `scale` (0 < F <= 1) shrinks the amounts, `only`
+    picks experiments by id."""
+    return Report(_native.study(seed, float(scale), _schedulers(only)))
+
+
+def schedulers() -> List[Dict[str, Any]]:
+    """Every scheduler: name, aliases, kernel version, summary, default, tunables (name,
+    unit, default, min, max, help)."""
+    return json.loads(_native.schedulers())
+
+
+def devices() -> List[Dict[str, Any]]:
+    """Every device kind: name, summary, keys (key, accepts, default, help), presets."""
+    return json.loads(_native.devices())
+
+
+def hosts() -> List[Dict[str, Any]]:
+    """The host: its keys and presets."""
+    return json.loads(_native.hosts())
+
+
+def workloads() -> List[Dict[str, Any]]:
+    """Every workload kind: name, summary, keys."""
+    return json.loads(_native.workloads())
+
+
+def read_trace(path: str) -> Dict[str, Any]:
+    """Reads a block trace (fio iolog v2/v3, blkparse text, MSR CSV, compact; the format is
+    detected from the content): `{"format", "start_unix_ns", "records": [{time_ns, pid,
+    process, device, op, offset_bytes, size_bytes, priority, latency_ns}, ...]}`."""
+    return json.loads(_native.read_trace(str(path)))
+
+
+from .sweep import sweep  # noqa: E402  (after sim: the sweep module calls it)
