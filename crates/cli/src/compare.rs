@@ -2,7 +2,6 @@
 //! schedulers, side by side.
 
 use std::io::Write;
-use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail};
 use elevator_report::{Report, Run};
@@ -29,50 +28,6 @@ fn schedulers(args: &CompareArgs) -> Result<Vec<SchedulerSpec>> {
     plan::schedulers(&args.schedulers, default)
 }
 
-/// The rows of `experiment`: the schedulers asked for, or by default the baseline first (the
-/// database experiments' RHEL 3 row) and then the schedulers. A baseline scheduler asked for
-/// by name runs on its experiment's older kernel; where an experiment has no such baseline it
-/// has no kernel to run on: named with `-s` that is an error, and `--all` leaves it out there.
-fn experiment_schedulers(
-    args: &CompareArgs,
-    experiment: &Experiment,
-    schedulers: &[SchedulerSpec],
-) -> Result<Vec<SchedulerSpec>> {
-    let baselines: Vec<&str> =
-        EXPERIMENTS.iter().filter_map(|e| e.baseline.map(|b| b.scheduler)).collect();
-    let mut rows = Vec::with_capacity(schedulers.len() + 1);
-    if let Some(baseline) = experiment.baseline
-        && args.schedulers.is_empty()
-        && !schedulers.iter().any(|scheduler| scheduler.kind().name() == baseline.scheduler)
-    {
-        let scheduler = SchedulerSpec::parse(baseline.scheduler)
-            .with_context(|| format!("the baseline scheduler of experiment {}", experiment.id))?;
-        rows.push(scheduler);
-    }
-    for scheduler in schedulers {
-        let name = scheduler.kind().name();
-        let elsewhere = baselines.contains(&name) && experiment.baseline_of(scheduler).is_none();
-        if elsewhere && args.schedulers.is_empty() {
-            continue;
-        }
-        if elsewhere {
-            let with: Vec<&str> = EXPERIMENTS
-                .iter()
-                .filter(|e| e.baseline.is_some_and(|b| b.scheduler == name))
-                .map(|e| e.id)
-                .collect();
-            bail!(
-                "{name} runs only as the baseline of {} (its kernel is not {}'s); pick those \
-                 with --only",
-                with.join(", "),
-                experiment.id
-            );
-        }
-        rows.push(scheduler.clone());
-    }
-    Ok(rows)
-}
-
 fn jobs(args: &CompareArgs, schedulers: &[SchedulerSpec]) -> Result<Vec<Job>> {
     if !(args.scale > 0.0 && args.scale <= 1.0) {
         bail!("--scale {} is out of range (accepted: 0 < F <= 1)", args.scale);
@@ -94,7 +49,10 @@ fn jobs(args: &CompareArgs, schedulers: &[SchedulerSpec]) -> Result<Vec<Job>> {
             if !args.only.is_empty() && !args.only.iter().any(|id| id == experiment.id) {
                 continue;
             }
-            for scheduler in &experiment_schedulers(args, experiment, schedulers)? {
+            let rows = experiment
+                .rows(schedulers, !args.schedulers.is_empty())
+                .map_err(anyhow::Error::msg)?;
+            for scheduler in &rows {
                 let (config, workload) =
                     experiment
                         .prepare_for(scheduler, args.seed, args.scale)
@@ -137,37 +95,20 @@ fn jobs(args: &CompareArgs, schedulers: &[SchedulerSpec]) -> Result<Vec<Job>> {
 /// Runs every job on the machine's processors; results come back in job order. A progress
 /// bar goes to stderr when a person is watching (indicatif hides it otherwise).
 fn run_all(jobs: &[Job]) -> Vec<Result<Run, elevator_sim::SimError>> {
-    let threads =
-        std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().max(1));
-    let next = Mutex::new(0usize);
-    let results: Vec<Mutex<Option<Result<Run, elevator_sim::SimError>>>> =
-        jobs.iter().map(|_| Mutex::new(None)).collect();
     let progress = term::simulation_counter(jobs.len());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let index = {
-                        let mut next = next.lock().expect("no thread panics holding it");
-                        let index = *next;
-                        *next += 1;
-                        index
-                    };
-                    let Some(job) = jobs.get(index) else { break };
-                    let result = run(&job.config, &job.scheduler, &job.workload);
-                    *results[index].lock().expect("no thread panics holding it") = Some(result);
-                    let label = job.experiment.map_or("compare", |e| e.id);
-                    progress.set_message(format!("{label} under {}", job.scheduler));
-                    progress.inc(1);
-                }
-            });
-        }
-    });
+    let results = elevator_sim::parallel::map_in_order(
+        jobs.len(),
+        elevator_sim::parallel::processors(),
+        |index| run(&jobs[index].config, &jobs[index].scheduler, &jobs[index].workload),
+        |index| {
+            let job = &jobs[index];
+            let label = job.experiment.map_or("compare", |e| e.id);
+            progress.set_message(format!("{label} under {}", job.scheduler));
+            progress.inc(1);
+        },
+    );
     progress.finish_and_clear();
     results
-        .into_iter()
-        .map(|slot| slot.into_inner().expect("no thread panics holding it").expect("every job ran"))
-        .collect()
 }
 
 pub(crate) fn run_command(args: &CompareArgs, stdout: &mut dyn Write) -> Result<()> {

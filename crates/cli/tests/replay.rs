@@ -252,11 +252,13 @@ fn wait_for_capture(pid: u32) {
     panic!("elevator trace did not switch tracing on within 10 s");
 }
 
-/// Captures `disk` as blkparse text with queue events for 4 s into `out` while `load` runs
-/// (started once tracing is on); returns the queued writes as (sector, sectors), sorted.
+/// Captures `disk` as blkparse text with queue events into `out` while `load` runs (started
+/// once tracing is on), stopping the capture with Ctrl-C (SIGINT) once `load` has returned —
+/// not after a fixed time, which a slow machine's load could outlast; returns the queued
+/// writes as (sector, sectors), sorted.
 fn capture_queued_writes(disk: &TestDisk, out: &Path, load: impl FnOnce()) -> Vec<(u64, u64)> {
     let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(["trace", path(disk.path()), "--duration", "4s", "--format", "blkparse"])
+        .args(["trace", path(disk.path()), "--duration", "120s", "--format", "blkparse"])
         .args(["--queue", "-o", path(out)])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -264,6 +266,10 @@ fn capture_queued_writes(disk: &TestDisk, out: &Path, load: impl FnOnce()) -> Ve
         .unwrap();
     wait_for_capture(child.id());
     load();
+    // The load's last I/O is queued before it returns; the capture reads what the trace
+    // buffer holds when it stops.
+    let interrupt = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    assert!(interrupt.unwrap().success(), "kill -INT the capture");
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let mut writes: Vec<(u64, u64)> = std::fs::read_to_string(out)

@@ -25,11 +25,11 @@
 
 use anyhow::{Context, Result, bail};
 use elevator_core::{Duration, KeySpec, TunableSpec};
-use elevator_report::{Report, Run};
+use elevator_report::Report;
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 use elevator_sim::device::Preset;
 use elevator_sim::host::spec as host;
-use elevator_sim::study::{EXPERIMENTS, Experiment, stamp_scale};
+use elevator_sim::study::{EXPERIMENTS, stamp_scale};
 use elevator_sim::{DeviceKind, DeviceSpec, HostSpec, QueueSettings, SimConfig, run};
 use elevator_workload::{WorkloadKind, WorkloadSpec};
 use pyo3::create_exception;
@@ -185,31 +185,6 @@ fn sim(
     py.detach(|| run_plan(&plan).and_then(|report| report_json(&report))).map_err(to_py)
 }
 
-/// The rows of `experiment` when no scheduler is named: its baseline first (if any), then the
-/// legacy schedulers that run on its kernel (as `elevator compare`'s `experiment_schedulers`).
-fn study_rows(experiment: &Experiment) -> Result<Vec<SchedulerSpec>> {
-    let baselines: Vec<&str> =
-        EXPERIMENTS.iter().filter_map(|e| e.baseline.map(|b| b.scheduler)).collect();
-    let mut rows = Vec::new();
-    if let Some(baseline) = experiment.baseline
-        && !SchedulerKind::LEGACY.iter().any(|kind| kind.name() == baseline.scheduler)
-    {
-        rows.push(
-            SchedulerSpec::parse(baseline.scheduler).with_context(|| {
-                format!("the baseline scheduler of experiment {}", experiment.id)
-            })?,
-        );
-    }
-    for &kind in SchedulerKind::LEGACY {
-        let scheduler = SchedulerSpec::new(kind);
-        if baselines.contains(&kind.name()) && experiment.baseline_of(&scheduler).is_none() {
-            continue;
-        }
-        rows.push(scheduler);
-    }
-    Ok(rows)
-}
-
 fn study_report(seed: u64, scale: f64, only: &[String]) -> Result<Report> {
     if !(scale > 0.0 && scale <= 1.0) {
         bail!("--scale {scale} is out of range (accepted: 0 < F <= 1)");
@@ -220,12 +195,15 @@ fn study_report(seed: u64, scale: f64, only: &[String]) -> Result<Report> {
             bail!("unknown experiment `{id}` (accepted: {})", accepted.join(", "));
         }
     }
+    let legacy: Vec<SchedulerSpec> =
+        SchedulerKind::LEGACY.iter().map(|&kind| SchedulerSpec::new(kind)).collect();
     let mut jobs = Vec::new();
     for experiment in EXPERIMENTS {
         if !only.is_empty() && !only.iter().any(|id| id == experiment.id) {
             continue;
         }
-        for scheduler in study_rows(experiment)? {
+        // The rows `elevator compare` runs when no scheduler is named.
+        for scheduler in experiment.rows(&legacy, false).map_err(anyhow::Error::msg)? {
             let (mut config, workload) = experiment
                 .prepare_for(&scheduler, seed, scale)
                 .with_context(|| format!("preparing experiment {}", experiment.id))?;
@@ -233,35 +211,17 @@ fn study_report(seed: u64, scale: f64, only: &[String]) -> Result<Report> {
             jobs.push((experiment, config, workload, scheduler));
         }
     }
-    let results: Vec<_> = std::thread::scope(|scope| {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        // Round-robin by index over a fixed number of threads: results stay in job order.
-        let handles: Vec<_> = (0..threads)
-            .map(|first| {
-                let jobs = &jobs;
-                scope.spawn(move || {
-                    (first..jobs.len())
-                        .step_by(threads)
-                        .map(|index| {
-                            let (_, config, workload, scheduler) = &jobs[index];
-                            (index, run(config, scheduler, workload))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        let mut all: Vec<(usize, Result<Run, elevator_sim::SimError>)> = Vec::new();
-        for handle in handles {
-            all.extend(handle.join().unwrap_or_default());
-        }
-        all.sort_by_key(|(index, _)| *index);
-        all
-    });
-    if results.len() != jobs.len() {
-        bail!("a study simulation panicked");
-    }
+    let results = elevator_sim::parallel::map_in_order(
+        jobs.len(),
+        elevator_sim::parallel::processors(),
+        |index| {
+            let (_, config, workload, scheduler) = &jobs[index];
+            run(config, scheduler, workload)
+        },
+        |_| {},
+    );
     let mut report = Report::new(seed, VERSION);
-    for ((experiment, _, _, scheduler), (_, result)) in jobs.iter().zip(results) {
+    for ((experiment, _, _, scheduler), result) in jobs.iter().zip(results) {
         let mut run =
             result.with_context(|| format!("simulating {} under {scheduler}", experiment.id))?;
         experiment.stamp(&mut run);

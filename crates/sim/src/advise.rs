@@ -51,7 +51,6 @@
 //!   workload or an fio job file (the burst joins them as one more fio job).
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use elevator_report::Run;
 use elevator_sched::{SchedulerKind, SchedulerSpec};
@@ -640,34 +639,17 @@ pub fn run_candidates(
     threads: usize,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<Run>, AdviseError> {
-    let next = Mutex::new(0usize);
-    let slots: Vec<Mutex<Option<Result<Run, SimError>>>> =
-        candidates.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, candidates.len().max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let index = {
-                        let mut next = next.lock().expect("no thread panics holding it");
-                        *next += 1;
-                        *next - 1
-                    };
-                    let Some(scheduler) = candidates.get(index) else { break };
-                    let result = crate::run(config, scheduler, &prepared.workload);
-                    *slots[index].lock().expect("no thread panics holding it") = Some(result);
-                    progress(&scheduler.to_string());
-                }
-            });
-        }
-    });
+    let results = crate::parallel::map_in_order(
+        candidates.len(),
+        threads,
+        |index| crate::run(config, &candidates[index], &prepared.workload),
+        |index| progress(&candidates[index].to_string()),
+    );
     candidates
         .iter()
-        .zip(slots)
-        .map(|(scheduler, slot)| {
-            let result = slot.into_inner().expect("no thread panics holding it");
-            result
-                .expect("every candidate ran")
-                .map_err(|source| AdviseError::Sim { scheduler: scheduler.to_string(), source })
+        .zip(results)
+        .map(|(scheduler, result)| {
+            result.map_err(|source| AdviseError::Sim { scheduler: scheduler.to_string(), source })
         })
         .collect()
 }

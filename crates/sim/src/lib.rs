@@ -15,6 +15,7 @@ pub mod device;
 pub mod engine;
 pub mod host;
 pub mod iscsi;
+pub mod parallel;
 pub mod runner;
 pub mod study;
 pub mod sweep;

@@ -206,6 +206,51 @@ impl Experiment {
         self.baseline.filter(|baseline| scheduler.kind().name() == baseline.scheduler)
     }
 
+    /// The rows this experiment runs for `schedulers`. Unless they were `named` by the user,
+    /// the baseline comes first (the database experiments' RHEL 3 row) and a scheduler that
+    /// is another experiment's baseline is left out here (it has no kernel to run on in this
+    /// experiment). Named, such a scheduler is an error that says where it runs.
+    pub fn rows(
+        &self,
+        schedulers: &[SchedulerSpec],
+        named: bool,
+    ) -> Result<Vec<SchedulerSpec>, String> {
+        let baselines: Vec<&str> =
+            EXPERIMENTS.iter().filter_map(|e| e.baseline.map(|b| b.scheduler)).collect();
+        let mut rows = Vec::with_capacity(schedulers.len() + 1);
+        if let Some(baseline) = self.baseline
+            && !named
+            && !schedulers.iter().any(|scheduler| scheduler.kind().name() == baseline.scheduler)
+        {
+            let scheduler = SchedulerSpec::parse(baseline.scheduler).map_err(|error| {
+                format!("the baseline scheduler of experiment {}: {error}", self.id)
+            })?;
+            rows.push(scheduler);
+        }
+        for scheduler in schedulers {
+            let name = scheduler.kind().name();
+            let elsewhere = baselines.contains(&name) && self.baseline_of(scheduler).is_none();
+            if elsewhere && !named {
+                continue;
+            }
+            if elsewhere {
+                let with: Vec<&str> = EXPERIMENTS
+                    .iter()
+                    .filter(|e| e.baseline.is_some_and(|b| b.scheduler == name))
+                    .map(|e| e.id)
+                    .collect();
+                return Err(format!(
+                    "{name} runs only as the baseline of {} (its kernel is not {}'s); pick \
+                     those with --only",
+                    with.join(", "),
+                    self.id
+                ));
+            }
+            rows.push(scheduler.clone());
+        }
+        Ok(rows)
+    }
+
     fn prepare_on(
         &self,
         host: &str,
