@@ -256,3 +256,75 @@ mod tests {
         assert!(parse_integer("99999999999999999999", "an integer").is_err());
     }
 }
+
+/// A UTC calendar date and time of day, from seconds since the Unix epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UtcTime {
+    /// The year (1970 on).
+    pub year: i64,
+    /// The month, 1 to 12.
+    pub month: u32,
+    /// The day of the month, 1 to 31.
+    pub day: u32,
+    /// Hours, minutes and seconds of the day.
+    pub hour: u32,
+    /// Minutes of the hour.
+    pub minute: u32,
+    /// Seconds of the minute.
+    pub second: u32,
+    /// Whole days since 1970-01-01 (a Thursday), for the day of the week.
+    pub days_since_epoch: u64,
+}
+
+impl UtcTime {
+    /// The calendar time `seconds` after the epoch (Howard Hinnant's `civil_from_days`, the
+    /// proleptic Gregorian calendar).
+    pub fn from_unix_seconds(seconds: u64) -> UtcTime {
+        let days = seconds / 86_400;
+        let rest = seconds % 86_400;
+        let z = days as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        UtcTime {
+            year,
+            month,
+            day,
+            hour: (rest / 3600) as u32,
+            minute: (rest / 60 % 60) as u32,
+            second: (rest % 60) as u32,
+            days_since_epoch: days,
+        }
+    }
+
+    /// RFC 3339 in UTC: `2026-11-27T20:49:11Z`.
+    pub fn rfc3339(&self) -> String {
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            self.year, self.month, self.day, self.hour, self.minute, self.second
+        )
+    }
+}
+
+#[cfg(test)]
+mod utc_tests {
+    use super::UtcTime;
+
+    // Proves the calendar conversion at known instants: the epoch, a leap day, the turn of a
+    // century that is not a leap year and one that is, and this project's own date.
+    #[test]
+    fn known_instants() {
+        let at = |seconds| UtcTime::from_unix_seconds(seconds).rfc3339();
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(4_107_542_399), "2100-02-28T23:59:59Z");
+        assert_eq!(at(4_107_542_400), "2100-03-01T00:00:00Z");
+        assert_eq!(at(1_795_812_551), "2026-11-27T20:49:11Z");
+        assert_eq!(UtcTime::from_unix_seconds(86_400 * 3).days_since_epoch % 7, 3);
+    }
+}

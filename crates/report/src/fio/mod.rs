@@ -398,27 +398,16 @@ pub(crate) fn ctime(seconds: u64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] =
         ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let days = seconds / 86_400;
-    let rest = seconds % 86_400;
-    // Howard Hinnant's days-to-civil conversion.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let time = elevator_core::units::UtcTime::from_unix_seconds(seconds);
     format!(
         "{} {} {:2} {:02}:{:02}:{:02} {}",
-        DAYS[(days % 7) as usize],
-        MONTHS[(month - 1) as usize],
-        day,
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60,
-        year
+        DAYS[(time.days_since_epoch % 7) as usize],
+        MONTHS[(time.month - 1) as usize],
+        time.day,
+        time.hour,
+        time.minute,
+        time.second,
+        time.year
     )
 }
 
