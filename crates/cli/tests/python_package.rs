@@ -58,6 +58,21 @@ fn python_package_passes_pytest() {
             .status()
             .is_ok_and(|status| status.success());
     if !ready {
+        // Debian's python3 splits venv and ensurepip into python3-venv: install it when the
+        // interpreter lacks them (as root; otherwise the venv step below names what is missing).
+        let has_venv = || {
+            Command::new("python3")
+                .args(["-c", "import venv, ensurepip"])
+                .status()
+                .is_ok_and(|status| status.success())
+        };
+        if !has_venv() && rustix::process::geteuid().is_root() {
+            let _ = Command::new("apt-get").args(["update", "-qq"]).output();
+            let _ = Command::new("apt-get")
+                .args(["install", "-y", "-qq", "--no-install-recommends", "python3-venv"])
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .output();
+        }
         run(
             "python3 -m venv (apt-get install python3-venv)",
             Command::new("python3").args([
