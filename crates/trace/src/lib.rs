@@ -40,6 +40,7 @@ pub mod blkparse;
 pub mod compact;
 pub mod iolog;
 pub mod msr;
+pub mod sched_log;
 
 use std::fmt;
 use std::io::{self, Write};
