@@ -84,7 +84,7 @@ pub(crate) fn run_command(args: &CalibrateArgs, stdout: &mut dyn Write) -> Resul
         create_bytes: size,
         stop: Some(Arc::clone(&signals.stop)),
     };
-    let target = Target::open(&args.target, &options)
+    let mut target = Target::open(&args.target, &options)
         .with_context(|| format!("opening {}", args.target.display()))?;
     if target.created() {
         note(&format!("created {} (delete it when done)", target.describe()));
@@ -101,7 +101,7 @@ pub(crate) fn run_command(args: &CalibrateArgs, stdout: &mut dyn Write) -> Resul
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} steps, {elapsed} {msg}")
             .expect("a valid template"),
     );
-    let result = calibrate(&target, &calibrate_options, &mut |done, total, label| {
+    let result = calibrate(&mut target, &calibrate_options, &mut |done, total, label| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
         bar.set_message(label.to_owned());

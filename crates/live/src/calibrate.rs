@@ -260,10 +260,11 @@ pub fn plan(options: &CalibrateOptions, max_depth: u32) -> Vec<Step> {
     steps
 }
 
-/// The seek-curve steps for a target of `size_bytes`: regions from 1 MiB growing ×16 to the
-/// whole target.
+/// The seek-curve steps for a target of `size_bytes`: regions from 1 MiB growing ×4 (×8 with
+/// `quick`) to the whole target — enough regions for the `hdd` fit's three coefficients and
+/// a residual (a 4 TB disk: 9 regions quick, 22 in full).
 pub fn seek_plan(options: &CalibrateOptions, size_bytes: u64) -> Vec<Step> {
-    let factor = if options.quick { 64 } else { 16 };
+    let factor = if options.quick { 8 } else { 4 };
     let mut regions = Vec::new();
     let mut region = 1u64 << 20;
     while region < size_bytes {
@@ -284,28 +285,75 @@ pub fn seek_plan(options: &CalibrateOptions, size_bytes: u64) -> Vec<Step> {
         .collect()
 }
 
-/// Runs one step on `target`.
+/// What calibration measures through: something that answers "time these I/Os". The live
+/// engine on a real file or device ([`Target`]) is one; a simulated device is another (the
+/// round-trip test of the `hdd` fit runs calibration against a simulated disk whose true
+/// mechanics it knows).
+pub trait CalibrationTarget {
+    /// Its path (or name), for the preset's record.
+    fn path(&self) -> PathBuf;
+
+    /// Its size.
+    fn size_bytes(&self) -> u64;
+
+    /// What the kernel says of its queue (a simulated device: what its model says).
+    fn queue(&self) -> SysfsQueue;
+
+    /// Runs `step` once for `seconds` and returns its figures (`ops`, `iops`, bandwidth and
+    /// latencies; the step's own fields are filled by the caller).
+    fn trial(
+        &mut self,
+        step: &Step,
+        seconds: f64,
+        options: &CalibrateOptions,
+    ) -> Result<Point, LiveError>;
+}
+
+impl CalibrationTarget for Target {
+    fn path(&self) -> PathBuf {
+        Target::path(self).to_owned()
+    }
+
+    fn size_bytes(&self) -> u64 {
+        Target::size_bytes(self)
+    }
+
+    fn queue(&self) -> SysfsQueue {
+        sysfs_queue(Target::path(self), self.kind())
+    }
+
+    fn trial(
+        &mut self,
+        step: &Step,
+        seconds: f64,
+        options: &CalibrateOptions,
+    ) -> Result<Point, LiveError> {
+        let text = workload_text(step.rw, step.bs_bytes, step.iodepth, step.region_bytes, seconds);
+        let workload = WorkloadSpec::parse(&text)
+            .map_err(|error| LiveError::BadIo(format!("calibration job `{text}`: {error}")))?;
+        let scheduler = SchedulerSpec::parse("none")
+            .map_err(|error| LiveError::BadIo(format!("the none scheduler: {error}")))?;
+        let run_options = RunOptions {
+            engine: EngineOptions { scheduler, ..EngineOptions::sized_for(Some(step.iodepth)) },
+            verify: false,
+            seed: options.seed,
+            stop: options.stop.clone(),
+            continue_on_error: ContinueOnError::None,
+        };
+        run_trial(self, &text, &workload, &run_options)
+    }
+}
+
+/// Runs one step on `target`: [`TRIALS`] trials, the median one's figures kept.
 pub fn measure_step(
-    target: &Target,
+    target: &mut dyn CalibrationTarget,
     step: &Step,
     seconds: f64,
     options: &CalibrateOptions,
 ) -> Result<Point, LiveError> {
-    let text = workload_text(step.rw, step.bs_bytes, step.iodepth, step.region_bytes, seconds);
-    let workload = WorkloadSpec::parse(&text)
-        .map_err(|error| LiveError::BadIo(format!("calibration job `{text}`: {error}")))?;
-    let scheduler = SchedulerSpec::parse("none")
-        .map_err(|error| LiveError::BadIo(format!("the none scheduler: {error}")))?;
-    let run_options = RunOptions {
-        engine: EngineOptions { scheduler, ..EngineOptions::sized_for(Some(step.iodepth)) },
-        verify: false,
-        seed: options.seed,
-        stop: options.stop.clone(),
-        continue_on_error: ContinueOnError::None,
-    };
     let mut trials = Vec::with_capacity(TRIALS);
     for _ in 0..TRIALS {
-        trials.push(run_trial(target, &text, &workload, &run_options)?);
+        trials.push(target.trial(step, seconds, options)?);
     }
     let mut by_iops: Vec<&Point> = trials.iter().collect();
     by_iops.sort_by(|a, b| a.iops.total_cmp(&b.iops));
@@ -402,11 +450,11 @@ pub fn sysfs_queue(path: &Path, kind: TargetKind) -> SysfsQueue {
 /// Calibrates `target`: every step of [`plan`] (and [`seek_plan`] when it looks
 /// rotational), calling `on_step(done, total, label)` before each.
 pub fn calibrate(
-    target: &Target,
+    target: &mut dyn CalibrationTarget,
     options: &CalibrateOptions,
     on_step: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<Calibration, LiveError> {
-    let sysfs = sysfs_queue(target.path(), target.kind());
+    let sysfs = target.queue();
     let (sysfs_rotational, sysfs_nr_requests) = (sysfs.rotational, sysfs.nr_requests);
     let max_depth = options.max_depth.clamp(1, sysfs_nr_requests.unwrap_or(u32::MAX).max(1));
     let seconds = if options.quick { 1.5 } else { 5.0 };
@@ -446,7 +494,7 @@ pub fn calibrate(
     }
     on_step(total, total, "done");
     Ok(Calibration {
-        target: target.path().to_owned(),
+        target: target.path(),
         size_bytes: target.size_bytes(),
         sysfs_rotational,
         measured_rotational,
@@ -456,6 +504,375 @@ pub fn calibrate(
         points,
         rotational_latency_ns,
     })
+}
+
+/// Recording surfaces the fitted `hdd` assumes: the measurements (random reads by byte
+/// distance, sequential bandwidth) do not reveal the head count, and the fit is expressed in
+/// cylinders of `FIT_SURFACES` tracks each, so a seek of a given byte distance costs the same
+/// whatever the assumption (two-platter drives have four surfaces).
+pub const FIT_SURFACES: u32 = 4;
+
+/// The fitted drive's head switch and track skew: the `hdd` kind's default head switch
+/// (0.9 ms); a sequential transfer loses it at every track (Hitachi's sustained-rate formula,
+/// devices.md §1.1), so the sectors per track are sized with it.
+pub const FIT_HEAD_SWITCH_NS: u64 = 900_000;
+
+/// A seek region whose mean latency exceeds its median by more than this is a mixture of
+/// cache hits and media accesses, and the `hdd` fit leaves it out.
+pub const MIXTURE_RATIO: f64 = 1.25;
+
+/// The host interface rate the fitted drive gets unless the measured sequential rate comes
+/// near it: the `hdd` kind's default (SATA 300 MB/s).
+pub const FIT_BUS_BYTES_PER_S: f64 = 300e6;
+
+/// The `hdd` kind's keys fitted to a rotational device's measurements
+/// ([`Calibration::fit_hdd`]).
+///
+/// * **rotation**: random reads at queue depth 1 wait for their sector a uniform fraction of
+///   a revolution, so without seek spread their 90th and 50th latency percentiles lie 0.4
+///   revolution apart; seek spread and cache hits only widen that gap, so the narrowest gap
+///   over the mechanical seek regions gives the revolution, hence `rpm`. A region is
+///   mechanical when its median is at least [`ROTATIONAL_RATIO`] times the sequential 4k
+///   latency and its mean within [`MIXTURE_RATIO`] times its median (not a mixture of the
+///   drive's cache hits and media accesses).
+/// * **transfer**: the best sequential bandwidth is the sustained media rate; the sectors per
+///   track follow from Hitachi's formula `sustained = 512·SPT·S / ((S−1)·head_switch +
+///   cylinder_switch + S·revolution)` (devices.md §1.1) with one zone ([`FIT_SURFACES`]
+///   surfaces, skews of the head switch and the one-cylinder seek).
+/// * **command overhead**: the smallest sequential QD1 latency less its transfer at the
+///   sustained rate (what a command costs beyond moving its data).
+/// * **seek curve**: the `hdd` kind's `curve` (Lee & Katz, `t(d) = a·√(d−1) + b·(d−1) + c`
+///   for a move of `d ≥ 1` cylinders, 0 for none; devices.md §1.1). A random read within a
+///   region of `C` cylinders moves `d` cylinders with probability `1/C` for `d = 0` and
+///   `2(C−d)/C²` otherwise, so its mean latency is `overhead + transfer + revolution/2 +
+///   c·P(d≥1) + a·E[√(d−1)] + b·E[d−1]`: linear in `(a, b, c)`. The fit is the least-squares
+///   solution with `a, b, c ≥ 0` (every subset of the three tried, the best feasible kept),
+///   which makes the curve monotone; the regions' means are its data. The `hdd` kind takes the
+///   curve as `seek_single` (`c`), `seek_full` (its value at the last cylinder) and `seek_avg`
+///   (its mean over random pairs of distinct cylinders), from which it solves the same `a`,
+///   `b` back.
+/// * **error**: the fit's residual, the root mean square of (fitted − measured) / measured
+///   mean latency over the regions used, in percent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HddFit {
+    /// Spindle speed (the revolution rounded to a whole rpm, within the key's 1000..30000).
+    pub rpm: u32,
+    /// The revolution the percentiles gave, before rounding to `rpm`.
+    pub revolution_ns: f64,
+    /// Command overhead.
+    pub overhead_ns: u64,
+    /// Sustained sequential rate.
+    pub sustained_bytes_per_s: f64,
+    /// Sectors per track (one zone).
+    pub sectors_per_track: u32,
+    /// Surfaces ([`FIT_SURFACES`]).
+    pub surfaces: u32,
+    /// Cylinders holding the target.
+    pub cylinders: u32,
+    /// 512-byte blocks the target holds.
+    pub block_count: u64,
+    /// Host interface rate.
+    pub bus_bytes_per_s: f64,
+    /// Skew at a cylinder switch (the one-cylinder seek, at least the head switch).
+    pub cylinder_skew_ns: u64,
+    /// Seek curve: one-cylinder time `c`, ms.
+    pub seek_single_ms: f64,
+    /// Coefficient of `√(d−1)`, ms.
+    pub seek_sqrt_ms: f64,
+    /// Coefficient of `d−1`, ms per cylinder.
+    pub seek_linear_ms: f64,
+    /// The curve's mean over random pairs of distinct cylinders, ms.
+    pub seek_avg_ms: f64,
+    /// The curve at the longest move, ms.
+    pub seek_full_ms: f64,
+    /// Commands the drive takes at once: 31 (NCQ) when random reads gain from depth, else 1.
+    pub depth: u32,
+    /// Seek regions the fit used.
+    pub regions_used: usize,
+    /// The fit's residual: RMS of (fitted − measured) / measured mean latency, percent.
+    pub residual_percent: f64,
+}
+
+/// Moments of the cylinder distance between two uniform points of `cylinders` cylinders:
+/// `(P(d ≥ 1), E[√(d−1); d ≥ 1], E[d−1; d ≥ 1])`.
+fn distance_moments(cylinders: u64) -> (f64, f64, f64) {
+    let c = cylinders.max(1) as f64;
+    let (mut moved, mut sqrt_mean, mut linear_mean) = (0.0, 0.0, 0.0);
+    for d in 1..cylinders {
+        let weight = 2.0 * (c - d as f64) / (c * c);
+        let x = (d - 1) as f64;
+        moved += weight;
+        sqrt_mean += weight * x.sqrt();
+        linear_mean += weight * x;
+    }
+    (moved, sqrt_mean, linear_mean)
+}
+
+/// The curve's mean over random pairs of distinct cylinders (distance `d` weighted by
+/// `cylinders − d`, as the `hdd` kind and the datasheets define the average seek).
+fn curve_average_ms(single: f64, sqrt: f64, linear: f64, cylinders: u64) -> f64 {
+    let (mut weighted, mut weights) = (0.0, 0.0);
+    for d in 1..cylinders {
+        let weight = (cylinders - d) as f64;
+        let x = (d - 1) as f64;
+        weighted += weight * (single + sqrt * x.sqrt() + linear * x);
+        weights += weight;
+    }
+    if weights == 0.0 { single } else { weighted / weights }
+}
+
+/// Least squares of `y ≈ X·β` with `β ≥ 0` for up to three columns: every subset of the
+/// columns solved unconstrained (normal equations), the feasible one of least residual kept.
+/// Returns `β` (zeros for the columns left out).
+fn nonnegative_least_squares(rows: &[[f64; 3]], y: &[f64]) -> [f64; 3] {
+    let mut best = ([0.0; 3], y.iter().map(|v| v * v).sum::<f64>());
+    for mask in 1u8..8 {
+        let columns: Vec<usize> = (0..3).filter(|i| mask & (1 << i) != 0).collect();
+        let n = columns.len();
+        // Normal equations: (XᵀX) β = Xᵀy over the chosen columns.
+        let mut matrix = vec![vec![0.0; n + 1]; n];
+        for (row, &target) in rows.iter().zip(y) {
+            for (i, &ci) in columns.iter().enumerate() {
+                for (j, &cj) in columns.iter().enumerate() {
+                    matrix[i][j] += row[ci] * row[cj];
+                }
+                matrix[i][n] += row[ci] * target;
+            }
+        }
+        let Some(solution) = solve(matrix) else { continue };
+        if solution.iter().any(|&value| value < 0.0 || !value.is_finite()) {
+            continue;
+        }
+        let mut beta = [0.0; 3];
+        for (&column, &value) in columns.iter().zip(&solution) {
+            beta[column] = value;
+        }
+        let residual: f64 = rows
+            .iter()
+            .zip(y)
+            .map(|(row, &target)| {
+                let fitted: f64 = row.iter().zip(&beta).map(|(x, b)| x * b).sum();
+                (fitted - target).powi(2)
+            })
+            .sum();
+        // Fewer columns win ties (a simpler curve explains the same data).
+        if residual < best.1 * (1.0 - 1e-9) {
+            best = (beta, residual);
+        }
+    }
+    best.0
+}
+
+/// Gaussian elimination with partial pivoting on an augmented `n × (n+1)` matrix; `None`
+/// when singular.
+fn solve(mut matrix: Vec<Vec<f64>>) -> Option<Vec<f64>> {
+    let n = matrix.len();
+    for column in 0..n {
+        let pivot = (column..n)
+            .max_by(|&a, &b| matrix[a][column].abs().total_cmp(&matrix[b][column].abs()))?;
+        if matrix[pivot][column].abs() < 1e-300 {
+            return None;
+        }
+        matrix.swap(column, pivot);
+        for row in column + 1..n {
+            let factor = matrix[row][column] / matrix[column][column];
+            for k in column..=n {
+                matrix[row][k] -= factor * matrix[column][k];
+            }
+        }
+    }
+    let mut solution = vec![0.0; n];
+    for row in (0..n).rev() {
+        let tail: f64 = (row + 1..n).map(|k| matrix[row][k] * solution[k]).sum();
+        solution[row] = (matrix[row][n] - tail) / matrix[row][row];
+    }
+    Some(solution)
+}
+
+impl Calibration {
+    /// Fits the `hdd` kind's keys to the measurements ([`HddFit`] says how). Fails, saying
+    /// why, when there is no seek curve or too little of it reached the media.
+    pub fn fit_hdd(&self) -> Result<HddFit, String> {
+        let sequential = self
+            .points
+            .iter()
+            .filter(|p| p.rw == "read" && p.iodepth == 1 && p.purpose == "table")
+            .min_by_key(|p| p.bs_bytes)
+            .ok_or("no sequential reads at QD1 were measured")?;
+        let sustained = self.ceiling("read").ok_or("no sequential bandwidth was measured")? as f64;
+        if sustained <= 0.0 {
+            return Err("the sequential bandwidth measured is zero".into());
+        }
+        let mut seeks: Vec<&Point> = self.points.iter().filter(|p| p.purpose == "seek").collect();
+        seeks.sort_by_key(|p| p.region_bytes);
+        if seeks.is_empty() {
+            return Err("no seek curve was measured".into());
+        }
+        // A region the drive's cache serves is not mechanical: its median is near the
+        // sequential latency, or its hits pull the median far below the mean (a uniform
+        // rotational wait has mean = median).
+        let floor = ROTATIONAL_RATIO * sequential.lat_mean_ns as f64;
+        let mechanical: Vec<&Point> = seeks
+            .iter()
+            .copied()
+            .filter(|p| {
+                let median = p.lat_p50_ns as f64;
+                median >= floor && p.lat_mean_ns as f64 <= MIXTURE_RATIO * median
+            })
+            .collect();
+        if mechanical.len() < 2 {
+            return Err(format!(
+                "{} of {} seek regions reached the media (median at least {ROTATIONAL_RATIO} × \
+                 the sequential 4k latency and the mean within {MIXTURE_RATIO} × the median): \
+                 too few to fit a seek curve",
+                mechanical.len(),
+                seeks.len()
+            ));
+        }
+        // Uniform rotational wait: p90 − p50 = 0.4 revolution. Seek spread and cache hits
+        // only widen the gap, so the narrowest region's is the estimate.
+        let revolution_ns = mechanical
+            .iter()
+            .map(|p| (p.lat_p90_ns as f64 - p.lat_p50_ns as f64) / 0.4)
+            .fold(f64::INFINITY, f64::min);
+        if revolution_ns <= 0.0 || !revolution_ns.is_finite() {
+            return Err("the random reads within the seek regions have no latency spread to \
+                        take a revolution from"
+                .into());
+        }
+        let rpm = (60e9 / revolution_ns).round().clamp(1_000.0, 30_000.0) as u32;
+        let revolution = 60e9 / f64::from(rpm);
+        let overhead_ns =
+            (sequential.lat_mean_ns as f64 - sequential.bs_bytes as f64 / sustained * 1e9).max(0.0);
+        let bus_bytes_per_s = if sustained > 0.8 * FIT_BUS_BYTES_PER_S {
+            (sustained * 1.25 / 1e6).ceil() * 1e6
+        } else {
+            FIT_BUS_BYTES_PER_S
+        };
+        let transfer_ns = 4096.0 / sustained * 1e9;
+        let surfaces = FIT_SURFACES;
+        let head_switch = FIT_HEAD_SWITCH_NS as f64;
+        // The skews depend on the one-cylinder seek and the geometry on the skews: two passes.
+        let mut cylinder_skew = head_switch;
+        let mut fitted = None;
+        for _ in 0..2 {
+            let s = f64::from(surfaces);
+            let spt = (sustained * ((s - 1.0) * head_switch + cylinder_skew + s * revolution)
+                / 1e9
+                / (512.0 * s))
+                .round()
+                .clamp(1.0, 100_000.0) as u32;
+            let bytes_per_cylinder = u64::from(spt) * u64::from(surfaces) * 512;
+            let cylinders =
+                self.size_bytes.div_ceil(bytes_per_cylinder).clamp(1, 10_000_000) as u32;
+            let mut rows = Vec::new();
+            let mut y = Vec::new();
+            let mut measured = Vec::new();
+            for point in &mechanical {
+                let region_cylinders =
+                    point.region_bytes.div_ceil(bytes_per_cylinder).clamp(1, u64::from(cylinders));
+                let (moved, sqrt_mean, linear_mean) = distance_moments(region_cylinders);
+                let mean = point.lat_mean_ns as f64;
+                let positioning = mean - overhead_ns - transfer_ns - revolution / 2.0;
+                // Relative least squares: each region weighs by its own latency, as the
+                // stated error does.
+                rows.push([moved / mean, sqrt_mean / mean, linear_mean / mean]);
+                y.push(positioning / mean);
+                measured.push(mean);
+            }
+            let [single_ns, sqrt_ns, linear_ns] = nonnegative_least_squares(&rows, &y);
+            let residual = (rows
+                .iter()
+                .zip(&y)
+                .map(|(row, target)| {
+                    (row[0] * single_ns + row[1] * sqrt_ns + row[2] * linear_ns - target).powi(2)
+                })
+                .sum::<f64>()
+                / rows.len() as f64)
+                .sqrt();
+            cylinder_skew = single_ns.max(head_switch);
+            fitted = Some((spt, cylinders, single_ns, sqrt_ns, linear_ns, residual));
+        }
+        let (spt, cylinders, single_ns, sqrt_ns, linear_ns, residual) =
+            fitted.expect("two passes ran");
+        // Floors that keep the `hdd` kind's own solve for (a, b) from the written average and
+        // full stroke non-negative after rounding to whole nanoseconds (each adds under a
+        // microsecond to any seek).
+        let seek_sqrt_ms = (sqrt_ns / 1e6).max(1e-4);
+        let seek_linear_ms = (linear_ns / 1e6).max(1e-3 / f64::from(cylinders.max(2)));
+        let seek_single_ms = single_ns / 1e6;
+        let longest = f64::from(cylinders.saturating_sub(2));
+        let seek_full_ms =
+            seek_single_ms + seek_sqrt_ms * longest.sqrt() + seek_linear_ms * longest;
+        let seek_avg_ms =
+            curve_average_ms(seek_single_ms, seek_sqrt_ms, seek_linear_ms, u64::from(cylinders));
+        let depth = match (self.rate_at(1), self.rate_at(16)) {
+            (Some(one), Some(sixteen)) if sixteen > 1.2 * one => 31,
+            _ => 1,
+        };
+        Ok(HddFit {
+            rpm,
+            revolution_ns,
+            overhead_ns: overhead_ns.round() as u64,
+            sustained_bytes_per_s: sustained,
+            sectors_per_track: spt,
+            surfaces,
+            cylinders,
+            block_count: (self.size_bytes / 512).max(1),
+            bus_bytes_per_s,
+            cylinder_skew_ns: cylinder_skew.round() as u64,
+            seek_single_ms,
+            seek_sqrt_ms,
+            seek_linear_ms,
+            seek_avg_ms,
+            seek_full_ms,
+            depth,
+            regions_used: mechanical.len(),
+            residual_percent: residual * 100.0,
+        })
+    }
+
+    /// The IOPS of the random 4k reads at `depth` (table points).
+    fn rate_at(&self, depth: u32) -> Option<f64> {
+        self.points
+            .iter()
+            .find(|p| {
+                p.rw == "randread"
+                    && p.bs_bytes == 4 << 10
+                    && p.iodepth == depth
+                    && p.purpose == "table"
+            })
+            .map(|p| self.rate(p))
+    }
+
+    /// The kind the preset takes and why: `hdd` with its fit for a rotational device whose
+    /// seek curve fits, `table` otherwise.
+    pub fn kind(&self) -> (Result<HddFit, String>, String) {
+        if !self.rotational() {
+            return (
+                Err("not rotational".into()),
+                "table: the device is not rotational (flash or memory: no mechanics to fit, \
+                 its measured tables are the model)"
+                    .into(),
+            );
+        }
+        match self.fit_hdd() {
+            Ok(fit) => {
+                let reason = format!(
+                    "hdd: the device is rotational, so its seek curve and rotation order the \
+                     schedulers; fitted from {} seek regions with a residual of {:.1} %",
+                    fit.regions_used, fit.residual_percent
+                );
+                (Ok(fit), reason)
+            }
+            Err(why) => {
+                let reason = format!(
+                    "table: the device is rotational but its mechanics could not be fitted ({why})"
+                );
+                (Err(why), reason)
+            }
+        }
+    }
 }
 
 impl Calibration {
@@ -570,15 +987,8 @@ impl Calibration {
             .map(|rate| rate.round() as u64)
     }
 
-    /// The preset file: a `table` device with the measured tables, `rotational`, and a
-    /// `[measured]` table recording `command`, `date`, the target and every point.
-    pub fn preset_toml(&self, command: &str, date: &str) -> String {
-        let mut out = String::new();
-        let quote = |text: &str| format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""));
-        out.push_str("# A device preset measured by `elevator calibrate`: use it as\n");
-        out.push_str(
-            "# `elevator sim -d ./THIS.toml` (keys: `elevator list devices`, kind table).\n",
-        );
+    /// The `table` kind's keys: the measured tables.
+    fn table_keys(&self, out: &mut String) {
         out.push_str("kind = \"table\"\n");
         out.push_str(&format!("rotational = {}\n", self.rotational()));
         out.push_str(&format!("capacity = \"{}\"\n", self.size_bytes.max(1 << 20)));
@@ -598,6 +1008,50 @@ impl Calibration {
             if let Some(ceiling) = self.ceiling(seq) {
                 out.push_str(&format!("{prefix}_bandwidth = \"{ceiling}\"\n"));
             }
+        }
+    }
+
+    /// The `hdd` kind's keys from `fit`.
+    fn hdd_keys(&self, fit: &HddFit, out: &mut String) {
+        let ns = |ms: f64| format!("\"{}ns\"", (ms * 1e6).round() as u64);
+        out.push_str("kind = \"hdd\"\n");
+        out.push_str("rotational = true\n");
+        out.push_str(&format!("rpm = {}\n", fit.rpm));
+        out.push_str(&format!("surfaces = {}\n", fit.surfaces));
+        out.push_str(&format!("cylinders = {}\n", fit.cylinders));
+        out.push_str("zone_count = 1\n");
+        out.push_str(&format!("spt_outer = {}\n", fit.sectors_per_track));
+        out.push_str(&format!("spt_inner = {}\n", fit.sectors_per_track));
+        out.push_str(&format!("block_count = {}\n", fit.block_count));
+        out.push_str(&format!("head_switch = \"{FIT_HEAD_SWITCH_NS}ns\"\n"));
+        out.push_str(&format!("track_skew = \"{FIT_HEAD_SWITCH_NS}ns\"\n"));
+        out.push_str(&format!("cylinder_skew = \"{}ns\"\n", fit.cylinder_skew_ns));
+        out.push_str("seek = \"curve\"\n");
+        out.push_str(&format!("seek_single = {}\n", ns(fit.seek_single_ms)));
+        out.push_str(&format!("seek_avg = {}\n", ns(fit.seek_avg_ms)));
+        out.push_str(&format!("seek_full = {}\n", ns(fit.seek_full_ms)));
+        out.push_str(&format!("overhead_read = \"{}ns\"\n", fit.overhead_ns));
+        out.push_str(&format!("overhead_write = \"{}ns\"\n", fit.overhead_ns));
+        out.push_str(&format!("bus_rate = {}\n", fit.bus_bytes_per_s / 1e6));
+        out.push_str(&format!("depth = {}\n", fit.depth));
+    }
+
+    /// The preset file: an `hdd` device with the fitted mechanics for a rotational device
+    /// whose seek curve fits ([`Calibration::kind`]), else a `table` device with the measured
+    /// tables; `rotational`; and a `[measured]` table recording `command`, `date`, the target,
+    /// the kind's reason, the fit and every point.
+    pub fn preset_toml(&self, command: &str, date: &str) -> String {
+        let mut out = String::new();
+        let quote = |text: &str| format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""));
+        out.push_str("# A device preset measured by `elevator calibrate`: use it as\n");
+        out.push_str(
+            "# `elevator sim -d ./THIS.toml` (keys: `elevator list devices`, kind table).\n",
+        );
+        let (fit, reason) = self.kind();
+        out.push_str(&format!("# {reason}\n"));
+        match &fit {
+            Ok(fit) => self.hdd_keys(fit, &mut out),
+            Err(_) => self.table_keys(&mut out),
         }
         out.push_str("\n[measured]\n");
         out.push_str(&format!("command = {}\n", quote(command)));
@@ -622,6 +1076,20 @@ impl Calibration {
         }
         if let Some(ns) = self.rotational_latency_ns {
             out.push_str(&format!("rotational_latency_ns = {ns}\n"));
+        }
+        out.push_str(&format!("kind_reason = {}\n", quote(&reason)));
+        if let Ok(fit) = &fit {
+            out.push_str(&format!("revolution_ns = {:.0}\n", fit.revolution_ns));
+            out.push_str(&format!("sustained_bytes_per_s = {:.0}\n", fit.sustained_bytes_per_s));
+            out.push_str(&format!(
+                "seek_curve_ms = \"{:.6} + {:.6}*sqrt(d-1) + {:.9}*(d-1)\"\n",
+                fit.seek_single_ms, fit.seek_sqrt_ms, fit.seek_linear_ms
+            ));
+            out.push_str(&format!("seek_regions_fitted = {}\n", fit.regions_used));
+            out.push_str(
+                "# RMS of (fitted - measured) / measured mean latency over the seek regions fitted.\n",
+            );
+            out.push_str(&format!("seek_fit_error_percent = {:.1}\n", fit.residual_percent));
         }
         out.push_str(&format!("seconds_per_step = {}\n", self.seconds_per_step));
         out.push_str(&format!(
