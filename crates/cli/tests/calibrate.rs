@@ -204,9 +204,82 @@ fn disk_loop_preset_loads() {
     assert!(measured["measured_rotational"].as_bool().is_some());
     assert!(!measured["point"].as_array().expect("the points").is_empty());
     assert!(simulated_iops(&file, 1) > 0.0);
-    // Listed and described like a built-in device.
+    // Listed and described like a built-in device: a table's keys, or an hdd's when the
+    // backing disk has mechanics the fit found.
+    let key = match preset["kind"].as_str() {
+        Some("hdd") => "seek_avg",
+        _ => "read_rand_lat",
+    };
     let listed = ok(elevator(&["list", "devices", file.to_str().unwrap()]), "list devices");
-    assert!(String::from_utf8_lossy(&listed.stdout).contains("read_rand_lat"));
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(key));
+    assert!(measured["kind_reason"].as_str().is_some_and(|reason| !reason.is_empty()));
+}
+
+/// Sets a device's `queue/rotational` and puts the value found back when dropped (also when
+/// the test fails; before the loop device is detached, as it is declared after it).
+struct RotationalFlag {
+    path: String,
+    found: String,
+}
+
+impl RotationalFlag {
+    fn set(name: &str, value: &str) -> RotationalFlag {
+        let path = format!("/sys/block/{name}/queue/rotational");
+        let found =
+            std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{path}: {error}"));
+        std::fs::write(&path, value).unwrap_or_else(|error| panic!("writing {path}: {error}"));
+        RotationalFlag { path, found }
+    }
+}
+
+impl Drop for RotationalFlag {
+    fn drop(&mut self) {
+        if let Err(error) = std::fs::write(&self.path, self.found.trim()) {
+            eprintln!("cleanup: could not put {} back to {}: {error}", self.path, self.found);
+        }
+    }
+}
+
+// Proves a device the kernel calls rotational takes the hdd path end to end with --quick:
+// a RAM-backed loop device with `queue/rotational` set to 1 (put back after) gets its seek
+// curve measured (at least three regions, the last the whole device), the hdd fit is tried
+// and, the device having no mechanics (its random reads at every distance are as fast as
+// its sequential ones), declined with the reason in the preset, which keeps the table kind,
+// says rotational = true and loads; the flag is back as found afterwards.
+#[test]
+fn rotational_loop_takes_the_hdd_path() {
+    let Some(disk) = support::RamLoop::attach("rotational_loop_takes_the_hdd_path", 64 << 20)
+    else {
+        return;
+    };
+    let flag_path = format!("/sys/block/{}/queue/rotational", disk.name());
+    let before = std::fs::read_to_string(&flag_path).expect("the rotational flag");
+    let _alone = measuring();
+    {
+        let _rotational = RotationalFlag::set(&disk.name(), "1");
+        let dir = tempfile::tempdir().unwrap();
+        let (file, preset) = calibrate(disk.path(), dir.path(), "rotational.toml");
+        assert_eq!(preset["rotational"].as_bool(), Some(true));
+        let measured = preset["measured"].as_table().expect("a [measured] table");
+        assert_eq!(measured["sysfs_rotational"].as_bool(), Some(true));
+        let regions: Vec<i64> = measured["point"]
+            .as_array()
+            .expect("the points")
+            .iter()
+            .filter(|point| point["purpose"].as_str() == Some("seek"))
+            .map(|point| point["region_bytes"].as_integer().expect("a seek region"))
+            .collect();
+        assert!(regions.len() >= 3, "seek regions {regions:?}");
+        assert_eq!(regions.last(), Some(&(64 << 20)), "seek regions {regions:?}");
+        let reason = measured["kind_reason"].as_str().expect("the kind's reason");
+        assert_eq!(preset["kind"].as_str(), Some("table"), "{reason}");
+        assert!(
+            reason.contains("rotational") && reason.contains("could not be fitted"),
+            "{reason}"
+        );
+        assert!(simulated_iops(&file, 1) > 0.0);
+    }
+    assert_eq!(std::fs::read_to_string(&flag_path).expect("the rotational flag"), before);
 }
 
 // Proves calibrate refuses to write to a block device without --force (exit 2, saying so)

@@ -1044,10 +1044,11 @@ impl Calibration {
         let mut out = String::new();
         let quote = |text: &str| format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""));
         out.push_str("# A device preset measured by `elevator calibrate`: use it as\n");
-        out.push_str(
-            "# `elevator sim -d ./THIS.toml` (keys: `elevator list devices`, kind table).\n",
-        );
         let (fit, reason) = self.kind();
+        out.push_str(&format!(
+            "# `elevator sim -d ./THIS.toml` (keys: `elevator list devices`, kind {}).\n",
+            if fit.is_ok() { "hdd" } else { "table" }
+        ));
         out.push_str(&format!("# {reason}\n"));
         match &fit {
             Ok(fit) => self.hdd_keys(fit, &mut out),
