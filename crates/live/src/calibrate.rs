@@ -12,10 +12,12 @@
 //! * the same for writes with `write` (the caller opens the target writable only under the
 //!   write-safety rules);
 //! * for a rotational device (sysfs `queue/rotational` or the measurements), a seek curve:
-//!   random 4k reads at depth 1 confined to regions of growing size, the mean distance
-//!   between two uniform points of a region being a third of it; the rotational latency is
-//!   estimated as the floor of that curve (the shortest seeks' mean latency: half a
-//!   revolution plus the command overhead, an upper bound);
+//!   random 4k reads at depth 1 confined to regions of growing size (from 1 MiB, ×4, ×8
+//!   with `quick`, to the whole target), the mean distance between two uniform points of a
+//!   region being a third of it; `rotational_latency_ns` records the floor of that curve
+//!   (the shortest seeks' mean latency: half a revolution plus the command overhead, an
+//!   upper bound), and [`Calibration::fit_hdd`] fits the `hdd` kind's mechanics to it
+//!   ([`HddFit`] documents the fit);
 //! * every step run as [`TRIALS`] back-to-back trials of a fifth of its time, keeping the
 //!   trial of median IOPS (a busy machine's stalls hit some trials, not the figure);
 //! * the random 4k reads at depth 1 and 16 run again at the end (`repeat`): their figure is
@@ -26,16 +28,33 @@
 //! The QD1 random 4k reads' (and writes') percentiles (50, 90, 99, 99.9) over their mean become
 //! the preset's latency spread (`read_spread`).
 //!
-//! [`Calibration::preset_toml`] writes a `table` device preset (crates/sim device/table.rs)
-//! with every measurement in `[measured]`.
+//! [`Calibration::preset_toml`] writes an `hdd` device preset for a rotational device whose
+//! mechanics fit, a `table` device preset (crates/sim device/table.rs) otherwise — flash,
+//! memory, or a device flagged rotational whose seek regions reach no media — with the kind's
+//! reason and every measurement in `[measured]`.
+//!
+//! Calibration measures through [`CalibrationTarget`]: the live engine on a file or device
+//! ([`Target`]), or anything else that can time I/Os (the tests' simulated disks).
 //!
 //! # Deviations
 //!
 //! * iotune measures with several concurrent streams and finds the knee of the latency
 //!   curve; here each figure is one job's closed loop, so a device whose peak needs more
 //!   than 64 outstanding commands is measured below its peak.
-//! * The preset is always the `table` kind: fitting `ssd` or `hdd` mechanics to the figures
-//!   is not done (the seek curve is recorded, not fitted).
+//! * Flash gets the `table` kind: fitting the `ssd` kind's channels and dies to the figures
+//!   is not done.
+//! * The `hdd` fit fits reads only, on one zone of [`FIT_SURFACES`] surfaces with the `hdd`
+//!   kind's default head switch and cache (segments, read-ahead, write-back): the drive's
+//!   zoning (its inner tracks' slower rate), head count, cache size and write settling are
+//!   not measured. The seek curve is a function of byte distance expressed in the assumed
+//!   cylinders, so a different head count would give the same seek for the same distance.
+//!   Drive-level command queuing is recognised (random reads gaining 20 % from depth 16:
+//!   `depth = 31`, SPTF), not measured. With `--write` the write tables are measured and
+//!   recorded in `[measured]` but the `hdd` preset takes the kind's write defaults.
+//! * The rotation comes from the spread of a region's latencies (p90 − p50 = 0.4 revolution
+//!   for a uniform rotational wait): with `--quick`'s short trials on a real disk (tens of
+//!   reads per trial) the percentiles, and so `rpm`, are coarse; a full calibration runs
+//!   five times as long.
 //! * The tables hold requests as the kernel sent them, up to the device's `max_sectors_kb`
 //!   (recorded as `sysfs_max_sectors_kb`); the simulator splits at its driver's limit (512 KiB
 //!   for `generic`) unless run with `--max-sectors-kb` that value, and a split 1 MiB read is
@@ -1217,5 +1236,69 @@ mod tests {
         }
         calibration.points[3].trials_iops = vec![10_000.0; 3];
         assert_eq!(calibration.error_percent(), ERROR_FLOOR_PERCENT);
+    }
+
+    // Proves the non-negative least squares recovers exact coefficients from consistent
+    // data, and pins a coefficient the data would make negative at zero (refitting the
+    // others) instead of returning a curve that bends the wrong way.
+    #[test]
+    fn nonnegative_least_squares_recovers_and_clamps() {
+        let rows: Vec<[f64; 3]> =
+            (1..=6).map(|i| [1.0, f64::from(i).sqrt(), f64::from(i * i)]).collect();
+        let exact: Vec<f64> =
+            rows.iter().map(|row| 0.5 * row[0] + 2.0 * row[1] + 0.01 * row[2]).collect();
+        let beta = nonnegative_least_squares(&rows, &exact);
+        for (got, want) in beta.iter().zip([0.5, 2.0, 0.01]) {
+            assert!((got - want).abs() < 1e-9, "{beta:?}");
+        }
+        // A falling linear term: unconstrained it would come out negative.
+        let falling: Vec<f64> = rows.iter().map(|row| 3.0 * row[0] - 0.05 * row[2]).collect();
+        let beta = nonnegative_least_squares(&rows, &falling);
+        assert!(beta.iter().all(|&b| b >= 0.0), "{beta:?}");
+        assert_eq!(beta[2], 0.0, "{beta:?}");
+    }
+
+    // Proves the distance moments follow the two-uniform-points law: one cylinder never
+    // moves; two move half the time by exactly one cylinder (so no √ or linear excess).
+    #[test]
+    fn distance_moments_of_small_regions() {
+        assert_eq!(distance_moments(1), (0.0, 0.0, 0.0));
+        assert_eq!(distance_moments(2), (0.5, 0.0, 0.0));
+        let (moved, _, linear) = distance_moments(1000);
+        // P(d ≥ 1) = 1 − 1/C; E[d] ≈ C/3.
+        assert!((moved - 0.999).abs() < 1e-9);
+        assert!((linear + moved - 1000.0 / 3.0).abs() < 1.0, "{linear}");
+    }
+
+    // Proves a rotational device whose seek regions are all served as fast as its
+    // sequential reads (no mechanics: a cache, or flash flagged rotational) gets no hdd fit
+    // and a table preset that says why; and a non-rotational one a table preset without a
+    // fit attempted.
+    #[test]
+    fn rotational_without_mechanics_keeps_the_table() {
+        let mut seek = point("randread", 4096, 1, 10_000.0, &[10_000.0]);
+        seek.purpose = "seek";
+        seek.region_bytes = 1 << 20;
+        let mut whole = seek.clone();
+        whole.region_bytes = 1 << 30;
+        let mut calibration = Calibration {
+            target: "/dev/loop9".into(),
+            size_bytes: 1 << 30,
+            sysfs_rotational: Some(true),
+            measured_rotational: false,
+            sysfs_nr_requests: Some(128),
+            sysfs_max_sectors_kb: None,
+            seconds_per_step: 1.0,
+            points: vec![point("read", 4096, 1, 50_000.0, &[50_000.0]), seek, whole],
+            rotational_latency_ns: None,
+        };
+        let (fit, reason) = calibration.kind();
+        assert!(fit.is_err());
+        assert!(reason.contains("0 of 2 seek regions"), "{reason}");
+        let text = calibration.preset_toml("c", "d");
+        assert!(text.contains("kind = \"table\""), "{text}");
+        assert!(text.contains("kind_reason = \"table: the device is rotational"), "{text}");
+        calibration.sysfs_rotational = Some(false);
+        assert!(calibration.kind().1.starts_with("table: the device is not rotational"));
     }
 }
