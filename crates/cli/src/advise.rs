@@ -240,7 +240,11 @@ fn config(model: &str, seed: u64) -> Result<SimConfig> {
     crate::list::warn_about_files(std::slice::from_ref(&device));
     let mut config = SimConfig::new(seed, device);
     config.host = HostSpec::parse(DEFAULT_HOST)?;
-    config.queue = QueueSettings::default();
+    // A calibrated preset's own request size, as `compare -d MODEL` takes it (issue 21).
+    config.queue = QueueSettings {
+        max_sectors_kb: elevator_sim::device::table::measured_max_sectors_kb(model),
+        ..QueueSettings::default()
+    };
     Ok(config)
 }
 

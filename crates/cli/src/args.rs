@@ -717,8 +717,8 @@ pub(crate) struct SimArgs {
     #[arg(long, default_value_t = QueueSettings::default().read_ahead_kb)]
     pub(crate) read_ahead_kb: u32,
 
-    /// Largest request in KiB (`max_sectors_kb`; default: the device driver's limit under the
-    /// host's kernel).
+    /// Largest request in KiB (`max_sectors_kb`; default: a calibrated preset's recorded
+    /// value, else the device driver's limit under the host's kernel).
     #[arg(long)]
     pub(crate) max_sectors_kb: Option<u32>,
 

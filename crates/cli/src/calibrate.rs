@@ -137,8 +137,8 @@ pub(crate) fn run_command(args: &CalibrateArgs, stdout: &mut dyn Write) -> Resul
             ));
             if let Some(kb) = calibration.sysfs_max_sectors_kb {
                 note(&format!(
-                    "simulate with --max-sectors-kb {kb} (the device's): the simulator splits \
-                     larger requests at 512 KiB otherwise"
+                    "sim, compare and advise on it split requests at the device's {kb} KiB \
+                     (recorded as its max_sectors_kb; --max-sectors-kb overrides it in sim)"
                 ));
             }
         }

@@ -70,11 +70,16 @@ fn jobs(args: &CompareArgs, schedulers: &[SchedulerSpec]) -> Result<Vec<Job>> {
     if !args.only.is_empty() {
         bail!("--only picks experiments of the classic study; it does not go with -w");
     }
-    let device = DeviceSpec::parse(args.device.as_deref().unwrap_or(DEFAULT_DEVICE))?;
+    let device_text = args.device.as_deref().unwrap_or(DEFAULT_DEVICE);
+    let device = DeviceSpec::parse(device_text)?;
     crate::list::warn_about_files(std::slice::from_ref(&device));
     let mut config = SimConfig::new(args.seed, device);
     config.host = HostSpec::parse(args.host.as_deref().unwrap_or(DEFAULT_HOST))?;
-    let queue = QueueSettings::default();
+    // A calibrated preset's own request size (issue 21).
+    let queue = QueueSettings {
+        max_sectors_kb: elevator_sim::device::table::measured_max_sectors_kb(device_text),
+        ..QueueSettings::default()
+    };
     config.queue =
         QueueSettings { read_ahead_kb: args.read_ahead_kb.unwrap_or(queue.read_ahead_kb), ..queue };
     for text in &args.workloads {

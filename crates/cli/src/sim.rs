@@ -43,7 +43,10 @@ fn plan(args: &SimArgs) -> Result<Plan> {
         host,
         queue: QueueSettings {
             nr_requests: args.nr_requests,
-            max_sectors_kb: args.max_sectors_kb,
+            // A calibrated preset's own request size unless overridden (issue 21).
+            max_sectors_kb: args
+                .max_sectors_kb
+                .or_else(|| elevator_sim::device::table::measured_max_sectors_kb(&args.device)),
             read_ahead_kb: args.read_ahead_kb,
             plugging: args.plugging,
             depth: args.depth,

@@ -348,3 +348,38 @@ fn write_on_a_scratch_file_only() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("--force"), "{output:?}");
     assert_eq!(std::fs::read(&plain).unwrap(), vec![7u8; 1 << 20]);
 }
+
+/// The device commands of a JSON report's first run.
+fn device_requests(output: &Output) -> u64 {
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    report["runs"][0]["device_stats"]["requests"].as_u64().expect("the device's requests")
+}
+
+// Proves the request size comes from the calibrated target: a preset recording the device's
+// `max_sectors_kb` (64 KiB) makes `sim` and `compare` split 16 MiB of 1 MiB reads into 256
+// device commands where the simulated driver's own limit (512 KiB) would give 32, and
+// `sim --max-sectors-kb 256` still overrides it (64 commands).
+#[test]
+fn request_size_comes_from_the_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("small-requests.toml");
+    let path = file.to_str().unwrap();
+    let workload = "job:rw=read,bs=1m,iodepth=1,size=16m";
+    std::fs::write(&file, "kind = \"table\"\ndepth = 8\n\n[measured]\nsysfs_max_sectors_kb = 64\n")
+        .unwrap();
+    let sim = |extra: &[&str]| {
+        let mut args = vec!["sim", "-d", path, "-w", workload, "-s", "none", "--format", "json"];
+        args.extend_from_slice(extra);
+        device_requests(&ok(elevator(&args), "sim"))
+    };
+    assert_eq!(sim(&[]), 256);
+    assert_eq!(sim(&["--max-sectors-kb", "256"]), 64);
+    let compare = ok(
+        elevator(&["compare", "-d", path, "-w", workload, "-s", "none", "--format", "json", "-q"]),
+        "compare",
+    );
+    assert_eq!(device_requests(&compare), 256);
+    // Without the record, the driver's limit.
+    std::fs::write(&file, "kind = \"table\"\ndepth = 8\n").unwrap();
+    assert_eq!(sim(&[]), 32);
+}

@@ -56,9 +56,11 @@
 //!   reads per trial) the percentiles, and so `rpm`, are coarse; a full calibration runs
 //!   five times as long.
 //! * The tables hold requests as the kernel sent them, up to the device's `max_sectors_kb`
-//!   (recorded as `sysfs_max_sectors_kb`); the simulator splits at its driver's limit (512 KiB
-//!   for `generic`) unless run with `--max-sectors-kb` that value, and a split 1 MiB read is
-//!   then two 512 KiB commands in parallel, faster than the measured 1 MiB.
+//!   (recorded as `sysfs_max_sectors_kb`), and `sim`, `compare` and `advise` on the preset
+//!   split I/O at that value (`sim --max-sectors-kb` overrides it). A preset without it
+//!   (calibrated on a file whose device sysfs did not show) is split at the simulated
+//!   driver's limit (512 KiB for `generic`): a split 1 MiB read is then two 512 KiB commands
+//!   in parallel, faster than the measured 1 MiB.
 //! * Latencies are the live engine's submission-to-completion times, which include the
 //!   user-space queue and io_uring's path, as fio's `clat` plus its `slat` do.
 
@@ -1086,7 +1088,7 @@ impl Calibration {
         }
         if let Some(kb) = self.sysfs_max_sectors_kb {
             out.push_str(&format!(
-                "# Simulate with `--max-sectors-kb {kb}`: the kernel sent requests up to this.\n"
+                "# The kernel sent requests up to {kb} KiB: sim, compare and advise split at it.\n"
             ));
             out.push_str(&format!("sysfs_max_sectors_kb = {kb}\n"));
         }

@@ -574,6 +574,23 @@ pub fn stated_error_percent(path: &Path) -> Option<f64> {
     .filter(|value| value.is_finite() && *value >= 0.0)
 }
 
+/// The largest request the kernel sent the calibrated device (`[measured]
+/// sysfs_max_sectors_kb`, its `queue/max_sectors_kb`), if `device` names a readable preset
+/// file that records one: a simulation of the preset splits I/O where the device's kernel
+/// did, unless told otherwise (`--max-sectors-kb`).
+pub fn measured_max_sectors_kb(device: &str) -> Option<u32> {
+    if !is_file_spec(device) {
+        return None;
+    }
+    let text = std::fs::read_to_string(Path::new(device.trim())).ok()?;
+    let document: toml::Table = text.parse().ok()?;
+    let measured = document.get("measured")?.as_table()?;
+    match measured.get("sysfs_max_sectors_kb")? {
+        toml::Value::Integer(kb) => u32::try_from(*kb).ok().filter(|kb| *kb >= 4),
+        _ => None,
+    }
+}
+
 /// A preset file read: its kind, its keys as a spec named after the file, and the line of
 /// each key (for messages).
 #[derive(Clone, Debug, PartialEq)]
