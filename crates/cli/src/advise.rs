@@ -61,7 +61,8 @@ pub(crate) struct AdviseArgs {
     pub(crate) era: Option<String>,
 
     /// Run the top 3 candidates with the kernel's schedulers on TARGET (`kernel compare`,
-    /// the device restored afterwards) and show simulated and live side by side.
+    /// the device restored afterwards) and show simulated and live side by side (for
+    /// responsiveness, the start-up burst runs live as one more fio job of the workload).
     #[arg(long)]
     pub(crate) live: bool,
 
@@ -410,6 +411,49 @@ pub(crate) fn restore_rule(
     Ok(())
 }
 
+/// The workload with the start-up burst, as an fio job file for `kernel compare` on a real
+/// device (in the temporary directory; removed when dropped).
+struct StartupJobFile {
+    path: PathBuf,
+}
+
+impl StartupJobFile {
+    fn write(workload: &str, device: &BlockDevice) -> Result<StartupJobFile> {
+        let dev_path = match &device.partition {
+            Some(partition) => PathBuf::from("/dev").join(partition),
+            None => device.dev_path(),
+        };
+        let options = elevator_live::TargetOptions {
+            write: false,
+            force: false,
+            create_bytes: None,
+            stop: None,
+        };
+        let capacity_bytes = elevator_live::Target::open(&dev_path, &options)
+            .with_context(|| format!("opening {}", dev_path.display()))?
+            .size_bytes();
+        let target = elevator_workload::Target {
+            name: dev_path.display().to_string(),
+            capacity_bytes,
+            zones: None,
+        };
+        let (text, _, _) = advise::with_startup_job(workload, &target)?;
+        let path = std::env::temp_dir().join(format!(
+            "elevator-advise-{}-{}.fio",
+            device.name,
+            std::process::id()
+        ));
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        Ok(StartupJobFile { path })
+    }
+}
+
+impl Drop for StartupJobFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// Runs the top candidates with the kernel's schedulers through `elevator kernel compare`
 /// (restoring the device) and pairs each live figure with its simulated one.
 fn live(args: &AdviseArgs, advice: &Advice, target: &Target) -> Result<Vec<LiveRow>> {
@@ -421,10 +465,22 @@ fn live(args: &AdviseArgs, advice: &Advice, target: &Target) -> Result<Vec<LiveR
         argv.extend(["--state-dir".into(), dir.display().to_string()]);
     }
     argv.extend(["compare".into(), device.name.clone()]);
+    // The responsiveness goal's start-up burst joins the workload as one more fio job, on
+    // the real device: the job file `kernel compare` runs.
+    let job_file = match advice.goal {
+        Goal::Responsiveness => Some(StartupJobFile::write(&args.workload, device)?),
+        _ => None,
+    };
+    if let Some(file) = &job_file {
+        argv.push(file.path.display().to_string());
+    }
     for ranked in &top {
         argv.extend(["-s".into(), ranked.scheduler.clone()]);
     }
-    argv.extend(["-w".into(), args.workload.clone(), "--format".into(), "json".into()]);
+    if job_file.is_none() {
+        argv.extend(["-w".into(), args.workload.clone()]);
+    }
+    argv.extend(["--format".into(), "json".into()]);
     argv.extend(["--seed".into(), args.seed.to_string()]);
     if args.force {
         argv.push("--force".into());
@@ -456,12 +512,6 @@ fn live(args: &AdviseArgs, advice: &Advice, target: &Target) -> Result<Vec<LiveR
 
 pub(crate) fn run_command(args: &AdviseArgs, stdout: &mut dyn Write) -> Result<()> {
     let goal = Goal::parse(&args.goal)?;
-    if args.live && goal == Goal::Responsiveness {
-        bail!(
-            "--live runs the workload as given; the responsiveness goal's start-up job is \
-               simulated only (accepted with --live: throughput, latency, fairness)"
-        );
-    }
     let target = resolve_target(args)?;
     let config = config(&target.model, args.seed)?;
     let device = first_target(&config)?;

@@ -303,3 +303,49 @@ fn a_calibrated_models_stated_error_bounds_the_confidence() {
     assert!(without["confidence"].get("model_error_percent").is_none());
     assert_eq!(with["confidence"]["margin_percent"], without["confidence"]["margin_percent"]);
 }
+
+// Proves `--live --goal responsiveness` runs the start-up burst live: on a loop device, under
+// sequential readers, each of the top 3 candidates gets the burst's completion time measured
+// under the kernel's scheduler (a finite time beside its simulated one: the burst's job ran
+// and completed), the job file it ran from is gone afterwards, and the device is as found.
+#[test]
+fn live_responsiveness_times_the_burst_under_the_kernels_schedulers() {
+    let Some(disk) = TestDisk::attach(
+        "live_responsiveness_times_the_burst_under_the_kernels_schedulers",
+        64 << 20,
+    ) else {
+        return;
+    };
+    let name = disk.name();
+    let state = disk.state_arg();
+    let advice = json(&elevator(&[
+        "advise",
+        &name,
+        "-w",
+        "job:rw=read,bs=64k,numjobs=2,time_based=1,runtime=1s",
+        "--goal",
+        "responsiveness",
+        "--live",
+        &state,
+        "--format",
+        "json",
+    ]));
+    assert_eq!(advice["goal"], "responsiveness");
+    let live = advice["live"].as_array().expect("live rows");
+    assert_eq!(live.len(), 3);
+    for (row, ranked) in live.iter().zip(advice["ranking"].as_array().unwrap()) {
+        assert_eq!(row["scheduler"], ranked["scheduler"]);
+        let seconds = row["live"].as_f64().unwrap_or_else(|| panic!("no live start-up: {row}"));
+        assert!(seconds > 0.0, "{row}");
+        assert!(row["simulated"].as_f64().is_some_and(|s| s > 0.0), "{row}");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry.file_name().to_string_lossy().starts_with(&format!("elevator-advise-{name}-"))
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "job files left: {leftovers:?}");
+    assert_eq!(&disk.now(), disk.found(), "the device is not as found");
+}

@@ -46,7 +46,8 @@
 //! * Fairness: every issuer of every phase is one flow; issuers that moved no bytes count as
 //!   zero (they were starved).
 //! * Responsiveness: the start-up burst is 256 direct 4 KiB random reads (1 MiB) over a
-//!   64 MiB file, one at a time, starting 100 ms into the run; BFQ's script reads an
+//!   64 MiB file (from a `job:` workload's device's middle to its end when that is shorter),
+//!   one at a time, starting 100 ms into the run; BFQ's script reads an
 //!   application's files through the page cache after dropping it. It needs a `job:`
 //!   workload or an fio job file (the burst joins them as one more fio job).
 
@@ -76,6 +77,9 @@ pub const STARTUP_JOB: &str = "app-start";
 
 /// When the start-up burst starts (its `startdelay`), ns.
 const STARTUP_DELAY_NS: u64 = 100_000_000;
+
+/// The region the start-up burst reads (`size` of [`STARTUP_SECTION`]).
+const STARTUP_REGION_BYTES: u64 = 64 << 20;
 
 /// The start-up burst, as an fio job section (see the module's Deviations).
 const STARTUP_SECTION: &str = "rw=randread\nbs=4k\nsize=64m\nio_size=1m\niodepth=1\n\
@@ -357,6 +361,32 @@ pub fn prepare(
     if goal != Goal::Responsiveness {
         return Ok(Prepared { given: text.to_owned(), workload, sensitive, goal });
     }
+    let (combined, file, dir) = with_startup_job(text, target)?;
+    let problem = |problem: String| AdviseError::Workload { workload: text.to_owned(), problem };
+    let env = elevator_workload::fio::FioEnv {
+        page_size_bytes: 4096,
+        memory_mib: 1024,
+        cpus: 1,
+        ..Default::default()
+    };
+    let parsed = elevator_workload::fio::parse_str(&combined, &file, &dir, &env)
+        .map_err(|error| problem(format!("with the start-up job: {error}")))?;
+    let workload = WorkloadSpec::from_fio_jobs(&file, &parsed)?;
+    Ok(Prepared { given: text.to_owned(), workload, sensitive, goal })
+}
+
+/// The workload `text` with the start-up burst as one more job, as fio job-file text: what
+/// [`prepare`] runs for the responsiveness goal, and what `advise --live` hands the kernel's
+/// schedulers (`kernel compare`) with `target` the real device. A `job:` workload becomes
+/// one job reading or writing `target.name`, the burst reading its middle; an fio job file
+/// keeps its jobs. Returns the text, the name it goes by (the file's, or the workload as
+/// written) and the directory its relative paths resolve against.
+pub fn with_startup_job(
+    text: &str,
+    target: &elevator_workload::Target,
+) -> Result<(String, String, std::path::PathBuf), AdviseError> {
+    let workload = parse_workload(text)?;
+    let jobs = jobs_of(&workload);
     let problem = |problem: String| AdviseError::Workload { workload: text.to_owned(), problem };
     if jobs.iter().any(|(name, _)| name == STARTUP_JOB) {
         return Err(problem(format!("a job is named `{STARTUP_JOB}`, the start-up job's name")));
@@ -385,6 +415,12 @@ pub fn prepare(
             // The middle of the device, on a 1 MiB boundary.
             let middle_bytes = target.capacity_bytes / 2 / (1 << 20) * (1 << 20);
             startup.push_str(&format!("filename={}\noffset={middle_bytes}\n", target.name));
+            // A device smaller than twice the burst's file: the burst's region ends at the
+            // device's end (larger devices keep the section's 64 MiB).
+            let room_bytes = (target.capacity_bytes - middle_bytes) / (1 << 20) * (1 << 20);
+            if room_bytes < STARTUP_REGION_BYTES {
+                startup.push_str(&format!("size={}\n", room_bytes.max(1 << 20)));
+            }
             (body, text.to_owned(), std::path::PathBuf::from("."))
         }
         _ => {
@@ -396,17 +432,7 @@ pub fn prepare(
             ));
         }
     };
-    let combined = format!("{background}\n{startup}");
-    let env = elevator_workload::fio::FioEnv {
-        page_size_bytes: 4096,
-        memory_mib: 1024,
-        cpus: 1,
-        ..Default::default()
-    };
-    let parsed = elevator_workload::fio::parse_str(&combined, &file, &dir, &env)
-        .map_err(|error| problem(format!("with the start-up job: {error}")))?;
-    let workload = WorkloadSpec::from_fio_jobs(&file, &parsed)?;
-    Ok(Prepared { given: text.to_owned(), workload, sensitive, goal })
+    Ok((format!("{background}\n{startup}"), file, dir))
 }
 
 /// One candidate's figures for every goal it could be ranked by.
