@@ -695,10 +695,12 @@ fn solve(mut matrix: Vec<Vec<f64>>) -> Option<Vec<f64>> {
             return None;
         }
         matrix.swap(column, pivot);
-        for row in column + 1..n {
-            let factor = matrix[row][column] / matrix[column][column];
-            for k in column..=n {
-                matrix[row][k] -= factor * matrix[column][k];
+        let (upper, lower) = matrix.split_at_mut(column + 1);
+        let pivot_row = &upper[column];
+        for row in lower.iter_mut() {
+            let factor = row[column] / pivot_row[column];
+            for (cell, pivot_cell) in row[column..].iter_mut().zip(&pivot_row[column..]) {
+                *cell -= factor * pivot_cell;
             }
         }
     }

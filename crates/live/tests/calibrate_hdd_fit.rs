@@ -3,6 +3,11 @@
 //! simulator standing where the live engine stands), fits the `hdd` kind's keys, and the
 //! fitted rotation and seek curve are compared with the preset's true values; the written
 //! preset loads as a device and reproduces the measured random-read latency.
+//!
+//! The figures are printed (`--nocapture`) for docs/validation.md "Calibrated devices".
+
+// The fitted figures go to stderr for the validation notes.
+#![allow(clippy::print_stderr)]
 
 use std::path::PathBuf;
 
