@@ -20,8 +20,12 @@ use crate::term::{StopSignals, note};
 /// nr_requests), the rotational flag from sysfs and from the measurements (both recorded; a
 /// disagreement is said), and for a rotational device a seek curve and its rotational
 /// latency. Reads only, unless --write: then also writes, on a scratch file elevator
-/// created, on another file or a block device only with --force. The preset is a `table`
-/// device with every measurement in its `[measured]` table; printed to stdout without -o.
+/// created, on another file or a block device only with --force. The preset is an `hdd`
+/// device with fitted mechanics (rpm, seek curve, transfer rate, overhead) for a rotational
+/// device whose seek curve reaches the media, else a `table` device of the measured tables;
+/// every measurement and the kind's reason are in its `[measured]` table; printed to stdout
+/// without -o. sim, compare and advise split requests at the device's recorded
+/// max_sectors_kb.
 #[derive(Debug, clap::Args)]
 pub(crate) struct CalibrateArgs {
     /// The block device or file to measure.
