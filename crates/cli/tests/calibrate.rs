@@ -170,7 +170,8 @@ fn ram_loop_preset_matches_a_direct_live_run() {
 
 // Proves a preset calibrated on a loop device over a file on disk (direct I/O) loads, keeps
 // sysfs's rotational flag (whatever the loop driver reports: recent kernels copy the backing
-// device's) and records both what sysfs said and what the measurements looked like.
+// device's), records both what sysfs said and what the measurements looked like, and says
+// which kind it is and why (`kind_reason`), the kind's own keys listed.
 #[test]
 fn disk_loop_preset_loads() {
     // A loop device over a file in a temporary directory on disk, with direct I/O; calibrate
