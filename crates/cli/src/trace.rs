@@ -94,8 +94,8 @@ pub(crate) fn run_command(args: &TraceArgs, out: &mut dyn Write) -> Result<()> {
     let options = CaptureOptions {
         duration: args.duration,
         queue_events: args.queue,
-        scheduler_events: false,
         buffer_size_kb: args.buffer_size_kb,
+        ..CaptureOptions::default()
     };
     let capture = match trace::capture(&device, &options, &stop) {
         Ok(capture) => capture,

@@ -75,6 +75,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use elevator_core::{Duration, IoClass, IoPriority, Op};
+use elevator_trace::IoFlags;
 use elevator_trace::iolog::{self, Action, FileAction, IoAction, Iolog, Record};
 use elevator_trace::sched_log::{BlockPoint, BlockRecord, SchedEvent};
 
@@ -401,6 +402,9 @@ pub struct CaptureOptions {
     /// The ring buffer per CPU, KiB; `None`: [`BUFFER_SIZE_KB_DEFAULT`], less when there are
     /// so many CPUs that their buffers would take over [`BUFFER_TOTAL_KB_DEFAULT_MAX`].
     pub buffer_size_kb: Option<u64>,
+    /// Set once tracing is on, so that a caller running the workload on another thread
+    /// starts it only when every event of it will be recorded.
+    pub ready: Option<std::sync::Arc<AtomicBool>>,
 }
 
 /// The block events a capture reads, by their tracepoint.
@@ -621,9 +625,7 @@ impl BlockEvent {
             Direction::Flush => Op::Flush,
             Direction::Other => return None,
         };
-        let flags = elevator_trace::blkparse::parse_rwbs(&self.rwbs)
-            .map(|(_, flags)| flags)
-            .unwrap_or_default();
+        let flags = rwbs_flags(&self.rwbs);
         Some(BlockRecord {
             point: self.kind.point(),
             time_ns: self.time_ns.saturating_sub(start_ns),
@@ -643,6 +645,31 @@ impl BlockEvent {
     pub fn size_bytes(&self) -> u64 {
         self.bytes.map_or(u64::from(self.sectors) * 512, u64::from)
     }
+}
+
+/// The request flags of RWBS letters as `blk_fill_rwbs` (`block/blktrace.c`) writes them: an
+/// `F` before the operation letter is `REQ_PREFLUSH` (so `FF` is a flush request with its
+/// preflush bit, not FUA), then after it `F` FUA, `A` readahead, `S` sync, `M` metadata.
+fn rwbs_flags(rwbs: &str) -> IoFlags {
+    let letters = rwbs.as_bytes();
+    let mut flags = IoFlags::default();
+    let operation = if letters.len() > 1 && letters[0] == b'F' {
+        flags.preflush = true;
+        1
+    } else {
+        0
+    };
+    for letter in letters.iter().skip(operation + 1) {
+        match letter {
+            b'F' => flags.fua = true,
+            b'A' => flags.readahead = true,
+            b'S' => flags.sync = true,
+            b'M' => flags.meta = true,
+            // `E` of a secure erase (`DE`) and anything newer: not a flag kept here.
+            _ => {}
+        }
+    }
+    flags
 }
 
 /// A line of `trace_pipe`.
@@ -1071,6 +1098,9 @@ fn capture_in(
         .map_err(|e| io_error("opening", &pipe_path, e))?;
     let clock = elevator_live::Clock::start();
     instance.write("tracing_on", "1")?;
+    if let Some(ready) = &options.ready {
+        ready.store(true, Ordering::SeqCst);
+    }
     let mut reader = PipeReader::new(device, pipe_path.display().to_string());
     let deadline =
         options.duration.map(|duration| elevator_core::Instant::ZERO.saturating_add(duration));
@@ -1543,6 +1573,19 @@ CPU:1 [LOST 42 EVENTS]
         );
         assert_eq!(kyber(9).point, KyberPoint::Adjust { domain: "READ".into(), depth: 16 });
         assert_eq!(kyber(10).point, KyberPoint::Throttled { domain: "WRITE".into() });
+    }
+
+    // Proves RWBS letters give blk_fill_rwbs's flags: a leading F is a preflush (also on a
+    // flush request, `FF`), an F after the operation is FUA, then readahead, sync, metadata.
+    #[test]
+    fn rwbs_letters_give_the_flags() {
+        let flags = |p, f, a, s, m| IoFlags { preflush: p, fua: f, readahead: a, sync: s, meta: m };
+        assert_eq!(rwbs_flags("FF"), flags(true, false, false, false, false));
+        assert_eq!(rwbs_flags("F"), IoFlags::default());
+        assert_eq!(rwbs_flags("FWFSM"), flags(true, true, false, true, true));
+        assert_eq!(rwbs_flags("RA"), flags(false, false, true, false, false));
+        assert_eq!(rwbs_flags("WS"), flags(false, false, false, true, false));
+        assert_eq!(rwbs_flags("DE"), IoFlags::default());
     }
 
     // Proves bad priorities and kyber bodies are errors naming the field, not panics.
