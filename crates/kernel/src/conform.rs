@@ -56,6 +56,10 @@ use crate::queue::{Applied, queue_info, set_scheduler};
 use crate::sysfs::{BlockDevice, Sysfs};
 use crate::trace::{self, CaptureOptions, TraceError, TracedDevice};
 
+/// The capture file format, re-exported for the command line (which reads and writes
+/// captures through this crate).
+pub use elevator_trace::sched_log;
+
 /// Where a kernel's build configuration is, plain, by release (`/boot/config-RELEASE`).
 pub const BOOT_CONFIG_DIR: &str = "/boot";
 /// The running kernel's configuration, gzipped (`CONFIG_IKCONFIG_PROC`).
