@@ -179,3 +179,37 @@ fn without_root_it_exits_2_naming_root() {
     assert!(stderr.contains("needs root"), "{stderr}");
     assert!(!dir.path().join("out").exists(), "nothing made");
 }
+
+// Proves a capture that lost events is refused (exit 2, naming the lost count and the bigger
+// buffer to give) and no capture file is written: a ring buffer of 4 KiB per CPU cannot hold
+// half a second of random I/O.
+#[test]
+fn a_capture_that_lost_events_is_refused() {
+    if let Some(reason) = support::common::loop_devices_missing() {
+        assert!(
+            !std::env::var("CI").is_ok_and(|ci| ci == "true"),
+            "cannot run under CI=true: {reason}"
+        );
+        eprintln!("skipping: {reason}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = elevator(&[
+        "conform",
+        "-s",
+        "mq-deadline",
+        "-w",
+        "job:rw=randrw,bs=4k,iodepth=32",
+        "--runtime",
+        "500ms",
+        "--buffer-size-kb",
+        "4",
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the capture lost "), "{stderr}");
+    assert!(stderr.contains("give a bigger trace buffer (--buffer-size-kb"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no capture written");
+}

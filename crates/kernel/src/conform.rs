@@ -446,9 +446,14 @@ impl ScratchLoop {
         } else {
             std::env::temp_dir()
         };
-        let backing = dir.join(format!("elevator-conform-{}.img", std::process::id()));
-        let file = std::fs::File::create(&backing)
-            .map_err(|error| ConformError::Scratch(format!("{}: {error}", backing.display())))?;
+        // One file per device: a process may make several (a library user's threads).
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let index = MADE.fetch_add(1, Ordering::SeqCst);
+        let backing = dir.join(format!("elevator-conform-{}-{index}.img", std::process::id()));
+        let file =
+            std::fs::OpenOptions::new().write(true).create_new(true).open(&backing).map_err(
+                |error| ConformError::Scratch(format!("{}: {error}", backing.display())),
+            )?;
         file.set_len(size_bytes)
             .map_err(|error| ConformError::Scratch(format!("{}: {error}", backing.display())))?;
         drop(file);
