@@ -88,7 +88,7 @@
 //!   `%2D` (a lone `-` is "none"), and the empty name is a lone `%`.
 //! * A line starting with `#` is a comment; blank lines are skipped.
 //!
-//! Nothing is lost in writing: [`write`] then [`parse`] gives back the same [`SchedCapture`].
+//! Nothing is lost in writing: [`write()`] then [`parse`] gives back the same [`SchedCapture`].
 //!
 //! # Deviations
 //!
@@ -418,7 +418,7 @@ pub fn write(capture: &SchedCapture, out: &mut dyn Write) -> Result<(), TraceErr
     Ok(())
 }
 
-/// [`write`] into a string.
+/// [`write()`] into a string.
 pub fn to_text(capture: &SchedCapture) -> String {
     let mut out = Vec::new();
     write(capture, &mut out).expect("writing to memory cannot fail");
