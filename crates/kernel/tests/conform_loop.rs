@@ -35,11 +35,16 @@ size=32m
 /// Runs `scheduler` on `disk` under the job file and returns the capture; the device is put
 /// back by the guard before returning.
 fn capture(disk: &TestDisk, scheduler: &str) -> ConformRun {
+    capture_with(disk, scheduler, JOB_FILE)
+}
+
+/// [`capture`] under the job file `job_file`.
+fn capture_with(disk: &TestDisk, scheduler: &str, job_file: &str) -> ConformRun {
     let sysfs = disk.sysfs().clone();
     let device = sysfs.device(&disk.name()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("randrw.fio");
-    std::fs::write(&job, JOB_FILE).unwrap();
+    std::fs::write(&job, job_file).unwrap();
     let workload = WorkloadSpec::parse(&format!("fio:{}", job.display())).unwrap();
     let target =
         Target::open(disk.path(), &TargetOptions { write: true, ..Default::default() }).unwrap();
@@ -199,4 +204,49 @@ fn kyber_capture_has_its_own_events() {
         .count();
     assert!(latency > 0, "no kyber_latency events in {counts:?}");
     assert_eq!(Snapshot::take(&sysfs, &device).unwrap(), before, "left as found");
+}
+
+/// Two jobs at different I/O priorities, as `ionice -c1 -n2` and `ionice -c3` set them.
+const CLASSES_JOB_FILE: &str = "\
+[global]
+ioengine=io_uring
+direct=1
+bs=4k
+iodepth=8
+runtime=300ms
+time_based=1
+size=16m
+
+[realtime]
+rw=randread
+prioclass=1
+prio=2
+
+[idle]
+rw=randwrite
+prioclass=3
+";
+
+// Proves the I/O priority of each request is read from the kernel's events end to end: the
+// issues of a real-time level 2 job and of an idle job carry exactly those priorities
+// (the kernel prints `rt,0,2`: class, hint, level — the level is the last number).
+#[test]
+fn priorities_of_requests_come_from_the_events() {
+    let Some(disk) = TestDisk::attach("priorities_of_requests_come_from_the_events", 64 << 20)
+    else {
+        return;
+    };
+    let run = capture_with(&disk, "mq-deadline", CLASSES_JOB_FILE);
+    let mut by_priority: BTreeMap<String, u64> = BTreeMap::new();
+    for event in &run.capture.events {
+        if let SchedEvent::Block(record) = event
+            && record.point == BlockPoint::Issue
+            && record.sectors > 0
+        {
+            let priority = record.priority.map_or("none".into(), sched_log::priority_text);
+            *by_priority.entry(priority).or_default() += 1;
+        }
+    }
+    let classes: Vec<&str> = by_priority.keys().map(String::as_str).collect();
+    assert_eq!(classes, ["idle/7", "rt/2"], "{by_priority:?}");
 }
