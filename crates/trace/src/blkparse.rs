@@ -163,7 +163,7 @@ fn parse_time(text: &str) -> Option<u64> {
 }
 
 /// The direction letter of an RWBS string and its flags; `None` when it is not one.
-pub fn parse_rwbs(rwbs: &str) -> Option<(char, IoFlags)> {
+fn parse_rwbs(rwbs: &str) -> Option<(char, IoFlags)> {
     let letters: Vec<char> = rwbs.chars().collect();
     let mut flags = IoFlags::default();
     let mut index = 0;
