@@ -48,10 +48,11 @@ pub(crate) struct TraceArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum TraceFormat {
     /// fio's iolog version 3 (`read_iolog=` replays it): one record per dispatched request,
-    /// µs since the first event.
+    /// µs since the first event. It has no field for the process: a replay sees one issuer.
     Iolog,
     /// blkparse's default text: D and C (with the latency since dispatch), Q and I with
-    /// --queue.
+    /// --queue. Keeps each request's process, so a replay under cfq or bfq sees the processes
+    /// the device saw.
     Blkparse,
 }
 
