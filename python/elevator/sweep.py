@@ -123,7 +123,13 @@ class _Journal:
     """Appends each finished configuration to the resume file, flushed as it finishes."""
 
     def __init__(self, path: Optional[str]):
-        self.file = open(path, "a", encoding="utf-8") if path else None
+        self.file = open(path, "a+", encoding="utf-8") if path else None
+        if self.file is not None and self.file.tell() > 0:
+            # A torn last line (a sweep killed while writing) is ended, so that the first entry
+            # appended now is a line of its own.
+            self.file.seek(self.file.tell() - 1)
+            if self.file.read(1) != "\n":
+                self.file.write("\n")
 
     def write(self, config: Mapping[str, Any], text: str) -> None:
         if self.file is not None:
