@@ -65,6 +65,8 @@ def sim(
     host: str = DEFAULT_HOST,
     max_size: Optional[int] = None,
     max_runtime_ns: Optional[int] = None,
+    dispatch_samples: Optional[int] = None,
+    interval: Union[None, str, int, float] = None,
     **queue: Any,
 ) -> Report:
     """Simulates `workload` on `device` under each scheduler (default: every one the host's
@@ -73,13 +75,18 @@ def sim(
     `schedulers` is a list or one comma-separated string (`"deadline,cfq:slice_idle=0"`).
     `**queue`: `nr_requests`, `read_ahead_kb`, `max_sectors_kb`, `plugging`, `depth`.
     `max_size` (bytes) and `max_runtime_ns` cap an fio job file's jobs (`--max-size`,
-    `--max-runtime`). The same arguments and seed give the same report, byte for byte.
+    `--max-runtime`). `dispatch_samples`: how many dispatches each run keeps (the report's
+    `dispatch_samples`, what the HTML report draws; default none), `interval`: the length of
+    the time series' intervals (`phases[].series`), a time as the CLI's `--interval` takes it
+    (`"500ms"`, `"2s"`; a number is seconds; default 1 s). The same arguments and seed give the
+    same report, byte for byte.
     """
     unknown = sorted(set(queue) - set(QUEUE_KEYS))
     if unknown:
         raise ElevatorError(
             f"unknown keyword {', '.join(unknown)} (accepted: device, workload, schedulers, "
-            f"seed, host, max_size, max_runtime_ns, {', '.join(QUEUE_KEYS)})"
+            f"seed, host, max_size, max_runtime_ns, dispatch_samples, interval, "
+            f"{', '.join(QUEUE_KEYS)})"
         )
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ElevatorError(f"seed {seed!r}: not a whole number >= 0")
@@ -91,16 +98,24 @@ def sim(
         str(host),
         max_size=max_size,
         max_runtime_ns=max_runtime_ns,
+        dispatch_samples=dispatch_samples,
+        interval=None if interval is None else str(interval),
         **queue,
     )
     return Report(text)
 
 
-def study(seed: int = 1, scale: float = 1.0, only: Union[None, str, Iterable[str]] = None) -> Report:
-    """Runs the classic study (`elevator compare` with no arguments): each experiment's
-    baseline and the legacy schedulers. `scale` (0 < F <= 1) shrinks the amounts, `only`
-    picks experiments by id."""
-    return Report(_native.study(seed, float(scale), _schedulers(only)))
+def study(
+    seed: int = 1,
+    scale: float = 1.0,
+    only: Union[None, str, Iterable[str]] = None,
+    schedulers: Union[None, str, Iterable[str]] = None,
+) -> Report:
+    """Runs the classic study (`elevator compare`): each experiment under `schedulers` (a
+    list or one comma-separated string, as `-s`; default: the experiment's baseline and the
+    legacy schedulers). `scale` (0 < F <= 1) shrinks the amounts, `only` picks experiments by
+    id."""
+    return Report(_native.study(seed, float(scale), _schedulers(only), _schedulers(schedulers)))
 
 
 def schedulers() -> List[Dict[str, Any]]:

@@ -71,6 +71,8 @@ def sim(
     host: str = ...,
     max_size: Optional[int] = ...,
     max_runtime_ns: Optional[int] = ...,
+    dispatch_samples: Optional[int] = ...,
+    interval: Union[None, str, int, float] = ...,
     *,
     nr_requests: Optional[int] = ...,
     read_ahead_kb: Optional[int] = ...,
@@ -78,7 +80,12 @@ def sim(
     plugging: Optional[bool] = ...,
     depth: Optional[int] = ...,
 ) -> Report: ...
-def study(seed: int = ..., scale: float = ..., only: Union[None, str, Iterable[str]] = ...) -> Report: ...
+def study(
+    seed: int = ...,
+    scale: float = ...,
+    only: Union[None, str, Iterable[str]] = ...,
+    schedulers: Union[None, str, Iterable[str]] = ...,
+) -> Report: ...
 def schedulers() -> List[Dict[str, Any]]: ...
 def devices() -> List[Dict[str, Any]]: ...
 def hosts() -> List[Dict[str, Any]]: ...

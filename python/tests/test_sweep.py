@@ -132,13 +132,15 @@ def _cli_env():
 
 # A grid with what makes byte equality hard: several jobs per phase, floats (throughput,
 # latency means), a list of schedulers in one configuration, a failing one, a text needing CSV
-# quotes (the comma-joined schedulers) and [[config]] before [grid].
+# quotes (the comma-joined schedulers), sim's recording options and [[config]] before [grid].
 MIXED_TOML = """
 seed = 5
 [[config]]
 device = "ssd"
 workload = "job:rw=randread,bs=4k,size=1m,numjobs=2"
 schedulers = ["noop", "deadline"]
+interval = "250ms"
+dispatch_samples = 8
 [[config]]
 device = "nosuch"
 [grid]

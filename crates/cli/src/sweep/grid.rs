@@ -50,8 +50,17 @@ const QUEUE_KEYS: [&str; 5] =
     ["nr_requests", "read_ahead_kb", "max_sectors_kb", "plugging", "depth"];
 
 /// Every keyword `elevator.sim` takes, in the order its error message lists them.
-const SIM_KEYS: [&str; 7] =
-    ["device", "workload", "schedulers", "seed", "host", "max_size", "max_runtime_ns"];
+const SIM_KEYS: [&str; 9] = [
+    "device",
+    "workload",
+    "schedulers",
+    "seed",
+    "host",
+    "max_size",
+    "max_runtime_ns",
+    "dispatch_samples",
+    "interval",
+];
 
 /// One configuration: `elevator.sim`'s keyword arguments in the file's order (its `seed`
 /// last when the sweep's was added).
@@ -344,6 +353,8 @@ fn simulate(config: &Config) -> Result<Report> {
     };
     let max_size = number("max_size", u64::MAX)?;
     let max_runtime_ns = number("max_runtime_ns", u64::MAX)?;
+    let dispatch_samples = number("dispatch_samples", usize::MAX as u64)?;
+    let interval = series_interval(config.get("interval").map(py_str).as_deref())?;
 
     let device = DeviceSpec::parse(&text("device", elevator_sim::DEFAULT_DEVICE))?;
     let workload =
@@ -370,7 +381,8 @@ fn simulate(config: &Config) -> Result<Report> {
             depth: queue_depth.or(defaults.depth),
         },
         host,
-        series_interval: Some(elevator_report::series::DEFAULT_INTERVAL),
+        series_interval: Some(interval),
+        dispatch_samples: dispatch_samples.map_or(0, |samples| samples as usize),
         ..SimConfig::new(seed, device)
     };
     let mut report = Report::new(seed, env!("CARGO_PKG_VERSION"));
@@ -381,6 +393,17 @@ fn simulate(config: &Config) -> Result<Report> {
         );
     }
     Ok(report)
+}
+
+/// `interval` as the package's `sim` takes it: the CLI's `--interval` (a bare number is
+/// seconds), clap's message for a bad one.
+fn series_interval(text: Option<&str>) -> Result<Duration> {
+    use elevator_report::series::{DEFAULT_INTERVAL, INTERVAL_MAX, INTERVAL_MIN, check_interval};
+    let Some(text) = text else { return Ok(DEFAULT_INTERVAL) };
+    elevator_core::units::parse_duration(text, 1_000_000_000)
+        .map_err(|error| format!("{error}; accepted {INTERVAL_MIN} to {INTERVAL_MAX}"))
+        .and_then(check_interval)
+        .map_err(|error| anyhow::anyhow!("invalid value '{text}' for '--interval <TIME>': {error}"))
 }
 
 /// A workload argument as the package takes it: a spec, or an fio job file (a path ending in
