@@ -23,6 +23,8 @@
 
 #![deny(missing_docs)]
 
+mod real;
+
 use anyhow::{Context, Result, bail};
 use elevator_core::{Duration, KeySpec, TunableSpec};
 use elevator_report::Report;
@@ -458,6 +460,90 @@ fn read_trace(py: Python<'_>, path: &str) -> PyResult<String> {
     to_json(&json)
 }
 
+/// `error` as Python sees it: the command's message as `ElevatorError`, or the exception a
+/// signal raised (KeyboardInterrupt) as it is.
+fn failure_to_py(failure: real::Failure) -> PyErr {
+    match failure {
+        real::Failure::Message(error) => to_py(error),
+        real::Failure::Python(error) => error,
+    }
+}
+
+/// `elevator run` (the live engine) on `target` (a file or block device; default the scratch
+/// file); returns the report's JSON.
+#[pyfunction]
+#[pyo3(signature = (target, workload, schedulers, runtime, seed, size, force, verify, depth,
+    nr_requests, max_sectors_kb, engine, interval))]
+#[allow(clippy::too_many_arguments)]
+fn live(
+    py: Python<'_>,
+    target: Option<std::path::PathBuf>,
+    workload: String,
+    schedulers: Vec<String>,
+    runtime: Option<String>,
+    seed: u64,
+    size: Option<String>,
+    force: bool,
+    verify: bool,
+    depth: Option<u32>,
+    nr_requests: Option<u32>,
+    max_sectors_kb: Option<u32>,
+    engine: String,
+    interval: Option<String>,
+) -> PyResult<String> {
+    let args = real::LiveArgs {
+        target,
+        workload,
+        schedulers,
+        runtime,
+        seed,
+        size,
+        force,
+        verify,
+        depth,
+        nr_requests,
+        max_sectors_kb,
+        engine,
+        interval,
+    };
+    // The I/O runs without the GIL; the progress callback takes it briefly to see Ctrl-C.
+    let report = py.detach(|| real::live(&args)).map_err(failure_to_py)?;
+    report_json(&report).map_err(to_py)
+}
+
+/// `elevator kernel compare DEV` (the kernel's schedulers, the device restored afterwards);
+/// returns the report's JSON.
+#[pyfunction]
+#[pyo3(signature = (device, workload, schedulers, runtime, seed, force, engine, drop_caches,
+    interval))]
+#[allow(clippy::too_many_arguments)]
+fn kernel_compare(
+    py: Python<'_>,
+    device: String,
+    workload: String,
+    schedulers: Vec<String>,
+    runtime: Option<String>,
+    seed: u64,
+    force: bool,
+    engine: String,
+    drop_caches: bool,
+    interval: Option<String>,
+) -> PyResult<String> {
+    let args = real::KernelArgs {
+        device,
+        workload,
+        schedulers,
+        runtime,
+        seed,
+        force,
+        engine,
+        drop_caches,
+        interval,
+    };
+    let report = py.detach(|| real::kernel_compare(&args)).map_err(failure_to_py)?;
+    report_json(&report).map_err(to_py)
+}
+
 /// The module `elevator._native`.
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -473,5 +559,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(hosts, module)?)?;
     module.add_function(wrap_pyfunction!(workloads, module)?)?;
     module.add_function(wrap_pyfunction!(read_trace, module)?)?;
+    module.add_function(wrap_pyfunction!(live, module)?)?;
+    module.add_function(wrap_pyfunction!(kernel_compare, module)?)?;
+    module.add("DEFAULT_LIVE_WORKLOAD", elevator_live::run::DEFAULT_WORKLOAD)?;
     Ok(())
 }
