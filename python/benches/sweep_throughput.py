@@ -1,15 +1,26 @@
-"""Sweep throughput, local processes vs Ray tasks, and Ray's per-task overhead.
+"""Sweep throughput: the CLI's Rust threads, local Python processes, Ray tasks; Ray's
+per-task overhead.
 
     python python/benches/sweep_throughput.py [CONFIGS] [WORKERS] [MIB]
 
-A grid of CONFIGS (default 200) short simulations (one scheduler each, MIB and 4 x MIB (default 1) of random reads
-on a disk or an SSD) runs: in this process one after another; on a local process pool of
-WORKERS (default 2); as Ray tasks on a local Ray of WORKERS CPUs. It prints configurations
+A grid of CONFIGS (default 200) short simulations (one scheduler each, MIB and 4 x MIB
+(default 1) of random reads on a disk or an SSD) runs: in this process one after another;
+through `elevator sweep GRID.toml -j WORKERS` (Rust threads; the binary in ELEVATOR_BIN, else
+`elevator` on PATH) and `python -m elevator.sweep GRID.toml -j WORKERS` (the package's process
+pool), both writing CSV, whose bytes must agree; as `elevator.sweep` on a local process pool
+of WORKERS (default 2); as Ray tasks on a local Ray of WORKERS CPUs. It prints configurations
 per second for each, and Ray's overhead per task: the time of as many empty tasks, and the
 difference to the process pool per configuration. Wall-clock figures: a benchmark, not a test.
+Build both sides in release for figures worth comparing (`cargo build --release -p elevator`,
+`pip install ./python`).
 """
 
+import json
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 
 import elevator
@@ -24,6 +35,15 @@ def grid(count: int, scale: int):
                                 f"job:rw=randread,bs=4k,size={4 * scale}m"],
                    "seed": list(range(1, 1 + (count + 31) // 32))})
     return base[:count]
+
+
+def grid_toml(configs) -> str:
+    """The configurations as GRID.toml `[[config]]` tables (strings and ints only)."""
+    lines = []
+    for config in configs:
+        lines.append("[[config]]")
+        lines.extend(f"{key} = {json.dumps(value)}" for key, value in config.items())
+    return "\n".join(lines) + "\n"
 
 
 def timed(label, count, function):
@@ -41,6 +61,21 @@ def main():
     configs = grid(count, scale)
     print(f"{len(configs)} configurations, {workers} workers")
     timed("sequential, one process", count, lambda: [run_config(c) for c in configs])
+    binary = os.environ.get("ELEVATOR_BIN") or shutil.which("elevator")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "grid.toml")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(grid_toml(configs))
+        ours, theirs = os.path.join(tmp, "cli.csv"), os.path.join(tmp, "package.csv")
+        if binary:
+            timed(f"elevator sweep -j {workers}", count, lambda: subprocess.run(
+                [binary, "-q", "sweep", path, "-j", str(workers), "-o", ours], check=True))
+        timed(f"python -m elevator.sweep -j {workers}", count, lambda: subprocess.run(
+            [sys.executable, "-m", "elevator.sweep", path, "-j", str(workers), "-o", theirs],
+            check=True))
+        if binary:
+            with open(ours, "rb") as a, open(theirs, "rb") as b:
+                assert a.read() == b.read(), "the CLI's CSV and the package's differ"
     local_s, local = timed(f"local pool ({workers})", count,
                            lambda: elevator.sweep(configs, workers=workers))
     import ray
