@@ -21,6 +21,10 @@
 //!   time, as Ctrl-C would: the run is `partial`, `partial_reason` says so.
 //! * A failed I/O or verify mismatch, which makes the commands exit 1 after writing the
 //!   report, raises `ElevatorError` with the command's message; the report is not returned.
+//! * The commands' stderr notes (a file created, the fallback from io_uring to threads, a
+//!   tunable the kernel clamped, what was restored) are not printed; the report's `config`
+//!   records the backend and fallback.
+//! * `--inject`, `--continue-on-error` and `--output-format` (fio's outputs) are not taken.
 //! * `interval=` sets the series interval of the whole process (the live recorders read a
 //!   process-wide one, elevator_report::series): concurrent live runs from several Python
 //!   threads share the last one set.
