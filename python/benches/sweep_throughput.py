@@ -17,6 +17,7 @@ Build both sides in release for figures worth comparing (`cargo build --release 
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -46,11 +47,22 @@ def grid_toml(configs) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cpu_seconds() -> float:
+    """User + system time of this process and its reaped children (pool workers, the CLI)."""
+    mine = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
+
+
 def timed(label, count, function):
-    start = time.perf_counter()
+    # CPU time beside wall time: on a shared machine the wall time says how loaded it was,
+    # the CPU time what the sweep cost (Ray's workers are not this process's children: for
+    # Ray it counts the driver only).
+    start, cpu = time.perf_counter(), cpu_seconds()
     result = function()
-    seconds = time.perf_counter() - start
-    print(f"{label:<28} {seconds:7.2f} s  {count / seconds:8.1f} configs/s")
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+    print(f"{label:<32} {seconds:7.2f} s  {count / seconds:8.1f} configs/s  "
+          f"{1e3 * cpu / count:6.2f} CPU ms/config")
     return seconds, result
 
 
@@ -71,7 +83,7 @@ def main():
             timed(f"elevator sweep -j {workers}", count, lambda: subprocess.run(
                 [binary, "-q", "sweep", path, "-j", str(workers), "-o", ours], check=True))
         timed(f"python -m elevator.sweep -j {workers}", count, lambda: subprocess.run(
-            [sys.executable, "-m", "elevator.sweep", path, "-j", str(workers), "-o", theirs],
+            [sys.executable, "-W", "ignore", "-m", "elevator.sweep", path, "-j", str(workers), "-o", theirs],
             check=True))
         if binary:
             with open(ours, "rb") as a, open(theirs, "rb") as b:
@@ -82,7 +94,7 @@ def main():
 
     start = time.perf_counter()
     ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-    print(f"{'ray.init (local)':<28} {time.perf_counter() - start:7.2f} s")
+    print(f"{'ray.init (local)':<32} {time.perf_counter() - start:7.2f} s")
     ray_s, on_ray = timed(f"ray ({workers} CPUs)", count, lambda: elevator.sweep(configs,
                                                                                  backend="ray"))
     assert local.equals(on_ray), "ray and local differ"
@@ -95,7 +107,7 @@ def main():
     start = time.perf_counter()
     ray.get([empty.remote() for _ in range(count)])
     empty_s = time.perf_counter() - start
-    print(f"{'empty ray tasks':<28} {empty_s:7.2f} s  {1e3 * empty_s / count:8.2f} ms/task "
+    print(f"{'empty ray tasks':<32} {empty_s:7.2f} s  {1e3 * empty_s / count:8.2f} ms/task "
           f"(throughput with {workers} CPUs)")
     print(f"ray - local per config: {1e3 * (ray_s - local_s) / count:.2f} ms")
     ray.shutdown()
