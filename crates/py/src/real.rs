@@ -43,9 +43,9 @@ use elevator_live::run::{
     run_workload_on, workload_target,
 };
 use elevator_live::{BackendChoice, EngineOptions, Target, TargetOptions};
-use elevator_report::{IoErrors, Report, Run};
+use elevator_report::{Report, Run};
 use elevator_sched::{SchedulerKind, SchedulerSpec};
-use elevator_workload::{IoKind, WorkloadSpec};
+use elevator_workload::WorkloadSpec;
 use pyo3::prelude::*;
 
 /// What `elevator.live` takes (the options of `elevator run`).
@@ -160,28 +160,16 @@ fn set_interval(text: Option<&str>) -> Result<()> {
     elevator_report::series::set_interval(interval).map_err(anyhow::Error::msg)
 }
 
-/// The workload as the commands read `-w` or a job file's path (`crate::workload_spec`), its
-/// jobs on `target` (device 0, what the engines address).
-fn workload_on(text: &str, target: &Target) -> Result<WorkloadSpec> {
-    let spec = crate::workload_spec(text, None, None)?;
-    Ok(spec.fio_on_one_device(&workload_target(target).name).unwrap_or(spec))
+/// A job file's jobs on `target` (device 0, what the engines address), as the commands'
+/// `fio_live::on_target`; other workloads unchanged.
+fn on_target(spec: WorkloadSpec, target: &Target) -> WorkloadSpec {
+    spec.fio_on_one_device(&workload_target(target).name).unwrap_or(spec)
 }
 
-/// The command's message for a run whose I/O failed (`plan::io_error_failure` under
-/// `--continue-on-error none`, the default): every failure fails the run.
+/// The command's message for a run whose I/O failed (`plan::io_error_failure`): under fio's
+/// default `continue_on_error=none`, which these runs use, every failed I/O fails the run.
 fn io_failure(run: &Run, io_errors: &(u64, Option<String>)) -> Option<String> {
     let (count @ 1.., Some(first)) = io_errors else { return None };
-    let errors = run.phases.iter().fold(IoErrors::default(), |mut all, phase| {
-        all.add(&phase.errors);
-        all
-    });
-    let tolerated = |count: u64, kind| count == 0 || ContinueOnError::None.tolerates(kind);
-    if tolerated(errors.read, IoKind::Read)
-        && tolerated(errors.write, IoKind::Write)
-        && tolerated(errors.other, IoKind::Sync)
-    {
-        return None;
-    }
     Some(format!("{count} I/Os failed under {}; the first: {first}", run.scheduler))
 }
 
@@ -219,7 +207,7 @@ pub(crate) fn live(args: &LiveArgs) -> Result<Report, Failure> {
     let options =
         TargetOptions { write: spec.may_write(), force: args.force, create_bytes, stop: None };
     let target = Target::open(&path, &options).map_err(anyhow::Error::from)?;
-    let workload = workload_on(&args.workload, &target)?;
+    let workload = on_target(spec, &target);
     if args.verify && !workload.may_write() && !target.is_scratch() {
         return Err(anyhow::anyhow!(
             "--verify on {} needs a workload that writes (its content before the run is \
@@ -327,7 +315,7 @@ pub(crate) fn kernel_compare(args: &KernelArgs) -> Result<Report, Failure> {
         stop: None,
     };
     let target = Target::open(&path, &options).map_err(anyhow::Error::from)?;
-    let workload = workload_on(&args.workload, &target)?;
+    let workload = on_target(spec, &target);
     let planned = workload_target(&target);
     let schedulers: Vec<KernelScheduler> = split_spec_list("scheduler", &args.schedulers)
         .map_err(anyhow::Error::from)?
