@@ -80,9 +80,10 @@ pub(crate) enum Command {
     /// the exit code is 1 if any case failed.
     ///
     /// With GRID.toml: a parameter study instead, every configuration of the grid simulated
-    /// through the Python package (`pip install ./python`) on local processes, or with --ray
-    /// as Ray tasks; one CSV row per configuration × run × phase × job, a failed configuration
-    /// one row with its `error` (exit 1). Put --ray after GRID.toml or write --ray=ADDRESS.
+    /// on this machine's cores (-j threads), or with --ray as Ray tasks through the Python
+    /// package (`pip install ./python`); one CSV row per configuration × run × phase × job, a
+    /// failed configuration one row with its `error` (exit 1), --resume to skip what a
+    /// stopped sweep finished. Put --ray after GRID.toml or write --ray=ADDRESS.
     Sweep(SweepArgs),
     /// Run a workload live: our schedulers in front of a real file or block device, over
     /// io_uring with O_DIRECT, once per scheduler on the same target.

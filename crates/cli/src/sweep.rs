@@ -70,6 +70,9 @@ fn run_grid(path: &std::path::Path, args: &SweepArgs, stdout: &mut dyn Write) ->
     if output.is_some_and(|path| !jsonl && path.extension().is_none_or(|ext| ext != "csv")) {
         anyhow::bail!("-o {}: not .csv or .jsonl", output.unwrap_or(path).display());
     }
+    if args.jobs == Some(0) {
+        anyhow::bail!("-j 0: at least 1");
+    }
     let configs = grid::load(path)?;
     let threads = args.jobs.unwrap_or_else(elevator_sim::parallel::processors);
     let progress = term::simulation_counter(configs.len());
