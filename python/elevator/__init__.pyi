@@ -4,6 +4,7 @@ import pandas
 
 DEFAULT_DEVICE: str
 DEFAULT_HOST: str
+DEFAULT_LIVE_WORKLOAD: str
 DEFAULT_WORKLOAD: str
 WHY_COUNTERS: tuple[str, ...]
 QUEUE_KEYS: tuple[str, ...]
@@ -71,6 +72,8 @@ def sim(
     host: str = ...,
     max_size: Optional[int] = ...,
     max_runtime_ns: Optional[int] = ...,
+    dispatch_samples: Optional[int] = ...,
+    interval: Union[None, str, int, float] = ...,
     *,
     nr_requests: Optional[int] = ...,
     read_ahead_kb: Optional[int] = ...,
@@ -78,7 +81,38 @@ def sim(
     plugging: Optional[bool] = ...,
     depth: Optional[int] = ...,
 ) -> Report: ...
-def study(seed: int = ..., scale: float = ..., only: Union[None, str, Iterable[str]] = ...) -> Report: ...
+def study(
+    seed: int = ...,
+    scale: float = ...,
+    only: Union[None, str, Iterable[str]] = ...,
+    schedulers: Union[None, str, Iterable[str]] = ...,
+) -> Report: ...
+def live(
+    target: Optional[str] = ...,
+    workload: str = ...,
+    schedulers: Union[None, str, Iterable[str]] = ...,
+    runtime: Union[None, str, int, float] = ...,
+    seed: int = ...,
+    size: Union[None, str, int] = ...,
+    force: bool = ...,
+    verify: bool = ...,
+    depth: Optional[int] = ...,
+    nr_requests: Optional[int] = ...,
+    max_sectors_kb: Optional[int] = ...,
+    engine: str = ...,
+    interval: Union[None, str, int, float] = ...,
+) -> Report: ...
+def kernel_compare(
+    device: str,
+    workload: str = ...,
+    schedulers: Union[None, str, Iterable[str]] = ...,
+    runtime: Union[None, str, int, float] = ...,
+    seed: int = ...,
+    force: bool = ...,
+    engine: str = ...,
+    drop_caches: bool = ...,
+    interval: Union[None, str, int, float] = ...,
+) -> Report: ...
 def schedulers() -> List[Dict[str, Any]]: ...
 def devices() -> List[Dict[str, Any]]: ...
 def hosts() -> List[Dict[str, Any]]: ...

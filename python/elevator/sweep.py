@@ -12,16 +12,33 @@ finishes, and a later sweep with the same PATH skips the configurations found th
 ones run again).
 
 `python -m elevator.sweep GRID.toml [--ray ADDRESS] [--workers N] [--resume PATH] [-o FILE]`
-runs a grid from a file (what `elevator sweep GRID.toml` calls):
+runs a grid from a file. `elevator sweep GRID.toml` reads the same file and, on local cores,
+runs it on Rust threads itself (crates/cli/src/sweep/grid.rs), writing this module's CSV or
+JSON Lines and resume journal byte for byte; with `--ray` it calls this module.
 
-    # GRID.toml: every key a list; the grid is their product, in the keys' order.
+GRID.toml (one schema; `elevator sweep --help` says the same):
+
+    seed = 1            # the seed of configurations that name none (default 1)
+
+    # Configurations one by one, run first: tables of `sim`'s keyword arguments.
+    [[config]]
+    device = "ssd"
+    workload = "job:rw=write,bs=64k,size=8m"
+    schedulers = ["noop", "deadline"]   # a list: one configuration, both schedulers
+
+    # A grid: every value a list of choices (a value that is not a list is one choice); its
+    # configurations are the product, in the keys' order, the last key varying fastest.
     [grid]
     device = ["hdd", "ssd"]
     workload = ["job:rw=randread,bs=4k,size=4m"]
-    schedulers = ["noop", "deadline"]
-    seed = [1, 2]
+    schedulers = ["noop", "deadline"]   # here: two configurations, one scheduler each
+    interval = ["250ms"]
 
-or explicit configurations, `[[config]]` tables (both may be given: the list comes first).
+Keys: device, workload, schedulers, seed, host, max_size, max_runtime_ns, dispatch_samples,
+interval, nr_requests, read_ahead_kb, max_sectors_kb, plugging, depth. The table: per
+configuration its report's rows (run × phase × job, as `Report.rows`), headed by `config`
+(its index), `error` (empty, or its message: then that one row) and `cfg.<key>` (a list
+comma-joined); columns in first-seen order.
 """
 
 from __future__ import annotations
@@ -123,7 +140,13 @@ class _Journal:
     """Appends each finished configuration to the resume file, flushed as it finishes."""
 
     def __init__(self, path: Optional[str]):
-        self.file = open(path, "a", encoding="utf-8") if path else None
+        self.file = open(path, "a+", encoding="utf-8") if path else None
+        if self.file is not None and self.file.tell() > 0:
+            # A torn last line (a sweep killed while writing) is ended, so that the first entry
+            # appended now is a line of its own.
+            self.file.seek(self.file.tell() - 1)
+            if self.file.read(1) != "\n":
+                self.file.write("\n")
 
     def write(self, config: Mapping[str, Any], text: str) -> None:
         if self.file is not None:

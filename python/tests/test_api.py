@@ -193,3 +193,51 @@ def test_study_rejects_an_unknown_experiment():
     # Proves study's errors list what is accepted.
     with pytest.raises(elevator.ElevatorError, match="unknown experiment `nope` .accepted: "):
         elevator.study(only="nope")
+
+
+def test_interval_and_dispatch_samples_are_the_clis(cli):
+    # Proves sim's interval= and dispatch_samples= reach the simulator as the CLI's
+    # --interval and --dispatch-samples (the JSON equals the CLI's byte for byte), that they
+    # change the report (finer series, kept dispatches), and that a number is seconds.
+    args = dict(device="hdd", workload="job:rw=randread,bs=4k,size=4m", schedulers="deadline")
+    report = elevator.sim(**args, interval="50ms", dispatch_samples=64)
+    out = cli("sim", "-d", "hdd", "-w", args["workload"], "-s", "deadline", "--interval",
+              "50ms", "--dispatch-samples", "64", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert report.to_json() == out.stdout
+    assert elevator.sim(**args, interval=0.05, dispatch_samples=64).to_json() == report.to_json()
+    default = elevator.sim(**args)
+    assert default.to_json() != report.to_json()
+    series = report.runs[0].phases[0].series
+    assert series["interval_ns"] == 50_000_000
+    assert default.runs[0].phases[0].series["interval_ns"] == 1_000_000_000
+    assert len(series["lines"][0]["intervals"]) > len(
+        default.runs[0].phases[0].series["lines"][0]["intervals"])
+    assert 0 < len(report.runs[0].dispatches["time_ns"]) <= 64
+    assert "dispatches" not in default.runs[0].data
+
+
+def test_a_bad_interval_is_the_clis_error(cli):
+    # Proves an interval out of range raises clap's message for --interval (exit 2 there).
+    with pytest.raises(elevator.ElevatorError) as caught:
+        elevator.sim(interval="0")
+    out = cli("sim", "--interval", "0")
+    assert out.returncode == 2
+    assert str(caught.value) in out.stderr
+    assert "accepted 1ms to 3600s" in str(caught.value)
+
+
+def test_study_with_schedulers_is_the_clis_compare_s(cli):
+    # Proves study(schedulers=) runs the experiments under the named schedulers as
+    # `elevator compare -s` does (no baseline row added), and refuses what -s refuses.
+    report = elevator.study(seed=2, scale=0.05, only="dd-read", schedulers=["noop", "cfq"])
+    out = cli("compare", "--only", "dd-read", "--scale", "0.05", "--seed", "2", "-s",
+              "noop,cfq", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert report.to_json() == out.stdout
+    assert [run.scheduler for run in report.runs] == ["noop", "cfq"]
+    with pytest.raises(elevator.ElevatorError) as caught:
+        elevator.study(scale=0.05, only="dd-read", schedulers="deadline:nosuch=1")
+    out = cli("compare", "--only", "dd-read", "--scale", "0.05", "-s", "deadline:nosuch=1")
+    assert out.returncode == 2
+    assert str(caught.value) == out.stderr.strip().splitlines()[-1][len("elevator: "):]

@@ -80,9 +80,10 @@ pub(crate) enum Command {
     /// the exit code is 1 if any case failed.
     ///
     /// With GRID.toml: a parameter study instead, every configuration of the grid simulated
-    /// through the Python package (`pip install ./python`) on local processes, or with --ray
-    /// as Ray tasks; one CSV row per configuration × run × phase × job, a failed configuration
-    /// one row with its `error` (exit 1). Put --ray after GRID.toml or write --ray=ADDRESS.
+    /// on this machine's cores (-j threads), or with --ray as Ray tasks through the Python
+    /// package (`pip install ./python`); one CSV row per configuration × run × phase × job, a
+    /// failed configuration one row with its `error` (exit 1), --resume to skip what a
+    /// stopped sweep finished. Put --ray after GRID.toml or write --ray=ADDRESS.
     Sweep(SweepArgs),
     /// Run a workload live: our schedulers in front of a real file or block device, over
     /// io_uring with O_DIRECT, once per scheduler on the same target.
@@ -179,13 +180,20 @@ pub(crate) struct FioArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct SweepArgs {
-    /// A grid of simulations (TOML: `[grid]` of lists, or `[[config]]` tables of `sim`'s
-    /// arguments) to run in parallel instead of the seeded sweep, through the Python package
-    /// (`python3 -m elevator.sweep`; `pip install ./python`); the rows go to stdout as CSV.
+    /// A grid of simulations to run in parallel on this machine's cores instead of the seeded
+    /// sweep; the rows (per configuration its report's run × phase × job rows, headed by
+    /// `config`, `error` and `cfg.<key>`) go to stdout as CSV. GRID.toml: `[grid]`, lists of
+    /// choices whose product runs (the last key varying fastest), and/or `[[config]]` tables
+    /// (run first), of `elevator.sim`'s keyword arguments (device, workload, schedulers, seed,
+    /// host, max_size, max_runtime_ns, dispatch_samples, interval, nr_requests,
+    /// read_ahead_kb, max_sectors_kb, plugging, depth); a top-level `seed` for those naming
+    /// none. The Python package's `elevator.sweep` reads the same file and writes the same rows.
     #[arg(value_name = "GRID.toml", conflicts_with_all = ["seed", "seeds", "from", "format"])]
     pub(crate) grid: Option<PathBuf>,
 
-    /// With a grid: run it on Ray, on the cluster at ADDRESS (without one: a local Ray).
+    /// With a grid: run it on Ray, on the cluster at ADDRESS (without one: a local Ray),
+    /// through the Python package (`pip install ./python`; its interpreter: ELEVATOR_PYTHON,
+    /// else python3).
     #[arg(long, value_name = "ADDRESS", num_args = 0..=1, default_missing_value = "",
           requires = "grid")]
     pub(crate) ray: Option<String>,

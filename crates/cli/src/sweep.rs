@@ -1,9 +1,12 @@
 //! `elevator sweep`: the seeded simulation sweep of `elevator_sim::sweep`, on threads, printed
-//! in seed order. Exit code 1 when a case failed.
+//! in seed order; or, given a GRID.toml, a grid of simulations on this machine's cores
+//! ([`grid`]) or on Ray through the Python package (`--ray`). Exit code 1 when a case failed.
+
+mod grid;
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use elevator_sim::sweep::{self, CaseResult, Outcome, Summary};
 use serde_json::{Value, json};
 
@@ -13,7 +16,7 @@ use crate::term;
 
 pub(crate) fn run_command(args: &SweepArgs, stdout: &mut dyn Write) -> Result<()> {
     if let Some(grid) = &args.grid {
-        return run_grid(grid, args);
+        return run_grid(grid, args, stdout);
     }
     let results = match args.seed {
         Some(seed) => vec![sweep::run_seed(seed, true)],
@@ -55,10 +58,58 @@ pub(crate) fn run_command(args: &SweepArgs, stdout: &mut dyn Write) -> Result<()
 /// The interpreter that runs the Python package: `ELEVATOR_PYTHON`, else `python3`.
 const PYTHON_ENV: &str = "ELEVATOR_PYTHON";
 
-/// `elevator sweep GRID.toml`: the grid runs through the Python package's sweep
-/// (`python3 -m elevator.sweep`, python/elevator/sweep.py), on local processes or on Ray. Its
-/// exit code is passed on: 1 when a configuration failed, 2 for bad input.
-fn run_grid(grid: &std::path::Path, args: &SweepArgs) -> Result<()> {
+/// `elevator sweep GRID.toml`: the grid on this machine's cores ([`grid`]), the rows to `-o`
+/// (`.csv` or `.jsonl`) or as CSV to stdout; each failed configuration is named on stderr and
+/// makes the exit code 1. With `--ray` the Python package runs it instead.
+fn run_grid(path: &std::path::Path, args: &SweepArgs, stdout: &mut dyn Write) -> Result<()> {
+    if args.ray.is_some() {
+        return run_grid_on_ray(path, args);
+    }
+    let output = args.output.as_deref();
+    let jsonl = output.is_some_and(|path| path.extension().is_some_and(|ext| ext == "jsonl"));
+    if output.is_some_and(|path| !jsonl && path.extension().is_none_or(|ext| ext != "csv")) {
+        anyhow::bail!("-o {}: not .csv or .jsonl", output.unwrap_or(path).display());
+    }
+    if args.jobs == Some(0) {
+        anyhow::bail!("-j 0: at least 1");
+    }
+    let configs = grid::load(path)?;
+    let threads = args.jobs.unwrap_or_else(elevator_sim::parallel::processors);
+    let progress = term::simulation_counter(configs.len());
+    let outcome = grid::run(&configs, threads, args.resume.as_deref(), |_| progress.inc(1))?;
+    progress.finish_and_clear();
+    match output {
+        Some(file) => {
+            let mut writer = std::io::BufWriter::new(
+                std::fs::File::create(file)
+                    .with_context(|| format!("-o {}: cannot create it", file.display()))?,
+            );
+            if jsonl {
+                grid::write_jsonl(&mut writer, &outcome.rows)?;
+            } else {
+                grid::write_csv(&mut writer, &outcome.rows)?;
+            }
+            writer.flush().with_context(|| format!("-o {}: writing it", file.display()))?;
+        }
+        None => grid::write_csv(stdout, &outcome.rows)?,
+    }
+    for (index, message) in &outcome.failed {
+        term::note(&format!("configuration {index}: {message}"));
+    }
+    match outcome.failed.len() {
+        0 => Ok(()),
+        failed => Err(CheckFailed(format!(
+            "{failed} of {} configurations of the grid failed",
+            configs.len()
+        ))
+        .into()),
+    }
+}
+
+/// `elevator sweep GRID.toml --ray [ADDRESS]`: the grid runs through the Python package's
+/// sweep (`python3 -m elevator.sweep`, python/elevator/sweep.py) on Ray. Its exit code is
+/// passed on: 1 when a configuration failed, 2 for bad input.
+fn run_grid_on_ray(grid: &std::path::Path, args: &SweepArgs) -> Result<()> {
     let python = std::env::var_os(PYTHON_ENV).unwrap_or_else(|| "python3".into());
     let mut command = std::process::Command::new(&python);
     command.args(["-m", "elevator.sweep"]).arg(grid);

@@ -18,10 +18,12 @@
 //!
 //! * The CLI's stderr notes (a clamped tunable, a DiskSim file's warning line) are not
 //!   printed: a library does not write to its caller's stderr.
-//! * `elevator.study` runs the classic study's default rows (each experiment's baseline, then
-//!   the legacy schedulers), as `elevator compare` with no `-s`; it does not take `-s`.
+//! * `elevator.study(schedulers=)` and `elevator.sim(interval=)` print no stderr note for a
+//!   clamped tunable either.
 
 #![deny(missing_docs)]
+
+mod real;
 
 use anyhow::{Context, Result, bail};
 use elevator_core::{Duration, KeySpec, TunableSpec};
@@ -67,6 +69,27 @@ struct Queue {
     depth: Option<u32>,
 }
 
+/// `--interval` as the CLI parses it (a time; a bare number is seconds), with clap's message
+/// for a bad one (without its `error: `).
+fn series_interval(text: Option<&str>) -> Result<Duration> {
+    use elevator_report::series::{DEFAULT_INTERVAL, INTERVAL_MAX, INTERVAL_MIN, check_interval};
+    let Some(text) = text else { return Ok(DEFAULT_INTERVAL) };
+    elevator_core::units::parse_duration(text, 1_000_000_000)
+        .map_err(|error| format!("{error}; accepted {INTERVAL_MIN} to {INTERVAL_MAX}"))
+        .and_then(check_interval)
+        .map_err(|error| anyhow::anyhow!("invalid value '{text}' for '--interval <TIME>': {error}"))
+}
+
+/// `sim`'s other options: the job file's caps (`--max-size`, `--max-runtime`) and what a
+/// simulation records beside its figures (`--dispatch-samples`, `--interval`).
+#[derive(Debug, Default)]
+struct SimOptions<'a> {
+    max_size_bytes: Option<u64>,
+    max_runtime_ns: Option<u64>,
+    dispatch_samples: Option<usize>,
+    interval: Option<&'a str>,
+}
+
 /// What `sim` runs: the CLI's `sim::plan`, from keyword arguments.
 struct SimPlan {
     config: SimConfig,
@@ -103,11 +126,13 @@ fn sim_plan(
     seed: u64,
     host_text: &str,
     queue: &Queue,
-    caps: (Option<u64>, Option<u64>),
+    options: &SimOptions<'_>,
 ) -> Result<SimPlan> {
-    // The CLI's order (sim.rs `plan`), so that the first bad argument is the one reported.
+    // The CLI's order (clap's checks, then sim.rs `plan`), so that the first bad argument is
+    // the one reported.
+    let interval = series_interval(options.interval)?;
     let device = DeviceSpec::parse(device)?;
-    let workload = workload_spec(workload, caps.0, caps.1)?;
+    let workload = workload_spec(workload, options.max_size_bytes, options.max_runtime_ns)?;
     let host = HostSpec::parse(host_text)?;
     let runnable: Vec<SchedulerKind> =
         SchedulerKind::ALL.iter().copied().filter(|kind| kind.runs_on(host.kernel())).collect();
@@ -127,8 +152,9 @@ fn sim_plan(
             depth: queue.depth.or(defaults.depth),
         },
         host,
-        // As the CLI's default `--interval`, so that the JSON is the CLI's byte for byte.
-        series_interval: Some(elevator_report::series::DEFAULT_INTERVAL),
+        // The CLI's `--interval` (default 1 s), so that the JSON is the CLI's byte for byte.
+        series_interval: Some(interval),
+        dispatch_samples: options.dispatch_samples.unwrap_or(0),
         ..SimConfig::new(seed, device)
     };
     Ok(SimPlan { config, schedulers, workload })
@@ -160,7 +186,7 @@ fn run_plan(plan: &SimPlan) -> Result<Report> {
 #[pyfunction]
 #[pyo3(signature = (device, workload, schedulers, seed, host, nr_requests=None,
     read_ahead_kb=None, max_sectors_kb=None, plugging=None, depth=None, max_size=None,
-    max_runtime_ns=None))]
+    max_runtime_ns=None, dispatch_samples=None, interval=None))]
 #[allow(clippy::too_many_arguments)]
 fn sim(
     py: Python<'_>,
@@ -176,16 +202,19 @@ fn sim(
     depth: Option<u32>,
     max_size: Option<u64>,
     max_runtime_ns: Option<u64>,
+    dispatch_samples: Option<usize>,
+    interval: Option<&str>,
 ) -> PyResult<String> {
     let queue = Queue { nr_requests, read_ahead_kb, max_sectors_kb, plugging, depth };
+    let options =
+        SimOptions { max_size_bytes: max_size, max_runtime_ns, dispatch_samples, interval };
     let plan =
-        sim_plan(device, workload, &schedulers, seed, host, &queue, (max_size, max_runtime_ns))
-            .map_err(to_py)?;
+        sim_plan(device, workload, &schedulers, seed, host, &queue, &options).map_err(to_py)?;
     // The simulation touches no Python object: other Python threads run meanwhile.
     py.detach(|| run_plan(&plan).and_then(|report| report_json(&report))).map_err(to_py)
 }
 
-fn study_report(seed: u64, scale: f64, only: &[String]) -> Result<Report> {
+fn study_report(seed: u64, scale: f64, only: &[String], schedulers: &[String]) -> Result<Report> {
     if !(scale > 0.0 && scale <= 1.0) {
         bail!("--scale {scale} is out of range (accepted: 0 < F <= 1)");
     }
@@ -195,15 +224,21 @@ fn study_report(seed: u64, scale: f64, only: &[String]) -> Result<Report> {
             bail!("unknown experiment `{id}` (accepted: {})", accepted.join(", "));
         }
     }
-    let legacy: Vec<SchedulerSpec> =
-        SchedulerKind::LEGACY.iter().map(|&kind| SchedulerSpec::new(kind)).collect();
+    // `elevator compare -s`: the named schedulers, else the legacy ones.
+    let named = !schedulers.is_empty();
+    let schedulers: Vec<SchedulerSpec> = if named {
+        let texts = elevator_core::split_spec_list("scheduler", schedulers)?;
+        texts.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?
+    } else {
+        SchedulerKind::LEGACY.iter().map(|&kind| SchedulerSpec::new(kind)).collect()
+    };
     let mut jobs = Vec::new();
     for experiment in EXPERIMENTS {
         if !only.is_empty() && !only.iter().any(|id| id == experiment.id) {
             continue;
         }
-        // The rows `elevator compare` runs when no scheduler is named.
-        for scheduler in experiment.rows(&legacy, false).map_err(anyhow::Error::msg)? {
+        // The rows `elevator compare [-s ...]` runs.
+        for scheduler in experiment.rows(&schedulers, named).map_err(anyhow::Error::msg)? {
             let (mut config, workload) = experiment
                 .prepare_for(&scheduler, seed, scale)
                 .with_context(|| format!("preparing experiment {}", experiment.id))?;
@@ -231,12 +266,20 @@ fn study_report(seed: u64, scale: f64, only: &[String]) -> Result<Report> {
     Ok(report)
 }
 
-/// Runs the classic study (`elevator compare` with no arguments); returns the report's JSON.
+/// Runs the classic study (`elevator compare [-s SCHEDULERS]`); returns the report's JSON.
 #[pyfunction]
-#[pyo3(signature = (seed, scale, only))]
-fn study(py: Python<'_>, seed: u64, scale: f64, only: Vec<String>) -> PyResult<String> {
-    py.detach(|| study_report(seed, scale, &only).and_then(|report| report_json(&report)))
-        .map_err(to_py)
+#[pyo3(signature = (seed, scale, only, schedulers))]
+fn study(
+    py: Python<'_>,
+    seed: u64,
+    scale: f64,
+    only: Vec<String>,
+    schedulers: Vec<String>,
+) -> PyResult<String> {
+    py.detach(|| {
+        study_report(seed, scale, &only, &schedulers).and_then(|report| report_json(&report))
+    })
+    .map_err(to_py)
 }
 
 #[derive(Serialize)]
@@ -417,6 +460,90 @@ fn read_trace(py: Python<'_>, path: &str) -> PyResult<String> {
     to_json(&json)
 }
 
+/// `error` as Python sees it: the command's message as `ElevatorError`, or the exception a
+/// signal raised (KeyboardInterrupt) as it is.
+fn failure_to_py(failure: real::Failure) -> PyErr {
+    match failure {
+        real::Failure::Message(error) => to_py(error),
+        real::Failure::Python(error) => error,
+    }
+}
+
+/// `elevator run` (the live engine) on `target` (a file or block device; default the scratch
+/// file); returns the report's JSON.
+#[pyfunction]
+#[pyo3(signature = (target, workload, schedulers, runtime, seed, size, force, verify, depth,
+    nr_requests, max_sectors_kb, engine, interval))]
+#[allow(clippy::too_many_arguments)]
+fn live(
+    py: Python<'_>,
+    target: Option<std::path::PathBuf>,
+    workload: String,
+    schedulers: Vec<String>,
+    runtime: Option<String>,
+    seed: u64,
+    size: Option<String>,
+    force: bool,
+    verify: bool,
+    depth: Option<u32>,
+    nr_requests: Option<u32>,
+    max_sectors_kb: Option<u32>,
+    engine: String,
+    interval: Option<String>,
+) -> PyResult<String> {
+    let args = real::LiveArgs {
+        target,
+        workload,
+        schedulers,
+        runtime,
+        seed,
+        size,
+        force,
+        verify,
+        depth,
+        nr_requests,
+        max_sectors_kb,
+        engine,
+        interval,
+    };
+    // The I/O runs without the GIL; the progress callback takes it briefly to see Ctrl-C.
+    let report = py.detach(|| real::live(&args)).map_err(failure_to_py)?;
+    report_json(&report).map_err(to_py)
+}
+
+/// `elevator kernel compare DEV` (the kernel's schedulers, the device restored afterwards);
+/// returns the report's JSON.
+#[pyfunction]
+#[pyo3(signature = (device, workload, schedulers, runtime, seed, force, engine, drop_caches,
+    interval))]
+#[allow(clippy::too_many_arguments)]
+fn kernel_compare(
+    py: Python<'_>,
+    device: String,
+    workload: String,
+    schedulers: Vec<String>,
+    runtime: Option<String>,
+    seed: u64,
+    force: bool,
+    engine: String,
+    drop_caches: bool,
+    interval: Option<String>,
+) -> PyResult<String> {
+    let args = real::KernelArgs {
+        device,
+        workload,
+        schedulers,
+        runtime,
+        seed,
+        force,
+        engine,
+        drop_caches,
+        interval,
+    };
+    let report = py.detach(|| real::kernel_compare(&args)).map_err(failure_to_py)?;
+    report_json(&report).map_err(to_py)
+}
+
 /// The module `elevator._native`.
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -432,5 +559,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(hosts, module)?)?;
     module.add_function(wrap_pyfunction!(workloads, module)?)?;
     module.add_function(wrap_pyfunction!(read_trace, module)?)?;
+    module.add_function(wrap_pyfunction!(live, module)?)?;
+    module.add_function(wrap_pyfunction!(kernel_compare, module)?)?;
+    module.add("DEFAULT_LIVE_WORKLOAD", elevator_live::run::DEFAULT_WORKLOAD)?;
     Ok(())
 }
