@@ -243,6 +243,16 @@ pub trait Scheduler: fmt::Debug + Send {
     /// The device finished a request this scheduler dispatched.
     fn complete(&mut self, _cx: &Ctx<'_>, _done: &Completion) {}
 
+    /// Right after [`Scheduler::complete`]: whether that completion runs the queue again on a
+    /// blk-mq queue ([`crate::BlkMqQueue`]) where dispatch last answered
+    /// [`Dispatch::Throttled`]. blk-mq re-runs a queue at a completion only through the
+    /// scheduler's own wake-up (kyber's token wait queue, bfq's `bfq_schedule_dispatch`);
+    /// mq-deadline has none (modern-vs-kernel.md rows 1–2). Default: yes. Legacy queues ask
+    /// the scheduler after every completion and ignore the answer.
+    fn completion_reruns(&mut self) -> bool {
+        true
+    }
+
     /// `process` exited (its I/O context went away): anticipatory stops waiting for it and
     /// counts it in its exit statistics; cfq turns its idle window off.
     fn process_exited(&mut self, _cx: &Ctx<'_>, _process: ProcessId) {}

@@ -25,9 +25,15 @@
 //! **Dispatch** serves domains in turn: the current domain keeps going for up to its batch size
 //! in requests; when the batch is used up, or the domain has nothing it may send, the batch count
 //! restarts and the domains are tried round robin from the next one, wrapping back to the
-//! current one last. A domain with queued requests but no free token is skipped. When no domain
-//! can send anything although requests are queued, every token they need is held by a request
-//! at the device, and dispatch answers [`Dispatch::Throttled`]: the next completion frees one.
+//! current one last. A domain with queued requests but no free token is skipped, and waits on
+//! the domain's token wait queue. When no domain can send anything although requests are
+//! queued, every token they need is held by a request at the device, and dispatch answers
+//! [`Dispatch::Throttled`]. A waiting domain wakes the queue once `wake_batch` =
+//! clamp(depth / 8, 1, 8) of its tokens have been freed (`sbitmap_queue_wake_up` →
+//! `kyber_domain_wake`, [`Scheduler::completion_reruns`]); on a blk-mq queue
+//! ([`elevator_core::BlkMqQueue`]) that, an insertion or the one-jiffy delayed run are what ask
+//! dispatch again (modern-vs-kernel.md row 2), where a legacy queue asks after every
+//! completion.
 //!
 //! **Measurement.** Each completed read, write or discard adds two samples to its domain's
 //! histograms: the **total latency** (request creation to completion) and the **device latency**
@@ -88,6 +94,11 @@
 //!   front candidate lie in the window the core tries the back one first, where the kernel takes
 //!   the newer of the two. After a bio merge the grown request never fuses with a neighbour,
 //!   as in blk-mq's list merge.
+//! * **Wake-ups.** The freed-token count towards a wake-up is kept per domain and only while
+//!   a dispatch waits; the kernel's `sbitmap_queue` counts frees in one `completion_cnt` per
+//!   token bitmap against `wakeup_cnt` whenever any waiter is active, so the two can differ in
+//!   the remainder carried from one wait to the next. Frees of a domain nobody waits on wake
+//!   nothing, as in the kernel.
 //! * A token is a count, not a bit in a bitmap: after a depth cut a domain may take a token only
 //!   once fewer requests than the new depth hold one, where the kernel's bitmap can briefly
 //!   hand out free bits below the new depth while bits above it are still held.
@@ -233,11 +244,35 @@ enum Latency {
     Device = 1,
 }
 
-/// A domain's tokens: how many there are and how many requests hold one.
+/// A domain's tokens: how many there are and how many requests hold one, and the state of
+/// its wait queue (`sbitmap_queue` wake-ups, modern-vs-kernel.md row 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Tokens {
     depth: u32,
     in_use: u32,
+    /// A dispatch found no free token and waits on the domain's wait queue
+    /// (`kyber_get_domain_token` → `add_wait_queue`); it leaves once it gets a token or is
+    /// woken.
+    waiting: bool,
+    /// Tokens freed while someone waited and not yet counted towards a wake-up (the kernel's
+    /// `completion_cnt − wakeup_cnt`).
+    freed_unwoken: u32,
+}
+
+impl Tokens {
+    /// `sbq_calc_wake_batch`: a waiter is woken once this many tokens have been freed,
+    /// `clamp(depth / 8, 1, 8)` (`SBQ_WAIT_QUEUES`, `SBQ_WAKE_BATCH`); kyber's sbitmaps have no
+    /// shallow depth, so the whole depth counts.
+    const fn wake_batch(&self) -> u32 {
+        let batch = self.depth / 8;
+        if batch < 1 {
+            1
+        } else if batch > 8 {
+            8
+        } else {
+            batch
+        }
+    }
 }
 
 /// The scheduler's own counters, for reports.
@@ -281,13 +316,20 @@ pub struct Kyber {
     remembered_p99: [Option<usize>; MEASURED_COUNT],
     /// When the adjustment timer is due, if armed.
     timer_due: Option<Instant>,
+    /// A completion's token free woke a waiting domain: the queue runs again.
+    woken: bool,
     counters: Counters,
 }
 
 impl Kyber {
     /// A new, empty kyber with the kernel's defaults: every domain at its maximum depth.
     pub fn new() -> Kyber {
-        let tokens = Domain::ALL.map(|domain| Tokens { depth: domain.depth_max(), in_use: 0 });
+        let tokens = Domain::ALL.map(|domain| Tokens {
+            depth: domain.depth_max(),
+            in_use: 0,
+            waiting: false,
+            freed_unwoken: 0,
+        });
         Kyber {
             target_ns: [
                 TUNABLES[0].default as u64,
@@ -305,6 +347,7 @@ impl Kyber {
             window_deadline: [None; MEASURED_COUNT],
             remembered_p99: [None; MEASURED_COUNT],
             timer_due: None,
+            woken: false,
             counters: Counters {
                 depth_min: Domain::MEASURED.map(Domain::depth_max),
                 ..Counters::default()
@@ -442,6 +485,10 @@ impl Scheduler for Kyber {
         self.timer_due = Some(self.timer_due.map_or(due, |armed| armed.min(due)));
     }
 
+    fn completion_reruns(&mut self) -> bool {
+        std::mem::take(&mut self.woken)
+    }
+
     fn tunables(&self) -> &'static [TunableSpec] {
         TUNABLES
     }
@@ -500,9 +547,12 @@ impl Kyber {
         let tokens = &mut self.tokens[index];
         if tokens.in_use >= tokens.depth {
             self.counters.token_waits += 1;
+            tokens.waiting = true;
             return None;
         }
         tokens.in_use += 1;
+        // A waiter that got its token leaves the wait queue.
+        tokens.waiting = false;
         if self.ready[index].is_empty() {
             // Both lists live in the same links, so the whole staging list moves in O(1).
             std::mem::swap(&mut self.ready[index], &mut self.staged[index]);
@@ -521,6 +571,17 @@ impl Kyber {
         let tokens = &mut self.tokens[Domain::of(cx.requests[id].op).index()];
         assert!(tokens.in_use > 0, "kyber: token count out of step for {id:?}");
         tokens.in_use -= 1;
+        // `sbitmap_queue_wake_up`: frees count only while someone waits; every `wake_batch`
+        // of them wakes the waiter, whose `kyber_domain_wake` runs the queue.
+        if tokens.waiting {
+            tokens.freed_unwoken += 1;
+            let batch = tokens.wake_batch();
+            if tokens.freed_unwoken >= batch {
+                tokens.freed_unwoken -= batch;
+                tokens.waiting = false;
+                self.woken = true;
+            }
+        }
     }
 
     /// Adds one sample to a histogram of a measured domain.

@@ -73,11 +73,15 @@
 //!   dispatch list, so no request reaches the scheduler at the head and those lists are left out.
 //! * **When nothing may go out.** If requests are queued but dispatch hands none out (lower
 //!   levels wait for a higher level's requests at the device), the answer is
-//!   [`Dispatch::Throttled`]: the next completion ends the wait, as a completion re-runs the
-//!   kernel's queue. If nothing is at the device either (only possible after `read_expire` or
-//!   `write_expire` was lowered with requests queued, which makes their insertion time appear to
-//!   lie in the future), it answers [`Dispatch::Idle`] for 3 ms, the kernel's delayed queue
-//!   re-run (`BLK_MQ_BUDGET_DELAY`).
+//!   [`Dispatch::Throttled`]. On a blk-mq queue ([`elevator_core::BlkMqQueue`], what the
+//!   simulator gives this scheduler) the wait ends at the next insertion or the delayed run one
+//!   jiffy later, never at a completion: `dd_finish_request` wakes nothing and
+//!   `blk_mq_sched_restart` acts only for driver-tag waits (modern-vs-kernel.md row 1;
+//!   [`Scheduler::completion_reruns`] says no). On a legacy queue (unit tests, the live engine)
+//!   the next completion ends it. If nothing is at the device either (only possible after
+//!   `read_expire` or `write_expire` was lowered with requests queued, which makes their
+//!   insertion time appear to lie in the future), it answers [`Dispatch::Idle`] for 3 ms, the
+//!   kernel's delayed queue re-run (`BLK_MQ_BUDGET_DELAY`).
 //! * **Merges.** Back merges use the block layer's index and front merges the queue's front
 //!   index filtered by priority, instead of a lookup in the bio's own level tree; they find the
 //!   same request except when several queued requests share the sector. There is no separate
@@ -476,6 +480,12 @@ impl Scheduler for MqDeadline {
 
     fn complete(&mut self, _cx: &Ctx<'_>, done: &Completion) {
         self.finish(done.id);
+    }
+
+    fn completion_reruns(&mut self) -> bool {
+        // `dd_finish_request` wakes nothing: a priority wait ends at the next insertion or the
+        // delayed run (modern-vs-kernel.md row 1).
+        false
     }
 
     fn tunables(&self) -> &'static [TunableSpec] {

@@ -873,6 +873,9 @@ impl Simulation {
                 linux_2_4,
                 // A zoned device's writes are ordered per zone (`ZoneWriteOrder`).
                 zones: device.model.zones().map(|zones| zones.write_order()),
+                // A blk-mq scheduler runs on a blk-mq kernel: its queue-run, flush and overlap
+                // rules (`BlkMqQueue`, modern-vs-kernel.md rows 1–4).
+                blk_mq: (!legacy).then(elevator_core::BlkMqQueue::new),
                 ..QueueConfig::default()
             };
             if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())
