@@ -106,9 +106,11 @@
 //!   not modelled: the core's request pool is the 2.6 pool, which has no shallow-depth
 //!   allocation; its `PoolSplit::BySync` mode keeps asynchronous writes from exhausting the
 //!   allocation of synchronous requests, a comparable effect.
-//! * The core sends flushes around the scheduler (as blk-mq's flush machinery does), and drains
-//!   the scheduler ahead of a flush (the 2.6 barrier). Drained requests go to the device without
-//!   a token. A request the device gives back (requeue) returns its token at once, as the kernel
+//! * The core sends flushes around the scheduler (as blk-mq's flush machinery does). On a legacy
+//!   queue it also drains the scheduler ahead of a flush (the 2.6 barrier); a blk-mq queue
+//!   ([`elevator_core::BlkMqQueue`], the simulator's for kyber) drains nothing, as the kernel
+//!   (modern-vs-kernel.md row 3). Drained requests (a flush on a legacy queue, a switch) go to
+//!   the device without a token. A request the device gives back (requeue) returns its token at once, as the kernel
 //!   does, but is re-issued from the core's dispatch list without taking a new one, where the
 //!   kernel re-inserts it into the scheduler. Both still count in the latency histograms.
 //! * A latency of 0 ns (possible in a simulation) falls in bucket 0; the kernel's unsigned

@@ -59,8 +59,9 @@
 //! * **`async_depth` accounting.** The kernel restricts which scheduler tags a non-read
 //!   allocation may take (a shallow depth of the tag bitmap); here the limit counts this
 //!   scheduler's non-read requests from insertion to completion, as the spec's "at most N of the
-//!   nr_requests tags" suggests. Requests held back by the queue's overlap ordering, or still
-//!   owned by a previous scheduler, are not counted. The core's request pool counts reads and
+//!   nr_requests tags" suggests. Requests held back by a legacy queue's overlap ordering (a
+//!   blk-mq queue holds none, as the kernel), or still owned by a previous scheduler, are not
+//!   counted. The core's request pool counts reads and
 //!   writes separately (2.6 style) where blk-mq has one pool of `nr_requests` tags, so with the
 //!   default `async_depth` writes are bounded by their own pool, not by the reads'. A refused
 //!   issuer waits in the pool's write queue and retries when a write-pool request frees. Flushes
@@ -87,9 +88,11 @@
 //!   same request except when several queued requests share the sector. There is no separate
 //!   insert merge: a request is created only after the same lookups failed for its bio. The
 //!   core's merge rules require equal sync-ness, as the 2.6 block layer did.
-//! * **Drain.** A flush (the core's 2.6 barrier ordering) or a switch takes every queued request
-//!   out level by level, reads then writes, each in FIFO order, without touching the batch
-//!   state. blk-mq never drains a scheduler for a flush.
+//! * **Drain.** A switch, or a flush on a legacy queue (the core's 2.6 barrier ordering), takes
+//!   every queued request out level by level, reads then writes, each in FIFO order, without
+//!   touching the batch state. On a blk-mq queue ([`elevator_core::BlkMqQueue`], what the
+//!   simulator gives this scheduler) a flush bypasses the scheduler and drains nothing, as in
+//!   the kernel (modern-vs-kernel.md row 3).
 //! * **Alias.** The kernel also accepts `deadline` as a name for mq-deadline. Here `deadline`
 //!   is the 2.6.18 scheduler ([`crate::deadline`]), so the alias is not registered.
 //! * Out-of-range tunable values are rejected, where sysfs clamps them into range.

@@ -3,7 +3,9 @@
 //! one for a blk-mq scheduler ([`BlkMqQueue`]), with a request sequence whose kernel outcome
 //! was traced by hand from the function named in the test's comment.
 
-use elevator_core::{BlkMqQueue, Duration, Instant, IoPriority, ProcessId, QueueConfig, TickRate};
+use elevator_core::{
+    Bio, BlkMqQueue, Duration, Instant, IoPriority, Op, ProcessId, QueueConfig, TickRate,
+};
 use elevator_sched::SchedulerSpec;
 use elevator_sched::testkit::{Harness, fixed_service, read, with_priority, write};
 
@@ -124,4 +126,90 @@ fn kyber_token_wait_ends_after_a_wake_batch_of_frees() {
     let legacy = kyber_write_flood(QueueConfig { blk_mq: None, ..loop_config(256) });
     let expected: Vec<Instant> = (1..=8).map(|k| Instant::from_nanos(k * 100_000)).collect();
     assert_eq!(legacy[128..], expected[..]);
+}
+
+/// An empty flush (fsync on a raw device) by `process`.
+fn flush(process: u32) -> Bio {
+    Bio { op: Op::Flush, sector_count: 0, ..write(process, 0, 8) }
+}
+
+/// Probe P4 under mq-deadline: a read at 0, writes at 9000, 3000, 7000 and 1000, then a flush,
+/// all queued before the device (depth `depth`) takes anything. Returns (op, start, issue
+/// time) in issue order.
+fn probe_p4(config: QueueConfig) -> Vec<(Op, u64, Instant)> {
+    let mut h = harness("mq-deadline", config);
+    h.queue_all(&[
+        read(1, 0, 8),
+        write(2, 9000, 8),
+        write(2, 3000, 8),
+        write(2, 7000, 8),
+        write(2, 1000, 8),
+        flush(2),
+    ]);
+    h.issued().iter().map(|issued| (issued.op, issued.start, issued.at)).collect()
+}
+
+// Proves row 3 (P4): on blk-mq a flush bypasses the scheduler (`blk_insert_flush` →
+// `blk_kick_flush` → `hctx->dispatch` at head): it goes out first, drains nothing, and does
+// not stall dispatch — mq-deadline then serves its five requests in its own order from its
+// starting state (last direction WRITE, batch 0: the write sweep from sector 0, then the read),
+// the writes leaving at once beside the flush on a 4-deep device. The legacy queue keeps
+// 2.6.18's drain: the scheduler's FIFO order, then the flush alone once all are done.
+#[test]
+fn p4_flush_bypasses_the_scheduler_on_blk_mq() {
+    let blk_mq = probe_p4(loop_config(4));
+    let order: Vec<_> = blk_mq.iter().map(|&(op, start, _)| (op, start)).collect();
+    assert_eq!(
+        order,
+        [
+            (Op::Flush, 0),
+            (Op::Write, 1000),
+            (Op::Write, 3000),
+            (Op::Write, 7000),
+            (Op::Write, 9000),
+            (Op::Read, 0),
+        ]
+    );
+    // The flush stalls nothing: three writes go out with it.
+    assert!(blk_mq[..4].iter().all(|&(_, _, at)| at == Instant::ZERO), "{blk_mq:?}");
+    let legacy = probe_p4(QueueConfig { blk_mq: None, ..loop_config(4) });
+    let order: Vec<_> = legacy.iter().map(|&(op, start, _)| (op, start)).collect();
+    assert_eq!(
+        order,
+        [
+            (Op::Read, 0),
+            (Op::Write, 9000),
+            (Op::Write, 3000),
+            (Op::Write, 7000),
+            (Op::Write, 1000),
+            (Op::Flush, 0),
+        ]
+    );
+    // The legacy flush waits for every earlier request (1 ms each, four at a time).
+    assert_eq!(legacy[5].2, Instant::from_millis(2));
+}
+
+/// Probe P3 under mq-deadline on a 1-deep device: a read at 0 goes out (a read batch starts),
+/// then a write at 1000 and a read at 1000 are queued. Returns the starts and ops in issue
+/// order.
+fn probe_p3(config: QueueConfig) -> Vec<(Op, u64)> {
+    let mut h = harness("mq-deadline", config);
+    h.submit(read(1, 0, 8));
+    h.submit(write(2, 1000, 8));
+    h.submit(read(1, 1000, 8));
+    h.run();
+    h.issued().iter().map(|issued| (issued.op, issued.start)).collect()
+}
+
+// Proves row 4 (P3): blk-mq orders no overlapping requests (`blk_mq_submit_bio` inserts each at
+// once), so the read at 1000 is in mq-deadline when the read at 0 completes and the running
+// read batch takes it before the write it overlaps. The legacy queue holds the read out of the
+// scheduler until the write completes.
+#[test]
+fn p3_overlapping_requests_are_not_held_on_blk_mq() {
+    assert_eq!(probe_p3(loop_config(1)), [(Op::Read, 0), (Op::Read, 1000), (Op::Write, 1000)]);
+    assert_eq!(
+        probe_p3(QueueConfig { blk_mq: None, ..loop_config(1) }),
+        [(Op::Read, 0), (Op::Write, 1000), (Op::Read, 1000)]
+    );
 }
