@@ -117,7 +117,9 @@ use crate::hazard::Hazards;
 use crate::kernel::{KernelVersion, UnplugTest};
 use crate::merge::{self, MergeCheck, MergeIndex};
 use crate::pool::{MIN_NR_REQUESTS, PoolRules, PoolSplit, RequestPool};
-use crate::request::{Bio, BioTag, Direction, Op, Request, RequestFlags, RequestState, Sector};
+use crate::request::{
+    Bio, BioTag, Direction, IoClass, IoPriority, Op, Request, RequestFlags, RequestState, Sector,
+};
 use crate::scheduler::{Completion, Ctx, Dispatch, MergeChoice, MergeKind, Scheduler};
 use crate::table::{RequestId, RequestTable};
 use crate::time::{Duration, Instant, TickRate};
@@ -197,6 +199,15 @@ pub struct QueueConfig {
 ///   head of the dispatch list, behind flushes already there (`blk_insert_flush` →
 ///   `blk_kick_flush` → the requeue list → `hctx->dispatch` at head), and other requests keep
 ///   being issued while it runs.
+/// * **Scheduler tags** (row 8): one pool of [`QueueConfig::nr_requests`] for every request
+///   ([`PoolSplit::Shared`] whatever [`QueueConfig::pool_split`] says), allocated while one is
+///   free, with the scheduler's [`Scheduler::may_queue`] as its `limit_depth`; the scheduler
+///   learns `nr_requests` through [`Scheduler::depth_updated`] (as every queue's does).
+///   The host sizes it: 2 × min(depth, 128) with a scheduler attached
+///   (`blk_mq_default_nr_requests`).
+/// * **I/O priority** (row 9): a bio of class none takes its task's class at submission
+///   (`bio_set_ioprio` → `__get_task_ioprio`): best-effort at its nice level ((nice + 20) / 5,
+///   the level [`IoPriority::from_nice`] keeps), so merges compare the resolved values.
 /// * **No overlap ordering** (row 4): blk-mq inserts every request at once, so a request
 ///   overlapping an outstanding one is not held back and its bio may merge. A zoned device's
 ///   write ordering ([`ZoneWriteOrder`], zone write plugging) still applies.
@@ -693,14 +704,22 @@ impl BlockQueue {
     ) -> Result<BlockQueue, QueueConfigError> {
         config.validate()?;
         let capacity = Self::table_capacity(&config);
-        let rules =
+        let mut rules =
             config.linux_2_4.map_or(PoolRules::Linux2_6, |linux_2_4| linux_2_4.pool_rules());
+        let mut split = config.pool_split;
+        if config.blk_mq.is_some() {
+            // blk-mq's scheduler tags: one pool of `nr_requests` (`BlkMqQueue`).
+            rules = PoolRules::BlkMq;
+            split = PoolSplit::Shared;
+        }
+        let mut scheduler = scheduler;
+        scheduler.depth_updated(config.nr_requests);
         Ok(BlockQueue {
             table: RequestTable::with_capacity(capacity),
             bios: BioTable::new(config.max_bios),
             merge: MergeIndex::new(capacity),
             hazards: Hazards::new(capacity),
-            pool: RequestPool::new(config.nr_requests, config.pool_split)
+            pool: RequestPool::new(config.nr_requests, split)
                 .for_kernel(config.kernel)
                 .with_rules(rules),
             scheduler,
@@ -745,7 +764,13 @@ impl BlockQueue {
     /// Offers a bio to the queue.
     pub fn submit(&mut self, now: Instant, bio: Bio) -> Result<Submitted, SubmitError> {
         self.account(now);
-        let bio = self.validate(bio)?;
+        let mut bio = self.validate(bio)?;
+        if self.config.blk_mq.is_some() && bio.priority.class() == IoClass::None {
+            // `bio_set_ioprio`: class none becomes the task's, best-effort at its nice level
+            // (`BlkMqQueue`; real-time and SCHED_IDLE policies are not modelled).
+            bio.priority = IoPriority::best_effort(bio.priority.level())
+                .expect("a priority's level is always in range");
+        }
         if bio.op == Op::Flush {
             return Ok(self.submit_flush(now, bio));
         }
@@ -1044,6 +1069,7 @@ impl BlockQueue {
         self.drain_to_dispatch(now, "switch", true);
         self.epoch = self.epoch.wrapping_add(1);
         let old = std::mem::replace(&mut self.scheduler, scheduler);
+        self.scheduler.depth_updated(self.config.nr_requests);
         self.sched_asleep = false;
         self.stats.switches += 1;
         self.bypass_before = (self.table.live_count() > 0).then_some(self.next_sequence);
@@ -1130,6 +1156,7 @@ impl BlockQueue {
         }
         self.config = config;
         self.pool.set_nr_requests(nr_requests);
+        self.scheduler.depth_updated(nr_requests);
         Ok(())
     }
 

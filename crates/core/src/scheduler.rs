@@ -243,6 +243,11 @@ pub trait Scheduler: fmt::Debug + Send {
     /// The device finished a request this scheduler dispatched.
     fn complete(&mut self, _cx: &Ctx<'_>, _done: &Completion) {}
 
+    /// The queue's `nr_requests` (its pool, blk-mq's scheduler tags) is `nr_requests` now: at
+    /// attach and whenever it changes (the kernel's `depth_updated` elevator op, which
+    /// mq-deadline and kyber size their write limits from). Default: nothing.
+    fn depth_updated(&mut self, _nr_requests: u32) {}
+
     /// Right after [`Scheduler::complete`]: whether that completion runs the queue again on a
     /// blk-mq queue ([`crate::BlkMqQueue`]) where dispatch last answered
     /// [`Dispatch::Throttled`]. blk-mq re-runs a queue at a completion only through the

@@ -1,6 +1,7 @@
 //! kyber: per-domain token limits, resized to keep read and write latency near their targets.
 //!
-//! Follows Linux 6.17 (mainline development) `block/kyber-iosched.c` and
+//! Follows Linux 6.17 (mainline development) `block/kyber-iosched.c`, with 6.18.26's
+//! `kyber_limit_depth` (every non-read limited; see "Deviations"), and
 //! `Documentation/block/kyber-iosched.rst`, as `specs/modern-schedulers.md` §4 restates them.
 //!
 //! Every request belongs to one of four **domains** by its operation: reads, writes (synchronous
@@ -102,10 +103,14 @@
 //! * A token is a count, not a bit in a bitmap: after a depth cut a domain may take a token only
 //!   once fewer requests than the new depth hold one, where the kernel's bitmap can briefly
 //!   hand out free bits below the new depth while bits above it are still held.
-//! * **`async_depth`** (asynchronous requests may allocate at most 75 % of the scheduler tags) is
-//!   not modelled: the core's request pool is the 2.6 pool, which has no shallow-depth
-//!   allocation; its `PoolSplit::BySync` mode keeps asynchronous writes from exhausting the
-//!   allocation of synchronous requests, a comparable effect.
+//! * **`async_depth`** follows Linux 6.18.26 and later (the running kernel of
+//!   modern-vs-kernel.md, 6.18.44): every request but a read may hold at most `nr_requests ×
+//!   75 / 100` of the scheduler tags (192 of 256), where 6.17 to 6.18.25 limited only
+//!   asynchronous requests (`!op_is_sync`; row 12). The queue gives kyber its `nr_requests`
+//!   ([`Scheduler::depth_updated`]). The kernel's limit is a shallow depth of the tag bitmap
+//!   (a bit-position limit per word, so reads holding low bits also block writes); here it
+//!   counts kyber's non-read requests from insertion to completion, and a refused issuer waits
+//!   for the next freed request.
 //! * The core sends flushes around the scheduler (as blk-mq's flush machinery does). On a legacy
 //!   queue it also drains the scheduler ahead of a flush (the 2.6 barrier); a blk-mq queue
 //!   ([`elevator_core::BlkMqQueue`], the simulator's for kyber) drains nothing, as the kernel
@@ -113,8 +118,8 @@
 //!   the device without a token. A request the device gives back (requeue) returns its token at once, as the kernel
 //!   does, but is re-issued from the core's dispatch list without taking a new one, where the
 //!   kernel re-inserts it into the scheduler. Both still count in the latency histograms.
-//! * A latency of 0 ns (possible in a simulation) falls in bucket 0; the kernel's unsigned
-//!   `latency − 1` would put it in the last bucket, but its latencies are never 0.
+//! * (Not a deviation.) A latency of 0 ns (possible in a simulation) falls in bucket 0, as the
+//!   kernel's `add_latency_sample` puts it there explicitly (modern-vs-kernel.md row 23).
 
 use elevator_core::{
     Completion, Counter, Ctx, Dispatch, DispatchInsert, Duration, HZ, IdList, Instant, ListLinks,
@@ -234,6 +239,8 @@ pub const TIMER_PERIOD: Duration = Duration::from_jiffies(HZ / 10);
 pub const WINDOW_SAMPLES: u32 = 500;
 /// ...or once this long has passed since its domain's window was first examined (`HZ`).
 pub const WINDOW_TIMEOUT: Duration = Duration::from_jiffies(HZ);
+/// The share of `nr_requests` non-read requests may hold (`KYBER_ASYNC_PERCENT`).
+pub const KYBER_ASYNC_PERCENT: u32 = 75;
 /// How many of the newest staged requests of a domain a bio may merge into.
 pub const MERGE_WINDOW: usize = 8;
 
@@ -320,6 +327,13 @@ pub struct Kyber {
     timer_due: Option<Instant>,
     /// A completion's token free woke a waiting domain: the queue runs again.
     woken: bool,
+    /// Most non-read requests allocated at once: `nr_requests × 75 / 100`
+    /// (`kyber_depth_updated`, `KYBER_ASYNC_PERCENT`).
+    async_depth: u32,
+    /// Non-read requests inserted and not yet completed (or absorbed by a fusion).
+    non_reads: u32,
+    /// Allocations refused by `async_depth` (interior: `may_queue` reads `&self`).
+    async_depth_refusals: std::cell::Cell<u64>,
     counters: Counters,
 }
 
@@ -350,6 +364,10 @@ impl Kyber {
             remembered_p99: [None; MEASURED_COUNT],
             timer_due: None,
             woken: false,
+            // The queue's default 128 until a queue says otherwise (`depth_updated`).
+            async_depth: 128 * KYBER_ASYNC_PERCENT / 100,
+            non_reads: 0,
+            async_depth_refusals: std::cell::Cell::new(0),
             counters: Counters {
                 depth_min: Domain::MEASURED.map(Domain::depth_max),
                 ..Counters::default()
@@ -391,6 +409,7 @@ impl Scheduler for Kyber {
         self.token_held.ensure_capacity(capacity);
         self.token_held[id] = false;
         let domain = Domain::of(cx.requests[id].op);
+        self.non_reads += u32::from(Self::limited(cx.requests[id].op));
         self.staged[domain.index()].push_back(&mut self.links, id);
     }
 
@@ -460,6 +479,7 @@ impl Scheduler for Kyber {
         // Not reached while `merge_neighbour` answers `None` (blk-mq list merges never fuse),
         // but kept correct for a core that fuses anyway.
         let index = Domain::of(cx.requests[absorbed].op).index();
+        self.non_reads_release(cx.requests[absorbed].op);
         if self.staged[index].iter(&self.links).any(|id| id == absorbed) {
             self.staged[index].remove(&mut self.links, absorbed);
         } else {
@@ -477,6 +497,7 @@ impl Scheduler for Kyber {
         // The timer would have fired before this completion; its samples go to the next window.
         self.timer_run_if_due(cx.now);
         self.token_release(cx, done.id);
+        self.non_reads_release(cx.requests[done.id].op);
         let domain = Domain::of(cx.requests[done.id].op);
         if domain == Domain::Other {
             return;
@@ -489,6 +510,25 @@ impl Scheduler for Kyber {
 
     fn completion_reruns(&mut self) -> bool {
         std::mem::take(&mut self.woken)
+    }
+
+    fn depth_updated(&mut self, nr_requests: u32) {
+        self.async_depth = (nr_requests * KYBER_ASYNC_PERCENT / 100).max(1);
+    }
+
+    fn may_queue(
+        &self,
+        _cx: &Ctx<'_>,
+        _process: elevator_core::ProcessId,
+        op: Op,
+    ) -> elevator_core::MayQueue {
+        // 6.18.26+ `kyber_limit_depth`: every request but a (sync) read; flushes are never
+        // limited (blk-mq does not ask the scheduler about them).
+        if !Self::limited(op) || self.non_reads < self.async_depth {
+            return elevator_core::MayQueue::May;
+        }
+        self.async_depth_refusals.set(self.async_depth_refusals.get() + 1);
+        elevator_core::MayQueue::No
     }
 
     fn tunables(&self) -> &'static [TunableSpec] {
@@ -534,11 +574,25 @@ impl Scheduler for Kyber {
             Counter { name: "depth_increases", value: counters.depth_increases },
             Counter { name: "token_waits", value: counters.token_waits },
             Counter { name: "throttled", value: counters.throttled },
+            Counter { name: "async_depth_refusals", value: self.async_depth_refusals.get() },
         ]
     }
 }
 
 impl Kyber {
+    /// Whether `op` counts against `async_depth`: every operation but a read or a flush.
+    const fn limited(op: Op) -> bool {
+        !matches!(op, Op::Read | Op::Flush)
+    }
+
+    /// A request that counted against `async_depth` is gone.
+    fn non_reads_release(&mut self, op: Op) {
+        if Self::limited(op) {
+            self.non_reads =
+                self.non_reads.checked_sub(1).expect("kyber: non-read count underflow");
+        }
+    }
+
     /// Takes a token of `domain` and its oldest request, if it has a request and a token is
     /// free. The staging list moves to the dispatch list only once the token is in hand.
     fn dispatch_from(&mut self, domain: Domain) -> Option<RequestId> {

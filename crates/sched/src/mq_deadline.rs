@@ -50,12 +50,14 @@
 //! # Deviations from Linux
 //!
 //! * **`async_depth` default.** Since 6.10 the kernel sets `async_depth` to `nr_requests`
-//!   whenever the scheduler is attached or `nr_requests` changes, so nothing is reserved for
-//!   reads unless a user lowers it (5.14–6.9 reserved a quarter: `async_depth = 3/4 ·
-//!   nr_requests`). A scheduler here does not see `nr_requests`, so the default is a fixed 128:
-//!   the queue's default `nr_requests` (the kernel's `BLKDEV_DEFAULT_RQ`), which gives the
-//!   6.10+ behaviour on a default queue. With another `nr_requests`, set `async_depth` to match
-//!   (or to `3/4` of it for 5.14–6.9).
+//!   whenever the scheduler is attached or `nr_requests` changes (`dd_depth_updated`), so
+//!   nothing is reserved for reads unless a user lowers it (5.14–6.9 reserved a quarter). Here
+//!   the queue tells the scheduler its `nr_requests` ([`Scheduler::depth_updated`]) and the
+//!   default follows it: 256 on a simulated blk-mq host with a 128-deep device (2 × min(depth,
+//!   128), modern-vs-kernel.md row 8), 128 before any queue is attached (the table's default).
+//!   A value set as a tunable is kept across attach and `nr_requests` changes, where the
+//!   kernel's attach resets it (a setting here is applied before the attach, so resetting it
+//!   would lose it).
 //! * **`async_depth` accounting.** The kernel restricts which scheduler tags a non-read
 //!   allocation may take (a shallow depth of the tag bitmap); here the limit counts this
 //!   scheduler's non-read requests from insertion to completion, as the spec's "at most N of the
@@ -69,9 +71,14 @@
 //! * **Time** is kept in nanoseconds, not jiffies: a deadline passes at exactly
 //!   `insertion + read_expire`, where the kernel's tick rounding can make it pass up to one tick
 //!   (1 ms at HZ=1000, 4 ms at HZ=250) earlier.
-//! * **No insert-at-head.** The kernel puts requeued requests (and a few internal ones) on a
-//!   per-level dispatch list served before anything else; here the queue requeues onto its own
-//!   dispatch list, so no request reaches the scheduler at the head and those lists are left out.
+//! * **At-head requests.** Linux 6.18.2 and later (and 6.17.13; the running kernel of
+//!   modern-vs-kernel.md) put requests inserted at the head (requeues, the data of PREFLUSH
+//!   writes) on one global dispatch list served before priority aging and every level
+//!   (row 10); 6.17 kept one such list per level. Here a requeued request goes back to the
+//!   front of the queue's dispatch list, which is likewise served before the scheduler is
+//!   asked, so the order is 6.18.2's; but such a dispatch does not move the level's sweep
+//!   position or count in its statistics, as `dd_start_request` does, and no PREFLUSH write
+//!   with data exists here to re-insert.
 //! * **When nothing may go out.** If requests are queued but dispatch hands none out (lower
 //!   levels wait for a higher level's requests at the device), the answer is
 //!   [`Dispatch::Throttled`]. On a blk-mq queue ([`elevator_core::BlkMqQueue`], what the
@@ -309,6 +316,8 @@ pub struct MqDeadline {
     counters: Counters,
     /// Allocations refused by `async_depth` (interior: `may_queue` reads `&self`).
     async_depth_refusals: Cell<u64>,
+    /// `async_depth` was set as a tunable: attaching to a queue keeps it.
+    async_depth_set: bool,
 }
 
 impl MqDeadline {
@@ -326,6 +335,7 @@ impl MqDeadline {
             write_limited: 0,
             counters: Counters::default(),
             async_depth_refusals: Cell::new(0),
+            async_depth_set: false,
         }
     }
 }
@@ -485,6 +495,13 @@ impl Scheduler for MqDeadline {
         self.finish(done.id);
     }
 
+    fn depth_updated(&mut self, nr_requests: u32) {
+        // `dd_depth_updated` (6.10+): `async_depth = nr_requests`, nothing reserved for reads.
+        if !self.async_depth_set {
+            self.tunables.async_depth = nr_requests.max(1);
+        }
+    }
+
     fn completion_reruns(&mut self) -> bool {
         // `dd_finish_request` wakes nothing: a priority wait ends at the next insertion or the
         // delayed run (modern-vs-kernel.md row 1).
@@ -521,7 +538,10 @@ impl Scheduler for MqDeadline {
             "write_expire" => tunables.fifo_expire[Direction::Write.index()] = millis(),
             "writes_starved" => tunables.writes_starved = value,
             "front_merges" => tunables.front_merges = value == 1,
-            "async_depth" => tunables.async_depth = value as u32,
+            "async_depth" => {
+                tunables.async_depth = value as u32;
+                self.async_depth_set = true;
+            }
             "fifo_batch" => tunables.fifo_batch = value as u32,
             "prio_aging_expire" => tunables.prio_aging_expire = millis(),
             other => unreachable!("tunable {other} is in the table but not handled"),

@@ -4,7 +4,7 @@
 //! was traced by hand from the function named in the test's comment.
 
 use elevator_core::{
-    Bio, BlkMqQueue, Duration, Instant, IoPriority, Op, ProcessId, QueueConfig, TickRate,
+    Bio, BlkMqQueue, Duration, Instant, IoPriority, Op, ProcessId, QueueConfig, Submitted, TickRate,
 };
 use elevator_sched::SchedulerSpec;
 use elevator_sched::testkit::{Harness, fixed_service, read, with_priority, write};
@@ -212,4 +212,67 @@ fn p3_overlapping_requests_are_not_held_on_blk_mq() {
         probe_p3(QueueConfig { blk_mq: None, ..loop_config(1) }),
         [(Op::Read, 0), (Op::Write, 1000), (Op::Read, 1000)]
     );
+}
+
+// Proves row 9 (P2): on blk-mq a bio of class none takes its task's class at submission
+// (`bio_set_ioprio`: best-effort at (nice + 20) / 5 = 4 at nice 0, 0x4004), so a default read
+// and a contiguous read that asked for BE/4 explicitly carry equal priority values and merge
+// (`blk_rq_merge_ok`); on a legacy queue the values differ (0 and 0x4004) and they stay
+// apart. Two default bios at different nice values resolve to different levels and do not merge.
+#[test]
+fn p2_class_none_takes_the_tasks_best_effort_level_and_merges() {
+    let be4 = IoPriority::best_effort(4).unwrap();
+    let outcomes = |config: QueueConfig, second: Bio| {
+        let mut h = harness("mq-deadline", config);
+        h.hold_device();
+        let first = h.submit(read(1, 1000, 8));
+        (first, h.submit(second))
+    };
+    let (first, second) = outcomes(loop_config(1), with_priority(read(1, 1008, 8), be4));
+    let Submitted::Queued { request } = first else { panic!("{first:?}") };
+    assert_eq!(second, Submitted::Merged { into: request });
+    let (_, second) = outcomes(
+        QueueConfig { blk_mq: None, ..loop_config(1) },
+        with_priority(read(1, 1008, 8), be4),
+    );
+    assert!(matches!(second, Submitted::Queued { .. }), "legacy: {second:?}");
+    let nice_10 = IoPriority::from_nice(10).unwrap();
+    let (_, second) = outcomes(loop_config(1), with_priority(read(1, 1008, 8), nice_10));
+    assert!(matches!(second, Submitted::Queued { .. }), "nice 10 beside nice 0: {second:?}");
+}
+
+/// How many of `writes` async writes and then 8 reads a mq-deadline queue takes before the
+/// first is issued, with `nr_requests` scheduler tags: (writes taken, reads taken).
+fn tags_taken(spec: &str, nr_requests: u32, writes: u64) -> (usize, usize) {
+    let config = QueueConfig { nr_requests, ..loop_config(128) };
+    let mut h = harness(spec, config);
+    h.hold_device();
+    let taken = |outcome: Submitted| usize::from(!matches!(outcome, Submitted::Blocked));
+    let writes_taken: usize =
+        (0..writes).map(|index| taken(h.submit(write(1, index * 64, 8)))).sum();
+    let reads_taken: usize =
+        (0..8).map(|index| taken(h.submit(read(2, 10_000_000 + index * 64, 8)))).sum();
+    (writes_taken, reads_taken)
+}
+
+// Proves row 8: a blk-mq queue has one pool of nr_requests scheduler tags for reads and writes,
+// and mq-deadline's async_depth follows nr_requests (`dd_depth_updated`): of 300 writes on a
+// 256-tag queue, 256 are taken (not 128, the old fixed async_depth) and then no read finds a
+// tag either; with 264 tags the 8 reads fit beside the 256 writes the tags allow.
+#[test]
+fn mq_deadline_async_depth_is_nr_requests_in_one_shared_pool() {
+    assert_eq!(tags_taken("mq-deadline", 256, 300), (256, 0));
+    assert_eq!(tags_taken("mq-deadline", 264, 300), (264, 0));
+    assert_eq!(tags_taken("mq-deadline", 264, 256), (256, 8));
+    // An async_depth set as a tunable is kept when the queue attaches the scheduler.
+    assert_eq!(tags_taken("mq-deadline:async_depth=64", 256, 300), (64, 8));
+}
+
+// Proves row 12 as of 6.18.26+ (the version kyber.rs states it follows): every non-read
+// request is limited to nr_requests × 75 / 100 scheduler tags (192 of 256), and reads still
+// find the tags left.
+#[test]
+fn kyber_limits_non_reads_to_three_quarters_of_nr_requests() {
+    assert_eq!(tags_taken("kyber", 256, 300), (192, 8));
+    assert_eq!(tags_taken("kyber", 128, 300), (96, 8));
 }

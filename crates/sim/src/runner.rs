@@ -848,9 +848,23 @@ impl Simulation {
             };
             let legacy = scheduler.kind().registration().block_layer == BlockLayer::Legacy;
             let linux_2_4 = linux_2_4_queue(config, &limits);
+            let queue_depth = config.queue.depth.unwrap_or(depth);
+            let nr_requests = match nr_requests_for(config, scheduler)? {
+                // A blk-mq scheduler gets 2 × min(depth, 128) scheduler tags unless
+                // `nr_requests` is set (`blk_mq_default_nr_requests`, modern-vs-kernel.md
+                // row 8); `none` keeps the queue's pool (see `BlkMqQueue`).
+                unset
+                    if !legacy
+                        && scheduler.kind() != elevator_sched::SchedulerKind::None
+                        && unset == QueueSettings::default().nr_requests =>
+                {
+                    (2 * queue_depth.min(128)).max(elevator_core::pool::MIN_NR_REQUESTS)
+                }
+                chosen => chosen,
+            };
             let queue_config = QueueConfig {
-                nr_requests: nr_requests_for(config, scheduler)?,
-                depth: config.queue.depth.unwrap_or(depth),
+                nr_requests,
+                depth: queue_depth,
                 max_sectors_kb: config.queue.max_sectors_kb.unwrap_or(match linux_2_4 {
                     // 2.4: the elevator's own limit is sd's (§3.1); the driver's is separate.
                     Some(_) => SD_MAX_SECTORS_2_4 / 2,
