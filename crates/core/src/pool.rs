@@ -57,7 +57,8 @@ pub enum PoolSplit {
     /// Sync and async requests (2.6.30 on).
     BySync,
     /// One class for every request: blk-mq's scheduler tags (one `sbitmap` of `nr_requests`
-    /// per hardware queue, modern-vs-kernel.md row 8).
+    /// per hardware queue, modern-vs-kernel.md row 8). A queue with this split allocates under
+    /// [`PoolRules::BlkMq`].
     Shared,
 }
 

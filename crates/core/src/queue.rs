@@ -199,15 +199,19 @@ pub struct QueueConfig {
 ///   head of the dispatch list, behind flushes already there (`blk_insert_flush` →
 ///   `blk_kick_flush` → the requeue list → `hctx->dispatch` at head), and other requests keep
 ///   being issued while it runs.
-/// * **Scheduler tags** (row 8): one pool of [`QueueConfig::nr_requests`] for every request
-///   ([`PoolSplit::Shared`] whatever [`QueueConfig::pool_split`] says), allocated while one is
-///   free, with the scheduler's [`Scheduler::may_queue`] as its `limit_depth`; the scheduler
-///   learns `nr_requests` through [`Scheduler::depth_updated`] (as every queue's does).
-///   The host sizes it: 2 × min(depth, 128) with a scheduler attached
-///   (`blk_mq_default_nr_requests`).
+/// * **Scheduler tags** (row 8) are [`PoolSplit::Shared`], a choice of its own: one pool of
+///   [`QueueConfig::nr_requests`] for every request, allocated while one is free, with the
+///   scheduler's [`Scheduler::may_queue`] as its `limit_depth`; the scheduler learns
+///   `nr_requests` through [`Scheduler::depth_updated`] (as every queue's does). The simulator
+///   gives it to mq-deadline and kyber, sized 2 × min(depth, 128)
+///   (`blk_mq_default_nr_requests`); bfq, whose `limit_depth` (`word_depths`: async and sync
+///   writes kept to a share of the tags) is not modelled, keeps the per-direction pool, which
+///   leaves reads their own tags as that limit does.
 /// * **I/O priority** (row 9): a bio of class none takes its task's class at submission
 ///   (`bio_set_ioprio` → `__get_task_ioprio`): best-effort at its nice level ((nice + 20) / 5,
 ///   the level [`IoPriority::from_nice`] keeps), so merges compare the resolved values.
+/// * **Time** (rows 11, 19): the scheduler learns the kernel's tick rate
+///   ([`Scheduler::set_tick_rate`]), as the delayed run uses it.
 /// * **No overlap ordering** (row 4): blk-mq inserts every request at once, so a request
 ///   overlapping an outstanding one is not held back and its bio may merge. A zoned device's
 ///   write ordering ([`ZoneWriteOrder`], zone write plugging) still applies.
@@ -706,20 +710,21 @@ impl BlockQueue {
         let capacity = Self::table_capacity(&config);
         let mut rules =
             config.linux_2_4.map_or(PoolRules::Linux2_6, |linux_2_4| linux_2_4.pool_rules());
-        let mut split = config.pool_split;
-        if config.blk_mq.is_some() {
+        if config.pool_split == PoolSplit::Shared {
             // blk-mq's scheduler tags: one pool of `nr_requests` (`BlkMqQueue`).
             rules = PoolRules::BlkMq;
-            split = PoolSplit::Shared;
         }
         let mut scheduler = scheduler;
         scheduler.depth_updated(config.nr_requests);
+        if let Some(blk_mq) = config.blk_mq {
+            scheduler.set_tick_rate(blk_mq.tick_rate);
+        }
         Ok(BlockQueue {
             table: RequestTable::with_capacity(capacity),
             bios: BioTable::new(config.max_bios),
             merge: MergeIndex::new(capacity),
             hazards: Hazards::new(capacity),
-            pool: RequestPool::new(config.nr_requests, split)
+            pool: RequestPool::new(config.nr_requests, config.pool_split)
                 .for_kernel(config.kernel)
                 .with_rules(rules),
             scheduler,
@@ -1070,6 +1075,9 @@ impl BlockQueue {
         self.epoch = self.epoch.wrapping_add(1);
         let old = std::mem::replace(&mut self.scheduler, scheduler);
         self.scheduler.depth_updated(self.config.nr_requests);
+        if let Some(blk_mq) = self.config.blk_mq {
+            self.scheduler.set_tick_rate(blk_mq.tick_rate);
+        }
         self.sched_asleep = false;
         self.stats.switches += 1;
         self.bypass_before = (self.table.live_count() > 0).then_some(self.next_sequence);

@@ -248,6 +248,12 @@ pub trait Scheduler: fmt::Debug + Send {
     /// mq-deadline and kyber size their write limits from). Default: nothing.
     fn depth_updated(&mut self, _nr_requests: u32) {}
 
+    /// The running kernel's tick rate, on a blk-mq queue ([`crate::BlkMqQueue`]): a scheduler
+    /// that counts in jiffies rounds to its ticks (mq-deadline's expiry and tunables, kyber's
+    /// timer and window; modern-vs-kernel.md rows 11, 19). Not called on a legacy queue, whose
+    /// schedulers count at [`crate::HZ`]. Default: nothing.
+    fn set_tick_rate(&mut self, _tick_rate: crate::TickRate) {}
+
     /// Right after [`Scheduler::complete`]: whether that completion runs the queue again on a
     /// blk-mq queue ([`crate::BlkMqQueue`]) where dispatch last answered
     /// [`Dispatch::Throttled`]. blk-mq re-runs a queue at a completion only through the

@@ -82,8 +82,10 @@
 //!   ever armed by a completion, so the kernel's timer cannot fire in a stretch with no calls
 //!   either unless kyber has nothing in flight, where a late adjustment changes nothing until the
 //!   next request arrives (and runs it). Kyber therefore never answers `Idle`.
-//! * Times are compared in nanoseconds, where the kernel's one-second window and timer period
-//!   are counted in jiffies.
+//! * On a blk-mq queue ([`elevator_core::BlkMqQueue`], the simulator's for kyber) the timer
+//!   fires on the tick `HZ / 10` jiffies after the completion that armed it and the window is
+//!   `HZ` whole jiffies, at the host's tick rate (modern-vs-kernel.md row 11); on a legacy queue
+//!   they are exactly 100 ms and 1 s. The jiffies' phase is the clock's origin.
 //! * **One CPU, one hardware queue.** The kernel keeps a staging list per CPU and per hardware
 //!   queue and dispatch state (current domain, batch count) per hardware queue; here there is
 //!   one staging list and one dispatch list per domain and one dispatch state. Tokens are
@@ -327,6 +329,9 @@ pub struct Kyber {
     timer_due: Option<Instant>,
     /// A completion's token free woke a waiting domain: the queue runs again.
     woken: bool,
+    /// The kernel's tick rate on a blk-mq queue: the timer and the window count in its
+    /// jiffies. `None` (a legacy queue): [`TIMER_PERIOD`] and [`WINDOW_TIMEOUT`] exactly.
+    tick_rate: Option<elevator_core::TickRate>,
     /// Most non-read requests allocated at once: `nr_requests × 75 / 100`
     /// (`kyber_depth_updated`, `KYBER_ASYNC_PERCENT`).
     async_depth: u32,
@@ -364,6 +369,7 @@ impl Kyber {
             remembered_p99: [None; MEASURED_COUNT],
             timer_due: None,
             woken: false,
+            tick_rate: None,
             // The queue's default 128 until a queue says otherwise (`depth_updated`).
             async_depth: 128 * KYBER_ASYNC_PERCENT / 100,
             non_reads: 0,
@@ -504,12 +510,20 @@ impl Scheduler for Kyber {
         }
         self.complete_record(domain, Latency::Total, done.total_time);
         self.complete_record(domain, Latency::Device, done.device_time);
-        let due = cx.now.saturating_add(TIMER_PERIOD);
+        // `timer_reduce(jiffies + HZ / 10)`: at the tick that many jiffies on.
+        let due = match self.tick_rate {
+            Some(rate) => rate.timer_at(cx.now, u64::from(rate.hz() / 10)),
+            None => cx.now.saturating_add(TIMER_PERIOD),
+        };
         self.timer_due = Some(self.timer_due.map_or(due, |armed| armed.min(due)));
     }
 
     fn completion_reruns(&mut self) -> bool {
         std::mem::take(&mut self.woken)
+    }
+
+    fn set_tick_rate(&mut self, tick_rate: elevator_core::TickRate) {
+        self.tick_rate = Some(tick_rate);
     }
 
     fn depth_updated(&mut self, nr_requests: u32) {
@@ -708,8 +722,11 @@ impl Kyber {
         if samples == 0 {
             return None;
         }
-        let deadline =
-            *self.window_deadline[index].get_or_insert(fired.saturating_add(WINDOW_TIMEOUT));
+        let deadline = *self.window_deadline[index].get_or_insert(match self.tick_rate {
+            // `jiffies + HZ`: one second of whole ticks from the timer's tick.
+            Some(rate) => rate.jiffy_start(rate.jiffies(fired) + u64::from(rate.hz())),
+            None => fired.saturating_add(WINDOW_TIMEOUT),
+        });
         if samples < WINDOW_SAMPLES && fired < deadline {
             return None;
         }

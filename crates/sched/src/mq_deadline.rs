@@ -68,9 +68,15 @@
 //!   default `async_depth` writes are bounded by their own pool, not by the reads'. A refused
 //!   issuer waits in the pool's write queue and retries when a write-pool request frees. Flushes
 //!   are never limited (blk-mq does not ask the scheduler about them).
-//! * **Time** is kept in nanoseconds, not jiffies: a deadline passes at exactly
-//!   `insertion + read_expire`, where the kernel's tick rounding can make it pass up to one tick
-//!   (1 ms at HZ=1000, 4 ms at HZ=250) earlier.
+//! * **Time.** On a blk-mq queue ([`elevator_core::BlkMqQueue`], what the simulator gives this
+//!   scheduler) time counts in the host kernel's jiffies (default 250 Hz; modern-vs-kernel.md
+//!   rows 11, 19): a request's deadline is its insertion tick plus the expiry, and passes at
+//!   that tick (so (496, 500] ms after insertion at 250 Hz); ages compare ticks too; and
+//!   `read_expire`, `write_expire` and `prio_aging_expire` are stored in jiffies, so a value
+//!   that is no whole number of ticks reads back rounded up (10 reads back as 12 at 250 Hz).
+//!   The ticks' phase is the clock's origin. At 300 Hz a tick is no whole number of
+//!   milliseconds and the stored value is rounded up to one. On a legacy queue (unit tests, the
+//!   live engine) time is exact nanoseconds.
 //! * **At-head requests.** Linux 6.18.2 and later (and 6.17.13; the running kernel of
 //!   modern-vs-kernel.md) put requests inserted at the head (requeues, the data of PREFLUSH
 //!   writes) on one global dispatch list served before priority aging and every level
@@ -103,6 +109,10 @@
 //! * **Alias.** The kernel also accepts `deadline` as a name for mq-deadline. Here `deadline`
 //!   is the 2.6.18 scheduler ([`crate::deadline`]), so the alias is not registered.
 //! * Out-of-range tunable values are rejected, where sysfs clamps them into range.
+//! * **Priority aging before `prio_aging_expire`.** The aged pass runs from time zero, as the
+//!   kernel's (whose jiffies never make the cut-off fail, row 7): before `prio_aging_expire`
+//!   has passed nothing is old enough, but the pass's batch choice still changes the shared
+//!   batch state.
 
 use std::cell::Cell;
 
@@ -110,7 +120,7 @@ use elevator_core::tunable::INT_MAX;
 use elevator_core::{
     Bio, Completion, Counter, Ctx, Direction, Dispatch, DispatchInsert, Duration, IdList, Instant,
     IoClass, IoPriority, ListLinks, MayQueue, MergeKind, MergeLookups, Op, ProcessId, RequestId,
-    Scheduler, Sector, SideTable, TunableError, TunableSpec, Unit,
+    Scheduler, Sector, SideTable, TickRate, TunableError, TunableSpec, Unit,
 };
 
 use crate::common;
@@ -318,6 +328,9 @@ pub struct MqDeadline {
     async_depth_refusals: Cell<u64>,
     /// `async_depth` was set as a tunable: attaching to a queue keeps it.
     async_depth_set: bool,
+    /// The kernel's tick rate on a blk-mq queue: times and time tunables count in its jiffies.
+    /// `None` (a legacy queue): exact nanoseconds.
+    tick_rate: Option<TickRate>,
 }
 
 impl MqDeadline {
@@ -336,6 +349,7 @@ impl MqDeadline {
             counters: Counters::default(),
             async_depth_refusals: Cell::new(0),
             async_depth_set: false,
+            tick_rate: None,
         }
     }
 }
@@ -362,7 +376,9 @@ impl Scheduler for MqDeadline {
         let entry = Entry {
             level,
             sort_order: self.take_sort_order(),
-            fifo_time: cx.now.saturating_add(self.tunables.fifo_expire[direction.index()]),
+            fifo_time: self
+                .tick(cx.now)
+                .saturating_add(self.tunables.fifo_expire[direction.index()]),
             write_limited,
         };
         self.entries[id] = entry;
@@ -379,7 +395,7 @@ impl Scheduler for MqDeadline {
             return Dispatch::Issue(id);
         }
         for level in Level::ALL {
-            if let Some(id) = self.dispatch_from_level(cx, level, cx.now) {
+            if let Some(id) = self.dispatch_from_level(cx, level, Some(self.tick(cx.now))) {
                 return Dispatch::Issue(id);
             }
             // A level with requests queued or at the device keeps every lower level waiting.
@@ -495,6 +511,16 @@ impl Scheduler for MqDeadline {
         self.finish(done.id);
     }
 
+    fn set_tick_rate(&mut self, tick_rate: TickRate) {
+        self.tick_rate = Some(tick_rate);
+        // Values set before the attach are stored as the kernel stores them: in jiffies.
+        let tunables = &mut self.tunables;
+        for expire in &mut tunables.fifo_expire {
+            *expire = Self::in_jiffies(Some(tick_rate), *expire);
+        }
+        tunables.prio_aging_expire = Self::in_jiffies(Some(tick_rate), tunables.prio_aging_expire);
+    }
+
     fn depth_updated(&mut self, nr_requests: u32) {
         // `dd_depth_updated` (6.10+): `async_depth = nr_requests`, nothing reserved for reads.
         if !self.async_depth_set {
@@ -531,8 +557,10 @@ impl Scheduler for MqDeadline {
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         let spec = crate::checked(TUNABLES, NAME, name, value)?;
         let tunables = &mut self.tunables;
-        // The range check above makes every conversion below lossless.
-        let millis = || Duration::from_millis(value as u64);
+        // The range check above makes every conversion below lossless. On a blk-mq queue a
+        // time is stored in jiffies (`STORE_JIFFIES`: `msecs_to_jiffies`, rounded up).
+        let tick_rate = self.tick_rate;
+        let millis = || Self::in_jiffies(tick_rate, Duration::from_millis(value as u64));
         match spec.name {
             "read_expire" => tunables.fifo_expire[Direction::Read.index()] = millis(),
             "write_expire" => tunables.fifo_expire[Direction::Write.index()] = millis(),
@@ -577,22 +605,25 @@ impl MqDeadline {
         if active < 2 {
             return None;
         }
-        // Before `prio_aging_expire` has passed since time zero nothing can be old enough.
+        // The pass runs even before `prio_aging_expire` has passed since time zero, when
+        // nothing can be old enough: its choice of a new batch still changes the shared batch
+        // state (the kernel's jiffies never make the cut-off fail; modern-vs-kernel.md row 7).
         let aging_ns = self.tunables.prio_aging_expire.as_nanos();
-        let latest_start = Instant::from_nanos(cx.now.as_nanos().checked_sub(aging_ns)?);
+        let latest_start =
+            self.tick(cx.now).as_nanos().checked_sub(aging_ns).map(Instant::from_nanos);
         Level::AGEABLE
             .into_iter()
             .find_map(|level| self.dispatch_from_level(cx, level, latest_start))
     }
 
     /// One request of `level` by the batch rules, if the one they pick was inserted at or
-    /// before `latest_start`. Choosing a new batch updates the shared batch state even when the
+    /// before `latest_start` (`None`: before the clock's origin, which nothing was). Choosing a new batch updates the shared batch state even when the
     /// pick is then refused as too young, as in the kernel.
     fn dispatch_from_level(
         &mut self,
         cx: &Ctx<'_>,
         level: Level,
-        latest_start: Instant,
+        latest_start: Option<Instant>,
     ) -> Option<RequestId> {
         let queue = &self.levels[level.index()];
         let continued = queue
@@ -662,10 +693,33 @@ impl MqDeadline {
     /// Whether `id` was inserted after `latest_start`. Like the kernel, the insertion time is
     /// read back from the deadline minus the current expiry, so a fused request counts from
     /// the earlier deadline it inherited.
-    fn dispatch_inserted_after(&self, cx: &Ctx<'_>, id: RequestId, latest_start: Instant) -> bool {
+    fn dispatch_inserted_after(
+        &self,
+        cx: &Ctx<'_>,
+        id: RequestId,
+        latest_start: Option<Instant>,
+    ) -> bool {
+        let Some(latest_start) = latest_start else {
+            return true;
+        };
         let expire = self.tunables.fifo_expire[cx.requests[id].direction().index()];
         let inserted = self.entries[id].fifo_time.as_nanos().saturating_sub(expire.as_nanos());
         inserted > latest_start.as_nanos()
+    }
+
+    /// `now` as the kernel's `jiffies` sees it: the start of its tick on a blk-mq queue, so that
+    /// deadlines and ages compare whole jiffies; exact on a legacy queue.
+    fn tick(&self, now: Instant) -> Instant {
+        self.tick_rate.map_or(now, |rate| rate.jiffy_start(rate.jiffies(now)))
+    }
+
+    /// `duration` as stored in jiffies at `tick_rate` and read back (`msecs_to_jiffies` rounds
+    /// up, `jiffies_to_msecs` is exact at 100, 250 and 1000 Hz); unchanged without one.
+    fn in_jiffies(tick_rate: Option<TickRate>, duration: Duration) -> Duration {
+        tick_rate.map_or(duration, |rate| {
+            let jiffies = rate.msecs_to_jiffies(duration.as_millis());
+            Duration::from_millis(rate.jiffies_to_msecs(jiffies))
+        })
     }
 
     /// Takes a queued request out of its level's tree and FIFO.

@@ -4,7 +4,8 @@
 //! was traced by hand from the function named in the test's comment.
 
 use elevator_core::{
-    Bio, BlkMqQueue, Duration, Instant, IoPriority, Op, ProcessId, QueueConfig, Submitted, TickRate,
+    Bio, BlkMqQueue, Duration, Instant, IoPriority, Op, PoolSplit, ProcessId, QueueConfig,
+    Submitted, TickRate,
 };
 use elevator_sched::SchedulerSpec;
 use elevator_sched::testkit::{Harness, fixed_service, read, with_priority, write};
@@ -16,6 +17,7 @@ fn loop_config(depth: u32) -> QueueConfig {
         depth,
         nr_requests: 256,
         max_sectors_kb: 1280,
+        pool_split: PoolSplit::Shared,
         blk_mq: Some(BlkMqQueue::new()),
         ..QueueConfig::default()
     }
@@ -275,4 +277,74 @@ fn mq_deadline_async_depth_is_nr_requests_in_one_shared_pool() {
 fn kyber_limits_non_reads_to_three_quarters_of_nr_requests() {
     assert_eq!(tags_taken("kyber", 256, 300), (192, 8));
     assert_eq!(tags_taken("kyber", 128, 300), (96, 8));
+}
+
+// Proves row 7: mq-deadline's aged pass runs before `prio_aging_expire` has passed since time
+// zero (the kernel's jiffies never make its cut-off fail). With a real-time read at 100 and
+// write at 200 and a best-effort read at 5000 queued, the first dispatch's aged pass finds no
+// best-effort write to continue the starting WRITE batch with, so it starts a READ batch for
+// that level (`last_dir` = READ) before refusing the too-young read; the real-time level then
+// continues that READ batch: R100, W200, then the best-effort read. Skipping the pass would
+// have kept the starting WRITE direction and issued W200 first.
+#[test]
+fn aged_pass_runs_from_time_zero_and_moves_the_batch_direction() {
+    let rt = IoPriority::realtime(0).unwrap();
+    let mut h = harness("mq-deadline", loop_config(1));
+    h.queue_all(&[
+        with_priority(read(1, 100, 8), rt),
+        with_priority(write(1, 200, 8), rt),
+        read(2, 5000, 8),
+    ]);
+    let order: Vec<_> = h.issued().iter().map(|issued| (issued.op, issued.start)).collect();
+    assert_eq!(order, [(Op::Read, 100), (Op::Write, 200), (Op::Read, 5000)]);
+}
+
+// Proves row 19: on a blk-mq host mq-deadline stores its times in jiffies (`STORE_JIFFIES`,
+// `msecs_to_jiffies` rounding up): at 250 Hz `read_expire=10` reads back 12 and 500 stays 500;
+// at 1000 Hz 10 stays 10; on a legacy queue values are exact.
+#[test]
+fn mq_deadline_times_read_back_in_whole_jiffies() {
+    let read_back = |config: QueueConfig, spec: &str, name: &str| {
+        harness(spec, config).queue().scheduler().tunable(name).unwrap()
+    };
+    let spec = "mq-deadline:read_expire=10,write_expire=5001,prio_aging_expire=10";
+    assert_eq!(read_back(loop_config(1), spec, "read_expire"), 12);
+    assert_eq!(read_back(loop_config(1), spec, "write_expire"), 5004);
+    assert_eq!(read_back(loop_config(1), spec, "prio_aging_expire"), 12);
+    assert_eq!(read_back(loop_config(1), "mq-deadline", "read_expire"), 500);
+    let at_1000 = QueueConfig {
+        blk_mq: Some(BlkMqQueue { tick_rate: TickRate::new(1000).unwrap() }),
+        ..loop_config(1)
+    };
+    assert_eq!(read_back(at_1000, spec, "read_expire"), 10);
+    assert_eq!(read_back(QueueConfig { blk_mq: None, ..loop_config(1) }, spec, "read_expire"), 10);
+    // A value set after the attach is stored in jiffies too.
+    let mut h = harness("mq-deadline", loop_config(1));
+    h.queue_mut().scheduler_mut().set_tunable("read_expire", 6).unwrap();
+    assert_eq!(h.queue().scheduler().tunable("read_expire").unwrap(), 8);
+}
+
+// Proves row 11: at 250 Hz a read's deadline passes at its insertion tick plus 125 jiffies,
+// so a read inserted 1.5 ms into a tick is expired 498.5 ms later (at the 500 ms tick), where
+// exact time would need 500 ms. Setup: with `fifo_batch=1`, a read at 2000 occupies the device
+// until 500 ms, then a read at 0 and one at 3000 are queued; at 500 ms the next batch starts at
+// the FIFO head (0) only if its deadline has passed, else the sweep continues above 2000.
+#[test]
+fn mq_deadline_deadlines_pass_on_ticks() {
+    let issued_at_500ms = |config: QueueConfig| {
+        let mut h = harness("mq-deadline:fifo_batch=1", config)
+            .with_service(fixed_service(Duration::from_millis(499)));
+        // A read at 2000 occupies the device from 1 ms to 500 ms and moves the sweep past 0.
+        h.submit_at(Instant::from_millis(1), read(1, 2000, 8));
+        // The read at 0 arrives after the one at 2000 went out, in the same 4 ms tick.
+        h.submit_at(Instant::from_nanos(1_500_000), read(2, 0, 8));
+        h.submit_at(Instant::from_millis(2), read(3, 3000, 8));
+        h.run();
+        h.issued().iter().map(|issued| issued.start).collect::<Vec<_>>()
+    };
+    // Ticks: the read at 0 (inserted in the tick starting at 0 ms) expires at 500 ms and goes
+    // first when the device frees at 500 ms.
+    assert_eq!(issued_at_500ms(loop_config(1)), [2000, 0, 3000]);
+    // Exact time (legacy queue): it expires at 501 ms, so the sweep's 3000 goes first.
+    assert_eq!(issued_at_500ms(QueueConfig { blk_mq: None, ..loop_config(1) }), [2000, 3000, 0]);
 }

@@ -849,15 +849,16 @@ impl Simulation {
             let legacy = scheduler.kind().registration().block_layer == BlockLayer::Legacy;
             let linux_2_4 = linux_2_4_queue(config, &limits);
             let queue_depth = config.queue.depth.unwrap_or(depth);
+            // mq-deadline and kyber, whose `limit_depth` is modelled, get blk-mq's scheduler
+            // tags: one pool of 2 × min(depth, 128) unless `nr_requests` is set
+            // (`blk_mq_default_nr_requests`, modern-vs-kernel.md row 8). bfq and `none` keep
+            // the per-direction pool (see `BlkMqQueue`).
+            let sched_tags = matches!(
+                scheduler.kind(),
+                elevator_sched::SchedulerKind::MqDeadline | elevator_sched::SchedulerKind::Kyber
+            );
             let nr_requests = match nr_requests_for(config, scheduler)? {
-                // A blk-mq scheduler gets 2 × min(depth, 128) scheduler tags unless
-                // `nr_requests` is set (`blk_mq_default_nr_requests`, modern-vs-kernel.md
-                // row 8); `none` keeps the queue's pool (see `BlkMqQueue`).
-                unset
-                    if !legacy
-                        && scheduler.kind() != elevator_sched::SchedulerKind::None
-                        && unset == QueueSettings::default().nr_requests =>
-                {
+                unset if sched_tags && unset == QueueSettings::default().nr_requests => {
                     (2 * queue_depth.min(128)).max(elevator_core::pool::MIN_NR_REQUESTS)
                 }
                 chosen => chosen,
@@ -885,11 +886,17 @@ impl Simulation {
                     elevator_core::DriverFetch::WhenDeviceFree
                 },
                 linux_2_4,
+                pool_split: if sched_tags {
+                    elevator_core::PoolSplit::Shared
+                } else {
+                    QueueConfig::default().pool_split
+                },
                 // A zoned device's writes are ordered per zone (`ZoneWriteOrder`).
                 zones: device.model.zones().map(|zones| zones.write_order()),
                 // A blk-mq scheduler runs on a blk-mq kernel: its queue-run, flush and overlap
                 // rules (`BlkMqQueue`, modern-vs-kernel.md rows 1–4).
-                blk_mq: (!legacy).then(elevator_core::BlkMqQueue::new),
+                blk_mq: (!legacy)
+                    .then(|| elevator_core::BlkMqQueue { tick_rate: config.host.tick_rate() }),
                 ..QueueConfig::default()
             };
             if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())
