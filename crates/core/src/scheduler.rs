@@ -53,7 +53,9 @@ pub enum Dispatch {
     },
     /// Requests are queued, but the scheduler holds them until a request at the device
     /// completes (kyber with every token of the domains it could serve in use). Only valid
-    /// while requests are in flight: a completion is what ends the wait.
+    /// while requests are in flight: a completion is what ends the wait (on a blk-mq queue:
+    /// an insertion, the delayed run or [`Scheduler::completion_reruns`]; see
+    /// [`crate::BlkMqQueue`]).
     Throttled,
     /// Nothing is queued.
     Empty,

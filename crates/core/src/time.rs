@@ -9,7 +9,8 @@
 //! The 2.6 schedulers kept time in jiffies. [`HZ`] is fixed at 1000, so one jiffy is one
 //! millisecond; [`Instant::jiffies`] and [`Instant::from_jiffies`] let a scheduler reproduce the
 //! kernel's integer jiffy comparisons ("expired" means strictly after the deadline jiffy) and
-//! timers that fire on jiffy boundaries.
+//! timers that fire on jiffy boundaries. A blk-mq host's kernel has a tick rate of its own
+//! ([`TickRate`], 250 Hz by default), which the blk-mq queue and schedulers count in.
 
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
@@ -320,6 +321,29 @@ impl fmt::Display for Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Proves the tick-rate arithmetic the blk-mq rules rest on: at 250 Hz jiffies are 4 ms,
+    // `msecs_to_jiffies` rounds up (3 ms → 1 jiffy, 10 ms → 3), a timer for one jiffy fires at
+    // the next tick (not 4 ms after arming), a 0-jiffy timer fires at once, and 300 Hz's
+    // uneven ticks start at the nanosecond rounded up.
+    #[test]
+    fn tick_rates_count_whole_jiffies() {
+        let hz250 = TickRate::new(250).unwrap();
+        assert_eq!(hz250.jiffies(Instant::from_nanos(3_999_999)), 0);
+        assert_eq!(hz250.jiffies(Instant::from_millis(4)), 1);
+        assert_eq!(hz250.msecs_to_jiffies(3), 1);
+        assert_eq!(hz250.msecs_to_jiffies(10), 3);
+        assert_eq!(hz250.jiffies_to_msecs(3), 12);
+        assert_eq!(hz250.timer_at(Instant::from_millis(5), 1), Instant::from_millis(8));
+        assert_eq!(hz250.timer_at(Instant::from_millis(5), 0), Instant::from_millis(5));
+        let hz300 = TickRate::new(300).unwrap();
+        assert_eq!(hz300.jiffy_start(1), Instant::from_nanos(3_333_334));
+        assert_eq!(hz300.jiffies(Instant::from_nanos(3_333_334)), 1);
+        assert_eq!(hz300.jiffies(Instant::from_nanos(3_333_333)), 0);
+        assert_eq!(TickRate::new(1000).unwrap().msecs_to_jiffies(3), 3);
+        assert_eq!(TickRate::new(1000), Some(TickRate::LEGACY));
+        assert_eq!(TickRate::new(500), None);
+    }
 
     // Proves jiffy conversion truncates like the kernel's: an instant inside jiffy 5 reports 5,
     // and a timer for jiffy 5 fires at its first nanosecond.
