@@ -99,7 +99,8 @@
 //!   tags in the kernel) keep the 2.6 request pool (`nr_requests` per direction, congestion
 //!   and batching).
 //! * The block queue under a blk-mq scheduler follows blk-mq's rules of when the scheduler is
-//!   asked, of flushes and of overlapping I/O, at the host's `hz` (`elevator_core::BlkMqQueue`).
+//!   asked, of flushes and of overlapping I/O, at the host's `mq_hz`
+//!   (`elevator_core::BlkMqQueue`).
 
 use std::collections::VecDeque;
 
