@@ -617,8 +617,9 @@ impl MqDeadline {
     }
 
     /// One request of `level` by the batch rules, if the one they pick was inserted at or
-    /// before `latest_start` (`None`: before the clock's origin, which nothing was). Choosing a new batch updates the shared batch state even when the
-    /// pick is then refused as too young, as in the kernel.
+    /// before `latest_start` (`None`: before the clock's origin, which nothing was). Choosing a
+    /// new batch updates the shared batch state even when the pick is then refused as too
+    /// young, as in the kernel.
     fn dispatch_from_level(
         &mut self,
         cx: &Ctx<'_>,
