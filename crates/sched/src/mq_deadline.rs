@@ -2,7 +2,9 @@
 //! for writes.
 //!
 //! Follows Linux 6.17 `block/mq-deadline.c`, as modern-schedulers.md §1 and §2 describe it, and
-//! `Documentation/block/deadline-iosched.rst`.
+//! `Documentation/block/deadline-iosched.rst`; its selection logic is unchanged through 6.18.y
+//! (modern-vs-kernel.md §3), and where 6.18.2 changed behaviour (the one at-head list, row 10)
+//! the order here is 6.18.2's (see "Deviations from Linux").
 //!
 //! Each request is filed by its I/O priority class into one of three **levels**: real-time,
 //! best-effort (class none counts as best-effort) and idle. Within a level, requests are kept per
@@ -43,7 +45,7 @@
 //! | `write_expire` | ms | 5000 | 0..=2147483647 | deadline of a write after insertion |
 //! | `writes_starved` | count | 2 | −2147483648..=2147483647 | direction choices that may go to reads while writes wait |
 //! | `front_merges` | bool | 1 | 0..=1 | look up front merges in the sector tree |
-//! | `async_depth` | requests | 128 | 1..=2147483647 | most non-read requests outstanding at once |
+//! | `async_depth` | requests | `nr_requests` (128 unattached) | 1..=2147483647 | most non-read requests outstanding at once |
 //! | `fifo_batch` | requests | 16 | 0..=2147483647 | most requests in one batch |
 //! | `prio_aging_expire` | ms | 10000 | 0..=2147483647 | age after which a best-effort or idle request is served ahead of higher levels |
 //!
@@ -100,7 +102,9 @@
 //!   index filtered by priority, instead of a lookup in the bio's own level tree; they find the
 //!   same request except when several queued requests share the sector. There is no separate
 //!   insert merge: a request is created only after the same lookups failed for its bio. The
-//!   core's merge rules require equal sync-ness, as the 2.6 block layer did.
+//!   core's merge rules require equal sync-ness unless the queue says otherwise
+//!   ([`elevator_core::QueueConfig::merges_ignore_sync`], off for blk-mq queues), where the
+//!   kernel's `blk_rq_merge_ok` has no sync-ness rule (modern-vs-kernel.md row 15).
 //! * **Drain.** A switch, or a flush on a legacy queue (the core's 2.6 barrier ordering), takes
 //!   every queued request out level by level, reads then writes, each in FIFO order, without
 //!   touching the batch state. On a blk-mq queue ([`elevator_core::BlkMqQueue`], what the
