@@ -106,8 +106,8 @@ pub use list::{IdList, ListLinks};
 pub use pool::{POOL_WAIT_2_4, PoolSplit, batch_requests_2_4};
 pub use prng::{Prng, Zipf, ZipfError};
 pub use queue::{
-    BlockQueue, CompletedRequest, DriverFetch, Linux2_4Queue, Pull, QueueConfig, QueueConfigError,
-    QueueStats, SubmitError, Submitted, WindowMaxima, ZoneWriteOrder,
+    BlkMqQueue, BlockQueue, CompletedRequest, DriverFetch, Linux2_4Queue, Pull, QueueConfig,
+    QueueConfigError, QueueStats, SubmitError, Submitted, WindowMaxima, ZoneWriteOrder,
 };
 pub use request::{
     Bio, BioTag, Direction, IOPRIO_LEVELS, IoClass, IoPriority, IoPriorityError, Op, ProcessId,
@@ -123,5 +123,5 @@ pub use spec::{
 };
 pub use submit::{Offered, Submitter};
 pub use table::{RequestId, RequestTable, SideTable};
-pub use time::{Duration, HZ, Instant};
+pub use time::{Duration, HZ, Instant, TickRate};
 pub use tunable::{TunableError, TunableSpec, Unit};

@@ -56,6 +56,10 @@ pub enum PoolSplit {
     ByDirection,
     /// Sync and async requests (2.6.30 on).
     BySync,
+    /// One class for every request: blk-mq's scheduler tags (one `sbitmap` of `nr_requests`
+    /// per hardware queue, modern-vs-kernel.md row 8). A queue with this split allocates under
+    /// [`PoolRules::BlkMq`].
+    Shared,
 }
 
 impl PoolSplit {
@@ -67,6 +71,7 @@ impl PoolSplit {
                 let sync = op == Op::Read || flags.is_sync();
                 usize::from(!sync)
             }
+            PoolSplit::Shared => 0,
         }
     }
 
@@ -77,6 +82,7 @@ impl PoolSplit {
             (PoolSplit::ByDirection, _) => Direction::Write.name(),
             (PoolSplit::BySync, 0) => "sync",
             (PoolSplit::BySync, _) => "async",
+            (PoolSplit::Shared, _) => "any",
         }
     }
 }
@@ -94,6 +100,11 @@ pub enum PoolRules {
         /// `get_request_wait`); vanilla 2.4.21 sleeps until woken.
         timed_wait: bool,
     },
+    /// blk-mq scheduler tags (`blk_mq_get_tag`): a request is allocated while fewer than
+    /// `nr_requests` are, whoever asks, and the scheduler's vote ([`MayQueue::No`]: its
+    /// `limit_depth`) can refuse it; no congestion, full mark, batchers or hard cap. Each free
+    /// wakes the longest waiter.
+    BlkMq,
 }
 
 /// How long a RHEL 3 task sleeps for a free request before it tries again (`HZ`, 1 s;
@@ -199,8 +210,8 @@ impl RequestPool {
     }
 
     pub(crate) fn is_congested(&self, class: usize) -> bool {
-        // 2.4 has no congestion state (linux-2.4-elevator.md §5).
-        !self.is_2_4() && self.congested[class]
+        // 2.4 and blk-mq have no congestion state (linux-2.4-elevator.md §5).
+        !self.is_2_4() && self.rules != PoolRules::BlkMq && self.congested[class]
     }
 
     fn is_batching(&self, process: ProcessId, now: Instant) -> bool {
@@ -229,6 +240,13 @@ impl RequestPool {
     ) -> bool {
         if vote == MayQueue::No {
             return false;
+        }
+        if self.rules == PoolRules::BlkMq {
+            if self.count[class] >= self.nr_requests {
+                return false;
+            }
+            self.count[class] += 1;
+            return true;
         }
         if self.is_2_4() {
             // §5: any free request goes to whoever asks, sleepers or not.
@@ -348,6 +366,13 @@ impl RequestPool {
     pub(crate) fn release(&mut self, class: usize, now: Instant, woken: &mut VecDeque<ProcessId>) {
         if self.is_2_4() {
             self.free_2_4(class, woken);
+            return;
+        }
+        if self.rules == PoolRules::BlkMq {
+            // Deviation: `sbitmap_queue` wakes waiters in batches of `wake_batch` frees; here
+            // every free wakes one, who retries at once.
+            self.count[class] = self.count[class].checked_sub(1).expect("pool count underflow");
+            woken.extend(self.waiters[class].pop_front());
             return;
         }
         if let Some(process) = self.free(class, now) {
@@ -488,6 +513,30 @@ mod tests {
         assert!(pool.try_alloc(0, P2, MayQueue::May, at_10ms));
         let at_21ms = start + Duration::from_millis(21);
         assert!(!pool.try_alloc(0, P1, MayQueue::May, at_21ms));
+    }
+
+    // Proves blk-mq's scheduler tags: one class for reads and writes, exactly nr_requests of
+    // them (no batcher past the limit, no MUST override), the scheduler's refusal honoured, and
+    // each free waking the longest waiter.
+    #[test]
+    fn blk_mq_tags_are_one_hard_pool() {
+        let mut pool = RequestPool::new(8, PoolSplit::Shared).with_rules(PoolRules::BlkMq);
+        let now = Instant::ZERO;
+        let read = PoolSplit::Shared.class(Op::Read, RequestFlags::SYNC);
+        let write = PoolSplit::Shared.class(Op::Write, RequestFlags::NONE);
+        assert_eq!(read, write);
+        assert!(!pool.try_alloc(read, P1, MayQueue::No, now));
+        for _ in 0..8 {
+            assert!(pool.try_alloc(read, P1, MayQueue::May, now));
+        }
+        assert!(!pool.try_alloc(write, P1, MayQueue::Must, now));
+        assert!(!pool.is_congested(read));
+        pool.wait(write, P2);
+        pool.wait(write, ProcessId(3));
+        let mut woken = VecDeque::new();
+        pool.release(read, now, &mut woken);
+        assert_eq!(woken, [P2]);
+        assert!(pool.try_alloc(write, P2, MayQueue::May, now));
     }
 
     #[test]

@@ -24,7 +24,8 @@
 //!    [`PoolSplit`]). A process that finds the pool full is told [`Submitted::Blocked`] and is
 //!    named by [`BlockQueue::pop_woken`] when it may try again.
 //! 3. **Order overlaps**: a request overlapping an earlier outstanding one, where either writes,
-//!    is held back until that one completes, so no scheduler can reorder conflicting I/O.
+//!    is held back until that one completes, so no scheduler can reorder conflicting I/O (not on
+//!    a blk-mq queue, which orders nothing: [`BlkMqQueue`]).
 //! 4. **Insert** into the scheduler; optionally **plug** ([`QueueConfig::plugging`]).
 //! 5. **Dispatch**: the dispatch list's head goes to the device while it has room; only when
 //!    the list is empty is the scheduler asked for one more request. How a full device is
@@ -32,11 +33,15 @@
 //!    activate one more request, which waits at the head of the list.
 //! 6. **Flush** is an ordering point: the scheduler is drained onto the dispatch list ahead of
 //!    it, it is issued once nothing earlier is outstanding, and nothing later is issued until it
-//!    completes (2.6.18's `DRAIN_FLUSH` barrier sequence).
+//!    completes (2.6.18's `DRAIN_FLUSH` barrier sequence). On a blk-mq queue ([`BlkMqQueue`])
+//!    a flush bypasses the scheduler to the head of the dispatch list and stalls nothing.
 //! 7. **Switch** schedulers at run time (`elevator_switch`): the old one is drained onto the
 //!    dispatch list in its own order; until every request allocated before the switch has
 //!    completed, new requests bypass both schedulers to the list's tail; only then does the new
 //!    scheduler get requests.
+//!
+//! A queue with [`QueueConfig::blk_mq`] follows the Linux 6.x blk-mq block layer in when it asks
+//! the scheduler, in flushes and in overlaps ([`BlkMqQueue`]; modern-vs-kernel.md rows 1–4).
 //!
 //! A queue with [`QueueConfig::linux_2_4`] follows 2.4.21 instead (linux-2.4-elevator.md):
 //! the pool has `nr_requests` requests per direction with no congestion or batching (§5,
@@ -73,7 +78,16 @@
 //!   the kernel; the default serves the live engine, whose I/O already passes through the
 //!   running kernel's own (per-task) plugging below it, and unit tests of the scheduler logic.
 //! * A request overlapping an earlier outstanding one (either writing) is held outside the
-//!   scheduler until that one completes (`docs/DESIGN.md` §3, on purpose; row 6).
+//!   scheduler until that one completes (`docs/DESIGN.md` §3, on purpose; row 6), on legacy
+//!   queues (the default, and so the live engine's) only.
+//! * blk-mq ([`BlkMqQueue`]): several flushes may be at the device at once, each a request of
+//!   its own; the kernel keeps one `flush_rq` in flight per flush queue and serves every flush
+//!   pending when it ends with one more (`blk_kick_flush`). A PREFLUSH write with data is not
+//!   split into its flush and its data re-inserted at the head (the core has no such flag).
+//!   The delayed run's tick phase is the clock's origin. A throttled blk-mq queue answers
+//!   [`Pull::Idle`] until the delayed run, with requests at the device; the kernel's
+//!   driver-tag restart (a completion re-runs the queue when a request waited for a tag) is
+//!   the device-full [`Pull::Busy`] as before.
 //! * [`QueueConfig::merges_ignore_sync`] is off by default (the rule the blk-mq schedulers
 //!   were written to); the simulator turns it on for the legacy schedulers, as 2.6.18 merges
 //!   (row 5).
@@ -103,10 +117,12 @@ use crate::hazard::Hazards;
 use crate::kernel::{KernelVersion, UnplugTest};
 use crate::merge::{self, MergeCheck, MergeIndex};
 use crate::pool::{MIN_NR_REQUESTS, PoolRules, PoolSplit, RequestPool};
-use crate::request::{Bio, BioTag, Direction, Op, Request, RequestFlags, RequestState, Sector};
+use crate::request::{
+    Bio, BioTag, Direction, IoClass, IoPriority, Op, Request, RequestFlags, RequestState, Sector,
+};
 use crate::scheduler::{Completion, Ctx, Dispatch, MergeChoice, MergeKind, Scheduler};
 use crate::table::{RequestId, RequestTable};
-use crate::time::{Duration, Instant};
+use crate::time::{Duration, Instant, TickRate};
 
 /// How long a plugged queue waits before it unplugs by itself (`unplug_delay`, 3 ms).
 pub const UNPLUG_DELAY: Duration = Duration::from_millis(3);
@@ -159,6 +175,72 @@ pub struct QueueConfig {
     /// A zoned device's write ordering ([`ZoneWriteOrder`]); `None` (the default) for a
     /// conventional device.
     pub zones: Option<ZoneWriteOrder>,
+    /// The blk-mq block layer's rules ([`BlkMqQueue`]) for a host whose kernel has blk-mq and a
+    /// blk-mq scheduler attached; `None` (the default) for the legacy request queue's.
+    pub blk_mq: Option<BlkMqQueue>,
+}
+
+/// What differs in a blk-mq queue (Linux 6.x, modern-vs-kernel.md §2), chosen by the host for a
+/// blk-mq scheduler. The legacy request queue (2.6 `request_fn`, and 2.4) keeps its own rules.
+///
+/// * **When the scheduler is asked** (rows 1–2). The hardware queue runs on a submission that
+///   inserts a request (`blk_mq_submit_bio` → `blk_mq_run_hw_queue`; a bio merged into a queued
+///   request runs nothing) and, when a device slot frees, only if a request waits for one. A
+///   completion does **not** re-run it otherwise (`blk_mq_sched_restart` acts only for
+///   `SCHED_RESTART`, set for leftovers on `hctx->dispatch` and driver-tag waits). So when the
+///   scheduler has work but hands nothing out ([`Dispatch::Throttled`]: mq-deadline's
+///   priority wait, kyber without tokens), it is asked again only at the next insertion, at a
+///   delayed run one [`BlkMqQueue::RUN_DELAY_MS`] later (`blk_mq_delay_run_hw_queues(q,
+///   BLK_MQ_BUDGET_DELAY)`, 3 ms → `msecs_to_jiffies` → the next tick at 250 Hz), or when the
+///   scheduler itself wakes the queue at a completion ([`Scheduler::completion_reruns`]:
+///   kyber's token wake-up). Meanwhile [`BlockQueue::next_request`] answers
+///   [`Pull::Idle`] until the delayed run.
+/// * **Flushes** (row 3) bypass the scheduler and drain nothing: an empty flush goes to the
+///   head of the dispatch list, behind flushes already there (`blk_insert_flush` →
+///   `blk_kick_flush` → the requeue list → `hctx->dispatch` at head), and other requests keep
+///   being issued while it runs.
+/// * **Scheduler tags** (row 8) are [`PoolSplit::Shared`], a choice of its own: one pool of
+///   [`QueueConfig::nr_requests`] for every request, allocated while one is free, with the
+///   scheduler's [`Scheduler::may_queue`] as its `limit_depth`; the scheduler learns
+///   `nr_requests` through [`Scheduler::depth_updated`] (as every queue's does). The simulator
+///   gives it to mq-deadline and kyber, sized 2 × min(depth, 128)
+///   (`blk_mq_default_nr_requests`); bfq, whose `limit_depth` (`word_depths`: async and sync
+///   writes kept to a share of the tags) is not modelled, keeps the per-direction pool, which
+///   leaves reads their own tags as that limit does.
+/// * **I/O priority** (row 9): a bio of class none takes its task's class at submission
+///   (`bio_set_ioprio` → `__get_task_ioprio`): best-effort at its nice level ((nice + 20) / 5,
+///   the level [`IoPriority::from_nice`] keeps), so merges compare the resolved values.
+/// * **Time** (rows 11, 19): the scheduler learns the kernel's tick rate
+///   ([`Scheduler::set_tick_rate`]), as the delayed run uses it.
+/// * **No overlap ordering** (row 4): blk-mq inserts every request at once, so a request
+///   overlapping an outstanding one is not held back and its bio may merge. A zoned device's
+///   write ordering ([`ZoneWriteOrder`], zone write plugging) still applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlkMqQueue {
+    /// The running kernel's tick rate: the delayed run fires on its next tick(s).
+    pub tick_rate: TickRate,
+}
+
+impl BlkMqQueue {
+    /// `BLK_MQ_BUDGET_DELAY`: how long a pass that dispatched nothing waits before the queue
+    /// runs again, in milliseconds (rounded up to whole jiffies by `msecs_to_jiffies`).
+    pub const RUN_DELAY_MS: u64 = 3;
+
+    /// A blk-mq queue at the host's default tick rate ([`TickRate::BLK_MQ_DEFAULT`]).
+    pub const fn new() -> BlkMqQueue {
+        BlkMqQueue { tick_rate: TickRate::BLK_MQ_DEFAULT }
+    }
+
+    /// When the delayed run armed at `now` fires.
+    pub const fn delayed_run(&self, now: Instant) -> Instant {
+        self.tick_rate.timer_at(now, self.tick_rate.msecs_to_jiffies(Self::RUN_DELAY_MS))
+    }
+}
+
+impl Default for BlkMqQueue {
+    fn default() -> BlkMqQueue {
+        BlkMqQueue::new()
+    }
 }
 
 /// The kernel's zone write ordering for a zoned device whose sequential zones must be written
@@ -248,6 +330,7 @@ impl Default for QueueConfig {
             driver_fetch: DriverFetch::WhenDeviceFree,
             linux_2_4: None,
             zones: None,
+            blk_mq: None,
         }
     }
 }
@@ -591,6 +674,13 @@ pub struct BlockQueue {
     pub(crate) depth_slack: u32,
     /// The flush at the device, if any: nothing else is issued until it completes.
     flush_in_flight: Option<RequestId>,
+    /// blk-mq: the scheduler last handed nothing out although it had work; it is not asked
+    /// again before the delayed run unless a request is inserted or the scheduler wakes the
+    /// queue ([`BlkMqQueue`]).
+    sched_asleep: bool,
+    /// blk-mq: when the pending delayed run fires. A pass that dispatches nothing arms it only
+    /// if none is pending (`blk_mq_delay_run_hw_queues` leaves a pending delay untouched).
+    delayed_run: Option<Instant>,
     /// Plugged until this instant.
     plugged_until: Option<Instant>,
     /// 2.4: plugged until someone runs `tq_disk` (no timer; linux-2.4-elevator.md §4.2).
@@ -618,8 +708,17 @@ impl BlockQueue {
     ) -> Result<BlockQueue, QueueConfigError> {
         config.validate()?;
         let capacity = Self::table_capacity(&config);
-        let rules =
+        let mut rules =
             config.linux_2_4.map_or(PoolRules::Linux2_6, |linux_2_4| linux_2_4.pool_rules());
+        if config.pool_split == PoolSplit::Shared {
+            // blk-mq's scheduler tags: one pool of `nr_requests` (`BlkMqQueue`).
+            rules = PoolRules::BlkMq;
+        }
+        let mut scheduler = scheduler;
+        scheduler.depth_updated(config.nr_requests);
+        if let Some(blk_mq) = config.blk_mq {
+            scheduler.set_tick_rate(blk_mq.tick_rate);
+        }
         Ok(BlockQueue {
             table: RequestTable::with_capacity(capacity),
             bios: BioTable::new(config.max_bios),
@@ -638,6 +737,8 @@ impl BlockQueue {
             fetch_armed: false,
             depth_slack: 0,
             flush_in_flight: None,
+            sched_asleep: false,
+            delayed_run: None,
             plugged_until: None,
             tq_plugged: false,
             window: WindowMaxima::default(),
@@ -668,15 +769,22 @@ impl BlockQueue {
     /// Offers a bio to the queue.
     pub fn submit(&mut self, now: Instant, bio: Bio) -> Result<Submitted, SubmitError> {
         self.account(now);
-        let bio = self.validate(bio)?;
+        let mut bio = self.validate(bio)?;
+        if self.config.blk_mq.is_some() && bio.priority.class() == IoClass::None {
+            // `bio_set_ioprio`: class none becomes the task's, best-effort at its nice level
+            // (`BlkMqQueue`; real-time and SCHED_IDLE policies are not modelled).
+            bio.priority = IoPriority::best_effort(bio.priority.level())
+                .expect("a priority's level is always in range");
+        }
         if bio.op == Op::Flush {
             return Ok(self.submit_flush(now, bio));
         }
         let sequence = self.next_sequence;
-        let overlaps =
-            self.hazards.conflicts(&self.table, bio.op, bio.start.0, bio.end().0, sequence)
-                || (!bio.flags.contains(RequestFlags::PASSTHROUGH)
-                    && self.zone_write_plugged(bio.op, bio.start.0, sequence));
+        // blk-mq orders no overlapping I/O ([`BlkMqQueue`]); zone write plugging it keeps.
+        let overlaps = (self.config.blk_mq.is_none()
+            && self.hazards.conflicts(&self.table, bio.op, bio.start.0, bio.end().0, sequence))
+            || (!bio.flags.contains(RequestFlags::PASSTHROUGH)
+                && self.zone_write_plugged(bio.op, bio.start.0, sequence));
         // A bio that overlaps earlier I/O must not merge: that would carry it ahead of the
         // request it has to wait for.
         // A 2.4 super bh never merges into a queued request (linux-2.4-elevator.md §3.1).
@@ -774,6 +882,7 @@ impl BlockQueue {
                     return Pull::Busy;
                 }
                 if self.table[head].op == Op::Flush
+                    && self.config.blk_mq.is_none()
                     && (self.in_flight > 0 || self.held_before(self.table[head].sequence))
                 {
                     return Pull::Busy;
@@ -798,6 +907,19 @@ impl BlockQueue {
                 }
                 self.plugged_until = None;
             }
+            if let Some(until) = self.delayed_run {
+                if now < until {
+                    if self.sched_asleep {
+                        // blk-mq: nothing re-runs the queue before its delayed run
+                        // (`BlkMqQueue`).
+                        return Pull::Idle { until };
+                    }
+                } else {
+                    // The delayed run fires: this pass is it.
+                    self.delayed_run = None;
+                    self.sched_asleep = false;
+                }
+            }
             let decision = self.scheduler.dispatch(&cx!(self, now));
             match decision {
                 Dispatch::Issue(id) => {
@@ -817,6 +939,12 @@ impl BlockQueue {
                     return Pull::Idle { until };
                 }
                 Dispatch::Throttled => {
+                    if let Some(blk_mq) = self.config.blk_mq {
+                        // A pass that dispatched nothing arms the delayed run (`BlkMqQueue`).
+                        let until = *self.delayed_run.get_or_insert(blk_mq.delayed_run(now));
+                        self.sched_asleep = true;
+                        return Pull::Idle { until };
+                    }
                     assert!(
                         self.in_flight > 0,
                         "{}: dispatch said Throttled with nothing in flight to end the wait",
@@ -863,6 +991,10 @@ impl BlockQueue {
         self.depth_slack = self.depth_slack.min(self.in_flight.saturating_sub(self.config.depth));
         if owned_by_current {
             self.scheduler.complete(&cx!(self, now), &done);
+            // Asked always, so that a scheduler's wake-up is consumed where it happens.
+            if self.scheduler.completion_reruns() {
+                self.sched_asleep = false;
+            }
         }
         if self.flush_in_flight == Some(id) {
             self.flush_in_flight = None;
@@ -920,6 +1052,7 @@ impl BlockQueue {
     pub fn drain_scheduler(&mut self, now: Instant) -> usize {
         self.account(now);
         let count = self.drain_to_dispatch(now, "forced dispatch", false);
+        self.sched_asleep = false;
         self.unplug();
         self.end_idle(now);
         count
@@ -941,6 +1074,11 @@ impl BlockQueue {
         self.drain_to_dispatch(now, "switch", true);
         self.epoch = self.epoch.wrapping_add(1);
         let old = std::mem::replace(&mut self.scheduler, scheduler);
+        self.scheduler.depth_updated(self.config.nr_requests);
+        if let Some(blk_mq) = self.config.blk_mq {
+            self.scheduler.set_tick_rate(blk_mq.tick_rate);
+        }
+        self.sched_asleep = false;
         self.stats.switches += 1;
         self.bypass_before = (self.table.live_count() > 0).then_some(self.next_sequence);
         self.unplug();
@@ -1026,6 +1164,7 @@ impl BlockQueue {
         }
         self.config = config;
         self.pool.set_nr_requests(nr_requests);
+        self.scheduler.depth_updated(nr_requests);
         Ok(())
     }
 
@@ -1202,6 +1341,8 @@ impl BlockQueue {
         self.merge.add(id, &self.table[id]);
         self.scheduler.insert(&cx!(self, now), id);
         self.stats.inserted += 1;
+        // blk-mq: an insertion runs the hardware queue, which asks the scheduler again.
+        self.sched_asleep = false;
     }
 
     /// Whether `bio` unplugs the queue once queued: a sync write (`BIO_RW_SYNC`: 2.6.18's
@@ -1401,8 +1542,19 @@ impl BlockQueue {
             return Submitted::Blocked;
         };
         self.stats.bios += 1;
-        self.drain_to_dispatch(now, "flush", false);
         self.table[id].state = RequestState::Dispatched;
+        if self.config.blk_mq.is_some() {
+            // blk-mq: the flush bypasses the scheduler to the head of the dispatch list, behind
+            // flushes already there, and drains nothing (`BlkMqQueue`).
+            let position = self
+                .dispatch
+                .iter()
+                .position(|queued| self.table[queued].op != Op::Flush)
+                .unwrap_or(self.dispatch.count());
+            self.dispatch.insert_at(position, id);
+            return Submitted::Queued { request: id };
+        }
+        self.drain_to_dispatch(now, "flush", false);
         self.dispatch.add(&self.table, id, crate::scheduler::DispatchInsert::Tail);
         self.unplug();
         Submitted::Queued { request: id }
@@ -1470,7 +1622,8 @@ impl BlockQueue {
         self.window.max_wait_ns = self.window.max_wait_ns.max(waited);
         self.head_position = request.end();
         let owned_by_current = request.owner == Some(self.epoch);
-        if request.op == Op::Flush {
+        // A blk-mq flush stalls nothing (`BlkMqQueue`).
+        if request.op == Op::Flush && self.config.blk_mq.is_none() {
             self.flush_in_flight = Some(id);
         }
         let activated = std::mem::replace(&mut request.activated, false);
@@ -1547,14 +1700,16 @@ impl BlockQueue {
         while index < self.held.len() {
             let id = self.held[index];
             let request = &self.table[id];
-            if self.hazards.conflicts(
-                &self.table,
-                request.op,
-                request.start.0,
-                request.end().0,
-                request.sequence,
-            ) || (!request.flags.contains(RequestFlags::PASSTHROUGH)
-                && self.zone_write_plugged(request.op, request.start.0, request.sequence))
+            if (self.config.blk_mq.is_none()
+                && self.hazards.conflicts(
+                    &self.table,
+                    request.op,
+                    request.start.0,
+                    request.end().0,
+                    request.sequence,
+                ))
+                || (!request.flags.contains(RequestFlags::PASSTHROUGH)
+                    && self.zone_write_plugged(request.op, request.start.0, request.sequence))
             {
                 index += 1;
                 continue;

@@ -53,7 +53,9 @@ pub enum Dispatch {
     },
     /// Requests are queued, but the scheduler holds them until a request at the device
     /// completes (kyber with every token of the domains it could serve in use). Only valid
-    /// while requests are in flight: a completion is what ends the wait.
+    /// while requests are in flight: a completion is what ends the wait (on a blk-mq queue:
+    /// an insertion, the delayed run or [`Scheduler::completion_reruns`]; see
+    /// [`crate::BlkMqQueue`]).
     Throttled,
     /// Nothing is queued.
     Empty,
@@ -242,6 +244,27 @@ pub trait Scheduler: fmt::Debug + Send {
 
     /// The device finished a request this scheduler dispatched.
     fn complete(&mut self, _cx: &Ctx<'_>, _done: &Completion) {}
+
+    /// The queue's `nr_requests` (its pool, blk-mq's scheduler tags) is `nr_requests` now: at
+    /// attach and whenever it changes (the kernel's `depth_updated` elevator op, which
+    /// mq-deadline and kyber size their write limits from). Default: nothing.
+    fn depth_updated(&mut self, _nr_requests: u32) {}
+
+    /// The running kernel's tick rate, on a blk-mq queue ([`crate::BlkMqQueue`]): a scheduler
+    /// that counts in jiffies rounds to its ticks (mq-deadline's expiry and tunables, kyber's
+    /// timer and window; modern-vs-kernel.md rows 11, 19). Not called on a legacy queue, whose
+    /// schedulers count at [`crate::HZ`]. Default: nothing.
+    fn set_tick_rate(&mut self, _tick_rate: crate::TickRate) {}
+
+    /// Right after [`Scheduler::complete`]: whether that completion runs the queue again on a
+    /// blk-mq queue ([`crate::BlkMqQueue`]) where dispatch last answered
+    /// [`Dispatch::Throttled`]. blk-mq re-runs a queue at a completion only through the
+    /// scheduler's own wake-up (kyber's token wait queue, bfq's `bfq_schedule_dispatch`);
+    /// mq-deadline has none (modern-vs-kernel.md rows 1–2). Default: yes. Legacy queues ask
+    /// the scheduler after every completion and ignore the answer.
+    fn completion_reruns(&mut self) -> bool {
+        true
+    }
 
     /// `process` exited (its I/O context went away): anticipatory stops waiting for it and
     /// counts it in its exit statistics; cfq turns its idle window off.

@@ -9,7 +9,8 @@
 //! The 2.6 schedulers kept time in jiffies. [`HZ`] is fixed at 1000, so one jiffy is one
 //! millisecond; [`Instant::jiffies`] and [`Instant::from_jiffies`] let a scheduler reproduce the
 //! kernel's integer jiffy comparisons ("expired" means strictly after the deadline jiffy) and
-//! timers that fire on jiffy boundaries.
+//! timers that fire on jiffy boundaries. A blk-mq host's kernel has a tick rate of its own
+//! ([`TickRate`], 250 Hz by default), which the blk-mq queue and schedulers count in.
 
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
@@ -20,6 +21,74 @@ use serde::{Deserialize, Serialize};
 pub const HZ: u64 = 1000;
 
 const NANOS_PER_JIFFY: u64 = 1_000_000_000 / HZ;
+
+/// A kernel's tick rate (`CONFIG_HZ`), for code that must count in that kernel's jiffies: the
+/// blk-mq hosts' delayed queue run (`msecs_to_jiffies(BLK_MQ_BUDGET_DELAY)`), mq-deadline's
+/// sysfs rounding. [`HZ`] stays the 2.6 schedulers' fixed 1000 (RHEL 5); a blk-mq host takes its
+/// running kernel's rate, [`TickRate::BLK_MQ_DEFAULT`] (250, the rate the comparison in
+/// modern-vs-kernel.md §0 measured) unless told otherwise.
+///
+/// Jiffy boundaries lie at whole multiples of `1 s / hz` from the clock's origin (jiffy `n`
+/// starts at `n × 10⁹ / hz` ns, rounded down): the kernel's phase of the tick against the
+/// workload is not modelled.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct TickRate(u32);
+
+impl TickRate {
+    /// 2.6 hosts (RHEL 5 x86_64): 1000 Hz, the same as [`HZ`].
+    pub const LEGACY: TickRate = TickRate(HZ as u32);
+    /// A blk-mq host's default: 250 Hz (`CONFIG_HZ_250`, the kernel measured in
+    /// modern-vs-kernel.md §0 and most distribution kernels).
+    pub const BLK_MQ_DEFAULT: TickRate = TickRate(250);
+    /// The rates a kernel can be configured with (`kernel/Kconfig.hz`: 100, 250, 300, 1000).
+    pub const ACCEPTED: [u32; 4] = [100, 250, 300, 1000];
+
+    /// `hz` if it is one of [`TickRate::ACCEPTED`].
+    pub fn new(hz: u32) -> Option<TickRate> {
+        TickRate::ACCEPTED.contains(&hz).then_some(TickRate(hz))
+    }
+
+    /// Ticks per second.
+    pub const fn hz(self) -> u32 {
+        self.0
+    }
+
+    /// The jiffy that contains `at`.
+    pub const fn jiffies(self, at: Instant) -> u64 {
+        (at.0 as u128 * self.0 as u128 / 1_000_000_000) as u64
+    }
+
+    /// The first nanosecond of jiffy `jiffies`.
+    pub const fn jiffy_start(self, jiffies: u64) -> Instant {
+        let nanos = (jiffies as u128 * 1_000_000_000).div_ceil(self.0 as u128);
+        Instant(if nanos > u64::MAX as u128 { u64::MAX } else { nanos as u64 })
+    }
+
+    /// When a timer armed at `now` for `delay` jiffies fires: at the start of jiffy
+    /// `jiffies(now) + delay` (`mod_timer(jiffies + delay)`; a delay of 0 fires at once).
+    pub const fn timer_at(self, now: Instant, delay: u64) -> Instant {
+        if delay == 0 {
+            return now;
+        }
+        self.jiffy_start(self.jiffies(now) + delay)
+    }
+
+    /// `msecs_to_jiffies`: milliseconds to jiffies, rounded up.
+    pub const fn msecs_to_jiffies(self, millis: u64) -> u64 {
+        (millis as u128 * self.0 as u128).div_ceil(1000) as u64
+    }
+
+    /// `jiffies_to_msecs`: jiffies to milliseconds, rounded up (exact at 100, 250, 1000 Hz).
+    pub const fn jiffies_to_msecs(self, jiffies: u64) -> u64 {
+        (jiffies as u128 * 1000).div_ceil(self.0 as u128) as u64
+    }
+}
+
+impl Default for TickRate {
+    fn default() -> TickRate {
+        TickRate::LEGACY
+    }
+}
 
 /// A point in time: nanoseconds since the clock's origin.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
@@ -252,6 +321,29 @@ impl fmt::Display for Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Proves the tick-rate arithmetic the blk-mq rules rest on: at 250 Hz jiffies are 4 ms,
+    // `msecs_to_jiffies` rounds up (3 ms → 1 jiffy, 10 ms → 3), a timer for one jiffy fires at
+    // the next tick (not 4 ms after arming), a 0-jiffy timer fires at once, and 300 Hz's
+    // uneven ticks start at the nanosecond rounded up.
+    #[test]
+    fn tick_rates_count_whole_jiffies() {
+        let hz250 = TickRate::new(250).unwrap();
+        assert_eq!(hz250.jiffies(Instant::from_nanos(3_999_999)), 0);
+        assert_eq!(hz250.jiffies(Instant::from_millis(4)), 1);
+        assert_eq!(hz250.msecs_to_jiffies(3), 1);
+        assert_eq!(hz250.msecs_to_jiffies(10), 3);
+        assert_eq!(hz250.jiffies_to_msecs(3), 12);
+        assert_eq!(hz250.timer_at(Instant::from_millis(5), 1), Instant::from_millis(8));
+        assert_eq!(hz250.timer_at(Instant::from_millis(5), 0), Instant::from_millis(5));
+        let hz300 = TickRate::new(300).unwrap();
+        assert_eq!(hz300.jiffy_start(1), Instant::from_nanos(3_333_334));
+        assert_eq!(hz300.jiffies(Instant::from_nanos(3_333_334)), 1);
+        assert_eq!(hz300.jiffies(Instant::from_nanos(3_333_333)), 0);
+        assert_eq!(TickRate::new(1000).unwrap().msecs_to_jiffies(3), 3);
+        assert_eq!(TickRate::new(1000), Some(TickRate::LEGACY));
+        assert_eq!(TickRate::new(500), None);
+    }
 
     // Proves jiffy conversion truncates like the kernel's: an instant inside jiffy 5 reports 5,
     // and a timer for jiffy 5 fires at its first nanosecond.

@@ -1,6 +1,7 @@
 //! kyber: per-domain token limits, resized to keep read and write latency near their targets.
 //!
-//! Follows Linux 6.17 (mainline development) `block/kyber-iosched.c` and
+//! Follows Linux 6.17 (mainline development) `block/kyber-iosched.c`, with 6.18.26's
+//! `kyber_limit_depth` (every non-read limited; see "Deviations"), and
 //! `Documentation/block/kyber-iosched.rst`, as `specs/modern-schedulers.md` §4 restates them.
 //!
 //! Every request belongs to one of four **domains** by its operation: reads, writes (synchronous
@@ -25,9 +26,15 @@
 //! **Dispatch** serves domains in turn: the current domain keeps going for up to its batch size
 //! in requests; when the batch is used up, or the domain has nothing it may send, the batch count
 //! restarts and the domains are tried round robin from the next one, wrapping back to the
-//! current one last. A domain with queued requests but no free token is skipped. When no domain
-//! can send anything although requests are queued, every token they need is held by a request
-//! at the device, and dispatch answers [`Dispatch::Throttled`]: the next completion frees one.
+//! current one last. A domain with queued requests but no free token is skipped, and waits on
+//! the domain's token wait queue. When no domain can send anything although requests are
+//! queued, every token they need is held by a request at the device, and dispatch answers
+//! [`Dispatch::Throttled`]. A waiting domain wakes the queue once `wake_batch` =
+//! clamp(depth / 8, 1, 8) of its tokens have been freed (`sbitmap_queue_wake_up` →
+//! `kyber_domain_wake`, [`Scheduler::completion_reruns`]); on a blk-mq queue
+//! ([`elevator_core::BlkMqQueue`]) that, an insertion or the one-jiffy delayed run are what ask
+//! dispatch again (modern-vs-kernel.md row 2), where a legacy queue asks after every
+//! completion.
 //!
 //! **Measurement.** Each completed read, write or discard adds two samples to its domain's
 //! histograms: the **total latency** (request creation to completion) and the **device latency**
@@ -75,8 +82,10 @@
 //!   ever armed by a completion, so the kernel's timer cannot fire in a stretch with no calls
 //!   either unless kyber has nothing in flight, where a late adjustment changes nothing until the
 //!   next request arrives (and runs it). Kyber therefore never answers `Idle`.
-//! * Times are compared in nanoseconds, where the kernel's one-second window and timer period
-//!   are counted in jiffies.
+//! * On a blk-mq queue ([`elevator_core::BlkMqQueue`], the simulator's for kyber) the timer
+//!   fires on the tick `HZ / 10` jiffies after the completion that armed it and the window is
+//!   `HZ` whole jiffies, at the host's tick rate (modern-vs-kernel.md row 11); on a legacy queue
+//!   they are exactly 100 ms and 1 s. The jiffies' phase is the clock's origin.
 //! * **One CPU, one hardware queue.** The kernel keeps a staging list per CPU and per hardware
 //!   queue and dispatch state (current domain, batch count) per hardware queue; here there is
 //!   one staging list and one dispatch list per domain and one dispatch state. Tokens are
@@ -88,20 +97,31 @@
 //!   front candidate lie in the window the core tries the back one first, where the kernel takes
 //!   the newer of the two. After a bio merge the grown request never fuses with a neighbour,
 //!   as in blk-mq's list merge.
+//! * **Wake-ups.** The freed-token count towards a wake-up is kept per domain and only while
+//!   a dispatch waits; the kernel's `sbitmap_queue` counts frees in one `completion_cnt` per
+//!   token bitmap against `wakeup_cnt` whenever any waiter is active, so the two can differ in
+//!   the remainder carried from one wait to the next. Frees of a domain nobody waits on wake
+//!   nothing, as in the kernel.
 //! * A token is a count, not a bit in a bitmap: after a depth cut a domain may take a token only
 //!   once fewer requests than the new depth hold one, where the kernel's bitmap can briefly
 //!   hand out free bits below the new depth while bits above it are still held.
-//! * **`async_depth`** (asynchronous requests may allocate at most 75 % of the scheduler tags) is
-//!   not modelled: the core's request pool is the 2.6 pool, which has no shallow-depth
-//!   allocation; its `PoolSplit::BySync` mode keeps asynchronous writes from exhausting the
-//!   allocation of synchronous requests, a comparable effect.
-//! * The core sends flushes around the scheduler (as blk-mq's flush machinery does), and drains
-//!   the scheduler ahead of a flush (the 2.6 barrier). Drained requests go to the device without
-//!   a token. A request the device gives back (requeue) returns its token at once, as the kernel
+//! * **`async_depth`** follows Linux 6.18.26 and later (the running kernel of
+//!   modern-vs-kernel.md, 6.18.44): every request but a read may hold at most `nr_requests ×
+//!   75 / 100` of the scheduler tags (192 of 256), where 6.17 to 6.18.25 limited only
+//!   asynchronous requests (`!op_is_sync`; row 12). The queue gives kyber its `nr_requests`
+//!   ([`Scheduler::depth_updated`]). The kernel's limit is a shallow depth of the tag bitmap
+//!   (a bit-position limit per word, so reads holding low bits also block writes); here it
+//!   counts kyber's non-read requests from insertion to completion, and a refused issuer waits
+//!   for the next freed request.
+//! * The core sends flushes around the scheduler (as blk-mq's flush machinery does). On a legacy
+//!   queue it also drains the scheduler ahead of a flush (the 2.6 barrier); a blk-mq queue
+//!   ([`elevator_core::BlkMqQueue`], the simulator's for kyber) drains nothing, as the kernel
+//!   (modern-vs-kernel.md row 3). Drained requests (a flush on a legacy queue, a switch) go to
+//!   the device without a token. A request the device gives back (requeue) returns its token at once, as the kernel
 //!   does, but is re-issued from the core's dispatch list without taking a new one, where the
 //!   kernel re-inserts it into the scheduler. Both still count in the latency histograms.
-//! * A latency of 0 ns (possible in a simulation) falls in bucket 0; the kernel's unsigned
-//!   `latency − 1` would put it in the last bucket, but its latencies are never 0.
+//! * (Not a deviation.) A latency of 0 ns (possible in a simulation) falls in bucket 0, as the
+//!   kernel's `add_latency_sample` puts it there explicitly (modern-vs-kernel.md row 23).
 
 use elevator_core::{
     Completion, Counter, Ctx, Dispatch, DispatchInsert, Duration, HZ, IdList, Instant, ListLinks,
@@ -221,6 +241,8 @@ pub const TIMER_PERIOD: Duration = Duration::from_jiffies(HZ / 10);
 pub const WINDOW_SAMPLES: u32 = 500;
 /// ...or once this long has passed since its domain's window was first examined (`HZ`).
 pub const WINDOW_TIMEOUT: Duration = Duration::from_jiffies(HZ);
+/// The share of `nr_requests` non-read requests may hold (`KYBER_ASYNC_PERCENT`).
+pub const KYBER_ASYNC_PERCENT: u32 = 75;
 /// How many of the newest staged requests of a domain a bio may merge into.
 pub const MERGE_WINDOW: usize = 8;
 
@@ -233,11 +255,35 @@ enum Latency {
     Device = 1,
 }
 
-/// A domain's tokens: how many there are and how many requests hold one.
+/// A domain's tokens: how many there are and how many requests hold one, and the state of
+/// its wait queue (`sbitmap_queue` wake-ups, modern-vs-kernel.md row 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Tokens {
     depth: u32,
     in_use: u32,
+    /// A dispatch found no free token and waits on the domain's wait queue
+    /// (`kyber_get_domain_token` → `add_wait_queue`); it leaves once it gets a token or is
+    /// woken.
+    waiting: bool,
+    /// Tokens freed while someone waited and not yet counted towards a wake-up (the kernel's
+    /// `completion_cnt − wakeup_cnt`).
+    freed_unwoken: u32,
+}
+
+impl Tokens {
+    /// `sbq_calc_wake_batch`: a waiter is woken once this many tokens have been freed,
+    /// `clamp(depth / 8, 1, 8)` (`SBQ_WAIT_QUEUES`, `SBQ_WAKE_BATCH`); kyber's sbitmaps have no
+    /// shallow depth, so the whole depth counts.
+    const fn wake_batch(&self) -> u32 {
+        let batch = self.depth / 8;
+        if batch < 1 {
+            1
+        } else if batch > 8 {
+            8
+        } else {
+            batch
+        }
+    }
 }
 
 /// The scheduler's own counters, for reports.
@@ -281,13 +327,30 @@ pub struct Kyber {
     remembered_p99: [Option<usize>; MEASURED_COUNT],
     /// When the adjustment timer is due, if armed.
     timer_due: Option<Instant>,
+    /// A completion's token free woke a waiting domain: the queue runs again.
+    woken: bool,
+    /// The kernel's tick rate on a blk-mq queue: the timer and the window count in its
+    /// jiffies. `None` (a legacy queue): [`TIMER_PERIOD`] and [`WINDOW_TIMEOUT`] exactly.
+    tick_rate: Option<elevator_core::TickRate>,
+    /// Most non-read requests allocated at once: `nr_requests × 75 / 100`
+    /// (`kyber_depth_updated`, `KYBER_ASYNC_PERCENT`).
+    async_depth: u32,
+    /// Non-read requests inserted and not yet completed (or absorbed by a fusion).
+    non_reads: u32,
+    /// Allocations refused by `async_depth` (interior: `may_queue` reads `&self`).
+    async_depth_refusals: std::cell::Cell<u64>,
     counters: Counters,
 }
 
 impl Kyber {
     /// A new, empty kyber with the kernel's defaults: every domain at its maximum depth.
     pub fn new() -> Kyber {
-        let tokens = Domain::ALL.map(|domain| Tokens { depth: domain.depth_max(), in_use: 0 });
+        let tokens = Domain::ALL.map(|domain| Tokens {
+            depth: domain.depth_max(),
+            in_use: 0,
+            waiting: false,
+            freed_unwoken: 0,
+        });
         Kyber {
             target_ns: [
                 TUNABLES[0].default as u64,
@@ -305,6 +368,12 @@ impl Kyber {
             window_deadline: [None; MEASURED_COUNT],
             remembered_p99: [None; MEASURED_COUNT],
             timer_due: None,
+            woken: false,
+            tick_rate: None,
+            // The queue's default 128 until a queue says otherwise (`depth_updated`).
+            async_depth: 128 * KYBER_ASYNC_PERCENT / 100,
+            non_reads: 0,
+            async_depth_refusals: std::cell::Cell::new(0),
             counters: Counters {
                 depth_min: Domain::MEASURED.map(Domain::depth_max),
                 ..Counters::default()
@@ -346,6 +415,7 @@ impl Scheduler for Kyber {
         self.token_held.ensure_capacity(capacity);
         self.token_held[id] = false;
         let domain = Domain::of(cx.requests[id].op);
+        self.non_reads += u32::from(Self::limited(cx.requests[id].op));
         self.staged[domain.index()].push_back(&mut self.links, id);
     }
 
@@ -415,6 +485,7 @@ impl Scheduler for Kyber {
         // Not reached while `merge_neighbour` answers `None` (blk-mq list merges never fuse),
         // but kept correct for a core that fuses anyway.
         let index = Domain::of(cx.requests[absorbed].op).index();
+        self.non_reads_release(cx.requests[absorbed].op);
         if self.staged[index].iter(&self.links).any(|id| id == absorbed) {
             self.staged[index].remove(&mut self.links, absorbed);
         } else {
@@ -432,14 +503,46 @@ impl Scheduler for Kyber {
         // The timer would have fired before this completion; its samples go to the next window.
         self.timer_run_if_due(cx.now);
         self.token_release(cx, done.id);
+        self.non_reads_release(cx.requests[done.id].op);
         let domain = Domain::of(cx.requests[done.id].op);
         if domain == Domain::Other {
             return;
         }
         self.complete_record(domain, Latency::Total, done.total_time);
         self.complete_record(domain, Latency::Device, done.device_time);
-        let due = cx.now.saturating_add(TIMER_PERIOD);
+        // `timer_reduce(jiffies + HZ / 10)`: at the tick that many jiffies on.
+        let due = match self.tick_rate {
+            Some(rate) => rate.timer_at(cx.now, u64::from(rate.hz() / 10)),
+            None => cx.now.saturating_add(TIMER_PERIOD),
+        };
         self.timer_due = Some(self.timer_due.map_or(due, |armed| armed.min(due)));
+    }
+
+    fn completion_reruns(&mut self) -> bool {
+        std::mem::take(&mut self.woken)
+    }
+
+    fn set_tick_rate(&mut self, tick_rate: elevator_core::TickRate) {
+        self.tick_rate = Some(tick_rate);
+    }
+
+    fn depth_updated(&mut self, nr_requests: u32) {
+        self.async_depth = (nr_requests * KYBER_ASYNC_PERCENT / 100).max(1);
+    }
+
+    fn may_queue(
+        &self,
+        _cx: &Ctx<'_>,
+        _process: elevator_core::ProcessId,
+        op: Op,
+    ) -> elevator_core::MayQueue {
+        // 6.18.26+ `kyber_limit_depth`: every request but a (sync) read; flushes are never
+        // limited (blk-mq does not ask the scheduler about them).
+        if !Self::limited(op) || self.non_reads < self.async_depth {
+            return elevator_core::MayQueue::May;
+        }
+        self.async_depth_refusals.set(self.async_depth_refusals.get() + 1);
+        elevator_core::MayQueue::No
     }
 
     fn tunables(&self) -> &'static [TunableSpec] {
@@ -485,11 +588,25 @@ impl Scheduler for Kyber {
             Counter { name: "depth_increases", value: counters.depth_increases },
             Counter { name: "token_waits", value: counters.token_waits },
             Counter { name: "throttled", value: counters.throttled },
+            Counter { name: "async_depth_refusals", value: self.async_depth_refusals.get() },
         ]
     }
 }
 
 impl Kyber {
+    /// Whether `op` counts against `async_depth`: every operation but a read or a flush.
+    const fn limited(op: Op) -> bool {
+        !matches!(op, Op::Read | Op::Flush)
+    }
+
+    /// A request that counted against `async_depth` is gone.
+    fn non_reads_release(&mut self, op: Op) {
+        if Self::limited(op) {
+            self.non_reads =
+                self.non_reads.checked_sub(1).expect("kyber: non-read count underflow");
+        }
+    }
+
     /// Takes a token of `domain` and its oldest request, if it has a request and a token is
     /// free. The staging list moves to the dispatch list only once the token is in hand.
     fn dispatch_from(&mut self, domain: Domain) -> Option<RequestId> {
@@ -500,9 +617,12 @@ impl Kyber {
         let tokens = &mut self.tokens[index];
         if tokens.in_use >= tokens.depth {
             self.counters.token_waits += 1;
+            tokens.waiting = true;
             return None;
         }
         tokens.in_use += 1;
+        // A waiter that got its token leaves the wait queue.
+        tokens.waiting = false;
         if self.ready[index].is_empty() {
             // Both lists live in the same links, so the whole staging list moves in O(1).
             std::mem::swap(&mut self.ready[index], &mut self.staged[index]);
@@ -521,6 +641,17 @@ impl Kyber {
         let tokens = &mut self.tokens[Domain::of(cx.requests[id].op).index()];
         assert!(tokens.in_use > 0, "kyber: token count out of step for {id:?}");
         tokens.in_use -= 1;
+        // `sbitmap_queue_wake_up`: frees count only while someone waits; every `wake_batch`
+        // of them wakes the waiter, whose `kyber_domain_wake` runs the queue.
+        if tokens.waiting {
+            tokens.freed_unwoken += 1;
+            let batch = tokens.wake_batch();
+            if tokens.freed_unwoken >= batch {
+                tokens.freed_unwoken -= batch;
+                tokens.waiting = false;
+                self.woken = true;
+            }
+        }
     }
 
     /// Adds one sample to a histogram of a measured domain.
@@ -591,8 +722,11 @@ impl Kyber {
         if samples == 0 {
             return None;
         }
-        let deadline =
-            *self.window_deadline[index].get_or_insert(fired.saturating_add(WINDOW_TIMEOUT));
+        let deadline = *self.window_deadline[index].get_or_insert(match self.tick_rate {
+            // `jiffies + HZ`: one second of whole ticks from the timer's tick.
+            Some(rate) => rate.jiffy_start(rate.jiffies(fired) + u64::from(rate.hz())),
+            None => fired.saturating_add(WINDOW_TIMEOUT),
+        });
         if samples < WINDOW_SAMPLES && fired < deadline {
             return None;
         }

@@ -2,7 +2,9 @@
 //! for writes.
 //!
 //! Follows Linux 6.17 `block/mq-deadline.c`, as modern-schedulers.md §1 and §2 describe it, and
-//! `Documentation/block/deadline-iosched.rst`.
+//! `Documentation/block/deadline-iosched.rst`; its selection logic is unchanged through 6.18.y
+//! (modern-vs-kernel.md §3), and where 6.18.2 changed behaviour (the one at-head list, row 10)
+//! the order here is 6.18.2's (see "Deviations from Linux").
 //!
 //! Each request is filed by its I/O priority class into one of three **levels**: real-time,
 //! best-effort (class none counts as best-effort) and idle. Within a level, requests are kept per
@@ -43,52 +45,78 @@
 //! | `write_expire` | ms | 5000 | 0..=2147483647 | deadline of a write after insertion |
 //! | `writes_starved` | count | 2 | −2147483648..=2147483647 | direction choices that may go to reads while writes wait |
 //! | `front_merges` | bool | 1 | 0..=1 | look up front merges in the sector tree |
-//! | `async_depth` | requests | 128 | 1..=2147483647 | most non-read requests outstanding at once |
+//! | `async_depth` | requests | `nr_requests` (128 unattached) | 1..=2147483647 | most non-read requests outstanding at once |
 //! | `fifo_batch` | requests | 16 | 0..=2147483647 | most requests in one batch |
 //! | `prio_aging_expire` | ms | 10000 | 0..=2147483647 | age after which a best-effort or idle request is served ahead of higher levels |
 //!
 //! # Deviations from Linux
 //!
 //! * **`async_depth` default.** Since 6.10 the kernel sets `async_depth` to `nr_requests`
-//!   whenever the scheduler is attached or `nr_requests` changes, so nothing is reserved for
-//!   reads unless a user lowers it (5.14–6.9 reserved a quarter: `async_depth = 3/4 ·
-//!   nr_requests`). A scheduler here does not see `nr_requests`, so the default is a fixed 128:
-//!   the queue's default `nr_requests` (the kernel's `BLKDEV_DEFAULT_RQ`), which gives the
-//!   6.10+ behaviour on a default queue. With another `nr_requests`, set `async_depth` to match
-//!   (or to `3/4` of it for 5.14–6.9).
+//!   whenever the scheduler is attached or `nr_requests` changes (`dd_depth_updated`), so
+//!   nothing is reserved for reads unless a user lowers it (5.14–6.9 reserved a quarter). Here
+//!   the queue tells the scheduler its `nr_requests` ([`Scheduler::depth_updated`]) and the
+//!   default follows it: 256 on a simulated blk-mq host with a 128-deep device (2 × min(depth,
+//!   128), modern-vs-kernel.md row 8), 128 before any queue is attached (the table's default).
+//!   A value set as a tunable is kept across attach and `nr_requests` changes, where the
+//!   kernel's attach resets it (a setting here is applied before the attach, so resetting it
+//!   would lose it).
 //! * **`async_depth` accounting.** The kernel restricts which scheduler tags a non-read
 //!   allocation may take (a shallow depth of the tag bitmap); here the limit counts this
 //!   scheduler's non-read requests from insertion to completion, as the spec's "at most N of the
-//!   nr_requests tags" suggests. Requests held back by the queue's overlap ordering, or still
-//!   owned by a previous scheduler, are not counted. The core's request pool counts reads and
+//!   nr_requests tags" suggests. Requests held back by a legacy queue's overlap ordering (a
+//!   blk-mq queue holds none, as the kernel), or still owned by a previous scheduler, are not
+//!   counted. The core's request pool counts reads and
 //!   writes separately (2.6 style) where blk-mq has one pool of `nr_requests` tags, so with the
 //!   default `async_depth` writes are bounded by their own pool, not by the reads'. A refused
 //!   issuer waits in the pool's write queue and retries when a write-pool request frees. Flushes
 //!   are never limited (blk-mq does not ask the scheduler about them).
-//! * **Time** is kept in nanoseconds, not jiffies: a deadline passes at exactly
-//!   `insertion + read_expire`, where the kernel's tick rounding can make it pass up to one tick
-//!   (1 ms at HZ=1000, 4 ms at HZ=250) earlier.
-//! * **No insert-at-head.** The kernel puts requeued requests (and a few internal ones) on a
-//!   per-level dispatch list served before anything else; here the queue requeues onto its own
-//!   dispatch list, so no request reaches the scheduler at the head and those lists are left out.
+//! * **Time.** On a blk-mq queue ([`elevator_core::BlkMqQueue`], what the simulator gives this
+//!   scheduler) time counts in the host kernel's jiffies (default 250 Hz; modern-vs-kernel.md
+//!   rows 11, 19): a request's deadline is its insertion tick plus the expiry, and passes at
+//!   that tick (so (496, 500] ms after insertion at 250 Hz); ages compare ticks too; and
+//!   `read_expire`, `write_expire` and `prio_aging_expire` are stored in jiffies, so a value
+//!   that is no whole number of ticks reads back rounded up (10 reads back as 12 at 250 Hz).
+//!   The ticks' phase is the clock's origin. At 300 Hz a tick is no whole number of
+//!   milliseconds and the stored value is rounded up to one. On a legacy queue (unit tests, the
+//!   live engine) time is exact nanoseconds.
+//! * **At-head requests.** Linux 6.18.2 and later (and 6.17.13; the running kernel of
+//!   modern-vs-kernel.md) put requests inserted at the head (requeues, the data of PREFLUSH
+//!   writes) on one global dispatch list served before priority aging and every level
+//!   (row 10); 6.17 kept one such list per level. Here a requeued request goes back to the
+//!   front of the queue's dispatch list, which is likewise served before the scheduler is
+//!   asked, so the order is 6.18.2's; but such a dispatch does not move the level's sweep
+//!   position or count in its statistics, as `dd_start_request` does, and no PREFLUSH write
+//!   with data exists here to re-insert.
 //! * **When nothing may go out.** If requests are queued but dispatch hands none out (lower
 //!   levels wait for a higher level's requests at the device), the answer is
-//!   [`Dispatch::Throttled`]: the next completion ends the wait, as a completion re-runs the
-//!   kernel's queue. If nothing is at the device either (only possible after `read_expire` or
-//!   `write_expire` was lowered with requests queued, which makes their insertion time appear to
-//!   lie in the future), it answers [`Dispatch::Idle`] for 3 ms, the kernel's delayed queue
-//!   re-run (`BLK_MQ_BUDGET_DELAY`).
+//!   [`Dispatch::Throttled`]. On a blk-mq queue ([`elevator_core::BlkMqQueue`], what the
+//!   simulator gives this scheduler) the wait ends at the next insertion or the delayed run one
+//!   jiffy later, never at a completion: `dd_finish_request` wakes nothing and
+//!   `blk_mq_sched_restart` acts only for driver-tag waits (modern-vs-kernel.md row 1;
+//!   [`Scheduler::completion_reruns`] says no). On a legacy queue (unit tests, the live engine)
+//!   the next completion ends it. If nothing is at the device either (only possible after
+//!   `read_expire` or `write_expire` was lowered with requests queued, which makes their
+//!   insertion time appear to lie in the future), it answers [`Dispatch::Idle`] for 3 ms, the
+//!   kernel's delayed queue re-run (`BLK_MQ_BUDGET_DELAY`).
 //! * **Merges.** Back merges use the block layer's index and front merges the queue's front
 //!   index filtered by priority, instead of a lookup in the bio's own level tree; they find the
 //!   same request except when several queued requests share the sector. There is no separate
 //!   insert merge: a request is created only after the same lookups failed for its bio. The
-//!   core's merge rules require equal sync-ness, as the 2.6 block layer did.
-//! * **Drain.** A flush (the core's 2.6 barrier ordering) or a switch takes every queued request
-//!   out level by level, reads then writes, each in FIFO order, without touching the batch
-//!   state. blk-mq never drains a scheduler for a flush.
+//!   core's merge rules require equal sync-ness unless the queue says otherwise
+//!   ([`elevator_core::QueueConfig::merges_ignore_sync`], off for blk-mq queues), where the
+//!   kernel's `blk_rq_merge_ok` has no sync-ness rule (modern-vs-kernel.md row 15).
+//! * **Drain.** A switch, or a flush on a legacy queue (the core's 2.6 barrier ordering), takes
+//!   every queued request out level by level, reads then writes, each in FIFO order, without
+//!   touching the batch state. On a blk-mq queue ([`elevator_core::BlkMqQueue`], what the
+//!   simulator gives this scheduler) a flush bypasses the scheduler and drains nothing, as in
+//!   the kernel (modern-vs-kernel.md row 3).
 //! * **Alias.** The kernel also accepts `deadline` as a name for mq-deadline. Here `deadline`
 //!   is the 2.6.18 scheduler ([`crate::deadline`]), so the alias is not registered.
 //! * Out-of-range tunable values are rejected, where sysfs clamps them into range.
+//! * **Priority aging before `prio_aging_expire`.** The aged pass runs from time zero, as the
+//!   kernel's (whose jiffies never make the cut-off fail, row 7): before `prio_aging_expire`
+//!   has passed nothing is old enough, but the pass's batch choice still changes the shared
+//!   batch state.
 
 use std::cell::Cell;
 
@@ -96,7 +124,7 @@ use elevator_core::tunable::INT_MAX;
 use elevator_core::{
     Bio, Completion, Counter, Ctx, Direction, Dispatch, DispatchInsert, Duration, IdList, Instant,
     IoClass, IoPriority, ListLinks, MayQueue, MergeKind, MergeLookups, Op, ProcessId, RequestId,
-    Scheduler, Sector, SideTable, TunableError, TunableSpec, Unit,
+    Scheduler, Sector, SideTable, TickRate, TunableError, TunableSpec, Unit,
 };
 
 use crate::common;
@@ -302,6 +330,11 @@ pub struct MqDeadline {
     counters: Counters,
     /// Allocations refused by `async_depth` (interior: `may_queue` reads `&self`).
     async_depth_refusals: Cell<u64>,
+    /// `async_depth` was set as a tunable: attaching to a queue keeps it.
+    async_depth_set: bool,
+    /// The kernel's tick rate on a blk-mq queue: times and time tunables count in its jiffies.
+    /// `None` (a legacy queue): exact nanoseconds.
+    tick_rate: Option<TickRate>,
 }
 
 impl MqDeadline {
@@ -319,6 +352,8 @@ impl MqDeadline {
             write_limited: 0,
             counters: Counters::default(),
             async_depth_refusals: Cell::new(0),
+            async_depth_set: false,
+            tick_rate: None,
         }
     }
 }
@@ -345,7 +380,9 @@ impl Scheduler for MqDeadline {
         let entry = Entry {
             level,
             sort_order: self.take_sort_order(),
-            fifo_time: cx.now.saturating_add(self.tunables.fifo_expire[direction.index()]),
+            fifo_time: self
+                .tick(cx.now)
+                .saturating_add(self.tunables.fifo_expire[direction.index()]),
             write_limited,
         };
         self.entries[id] = entry;
@@ -362,7 +399,7 @@ impl Scheduler for MqDeadline {
             return Dispatch::Issue(id);
         }
         for level in Level::ALL {
-            if let Some(id) = self.dispatch_from_level(cx, level, cx.now) {
+            if let Some(id) = self.dispatch_from_level(cx, level, Some(self.tick(cx.now))) {
                 return Dispatch::Issue(id);
             }
             // A level with requests queued or at the device keeps every lower level waiting.
@@ -478,6 +515,29 @@ impl Scheduler for MqDeadline {
         self.finish(done.id);
     }
 
+    fn set_tick_rate(&mut self, tick_rate: TickRate) {
+        self.tick_rate = Some(tick_rate);
+        // Values set before the attach are stored as the kernel stores them: in jiffies.
+        let tunables = &mut self.tunables;
+        for expire in &mut tunables.fifo_expire {
+            *expire = Self::in_jiffies(Some(tick_rate), *expire);
+        }
+        tunables.prio_aging_expire = Self::in_jiffies(Some(tick_rate), tunables.prio_aging_expire);
+    }
+
+    fn depth_updated(&mut self, nr_requests: u32) {
+        // `dd_depth_updated` (6.10+): `async_depth = nr_requests`, nothing reserved for reads.
+        if !self.async_depth_set {
+            self.tunables.async_depth = nr_requests.max(1);
+        }
+    }
+
+    fn completion_reruns(&mut self) -> bool {
+        // `dd_finish_request` wakes nothing: a priority wait ends at the next insertion or the
+        // delayed run (modern-vs-kernel.md row 1).
+        false
+    }
+
     fn tunables(&self) -> &'static [TunableSpec] {
         TUNABLES
     }
@@ -501,14 +561,19 @@ impl Scheduler for MqDeadline {
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         let spec = crate::checked(TUNABLES, NAME, name, value)?;
         let tunables = &mut self.tunables;
-        // The range check above makes every conversion below lossless.
-        let millis = || Duration::from_millis(value as u64);
+        // The range check above makes every conversion below lossless. On a blk-mq queue a
+        // time is stored in jiffies (`STORE_JIFFIES`: `msecs_to_jiffies`, rounded up).
+        let tick_rate = self.tick_rate;
+        let millis = || Self::in_jiffies(tick_rate, Duration::from_millis(value as u64));
         match spec.name {
             "read_expire" => tunables.fifo_expire[Direction::Read.index()] = millis(),
             "write_expire" => tunables.fifo_expire[Direction::Write.index()] = millis(),
             "writes_starved" => tunables.writes_starved = value,
             "front_merges" => tunables.front_merges = value == 1,
-            "async_depth" => tunables.async_depth = value as u32,
+            "async_depth" => {
+                tunables.async_depth = value as u32;
+                self.async_depth_set = true;
+            }
             "fifo_batch" => tunables.fifo_batch = value as u32,
             "prio_aging_expire" => tunables.prio_aging_expire = millis(),
             other => unreachable!("tunable {other} is in the table but not handled"),
@@ -544,22 +609,26 @@ impl MqDeadline {
         if active < 2 {
             return None;
         }
-        // Before `prio_aging_expire` has passed since time zero nothing can be old enough.
+        // The pass runs even before `prio_aging_expire` has passed since time zero, when
+        // nothing can be old enough: its choice of a new batch still changes the shared batch
+        // state (the kernel's jiffies never make the cut-off fail; modern-vs-kernel.md row 7).
         let aging_ns = self.tunables.prio_aging_expire.as_nanos();
-        let latest_start = Instant::from_nanos(cx.now.as_nanos().checked_sub(aging_ns)?);
+        let latest_start =
+            self.tick(cx.now).as_nanos().checked_sub(aging_ns).map(Instant::from_nanos);
         Level::AGEABLE
             .into_iter()
             .find_map(|level| self.dispatch_from_level(cx, level, latest_start))
     }
 
     /// One request of `level` by the batch rules, if the one they pick was inserted at or
-    /// before `latest_start`. Choosing a new batch updates the shared batch state even when the
-    /// pick is then refused as too young, as in the kernel.
+    /// before `latest_start` (`None`: before the clock's origin, which nothing was). Choosing a
+    /// new batch updates the shared batch state even when the pick is then refused as too
+    /// young, as in the kernel.
     fn dispatch_from_level(
         &mut self,
         cx: &Ctx<'_>,
         level: Level,
-        latest_start: Instant,
+        latest_start: Option<Instant>,
     ) -> Option<RequestId> {
         let queue = &self.levels[level.index()];
         let continued = queue
@@ -629,10 +698,33 @@ impl MqDeadline {
     /// Whether `id` was inserted after `latest_start`. Like the kernel, the insertion time is
     /// read back from the deadline minus the current expiry, so a fused request counts from
     /// the earlier deadline it inherited.
-    fn dispatch_inserted_after(&self, cx: &Ctx<'_>, id: RequestId, latest_start: Instant) -> bool {
+    fn dispatch_inserted_after(
+        &self,
+        cx: &Ctx<'_>,
+        id: RequestId,
+        latest_start: Option<Instant>,
+    ) -> bool {
+        let Some(latest_start) = latest_start else {
+            return true;
+        };
         let expire = self.tunables.fifo_expire[cx.requests[id].direction().index()];
         let inserted = self.entries[id].fifo_time.as_nanos().saturating_sub(expire.as_nanos());
         inserted > latest_start.as_nanos()
+    }
+
+    /// `now` as the kernel's `jiffies` sees it: the start of its tick on a blk-mq queue, so that
+    /// deadlines and ages compare whole jiffies; exact on a legacy queue.
+    fn tick(&self, now: Instant) -> Instant {
+        self.tick_rate.map_or(now, |rate| rate.jiffy_start(rate.jiffies(now)))
+    }
+
+    /// `duration` as stored in jiffies at `tick_rate` and read back (`msecs_to_jiffies` rounds
+    /// up, `jiffies_to_msecs` is exact at 100, 250 and 1000 Hz); unchanged without one.
+    fn in_jiffies(tick_rate: Option<TickRate>, duration: Duration) -> Duration {
+        tick_rate.map_or(duration, |rate| {
+            let jiffies = rate.msecs_to_jiffies(duration.as_millis());
+            Duration::from_millis(rate.jiffies_to_msecs(jiffies))
+        })
     }
 
     /// Takes a queued request out of its level's tree and FIFO.

@@ -848,9 +848,24 @@ impl Simulation {
             };
             let legacy = scheduler.kind().registration().block_layer == BlockLayer::Legacy;
             let linux_2_4 = linux_2_4_queue(config, &limits);
+            let queue_depth = config.queue.depth.unwrap_or(depth);
+            // mq-deadline and kyber, whose `limit_depth` is modelled, get blk-mq's scheduler
+            // tags: one pool of 2 × min(depth, 128) unless `nr_requests` is set
+            // (`blk_mq_default_nr_requests`, modern-vs-kernel.md row 8). bfq and `none` keep
+            // the per-direction pool (see `BlkMqQueue`).
+            let sched_tags = matches!(
+                scheduler.kind(),
+                elevator_sched::SchedulerKind::MqDeadline | elevator_sched::SchedulerKind::Kyber
+            );
+            let nr_requests = match nr_requests_for(config, scheduler)? {
+                unset if sched_tags && unset == QueueSettings::default().nr_requests => {
+                    (2 * queue_depth.min(128)).max(elevator_core::pool::MIN_NR_REQUESTS)
+                }
+                chosen => chosen,
+            };
             let queue_config = QueueConfig {
-                nr_requests: nr_requests_for(config, scheduler)?,
-                depth: config.queue.depth.unwrap_or(depth),
+                nr_requests,
+                depth: queue_depth,
                 max_sectors_kb: config.queue.max_sectors_kb.unwrap_or(match linux_2_4 {
                     // 2.4: the elevator's own limit is sd's (§3.1); the driver's is separate.
                     Some(_) => SD_MAX_SECTORS_2_4 / 2,
@@ -871,8 +886,17 @@ impl Simulation {
                     elevator_core::DriverFetch::WhenDeviceFree
                 },
                 linux_2_4,
+                pool_split: if sched_tags {
+                    elevator_core::PoolSplit::Shared
+                } else {
+                    QueueConfig::default().pool_split
+                },
                 // A zoned device's writes are ordered per zone (`ZoneWriteOrder`).
                 zones: device.model.zones().map(|zones| zones.write_order()),
+                // A blk-mq scheduler runs on a blk-mq kernel: its queue-run, flush and overlap
+                // rules (`BlkMqQueue`, modern-vs-kernel.md rows 1–4).
+                blk_mq: (!legacy)
+                    .then(|| elevator_core::BlkMqQueue { tick_rate: config.host.tick_rate() }),
                 ..QueueConfig::default()
             };
             if u64::from(queue_config.depth) * paths as u64 > u64::from(device.model.queue_depth())

@@ -92,10 +92,15 @@
 //! * One interrupt thread per core; interrupts wait for the running item (no preemption,
 //!   see [`cores`](super::cores)).
 //! * A thread stays on its core; no migration.
-//! * Scheduler tags: the block queue keeps the 2.6 request pool (`nr_requests` per direction,
-//!   congestion and batching) for blk-mq schedulers too, one pool per device; the kernel has
-//!   2 × min(depth, 128) scheduler tags per hardware queue (the driver's depth with `none`),
-//!   one pool for both directions (modern-schedulers.md §1.3).
+//! * Scheduler tags: mq-deadline and kyber get the kernel's one pool of 2 × min(depth, 128)
+//!   scheduler tags for both directions (modern-schedulers.md §1.3, modern-vs-kernel.md row 8;
+//!   `elevator_core::BlkMqQueue`), one per device where the kernel has one per hardware queue.
+//!   bfq, whose `limit_depth` is not modelled, and `none` (whose requests are the driver's
+//!   tags in the kernel) keep the 2.6 request pool (`nr_requests` per direction, congestion
+//!   and batching).
+//! * The block queue under a blk-mq scheduler follows blk-mq's rules of when the scheduler is
+//!   asked, of flushes and of overlapping I/O, at the host's `mq_hz`
+//!   (`elevator_core::BlkMqQueue`).
 
 use std::collections::VecDeque;
 

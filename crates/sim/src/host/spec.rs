@@ -251,6 +251,12 @@ pub const KEYS: &[KeySpec] = &[
         default: "kernel",
         help: "how fsync's write-back requests are flagged: kernel = as the release did (sync in 2.6.9, PF_SYNCWRITE; async in 2.6.18), or forced sync or async",
     },
+    KeySpec {
+        key: "mq_hz",
+        kind: KeyKind::Choice(&["100", "250", "300", "1000"]),
+        default: "250",
+        help: "blk-mq host: the running kernel's tick rate (CONFIG_HZ), in whose jiffies mq-deadline's deadlines and tunables, kyber's timer and the queue's delayed run count (modern-vs-kernel.md rows 1, 11, 19; 250 as the kernel it measured); the legacy schedulers keep their kernel's 1000 (RHEL 5) whatever this says",
+    },
 ];
 
 /// `host`'s presets; the first is what the bare name means.
@@ -372,6 +378,16 @@ impl HostSpec {
     pub fn kernel(&self) -> KernelVersion {
         KernelVersion::parse(self.params.text("kernel"))
             .expect("the key accepts release names only")
+    }
+
+    /// The tick rate of a blk-mq host's kernel (the `mq_hz` key).
+    pub fn tick_rate(&self) -> elevator_core::TickRate {
+        self.params
+            .text("mq_hz")
+            .parse()
+            .ok()
+            .and_then(elevator_core::TickRate::new)
+            .expect("the key accepts CONFIG_HZ choices only")
     }
 
     /// The filesystem of the workload's files.
