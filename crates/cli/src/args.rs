@@ -611,7 +611,12 @@ pub(crate) struct ReportArgs {
 
     /// The length of each interval of the report's time series (`phases[].series` in the
     /// JSON): simulated time in the simulator, wall time live; 1ms to 3600s.
-    #[arg(long, value_name = "TIME", default_value = "1s", value_parser = elevator_report::series::parse_interval)]
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = "1s",
+        value_parser = elevator_report::series::parse_interval
+    )]
     pub(crate) interval: elevator_core::Duration,
 }
 
