@@ -72,7 +72,7 @@ fn workload_spec(
     text: &str,
     max_size_bytes: Option<u64>,
     max_runtime_ns: Option<u64>,
-) -> Result<elevator_workload::WorkloadSpec> {
+) -> Result<WorkloadSpec> {
     Ok(plan::workload_spec(text, max_size_bytes, max_runtime_ns)?)
 }
 
@@ -137,9 +137,9 @@ fn sim(
         dispatch_samples,
         interval,
     };
-    let plan = plan::build(&args).map_err(|error| to_py(error.into()))?;
+    let sim_plan = plan::build(&args).map_err(|error| to_py(error.into()))?;
     // The simulation touches no Python object: other Python threads run meanwhile.
-    py.detach(|| run_plan(&plan).and_then(|report| report_json(&report))).map_err(to_py)
+    py.detach(|| run_plan(&sim_plan).and_then(|report| report_json(&report))).map_err(to_py)
 }
 
 fn study_report(seed: u64, scale: f64, only: &[String], schedulers: &[String]) -> Result<Report> {
