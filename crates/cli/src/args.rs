@@ -611,7 +611,12 @@ pub(crate) struct ReportArgs {
 
     /// The length of each interval of the report's time series (`phases[].series` in the
     /// JSON): simulated time in the simulator, wall time live; 1ms to 3600s.
-    #[arg(long, value_name = "TIME", default_value = "1s", value_parser = parse_interval_arg)]
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = "1s",
+        value_parser = elevator_report::series::parse_interval
+    )]
     pub(crate) interval: elevator_core::Duration,
 }
 
@@ -790,14 +795,6 @@ fn parse_size_arg(text: &str) -> Result<u64, String> {
 }
 
 /// A time argument (`2s`, `500ms`, seconds if bare).
-/// `--interval`: a time within the series' accepted range.
-fn parse_interval_arg(text: &str) -> Result<elevator_core::Duration, String> {
-    use elevator_report::series::{INTERVAL_MAX, INTERVAL_MIN, check_interval};
-    let interval = parse_time_arg(text)
-        .map_err(|error| format!("{error}; accepted {INTERVAL_MIN} to {INTERVAL_MAX}"))?;
-    check_interval(interval)
-}
-
 fn parse_time_arg(text: &str) -> Result<elevator_core::Duration, String> {
     elevator_core::units::parse_duration(text, 1_000_000_000).map_err(|error| error.to_string())
 }

@@ -1,6 +1,6 @@
 //! `elevator._native`: the Rust side of the Python package `elevator` (python/, built by
 //! maturin). It exposes the libraries, not the command line: simulations
-//! ([`elevator_sim::run`]), the classic study ([`elevator_sim::study`]), the listings of
+//! ([`elevator_sim::plan`], [`elevator_sim::run`]), the classic study ([`elevator_sim::study`]), the listings of
 //! schedulers, devices, hosts and workloads from the tables their parsers read, and the trace
 //! readers ([`elevator_trace::read`]).
 //!
@@ -31,8 +31,9 @@ use elevator_report::Report;
 use elevator_sched::{SchedulerKind, SchedulerSpec};
 use elevator_sim::device::Preset;
 use elevator_sim::host::spec as host;
+use elevator_sim::plan::{self, Plan, PlanArgs};
 use elevator_sim::study::{EXPERIMENTS, stamp_scale};
-use elevator_sim::{DeviceKind, DeviceSpec, HostSpec, QueueSettings, SimConfig, run};
+use elevator_sim::{DeviceKind, DeviceSpec, HostSpec, run};
 use elevator_workload::{WorkloadKind, WorkloadSpec};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -59,109 +60,24 @@ fn report_json(report: &Report) -> Result<String> {
     Ok(serde_json::to_string_pretty(report)?)
 }
 
-/// Block-queue settings of `sim`, as the CLI's `--nr-requests` etc.; `None`: the default.
-#[derive(Debug, Default)]
-struct Queue {
-    nr_requests: Option<u32>,
-    read_ahead_kb: Option<u32>,
-    max_sectors_kb: Option<u32>,
-    plugging: Option<bool>,
-    depth: Option<u32>,
-}
-
-/// `--interval` as the CLI parses it (a time; a bare number is seconds), with clap's message
-/// for a bad one (without its `error: `).
+/// `--interval` as the CLI parses it (see [`elevator_sim::plan::series_interval`]); the live
+/// runs (real.rs) read it too.
 fn series_interval(text: Option<&str>) -> Result<Duration> {
-    use elevator_report::series::{DEFAULT_INTERVAL, INTERVAL_MAX, INTERVAL_MIN, check_interval};
-    let Some(text) = text else { return Ok(DEFAULT_INTERVAL) };
-    elevator_core::units::parse_duration(text, 1_000_000_000)
-        .map_err(|error| format!("{error}; accepted {INTERVAL_MIN} to {INTERVAL_MAX}"))
-        .and_then(check_interval)
-        .map_err(|error| anyhow::anyhow!("invalid value '{text}' for '--interval <TIME>': {error}"))
+    Ok(plan::series_interval(text)?)
 }
 
-/// `sim`'s other options: the job file's caps (`--max-size`, `--max-runtime`) and what a
-/// simulation records beside its figures (`--dispatch-samples`, `--interval`).
-#[derive(Debug, Default)]
-struct SimOptions<'a> {
-    max_size_bytes: Option<u64>,
-    max_runtime_ns: Option<u64>,
-    dispatch_samples: Option<usize>,
-    interval: Option<&'a str>,
-}
-
-/// What `sim` runs: the CLI's `sim::plan`, from keyword arguments.
-struct SimPlan {
-    config: SimConfig,
-    schedulers: Vec<SchedulerSpec>,
-    workload: WorkloadSpec,
-}
-
-/// A workload argument: a spec in the CLI's syntax, or the path of an fio job file (as the
-/// CLI's positional JOBFILE, with `--max-size` and `--max-runtime`): a path ending in `.fio`,
-/// or any existing file named with a `/` (`./job.ini`).
+/// A workload argument, a spec or an fio job file (see [`elevator_sim::plan::workload_spec`]);
+/// the live runs (real.rs) read it too.
 fn workload_spec(
     text: &str,
     max_size_bytes: Option<u64>,
     max_runtime_ns: Option<u64>,
 ) -> Result<WorkloadSpec> {
-    // A spec never contains `/` outside its values, and a job file named with `/` or `.fio`
-    // cannot be taken for a bare spec such as `job`.
-    let is_job_file = !text.starts_with("fio:")
-        && (text.ends_with(".fio") || (text.contains('/') && std::path::Path::new(text).is_file()));
-    if is_job_file {
-        let spec = WorkloadSpec::parse_fio_file(text)?;
-        return Ok(spec.fio_capped(max_size_bytes, max_runtime_ns.map(Duration::from_nanos))?);
-    }
-    if max_size_bytes.is_some() || max_runtime_ns.is_some() {
-        bail!("max_size and max_runtime go with an fio job file (a path ending in .fio)");
-    }
-    Ok(WorkloadSpec::parse(text)?)
-}
-
-fn sim_plan(
-    device: &str,
-    workload: &str,
-    schedulers: &[String],
-    seed: u64,
-    host_text: &str,
-    queue: &Queue,
-    options: &SimOptions<'_>,
-) -> Result<SimPlan> {
-    // The CLI's order (clap's checks, then sim.rs `plan`), so that the first bad argument is
-    // the one reported.
-    let interval = series_interval(options.interval)?;
-    let device = DeviceSpec::parse(device)?;
-    let workload = workload_spec(workload, options.max_size_bytes, options.max_runtime_ns)?;
-    let host = HostSpec::parse(host_text)?;
-    let runnable: Vec<SchedulerKind> =
-        SchedulerKind::ALL.iter().copied().filter(|kind| kind.runs_on(host.kernel())).collect();
-    let schedulers = if schedulers.is_empty() {
-        runnable.iter().map(|&kind| SchedulerSpec::new(kind)).collect()
-    } else {
-        let texts = elevator_core::split_spec_list("scheduler", schedulers)?;
-        texts.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?
-    };
-    let defaults = QueueSettings::default();
-    let config = SimConfig {
-        queue: QueueSettings {
-            nr_requests: queue.nr_requests.unwrap_or(defaults.nr_requests),
-            max_sectors_kb: queue.max_sectors_kb.or(defaults.max_sectors_kb),
-            read_ahead_kb: queue.read_ahead_kb.unwrap_or(defaults.read_ahead_kb),
-            plugging: queue.plugging.unwrap_or(defaults.plugging),
-            depth: queue.depth.or(defaults.depth),
-        },
-        host,
-        // The CLI's `--interval` (default 1 s), so that the JSON is the CLI's byte for byte.
-        series_interval: Some(interval),
-        dispatch_samples: options.dispatch_samples.unwrap_or(0),
-        ..SimConfig::new(seed, device)
-    };
-    Ok(SimPlan { config, schedulers, workload })
+    Ok(plan::workload_spec(text, max_size_bytes, max_runtime_ns)?)
 }
 
 /// Runs every scheduler of `plan` on its own thread (as `elevator sim`), in order.
-fn run_plan(plan: &SimPlan) -> Result<Report> {
+fn run_plan(plan: &Plan) -> Result<Report> {
     let results: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = plan
             .schedulers
@@ -205,13 +121,25 @@ fn sim(
     dispatch_samples: Option<usize>,
     interval: Option<&str>,
 ) -> PyResult<String> {
-    let queue = Queue { nr_requests, read_ahead_kb, max_sectors_kb, plugging, depth };
-    let options =
-        SimOptions { max_size_bytes: max_size, max_runtime_ns, dispatch_samples, interval };
-    let plan =
-        sim_plan(device, workload, &schedulers, seed, host, &queue, &options).map_err(to_py)?;
+    let args = PlanArgs {
+        device,
+        workload,
+        schedulers: &schedulers,
+        seed,
+        host,
+        nr_requests,
+        read_ahead_kb,
+        max_sectors_kb,
+        plugging,
+        depth,
+        max_size_bytes: max_size,
+        max_runtime_ns,
+        dispatch_samples,
+        interval,
+    };
+    let sim_plan = plan::build(&args).map_err(|error| to_py(error.into()))?;
     // The simulation touches no Python object: other Python threads run meanwhile.
-    py.detach(|| run_plan(&plan).and_then(|report| report_json(&report))).map_err(to_py)
+    py.detach(|| run_plan(&sim_plan).and_then(|report| report_json(&report))).map_err(to_py)
 }
 
 fn study_report(seed: u64, scale: f64, only: &[String], schedulers: &[String]) -> Result<Report> {

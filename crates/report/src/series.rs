@@ -86,6 +86,20 @@ pub fn check_interval(interval: Duration) -> Result<Duration, String> {
     Ok(interval)
 }
 
+/// `--interval`'s text: a time (`250ms`; a bare number is seconds) in the accepted range.
+/// The CLI's value parser, the Python package's `interval=` and a sweep grid's all read it
+/// here, so that they accept the same texts with the same messages.
+///
+/// # Errors
+///
+/// Text that is not a time, or a time outside [`INTERVAL_MIN`]..=[`INTERVAL_MAX`]: a message
+/// naming the accepted range.
+pub fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = elevator_core::units::parse_duration(text, 1_000_000_000)
+        .map_err(|error| format!("{error}; accepted {INTERVAL_MIN} to {INTERVAL_MAX}"))?;
+    check_interval(interval)
+}
+
 /// The job an issuer belongs to: its name without a trailing clone number (`seqread/1` →
 /// `seqread`, as fio names a job's clones), else the whole name.
 pub fn job_of(issuer_name: &str) -> &str {
@@ -347,6 +361,24 @@ mod tests {
 
     fn at_ms(ms: u64) -> Instant {
         Instant::from_millis(ms)
+    }
+
+    // Proves `--interval` texts read as the CLI documents them: a bare number is seconds, a
+    // unit is honoured, the range's ends are inclusive, and text that is not a time or a time
+    // outside the range is refused naming the accepted range.
+    #[test]
+    fn interval_texts_are_times_within_the_accepted_range() {
+        assert_eq!(parse_interval("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_interval("0.25"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_interval("50ms"), Ok(Duration::from_millis(50)));
+        assert_eq!(parse_interval("1ms"), Ok(INTERVAL_MIN));
+        assert_eq!(parse_interval("3600s"), Ok(INTERVAL_MAX));
+        for bad in ["999us", "3601s", "0"] {
+            let error = parse_interval(bad).unwrap_err();
+            assert!(error.contains("out of range: accepted 1ms to 3600s"), "{bad}: {error}");
+        }
+        let error = parse_interval("soon").unwrap_err();
+        assert!(error.ends_with("; accepted 1ms to 3600s"), "{error}");
     }
 
     // Proves fio's clone numbers are stripped and nothing else is: `job/3` is job `job`, but a

@@ -16,6 +16,7 @@ pub mod engine;
 pub mod host;
 pub mod iscsi;
 pub mod parallel;
+pub mod plan;
 pub mod runner;
 pub mod study;
 pub mod sweep;

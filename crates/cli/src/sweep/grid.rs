@@ -38,11 +38,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail};
-use elevator_core::{Duration, split_spec_list};
 use elevator_report::Report;
-use elevator_sched::{SchedulerKind, SchedulerSpec};
-use elevator_sim::{DeviceSpec, HostSpec, QueueSettings, SimConfig};
-use elevator_workload::WorkloadSpec;
+use elevator_sim::plan::{self, PlanArgs};
 use serde::Deserialize;
 
 /// `elevator.sim`'s block-queue keywords, as the package's `QUEUE_KEYS`.
@@ -297,8 +294,9 @@ fn run_config(config: &Config) -> Result<Vec<Row>, String> {
     Ok(report_rows(&json))
 }
 
-/// `elevator.sim`'s checks (python/elevator/__init__.py) then the extension's `sim_plan` and
-/// `run_plan` (crates/py/src/lib.rs), in their order so that the same first error is reported.
+/// `elevator.sim`'s checks (python/elevator/__init__.py) then the extension's plan
+/// ([`elevator_sim::plan::build`], which it calls too) and `run_plan` (crates/py/src/lib.rs),
+/// in their order so that the same first error is reported.
 fn simulate(config: &Config) -> Result<Report> {
     let mut unknown: Vec<&str> = config
         .params
@@ -354,75 +352,34 @@ fn simulate(config: &Config) -> Result<Report> {
     let max_size = number("max_size", u64::MAX)?;
     let max_runtime_ns = number("max_runtime_ns", u64::MAX)?;
     let dispatch_samples = number("dispatch_samples", usize::MAX as u64)?;
-    let interval = series_interval(config.get("interval").map(py_str).as_deref())?;
-
-    let device = DeviceSpec::parse(&text("device", elevator_sim::DEFAULT_DEVICE))?;
-    let workload =
-        workload_spec(&text("workload", elevator_sim::DEFAULT_WORKLOAD), max_size, max_runtime_ns)?;
-    let host = HostSpec::parse(&text("host", elevator_sim::DEFAULT_HOST))?;
-    let schedulers: Vec<SchedulerSpec> = if schedulers.is_empty() {
-        SchedulerKind::ALL
-            .iter()
-            .copied()
-            .filter(|kind| kind.runs_on(host.kernel()))
-            .map(SchedulerSpec::new)
-            .collect()
-    } else {
-        let texts = split_spec_list("scheduler", &schedulers)?;
-        texts.iter().map(|text| SchedulerSpec::parse(text)).collect::<Result<_, _>>()?
-    };
-    let defaults = QueueSettings::default();
-    let config = SimConfig {
-        queue: QueueSettings {
-            nr_requests: nr_requests.unwrap_or(defaults.nr_requests),
-            max_sectors_kb: max_sectors_kb.or(defaults.max_sectors_kb),
-            read_ahead_kb: read_ahead_kb.unwrap_or(defaults.read_ahead_kb),
-            plugging: plugging.unwrap_or(defaults.plugging),
-            depth: queue_depth.or(defaults.depth),
-        },
-        host,
-        series_interval: Some(interval),
-        dispatch_samples: dispatch_samples.map_or(0, |samples| samples as usize),
-        ..SimConfig::new(seed, device)
-    };
+    let device = text("device", elevator_sim::DEFAULT_DEVICE);
+    let workload = text("workload", elevator_sim::DEFAULT_WORKLOAD);
+    let host = text("host", elevator_sim::DEFAULT_HOST);
+    let interval = config.get("interval").map(py_str);
+    let plan = plan::build(&PlanArgs {
+        device: &device,
+        workload: &workload,
+        schedulers: &schedulers,
+        seed,
+        host: &host,
+        nr_requests,
+        read_ahead_kb,
+        max_sectors_kb,
+        plugging,
+        depth: queue_depth,
+        max_size_bytes: max_size,
+        max_runtime_ns,
+        dispatch_samples: dispatch_samples.map(|samples| samples as usize),
+        interval: interval.as_deref(),
+    })?;
     let mut report = Report::new(seed, env!("CARGO_PKG_VERSION"));
-    for scheduler in &schedulers {
+    for scheduler in &plan.schedulers {
         report.runs.push(
-            elevator_sim::run(&config, scheduler, &workload)
+            elevator_sim::run(&plan.config, scheduler, &plan.workload)
                 .with_context(|| format!("simulating under {scheduler}"))?,
         );
     }
     Ok(report)
-}
-
-/// `interval` as the package's `sim` takes it: the CLI's `--interval` (a bare number is
-/// seconds), clap's message for a bad one.
-fn series_interval(text: Option<&str>) -> Result<Duration> {
-    use elevator_report::series::{DEFAULT_INTERVAL, INTERVAL_MAX, INTERVAL_MIN, check_interval};
-    let Some(text) = text else { return Ok(DEFAULT_INTERVAL) };
-    elevator_core::units::parse_duration(text, 1_000_000_000)
-        .map_err(|error| format!("{error}; accepted {INTERVAL_MIN} to {INTERVAL_MAX}"))
-        .and_then(check_interval)
-        .map_err(|error| anyhow::anyhow!("invalid value '{text}' for '--interval <TIME>': {error}"))
-}
-
-/// A workload argument as the package takes it: a spec, or an fio job file (a path ending in
-/// `.fio`, or an existing file named with a `/`) capped by `max_size` and `max_runtime_ns`.
-fn workload_spec(
-    text: &str,
-    max_size_bytes: Option<u64>,
-    max_runtime_ns: Option<u64>,
-) -> Result<WorkloadSpec> {
-    let is_job_file = !text.starts_with("fio:")
-        && (text.ends_with(".fio") || (text.contains('/') && Path::new(text).is_file()));
-    if is_job_file {
-        let spec = WorkloadSpec::parse_fio_file(text)?;
-        return Ok(spec.fio_capped(max_size_bytes, max_runtime_ns.map(Duration::from_nanos))?);
-    }
-    if max_size_bytes.is_some() || max_runtime_ns.is_some() {
-        bail!("max_size and max_runtime go with an fio job file (a path ending in .fio)");
-    }
-    Ok(WorkloadSpec::parse(text)?)
 }
 
 /// The "why" counters, as the package's `WHY_COUNTERS`.
