@@ -8,10 +8,8 @@
 //! device, the workload, the host and the schedulers (`elevator sim`'s own order) — so that
 //! the first bad argument is the one reported, with the CLI's message.
 //!
-//! # Deviations
-//!
-//! * A calibrated device preset's own `max_sectors_kb` (which `elevator sim` uses when none
-//!   is given) is not applied: the queue's default is, as the package has always done.
+//! A calibrated device preset's own request size (its recorded `max_sectors_kb`) applies
+//! unless one is given, as in `elevator sim` (issue 21).
 
 use elevator_core::{Duration, ParamError, SpecListError, split_spec_list};
 use elevator_sched::{SchedSpecError, SchedulerKind, SchedulerSpec};
@@ -151,7 +149,10 @@ pub fn build(args: &PlanArgs<'_>) -> Result<Plan, PlanError> {
     let config = SimConfig {
         queue: QueueSettings {
             nr_requests: args.nr_requests.unwrap_or(defaults.nr_requests),
-            max_sectors_kb: args.max_sectors_kb.or(defaults.max_sectors_kb),
+            max_sectors_kb: args
+                .max_sectors_kb
+                .or_else(|| crate::device::table::measured_max_sectors_kb(args.device))
+                .or(defaults.max_sectors_kb),
             read_ahead_kb: args.read_ahead_kb.unwrap_or(defaults.read_ahead_kb),
             plugging: args.plugging.unwrap_or(defaults.plugging),
             depth: args.depth.or(defaults.depth),
@@ -239,5 +240,26 @@ mod tests {
         assert_eq!(plan.config.series_interval, Some(Duration::from_millis(250)));
         let names: Vec<String> = plan.schedulers.iter().map(ToString::to_string).collect();
         assert_eq!(names, ["noop", "deadline"]);
+    }
+
+    // Proves a calibrated preset's recorded request size reaches the queue, as `elevator sim`
+    // applies it, and a given `max_sectors_kb` still overrides it.
+    #[test]
+    fn a_calibrated_presets_request_size_applies_unless_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("small-requests.toml");
+        std::fs::write(
+            &file,
+            "kind = \"table\"\ndepth = 8\n\n[measured]\nsysfs_max_sectors_kb = 64\n",
+        )
+        .unwrap();
+        let none = [];
+        let device = file.to_str().unwrap();
+        let plan = build(&PlanArgs { device, ..args(&none) }).unwrap();
+        assert_eq!(plan.config.queue.max_sectors_kb, Some(64));
+        let given = build(&PlanArgs { device, max_sectors_kb: Some(256), ..args(&none) }).unwrap();
+        assert_eq!(given.config.queue.max_sectors_kb, Some(256));
+        let built_in = build(&args(&none)).unwrap();
+        assert_eq!(built_in.config.queue.max_sectors_kb, QueueSettings::default().max_sectors_kb);
     }
 }
