@@ -1,0 +1,788 @@
+//! Conformance replay (issue 25): a kernel scheduler capture
+//! ([`SchedCapture`](elevator_trace::sched_log::SchedCapture)) fed into our implementation of
+//! the same scheduler, decision by decision, following `modern-vs-kernel.md` §4 "a fair
+//! replay".
+//!
+//! [`replay`] builds our scheduler of the capture's name with the tunables the capture read
+//! back from sysfs, then walks the events with a request table of its own, driving the
+//! [`Scheduler`] trait directly (no `BlockQueue`: its flush drain, overlap holding, plugging
+//! and request pool are not in the measurement, §4):
+//!
+//! * `block_rq_insert` → [`Scheduler::insert`]. A request's identity is (sector, sectors,
+//!   operation), the only key block events carry (§4 item 8). Flushes without data and
+//!   passthrough requests are never inserted into a scheduler, so their issues are excluded.
+//! * `block_bio_backmerge` / `block_bio_frontmerge` (the bio's extent) grow the queued request
+//!   they join → [`Scheduler::merged`]. `block_rq_merge` (the absorbed request's extent) fuses
+//!   it into the queued request ending where it starts → [`Scheduler::requests_merged`]; an
+//!   absorbed extent never inserted is an insert merge into that request →
+//!   [`Scheduler::merged`]. Merge events matching no queued request are plug merges (the
+//!   request is inserted later with its merged extent) and are counted, not applied.
+//! * `block_rq_issue` of a request ours holds → one **decision**: [`Scheduler::dispatch`] at
+//!   that instant, its pick compared with the kernel's.
+//! * `block_rq_complete` → [`Scheduler::complete`], with device time = complete − issue and
+//!   total time = complete − the request's `block_getrq` (its insert when none was seen).
+//! * `block_rq_requeue` → the request completes in ours (a requeue frees its tag and, in
+//!   kyber, its token); its re-insert is a new insert, remembered as at-head for the cause
+//!   classifier.
+//!
+//! **Time.** Ours is fed `now` = the event's jiffy (at the capture header's `HZ`) × ns per
+//! jiffy + [`ConformOptions::clock_offset`] (≥ 10 s, so mq-deadline's priority-aging pass runs
+//! from the start as on a long-running kernel, §2 #7). So FIFO expiry, aging and kyber's timer
+//! see the jiffy comparisons the kernel makes (§2 #11), mq-deadline working in jiffy-quantised
+//! ns.
+//!
+//! **Priorities.** A request printed `BE/4`, or with no class, is given ours as
+//! [`IoPriority::DEFAULT`] (class none at nice 0's level), which every scheduler here serves
+//! as best-effort level 4, as §2 #9 says the kernel does for a task without `ionice`.
+//!
+//! **Resynchronisation.** After a mismatch ours is brought back in step with
+//! [`Scheduler::dispatch_request`]: our pick goes back to the queue and the kernel's leaves it
+//! as if ours had picked it. A mismatch is **cascaded** when the decision before it (among
+//! those put to ours) was a mismatch too and the first mismatch of that chain is at most
+//! [`ConformOptions::cascade_window`] decisions back; otherwise it is a **first
+//! disagreement**, and only first disagreements are classified into causes' counts. Where a
+//! scheduler cannot resynchronise (bfq, except when the kernel's pick is the next request of
+//! ours's queue in service and ours handed out nothing), the replay stops asking ours until
+//! every request has completed, then restarts it empty; decisions in between are counted as
+//! `unscored`.
+//!
+//! # Deviations
+//!
+//! * The jiffy phase is not in the capture (§4 item 4): the capture's first event is taken as
+//!   the start of a jiffy. Decisions within one jiffy of a FIFO deadline or the aging cut-off
+//!   can therefore go either way; the classifier names them `jiffy boundary`.
+//! * The resynchronisation restores our pick's place in its tree and FIFO (mq-deadline) or
+//!   dispatch list (kyber) and the batch count, but not the sweep position or starvation count
+//!   the wrong pick changed (their earlier values are not kept): what follows from that shows
+//!   up as cascaded disagreements.
+//! * Kyber's depths are ours, not forced from `kyber_adjust` events; the timer is not scored
+//!   separately.
+//! * Which process a request belongs to is the insert event's pid (a request inserted by a
+//!   plug flush from another context would be charged to that context).
+//! * A partial completion (fewer sectors than the request) completes the whole request.
+
+mod report;
+
+use std::collections::HashMap;
+
+use elevator_core::{
+    Bio, BioTag, Completion, Ctx, Dispatch, Duration, Instant, IoClass, IoPriority, MergeKind, Op,
+    ProcessId, Request, RequestFlags, RequestId, RequestTable, Scheduler, Sector,
+};
+use elevator_trace::sched_log::{BlockPoint, BlockRecord, SchedCapture, SchedEvent};
+
+pub use report::{Cause, ConformReport, Disagreement, Pick};
+
+use crate::bfq::Bfq;
+use crate::kyber::{Domain, Kyber};
+use crate::mq_deadline::MqDeadline;
+
+/// How a replay runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConformOptions {
+    /// How many disagreements the report lists with both sides' state.
+    pub first_disagreements: usize,
+    /// A mismatch at most this many decisions after the first of an unbroken chain of
+    /// mismatches is cascaded.
+    pub cascade_window: u64,
+    /// Added to every time ours is fed: at least mq-deadline's `prio_aging_expire` (10 s) so
+    /// the aging pass runs from the first decision, as on a kernel up for longer than that.
+    pub clock_offset: Duration,
+}
+
+impl Default for ConformOptions {
+    fn default() -> ConformOptions {
+        ConformOptions {
+            first_disagreements: 10,
+            cascade_window: 8,
+            clock_offset: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Why a capture cannot be replayed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConformError {
+    /// The capture lost events: its decisions cannot be judged.
+    #[error("the capture lost {lost} events; a capture is judged only when it lost none")]
+    LostEvents {
+        /// Events lost.
+        lost: u64,
+    },
+    /// A scheduler we have no conformance replay for.
+    #[error("scheduler `{name}` cannot be replayed (accepted: mq-deadline, kyber, bfq)")]
+    UnknownScheduler {
+        /// The capture's scheduler name.
+        name: String,
+    },
+    /// A sysfs tunable ours does not have.
+    #[error("{scheduler}: sysfs tunable `{name}` has no counterpart here (accepted: {accepted})")]
+    UnknownTunable {
+        /// The scheduler.
+        scheduler: String,
+        /// The sysfs file.
+        name: String,
+        /// The names accepted.
+        accepted: String,
+    },
+    /// A tunable value ours cannot take.
+    #[error("{scheduler}: sysfs tunable `{name}` = `{value}`: {problem}")]
+    BadTunable {
+        /// The scheduler.
+        scheduler: String,
+        /// The sysfs file.
+        name: String,
+        /// Its value as captured.
+        value: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// `HZ` out of range.
+    #[error("capture header: HZ {hz} is not valid (accepted: 1..=100000)")]
+    BadHz {
+        /// The header's HZ.
+        hz: u32,
+    },
+}
+
+/// bfq sysfs files that have no tunable here; accepted while they hold the kernel's default
+/// (`block/bfq-iosched.c`: `bfq_back_max` 16 MiB in KiB, `bfq_back_penalty` 2).
+const BFQ_UNMODELLED_DEFAULTS: &[(&str, i64)] = &[("back_seek_max", 16384), ("back_seek_penalty", 2)];
+
+/// Our scheduler under test, by type so its `conform_state` is reachable.
+#[derive(Debug)]
+enum Ours {
+    MqDeadline(MqDeadline),
+    Kyber(Kyber),
+    Bfq(Bfq),
+}
+
+impl Ours {
+    fn scheduler(&mut self) -> &mut dyn Scheduler {
+        match self {
+            Ours::MqDeadline(s) => s,
+            Ours::Kyber(s) => s,
+            Ours::Bfq(s) => s,
+        }
+    }
+
+    fn state(&self, cx: &Ctx<'_>) -> String {
+        match self {
+            Ours::MqDeadline(s) => s.conform_state(cx),
+            Ours::Kyber(s) => s.conform_state(cx),
+            Ours::Bfq(s) => s.conform_state(cx),
+        }
+    }
+}
+
+/// Builds ours of `name` with the captured sysfs tunables.
+fn build(name: &str, tunables: &[(String, String)]) -> Result<Ours, ConformError> {
+    let mut ours = match name {
+        crate::mq_deadline::NAME => Ours::MqDeadline(MqDeadline::new()),
+        crate::kyber::NAME => Ours::Kyber(Kyber::new()),
+        crate::bfq::NAME => Ours::Bfq(Bfq::new()),
+        other => return Err(ConformError::UnknownScheduler { name: other.to_owned() }),
+    };
+    let scheduler = ours.scheduler();
+    let specs = scheduler.tunables();
+    for (file, text) in tunables {
+        let bad = |problem: String| ConformError::BadTunable {
+            scheduler: name.to_owned(),
+            name: file.clone(),
+            value: text.clone(),
+            problem,
+        };
+        // sysfs prints every one of these as a decimal integer in the unit of our table
+        // (ms for the expiry times, ns for kyber's targets, µs for slice_idle_us).
+        let value: i64 =
+            text.trim().parse().map_err(|_| bad("not a decimal integer".to_owned()))?;
+        if specs.iter().any(|spec| spec.name == file) {
+            scheduler.set_tunable(file, value).map_err(|error| bad(error.to_string()))?;
+            continue;
+        }
+        if name == crate::bfq::NAME
+            && let Some(&(_, default)) = BFQ_UNMODELLED_DEFAULTS.iter().find(|(n, _)| n == file)
+        {
+            if value == default {
+                continue;
+            }
+            return Err(bad(format!("not modelled here; only the kernel's default {default}")));
+        }
+        let mut accepted: Vec<&str> = specs.iter().map(|spec| spec.name).collect();
+        if name == crate::bfq::NAME {
+            accepted.extend(BFQ_UNMODELLED_DEFAULTS.iter().map(|(n, _)| *n));
+        }
+        return Err(ConformError::UnknownTunable {
+            scheduler: name.to_owned(),
+            name: file.clone(),
+            accepted: accepted.join(", "),
+        });
+    }
+    Ok(ours)
+}
+
+/// A request's identity in block events.
+type Identity = (u64, u32, Op);
+
+/// What the replay knows of a request it gave ours.
+#[derive(Clone, Debug)]
+struct Tracked {
+    id: RequestId,
+    inserted_ns: u64,
+    insert_cpu: u32,
+    pid: u32,
+    /// Its `block_getrq`, ns since the capture's start.
+    created_ns: u64,
+    /// Issued: when (ns since the capture's start).
+    issued_ns: Option<u64>,
+    /// Re-inserted after a requeue.
+    requeued: bool,
+    /// Given to the current instance of ours (false while ours waits for a restart).
+    in_ours: bool,
+}
+
+/// The replay's request table and the state around ours.
+struct Replay<'a> {
+    capture: &'a SchedCapture,
+    options: ConformOptions,
+    ours: Ours,
+    table: RequestTable,
+    /// Requests inserted and not completed, in insertion order.
+    live: Vec<Tracked>,
+    /// Issued requests that never went through the scheduler, by identity.
+    bypass_in_flight: Vec<Identity>,
+    /// `block_getrq` times by (start sector, op), for total latency.
+    getrq: HashMap<(u64, Op), u64>,
+    /// Identities requeued and not yet re-inserted.
+    requeued: Vec<Identity>,
+    /// Ours could not resynchronise; it is restarted once nothing is outstanding.
+    waiting_restart: bool,
+    report: ConformReport,
+    /// The decision index that started the current chain of mismatches, while the last scored
+    /// decision was a mismatch.
+    chain_start: Option<u64>,
+}
+
+/// Replays `capture` into ours and compares every decision (module docs).
+pub fn replay(
+    capture: &SchedCapture,
+    options: ConformOptions,
+) -> Result<ConformReport, ConformError> {
+    let header = &capture.header;
+    if header.lost_events > 0 {
+        return Err(ConformError::LostEvents { lost: header.lost_events });
+    }
+    if !(1..=100_000).contains(&header.hz) {
+        return Err(ConformError::BadHz { hz: header.hz });
+    }
+    let ours = build(&header.scheduler, &header.tunables)?;
+    let report = ConformReport {
+        scheduler: header.scheduler.clone(),
+        kernel_release: header.kernel_release.clone(),
+        hz: header.hz,
+        workload: header.workload.clone(),
+        tunables: header.tunables.iter().map(|(name, value)| format!("{name}={value}")).collect(),
+        events: capture.events.len() as u64,
+        decisions: 0,
+        identical: 0,
+        agreement: 1.0,
+        first_disagreements: 0,
+        cascaded: 0,
+        unscored: 0,
+        restarts: 0,
+        excluded_issues: 0,
+        requeues: 0,
+        unmatched_merges: 0,
+        causes: Default::default(),
+        disagreements: Vec::new(),
+    };
+    let mut run = Replay {
+        capture,
+        options,
+        ours,
+        table: RequestTable::with_capacity(256),
+        live: Vec::new(),
+        bypass_in_flight: Vec::new(),
+        getrq: HashMap::new(),
+        requeued: Vec::new(),
+        waiting_restart: false,
+        report,
+        chain_start: None,
+    };
+    for event in &capture.events {
+        if let SchedEvent::Block(record) = event {
+            run.block(record);
+        }
+    }
+    let mut report = run.report;
+    if report.decisions > 0 {
+        report.agreement = report.identical as f64 / report.decisions as f64;
+    }
+    Ok(report)
+}
+
+fn identity(record: &BlockRecord) -> Identity {
+    (record.sector, record.sectors, record.op)
+}
+
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Read => "read",
+        Op::Write => "write",
+        Op::Flush => "flush",
+        Op::Discard => "discard",
+    }
+}
+
+/// The priority ours is given: no class, or BE/4 (what a default task's requests print, §2
+/// #9), is our default; anything else as printed.
+fn our_priority(printed: Option<IoPriority>) -> IoPriority {
+    match printed {
+        Some(priority) if priority.class() == IoClass::BestEffort && priority.level() == 4 => {
+            IoPriority::DEFAULT
+        }
+        Some(priority) => priority,
+        None => IoPriority::DEFAULT,
+    }
+}
+
+impl Replay<'_> {
+    /// The jiffy of `time_ns` since the capture's start.
+    fn jiffy(&self, time_ns: u64) -> u64 {
+        (u128::from(time_ns) * u128::from(self.capture.header.hz) / 1_000_000_000) as u64
+    }
+
+    /// What ours is fed for `time_ns`: the start of its jiffy, plus the offset.
+    fn now(&self, time_ns: u64) -> Instant {
+        let hz = u128::from(self.capture.header.hz);
+        let jiffy_ns = u128::from(self.jiffy(time_ns)) * 1_000_000_000 / hz;
+        Instant::from_nanos(self.options.clock_offset.as_nanos() + jiffy_ns as u64)
+    }
+
+    fn in_flight(&self) -> u32 {
+        let owned = self.live.iter().filter(|t| t.issued_ns.is_some()).count();
+        (owned + self.bypass_in_flight.len()) as u32
+    }
+
+    /// Calls ours with a context at `now` (the table borrowed beside ours).
+    fn call<R>(&mut self, now: Instant, f: impl FnOnce(&mut Ours, &Ctx<'_>) -> R) -> R {
+        let cx = Ctx {
+            now,
+            requests: &self.table,
+            in_flight: self.in_flight(),
+            depth: self.capture.header.queue_depth.max(1),
+        };
+        f(&mut self.ours, &cx)
+    }
+
+    fn identity_of(&self, tracked: &Tracked) -> Identity {
+        let request = &self.table[tracked.id];
+        (request.start.0, request.sector_count, request.op)
+    }
+
+    /// The live, not yet issued request with `key`, oldest first; failing that, one with the
+    /// same start and op (its extent is then corrected).
+    fn find_queued(&mut self, key: Identity) -> Option<usize> {
+        let exact = self
+            .live
+            .iter()
+            .position(|t| t.issued_ns.is_none() && self.identity_of(t) == key);
+        exact.or_else(|| {
+            let index = self.live.iter().position(|t| {
+                let request = &self.table[t.id];
+                t.issued_ns.is_none() && request.start.0 == key.0 && request.op == key.2
+            })?;
+            self.table[self.live[index].id].sector_count = key.1;
+            Some(index)
+        })
+    }
+
+    /// The live issued request with `key` (or the same start and op).
+    fn find_issued(&self, key: Identity) -> Option<usize> {
+        let matching = |exact: bool| {
+            self.live.iter().position(|t| {
+                let request = &self.table[t.id];
+                t.issued_ns.is_some()
+                    && request.start.0 == key.0
+                    && request.op == key.2
+                    && (!exact || request.sector_count == key.1)
+            })
+        };
+        matching(true).or_else(|| matching(false))
+    }
+
+    /// The newest queued request of `op` matching `test`.
+    fn find_newest_queued(&self, op: Op, test: impl Fn(&Request) -> bool) -> Option<usize> {
+        self.live.iter().rposition(|t| {
+            let request = &self.table[t.id];
+            t.issued_ns.is_none() && request.op == op && test(request)
+        })
+    }
+
+    fn block(&mut self, record: &BlockRecord) {
+        match record.point {
+            BlockPoint::GetRq => {
+                self.getrq.insert((record.sector, record.op), record.time_ns);
+            }
+            BlockPoint::Insert => self.insert(record),
+            BlockPoint::BioBackMerge | BlockPoint::BioFrontMerge => self.bio_merge(record),
+            BlockPoint::Merge => self.request_merge(record),
+            BlockPoint::Issue => self.issue(record),
+            BlockPoint::Requeue => self.requeue(record),
+            BlockPoint::Complete => self.complete(record),
+            BlockPoint::BioQueue => {}
+        }
+    }
+
+    fn insert(&mut self, record: &BlockRecord) {
+        if record.op == Op::Flush || record.sectors == 0 {
+            return;
+        }
+        let now = self.now(record.time_ns);
+        let mut flags = RequestFlags::NONE;
+        if record.flags.sync {
+            flags = flags | RequestFlags::SYNC;
+        }
+        if record.flags.meta {
+            flags = flags | RequestFlags::META;
+        }
+        if record.flags.fua {
+            flags = flags | RequestFlags::FUA;
+        }
+        let bio = Bio {
+            op: record.op,
+            start: Sector(record.sector),
+            sector_count: record.sectors,
+            flags,
+            priority: our_priority(record.priority),
+            process: ProcessId(record.pid),
+            tag: BioTag(0),
+        };
+        let created_ns = self
+            .getrq
+            .remove(&(record.sector, record.op))
+            .filter(|&at| at <= record.time_ns)
+            .unwrap_or(record.time_ns);
+        let mut request = Request::from_bio(&bio, self.now(created_ns));
+        let id = loop {
+            match self.table.insert(request) {
+                Ok(id) => break id,
+                Err(back) => {
+                    request = back;
+                    let capacity = self.table.capacity() * 2;
+                    self.table.grow(capacity);
+                }
+            }
+        };
+        let key = identity(record);
+        let requeued = match self.requeued.iter().position(|&k| k == key) {
+            Some(index) => {
+                self.requeued.swap_remove(index);
+                true
+            }
+            None => false,
+        };
+        let in_ours = !self.waiting_restart;
+        if in_ours {
+            self.call(now, |ours, cx| ours.scheduler().insert(cx, id));
+        }
+        self.live.push(Tracked {
+            id,
+            inserted_ns: record.time_ns,
+            insert_cpu: record.cpu,
+            pid: record.pid,
+            created_ns,
+            issued_ns: None,
+            requeued,
+            in_ours,
+        });
+    }
+
+    fn bio_merge(&mut self, record: &BlockRecord) {
+        let now = self.now(record.time_ns);
+        let (start, end) = (record.sector, record.sector + u64::from(record.sectors));
+        let back = record.point == BlockPoint::BioBackMerge;
+        let found = if back {
+            self.find_newest_queued(record.op, |request| request.end().0 == start)
+        } else {
+            self.find_newest_queued(record.op, |request| request.start.0 == end)
+        };
+        let Some(index) = found else {
+            // A plug merge (the request is inserted later with the merged extent), or a merge
+            // into a request ours does not hold.
+            self.report.unmatched_merges += 1;
+            return;
+        };
+        let tracked = self.live[index].clone();
+        let request = &mut self.table[tracked.id];
+        request.sector_count += record.sectors;
+        let kind = if back {
+            MergeKind::Back
+        } else {
+            let old_start = request.start;
+            request.start = Sector(start);
+            MergeKind::Front { old_start }
+        };
+        if tracked.in_ours {
+            self.call(now, |ours, cx| ours.scheduler().merged(cx, tracked.id, kind));
+        }
+    }
+
+    fn request_merge(&mut self, record: &BlockRecord) {
+        let now = self.now(record.time_ns);
+        let key = identity(record);
+        let absorbed = self.live.iter().position(|t| {
+            t.issued_ns.is_none() && self.identity_of(t) == key
+        });
+        let kept = self.find_newest_queued(record.op, |request| {
+            request.end().0 == record.sector && request.start.0 != record.sector
+        });
+        let Some(kept) = kept else {
+            self.report.unmatched_merges += 1;
+            return;
+        };
+        let kept = self.live[kept].clone();
+        match absorbed {
+            Some(absorbed_index) => {
+                // A fusion (`attempt_merge`): the kept request grows first, as in the kernel.
+                let gone = self.live.remove(absorbed_index);
+                let gone_request = self.table[gone.id].clone();
+                let request = &mut self.table[kept.id];
+                request.sector_count += gone_request.sector_count;
+                request.created = request.created.min(gone_request.created);
+                request.priority = request.priority.better(gone_request.priority);
+                if kept.in_ours && gone.in_ours {
+                    self.call(now, |ours, cx| {
+                        ours.scheduler().requests_merged(cx, kept.id, gone.id)
+                    });
+                }
+                self.table.remove(gone.id);
+            }
+            None => {
+                // An insert merge (`elv_attempt_insert_merge`): the new request never had an
+                // insert event and joins the back of `kept`.
+                self.table[kept.id].sector_count += record.sectors;
+                if kept.in_ours {
+                    self.call(now, |ours, cx| {
+                        ours.scheduler().merged(cx, kept.id, MergeKind::Back)
+                    });
+                }
+            }
+        }
+    }
+
+    fn pick(&self, tracked: &Tracked) -> Pick {
+        let request = &self.table[tracked.id];
+        Pick {
+            sector: request.start.0,
+            sectors: request.sector_count,
+            op: op_name(request.op).to_owned(),
+            priority: request.priority.to_string(),
+            pid: tracked.pid,
+            insert_cpu: tracked.insert_cpu,
+            inserted_ns: tracked.inserted_ns,
+        }
+    }
+
+    fn issue(&mut self, record: &BlockRecord) {
+        let key = identity(record);
+        let Some(index) = (record.op != Op::Flush).then(|| self.find_queued(key)).flatten()
+        else {
+            self.report.excluded_issues += 1;
+            self.bypass_in_flight.push(key);
+            return;
+        };
+        let decision = self.report.decisions;
+        self.report.decisions += 1;
+        let kernel = self.live[index].clone();
+        if self.waiting_restart || !kernel.in_ours {
+            self.report.unscored += 1;
+            self.live[index].issued_ns = Some(record.time_ns);
+            return;
+        }
+        let now = self.now(record.time_ns);
+        let want_state = self.report.disagreements.len() < self.options.first_disagreements;
+        let (state, answer) = self.call(now, |ours, cx| {
+            let state = if want_state { ours.state(cx) } else { String::new() };
+            (state, ours.scheduler().dispatch(cx))
+        });
+        let ours_id = match answer {
+            Dispatch::Issue(id) if id == kernel.id => {
+                self.report.identical += 1;
+                self.chain_start = None;
+                self.live[index].issued_ns = Some(record.time_ns);
+                return;
+            }
+            Dispatch::Issue(id) => Some(id),
+            _ => None,
+        };
+        // A mismatch: classify it, then resynchronise.
+        let ours_index = ours_id.and_then(|id| self.live.iter().position(|t| t.id == id));
+        let ours_tracked = ours_index.map(|i| self.live[i].clone());
+        let cascaded = match self.chain_start {
+            Some(start) if decision - start <= self.options.cascade_window => true,
+            _ => {
+                self.chain_start = Some(decision);
+                false
+            }
+        };
+        let cause = self.classify(now, &kernel, ours_tracked.as_ref(), answer);
+        if cascaded {
+            self.report.cascaded += 1;
+        } else {
+            self.report.first_disagreements += 1;
+            *self.report.causes.entry(cause).or_default() += 1;
+        }
+        if want_state {
+            let disagreement = Disagreement {
+                decision,
+                time_ns: record.time_ns,
+                jiffy: self.jiffy(record.time_ns),
+                kernel: self.pick(&kernel),
+                ours: ours_tracked.as_ref().map(|t| self.pick(t)),
+                our_answer: match answer {
+                    Dispatch::Issue(_) => "issue".to_owned(),
+                    Dispatch::Idle { until } => format!(
+                        "idle for {:.3} ms",
+                        until.as_nanos().saturating_sub(now.as_nanos()) as f64 / 1e6
+                    ),
+                    Dispatch::Throttled => "throttled".to_owned(),
+                    Dispatch::Empty => "empty".to_owned(),
+                },
+                cause,
+                cascaded,
+                our_state: state,
+            };
+            self.report.disagreements.push(disagreement);
+        }
+        let resynced =
+            self.call(now, |ours, cx| ours.scheduler().dispatch_request(cx, kernel.id, ours_id));
+        self.live[index].issued_ns = Some(record.time_ns);
+        if !resynced {
+            // Ours stays as it is (with its own pick handed out, if any) and is not asked
+            // again until nothing is outstanding; then it starts afresh.
+            self.waiting_restart = true;
+            for tracked in &mut self.live {
+                tracked.in_ours = false;
+            }
+        }
+    }
+
+    /// The cause of a mismatch (see [`Cause`]), from the two picks and our state after our
+    /// answer.
+    fn classify(
+        &self,
+        now: Instant,
+        kernel: &Tracked,
+        ours: Option<&Tracked>,
+        answer: Dispatch,
+    ) -> Cause {
+        if kernel.requeued {
+            return Cause::AtHeadRequeue;
+        }
+        let request = &self.table[kernel.id];
+        match &self.ours {
+            Ours::MqDeadline(scheduler) => {
+                let level = |r: &Request| r.priority.effective_class();
+                let other_level = ours.is_none_or(|o| level(&self.table[o.id]) != level(request));
+                if other_level {
+                    return Cause::PriorityThrottleRerun;
+                }
+                // A FIFO deadline or aging cut-off within one jiffy of now.
+                let jiffy_ns = 1_000_000_000 / u64::from(self.capture.header.hz);
+                let near = |tracked: &Tracked| {
+                    let r = &self.table[tracked.id];
+                    let expire = match r.op {
+                        Op::Read => scheduler.tunable("read_expire"),
+                        _ => scheduler.tunable("write_expire"),
+                    };
+                    let aging = scheduler.tunable("prio_aging_expire");
+                    let inserted = self.now(tracked.inserted_ns).as_nanos();
+                    [expire, aging].into_iter().flatten().any(|millis| {
+                        let due = inserted + millis as u64 * 1_000_000;
+                        due.abs_diff(now.as_nanos()) <= jiffy_ns
+                    })
+                };
+                if near(kernel) || ours.is_some_and(near) {
+                    return Cause::JiffyBoundary;
+                }
+                Cause::Unknown
+            }
+            Ours::Kyber(scheduler) => {
+                let domain = Domain::of(request.op);
+                let ours_domain = ours.map(|o| Domain::of(self.table[o.id].op));
+                if ours_domain != Some(domain) {
+                    let tokens_out =
+                        scheduler.tokens_in_use(domain) >= scheduler.depth(domain);
+                    if matches!(answer, Dispatch::Throttled) || tokens_out || ours.is_some() {
+                        return Cause::KyberTokenWake;
+                    }
+                    return Cause::Unknown;
+                }
+                if ours.is_some_and(|o| o.insert_cpu != kernel.insert_cpu) {
+                    return Cause::PerCpuStaging;
+                }
+                Cause::Unknown
+            }
+            Ours::Bfq(_) => {
+                if ours.is_some_and(|o| o.pid != kernel.pid) {
+                    return Cause::BfqQueueChoice;
+                }
+                Cause::Unknown
+            }
+        }
+    }
+
+    fn requeue(&mut self, record: &BlockRecord) {
+        self.report.requeues += 1;
+        let key = identity(record);
+        if let Some(index) = self.bypass_in_flight.iter().position(|&k| k == key) {
+            self.bypass_in_flight.swap_remove(index);
+            return;
+        }
+        // The request leaves ours as if completed (its tag and token are freed); its
+        // re-insert is a new request, flagged as requeued.
+        if self.finish(record) {
+            self.requeued.push(key);
+        }
+    }
+
+    fn complete(&mut self, record: &BlockRecord) {
+        let key = identity(record);
+        if self.finish(record) {
+            return;
+        }
+        if let Some(index) = self.bypass_in_flight.iter().position(|&k| k == key) {
+            self.bypass_in_flight.swap_remove(index);
+        }
+    }
+
+    /// Completes the issued request of `record` in ours; says whether there was one.
+    fn finish(&mut self, record: &BlockRecord) -> bool {
+        let Some(index) = self.find_issued(identity(record)) else { return false };
+        let tracked = self.live.remove(index);
+        let now = self.now(record.time_ns);
+        if tracked.in_ours {
+            let issued_ns = tracked.issued_ns.unwrap_or(record.time_ns);
+            let done = Completion {
+                id: tracked.id,
+                issued_at: self.now(issued_ns),
+                device_time: Duration::from_nanos(record.time_ns.saturating_sub(issued_ns)),
+                total_time: Duration::from_nanos(record.time_ns.saturating_sub(tracked.created_ns)),
+            };
+            self.call(now, |ours, cx| ours.scheduler().complete(cx, &done));
+        }
+        self.table.remove(tracked.id);
+        if self.waiting_restart && self.live.is_empty() {
+            let header = &self.capture.header;
+            // The tunables were accepted once; they are again.
+            if let Ok(fresh) = build(&header.scheduler, &header.tunables) {
+                self.ours = fresh;
+                self.waiting_restart = false;
+                self.chain_start = None;
+                self.report.restarts += 1;
+            }
+        }
+        true
+    }
+}
