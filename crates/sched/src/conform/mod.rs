@@ -145,10 +145,6 @@ pub enum ConformError {
     },
 }
 
-/// bfq sysfs files that have no tunable here; accepted while they hold the kernel's default
-/// (`block/bfq-iosched.c`: `bfq_back_max` 16 MiB in KiB, `bfq_back_penalty` 2).
-const BFQ_UNMODELLED_DEFAULTS: &[(&str, i64)] = &[("back_seek_max", 16384), ("back_seek_penalty", 2)];
-
 /// Our scheduler under test, by type so its `conform_state` is reachable.
 #[derive(Debug)]
 enum Ours {
@@ -200,18 +196,7 @@ fn build(name: &str, tunables: &[(String, String)]) -> Result<Ours, ConformError
             scheduler.set_tunable(file, value).map_err(|error| bad(error.to_string()))?;
             continue;
         }
-        if name == crate::bfq::NAME
-            && let Some(&(_, default)) = BFQ_UNMODELLED_DEFAULTS.iter().find(|(n, _)| n == file)
-        {
-            if value == default {
-                continue;
-            }
-            return Err(bad(format!("not modelled here; only the kernel's default {default}")));
-        }
-        let mut accepted: Vec<&str> = specs.iter().map(|spec| spec.name).collect();
-        if name == crate::bfq::NAME {
-            accepted.extend(BFQ_UNMODELLED_DEFAULTS.iter().map(|(n, _)| *n));
-        }
+        let accepted: Vec<&str> = specs.iter().map(|spec| spec.name).collect();
         return Err(ConformError::UnknownTunable {
             scheduler: name.to_owned(),
             name: file.clone(),
