@@ -501,7 +501,9 @@ impl Scheduler for Kyber {
         self.token_held.ensure_capacity(cx.requests.capacity());
         let Some(domain) = self.conform_domain_holding(cx, id) else { return false };
         if let Some(ours) = instead_of {
-            if ours == id || !self.token_held[ours] || self.conform_domain_holding(cx, ours).is_some()
+            if ours == id
+                || !self.token_held[ours]
+                || self.conform_domain_holding(cx, ours).is_some()
             {
                 return false;
             }

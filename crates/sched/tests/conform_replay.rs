@@ -194,7 +194,10 @@ fn a_lower_level_served_early_is_a_priority_throttle_rerun() {
     let report = capture.replay();
     assert_eq!((report.decisions, report.identical), (3, 2), "{report}");
     let first = &report.disagreements[0];
-    assert_eq!((first.cause, first.our_answer.as_str()), (Cause::PriorityThrottleRerun, "throttled"));
+    assert_eq!(
+        (first.cause, first.our_answer.as_str()),
+        (Cause::PriorityThrottleRerun, "throttled")
+    );
     assert!(first.ours.is_none());
     assert!(first.our_state.contains("RealTime: outstanding=1"), "{}", first.our_state);
 }
@@ -203,7 +206,8 @@ fn a_lower_level_served_early_is_a_priority_throttle_rerun() {
 // reads and writes, every decision identical.
 #[test]
 fn kyber_agrees_on_domain_batches() {
-    let mut capture = Capture::new("kyber", &[("read_lat_nsec", "2000000"), ("write_lat_nsec", "10000000")]);
+    let mut capture =
+        Capture::new("kyber", &[("read_lat_nsec", "2000000"), ("write_lat_nsec", "10000000")]);
     let reads: Vec<Rq> = (0..20).map(|i| read(i * 64)).collect();
     let writes: Vec<Rq> = (0..10).map(|i| write(100_000 + i * 64)).collect();
     for (index, &rq) in reads.iter().chain(&writes).enumerate() {

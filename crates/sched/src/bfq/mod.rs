@@ -759,8 +759,7 @@ impl Scheduler for Bfq {
         let Some(queue) = self.in_service else { return false };
         let slot = self.slots[id];
         let key = (cx.requests[id].start, slot.sequence);
-        if slot.out || slot.queue != queue || self.queues[queue.slot()].sort.get(&key) != Some(id)
-        {
+        if slot.out || slot.queue != queue || self.queues[queue.slot()].sort.get(&key) != Some(id) {
             return false;
         }
         self.queues[queue.slot()].next_request = Some(id);

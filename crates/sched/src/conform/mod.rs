@@ -63,7 +63,7 @@
 
 mod report;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use elevator_core::{
     Bio, BioTag, Completion, Ctx, Dispatch, Duration, Instant, IoClass, IoPriority, MergeKind, Op,
@@ -148,17 +148,17 @@ pub enum ConformError {
 /// Our scheduler under test, by type so its `conform_state` is reachable.
 #[derive(Debug)]
 enum Ours {
-    MqDeadline(MqDeadline),
-    Kyber(Kyber),
-    Bfq(Bfq),
+    MqDeadline(Box<MqDeadline>),
+    Kyber(Box<Kyber>),
+    Bfq(Box<Bfq>),
 }
 
 impl Ours {
     fn scheduler(&mut self) -> &mut dyn Scheduler {
         match self {
-            Ours::MqDeadline(s) => s,
-            Ours::Kyber(s) => s,
-            Ours::Bfq(s) => s,
+            Ours::MqDeadline(s) => s.as_mut(),
+            Ours::Kyber(s) => s.as_mut(),
+            Ours::Bfq(s) => s.as_mut(),
         }
     }
 
@@ -174,9 +174,9 @@ impl Ours {
 /// Builds ours of `name` with the captured sysfs tunables.
 fn build(name: &str, tunables: &[(String, String)]) -> Result<Ours, ConformError> {
     let mut ours = match name {
-        crate::mq_deadline::NAME => Ours::MqDeadline(MqDeadline::new()),
-        crate::kyber::NAME => Ours::Kyber(Kyber::new()),
-        crate::bfq::NAME => Ours::Bfq(Bfq::new()),
+        crate::mq_deadline::NAME => Ours::MqDeadline(Box::default()),
+        crate::kyber::NAME => Ours::Kyber(Box::default()),
+        crate::bfq::NAME => Ours::Bfq(Box::default()),
         other => return Err(ConformError::UnknownScheduler { name: other.to_owned() }),
     };
     let scheduler = ours.scheduler();
@@ -237,7 +237,7 @@ struct Replay<'a> {
     /// Issued requests that never went through the scheduler, by identity.
     bypass_in_flight: Vec<Identity>,
     /// `block_getrq` times by (start sector, op), for total latency.
-    getrq: HashMap<(u64, Op), u64>,
+    getrq: BTreeMap<(u64, u8), u64>,
     /// Identities requeued and not yet re-inserted.
     requeued: Vec<Identity>,
     /// Ours could not resynchronise; it is restarted once nothing is outstanding.
@@ -288,7 +288,7 @@ pub fn replay(
         table: RequestTable::with_capacity(256),
         live: Vec::new(),
         bypass_in_flight: Vec::new(),
-        getrq: HashMap::new(),
+        getrq: BTreeMap::new(),
         requeued: Vec::new(),
         waiting_restart: false,
         report,
@@ -368,10 +368,8 @@ impl Replay<'_> {
     /// The live, not yet issued request with `key`, oldest first; failing that, one with the
     /// same start and op (its extent is then corrected).
     fn find_queued(&mut self, key: Identity) -> Option<usize> {
-        let exact = self
-            .live
-            .iter()
-            .position(|t| t.issued_ns.is_none() && self.identity_of(t) == key);
+        let exact =
+            self.live.iter().position(|t| t.issued_ns.is_none() && self.identity_of(t) == key);
         exact.or_else(|| {
             let index = self.live.iter().position(|t| {
                 let request = &self.table[t.id];
@@ -407,7 +405,7 @@ impl Replay<'_> {
     fn block(&mut self, record: &BlockRecord) {
         match record.point {
             BlockPoint::GetRq => {
-                self.getrq.insert((record.sector, record.op), record.time_ns);
+                self.getrq.insert((record.sector, record.op as u8), record.time_ns);
             }
             BlockPoint::Insert => self.insert(record),
             BlockPoint::BioBackMerge | BlockPoint::BioFrontMerge => self.bio_merge(record),
@@ -445,7 +443,7 @@ impl Replay<'_> {
         };
         let created_ns = self
             .getrq
-            .remove(&(record.sector, record.op))
+            .remove(&(record.sector, record.op as u8))
             .filter(|&at| at <= record.time_ns)
             .unwrap_or(record.time_ns);
         let mut request = Request::from_bio(&bio, self.now(created_ns));
@@ -516,9 +514,8 @@ impl Replay<'_> {
     fn request_merge(&mut self, record: &BlockRecord) {
         let now = self.now(record.time_ns);
         let key = identity(record);
-        let absorbed = self.live.iter().position(|t| {
-            t.issued_ns.is_none() && self.identity_of(t) == key
-        });
+        let absorbed =
+            self.live.iter().position(|t| t.issued_ns.is_none() && self.identity_of(t) == key);
         let kept = self.find_newest_queued(record.op, |request| {
             request.end().0 == record.sector && request.start.0 != record.sector
         });
@@ -571,8 +568,7 @@ impl Replay<'_> {
 
     fn issue(&mut self, record: &BlockRecord) {
         let key = identity(record);
-        let Some(index) = (record.op != Op::Flush).then(|| self.find_queued(key)).flatten()
-        else {
+        let Some(index) = (record.op != Op::Flush).then(|| self.find_queued(key)).flatten() else {
             self.report.excluded_issues += 1;
             self.bypass_in_flight.push(key);
             return;
@@ -697,8 +693,7 @@ impl Replay<'_> {
                 let domain = Domain::of(request.op);
                 let ours_domain = ours.map(|o| Domain::of(self.table[o.id].op));
                 if ours_domain != Some(domain) {
-                    let tokens_out =
-                        scheduler.tokens_in_use(domain) >= scheduler.depth(domain);
+                    let tokens_out = scheduler.tokens_in_use(domain) >= scheduler.depth(domain);
                     if matches!(answer, Dispatch::Throttled) || tokens_out || ours.is_some() {
                         return Cause::KyberTokenWake;
                     }
