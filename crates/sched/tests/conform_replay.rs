@@ -301,3 +301,31 @@ fn bad_captures_are_refused_by_name() {
     assert_eq!(error("mq-deadline", &[], 3), ConformError::LostEvents { lost: 3 });
     assert!(error("cfq", &[], 0).to_string().contains("accepted: mq-deadline, kyber, bfq"));
 }
+
+// Proves bfq resynchronises inside the queue in service (our pick goes back, the kernel's is
+// charged instead) without a restart: after the kernel takes 200 first, ours continues
+// forward from it as the kernel does.
+#[test]
+fn bfq_resynchronises_inside_the_queue_in_service() {
+    let mut capture = Capture::new("bfq", &[]);
+    capture.insert(0, read(300)).insert(1, read(100)).insert(2, read(200));
+    capture.serve(10, &[read(200), read(300), read(100)]);
+    let report = capture.replay();
+    assert_eq!((report.decisions, report.identical, report.restarts), (3, 2, 0), "{report}");
+    let state = &report.disagreements[0].our_state;
+    assert!(state.starts_with("queued=3 "), "{state}");
+}
+
+// Proves a bfq disagreement on which process is served is classified `bfq queue choice`, and
+// that the replay restarts bfq with the kernel's queued requests (so later decisions are
+// scored again rather than cascading).
+#[test]
+fn bfq_restarts_after_a_queue_choice_disagreement() {
+    let other = Rq { pid: 200, ..read(50_000) };
+    let mut capture = Capture::new("bfq", &[]);
+    capture.insert(0, read(100)).insert(1, read(108)).insert(2, other);
+    capture.serve(10, &[other, read(100), read(108)]);
+    let report = capture.replay();
+    assert_eq!((report.decisions, report.identical, report.restarts), (3, 2, 1), "{report}");
+    assert_eq!(report.causes.get(&Cause::BfqQueueChoice), Some(&1));
+}

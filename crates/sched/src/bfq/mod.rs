@@ -741,11 +741,12 @@ impl Scheduler for Bfq {
 
     // ---- Conformance replay hook (issue 25, `crate::conform`) -----------------------------
     // Resynchronisation after a disagreement with the kernel, and a state dump for reports.
-    // Not used by the simulator or the live engine. Only the case that leaves B-WF2Q+'s
-    // virtual times exact is handled: nothing of ours to take back (`instead_of` is `None`)
-    // and the kernel's request belongs to the queue in service, which then serves it next as
-    // `__bfq_dispatch_request` would. Undoing a charge (which moved the class's virtual time)
-    // or switching the queue in service is refused, and the replay restarts bfq instead.
+    // Not used by the simulator or the live engine. Only a disagreement inside the queue in
+    // service is handled: the kernel's request belongs to it, and so does ours if we handed
+    // one out; ours goes back into the queue (its charge taken off the queue's service, though
+    // not off the class's virtual time, which moved with it), then the queue serves the
+    // kernel's request as `__bfq_dispatch_request` would. A disagreement on which queue is in
+    // service is refused, and the replay restarts bfq instead.
     fn dispatch_request(
         &mut self,
         cx: &Ctx<'_>,
@@ -753,7 +754,7 @@ impl Scheduler for Bfq {
         instead_of: Option<RequestId>,
     ) -> bool {
         self.begin(cx);
-        if instead_of.is_some() || !cx.requests.contains(id) {
+        if !cx.requests.contains(id) {
             return false;
         }
         let Some(queue) = self.in_service else { return false };
@@ -761,6 +762,36 @@ impl Scheduler for Bfq {
         let key = (cx.requests[id].start, slot.sequence);
         if slot.out || slot.queue != queue || self.queues[queue.slot()].sort.get(&key) != Some(id) {
             return false;
+        }
+        if let Some(ours) = instead_of {
+            let ours_slot = self.slots[ours];
+            if ours == id || !cx.requests.contains(ours) || !ours_slot.out || ours_slot.queue != queue
+            {
+                return false;
+            }
+            let charge = self.charge(cx, ours, queue);
+            let entity = self.wf2q.entity_mut(queue.0);
+            entity.service = entity.service.saturating_sub(charge);
+            let request = &cx.requests[ours];
+            let entry = &mut self.queues[queue.slot()];
+            if entry.wr_coeff > 1 {
+                entry.service_from_wr = entry.service_from_wr.saturating_sub(charge);
+            }
+            entry.service_from_backlogged = entry.service_from_backlogged.saturating_sub(charge);
+            entry.dispatched = entry.dispatched.saturating_sub(1);
+            entry.queued[usize::from(request.is_sync())] += 1;
+            entry.sort.insert((request.start, ours_slot.sequence), ours);
+            // Back into the FIFO in arrival order.
+            let slots = &self.slots;
+            let mut order: Vec<RequestId> = entry.fifo.iter(&self.fifo_links).collect();
+            let at = order.partition_point(|&other| slots[other].sequence < ours_slot.sequence);
+            order.insert(at, ours);
+            while entry.fifo.pop_front(&mut self.fifo_links).is_some() {}
+            for other in order {
+                entry.fifo.push_back(&mut self.fifo_links, other);
+            }
+            self.slots[ours].out = false;
+            self.queued_count += 1;
         }
         self.queues[queue.slot()].next_request = Some(id);
         let dispatched = self.dispatch_from_queue(cx, queue);

@@ -41,10 +41,10 @@
 //! those put to ours) was a mismatch too and the first mismatch of that chain is at most
 //! [`ConformOptions::cascade_window`] decisions back; otherwise it is a **first
 //! disagreement**, and only first disagreements are classified into causes' counts. Where a
-//! scheduler cannot resynchronise (bfq, except when the kernel's pick is the next request of
-//! ours's queue in service and ours handed out nothing), the replay stops asking ours until
-//! every request has completed, then restarts it empty; decisions in between are counted as
-//! `unscored`.
+//! scheduler cannot resynchronise (bfq when the two picks are of different queues, or the
+//! kernel's is not of the queue ours has in service), the replay **restarts** ours: a fresh
+//! instance, given the requests the kernel still holds queued again (in insertion order, at
+//! the decision's time); it never learns of those already at the device.
 //!
 //! # Deviations
 //!
@@ -240,8 +240,6 @@ struct Replay<'a> {
     getrq: BTreeMap<(u64, u8), u64>,
     /// Identities requeued and not yet re-inserted.
     requeued: Vec<Identity>,
-    /// Ours could not resynchronise; it is restarted once nothing is outstanding.
-    waiting_restart: bool,
     report: ConformReport,
     /// The decision index that started the current chain of mismatches, while the last scored
     /// decision was a mismatch.
@@ -273,7 +271,6 @@ pub fn replay(
         agreement: 1.0,
         first_disagreements: 0,
         cascaded: 0,
-        unscored: 0,
         restarts: 0,
         excluded_issues: 0,
         requeues: 0,
@@ -290,7 +287,6 @@ pub fn replay(
         bypass_in_flight: Vec::new(),
         getrq: BTreeMap::new(),
         requeued: Vec::new(),
-        waiting_restart: false,
         report,
         chain_start: None,
     };
@@ -465,10 +461,7 @@ impl Replay<'_> {
             }
             None => false,
         };
-        let in_ours = !self.waiting_restart;
-        if in_ours {
-            self.call(now, |ours, cx| ours.scheduler().insert(cx, id));
-        }
+        self.call(now, |ours, cx| ours.scheduler().insert(cx, id));
         self.live.push(Tracked {
             id,
             inserted_ns: record.time_ns,
@@ -477,7 +470,7 @@ impl Replay<'_> {
             created_ns,
             issued_ns: None,
             requeued,
-            in_ours,
+            in_ours: true,
         });
     }
 
@@ -576,8 +569,9 @@ impl Replay<'_> {
         let decision = self.report.decisions;
         self.report.decisions += 1;
         let kernel = self.live[index].clone();
-        if self.waiting_restart || !kernel.in_ours {
-            self.report.unscored += 1;
+        if !kernel.in_ours {
+            // Cannot happen: every queued request is in ours (a restart re-inserts them).
+            self.report.excluded_issues += 1;
             self.live[index].issued_ns = Some(record.time_ns);
             return;
         }
@@ -640,12 +634,30 @@ impl Replay<'_> {
             self.call(now, |ours, cx| ours.scheduler().dispatch_request(cx, kernel.id, ours_id));
         self.live[index].issued_ns = Some(record.time_ns);
         if !resynced {
-            // Ours stays as it is (with its own pick handed out, if any) and is not asked
-            // again until nothing is outstanding; then it starts afresh.
-            self.waiting_restart = true;
-            for tracked in &mut self.live {
-                tracked.in_ours = false;
-            }
+            self.restart(now);
+        }
+    }
+
+    /// Replaces ours by a fresh instance when it could not resynchronise: the requests the
+    /// kernel still holds queued are inserted into it again, in their insertion order, at
+    /// `now`; those at the device stay unknown to it (their completions are not passed on).
+    fn restart(&mut self, now: Instant) {
+        let header = &self.capture.header;
+        // The tunables were accepted when the replay started; they are again.
+        let Ok(fresh) = build(&header.scheduler, &header.tunables) else { return };
+        self.ours = fresh;
+        self.report.restarts += 1;
+        self.chain_start = None;
+        let queued: Vec<RequestId> = self
+            .live
+            .iter_mut()
+            .filter_map(|tracked| {
+                tracked.in_ours = tracked.issued_ns.is_none();
+                tracked.in_ours.then_some(tracked.id)
+            })
+            .collect();
+        for id in queued {
+            self.call(now, |ours, cx| ours.scheduler().insert(cx, id));
         }
     }
 
@@ -753,16 +765,6 @@ impl Replay<'_> {
             self.call(now, |ours, cx| ours.scheduler().complete(cx, &done));
         }
         self.table.remove(tracked.id);
-        if self.waiting_restart && self.live.is_empty() {
-            let header = &self.capture.header;
-            // The tunables were accepted once; they are again.
-            if let Ok(fresh) = build(&header.scheduler, &header.tunables) {
-                self.ours = fresh;
-                self.waiting_restart = false;
-                self.chain_start = None;
-                self.report.restarts += 1;
-            }
-        }
         true
     }
 }

@@ -133,10 +133,8 @@ pub struct ConformReport {
     /// Disagreements that follow an earlier one (within `cascade_window` decisions of the
     /// chain's first, with no agreement since): most are the resynchronisation's leftovers.
     pub cascaded: u64,
-    /// Decisions not put to ours because it could not be resynchronised and was waiting for
-    /// the device to go idle to restart (counted in `decisions`, never as identical).
-    pub unscored: u64,
-    /// Times ours was restarted empty after a failed resynchronisation.
+    /// Times ours could not resynchronise and was replaced by a fresh instance holding the
+    /// kernel's queued requests (its history, and those requests' ages, lost).
     pub restarts: u64,
     /// Issues of requests that never went through the scheduler (flushes, passthrough, an
     /// extent never inserted): excluded.
@@ -185,13 +183,12 @@ impl fmt::Display for ConformReport {
         }
         writeln!(
             f,
-            "decisions {}: identical {} ({:.4} %), first disagreements {}, cascaded {}, unscored {}",
+            "decisions {}: identical {} ({:.4} %), first disagreements {}, cascaded {}",
             self.decisions,
             self.identical,
             self.agreement * 100.0,
             self.first_disagreements,
-            self.cascaded,
-            self.unscored
+            self.cascaded
         )?;
         writeln!(
             f,
