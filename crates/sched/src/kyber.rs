@@ -553,6 +553,16 @@ impl Kyber {
         (held(&self.staged[index]) || held(&self.ready[index])).then_some(domain)
     }
 
+    /// Sets each domain's depth to the kernel's (from its `kyber_adjust` events) and disarms
+    /// the adjustment timer, so the dispatch logic is scored with the kernel's depths
+    /// (`modern-vs-kernel.md` §4); a replay calls it before every dispatch.
+    pub fn conform_force_depths(&mut self, depths: &[u32; DOMAIN_COUNT]) {
+        for (tokens, &depth) in self.tokens.iter_mut().zip(depths) {
+            tokens.depth = depth;
+        }
+        self.timer_due = None;
+    }
+
     /// kyber's state for a conformance report: the current domain and batch, then per domain
     /// its depth, tokens in use and requests staged and ready, and when the timer is due
     /// (relative to `cx.now`).

@@ -765,7 +765,10 @@ impl Scheduler for Bfq {
         }
         if let Some(ours) = instead_of {
             let ours_slot = self.slots[ours];
-            if ours == id || !cx.requests.contains(ours) || !ours_slot.out || ours_slot.queue != queue
+            if ours == id
+                || !cx.requests.contains(ours)
+                || !ours_slot.out
+                || ours_slot.queue != queue
             {
                 return false;
             }

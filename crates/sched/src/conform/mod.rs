@@ -63,7 +63,7 @@
 
 mod report;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use elevator_core::{
     Bio, BioTag, Completion, Ctx, Dispatch, Duration, Instant, IoClass, IoPriority, MergeKind, Op,
@@ -88,6 +88,16 @@ pub struct ConformOptions {
     /// Added to every time ours is fed: at least mq-deadline's `prio_aging_expire` (10 s) so
     /// the aging pass runs from the first decision, as on a kernel up for longer than that.
     pub clock_offset: Duration,
+    /// Model the kernel's pick of a request that then waits for a driver tag: when an issue
+    /// leaves the device full, ours picks the next request at once (module docs).
+    pub park_when_full: bool,
+    /// Kyber: give ours the kernel's domain depths (from `kyber_adjust`, starting at each
+    /// domain's maximum) before every dispatch, its own timer disarmed, so the dispatch logic
+    /// is scored apart from the depth tuning (§4).
+    pub force_kyber_depths: bool,
+    /// Issues on different CPUs at most this far apart are concurrent: their picks may have
+    /// been made in the other order (module docs).
+    pub concurrent_issue: Duration,
 }
 
 impl Default for ConformOptions {
@@ -96,6 +106,9 @@ impl Default for ConformOptions {
             first_disagreements: 10,
             cascade_window: 8,
             clock_offset: Duration::from_secs(20),
+            park_when_full: true,
+            force_kyber_depths: true,
+            concurrent_issue: Duration::from_micros(2),
         }
     }
 }
@@ -244,6 +257,21 @@ struct Replay<'a> {
     /// The decision index that started the current chain of mismatches, while the last scored
     /// decision was a mismatch.
     chain_start: Option<u64>,
+    /// Our pick made when an issue left the device full, with our state before it and the
+    /// time (ns since the capture's start): compared with the kernel's next issue.
+    parked: Option<(RequestId, String, u64)>,
+    /// The time of the last block event on each CPU (ns since the capture's start).
+    last_on_cpu: BTreeMap<u32, u64>,
+    /// The index of the event being replayed.
+    position: usize,
+    /// Issue events already taken as decisions out of their order (concurrent issues).
+    consumed: BTreeSet<usize>,
+    /// Kyber: the kernel's domain depths, by `kyber_adjust`.
+    kyber_depths: [u32; 4],
+    /// Kyber: the last `kyber_throttled` of each domain (ns since the capture's start).
+    kyber_throttled: [Option<u64>; 4],
+    /// The previous issue event's time (ns since the capture's start).
+    last_issue_ns: u64,
 }
 
 /// Replays `capture` into ours and compares every decision (module docs).
@@ -273,6 +301,7 @@ pub fn replay(
         cascaded: 0,
         restarts: 0,
         excluded_issues: 0,
+        reordered_issues: 0,
         requeues: 0,
         unmatched_merges: 0,
         causes: Default::default(),
@@ -289,10 +318,33 @@ pub fn replay(
         requeued: Vec::new(),
         report,
         chain_start: None,
+        parked: None,
+        last_on_cpu: BTreeMap::new(),
+        position: 0,
+        consumed: BTreeSet::new(),
+        kyber_depths: Domain::ALL.map(Domain::depth_max),
+        kyber_throttled: [None; 4],
+        last_issue_ns: 0,
     };
-    for event in &capture.events {
-        if let SchedEvent::Block(record) = event {
-            run.block(record);
+    for (position, event) in capture.events.iter().enumerate() {
+        match event {
+            SchedEvent::Block(record) => {
+                if !run.consumed.remove(&position) {
+                    run.position = position;
+                    run.block(record);
+                }
+            }
+            SchedEvent::KyberAdjust { domain, depth, .. } => {
+                if let Some(index) = kyber_domain(domain) {
+                    run.kyber_depths[index] = *depth;
+                }
+            }
+            SchedEvent::KyberThrottled { time_ns, domain } => {
+                if let Some(index) = kyber_domain(domain) {
+                    run.kyber_throttled[index] = Some(*time_ns);
+                }
+            }
+            SchedEvent::KyberLatency { .. } => {}
         }
     }
     let mut report = run.report;
@@ -300,6 +352,16 @@ pub fn replay(
         report.agreement = report.identical as f64 / report.decisions as f64;
     }
     Ok(report)
+}
+
+/// The index of a domain as kyber's tracepoints name it (`READ`, `WRITE`, `DISCARD`,
+/// `OTHER`).
+fn kyber_domain(name: &str) -> Option<usize> {
+    Domain::ALL.iter().position(|domain| domain.name().eq_ignore_ascii_case(name))
+}
+
+fn domain_index(domain: Domain) -> usize {
+    Domain::ALL.iter().position(|&other| other == domain).expect("a domain of ALL")
 }
 
 fn identity(record: &BlockRecord) -> Identity {
@@ -343,6 +405,22 @@ impl Replay<'_> {
     fn in_flight(&self) -> u32 {
         let owned = self.live.iter().filter(|t| t.issued_ns.is_some()).count();
         (owned + self.bypass_in_flight.len()) as u32
+    }
+
+    /// Asks ours for its pick at `now`, with our state before it if `want_state`.
+    fn dispatch_ours(&mut self, now: Instant, want_state: bool) -> (String, Dispatch) {
+        if self.options.force_kyber_depths
+            && let Ours::Kyber(kyber) = &mut self.ours
+        {
+            kyber.conform_force_depths(&self.kyber_depths);
+        }
+        self.call(now, |ours, cx| {
+            if ours.scheduler().queued() == 0 {
+                return (String::new(), Dispatch::Empty);
+            }
+            let state = if want_state { ours.state(cx) } else { String::new() };
+            (state, ours.scheduler().dispatch(cx))
+        })
     }
 
     /// Calls ours with a context at `now` (the table borrowed beside ours).
@@ -392,9 +470,10 @@ impl Replay<'_> {
 
     /// The newest queued request of `op` matching `test`.
     fn find_newest_queued(&self, op: Op, test: impl Fn(&Request) -> bool) -> Option<usize> {
+        let parked = self.parked.as_ref().map(|(id, _, _)| *id);
         self.live.iter().rposition(|t| {
             let request = &self.table[t.id];
-            t.issued_ns.is_none() && request.op == op && test(request)
+            t.issued_ns.is_none() && Some(t.id) != parked && request.op == op && test(request)
         })
     }
 
@@ -411,6 +490,7 @@ impl Replay<'_> {
             BlockPoint::Complete => self.complete(record),
             BlockPoint::BioQueue => {}
         }
+        self.last_on_cpu.insert(record.cpu, record.time_ns);
     }
 
     fn insert(&mut self, record: &BlockRecord) {
@@ -566,8 +646,6 @@ impl Replay<'_> {
             self.bypass_in_flight.push(key);
             return;
         };
-        let decision = self.report.decisions;
-        self.report.decisions += 1;
         let kernel = self.live[index].clone();
         if !kernel.in_ours {
             // Cannot happen: every queued request is in ours (a restart re-inserts them).
@@ -576,11 +654,59 @@ impl Replay<'_> {
             return;
         }
         let now = self.now(record.time_ns);
+        self.decide(record, index, kernel, now);
+        self.park_if_full(now, record.time_ns);
+        self.last_issue_ns = record.time_ns;
+    }
+
+    /// The position of an issue of `ours` on another CPU than `record`'s, within
+    /// [`ConformOptions::concurrent_issue`] after it and not yet replayed.
+    fn concurrent_issue_of(&self, ours: RequestId, record: &BlockRecord) -> Option<usize> {
+        let request = &self.table[ours];
+        let key = (request.start.0, request.sector_count, request.op);
+        let window = self.options.concurrent_issue.as_nanos();
+        let events = &self.capture.events;
+        (self.position + 1..events.len())
+            .take_while(|&j| events[j].time_ns().saturating_sub(record.time_ns) <= window)
+            .find(|&j| match &events[j] {
+                SchedEvent::Block(other) => {
+                    other.point == BlockPoint::Issue
+                        && other.cpu != record.cpu
+                        && identity(other) == key
+                        && !self.consumed.contains(&j)
+                }
+                _ => false,
+            })
+    }
+
+    /// When the issue just made left the device full, the kernel's next queue run picks a
+    /// request and, finding no driver tag, parks it on the hardware queue's dispatch list
+    /// until a tag frees (`__blk_mq_do_dispatch_sched`: "if we cannot get tag for the request,
+    /// stop dequeueing"): ours picks now too.
+    fn park_if_full(&mut self, now: Instant, time_ns: u64) {
+        let depth = self.capture.header.queue_depth.max(1);
+        if !self.options.park_when_full || self.parked.is_some() || self.in_flight() < depth {
+            return;
+        }
         let want_state = self.report.disagreements.len() < self.options.first_disagreements;
-        let (state, answer) = self.call(now, |ours, cx| {
-            let state = if want_state { ours.state(cx) } else { String::new() };
-            (state, ours.scheduler().dispatch(cx))
-        });
+        let (state, answer) = self.dispatch_ours(now, want_state);
+        if let Dispatch::Issue(id) = answer {
+            self.parked = Some((id, state, time_ns));
+        }
+    }
+
+    /// Puts the kernel's issue of `self.live[index]` to ours (or compares it with ours's
+    /// parked pick) and resynchronises on a mismatch.
+    fn decide(&mut self, record: &BlockRecord, index: usize, kernel: Tracked, now: Instant) {
+        let decision = self.report.decisions;
+        self.report.decisions += 1;
+        let want_state = self.report.disagreements.len() < self.options.first_disagreements;
+        let parked = self.parked.take();
+        let parked_at = parked.as_ref().map(|(_, _, at)| *at);
+        let (state, answer) = match parked {
+            Some((id, state, _)) => (state, Dispatch::Issue(id)),
+            None => self.dispatch_ours(now, want_state),
+        };
         let ours_id = match answer {
             Dispatch::Issue(id) if id == kernel.id => {
                 self.report.identical += 1;
@@ -591,6 +717,21 @@ impl Replay<'_> {
             Dispatch::Issue(id) => Some(id),
             _ => None,
         };
+        if let Some(ours) = ours_id
+            && let Some(position) = self.concurrent_issue_of(ours, record)
+        {
+            // Ours is the kernel's other pick of a concurrent pair: count it as that issue's
+            // decision, made first, then put the kernel's request to ours again.
+            self.consumed.insert(position);
+            self.report.identical += 1;
+            self.report.reordered_issues += 1;
+            self.chain_start = None;
+            let at = self.capture.events[position].time_ns();
+            if let Some(tracked) = self.live.iter_mut().find(|t| t.id == ours) {
+                tracked.issued_ns = Some(at);
+            }
+            return self.decide(record, index, kernel, now);
+        }
         // A mismatch: classify it, then resynchronise.
         let ours_index = ours_id.and_then(|id| self.live.iter().position(|t| t.id == id));
         let ours_tracked = ours_index.map(|i| self.live[i].clone());
@@ -601,7 +742,7 @@ impl Replay<'_> {
                 false
             }
         };
-        let cause = self.classify(now, &kernel, ours_tracked.as_ref(), answer);
+        let cause = self.classify(now, record, parked_at, &kernel, ours_tracked.as_ref(), answer);
         if cascaded {
             self.report.cascaded += 1;
         } else {
@@ -666,12 +807,27 @@ impl Replay<'_> {
     fn classify(
         &self,
         now: Instant,
+        record: &BlockRecord,
+        parked_at: Option<u64>,
         kernel: &Tracked,
         ours: Option<&Tracked>,
         answer: Dispatch,
     ) -> Cause {
         if kernel.requeued {
             return Cause::AtHeadRequeue;
+        }
+        // The kernel picked before the issue event: before ours's pick arrived from another
+        // CPU (it arrived after the issuing CPU's previous event), or after our parked pick
+        // (the kernel's arrived later than the run we parked at).
+        let previous_on_cpu = self.last_on_cpu.get(&record.cpu).copied().unwrap_or(0);
+        let raced = match parked_at {
+            Some(at) => kernel.inserted_ns > at,
+            None => {
+                ours.is_some_and(|o| o.insert_cpu != record.cpu && o.inserted_ns > previous_on_cpu)
+            }
+        };
+        if raced {
+            return Cause::PickTime;
         }
         let request = &self.table[kernel.id];
         match &self.ours {
@@ -705,8 +861,15 @@ impl Replay<'_> {
                 let domain = Domain::of(request.op);
                 let ours_domain = ours.map(|o| Domain::of(self.table[o.id].op));
                 if ours_domain != Some(domain) {
-                    let tokens_out = scheduler.tokens_in_use(domain) >= scheduler.depth(domain);
-                    if matches!(answer, Dispatch::Throttled) || tokens_out || ours.is_some() {
+                    // The kernel could not serve ours's domain: out of tokens there (its
+                    // `kyber_throttled` since the previous issue), or ours out of tokens.
+                    let previous_issue = self.last_issue_ns;
+                    let throttled = |d: Domain| {
+                        self.kyber_throttled[domain_index(d)].is_some_and(|at| at >= previous_issue)
+                    };
+                    let ours_throttled = matches!(answer, Dispatch::Throttled)
+                        || scheduler.tokens_in_use(domain) >= scheduler.depth(domain);
+                    if ours_throttled || ours_domain.is_some_and(throttled) {
                         return Cause::KyberTokenWake;
                     }
                     return Cause::Unknown;

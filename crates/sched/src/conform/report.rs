@@ -16,6 +16,12 @@ pub enum Cause {
     /// at-head requests from one global list before everything else (ours has no such list).
     #[serde(rename = "at-head requeue")]
     AtHeadRequeue,
+    /// §4 item 2 (and §2 #13): the kernel picked earlier than its issue event shows: ours's
+    /// pick was inserted from another CPU after the issuing CPU's last event (so probably
+    /// after the kernel's pick), or, for a pick ours parked when the device was full, the
+    /// kernel's request was inserted after that.
+    #[serde(rename = "pick time")]
+    PickTime,
     /// §2 #1: mq-deadline, ours held the level back (no pick, or a pick of another priority
     /// level) while the kernel served a level: when a priority-throttled queue is re-run
     /// differs (ours re-asks at completions, the kernel at submissions and 1-jiffy polls).
@@ -47,6 +53,7 @@ impl Cause {
     pub const fn name(self) -> &'static str {
         match self {
             Cause::AtHeadRequeue => "at-head requeue",
+            Cause::PickTime => "pick time",
             Cause::PriorityThrottleRerun => "priority-throttle re-run",
             Cause::KyberTokenWake => "kyber token wake",
             Cause::PerCpuStaging => "per-cpu staging",
@@ -139,6 +146,10 @@ pub struct ConformReport {
     /// Issues of requests that never went through the scheduler (flushes, passthrough, an
     /// extent never inserted): excluded.
     pub excluded_issues: u64,
+    /// Decisions taken out of their issue events' order: ours picked the request of a
+    /// concurrent issue on another CPU (within `concurrent_issue` after), which is then counted
+    /// first, as identical.
+    pub reordered_issues: u64,
     /// Requeues seen.
     pub requeues: u64,
     /// Merge events that matched no request the replay holds (plug merges, or bio merges into
@@ -192,8 +203,14 @@ impl fmt::Display for ConformReport {
         )?;
         writeln!(
             f,
-            "events {}, excluded issues {}, requeues {}, unmatched merges {}, restarts {}",
-            self.events, self.excluded_issues, self.requeues, self.unmatched_merges, self.restarts
+            "events {}, excluded issues {}, reordered issues {}, requeues {}, unmatched merges {}, \
+             restarts {}",
+            self.events,
+            self.excluded_issues,
+            self.reordered_issues,
+            self.requeues,
+            self.unmatched_merges,
+            self.restarts
         )?;
         if !self.causes.is_empty() {
             writeln!(f, "first disagreements by cause:")?;
