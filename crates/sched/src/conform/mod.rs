@@ -880,6 +880,9 @@ impl Replay<'_> {
                 Cause::Unknown
             }
             Ours::Bfq(_) => {
+                if ours.is_none() && matches!(answer, Dispatch::Throttled | Dispatch::Idle { .. }) {
+                    return Cause::BfqInjection;
+                }
                 if ours.is_some_and(|o| o.pid != kernel.pid) {
                     return Cause::BfqQueueChoice;
                 }

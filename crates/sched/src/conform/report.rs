@@ -40,6 +40,11 @@ pub enum Cause {
     /// decides.
     #[serde(rename = "jiffy boundary")]
     JiffyBoundary,
+    /// bfq: ours idled for the queue in service (no pick) where the kernel served another
+    /// queue: the kernel injects I/O of other queues while it idles (`bfq_choose_bfqq_for_injection`),
+    /// which ours does not model (its "Deviations": injection while idling).
+    #[serde(rename = "bfq injection")]
+    BfqInjection,
     /// bfq: the two picks belong to different processes (a different queue in service).
     #[serde(rename = "bfq queue choice")]
     BfqQueueChoice,
@@ -58,6 +63,7 @@ impl Cause {
             Cause::KyberTokenWake => "kyber token wake",
             Cause::PerCpuStaging => "per-cpu staging",
             Cause::JiffyBoundary => "jiffy boundary",
+            Cause::BfqInjection => "bfq injection",
             Cause::BfqQueueChoice => "bfq queue choice",
             Cause::Unknown => "unknown",
         }
