@@ -329,3 +329,16 @@ fn bfq_restarts_after_a_queue_choice_disagreement() {
     assert_eq!((report.decisions, report.identical, report.restarts), (3, 2, 1), "{report}");
     assert_eq!(report.causes.get(&Cause::BfqQueueChoice), Some(&1));
 }
+
+// Proves requests of different priorities over the same sectors are told apart by the
+// priority their events print (a real capture had a BE and an RT read of 265120+8 queued
+// together): the kernel's RT issue is the RT request, and ours agrees on both decisions.
+#[test]
+fn same_extent_requests_are_told_apart_by_priority() {
+    let be = Rq { priority: Some(IoPriority::best_effort(4).unwrap()), pid: 1, ..read(265_120) };
+    let rt = Rq { priority: Some(IoPriority::realtime(0).unwrap()), pid: 2, ..read(265_120) };
+    let mut capture = Capture::new("mq-deadline", &[]);
+    capture.insert(0, be).insert(1, rt).serve(10, &[rt, be]);
+    let report = capture.replay();
+    assert_eq!((report.decisions, report.identical), (2, 2), "{report}");
+}

@@ -235,6 +235,8 @@ struct Tracked {
     issued_ns: Option<u64>,
     /// Re-inserted after a requeue.
     requeued: bool,
+    /// The priority its insert event printed (to tell apart requests of the same extent).
+    printed: Option<IoPriority>,
     /// Given to the current instance of ours (false while ours waits for a restart).
     in_ours: bool,
 }
@@ -434,38 +436,47 @@ impl Replay<'_> {
         f(&mut self.ours, &cx)
     }
 
-    fn identity_of(&self, tracked: &Tracked) -> Identity {
-        let request = &self.table[tracked.id];
-        (request.start.0, request.sector_count, request.op)
+    /// The live request (issued or not, as `issued` says) starting at `key`'s sector with its
+    /// op, preferring one with the printed priority too (requests of different priorities
+    /// can cover the same sectors), then one of the same size, then the oldest.
+    fn best_match(
+        &self,
+        issued: bool,
+        key: Identity,
+        printed: Option<IoPriority>,
+    ) -> Option<usize> {
+        let mut best: Option<(u8, usize)> = None;
+        for (index, tracked) in self.live.iter().enumerate() {
+            let request = &self.table[tracked.id];
+            if tracked.issued_ns.is_some() != issued
+                || request.start.0 != key.0
+                || request.op != key.2
+            {
+                continue;
+            }
+            let score =
+                2 * u8::from(tracked.printed == printed) + u8::from(request.sector_count == key.1);
+            if best.is_none_or(|(top, _)| score > top) {
+                best = Some((score, index));
+            }
+        }
+        best.map(|(_, index)| index)
     }
 
-    /// The live, not yet issued request with `key`, oldest first; failing that, one with the
-    /// same start and op (its extent is then corrected).
-    fn find_queued(&mut self, key: Identity) -> Option<usize> {
-        let exact =
-            self.live.iter().position(|t| t.issued_ns.is_none() && self.identity_of(t) == key);
-        exact.or_else(|| {
-            let index = self.live.iter().position(|t| {
-                let request = &self.table[t.id];
-                t.issued_ns.is_none() && request.start.0 == key.0 && request.op == key.2
-            })?;
-            self.table[self.live[index].id].sector_count = key.1;
-            Some(index)
-        })
+    /// The queued request a kernel issue names (its extent corrected to the event's).
+    fn find_queued(&mut self, key: Identity, printed: Option<IoPriority>) -> Option<usize> {
+        let parked = self.parked.as_ref().map(|(id, _, _)| *id);
+        let index = self.best_match(false, key, printed)?;
+        let id = self.live[index].id;
+        if self.table[id].sector_count != key.1 && Some(id) != parked {
+            self.table[id].sector_count = key.1;
+        }
+        Some(index)
     }
 
-    /// The live issued request with `key` (or the same start and op).
-    fn find_issued(&self, key: Identity) -> Option<usize> {
-        let matching = |exact: bool| {
-            self.live.iter().position(|t| {
-                let request = &self.table[t.id];
-                t.issued_ns.is_some()
-                    && request.start.0 == key.0
-                    && request.op == key.2
-                    && (!exact || request.sector_count == key.1)
-            })
-        };
-        matching(true).or_else(|| matching(false))
+    /// The issued request a completion or requeue names.
+    fn find_issued(&self, key: Identity, printed: Option<IoPriority>) -> Option<usize> {
+        self.best_match(true, key, printed)
     }
 
     /// The newest queued request of `op` matching `test`.
@@ -550,6 +561,7 @@ impl Replay<'_> {
             created_ns,
             issued_ns: None,
             requeued,
+            printed: record.priority,
             in_ours: true,
         });
     }
@@ -587,8 +599,9 @@ impl Replay<'_> {
     fn request_merge(&mut self, record: &BlockRecord) {
         let now = self.now(record.time_ns);
         let key = identity(record);
-        let absorbed =
-            self.live.iter().position(|t| t.issued_ns.is_none() && self.identity_of(t) == key);
+        let absorbed = self
+            .best_match(false, key, record.priority)
+            .filter(|&index| self.table[self.live[index].id].sector_count == key.1);
         let kept = self.find_newest_queued(record.op, |request| {
             request.end().0 == record.sector && request.start.0 != record.sector
         });
@@ -641,7 +654,9 @@ impl Replay<'_> {
 
     fn issue(&mut self, record: &BlockRecord) {
         let key = identity(record);
-        let Some(index) = (record.op != Op::Flush).then(|| self.find_queued(key)).flatten() else {
+        let Some(index) =
+            (record.op != Op::Flush).then(|| self.find_queued(key, record.priority)).flatten()
+        else {
             self.report.excluded_issues += 1;
             self.bypass_in_flight.push(key);
             return;
@@ -917,7 +932,9 @@ impl Replay<'_> {
 
     /// Completes the issued request of `record` in ours; says whether there was one.
     fn finish(&mut self, record: &BlockRecord) -> bool {
-        let Some(index) = self.find_issued(identity(record)) else { return false };
+        let Some(index) = self.find_issued(identity(record), record.priority) else {
+            return false;
+        };
         let tracked = self.live.remove(index);
         let now = self.now(record.time_ns);
         if tracked.in_ours {
