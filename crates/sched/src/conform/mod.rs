@@ -564,6 +564,8 @@ impl Replay<'_> {
             printed: record.priority,
             in_ours: true,
         });
+        // The insert runs the queue: with the device full, its pick waits for a tag.
+        self.park_if_full(now, record.time_ns);
     }
 
     fn bio_merge(&mut self, record: &BlockRecord) {
@@ -694,10 +696,12 @@ impl Replay<'_> {
             })
     }
 
-    /// When the issue just made left the device full, the kernel's next queue run picks a
-    /// request and, finding no driver tag, parks it on the hardware queue's dispatch list
-    /// until a tag frees (`__blk_mq_do_dispatch_sched`: "if we cannot get tag for the request,
-    /// stop dequeueing"): ours picks now too.
+    /// While the device is full and nothing is parked, a queue run (the rest of the run that
+    /// issued the request that filled it, or the run an insert starts) picks a request and,
+    /// finding no driver tag, parks it on the hardware queue's dispatch list until a tag frees
+    /// (`__blk_mq_do_dispatch_sched`: "if we cannot get tag for the request, stop
+    /// dequeueing"); later runs find the dispatch list busy and ask the scheduler nothing. Ours
+    /// picks now too.
     fn park_if_full(&mut self, now: Instant, time_ns: u64) {
         let depth = self.capture.header.queue_depth.max(1);
         if !self.options.park_when_full || self.parked.is_some() || self.in_flight() < depth {
