@@ -1,5 +1,5 @@
 //! Conformance replay (issue 25): a kernel scheduler capture
-//! ([`SchedCapture`](elevator_trace::sched_log::SchedCapture)) fed into our implementation of
+//! ([`SchedCapture`]) fed into our implementation of
 //! the same scheduler, decision by decision, following `modern-vs-kernel.md` §4 "a fair
 //! replay".
 //!
@@ -9,8 +9,9 @@
 //! and request pool are not in the measurement, §4):
 //!
 //! * `block_rq_insert` → [`Scheduler::insert`]. A request's identity is (sector, sectors,
-//!   operation), the only key block events carry (§4 item 8). Flushes without data and
-//!   passthrough requests are never inserted into a scheduler, so their issues are excluded.
+//!   operation), the only key block events carry (§4 item 8), and between requests of the same
+//!   extent the I/O priority the rq events print. Flushes without data and passthrough
+//!   requests are never inserted into a scheduler, so their issues are excluded.
 //! * `block_bio_backmerge` / `block_bio_frontmerge` (the bio's extent) grow the queued request
 //!   they join → [`Scheduler::merged`]. `block_rq_merge` (the absorbed request's extent) fuses
 //!   it into the queued request ending where it starts → [`Scheduler::requests_merged`]; an
@@ -30,6 +31,22 @@
 //! from the start as on a long-running kernel, §2 #7). So FIFO expiry, aging and kyber's timer
 //! see the jiffy comparisons the kernel makes (§2 #11), mq-deadline working in jiffy-quantised
 //! ns.
+//!
+//! **When the kernel picks** (§4 item 2) is modelled twice. *Driver tags:* while the device
+//! is full (requests at it ≥ the header's `queue_depth`) and no pick is waiting, a queue run
+//! (the rest of the run whose issue filled the device, or the run an insert starts) picks a
+//! request and, finding no driver tag, parks it on the hardware queue's dispatch list until a
+//! tag frees (`__blk_mq_do_dispatch_sched`: "if we cannot get tag for the request, stop
+//! dequeueing"), and later runs ask the scheduler nothing; so ours picks at that moment too,
+//! and its pick meets the kernel's next issue ([`ConformOptions::park_when_full`]).
+//! *Concurrency:* two CPUs dispatch at once and tracefs prints µs, so when ours picks the
+//! request of an issue on another CPU at most [`ConformOptions::concurrent_issue`] later,
+//! that issue is taken first, as identical ("reordered issues").
+//!
+//! **Kyber's depths** are forced from the capture's `kyber_adjust` events (each domain at its
+//! maximum until its first), and ours's own timer disarmed, before every dispatch
+//! ([`ConformOptions::force_kyber_depths`]), so the dispatch logic is scored apart from the
+//! depth tuning (§4).
 //!
 //! **Priorities.** A request printed `BE/4`, or with no class, is given ours as
 //! [`IoPriority::DEFAULT`] (class none at nice 0's level), which every scheduler here serves
@@ -55,8 +72,10 @@
 //!   dispatch list (kyber) and the batch count, but not the sweep position or starvation count
 //!   the wrong pick changed (their earlier values are not kept): what follows from that shows
 //!   up as cascaded disagreements.
-//! * Kyber's depths are ours, not forced from `kyber_adjust` events; the timer is not scored
-//!   separately.
+//! * Kyber's timer is not scored (its depths are taken from the kernel); a capture that
+//!   starts after kyber's first adjustments starts ours at the maximum depths.
+//! * The driver-tag and concurrency models are heuristics on what the trace shows; each can be
+//!   turned off, and `docs/validation.md` gives their effect on real captures.
 //! * Which process a request belongs to is the insert event's pid (a request inserted by a
 //!   plug flush from another context would be charged to that context).
 //! * A partial completion (fewer sectors than the request) completes the whole request.
