@@ -620,9 +620,12 @@ impl Replay<'_> {
     fn request_merge(&mut self, record: &BlockRecord) {
         let now = self.now(record.time_ns);
         let key = identity(record);
+        // Ours's parked pick is out of ours, as the kernel's is out of the scheduler.
+        let parked = self.parked.as_ref().map(|(id, _, _)| *id);
         let absorbed = self
             .best_match(false, key, record.priority)
-            .filter(|&index| self.table[self.live[index].id].sector_count == key.1);
+            .filter(|&index| self.table[self.live[index].id].sector_count == key.1)
+            .filter(|&index| Some(self.live[index].id) != parked);
         let kept = self.find_newest_queued(record.op, |request| {
             request.end().0 == record.sector && request.start.0 != record.sector
         });
