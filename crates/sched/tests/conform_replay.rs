@@ -383,3 +383,18 @@ fn concurrent_issues_on_two_cpus_may_be_reordered() {
     let apart = report(5);
     assert_eq!((apart.identical, apart.reordered_issues), (1, 0), "{apart}");
 }
+
+// Proves a capture that contradicts the kernel's rules does not panic the replay: a fusion
+// of requests of two priority levels (which mq-deadline cannot hold in one level) is counted
+// as unmatched and not passed on, and an event whose time goes backwards does not move ours's
+// clock back.
+#[test]
+fn contradictory_captures_do_not_panic() {
+    let rt = Rq { priority: Some(IoPriority::realtime(0).unwrap()), ..write(1000) };
+    let be = Rq { priority: Some(IoPriority::best_effort(4).unwrap()), ..write(1008) };
+    let mut capture = Capture::new("mq-deadline", &[]);
+    capture.insert(100, rt).insert(101, be).event(BlockPoint::Merge, 102, be);
+    capture.insert(50, read(9)).serve(200, &[rt, be, read(9)]);
+    let report = capture.replay();
+    assert_eq!((report.decisions, report.unmatched_merges), (3, 1), "{report}");
+}

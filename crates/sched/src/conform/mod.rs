@@ -293,6 +293,9 @@ struct Replay<'a> {
     kyber_throttled: [Option<u64>; 4],
     /// The previous issue event's time (ns since the capture's start).
     last_issue_ns: u64,
+    /// The latest event time so far (ns since the capture's start): ours is called at it, so
+    /// its clock never runs backwards whatever order a capture's events are in.
+    latest_ns: u64,
 }
 
 /// Replays `capture` into ours and compares every decision (module docs).
@@ -346,6 +349,7 @@ pub fn replay(
         kyber_depths: Domain::ALL.map(Domain::depth_max),
         kyber_throttled: [None; 4],
         last_issue_ns: 0,
+        latest_ns: 0,
     };
     for (position, event) in capture.events.iter().enumerate() {
         match event {
@@ -508,6 +512,7 @@ impl Replay<'_> {
     }
 
     fn block(&mut self, record: &BlockRecord) {
+        self.latest_ns = self.latest_ns.max(record.time_ns);
         match record.point {
             BlockPoint::GetRq => {
                 self.getrq.insert((record.sector, record.op as u8), record.time_ns);
@@ -527,7 +532,7 @@ impl Replay<'_> {
         if record.op == Op::Flush || record.sectors == 0 {
             return;
         }
-        let now = self.now(record.time_ns);
+        let now = self.now(self.latest_ns);
         let mut flags = RequestFlags::NONE;
         if record.flags.sync {
             flags = flags | RequestFlags::SYNC;
@@ -588,7 +593,7 @@ impl Replay<'_> {
     }
 
     fn bio_merge(&mut self, record: &BlockRecord) {
-        let now = self.now(record.time_ns);
+        let now = self.now(self.latest_ns);
         let (start, end) = (record.sector, record.sector + u64::from(record.sectors));
         let back = record.point == BlockPoint::BioBackMerge;
         let found = if back {
@@ -618,7 +623,7 @@ impl Replay<'_> {
     }
 
     fn request_merge(&mut self, record: &BlockRecord) {
-        let now = self.now(record.time_ns);
+        let now = self.now(self.latest_ns);
         let key = identity(record);
         // Ours's parked pick is out of ours, as the kernel's is out of the scheduler.
         let parked = self.parked.as_ref().map(|(id, _, _)| *id);
@@ -637,6 +642,11 @@ impl Replay<'_> {
         match absorbed {
             Some(absorbed_index) => {
                 // A fusion (`attempt_merge`): the kept request grows first, as in the kernel.
+                let gone_id = self.live[absorbed_index].id;
+                if !self.may_fuse(kept.id, gone_id) {
+                    self.report.unmatched_merges += 1;
+                    return;
+                }
                 let gone = self.live.remove(absorbed_index);
                 let gone_request = self.table[gone.id].clone();
                 let request = &mut self.table[kept.id];
@@ -660,6 +670,18 @@ impl Replay<'_> {
                     });
                 }
             }
+        }
+    }
+
+    /// Whether ours can take a fusion of these two requests: the kernel fuses only requests
+    /// of one priority (mq-deadline files them in one level) and one bfq queue (one process,
+    /// one sync-ness); a capture that says otherwise is not passed on to ours.
+    fn may_fuse(&self, kept: RequestId, absorbed: RequestId) -> bool {
+        let (a, b) = (&self.table[kept], &self.table[absorbed]);
+        match &self.ours {
+            Ours::MqDeadline(_) => a.priority.effective_class() == b.priority.effective_class(),
+            Ours::Bfq(_) => a.process == b.process && a.is_sync() == b.is_sync(),
+            Ours::Kyber(_) => true,
         }
     }
 
@@ -692,7 +714,7 @@ impl Replay<'_> {
             self.live[index].issued_ns = Some(record.time_ns);
             return;
         }
-        let now = self.now(record.time_ns);
+        let now = self.now(self.latest_ns);
         self.decide(record, index, kernel, now);
         self.park_if_full(now, record.time_ns);
         self.last_issue_ns = record.time_ns;
@@ -962,7 +984,7 @@ impl Replay<'_> {
             return false;
         };
         let tracked = self.live.remove(index);
-        let now = self.now(record.time_ns);
+        let now = self.now(self.latest_ns);
         if tracked.in_ours {
             let issued_ns = tracked.issued_ns.unwrap_or(record.time_ns);
             let done = Completion {
