@@ -10,6 +10,7 @@ mod advise;
 mod args;
 mod calibrate;
 mod compare;
+mod conform;
 mod fio_front;
 mod fio_live;
 mod kernel;
@@ -125,6 +126,7 @@ fn main() -> ExitCode {
         Command::Run(run_args) => run::run_command(run_args, &mut out),
         Command::Replay(replay_args) => replay::run_command(replay_args, &mut out),
         Command::Kernel(kernel_args) => kernel::run_command(kernel_args, &mut out),
+        Command::Conform(conform_args) => conform::run_command(conform_args, &mut out),
         Command::Trace(trace_args) => trace::run_command(trace_args, &mut out),
         Command::Calibrate(calibrate_args) => calibrate::run_command(calibrate_args, &mut out),
         Command::Completions(completions) => manual::completions(completions.shell, &mut out),

@@ -95,6 +95,7 @@ pub(crate) fn run_command(args: &TraceArgs, out: &mut dyn Write) -> Result<()> {
         duration: args.duration,
         queue_events: args.queue,
         buffer_size_kb: args.buffer_size_kb,
+        ..CaptureOptions::default()
     };
     let capture = match trace::capture(&device, &options, &stop) {
         Ok(capture) => capture,

@@ -19,6 +19,8 @@
 //!   process killed outright still leaves a way back (`elevator kernel restore`);
 //! * [`trace`] — a device's block I/O captured through tracefs tracepoints (`elevator
 //!   trace`), written as fio's iolog or blkparse's text.
+//! * [`conform`] — one kernel scheduler's decisions on a device captured through its
+//!   tracepoints into a `sched_log` capture (`elevator conform`, issue 25).
 //!
 //! Every function takes a [`sysfs::Sysfs`], the real `/sys` or a fake tree in a temp
 //! directory, so the driver's logic and its error paths are testable without a kernel.
@@ -28,6 +30,7 @@
 
 pub mod bootline;
 pub mod compare;
+pub mod conform;
 pub mod error;
 pub mod guard;
 pub mod persist;

@@ -13,7 +13,12 @@
 //!   stay as they were; the instance is removed when the capture ends, fails or is dropped.
 //! * Events: `block/block_rq_issue` (blkparse's D), `block/block_rq_complete` (C) and, when
 //!   asked ([`CaptureOptions::queue_events`]), `block/block_bio_queue` (Q) and
-//!   `block/block_rq_insert` (I). Each is filtered to the device in the kernel with
+//!   `block/block_rq_insert` (I). For a scheduler capture (issue 25,
+//!   [`CaptureOptions::scheduler_events`]) also `block_bio_backmerge` (M),
+//!   `block_bio_frontmerge` (F), `block_getrq` (G), `block_rq_merge`, `block_rq_requeue` (R)
+//!   and kyber's `kyber_adjust`, `kyber_latency`, `kyber_throttled` where they exist; the
+//!   rq events' `CLASS,HINT,LEVEL` priority is read into [`BlockEvent::priority`], and
+//!   [`Capture::sched_events`] turns the capture into `elevator_trace::sched_log` events. Each is filtered to the device in the kernel with
 //!   `dev == N`, where N is the kernel's internal `dev_t`, `major << 20 | minor` (`MINORBITS`
 //!   in `include/linux/kdev_t.h`; the print format of every block event decodes it so).
 //! * The instance's clock is `mono` (`CLOCK_MONOTONIC`): the default `local` clock is per
@@ -47,8 +52,12 @@
 //!   captured; blkparse without `-t` prints no latency.
 //! * Partitions are refused: the request events (D, C, I) name the whole disk, so a filter on
 //!   a partition would keep only its Q events. Trace the disk instead.
-//! * Only D, C and (when asked) Q and I are captured; blktrace's G, S, M, F, P, U, X, A
-//!   events have no tracepoint of the same meaning here and are not written.
+//! * Only D, C and (when asked) Q and I are captured by `elevator trace`; blktrace's S, P,
+//!   U, X, A events have no tracepoint of the same meaning here and are not written. A
+//!   scheduler capture's M, F, G and R are written with blktrace's letters; a request merge
+//!   (`block_rq_merge`), which blktrace does not record, is left out of the blkparse text.
+//! * The priority's hint (the middle number of `be,0,4`) is not kept: no scheduler here
+//!   reads it.
 //! * The iolog holds one record per dispatched request (the device's view: merged, split),
 //!   not per application call as fio's `write_iolog` does; flushes without data become
 //!   `sync`, requests that move no data and are not flushes are left out (and counted).
@@ -65,8 +74,10 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use elevator_core::Duration;
+use elevator_core::{Duration, IoClass, IoPriority, Op};
+use elevator_trace::IoFlags;
 use elevator_trace::iolog::{self, Action, FileAction, IoAction, Iolog, Record};
+use elevator_trace::sched_log::{BlockPoint, BlockRecord, SchedEvent};
 
 /// Where tracefs is mounted when nothing has mounted it yet (the kernel creates the directory;
 /// `Documentation/trace/ftrace.rst`).
@@ -83,6 +94,8 @@ pub const POLL_INTERVAL_MS: u64 = 50;
 /// At most this many events are kept (about 1.5 GB of memory); a capture that reaches it
 /// stops ([`Capture::stopped_at_limit`]), so that a forgotten capture cannot fill the memory.
 pub const EVENTS_MAX: usize = 10_000_000;
+/// kyber's tracepoints (`include/trace/events/kyber.h`), under `events/kyber/`.
+pub const KYBER_TRACEPOINTS: [&str; 3] = ["kyber_adjust", "kyber_latency", "kyber_throttled"];
 /// The bits of the minor number in the kernel's internal `dev_t` (`MINORBITS`).
 const MINOR_BITS: u32 = 20;
 
@@ -382,9 +395,16 @@ pub struct CaptureOptions {
     pub duration: Option<Duration>,
     /// Also capture the bio queue (Q) and scheduler insert (I) events.
     pub queue_events: bool,
+    /// Also capture every event a scheduler's decisions show in (issue 25): bio merges (M,
+    /// F), request allocation (G), insert (I), request merges, requeues, and kyber's own
+    /// events when kyber's tracepoints exist (the kyber module is loaded).
+    pub scheduler_events: bool,
     /// The ring buffer per CPU, KiB; `None`: [`BUFFER_SIZE_KB_DEFAULT`], less when there are
     /// so many CPUs that their buffers would take over [`BUFFER_TOTAL_KB_DEFAULT_MAX`].
     pub buffer_size_kb: Option<u64>,
+    /// Set once tracing is on, so that a caller running the workload on another thread
+    /// starts it only when every event of it will be recorded.
+    pub ready: Option<std::sync::Arc<AtomicBool>>,
 }
 
 /// The block events a capture reads, by their tracepoint.
@@ -398,34 +418,133 @@ pub enum EventKind {
     Issue,
     /// `block_rq_complete`: the device completed it (C).
     Complete,
+    /// `block_bio_backmerge`: a bio merged at the back of a request (M; scheduler events).
+    BioBackMerge,
+    /// `block_bio_frontmerge`: a bio merged at the front of a request (F).
+    BioFrontMerge,
+    /// `block_getrq`: a request allocated for a bio (G).
+    GetRq,
+    /// `block_rq_merge`: a request absorbed into another (blktrace has no letter; `J` here).
+    Merge,
+    /// `block_rq_requeue`: the driver gave a request back (R).
+    Requeue,
 }
 
 impl EventKind {
+    /// Every kind, those `elevator trace` captures first.
+    pub const ALL: [EventKind; 9] = [
+        EventKind::Queue,
+        EventKind::Insert,
+        EventKind::Issue,
+        EventKind::Complete,
+        EventKind::BioBackMerge,
+        EventKind::BioFrontMerge,
+        EventKind::GetRq,
+        EventKind::Merge,
+        EventKind::Requeue,
+    ];
+
     /// The tracepoint, `block/NAME`.
     pub const fn tracepoint(self) -> &'static str {
+        self.point().tracepoint()
+    }
+
+    /// The same event in a scheduler capture.
+    pub const fn point(self) -> BlockPoint {
         match self {
-            EventKind::Queue => "block_bio_queue",
-            EventKind::Insert => "block_rq_insert",
-            EventKind::Issue => "block_rq_issue",
-            EventKind::Complete => "block_rq_complete",
+            EventKind::Queue => BlockPoint::BioQueue,
+            EventKind::Insert => BlockPoint::Insert,
+            EventKind::Issue => BlockPoint::Issue,
+            EventKind::Complete => BlockPoint::Complete,
+            EventKind::BioBackMerge => BlockPoint::BioBackMerge,
+            EventKind::BioFrontMerge => BlockPoint::BioFrontMerge,
+            EventKind::GetRq => BlockPoint::GetRq,
+            EventKind::Merge => BlockPoint::Merge,
+            EventKind::Requeue => BlockPoint::Requeue,
         }
     }
 
-    /// blkparse's action letter.
+    /// blkparse's action letter (`J` for a request merge, which blkparse has not).
     pub const fn action(self) -> char {
         match self {
             EventKind::Queue => 'Q',
             EventKind::Insert => 'I',
             EventKind::Issue => 'D',
             EventKind::Complete => 'C',
+            EventKind::BioBackMerge => 'M',
+            EventKind::BioFrontMerge => 'F',
+            EventKind::GetRq => 'G',
+            EventKind::Merge => 'J',
+            EventKind::Requeue => 'R',
         }
     }
 
-    fn from_tracepoint(name: &str) -> Option<EventKind> {
-        [EventKind::Queue, EventKind::Insert, EventKind::Issue, EventKind::Complete]
-            .into_iter()
-            .find(|kind| kind.tracepoint() == name)
+    /// Whether its line prints the request's bytes (`rq` events but complete and requeue).
+    const fn prints_bytes(self) -> bool {
+        matches!(self, EventKind::Issue | EventKind::Insert | EventKind::Merge)
     }
+
+    /// Whether it is a bio event (no `(CMD)`, no priority: `block_bio` event class).
+    const fn is_bio(self) -> bool {
+        matches!(
+            self,
+            EventKind::Queue
+                | EventKind::BioBackMerge
+                | EventKind::BioFrontMerge
+                | EventKind::GetRq
+        )
+    }
+
+    fn from_tracepoint(name: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|kind| kind.tracepoint() == name)
+    }
+}
+
+/// Which of kyber's own tracepoints (`include/trace/events/kyber.h`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KyberPoint {
+    /// `kyber_adjust: MAJ,MIN DOMAIN DEPTH`.
+    Adjust {
+        /// `READ`, `WRITE`, `DISCARD`, `OTHER`.
+        domain: String,
+        /// The new depth.
+        depth: u32,
+    },
+    /// `kyber_latency: MAJ,MIN DOMAIN TYPE pPERCENTILE NUMERATOR/DENOMINATOR samples=N`.
+    Latency {
+        /// The domain.
+        domain: String,
+        /// `total` or `I/O`.
+        kind: String,
+        /// 90 or 99.
+        percentile: u32,
+        /// The bucket numerator.
+        numerator: u32,
+        /// Its denominator.
+        denominator: u32,
+        /// Samples in the window.
+        samples: u32,
+    },
+    /// `kyber_throttled: MAJ,MIN DOMAIN`.
+    Throttled {
+        /// The domain.
+        domain: String,
+    },
+}
+
+/// One kyber event of `trace_pipe`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KyberEvent {
+    /// The CPU.
+    pub cpu: u32,
+    /// The trace clock's time, ns (printed in µs).
+    pub time_ns: u64,
+    /// The device's major number.
+    pub major: u32,
+    /// Its minor number.
+    pub minor: u32,
+    /// What happened.
+    pub point: KyberPoint,
 }
 
 /// One block event of `trace_pipe`.
@@ -458,6 +577,9 @@ pub struct BlockEvent {
     pub command: Option<String>,
     /// The error (completion events; 0 on success).
     pub error: Option<i32>,
+    /// The request's I/O priority (the `CLASS,HINT,LEVEL` the rq events print from 6.10 on);
+    /// `None` for class `none`, for bio events and for kernels that print none.
+    pub priority: Option<IoPriority>,
 }
 
 /// What a data-moving event does, from its RWBS letters.
@@ -493,10 +615,61 @@ impl BlockEvent {
         }
     }
 
+    /// It as a scheduler capture's record, its time taken from `start_ns`; `None` when its
+    /// RWBS letters name no operation of [`Op`].
+    pub fn record(&self, start_ns: u64) -> Option<BlockRecord> {
+        let op = match self.direction() {
+            Direction::Read => Op::Read,
+            Direction::Write => Op::Write,
+            Direction::Discard => Op::Discard,
+            Direction::Flush => Op::Flush,
+            Direction::Other => return None,
+        };
+        let flags = rwbs_flags(&self.rwbs);
+        Some(BlockRecord {
+            point: self.kind.point(),
+            time_ns: self.time_ns.saturating_sub(start_ns),
+            cpu: self.cpu,
+            pid: self.pid,
+            command: self.command.clone(),
+            op,
+            flags,
+            sector: self.sector,
+            sectors: self.sectors,
+            priority: self.priority,
+            error: self.error,
+        })
+    }
+
     /// Its size in bytes: the printed bytes, or the sectors.
     pub fn size_bytes(&self) -> u64 {
         self.bytes.map_or(u64::from(self.sectors) * 512, u64::from)
     }
+}
+
+/// The request flags of RWBS letters as `blk_fill_rwbs` (`block/blktrace.c`) writes them: an
+/// `F` before the operation letter is `REQ_PREFLUSH` (so `FF` is a flush request with its
+/// preflush bit, not FUA), then after it `F` FUA, `A` readahead, `S` sync, `M` metadata.
+fn rwbs_flags(rwbs: &str) -> IoFlags {
+    let letters = rwbs.as_bytes();
+    let mut flags = IoFlags::default();
+    let operation = if letters.len() > 1 && letters[0] == b'F' {
+        flags.preflush = true;
+        1
+    } else {
+        0
+    };
+    for letter in letters.iter().skip(operation + 1) {
+        match letter {
+            b'F' => flags.fua = true,
+            b'A' => flags.readahead = true,
+            b'S' => flags.sync = true,
+            b'M' => flags.meta = true,
+            // `E` of a secure erase (`DE`) and anything newer: not a flag kept here.
+            _ => {}
+        }
+    }
+    flags
 }
 
 /// A line of `trace_pipe`.
@@ -504,6 +677,8 @@ impl BlockEvent {
 pub enum TraceLine {
     /// A block event this reader knows.
     Event(BlockEvent),
+    /// A kyber event.
+    Kyber(KyberEvent),
     /// `CPU:N [LOST n EVENTS]`: the ring buffer overwrote `count` events of that CPU.
     Lost {
         /// The events lost.
@@ -535,6 +710,14 @@ pub fn parse_line(line: &str) -> Result<TraceLine, (&'static str, String)> {
         return Err(("line", format!("`{trimmed}` has no `TIME: EVENT:`")));
     };
     let (name, body) = after.split_once(": ").unwrap_or((after.trim_end_matches(':'), ""));
+    if name.starts_with("kyber_") {
+        let Some(point) = parse_kyber_body(name, body)? else {
+            return Ok(TraceLine::Other);
+        };
+        let (_, _, cpu, time_ns) = parse_prefix(head)?;
+        let (major, minor) = parse_dev(body.split_whitespace().next())?;
+        return Ok(TraceLine::Kyber(KyberEvent { cpu, time_ns, major, minor, point }));
+    }
     let Some(kind) = EventKind::from_tracepoint(name) else {
         return Ok(TraceLine::Other);
     };
@@ -578,23 +761,98 @@ fn parse_seconds_ns(text: &str) -> Result<u64, (&'static str, String)> {
     seconds.checked_mul(1_000_000_000).and_then(|ns| ns.checked_add(fraction_ns)).ok_or_else(bad)
 }
 
+/// `MAJ,MIN`.
+fn parse_dev(dev: Option<&str>) -> Result<(u32, u32), (&'static str, String)> {
+    let dev = dev.ok_or(("dev", "missing; accepted: MAJOR,MINOR".to_owned()))?;
+    dev.split_once(',')
+        .and_then(|(major, minor)| Some((major.parse().ok()?, minor.parse().ok()?)))
+        .ok_or(("dev", format!("`{dev}` is not MAJOR,MINOR")))
+}
+
+/// The body of a kyber event (`TP_printk` of `include/trace/events/kyber.h`, formats read
+/// from this machine's `events/kyber/*/format`); `None` for a kyber event not known here.
+fn parse_kyber_body(name: &str, body: &str) -> Result<Option<KyberPoint>, (&'static str, String)> {
+    let words: Vec<&str> = body.split_whitespace().collect();
+    let number = |field: &'static str, text: &str| {
+        text.parse::<u32>().map_err(|_| (field, format!("`{text}` is not a whole number")))
+    };
+    let domain = || {
+        words
+            .get(1)
+            .map(|domain| (*domain).to_owned())
+            .ok_or(("domain", format!("missing in `{body}`")))
+    };
+    Ok(Some(match name {
+        "kyber_adjust" => {
+            let domain = domain()?;
+            let depth = words.get(2).ok_or(("depth", format!("missing in `{body}`")))?;
+            KyberPoint::Adjust { domain, depth: number("depth", depth)? }
+        }
+        "kyber_latency" => {
+            let accepted = "accepted: `MAJ,MIN DOMAIN TYPE pN NUM/DEN samples=N`";
+            let [_, _, kind, percentile, fraction, samples] = words.as_slice() else {
+                return Err(("fields", format!("`{body}`; {accepted}")));
+            };
+            let percentile = percentile
+                .strip_prefix('p')
+                .ok_or(("percentile", format!("`{percentile}`; {accepted}")))?;
+            let (numerator, denominator) = fraction
+                .split_once('/')
+                .ok_or(("fraction", format!("`{fraction}`; {accepted}")))?;
+            let samples = samples
+                .strip_prefix("samples=")
+                .ok_or(("samples", format!("`{samples}`; {accepted}")))?;
+            KyberPoint::Latency {
+                domain: domain()?,
+                kind: (*kind).to_owned(),
+                percentile: number("percentile", percentile)?,
+                numerator: number("numerator", numerator)?,
+                denominator: number("denominator", denominator)?,
+                samples: number("samples", samples)?,
+            }
+        }
+        "kyber_throttled" => KyberPoint::Throttled { domain: domain()? },
+        _ => return Ok(None),
+    }))
+}
+
+/// The `CLASS,HINT,LEVEL` of an rq event (`__print_symbolic` of `IOPRIO_PRIO_CLASS`, then
+/// `IOPRIO_PRIO_HINT` (bits 3..13) and `IOPRIO_PRIO_LEVEL` (bits 0..3) of
+/// `include/uapi/linux/ioprio.h`, as this kernel's `block_rq_*` formats print them); `None`
+/// for class `none`.
+fn parse_ioprio(text: &str) -> Result<Option<IoPriority>, (&'static str, String)> {
+    let accepted = "accepted: `CLASS,HINT,LEVEL`, class none, rt, be or idle, level 0..=7";
+    let [class, _hint, level] = text.split(',').collect::<Vec<_>>()[..] else {
+        return Err(("ioprio", format!("`{text}`; {accepted}")));
+    };
+    let class = match class {
+        "none" => return Ok(None),
+        "rt" => IoClass::RealTime,
+        "be" => IoClass::BestEffort,
+        "idle" => IoClass::Idle,
+        _ => return Err(("ioprio", format!("class `{class}`; {accepted}"))),
+    };
+    let level =
+        level.parse::<u8>().map_err(|_| ("ioprio", format!("level `{level}`; {accepted}")))?;
+    IoPriority::new(class, level).map(Some).map_err(|error| ("ioprio", error.to_string()))
+}
+
 /// The body of a block event (`TP_printk` of `include/trace/events/block.h`):
 ///
-/// * `block_rq_issue`, `block_rq_insert`: `MAJ,MIN RWBS BYTES (CMD) SECTOR + N [PRIO] [COMM]`
+/// * `block_rq_issue`, `block_rq_insert`, `block_rq_merge`:
+///   `MAJ,MIN RWBS BYTES (CMD) SECTOR + N [PRIO] [COMM]`
 /// * `block_rq_complete`: `MAJ,MIN RWBS (CMD) SECTOR + N [PRIO] [ERROR]`
-/// * `block_bio_queue`: `MAJ,MIN RWBS SECTOR + N [COMM]`
+/// * `block_rq_requeue`: `MAJ,MIN RWBS (CMD) SECTOR + N [PRIO] [0]`
+/// * `block_bio_queue`, `block_bio_backmerge`, `block_bio_frontmerge`, `block_getrq`:
+///   `MAJ,MIN RWBS SECTOR + N [COMM]`
 ///
-/// PRIO (`be,0,4`) is printed from 6.10 on and skipped when present.
+/// PRIO (`be,0,4`: class, hint, level) is printed by the rq events from 6.10 on.
 fn parse_body(kind: EventKind, body: &str) -> Result<BlockEvent, (&'static str, String)> {
     let mut words = body.split_whitespace();
-    let dev = words.next().ok_or(("dev", "missing; accepted: MAJOR,MINOR".to_owned()))?;
-    let (major, minor) = dev
-        .split_once(',')
-        .and_then(|(major, minor)| Some((major.parse().ok()?, minor.parse().ok()?)))
-        .ok_or(("dev", format!("`{dev}` is not MAJOR,MINOR")))?;
+    let (major, minor) = parse_dev(words.next())?;
     let rwbs = words.next().ok_or(("rwbs", "missing".to_owned()))?.to_owned();
     let mut rest = words.collect::<Vec<_>>().join(" ");
-    let bytes = if matches!(kind, EventKind::Issue | EventKind::Insert) {
+    let bytes = if kind.prints_bytes() {
         let (word, after) = rest.split_once(' ').unwrap_or((&rest, ""));
         let bytes = word.parse().map_err(|_| ("bytes", format!("`{word}` is not a byte count")))?;
         rest = after.to_owned();
@@ -602,7 +860,7 @@ fn parse_body(kind: EventKind, body: &str) -> Result<BlockEvent, (&'static str, 
     } else {
         None
     };
-    if kind != EventKind::Queue {
+    if !kind.is_bio() {
         // The command of a passthrough request, hex bytes that may hold spaces: `(12 00 …)`.
         let after = rest
             .strip_prefix('(')
@@ -620,14 +878,23 @@ fn parse_body(kind: EventKind, body: &str) -> Result<BlockEvent, (&'static str, 
     let sectors = words.next().unwrap_or_default();
     let sectors =
         sectors.parse().map_err(|_| ("sectors", format!("`{sectors}` is not a sector count")))?;
-    // The bracketed last field; the priority before it is skipped.
-    let tail = rest.rsplit_once('[').map(|(_, tail)| tail.trim_end().trim_end_matches(']'));
-    let tail = tail.ok_or(("tail", format!("`{rest}` ends without `[COMM]` or `[ERROR]`")))?;
-    let (command, error) = if kind == EventKind::Complete {
-        let error = tail.parse().map_err(|_| ("error", format!("`{tail}` is not an errno")))?;
-        (None, Some(error))
-    } else {
-        (Some(tail.to_owned()), None)
+    // The bracketed last field, and the priority before it when the line has one.
+    let (before_tail, tail) = rest
+        .rsplit_once('[')
+        .map(|(before, tail)| (before, tail.trim_end().trim_end_matches(']')))
+        .ok_or(("tail", format!("`{rest}` ends without `[COMM]` or `[ERROR]`")))?;
+    let priority = match before_tail.split_whitespace().nth(3) {
+        Some(ioprio) if !kind.is_bio() => parse_ioprio(ioprio)?,
+        _ => None,
+    };
+    let (command, error) = match kind {
+        EventKind::Complete => {
+            let error = tail.parse().map_err(|_| ("error", format!("`{tail}` is not an errno")))?;
+            (None, Some(error))
+        }
+        // Requeue prints a constant 0 where the others print the command.
+        EventKind::Requeue => (None, None),
+        _ => (Some(tail.to_owned()), None),
     };
     Ok(BlockEvent {
         task: String::new(),
@@ -643,6 +910,7 @@ fn parse_body(kind: EventKind, body: &str) -> Result<BlockEvent, (&'static str, 
         bytes,
         command,
         error,
+        priority,
     })
 }
 
@@ -654,6 +922,8 @@ pub struct Capture {
     /// Its events, in the order `trace_pipe` gave them (time order per CPU; merged across
     /// CPUs by the kernel's reader, which picks the oldest first).
     pub events: Vec<BlockEvent>,
+    /// kyber's events, when [`CaptureOptions::scheduler_events`] asked for them.
+    pub kyber_events: Vec<KyberEvent>,
     /// Events the kernel dropped (ring buffer full): the capture is incomplete when not 0.
     pub lost_events: u64,
     /// Events of other devices that got past the kernel's filter (none expected).
@@ -676,6 +946,14 @@ pub struct CaptureCounts {
     pub issued: u64,
     /// C events.
     pub completed: u64,
+    /// Bio merges into a waiting request (M and F events).
+    pub bio_merged: u64,
+    /// Requests allocated for a bio (G events).
+    pub allocated: u64,
+    /// Requests merged into another (`block_rq_merge`).
+    pub rq_merged: u64,
+    /// Requests the driver gave back (R events).
+    pub requeued: u64,
 }
 
 impl fmt::Display for CaptureCounts {
@@ -795,8 +1073,20 @@ fn capture_in(
     if options.queue_events {
         kinds.extend([EventKind::Queue, EventKind::Insert]);
     }
-    for kind in &kinds {
-        let event = format!("events/block/{}", kind.tracepoint());
+    let mut events: Vec<String> = Vec::new();
+    if options.scheduler_events {
+        kinds = EventKind::ALL.to_vec();
+        // kyber's events exist while the kyber module is loaded (always, once a queue used it).
+        events.extend(
+            KYBER_TRACEPOINTS
+                .iter()
+                .map(|name| format!("events/kyber/{name}"))
+                .filter(|event| instance.dir().join(event).exists()),
+        );
+    }
+    events.splice(0..0, kinds.iter().map(|kind| format!("events/block/{}", kind.tracepoint())));
+    for event in &events {
+        // Every event here has the `dev` field (`dev_t`), so the kernel filters by device.
         instance.write(&format!("{event}/filter"), &format!("dev == {}", device.kernel_dev()))?;
         instance.write(&format!("{event}/enable"), "1")?;
     }
@@ -808,6 +1098,9 @@ fn capture_in(
         .map_err(|e| io_error("opening", &pipe_path, e))?;
     let clock = elevator_live::Clock::start();
     instance.write("tracing_on", "1")?;
+    if let Some(ready) = &options.ready {
+        ready.store(true, Ordering::SeqCst);
+    }
     let mut reader = PipeReader::new(device, pipe_path.display().to_string());
     let deadline =
         options.duration.map(|duration| elevator_core::Instant::ZERO.saturating_add(duration));
@@ -833,6 +1126,7 @@ fn capture_in(
     Ok(Capture {
         device: device.clone(),
         events: reader.events,
+        kyber_events: reader.kyber_events,
         lost_events,
         other_device_events: reader.other_device_events,
         stopped_at_limit: reader.stopped_at_limit,
@@ -860,6 +1154,7 @@ struct PipeReader {
     partial: Vec<u8>,
     line: usize,
     events: Vec<BlockEvent>,
+    kyber_events: Vec<KyberEvent>,
     lost_in_pipe: u64,
     other_device_events: u64,
     stopped_at_limit: bool,
@@ -874,6 +1169,7 @@ impl PipeReader {
             partial: Vec::new(),
             line: 0,
             events: Vec::new(),
+            kyber_events: Vec::new(),
             lost_in_pipe: 0,
             other_device_events: 0,
             stopped_at_limit: false,
@@ -910,6 +1206,13 @@ impl PipeReader {
                     self.other_device_events += 1;
                 }
             }
+            Ok(TraceLine::Kyber(event)) => {
+                if (event.major, event.minor) == (self.major, self.minor) {
+                    self.kyber_events.push(event);
+                } else {
+                    self.other_device_events += 1;
+                }
+            }
             Ok(TraceLine::Lost { count }) => self.lost_in_pipe += count,
             Ok(TraceLine::Other) => {}
             Err((field, problem)) => {
@@ -941,6 +1244,10 @@ impl Capture {
                 EventKind::Insert => counts.inserted += 1,
                 EventKind::Issue => counts.issued += 1,
                 EventKind::Complete => counts.completed += 1,
+                EventKind::BioBackMerge | EventKind::BioFrontMerge => counts.bio_merged += 1,
+                EventKind::GetRq => counts.allocated += 1,
+                EventKind::Merge => counts.rq_merged += 1,
+                EventKind::Requeue => counts.requeued += 1,
             }
         }
         counts
@@ -989,6 +1296,67 @@ impl Capture {
         (Iolog { version: iolog::Version::V3, records }, left_out)
     }
 
+    /// The capture as a scheduler capture's events ([`elevator_trace::sched_log`]): block and
+    /// kyber events merged in time order (block first at equal times, each list in its own
+    /// order), times in ns since the first event. The second value counts the block events
+    /// left out because their RWBS letters name no operation of [`Op`] (`N`, zone commands).
+    pub fn sched_events(&self) -> (Vec<SchedEvent>, u64) {
+        let start_ns = self
+            .events
+            .iter()
+            .map(|event| event.time_ns)
+            .chain(self.kyber_events.iter().map(|event| event.time_ns))
+            .min()
+            .unwrap_or(0);
+        let mut left_out = 0;
+        let mut block = Vec::with_capacity(self.events.len());
+        for event in &self.events {
+            let Some(record) = event.record(start_ns) else {
+                left_out += 1;
+                continue;
+            };
+            block.push(SchedEvent::Block(record));
+        }
+        let kyber = self.kyber_events.iter().map(|event| {
+            let time_ns = event.time_ns - start_ns;
+            match &event.point {
+                KyberPoint::Adjust { domain, depth } => {
+                    SchedEvent::KyberAdjust { time_ns, domain: domain.clone(), depth: *depth }
+                }
+                KyberPoint::Latency {
+                    domain,
+                    kind,
+                    percentile,
+                    numerator,
+                    denominator,
+                    samples,
+                } => SchedEvent::KyberLatency {
+                    time_ns,
+                    domain: domain.clone(),
+                    kind: kind.clone(),
+                    percentile: *percentile,
+                    numerator: *numerator,
+                    denominator: *denominator,
+                    samples: *samples,
+                },
+                KyberPoint::Throttled { domain } => {
+                    SchedEvent::KyberThrottled { time_ns, domain: domain.clone() }
+                }
+            }
+        });
+        // A stable merge of two lists each in time order (trace_pipe's order is kept).
+        let mut merged = Vec::with_capacity(block.len() + self.kyber_events.len());
+        let mut kyber = kyber.peekable();
+        for event in block {
+            while let Some(next) = kyber.next_if(|next| next.time_ns() < event.time_ns()) {
+                merged.push(next);
+            }
+            merged.push(event);
+        }
+        merged.extend(kyber);
+        (merged, left_out)
+    }
+
     /// blkparse's default text (`%D %2c %8s %5T.%9t %5p %2a %3d` and the per-action tail of
     /// `blkparse_fmt.c` `process_default`), a line per event; a completion whose dispatch was
     /// captured carries the ns between them as `-t` prints it.
@@ -997,7 +1365,8 @@ impl Capture {
         let mut sequence_by_cpu: BTreeMap<u32, u64> = BTreeMap::new();
         // Dispatch times of requests in flight, by (sector, direction), oldest first.
         let mut issued: BTreeMap<(u64, Direction), VecDeque<u64>> = BTreeMap::new();
-        for event in &self.events {
+        // blkparse has no action for a request merge (blktrace records none).
+        for event in self.events.iter().filter(|event| event.kind != EventKind::Merge) {
             let sequence = sequence_by_cpu.entry(event.cpu).or_insert(0);
             *sequence += 1;
             let since_ns = event.time_ns.saturating_sub(start_ns);
@@ -1127,6 +1496,146 @@ CPU:1 [LOST 42 EVENTS]
         }
     }
 
+    /// Lines of the scheduler events as this machine's 6.18.44 kernel printed them (a loop
+    /// device under kyber and mq-deadline, fio with ionice classes; the rq_merge and
+    /// rq_requeue lines are of a virtio disk of the same machine).
+    const SCHED_SAMPLE: &str = "\
+    kworker/u8:1-11558   [000] ...1. 62321.463977: block_rq_merge: 254,0 WS 45056 () 178146112 + 88 be,0,4 [kworker/u8:1]
+    kworker/u8:1-11558   [000] .N... 62321.464034: block_rq_requeue: 254,0 WS () 373493760 + 2216 be,0,4 [0]
+             fio-4345    [000] ..... 62320.770633: block_bio_backmerge: 7,1 WS 8 + 8 [fio]
+             fio-4371    [000] ...1. 62321.962789: block_bio_frontmerge: 7,1 WS 1016 + 8 [fio]
+   iou-wrk-31002-31014   [000] ..... 62204.983305: block_getrq: 7,1 WS 1912 + 8 [iou-wrk-31002]
+   iou-wrk-31002-31014   [000] ...1. 62204.983306: block_rq_insert: 7,1 WS 4096 () 1912 + 8 rt,0,2 [iou-wrk-31002]
+              dd-31500   [001] ...1. 62211.700001: block_rq_insert: 7,1 RS 4096 () 64 + 8 idle,0,7 [dd]
+    kworker/u8:3-27206   [000] ..s1. 62205.012021: kyber_latency: 7,1 READ I/O p90 1/4 samples=8971
+    kworker/u8:3-27206   [000] ..s1. 62205.012023: kyber_latency: 7,1 READ total p99 1/4 samples=8971
+    kworker/u8:3-27206   [000] ..s1. 62205.012030: kyber_adjust: 7,1 READ 16
+             fio-31002   [001] ..... 62205.012031: kyber_throttled: 7,1 WRITE
+";
+
+    // Proves the scheduler events parse with their kernel fields: the request merge's bytes
+    // and priority, the requeue's constant `[0]` not taken for a command, bio merges and
+    // getrq without priority, `CLASS,HINT,LEVEL` read as class and level (rt,0,2 is RT
+    // level 2, not hint 2), idle, and kyber's three events with their numbers.
+    #[test]
+    fn parses_the_scheduler_event_lines() {
+        let lines: Vec<TraceLine> =
+            SCHED_SAMPLE.lines().map(|line| parse_line(line).unwrap()).collect();
+        let event = |index: usize| match &lines[index] {
+            TraceLine::Event(event) => event.clone(),
+            other => panic!("{other:?}"),
+        };
+        let merge = event(0);
+        assert_eq!(
+            (merge.kind, merge.bytes, merge.sector, merge.sectors),
+            (EventKind::Merge, Some(45056), 178146112, 88)
+        );
+        assert_eq!(merge.priority, Some(IoPriority::best_effort(4).unwrap()));
+        assert_eq!(merge.command.as_deref(), Some("kworker/u8:1"));
+        let requeue = event(1);
+        assert_eq!(
+            (requeue.kind, requeue.command.clone(), requeue.error),
+            (EventKind::Requeue, None, None)
+        );
+        assert_eq!((requeue.sector, requeue.sectors), (373493760, 2216));
+        let back = event(2);
+        assert_eq!(
+            (back.kind, back.priority, back.command.as_deref()),
+            (EventKind::BioBackMerge, None, Some("fio"))
+        );
+        assert_eq!(event(3).kind, EventKind::BioFrontMerge);
+        assert_eq!((event(4).kind, event(4).sector), (EventKind::GetRq, 1912));
+        let insert = event(5);
+        assert_eq!(insert.priority, Some(IoPriority::realtime(2).unwrap()));
+        assert_eq!(event(6).priority, Some(IoPriority::idle()));
+        let kyber = |index: usize| match &lines[index] {
+            TraceLine::Kyber(event) => event.clone(),
+            other => panic!("{other:?}"),
+        };
+        let latency = kyber(7);
+        assert_eq!(
+            (latency.major, latency.minor, latency.cpu, latency.time_ns),
+            (7, 1, 0, 62_205_012_021_000)
+        );
+        assert_eq!(
+            latency.point,
+            KyberPoint::Latency {
+                domain: "READ".into(),
+                kind: "I/O".into(),
+                percentile: 90,
+                numerator: 1,
+                denominator: 4,
+                samples: 8971
+            }
+        );
+        assert!(
+            matches!(kyber(8).point, KyberPoint::Latency { percentile: 99, ref kind, .. } if kind == "total")
+        );
+        assert_eq!(kyber(9).point, KyberPoint::Adjust { domain: "READ".into(), depth: 16 });
+        assert_eq!(kyber(10).point, KyberPoint::Throttled { domain: "WRITE".into() });
+    }
+
+    // Proves RWBS letters give blk_fill_rwbs's flags: a leading F is a preflush (also on a
+    // flush request, `FF`), an F after the operation is FUA, then readahead, sync, metadata.
+    #[test]
+    fn rwbs_letters_give_the_flags() {
+        let flags = |p, f, a, s, m| IoFlags { preflush: p, fua: f, readahead: a, sync: s, meta: m };
+        assert_eq!(rwbs_flags("FF"), flags(true, false, false, false, false));
+        assert_eq!(rwbs_flags("F"), IoFlags::default());
+        assert_eq!(rwbs_flags("FWFSM"), flags(true, true, false, true, true));
+        assert_eq!(rwbs_flags("RA"), flags(false, false, true, false, false));
+        assert_eq!(rwbs_flags("WS"), flags(false, false, false, true, false));
+        assert_eq!(rwbs_flags("DE"), IoFlags::default());
+    }
+
+    // Proves bad priorities and kyber bodies are errors naming the field, not panics.
+    #[test]
+    fn malformed_scheduler_lines_name_the_field() {
+        let cases = [
+            ("f-1 [000] ..... 1.0: block_rq_insert: 7,0 W 4096 () 8 + 8 invalid,0,0 [f]", "ioprio"),
+            ("f-1 [000] ..... 1.0: block_rq_insert: 7,0 W 4096 () 8 + 8 be,0,9 [f]", "ioprio"),
+            ("f-1 [000] ..... 1.0: block_rq_insert: 7,0 W 4096 () 8 + 8 be,x [f]", "ioprio"),
+            ("f-1 [000] ..... 1.0: kyber_adjust: 7,0 READ many", "depth"),
+            ("f-1 [000] ..... 1.0: kyber_adjust: 7,0", "domain"),
+            ("f-1 [000] ..... 1.0: kyber_latency: 7,0 READ I/O 90 1/4 samples=3", "percentile"),
+            ("f-1 [000] ..... 1.0: kyber_latency: 7,0 READ I/O p90 1/4", "fields"),
+            ("f-1 [000] ..... 1.0: kyber_throttled: 7-0 READ", "dev"),
+        ];
+        for (line, field) in cases {
+            assert_eq!(parse_line(line).map_err(|(f, _)| f), Err(field), "{line}");
+        }
+    }
+
+    // Proves the conversion to a scheduler capture keeps each event's fields, takes times
+    // from the first event, merges kyber events in by time, and leaves out `N` requests.
+    #[test]
+    fn sched_events_merge_block_and_kyber_in_time_order() {
+        let mut capture = sample_capture();
+        let mut other = event_with("N", 0);
+        other.time_ns = capture.events[1].time_ns;
+        capture.events.push(other);
+        let TraceLine::Kyber(adjust) =
+            parse_line("k-1 [000] ..... 46853.227000: kyber_adjust: 7,0 WRITE 64").unwrap()
+        else {
+            panic!()
+        };
+        capture.kyber_events.push(adjust);
+        let (events, left_out) = capture.sched_events();
+        assert_eq!(left_out, 1);
+        let times: Vec<u64> = events.iter().map(SchedEvent::time_ns).collect();
+        assert_eq!(times, [0, 81_000, 953_000, 1_231_000]);
+        assert!(matches!(&events[1], SchedEvent::KyberAdjust { depth: 64, .. }));
+        let SchedEvent::Block(issue) = &events[2] else { panic!("{:?}", events[2]) };
+        assert_eq!(
+            (issue.point, issue.op, issue.sector, issue.sectors),
+            (BlockPoint::Issue, Op::Write, 40, 8)
+        );
+        assert!(issue.flags.sync && !issue.flags.fua);
+        assert_eq!(issue.priority, Some(IoPriority::best_effort(4).unwrap()));
+        let SchedEvent::Block(complete) = &events[3] else { panic!() };
+        assert_eq!((complete.error, complete.pid, complete.cpu), (Some(0), 22, 1));
+    }
+
     fn sample_capture() -> Capture {
         let events = SAMPLE
             .lines()
@@ -1139,6 +1648,7 @@ CPU:1 [LOST 42 EVENTS]
         Capture {
             device: TracedDevice { path: "/dev/loop0".into(), major: 7, minor: 0 },
             events,
+            kyber_events: Vec::new(),
             lost_events: 0,
             other_device_events: 0,
             stopped_at_limit: false,

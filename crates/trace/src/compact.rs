@@ -50,7 +50,7 @@ pub(crate) fn is_header(line: &str) -> bool {
     line.split_whitespace().next() == Some(MAGIC)
 }
 
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c == '%' || c.is_whitespace() || c.is_control() {
@@ -65,7 +65,7 @@ fn escape(text: &str) -> String {
     out
 }
 
-fn unescape(text: &str) -> Result<String, String> {
+pub(crate) fn unescape(text: &str) -> Result<String, String> {
     let mut bytes = Vec::with_capacity(text.len());
     let mut rest = text.as_bytes();
     while let Some((&byte, after)) = rest.split_first() {
@@ -85,7 +85,7 @@ fn unescape(text: &str) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("`{text}`: the %-escapes are not UTF-8"))
 }
 
-fn class_name(class: IoClass) -> &'static str {
+pub(crate) fn class_name(class: IoClass) -> &'static str {
     match class {
         IoClass::None => "none",
         IoClass::RealTime => "rt",
@@ -94,7 +94,7 @@ fn class_name(class: IoClass) -> &'static str {
     }
 }
 
-fn parse_priority(text: &str) -> Result<IoPriority, String> {
+pub(crate) fn parse_priority(text: &str) -> Result<IoPriority, String> {
     let accepted = "accepted: `CLASS/LEVEL`, class none, rt, be or idle, level 0..=7";
     let (class, level) = text.split_once('/').ok_or_else(|| format!("`{text}`; {accepted}"))?;
     let class = match class {
@@ -108,7 +108,7 @@ fn parse_priority(text: &str) -> Result<IoPriority, String> {
     IoPriority::new(class, level).map_err(|error| error.to_string())
 }
 
-fn parse_flags(text: &str) -> Result<IoFlags, String> {
+pub(crate) fn parse_flags(text: &str) -> Result<IoFlags, String> {
     let mut flags = IoFlags::default();
     if text == "-" {
         return Ok(flags);
@@ -135,7 +135,7 @@ fn parse_flags(text: &str) -> Result<IoFlags, String> {
     Ok(flags)
 }
 
-fn flag_letters(flags: IoFlags) -> String {
+pub(crate) fn flag_letters(flags: IoFlags) -> String {
     let letters: String = [
         (flags.preflush, 'P'),
         (flags.sync, 'S'),
