@@ -398,3 +398,19 @@ fn contradictory_captures_do_not_panic() {
     let report = capture.replay();
     assert_eq!((report.decisions, report.unmatched_merges), (3, 1), "{report}");
 }
+
+// Proves priority aging is replayed at the kernel's jiffy: a best-effort read waiting since
+// jiffy 0 goes out ahead of a queued real-time read once `prio_aging_expire` (100 ms, 25
+// jiffies) has passed, with a real-time read still at the device, as the kernel issued it.
+#[test]
+fn priority_aging_serves_an_old_best_effort_read_first() {
+    let be = Rq { priority: Some(IoPriority::best_effort(4).unwrap()), ..read(5000) };
+    let rt1 = Rq { priority: Some(IoPriority::realtime(0).unwrap()), ..read(100) };
+    let rt2 = Rq { priority: Some(IoPriority::realtime(0).unwrap()), ..read(200) };
+    let mut capture = Capture::new("mq-deadline", &[("prio_aging_expire", "100")]);
+    capture.insert(0, be).insert(10, rt1).issue(20, rt1).insert(50_000, rt2);
+    capture.issue(100_500, be).issue(100_600, rt2);
+    capture.complete(100_700, rt1).complete(100_800, be).complete(100_900, rt2);
+    let report = capture.replay();
+    assert_eq!((report.decisions, report.identical), (3, 3), "{report}");
+}

@@ -104,11 +104,12 @@ pub struct ConformOptions {
     /// A mismatch at most this many decisions after the first of an unbroken chain of
     /// mismatches is cascaded.
     pub cascade_window: u64,
-    /// Added to every time ours is fed: at least mq-deadline's `prio_aging_expire` (10 s) so
-    /// the aging pass runs from the first decision, as on a kernel up for longer than that.
+    /// Added to every time ours is fed, so mq-deadline's aging pass runs from the first
+    /// decision, as on a kernel up for longer than `prio_aging_expire`; raised to that expiry
+    /// plus 1 s when the capture's is longer.
     pub clock_offset: Duration,
-    /// Model the kernel's pick of a request that then waits for a driver tag: when an issue
-    /// leaves the device full, ours picks the next request at once (module docs).
+    /// Model the kernel's pick of a request that then waits for a driver tag: while the
+    /// device is full, ours picks the next request at once (module docs).
     pub park_when_full: bool,
     /// Kyber: give ours the kernel's domain depths (from `kyber_adjust`, starting at each
     /// domain's maximum) before every dispatch, its own timer disarmed, so the dispatch logic
@@ -310,7 +311,13 @@ pub fn replay(
     if !(1..=100_000).contains(&header.hz) {
         return Err(ConformError::BadHz { hz: header.hz });
     }
-    let ours = build(&header.scheduler, &header.tunables)?;
+    let mut ours = build(&header.scheduler, &header.tunables)?;
+    // The offset must exceed the aging expiry in force, whatever the capture set it to.
+    let aging_ms = ours.scheduler().tunable("prio_aging_expire").unwrap_or(0);
+    let mut options = options;
+    options.clock_offset = options
+        .clock_offset
+        .max(Duration::from_millis(aging_ms.max(0) as u64) + Duration::from_secs(1));
     let report = ConformReport {
         scheduler: header.scheduler.clone(),
         kernel_release: header.kernel_release.clone(),
