@@ -283,4 +283,23 @@ pub trait Scheduler: fmt::Debug + Send {
     fn counters(&self) -> Vec<Counter> {
         Vec::new()
     }
+
+    // ---- Conformance replay hook (issue 25, `elevator_sched::conform`) -------------------
+    /// Resynchronises with the kernel after a disagreement: the kernel dispatched the queued
+    /// request `id` now. If `instead_of` is given, this scheduler's last `dispatch` handed out
+    /// that request in `id`'s place (other calls, such as inserts, may have come since, but no
+    /// other `dispatch`, and it is not at the device): it goes back to the queue first. Then
+    /// `id` leaves the queue as if `dispatch` had picked it, with the side effects a pick of it
+    /// has (batch and sweep state, tokens, budget charge). Answers whether it could; the
+    /// default cannot, and leaves everything unchanged. Used only by the conformance replay,
+    /// which drives a scheduler with a kernel's recorded decisions.
+    fn dispatch_request(
+        &mut self,
+        _cx: &Ctx<'_>,
+        _id: RequestId,
+        _instead_of: Option<RequestId>,
+    ) -> bool {
+        false
+    }
+    // ---- end of the conformance replay hook ----------------------------------------------
 }

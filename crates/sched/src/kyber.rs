@@ -591,7 +591,114 @@ impl Scheduler for Kyber {
             Counter { name: "async_depth_refusals", value: self.async_depth_refusals.get() },
         ]
     }
+
+    // ---- Conformance replay hook (issue 25, `crate::conform`) -----------------------------
+    // Resynchronisation after a disagreement with the kernel, and a state dump for reports.
+    // Not used by the simulator or the live engine.
+    fn dispatch_request(
+        &mut self,
+        cx: &Ctx<'_>,
+        id: RequestId,
+        instead_of: Option<RequestId>,
+    ) -> bool {
+        self.links.ensure_capacity(cx.requests.capacity());
+        self.token_held.ensure_capacity(cx.requests.capacity());
+        let Some(domain) = self.conform_domain_holding(cx, id) else { return false };
+        if let Some(ours) = instead_of {
+            if ours == id
+                || !self.token_held[ours]
+                || self.conform_domain_holding(cx, ours).is_some()
+            {
+                return false;
+            }
+            // Back to the head of its domain's dispatch list, without its token.
+            self.token_release(cx, ours);
+            let index = Domain::of(cx.requests[ours].op).index();
+            let mut order = vec![ours];
+            while let Some(other) = self.ready[index].pop_front(&mut self.links) {
+                order.push(other);
+            }
+            for other in order {
+                self.ready[index].push_back(&mut self.links, other);
+            }
+            self.batching = self.batching.saturating_sub(1);
+        }
+        // A pick of `id` as `kyber_dispatch_request` makes it: the current batch goes on if
+        // `id` is of its domain and it has room, otherwise a batch of `id`'s domain starts.
+        if domain != self.current || self.batching >= self.current.batch_size() {
+            self.current = domain;
+            self.batching = 0;
+        }
+        let index = domain.index();
+        // The kernel had a token for it, whatever our depth says.
+        self.tokens[index].in_use += 1;
+        if self.staged[index].iter(&self.links).any(|other| other == id) {
+            // Taking a token flushes the staging lists into the dispatch list.
+            while let Some(other) = self.staged[index].pop_front(&mut self.links) {
+                self.ready[index].push_back(&mut self.links, other);
+            }
+        }
+        self.ready[index].remove(&mut self.links, id);
+        self.token_held[id] = true;
+        self.batching += 1;
+        true
+    }
 }
+
+impl Kyber {
+    /// The domain whose staging or dispatch list holds `id`, if one does.
+    fn conform_domain_holding(&self, cx: &Ctx<'_>, id: RequestId) -> Option<Domain> {
+        if !cx.requests.contains(id) || !self.links.is_linked(id) {
+            return None;
+        }
+        let domain = Domain::of(cx.requests[id].op);
+        let index = domain.index();
+        let held = |list: &IdList| list.iter(&self.links).any(|other| other == id);
+        (held(&self.staged[index]) || held(&self.ready[index])).then_some(domain)
+    }
+
+    /// Sets each domain's depth to the kernel's (from its `kyber_adjust` events) and disarms
+    /// the adjustment timer, so the dispatch logic is scored with the kernel's depths
+    /// (`modern-vs-kernel.md` §4); a replay calls it before every dispatch.
+    pub fn conform_force_depths(&mut self, depths: &[u32; DOMAIN_COUNT]) {
+        for (tokens, &depth) in self.tokens.iter_mut().zip(depths) {
+            tokens.depth = depth;
+        }
+        self.timer_due = None;
+    }
+
+    /// kyber's state for a conformance report: the current domain and batch, then per domain
+    /// its depth, tokens in use and requests staged and ready, and when the timer is due
+    /// (relative to `cx.now`).
+    pub fn conform_state(&self, cx: &Ctx<'_>) -> String {
+        use std::fmt::Write as _;
+        let mut out = format!(
+            "domain={} batching={}/{}",
+            self.current.name(),
+            self.batching,
+            self.current.batch_size()
+        );
+        for domain in Domain::ALL {
+            let index = domain.index();
+            let tokens = self.tokens[index];
+            let _ = write!(
+                out,
+                "; {}: depth={} in_use={} staged={} ready={}",
+                domain.name(),
+                tokens.depth,
+                tokens.in_use,
+                self.staged[index].count(),
+                self.ready[index].count()
+            );
+        }
+        if let Some(due) = self.timer_due {
+            let in_ms = (due.as_nanos() as i128 - cx.now.as_nanos() as i128) as f64 / 1e6;
+            let _ = write!(out, "; timer_due_in={in_ms:.3}ms");
+        }
+        out
+    }
+}
+// ---- end of the conformance replay hook ---------------------------------------------------
 
 impl Kyber {
     /// Whether `op` counts against `async_depth`: every operation but a read or a flush.

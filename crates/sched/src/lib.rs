@@ -68,6 +68,7 @@ pub mod bfq;
 pub mod cfq;
 pub mod cfq_v1;
 mod common;
+pub mod conform;
 pub mod deadline;
 pub mod kyber;
 pub mod linus;

@@ -599,7 +599,137 @@ impl Scheduler for MqDeadline {
             Counter { name: "dispatched_idle", value: idle.dispatched },
         ]
     }
+
+    // ---- Conformance replay hook (issue 25, `crate::conform`) -----------------------------
+    // Resynchronisation after a disagreement with the kernel, and a state dump for reports.
+    // Not used by the simulator or the live engine.
+    fn dispatch_request(
+        &mut self,
+        cx: &Ctx<'_>,
+        id: RequestId,
+        instead_of: Option<RequestId>,
+    ) -> bool {
+        self.entries.ensure_capacity(cx.requests.capacity());
+        self.fifo_links.ensure_capacity(cx.requests.capacity());
+        if !self.conform_is_queued(cx, id) {
+            return false;
+        }
+        if let Some(ours) = instead_of {
+            if ours == id || self.conform_is_queued(cx, ours) {
+                return false;
+            }
+            self.conform_put_back(cx, ours);
+        }
+        // A pick of `id` as `__dd_dispatch_request` makes it: it continues the batch if it
+        // goes the batch's way and the batch has room, otherwise it starts a batch in its
+        // direction (with the starvation count that choice implies).
+        let entry = self.entries[id];
+        let direction = cx.requests[id].direction();
+        if direction != self.last_direction || self.batching >= self.tunables.fifo_batch {
+            let queue = &self.levels[entry.level.index()];
+            match direction {
+                Direction::Read if !queue.fifo[Direction::Write.index()].is_empty() => {
+                    self.starved = self.starved.wrapping_add(1);
+                }
+                Direction::Read => {}
+                Direction::Write => self.starved = 0,
+            }
+            self.last_direction = direction;
+            self.batching = 0;
+        }
+        self.batching = self.batching.saturating_add(1);
+        self.remove_queued(cx, id);
+        let queue = &mut self.levels[entry.level.index()];
+        queue.latest_start[direction.index()] = cx.requests[id].start;
+        queue.dispatched += 1;
+        true
+    }
 }
+
+impl MqDeadline {
+    /// Whether `id` is queued here (in its level's tree).
+    fn conform_is_queued(&self, cx: &Ctx<'_>, id: RequestId) -> bool {
+        if !cx.requests.contains(id) {
+            return false;
+        }
+        let entry = self.entries[id];
+        let request = &cx.requests[id];
+        self.levels[entry.level.index()].sort[request.direction().index()]
+            .get(&(request.start, entry.sort_order))
+            == Some(id)
+    }
+
+    /// Undoes the hand-out of `id` by the last `dispatch`: back into its tree and into its
+    /// FIFO by deadline, the batch count one lower. The sweep position and starvation count
+    /// that pick set are not restored (their earlier values are gone): a replay counts what
+    /// follows from that as cascaded.
+    fn conform_put_back(&mut self, cx: &Ctx<'_>, id: RequestId) {
+        let entry = self.entries[id];
+        let request = &cx.requests[id];
+        let index = request.direction().index();
+        let queue = &mut self.levels[entry.level.index()];
+        queue.sort[index].insert((request.start, entry.sort_order), id);
+        let mut order: Vec<RequestId> = queue.fifo[index].iter(&self.fifo_links).collect();
+        let at = order.partition_point(|&other| self.entries[other].fifo_time <= entry.fifo_time);
+        order.insert(at, id);
+        while queue.fifo[index].pop_front(&mut self.fifo_links).is_some() {}
+        for other in order {
+            queue.fifo[index].push_back(&mut self.fifo_links, other);
+        }
+        queue.dispatched = queue.dispatched.saturating_sub(1);
+        self.batching = self.batching.saturating_sub(1);
+    }
+
+    /// mq-deadline's state for a conformance report: the batch state, then per level and
+    /// direction with requests the sweep position, the first sorted starts at or after it, the
+    /// FIFO head with its deadline (relative to `cx.now`) and the queued count.
+    pub fn conform_state(&self, cx: &Ctx<'_>) -> String {
+        use std::fmt::Write as _;
+        let mut out = format!(
+            "last_dir={} batching={}/{} starved={}/{}",
+            self.last_direction.name(),
+            self.batching,
+            self.tunables.fifo_batch,
+            self.starved,
+            self.tunables.writes_starved
+        );
+        for level in Level::ALL {
+            let queue = &self.levels[level.index()];
+            if queue.outstanding == 0 {
+                continue;
+            }
+            let _ = write!(out, "; {level:?}: outstanding={}", queue.outstanding);
+            for direction in Direction::ALL {
+                let index = direction.index();
+                let Some(head) = queue.fifo[index].front() else { continue };
+                let latest = queue.latest_start[index];
+                let sort = &queue.sort[index];
+                let near: Vec<String> =
+                    std::iter::successors(sort.at_or_after(&(latest, 0)), |(key, _)| {
+                        sort.after(key)
+                    })
+                    .take(4)
+                    .map(|((start, _), _)| start.0.to_string())
+                    .collect();
+                let deadline_ms = (self.entries[head].fifo_time.as_nanos() as i128
+                    - cx.now.as_nanos() as i128) as f64
+                    / 1e6;
+                let _ = write!(
+                    out,
+                    " {}[queued={} sweep_from={} next=[{}] fifo_head={}+{} due_in={deadline_ms:.3}ms]",
+                    direction.name(),
+                    queue.fifo[index].count(),
+                    latest.0,
+                    near.join(","),
+                    cx.requests[head].start.0,
+                    cx.requests[head].sector_count,
+                );
+            }
+        }
+        out
+    }
+}
+// ---- end of the conformance replay hook ---------------------------------------------------
 
 impl MqDeadline {
     /// Priority aging: with at least two levels active, the best-effort and then the idle level

@@ -738,7 +738,111 @@ impl Scheduler for Bfq {
             Counter { name: "hw_tag", value: u64::from(self.hw_tag == HwTag::Queueing) },
         ]
     }
+
+    // ---- Conformance replay hook (issue 25, `crate::conform`) -----------------------------
+    // Resynchronisation after a disagreement with the kernel, and a state dump for reports.
+    // Not used by the simulator or the live engine. Only a disagreement inside the queue in
+    // service is handled: the kernel's request belongs to it, and so does ours if we handed
+    // one out; ours goes back into the queue (its charge taken off the queue's service, though
+    // not off the class's virtual time, which moved with it), then the queue serves the
+    // kernel's request as `__bfq_dispatch_request` would. A disagreement on which queue is in
+    // service is refused, and the replay restarts bfq instead.
+    fn dispatch_request(
+        &mut self,
+        cx: &Ctx<'_>,
+        id: RequestId,
+        instead_of: Option<RequestId>,
+    ) -> bool {
+        self.begin(cx);
+        if !cx.requests.contains(id) {
+            return false;
+        }
+        let Some(queue) = self.in_service else { return false };
+        let slot = self.slots[id];
+        let key = (cx.requests[id].start, slot.sequence);
+        if slot.out || slot.queue != queue || self.queues[queue.slot()].sort.get(&key) != Some(id) {
+            return false;
+        }
+        if let Some(ours) = instead_of {
+            let ours_slot = self.slots[ours];
+            if ours == id
+                || !cx.requests.contains(ours)
+                || !ours_slot.out
+                || ours_slot.queue != queue
+            {
+                return false;
+            }
+            let charge = self.charge(cx, ours, queue);
+            let entity = self.wf2q.entity_mut(queue.0);
+            entity.service = entity.service.saturating_sub(charge);
+            let request = &cx.requests[ours];
+            let entry = &mut self.queues[queue.slot()];
+            if entry.wr_coeff > 1 {
+                entry.service_from_wr = entry.service_from_wr.saturating_sub(charge);
+            }
+            entry.service_from_backlogged = entry.service_from_backlogged.saturating_sub(charge);
+            entry.dispatched = entry.dispatched.saturating_sub(1);
+            entry.queued[usize::from(request.is_sync())] += 1;
+            entry.sort.insert((request.start, ours_slot.sequence), ours);
+            // Back into the FIFO in arrival order.
+            let slots = &self.slots;
+            let mut order: Vec<RequestId> = entry.fifo.iter(&self.fifo_links).collect();
+            let at = order.partition_point(|&other| slots[other].sequence < ours_slot.sequence);
+            order.insert(at, ours);
+            while entry.fifo.pop_front(&mut self.fifo_links).is_some() {}
+            for other in order {
+                entry.fifo.push_back(&mut self.fifo_links, other);
+            }
+            self.slots[ours].out = false;
+            self.queued_count += 1;
+        }
+        self.queues[queue.slot()].next_request = Some(id);
+        let dispatched = self.dispatch_from_queue(cx, queue);
+        debug_assert_eq!(dispatched, id);
+        self.release_forgotten();
+        true
+    }
 }
+
+impl Bfq {
+    /// bfq's state for a conformance report: the queue in service (owner, class and level,
+    /// budget, service received, next request), busy queues, queued requests, the idle timer
+    /// (relative to `cx.now`) and the device's maximum budget.
+    pub fn conform_state(&self, cx: &Ctx<'_>) -> String {
+        use std::fmt::Write as _;
+        let mut out = format!(
+            "queued={} busy_queues={:?} max_budget={}",
+            self.queued_count,
+            self.busy_queues,
+            self.device_max_budget()
+        );
+        match self.in_service {
+            Some(queue) => {
+                let entry = &self.queues[queue.slot()];
+                let entity = self.wf2q.entity(queue.0);
+                let next = entry.next_request.map(|next| cx.requests[next].start.0);
+                let _ = write!(
+                    out,
+                    "; in_service={:?} {:?}/{} sync={} budget={} service={} queued={} next={next:?}",
+                    entry.owner,
+                    entry.class,
+                    entry.level,
+                    entry.sync,
+                    entity.budget,
+                    entity.service,
+                    entry.queued[0] + entry.queued[1],
+                );
+            }
+            None => out.push_str("; in_service=none"),
+        }
+        if let Some(at) = self.idle_timer {
+            let in_ms = (at.as_nanos() as i128 - cx.now.as_nanos() as i128) as f64 / 1e6;
+            let _ = write!(out, "; idle_timer_in={in_ms:.3}ms");
+        }
+        out
+    }
+}
+// ---- end of the conformance replay hook ---------------------------------------------------
 
 /// Insertion (`bfq_insert_request`, `bfq_add_request`, `bfq_rq_enqueued`).
 impl Bfq {

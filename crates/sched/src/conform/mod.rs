@@ -1,0 +1,1015 @@
+//! Conformance replay (issue 25): a kernel scheduler capture
+//! ([`SchedCapture`]) fed into our implementation of
+//! the same scheduler, decision by decision, following `modern-vs-kernel.md` §4 "a fair
+//! replay".
+//!
+//! [`replay`] builds our scheduler of the capture's name with the tunables the capture read
+//! back from sysfs, then walks the events with a request table of its own, driving the
+//! [`Scheduler`] trait directly (no `BlockQueue`: its flush drain, overlap holding, plugging
+//! and request pool are not in the measurement, §4):
+//!
+//! * `block_rq_insert` → [`Scheduler::insert`]. A request's identity is (sector, sectors,
+//!   operation), the only key block events carry (§4 item 8), and between requests of the same
+//!   extent the I/O priority the rq events print. Flushes without data and passthrough
+//!   requests are never inserted into a scheduler, so their issues are excluded.
+//! * `block_bio_backmerge` / `block_bio_frontmerge` (the bio's extent) grow the queued request
+//!   they join → [`Scheduler::merged`]. `block_rq_merge` (the absorbed request's extent) fuses
+//!   it into the queued request ending where it starts → [`Scheduler::requests_merged`]; an
+//!   absorbed extent never inserted is an insert merge into that request →
+//!   [`Scheduler::merged`]. Merge events matching no queued request are plug merges (the
+//!   request is inserted later with its merged extent) and are counted, not applied.
+//! * `block_rq_issue` of a request ours holds → one **decision**: [`Scheduler::dispatch`] at
+//!   that instant, its pick compared with the kernel's.
+//! * `block_rq_complete` → [`Scheduler::complete`], with device time = complete − issue and
+//!   total time = complete − the request's `block_getrq` (its insert when none was seen).
+//! * `block_rq_requeue` → the request completes in ours (a requeue frees its tag and, in
+//!   kyber, its token); its re-insert is a new insert, remembered as at-head for the cause
+//!   classifier.
+//!
+//! **Time.** Ours is fed `now` = the event's jiffy (at the capture header's `HZ`) × ns per
+//! jiffy + [`ConformOptions::clock_offset`] (≥ 10 s, so mq-deadline's priority-aging pass runs
+//! from the start as on a long-running kernel, §2 #7). So FIFO expiry, aging and kyber's timer
+//! see the jiffy comparisons the kernel makes (§2 #11), mq-deadline working in jiffy-quantised
+//! ns.
+//!
+//! **When the kernel picks** (§4 item 2) is modelled twice. *Driver tags:* while the device
+//! is full (requests at it ≥ the header's `queue_depth`) and no pick is waiting, a queue run
+//! (the rest of the run whose issue filled the device, or the run an insert starts) picks a
+//! request and, finding no driver tag, parks it on the hardware queue's dispatch list until a
+//! tag frees (`__blk_mq_do_dispatch_sched`: "if we cannot get tag for the request, stop
+//! dequeueing"), and later runs ask the scheduler nothing; so ours picks at that moment too,
+//! and its pick meets the kernel's next issue ([`ConformOptions::park_when_full`]).
+//! *Concurrency:* two CPUs dispatch at once and tracefs prints µs, so when ours picks the
+//! request of an issue on another CPU at most [`ConformOptions::concurrent_issue`] later,
+//! that issue is taken first, as identical ("reordered issues").
+//!
+//! **Kyber's depths** are forced from the capture's `kyber_adjust` events (each domain at its
+//! maximum until its first), and ours's own timer disarmed, before every dispatch
+//! ([`ConformOptions::force_kyber_depths`]), so the dispatch logic is scored apart from the
+//! depth tuning (§4).
+//!
+//! **Priorities.** A request printed `BE/4`, or with no class, is given ours as
+//! [`IoPriority::DEFAULT`] (class none at nice 0's level), which every scheduler here serves
+//! as best-effort level 4, as §2 #9 says the kernel does for a task without `ionice`.
+//!
+//! **Resynchronisation.** After a mismatch ours is brought back in step with
+//! [`Scheduler::dispatch_request`]: our pick goes back to the queue and the kernel's leaves it
+//! as if ours had picked it. A mismatch is **cascaded** when the decision before it (among
+//! those put to ours) was a mismatch too and the first mismatch of that chain is at most
+//! [`ConformOptions::cascade_window`] decisions back; otherwise it is a **first
+//! disagreement**, and only first disagreements are classified into causes' counts. Where a
+//! scheduler cannot resynchronise (bfq when the two picks are of different queues, or the
+//! kernel's is not of the queue ours has in service), the replay **restarts** ours: a fresh
+//! instance, given the requests the kernel still holds queued again (in insertion order, at
+//! the decision's time); it never learns of those already at the device.
+//!
+//! # Deviations
+//!
+//! * The jiffy phase is not in the capture (§4 item 4): the capture's first event is taken as
+//!   the start of a jiffy. Decisions within one jiffy of a FIFO deadline or the aging cut-off
+//!   can therefore go either way; the classifier names them `jiffy boundary`.
+//! * The resynchronisation restores our pick's place in its tree and FIFO (mq-deadline) or
+//!   dispatch list (kyber) and the batch count, but not the sweep position or starvation count
+//!   the wrong pick changed (their earlier values are not kept): what follows from that shows
+//!   up as cascaded disagreements.
+//! * Kyber's timer is not scored (its depths are taken from the kernel); a capture that
+//!   starts after kyber's first adjustments starts ours at the maximum depths.
+//! * The driver-tag and concurrency models are heuristics on what the trace shows; each can be
+//!   turned off, and `docs/validation.md` gives their effect on real captures.
+//! * Which process a request belongs to is the insert event's pid (a request inserted by a
+//!   plug flush from another context would be charged to that context).
+//! * A partial completion (fewer sectors than the request) completes the whole request.
+
+mod report;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use elevator_core::{
+    Bio, BioTag, Completion, Ctx, Dispatch, Duration, Instant, IoClass, IoPriority, MergeKind, Op,
+    ProcessId, Request, RequestFlags, RequestId, RequestTable, Scheduler, Sector, TickRate,
+};
+use elevator_trace::sched_log::{
+    BlockPoint, BlockRecord, SchedCapture, SchedCaptureHeader, SchedEvent,
+};
+
+pub use report::{Cause, ConformReport, Disagreement, Pick};
+
+use crate::bfq::Bfq;
+use crate::kyber::{Domain, Kyber};
+use crate::mq_deadline::MqDeadline;
+
+/// How a replay runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConformOptions {
+    /// How many disagreements the report lists with both sides' state.
+    pub first_disagreements: usize,
+    /// A mismatch at most this many decisions after the first of an unbroken chain of
+    /// mismatches is cascaded.
+    pub cascade_window: u64,
+    /// Added to every time ours is fed, so mq-deadline's aging pass runs from the first
+    /// decision, as on a kernel up for longer than `prio_aging_expire`; raised to that expiry
+    /// plus 1 s when the capture's is longer.
+    pub clock_offset: Duration,
+    /// Model the kernel's pick of a request that then waits for a driver tag: while the
+    /// device is full, ours picks the next request at once (module docs).
+    pub park_when_full: bool,
+    /// Kyber: give ours the kernel's domain depths (from `kyber_adjust`, starting at each
+    /// domain's maximum) before every dispatch, its own timer disarmed, so the dispatch logic
+    /// is scored apart from the depth tuning (§4).
+    pub force_kyber_depths: bool,
+    /// Issues on different CPUs at most this far apart are concurrent: their picks may have
+    /// been made in the other order (module docs).
+    pub concurrent_issue: Duration,
+}
+
+impl Default for ConformOptions {
+    fn default() -> ConformOptions {
+        ConformOptions {
+            first_disagreements: 10,
+            cascade_window: 8,
+            clock_offset: Duration::from_secs(20),
+            park_when_full: true,
+            force_kyber_depths: true,
+            concurrent_issue: Duration::from_micros(2),
+        }
+    }
+}
+
+/// Why a capture cannot be replayed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConformError {
+    /// The capture lost events: its decisions cannot be judged.
+    #[error("the capture lost {lost} events; a capture is judged only when it lost none")]
+    LostEvents {
+        /// Events lost.
+        lost: u64,
+    },
+    /// A scheduler we have no conformance replay for.
+    #[error("scheduler `{name}` cannot be replayed (accepted: mq-deadline, kyber, bfq)")]
+    UnknownScheduler {
+        /// The capture's scheduler name.
+        name: String,
+    },
+    /// A sysfs tunable ours does not have.
+    #[error("{scheduler}: sysfs tunable `{name}` has no counterpart here (accepted: {accepted})")]
+    UnknownTunable {
+        /// The scheduler.
+        scheduler: String,
+        /// The sysfs file.
+        name: String,
+        /// The names accepted.
+        accepted: String,
+    },
+    /// A tunable value ours cannot take.
+    #[error("{scheduler}: sysfs tunable `{name}` = `{value}`: {problem}")]
+    BadTunable {
+        /// The scheduler.
+        scheduler: String,
+        /// The sysfs file.
+        name: String,
+        /// Its value as captured.
+        value: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// `HZ` out of range.
+    #[error(
+        "capture header: HZ {hz} is not valid (accepted: 100, 250, 300, 1000, the kernel's CONFIG_HZ choices)"
+    )]
+    BadHz {
+        /// The header's HZ.
+        hz: u32,
+    },
+}
+
+/// Our scheduler under test, by type so its `conform_state` is reachable.
+#[derive(Debug)]
+enum Ours {
+    MqDeadline(Box<MqDeadline>),
+    Kyber(Box<Kyber>),
+    Bfq(Box<Bfq>),
+}
+
+impl Ours {
+    fn scheduler(&mut self) -> &mut dyn Scheduler {
+        match self {
+            Ours::MqDeadline(s) => s.as_mut(),
+            Ours::Kyber(s) => s.as_mut(),
+            Ours::Bfq(s) => s.as_mut(),
+        }
+    }
+
+    fn state(&self, cx: &Ctx<'_>) -> String {
+        match self {
+            Ours::MqDeadline(s) => s.conform_state(cx),
+            Ours::Kyber(s) => s.conform_state(cx),
+            Ours::Bfq(s) => s.conform_state(cx),
+        }
+    }
+}
+
+/// Builds ours of the capture's scheduler as the kernel attached it — told the queue's
+/// `nr_requests` and the kernel's tick rate, as `blk_mq_init_sched` tells its scheduler — then
+/// given the captured sysfs tunables, as they were written after the attach.
+fn build(header: &SchedCaptureHeader) -> Result<Ours, ConformError> {
+    let name = header.scheduler.as_str();
+    let tick_rate = TickRate::new(header.hz).ok_or(ConformError::BadHz { hz: header.hz })?;
+    let mut ours = match name {
+        crate::mq_deadline::NAME => Ours::MqDeadline(Box::default()),
+        crate::kyber::NAME => Ours::Kyber(Box::default()),
+        crate::bfq::NAME => Ours::Bfq(Box::default()),
+        other => return Err(ConformError::UnknownScheduler { name: other.to_owned() }),
+    };
+    let scheduler = ours.scheduler();
+    scheduler.set_tick_rate(tick_rate);
+    scheduler.depth_updated(header.nr_requests);
+    let specs = scheduler.tunables();
+    for (file, text) in &header.tunables {
+        let bad = |problem: String| ConformError::BadTunable {
+            scheduler: name.to_owned(),
+            name: file.clone(),
+            value: text.clone(),
+            problem,
+        };
+        // sysfs prints every one of these as a decimal integer in the unit of our table
+        // (ms for the expiry times, ns for kyber's targets, µs for slice_idle_us).
+        let value: i64 =
+            text.trim().parse().map_err(|_| bad("not a decimal integer".to_owned()))?;
+        if specs.iter().any(|spec| spec.name == file) {
+            scheduler.set_tunable(file, value).map_err(|error| bad(error.to_string()))?;
+            continue;
+        }
+        let accepted: Vec<&str> = specs.iter().map(|spec| spec.name).collect();
+        return Err(ConformError::UnknownTunable {
+            scheduler: name.to_owned(),
+            name: file.clone(),
+            accepted: accepted.join(", "),
+        });
+    }
+    Ok(ours)
+}
+
+/// A request's identity in block events.
+type Identity = (u64, u32, Op);
+
+/// What the replay knows of a request it gave ours.
+#[derive(Clone, Debug)]
+struct Tracked {
+    id: RequestId,
+    inserted_ns: u64,
+    insert_cpu: u32,
+    pid: u32,
+    /// Its `block_getrq`, ns since the capture's start.
+    created_ns: u64,
+    /// Issued: when (ns since the capture's start).
+    issued_ns: Option<u64>,
+    /// Re-inserted after a requeue.
+    requeued: bool,
+    /// The priority its insert event printed (to tell apart requests of the same extent).
+    printed: Option<IoPriority>,
+    /// Given to the current instance of ours (false while ours waits for a restart).
+    in_ours: bool,
+}
+
+/// The replay's request table and the state around ours.
+struct Replay<'a> {
+    capture: &'a SchedCapture,
+    options: ConformOptions,
+    ours: Ours,
+    table: RequestTable,
+    /// Requests inserted and not completed, in insertion order.
+    live: Vec<Tracked>,
+    /// Issued requests that never went through the scheduler, by identity.
+    bypass_in_flight: Vec<Identity>,
+    /// `block_getrq` times by (start sector, op), for total latency.
+    getrq: BTreeMap<(u64, u8), u64>,
+    /// Identities requeued and not yet re-inserted.
+    requeued: Vec<Identity>,
+    report: ConformReport,
+    /// The decision index that started the current chain of mismatches, while the last scored
+    /// decision was a mismatch.
+    chain_start: Option<u64>,
+    /// Our pick made when an issue left the device full, with our state before it and the
+    /// time (ns since the capture's start): compared with the kernel's next issue.
+    parked: Option<(RequestId, String, u64)>,
+    /// The time of the last block event on each CPU (ns since the capture's start).
+    last_on_cpu: BTreeMap<u32, u64>,
+    /// The index of the event being replayed.
+    position: usize,
+    /// Issue events already taken as decisions out of their order (concurrent issues).
+    consumed: BTreeSet<usize>,
+    /// Kyber: the kernel's domain depths, by `kyber_adjust`.
+    kyber_depths: [u32; 4],
+    /// Kyber: the last `kyber_throttled` of each domain (ns since the capture's start).
+    kyber_throttled: [Option<u64>; 4],
+    /// The previous issue event's time (ns since the capture's start).
+    last_issue_ns: u64,
+    /// The latest event time so far (ns since the capture's start): ours is called at it, so
+    /// its clock never runs backwards whatever order a capture's events are in.
+    latest_ns: u64,
+}
+
+/// Replays `capture` into ours and compares every decision (module docs).
+pub fn replay(
+    capture: &SchedCapture,
+    options: ConformOptions,
+) -> Result<ConformReport, ConformError> {
+    let header = &capture.header;
+    if header.lost_events > 0 {
+        return Err(ConformError::LostEvents { lost: header.lost_events });
+    }
+    let mut ours = build(header)?;
+    // The offset must exceed the aging expiry in force, whatever the capture set it to.
+    let aging_ms = ours.scheduler().tunable("prio_aging_expire").unwrap_or(0);
+    let mut options = options;
+    options.clock_offset = options
+        .clock_offset
+        .max(Duration::from_millis(aging_ms.max(0) as u64) + Duration::from_secs(1));
+    let report = ConformReport {
+        scheduler: header.scheduler.clone(),
+        kernel_release: header.kernel_release.clone(),
+        hz: header.hz,
+        workload: header.workload.clone(),
+        tunables: header.tunables.iter().map(|(name, value)| format!("{name}={value}")).collect(),
+        events: capture.events.len() as u64,
+        decisions: 0,
+        identical: 0,
+        agreement: 1.0,
+        first_disagreements: 0,
+        cascaded: 0,
+        restarts: 0,
+        excluded_issues: 0,
+        reordered_issues: 0,
+        requeues: 0,
+        unmatched_merges: 0,
+        causes: Default::default(),
+        disagreements: Vec::new(),
+    };
+    let mut run = Replay {
+        capture,
+        options,
+        ours,
+        table: RequestTable::with_capacity(256),
+        live: Vec::new(),
+        bypass_in_flight: Vec::new(),
+        getrq: BTreeMap::new(),
+        requeued: Vec::new(),
+        report,
+        chain_start: None,
+        parked: None,
+        last_on_cpu: BTreeMap::new(),
+        position: 0,
+        consumed: BTreeSet::new(),
+        kyber_depths: Domain::ALL.map(Domain::depth_max),
+        kyber_throttled: [None; 4],
+        last_issue_ns: 0,
+        latest_ns: 0,
+    };
+    for (position, event) in capture.events.iter().enumerate() {
+        match event {
+            SchedEvent::Block(record) => {
+                if !run.consumed.remove(&position) {
+                    run.position = position;
+                    run.block(record);
+                }
+            }
+            SchedEvent::KyberAdjust { domain, depth, .. } => {
+                if let Some(index) = kyber_domain(domain) {
+                    run.kyber_depths[index] = *depth;
+                }
+            }
+            SchedEvent::KyberThrottled { time_ns, domain } => {
+                if let Some(index) = kyber_domain(domain) {
+                    run.kyber_throttled[index] = Some(*time_ns);
+                }
+            }
+            SchedEvent::KyberLatency { .. } => {}
+        }
+    }
+    let mut report = run.report;
+    if report.decisions > 0 {
+        report.agreement = report.identical as f64 / report.decisions as f64;
+    }
+    Ok(report)
+}
+
+/// The index of a domain as kyber's tracepoints name it (`READ`, `WRITE`, `DISCARD`,
+/// `OTHER`).
+fn kyber_domain(name: &str) -> Option<usize> {
+    Domain::ALL.iter().position(|domain| domain.name().eq_ignore_ascii_case(name))
+}
+
+fn domain_index(domain: Domain) -> usize {
+    Domain::ALL.iter().position(|&other| other == domain).expect("a domain of ALL")
+}
+
+fn identity(record: &BlockRecord) -> Identity {
+    (record.sector, record.sectors, record.op)
+}
+
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Read => "read",
+        Op::Write => "write",
+        Op::Flush => "flush",
+        Op::Discard => "discard",
+    }
+}
+
+/// The priority ours is given: no class, or BE/4 (what a default task's requests print, §2
+/// #9), is our default; anything else as printed.
+fn our_priority(printed: Option<IoPriority>) -> IoPriority {
+    match printed {
+        Some(priority) if priority.class() == IoClass::BestEffort && priority.level() == 4 => {
+            IoPriority::DEFAULT
+        }
+        Some(priority) => priority,
+        None => IoPriority::DEFAULT,
+    }
+}
+
+impl Replay<'_> {
+    /// The jiffy of `time_ns` since the capture's start.
+    fn jiffy(&self, time_ns: u64) -> u64 {
+        (u128::from(time_ns) * u128::from(self.capture.header.hz) / 1_000_000_000) as u64
+    }
+
+    /// What ours is fed for `time_ns`: the start of its jiffy, plus the offset.
+    fn now(&self, time_ns: u64) -> Instant {
+        let hz = u128::from(self.capture.header.hz);
+        let jiffy_ns = u128::from(self.jiffy(time_ns)) * 1_000_000_000 / hz;
+        Instant::from_nanos(self.options.clock_offset.as_nanos() + jiffy_ns as u64)
+    }
+
+    fn in_flight(&self) -> u32 {
+        let owned = self.live.iter().filter(|t| t.issued_ns.is_some()).count();
+        (owned + self.bypass_in_flight.len()) as u32
+    }
+
+    /// Asks ours for its pick at `now`, with our state before it if `want_state`.
+    fn dispatch_ours(&mut self, now: Instant, want_state: bool) -> (String, Dispatch) {
+        if self.options.force_kyber_depths
+            && let Ours::Kyber(kyber) = &mut self.ours
+        {
+            kyber.conform_force_depths(&self.kyber_depths);
+        }
+        self.call(now, |ours, cx| {
+            if ours.scheduler().queued() == 0 {
+                return (String::new(), Dispatch::Empty);
+            }
+            let state = if want_state { ours.state(cx) } else { String::new() };
+            (state, ours.scheduler().dispatch(cx))
+        })
+    }
+
+    /// Calls ours with a context at `now` (the table borrowed beside ours).
+    fn call<R>(&mut self, now: Instant, f: impl FnOnce(&mut Ours, &Ctx<'_>) -> R) -> R {
+        let cx = Ctx {
+            now,
+            requests: &self.table,
+            in_flight: self.in_flight(),
+            depth: self.capture.header.queue_depth.max(1),
+        };
+        f(&mut self.ours, &cx)
+    }
+
+    /// The live request (issued or not, as `issued` says) starting at `key`'s sector with its
+    /// op, preferring one with the printed priority too (requests of different priorities
+    /// can cover the same sectors), then one of the same size, then the oldest.
+    fn best_match(
+        &self,
+        issued: bool,
+        key: Identity,
+        printed: Option<IoPriority>,
+    ) -> Option<usize> {
+        let mut best: Option<(u8, usize)> = None;
+        for (index, tracked) in self.live.iter().enumerate() {
+            let request = &self.table[tracked.id];
+            if tracked.issued_ns.is_some() != issued
+                || request.start.0 != key.0
+                || request.op != key.2
+            {
+                continue;
+            }
+            let score =
+                2 * u8::from(tracked.printed == printed) + u8::from(request.sector_count == key.1);
+            if best.is_none_or(|(top, _)| score > top) {
+                best = Some((score, index));
+            }
+        }
+        best.map(|(_, index)| index)
+    }
+
+    /// The queued request a kernel issue names (its extent corrected to the event's).
+    fn find_queued(&mut self, key: Identity, printed: Option<IoPriority>) -> Option<usize> {
+        let parked = self.parked.as_ref().map(|(id, _, _)| *id);
+        let index = self.best_match(false, key, printed)?;
+        let id = self.live[index].id;
+        if self.table[id].sector_count != key.1 && Some(id) != parked {
+            self.table[id].sector_count = key.1;
+        }
+        Some(index)
+    }
+
+    /// The issued request a completion or requeue names.
+    fn find_issued(&self, key: Identity, printed: Option<IoPriority>) -> Option<usize> {
+        self.best_match(true, key, printed)
+    }
+
+    /// The newest queued request of `op` matching `test`.
+    fn find_newest_queued(&self, op: Op, test: impl Fn(&Request) -> bool) -> Option<usize> {
+        let parked = self.parked.as_ref().map(|(id, _, _)| *id);
+        self.live.iter().rposition(|t| {
+            let request = &self.table[t.id];
+            t.issued_ns.is_none() && Some(t.id) != parked && request.op == op && test(request)
+        })
+    }
+
+    fn block(&mut self, record: &BlockRecord) {
+        self.latest_ns = self.latest_ns.max(record.time_ns);
+        match record.point {
+            BlockPoint::GetRq => {
+                self.getrq.insert((record.sector, record.op as u8), record.time_ns);
+            }
+            BlockPoint::Insert => self.insert(record),
+            BlockPoint::BioBackMerge | BlockPoint::BioFrontMerge => self.bio_merge(record),
+            BlockPoint::Merge => self.request_merge(record),
+            BlockPoint::Issue => self.issue(record),
+            BlockPoint::Requeue => self.requeue(record),
+            BlockPoint::Complete => self.complete(record),
+            BlockPoint::BioQueue => {}
+        }
+        self.last_on_cpu.insert(record.cpu, record.time_ns);
+    }
+
+    fn insert(&mut self, record: &BlockRecord) {
+        if record.op == Op::Flush || record.sectors == 0 {
+            return;
+        }
+        let now = self.now(self.latest_ns);
+        let mut flags = RequestFlags::NONE;
+        if record.flags.sync {
+            flags = flags | RequestFlags::SYNC;
+        }
+        if record.flags.meta {
+            flags = flags | RequestFlags::META;
+        }
+        if record.flags.fua {
+            flags = flags | RequestFlags::FUA;
+        }
+        let bio = Bio {
+            op: record.op,
+            start: Sector(record.sector),
+            sector_count: record.sectors,
+            flags,
+            priority: our_priority(record.priority),
+            process: ProcessId(record.pid),
+            tag: BioTag(0),
+        };
+        let created_ns = self
+            .getrq
+            .remove(&(record.sector, record.op as u8))
+            .filter(|&at| at <= record.time_ns)
+            .unwrap_or(record.time_ns);
+        let mut request = Request::from_bio(&bio, self.now(created_ns));
+        let id = loop {
+            match self.table.insert(request) {
+                Ok(id) => break id,
+                Err(back) => {
+                    request = back;
+                    let capacity = self.table.capacity() * 2;
+                    self.table.grow(capacity);
+                }
+            }
+        };
+        let key = identity(record);
+        let requeued = match self.requeued.iter().position(|&k| k == key) {
+            Some(index) => {
+                self.requeued.swap_remove(index);
+                true
+            }
+            None => false,
+        };
+        self.call(now, |ours, cx| ours.scheduler().insert(cx, id));
+        self.live.push(Tracked {
+            id,
+            inserted_ns: record.time_ns,
+            insert_cpu: record.cpu,
+            pid: record.pid,
+            created_ns,
+            issued_ns: None,
+            requeued,
+            printed: record.priority,
+            in_ours: true,
+        });
+        // The insert runs the queue: with the device full, its pick waits for a tag.
+        self.park_if_full(now, record.time_ns);
+    }
+
+    fn bio_merge(&mut self, record: &BlockRecord) {
+        let now = self.now(self.latest_ns);
+        let (start, end) = (record.sector, record.sector + u64::from(record.sectors));
+        let back = record.point == BlockPoint::BioBackMerge;
+        let found = if back {
+            self.find_newest_queued(record.op, |request| request.end().0 == start)
+        } else {
+            self.find_newest_queued(record.op, |request| request.start.0 == end)
+        };
+        let Some(index) = found else {
+            // A plug merge (the request is inserted later with the merged extent), or a merge
+            // into a request ours does not hold.
+            self.report.unmatched_merges += 1;
+            return;
+        };
+        let tracked = self.live[index].clone();
+        let request = &mut self.table[tracked.id];
+        request.sector_count += record.sectors;
+        let kind = if back {
+            MergeKind::Back
+        } else {
+            let old_start = request.start;
+            request.start = Sector(start);
+            MergeKind::Front { old_start }
+        };
+        if tracked.in_ours {
+            self.call(now, |ours, cx| ours.scheduler().merged(cx, tracked.id, kind));
+        }
+    }
+
+    fn request_merge(&mut self, record: &BlockRecord) {
+        let now = self.now(self.latest_ns);
+        let key = identity(record);
+        // Ours's parked pick is out of ours, as the kernel's is out of the scheduler.
+        let parked = self.parked.as_ref().map(|(id, _, _)| *id);
+        let absorbed = self
+            .best_match(false, key, record.priority)
+            .filter(|&index| self.table[self.live[index].id].sector_count == key.1)
+            .filter(|&index| Some(self.live[index].id) != parked);
+        let kept = self.find_newest_queued(record.op, |request| {
+            request.end().0 == record.sector && request.start.0 != record.sector
+        });
+        let Some(kept) = kept else {
+            self.report.unmatched_merges += 1;
+            return;
+        };
+        let kept = self.live[kept].clone();
+        match absorbed {
+            Some(absorbed_index) => {
+                // A fusion (`attempt_merge`): the kept request grows first, as in the kernel.
+                let gone_id = self.live[absorbed_index].id;
+                if !self.may_fuse(kept.id, gone_id) {
+                    self.report.unmatched_merges += 1;
+                    return;
+                }
+                let gone = self.live.remove(absorbed_index);
+                let gone_request = self.table[gone.id].clone();
+                let request = &mut self.table[kept.id];
+                request.sector_count += gone_request.sector_count;
+                request.created = request.created.min(gone_request.created);
+                request.priority = request.priority.better(gone_request.priority);
+                if kept.in_ours && gone.in_ours {
+                    self.call(now, |ours, cx| {
+                        ours.scheduler().requests_merged(cx, kept.id, gone.id)
+                    });
+                }
+                self.table.remove(gone.id);
+            }
+            None => {
+                // An insert merge (`elv_attempt_insert_merge`): the new request never had an
+                // insert event and joins the back of `kept`.
+                self.table[kept.id].sector_count += record.sectors;
+                if kept.in_ours {
+                    self.call(now, |ours, cx| {
+                        ours.scheduler().merged(cx, kept.id, MergeKind::Back)
+                    });
+                }
+            }
+        }
+    }
+
+    /// Whether ours can take a fusion of these two requests: the kernel fuses only requests
+    /// of one priority (mq-deadline files them in one level) and one bfq queue (one process,
+    /// one sync-ness); a capture that says otherwise is not passed on to ours.
+    fn may_fuse(&self, kept: RequestId, absorbed: RequestId) -> bool {
+        let (a, b) = (&self.table[kept], &self.table[absorbed]);
+        match &self.ours {
+            Ours::MqDeadline(_) => a.priority.effective_class() == b.priority.effective_class(),
+            Ours::Bfq(_) => a.process == b.process && a.is_sync() == b.is_sync(),
+            Ours::Kyber(_) => true,
+        }
+    }
+
+    fn pick(&self, tracked: &Tracked) -> Pick {
+        let request = &self.table[tracked.id];
+        Pick {
+            sector: request.start.0,
+            sectors: request.sector_count,
+            op: op_name(request.op).to_owned(),
+            priority: request.priority.to_string(),
+            pid: tracked.pid,
+            insert_cpu: tracked.insert_cpu,
+            inserted_ns: tracked.inserted_ns,
+        }
+    }
+
+    fn issue(&mut self, record: &BlockRecord) {
+        let key = identity(record);
+        let Some(index) =
+            (record.op != Op::Flush).then(|| self.find_queued(key, record.priority)).flatten()
+        else {
+            self.report.excluded_issues += 1;
+            self.bypass_in_flight.push(key);
+            return;
+        };
+        let kernel = self.live[index].clone();
+        if !kernel.in_ours {
+            // Cannot happen: every queued request is in ours (a restart re-inserts them).
+            self.report.excluded_issues += 1;
+            self.live[index].issued_ns = Some(record.time_ns);
+            return;
+        }
+        let now = self.now(self.latest_ns);
+        self.decide(record, index, kernel, now);
+        self.park_if_full(now, record.time_ns);
+        self.last_issue_ns = record.time_ns;
+    }
+
+    /// The position of an issue of `ours` on another CPU than `record`'s, within
+    /// [`ConformOptions::concurrent_issue`] after it and not yet replayed.
+    fn concurrent_issue_of(&self, ours: RequestId, record: &BlockRecord) -> Option<usize> {
+        let request = &self.table[ours];
+        let key = (request.start.0, request.sector_count, request.op);
+        let window = self.options.concurrent_issue.as_nanos();
+        let events = &self.capture.events;
+        (self.position + 1..events.len())
+            .take_while(|&j| events[j].time_ns().saturating_sub(record.time_ns) <= window)
+            .find(|&j| match &events[j] {
+                SchedEvent::Block(other) => {
+                    other.point == BlockPoint::Issue
+                        && other.cpu != record.cpu
+                        && identity(other) == key
+                        && !self.consumed.contains(&j)
+                }
+                _ => false,
+            })
+    }
+
+    /// While the device is full and nothing is parked, a queue run (the rest of the run that
+    /// issued the request that filled it, or the run an insert starts) picks a request and,
+    /// finding no driver tag, parks it on the hardware queue's dispatch list until a tag frees
+    /// (`__blk_mq_do_dispatch_sched`: "if we cannot get tag for the request, stop
+    /// dequeueing"); later runs find the dispatch list busy and ask the scheduler nothing. Ours
+    /// picks now too.
+    fn park_if_full(&mut self, now: Instant, time_ns: u64) {
+        let depth = self.capture.header.queue_depth.max(1);
+        if !self.options.park_when_full || self.parked.is_some() || self.in_flight() < depth {
+            return;
+        }
+        let want_state = self.report.disagreements.len() < self.options.first_disagreements;
+        let (state, answer) = self.dispatch_ours(now, want_state);
+        if let Dispatch::Issue(id) = answer {
+            self.parked = Some((id, state, time_ns));
+        }
+    }
+
+    /// Puts the kernel's issue of `self.live[index]` to ours (or compares it with ours's
+    /// parked pick) and resynchronises on a mismatch.
+    fn decide(&mut self, record: &BlockRecord, index: usize, kernel: Tracked, now: Instant) {
+        let decision = self.report.decisions;
+        self.report.decisions += 1;
+        let want_state = self.report.disagreements.len() < self.options.first_disagreements;
+        let parked = self.parked.take();
+        let parked_at = parked.as_ref().map(|(_, _, at)| *at);
+        let (state, answer) = match parked {
+            Some((id, state, _)) => (state, Dispatch::Issue(id)),
+            None => self.dispatch_ours(now, want_state),
+        };
+        let ours_id = match answer {
+            Dispatch::Issue(id) if id == kernel.id => {
+                self.report.identical += 1;
+                self.chain_start = None;
+                self.live[index].issued_ns = Some(record.time_ns);
+                return;
+            }
+            Dispatch::Issue(id) => Some(id),
+            _ => None,
+        };
+        if let Some(ours) = ours_id
+            && let Some(position) = self.concurrent_issue_of(ours, record)
+        {
+            // Ours is the kernel's other pick of a concurrent pair: count it as that issue's
+            // decision, made first, then put the kernel's request to ours again.
+            self.consumed.insert(position);
+            self.report.identical += 1;
+            self.report.reordered_issues += 1;
+            self.chain_start = None;
+            let at = self.capture.events[position].time_ns();
+            if let Some(tracked) = self.live.iter_mut().find(|t| t.id == ours) {
+                tracked.issued_ns = Some(at);
+            }
+            return self.decide(record, index, kernel, now);
+        }
+        // A mismatch: classify it, then resynchronise.
+        let ours_index = ours_id.and_then(|id| self.live.iter().position(|t| t.id == id));
+        let ours_tracked = ours_index.map(|i| self.live[i].clone());
+        let cascaded = match self.chain_start {
+            Some(start) if decision - start <= self.options.cascade_window => true,
+            _ => {
+                self.chain_start = Some(decision);
+                false
+            }
+        };
+        let cause = self.classify(now, record, parked_at, &kernel, ours_tracked.as_ref(), answer);
+        if cascaded {
+            self.report.cascaded += 1;
+        } else {
+            self.report.first_disagreements += 1;
+            *self.report.causes.entry(cause).or_default() += 1;
+        }
+        if want_state {
+            let disagreement = Disagreement {
+                decision,
+                time_ns: record.time_ns,
+                jiffy: self.jiffy(record.time_ns),
+                kernel: self.pick(&kernel),
+                ours: ours_tracked.as_ref().map(|t| self.pick(t)),
+                our_answer: match answer {
+                    Dispatch::Issue(_) => "issue".to_owned(),
+                    Dispatch::Idle { until } => format!(
+                        "idle for {:.3} ms",
+                        until.as_nanos().saturating_sub(now.as_nanos()) as f64 / 1e6
+                    ),
+                    Dispatch::Throttled => "throttled".to_owned(),
+                    Dispatch::Empty => "empty".to_owned(),
+                },
+                cause,
+                cascaded,
+                our_state: state,
+            };
+            self.report.disagreements.push(disagreement);
+        }
+        let resynced =
+            self.call(now, |ours, cx| ours.scheduler().dispatch_request(cx, kernel.id, ours_id));
+        self.live[index].issued_ns = Some(record.time_ns);
+        if !resynced {
+            self.restart(now);
+        }
+    }
+
+    /// Replaces ours by a fresh instance when it could not resynchronise: the requests the
+    /// kernel still holds queued are inserted into it again, in their insertion order, at
+    /// `now`; those at the device stay unknown to it (their completions are not passed on).
+    fn restart(&mut self, now: Instant) {
+        let header = &self.capture.header;
+        // The tunables were accepted when the replay started; they are again.
+        let Ok(fresh) = build(header) else { return };
+        self.ours = fresh;
+        self.report.restarts += 1;
+        self.chain_start = None;
+        let queued: Vec<RequestId> = self
+            .live
+            .iter_mut()
+            .filter_map(|tracked| {
+                tracked.in_ours = tracked.issued_ns.is_none();
+                tracked.in_ours.then_some(tracked.id)
+            })
+            .collect();
+        for id in queued {
+            self.call(now, |ours, cx| ours.scheduler().insert(cx, id));
+        }
+    }
+
+    /// The cause of a mismatch (see [`Cause`]), from the two picks and our state after our
+    /// answer.
+    fn classify(
+        &self,
+        now: Instant,
+        record: &BlockRecord,
+        parked_at: Option<u64>,
+        kernel: &Tracked,
+        ours: Option<&Tracked>,
+        answer: Dispatch,
+    ) -> Cause {
+        if kernel.requeued {
+            return Cause::AtHeadRequeue;
+        }
+        // The kernel picked before the issue event: before ours's pick arrived from another
+        // CPU (it arrived after the issuing CPU's previous event), or after our parked pick
+        // (the kernel's arrived later than the run we parked at).
+        let previous_on_cpu = self.last_on_cpu.get(&record.cpu).copied().unwrap_or(0);
+        let raced = match parked_at {
+            Some(at) => kernel.inserted_ns > at,
+            None => {
+                ours.is_some_and(|o| o.insert_cpu != record.cpu && o.inserted_ns > previous_on_cpu)
+            }
+        };
+        if raced {
+            return Cause::PickTime;
+        }
+        let request = &self.table[kernel.id];
+        match &self.ours {
+            Ours::MqDeadline(scheduler) => {
+                let level = |r: &Request| r.priority.effective_class();
+                let other_level = ours.is_none_or(|o| level(&self.table[o.id]) != level(request));
+                if other_level {
+                    return Cause::PriorityThrottleRerun;
+                }
+                // A FIFO deadline or aging cut-off within one jiffy of now.
+                let jiffy_ns = 1_000_000_000 / u64::from(self.capture.header.hz);
+                let near = |tracked: &Tracked| {
+                    let r = &self.table[tracked.id];
+                    let expire = match r.op {
+                        Op::Read => scheduler.tunable("read_expire"),
+                        _ => scheduler.tunable("write_expire"),
+                    };
+                    let aging = scheduler.tunable("prio_aging_expire");
+                    let inserted = self.now(tracked.inserted_ns).as_nanos();
+                    [expire, aging].into_iter().flatten().any(|millis| {
+                        let due = inserted + millis as u64 * 1_000_000;
+                        due.abs_diff(now.as_nanos()) <= jiffy_ns
+                    })
+                };
+                if near(kernel) || ours.is_some_and(near) {
+                    return Cause::JiffyBoundary;
+                }
+                Cause::Unknown
+            }
+            Ours::Kyber(scheduler) => {
+                let domain = Domain::of(request.op);
+                let ours_domain = ours.map(|o| Domain::of(self.table[o.id].op));
+                if ours_domain != Some(domain) {
+                    // The kernel could not serve ours's domain: out of tokens there (its
+                    // `kyber_throttled` since the previous issue), or ours out of tokens.
+                    let previous_issue = self.last_issue_ns;
+                    let throttled = |d: Domain| {
+                        self.kyber_throttled[domain_index(d)].is_some_and(|at| at >= previous_issue)
+                    };
+                    let ours_throttled = matches!(answer, Dispatch::Throttled)
+                        || scheduler.tokens_in_use(domain) >= scheduler.depth(domain);
+                    if ours_throttled || ours_domain.is_some_and(throttled) {
+                        return Cause::KyberTokenWake;
+                    }
+                    return Cause::Unknown;
+                }
+                if ours.is_some_and(|o| o.insert_cpu != kernel.insert_cpu) {
+                    return Cause::PerCpuStaging;
+                }
+                Cause::Unknown
+            }
+            Ours::Bfq(_) => {
+                if ours.is_none() && matches!(answer, Dispatch::Throttled | Dispatch::Idle { .. }) {
+                    return Cause::BfqInjection;
+                }
+                if ours.is_some_and(|o| o.pid != kernel.pid) {
+                    return Cause::BfqQueueChoice;
+                }
+                Cause::Unknown
+            }
+        }
+    }
+
+    fn requeue(&mut self, record: &BlockRecord) {
+        self.report.requeues += 1;
+        let key = identity(record);
+        if let Some(index) = self.bypass_in_flight.iter().position(|&k| k == key) {
+            self.bypass_in_flight.swap_remove(index);
+            return;
+        }
+        // The request leaves ours as if completed (its tag and token are freed); its
+        // re-insert is a new request, flagged as requeued.
+        if self.finish(record) {
+            self.requeued.push(key);
+        }
+    }
+
+    fn complete(&mut self, record: &BlockRecord) {
+        let key = identity(record);
+        if self.finish(record) {
+            return;
+        }
+        if let Some(index) = self.bypass_in_flight.iter().position(|&k| k == key) {
+            self.bypass_in_flight.swap_remove(index);
+        }
+    }
+
+    /// Completes the issued request of `record` in ours; says whether there was one.
+    fn finish(&mut self, record: &BlockRecord) -> bool {
+        let Some(index) = self.find_issued(identity(record), record.priority) else {
+            return false;
+        };
+        let tracked = self.live.remove(index);
+        let now = self.now(self.latest_ns);
+        if tracked.in_ours {
+            let issued_ns = tracked.issued_ns.unwrap_or(record.time_ns);
+            let done = Completion {
+                id: tracked.id,
+                issued_at: self.now(issued_ns),
+                device_time: Duration::from_nanos(record.time_ns.saturating_sub(issued_ns)),
+                total_time: Duration::from_nanos(record.time_ns.saturating_sub(tracked.created_ns)),
+            };
+            self.call(now, |ours, cx| ours.scheduler().complete(cx, &done));
+        }
+        self.table.remove(tracked.id);
+        true
+    }
+}

@@ -1,0 +1,246 @@
+//! What a replay reports: agreement, the first disagreements with both sides' state, and the
+//! first disagreements grouped by cause. Serialisable for JSON; [`fmt::Display`] renders text.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+/// Why a first disagreement happened, as far as the replay can tell. The classes are the
+/// predicted divergences of `modern-vs-kernel.md` §2 that a decision replay can still show
+/// (§4 takes the rest out of the measurement), each checked by a rule on the two picks and our
+/// state; [`Cause::Unknown`] is what none of them explains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Cause {
+    /// §2 #10: the kernel's pick had been requeued and re-inserted, and 6.18.2+ serves
+    /// at-head requests from one global list before everything else (ours has no such list).
+    #[serde(rename = "at-head requeue")]
+    AtHeadRequeue,
+    /// §4 item 2 (and §2 #13): the kernel picked earlier than its issue event shows: ours's
+    /// pick was inserted from another CPU after the issuing CPU's last event (so probably
+    /// after the kernel's pick), or, for a pick ours parked when the device was full, the
+    /// kernel's request was inserted after that.
+    #[serde(rename = "pick time")]
+    PickTime,
+    /// §2 #1: mq-deadline, ours held the level back (no pick, or a pick of another priority
+    /// level) while the kernel served a level: when a priority-throttled queue is re-run
+    /// differs (ours re-asks at completions, the kernel at submissions and 1-jiffy polls).
+    #[serde(rename = "priority-throttle re-run")]
+    PriorityThrottleRerun,
+    /// §2 #2: kyber, ours found no token (or served another domain) where the kernel served
+    /// this one: token wake batches and depths differ.
+    #[serde(rename = "kyber token wake")]
+    KyberTokenWake,
+    /// §2 #5: kyber, same domain, but the two picks were inserted on different CPUs: the
+    /// kernel splices its per-CPU staging lists in CPU order, ours keeps one arrival list.
+    #[serde(rename = "per-cpu staging")]
+    PerCpuStaging,
+    /// §2 #11: mq-deadline, a FIFO deadline or the aging cut-off of one of the picks lies
+    /// within one jiffy of the decision, where the jiffy phase (not visible in the capture)
+    /// decides.
+    #[serde(rename = "jiffy boundary")]
+    JiffyBoundary,
+    /// bfq: ours idled for the queue in service (no pick) where the kernel served another
+    /// queue: the kernel injects I/O of other queues while it idles (`bfq_choose_bfqq_for_injection`),
+    /// which ours does not model (its "Deviations": injection while idling).
+    #[serde(rename = "bfq injection")]
+    BfqInjection,
+    /// bfq: the two picks belong to different processes (a different queue in service).
+    #[serde(rename = "bfq queue choice")]
+    BfqQueueChoice,
+    /// None of the rules above explains it.
+    #[serde(rename = "unknown")]
+    Unknown,
+}
+
+impl Cause {
+    /// The name reports print.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Cause::AtHeadRequeue => "at-head requeue",
+            Cause::PickTime => "pick time",
+            Cause::PriorityThrottleRerun => "priority-throttle re-run",
+            Cause::KyberTokenWake => "kyber token wake",
+            Cause::PerCpuStaging => "per-cpu staging",
+            Cause::JiffyBoundary => "jiffy boundary",
+            Cause::BfqInjection => "bfq injection",
+            Cause::BfqQueueChoice => "bfq queue choice",
+            Cause::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One side's pick at a decision.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Pick {
+    /// First sector.
+    pub sector: u64,
+    /// Sectors.
+    pub sectors: u32,
+    /// `read`, `write`, `discard`.
+    pub op: String,
+    /// The I/O priority as the replay gave it to ours.
+    pub priority: String,
+    /// The process of its insert event.
+    pub pid: u32,
+    /// The CPU its insert event fired on.
+    pub insert_cpu: u32,
+    /// When it was inserted, ns since the capture's first event.
+    pub inserted_ns: u64,
+}
+
+/// One disagreement between the kernel's pick and ours.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Disagreement {
+    /// Which decision (0-based, over every decision of the replay).
+    pub decision: u64,
+    /// The kernel's issue time, ns since the capture's first event.
+    pub time_ns: u64,
+    /// The jiffy the replay fed ours (jiffies since the capture's first event).
+    pub jiffy: u64,
+    /// What the kernel issued.
+    pub kernel: Pick,
+    /// What ours handed out, if anything.
+    pub ours: Option<Pick>,
+    /// Our answer: `issue`, or why not (`throttled`, `idle`, `empty`).
+    pub our_answer: String,
+    /// The classified cause.
+    pub cause: Cause,
+    /// Whether it is cascaded from an earlier disagreement (see [`ConformReport::cascaded`]).
+    pub cascaded: bool,
+    /// Our scheduler's state just before the decision (its `conform_state`).
+    pub our_state: String,
+}
+
+/// The outcome of replaying one capture into ours.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConformReport {
+    /// The scheduler (sysfs name).
+    pub scheduler: String,
+    /// The kernel release the capture ran on.
+    pub kernel_release: String,
+    /// Its `HZ`.
+    pub hz: u32,
+    /// The workload, as the capture names it.
+    pub workload: String,
+    /// The tunables the capture read back, as given to ours (`name=value`).
+    pub tunables: Vec<String>,
+    /// Events in the capture.
+    pub events: u64,
+    /// Every kernel issue of a request that went through the scheduler (had an insert): one
+    /// decision each.
+    pub decisions: u64,
+    /// Decisions where ours picked the kernel's request.
+    pub identical: u64,
+    /// `identical / decisions` (1 for a capture without decisions).
+    pub agreement: f64,
+    /// Disagreements that start a chain: not within `cascade_window` decisions of the first
+    /// disagreement of a chain of disagreements with no agreement between them.
+    pub first_disagreements: u64,
+    /// Disagreements that follow an earlier one (within `cascade_window` decisions of the
+    /// chain's first, with no agreement since): most are the resynchronisation's leftovers.
+    pub cascaded: u64,
+    /// Times ours could not resynchronise and was replaced by a fresh instance holding the
+    /// kernel's queued requests (its history, and those requests' ages, lost).
+    pub restarts: u64,
+    /// Issues of requests that never went through the scheduler (flushes, passthrough, an
+    /// extent never inserted): excluded.
+    pub excluded_issues: u64,
+    /// Decisions taken out of their issue events' order: ours picked the request of a
+    /// concurrent issue on another CPU (within `concurrent_issue` after), which is then counted
+    /// first, as identical.
+    pub reordered_issues: u64,
+    /// Requeues seen.
+    pub requeues: u64,
+    /// Merge events that matched no request the replay holds (plug merges, or bio merges into
+    /// requests not in the scheduler).
+    pub unmatched_merges: u64,
+    /// First disagreements by cause.
+    pub causes: BTreeMap<Cause, u64>,
+    /// The first disagreements in decision order (cascaded ones included, marked), at most
+    /// the replay's `first_disagreements` option.
+    pub disagreements: Vec<Disagreement>,
+}
+
+impl ConformReport {
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report serialises")
+    }
+}
+
+fn pick_text(pick: &Pick) -> String {
+    format!(
+        "{} {}+{} {} pid {} cpu {} inserted {:.3} ms",
+        pick.op,
+        pick.sector,
+        pick.sectors,
+        pick.priority,
+        pick.pid,
+        pick.insert_cpu,
+        pick.inserted_ns as f64 / 1e6
+    )
+}
+
+impl fmt::Display for ConformReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} on Linux {} (HZ={}), workload {}",
+            self.scheduler, self.kernel_release, self.hz, self.workload
+        )?;
+        if !self.tunables.is_empty() {
+            writeln!(f, "tunables: {}", self.tunables.join(" "))?;
+        }
+        writeln!(
+            f,
+            "decisions {}: identical {} ({:.4} %), first disagreements {}, cascaded {}",
+            self.decisions,
+            self.identical,
+            self.agreement * 100.0,
+            self.first_disagreements,
+            self.cascaded
+        )?;
+        writeln!(
+            f,
+            "events {}, excluded issues {}, reordered issues {}, requeues {}, unmatched merges {}, \
+             restarts {}",
+            self.events,
+            self.excluded_issues,
+            self.reordered_issues,
+            self.requeues,
+            self.unmatched_merges,
+            self.restarts
+        )?;
+        if !self.causes.is_empty() {
+            writeln!(f, "first disagreements by cause:")?;
+            for (cause, count) in &self.causes {
+                writeln!(f, "  {cause}: {count}")?;
+            }
+        }
+        for item in &self.disagreements {
+            writeln!(
+                f,
+                "#{} at {:.3} ms (jiffy {}){}: {}",
+                item.decision,
+                item.time_ns as f64 / 1e6,
+                item.jiffy,
+                if item.cascaded { " cascaded" } else { "" },
+                item.cause
+            )?;
+            writeln!(f, "  kernel: {}", pick_text(&item.kernel))?;
+            match &item.ours {
+                Some(pick) => writeln!(f, "  ours:   {}", pick_text(pick))?,
+                None => writeln!(f, "  ours:   {}", item.our_answer)?,
+            }
+            writeln!(f, "  state:  {}", item.our_state)?;
+        }
+        Ok(())
+    }
+}
