@@ -115,15 +115,18 @@ pub(crate) enum Command {
     /// original scheduler, tunables and nr_requests back when it ends, fails or is
     /// interrupted. Changing anything needs root.
     Kernel(KernelArgs),
-    /// Capture the kernel's own schedulers' decisions through their tracepoints, for the
-    /// conformance replay (issue 25).
+    /// Capture the kernel's own schedulers' decisions through their tracepoints and replay
+    /// them into ours: the kernel as the oracle (issue 25).
     ///
     /// For each scheduler of -s (with its tunables): attaches it afresh on DEV (default: a
     /// scratch loop device over a RAM-backed file, made and removed here), runs the workload
     /// (-w: a spec or an fio job file) with user-space scheduling off, captures every insert,
     /// merge, issue, requeue and completion (and kyber's own events) through tracefs, and
     /// writes DIR/conform-SCHED.sched; the device's queue is put back as found. A capture
-    /// that lost events is refused. Needs root.
+    /// that lost events is refused. Needs root. Each capture is then replayed into our
+    /// scheduler of the same name and tunables, decision by decision: agreement, the first
+    /// disagreements with both sides' state, disagreements by cause (DIR/conform-SCHED.json
+    /// has it all). `--replay FILE.sched ...` replays saved captures without root.
     Conform(crate::conform::ConformArgs),
     /// Capture a block device's I/O through tracefs block tracepoints, as fio's iolog or
     /// blkparse's text.

@@ -1,7 +1,12 @@
 //! `elevator conform [DEV] -s SCHED[:K=V,...],... -w SPEC|JOBFILE`: each kernel scheduler's
 //! decisions on a device captured through its tracepoints ([`elevator_kernel::conform`]),
 //! one capture file per scheduler (`DIR/conform-SCHED.sched`, the format of
-//! [`elevator_kernel::conform::sched_log`]), and the event counts of each on stdout.
+//! [`elevator_kernel::conform::sched_log`]), and the event counts of each on stdout; then
+//! each capture replayed into our scheduler of the same name and tunables
+//! ([`elevator_sched::conform`]): the agreement, the first disagreements with both sides'
+//! state, the disagreements by cause on stdout, the whole report as JSON beside the capture
+//! (`DIR/conform-SCHED.json`). `elevator conform --replay FILE.sched ...` replays saved
+//! captures (no root, no device).
 //!
 //! Without DEV the run is on a scratch loop device over a RAM-backed file, made and removed
 //! here; a named device is opened under the write-safety rules of `elevator kernel compare`
@@ -35,13 +40,18 @@ pub(crate) struct ConformArgs {
 
     /// The kernel schedulers, each with its tunables: `mq-deadline,kyber,bfq`,
     /// `mq-deadline:fifo_batch=8,read_expire=250,bfq:low_latency=0`.
-    #[arg(short, long = "schedulers", value_name = "SCHED[:K=V,...]", required = true)]
+    #[arg(
+        short,
+        long = "schedulers",
+        value_name = "SCHED[:K=V,...]",
+        required_unless_present = "replay"
+    )]
     pub(crate) schedulers: Vec<String>,
 
     /// The workload: a spec (`job:rw=randrw,bs=4k,iodepth=32`) or an fio job file
     /// (`FILE.fio` or `fio:FILE`).
-    #[arg(short, long, value_name = "SPEC|JOBFILE")]
-    pub(crate) workload: String,
+    #[arg(short, long, value_name = "SPEC|JOBFILE", required_unless_present = "replay")]
+    pub(crate) workload: Option<String>,
 
     /// The longest each job runs (a job file's jobs capped; a `job:` spec without its own
     /// `runtime` gets it).
@@ -65,6 +75,24 @@ pub(crate) struct ConformArgs {
     #[arg(long)]
     pub(crate) force: bool,
 
+    /// Replay these saved captures (`.sched` files) into ours instead of capturing: no root,
+    /// no device.
+    #[arg(
+        long,
+        value_name = "FILE.sched",
+        num_args = 1..,
+        conflicts_with_all = ["device", "schedulers", "workload", "force"]
+    )]
+    pub(crate) replay: Vec<PathBuf>,
+
+    /// How many disagreements each replay lists with both sides' state.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub(crate) first: usize,
+
+    /// Print each replay's report as JSON instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+
     /// Keep the queue's snapshot here instead of /run/elevator (for tests).
     #[arg(long, value_name = "DIR", hide = true)]
     pub(crate) state_dir: Option<PathBuf>,
@@ -78,7 +106,7 @@ fn parse_duration_arg(text: &str) -> Result<elevator_core::Duration, String> {
 /// The workload `-w` names, with `runtime` applied: a job file (`fio:FILE`, or a path that
 /// exists) or a spec.
 fn workload(args: &ConformArgs) -> Result<(WorkloadSpec, Option<fio_live::LiveJobFile>)> {
-    let text = args.workload.as_str();
+    let text = args.workload.as_deref().context("a capture needs a workload (-w)")?;
     let job_path = text.strip_prefix("fio:").or_else(|| Path::new(text).is_file().then_some(text));
     if let Some(path) = job_path {
         let file = fio_live::load(path, LiveMode::Kernel)?;
@@ -105,6 +133,9 @@ fn workload(args: &ConformArgs) -> Result<(WorkloadSpec, Option<fio_live::LiveJo
 
 /// Runs the captures, writes the files, prints the counts.
 pub(crate) fn run_command(args: &ConformArgs, stdout: &mut dyn Write) -> Result<()> {
+    if !args.replay.is_empty() {
+        return replay_files(args, stdout);
+    }
     // What is missing is said before anything is made or changed (exit 2).
     elevator_kernel::trace::check_privileges()
         .context("elevator conform captures the kernel's tracepoints")?;
@@ -183,7 +214,7 @@ fn capture_all(
                 ..PassthroughOptions::default()
             },
         },
-        workload_label: args.workload.clone(),
+        workload_label: args.workload.clone().unwrap_or_default(),
         buffer_size_kb: args.buffer_size_kb,
     };
     let mut written: Vec<String> = Vec::new();
@@ -242,9 +273,12 @@ fn capture_all(
             counts.lost,
             file.display()
         )?;
-        // replay: wired at merge — `elevator_sched::conform` (wt-replay25) replays
-        // `run.capture` into our scheduler of the same name and tunables and reports the
-        // agreement here.
+        if let Err(error) =
+            replay_one(&run.capture, Some(&file.with_extension("json")), args, stdout)
+        {
+            failed = Some(error);
+            break;
+        }
     }
     let restored = guard.restore();
     if let Some(error) = failed {
@@ -257,6 +291,47 @@ fn capture_all(
     if stop.load(Ordering::SeqCst) {
         note("interrupted: stopped issuing, restored the device; captures written so far are kept");
         return Err(Interrupted { signal: None }.into());
+    }
+    Ok(())
+}
+
+/// `--replay`: each saved capture replayed into ours, its report on stdout.
+fn replay_files(args: &ConformArgs, stdout: &mut dyn Write) -> Result<()> {
+    for path in &args.replay {
+        let capture = sched_log::read(path)?;
+        replay_one(&capture, None, args, stdout)
+            .with_context(|| format!("replaying {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Replays `capture` into our scheduler of its name and prints the report (text, or JSON
+/// with `--json`); with `json_path`, the JSON report is written there as well.
+fn replay_one(
+    capture: &sched_log::SchedCapture,
+    json_path: Option<&Path>,
+    args: &ConformArgs,
+    stdout: &mut dyn Write,
+) -> Result<()> {
+    if capture.header.scheduler == "none" {
+        // `none` dispatches in arrival order: there is no decision of its own to compare.
+        writeln!(stdout, "none: no scheduler decisions to replay")?;
+        return Ok(());
+    }
+    let options = elevator_sched::conform::ConformOptions {
+        first_disagreements: args.first,
+        ..elevator_sched::conform::ConformOptions::default()
+    };
+    let report = elevator_sched::conform::replay(capture, options)?;
+    let json = report.to_json();
+    if let Some(path) = json_path {
+        std::fs::write(path, format!("{json}\n"))
+            .with_context(|| format!("writing the replay report {}", path.display()))?;
+    }
+    if args.json {
+        writeln!(stdout, "{json}")?;
+    } else {
+        write!(stdout, "{report}")?;
     }
     Ok(())
 }

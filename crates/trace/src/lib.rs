@@ -220,12 +220,13 @@ pub struct ParseError {
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// The file could not be read.
-    #[error("{file}: cannot read: {source}")]
+    #[error("{file}: cannot read: {reason}")]
     Read {
         /// The file.
         file: String,
-        /// Why.
-        source: io::Error,
+        /// Why (in the message, not a `source`: an error chain printed whole would say it
+        /// twice).
+        reason: io::Error,
     },
     /// A line of a blkparse, MSR or compact trace is bad.
     #[error(transparent)]
@@ -302,7 +303,7 @@ pub fn detect_path(path: &Path) -> Result<Format, TraceError> {
     let mut first_bytes = Vec::with_capacity(4096);
     std::fs::File::open(path)
         .and_then(|opened| opened.take(4096).read_to_end(&mut first_bytes))
-        .map_err(|source| TraceError::Read { file: file.clone(), source })?;
+        .map_err(|reason| TraceError::Read { file: file.clone(), reason })?;
     // A line cut at 4 KiB would not parse: judge by the whole lines only, when there are any.
     let end =
         first_bytes.iter().rposition(|&byte| byte == b'\n').map_or(first_bytes.len(), |at| at + 1);
@@ -318,7 +319,7 @@ pub fn read(path: &Path) -> Result<Trace, TraceError> {
 pub fn read_with(path: &Path, options: &ReadOptions) -> Result<Trace, TraceError> {
     let file = path.display().to_string();
     let bytes =
-        std::fs::read(path).map_err(|source| TraceError::Read { file: file.clone(), source })?;
+        std::fs::read(path).map_err(|reason| TraceError::Read { file: file.clone(), reason })?;
     let text = String::from_utf8(bytes).map_err(|error| {
         let line = 1 + error.as_bytes()[..error.utf8_error().valid_up_to()]
             .iter()

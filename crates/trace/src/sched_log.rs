@@ -429,7 +429,7 @@ pub fn to_text(capture: &SchedCapture) -> String {
 pub fn read(path: &Path) -> Result<SchedCapture, TraceError> {
     let file = path.display().to_string();
     let bytes =
-        std::fs::read(path).map_err(|source| TraceError::Read { file: file.clone(), source })?;
+        std::fs::read(path).map_err(|reason| TraceError::Read { file: file.clone(), reason })?;
     let text = String::from_utf8(bytes).map_err(|error| {
         let line = 1 + error.as_bytes()[..error.utf8_error().valid_up_to()]
             .iter()
