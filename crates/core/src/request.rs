@@ -486,6 +486,9 @@ pub struct Request {
     pub process: ProcessId,
     /// When it was created; a merge keeps the earlier of the two (the kernel's `start_time`).
     pub created: Instant,
+    /// The CPU whose software queue it was inserted from (the kernel's `rq->mq_ctx->cpu`): 0
+    /// unless its submitter sets it. Only kyber reads it (its per-CPU staging lists).
+    pub cpu: u16,
     pub(crate) state: RequestState,
     /// Set once the device has taken it (the kernel's `REQ_STARTED`); a started request that
     /// comes back (requeue) is never merged or sorted past again.
@@ -553,6 +556,7 @@ impl Request {
             priority: bio.priority,
             process: bio.process,
             created: now,
+            cpu: 0,
             state: RequestState::Queued,
             started: false,
             activated: false,

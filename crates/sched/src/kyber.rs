@@ -306,8 +306,11 @@ struct Counters {
 pub struct Kyber {
     /// Latency targets in ns of the measured domains (read and write tunable, discard fixed).
     target_ns: [u64; MEASURED_COUNT],
-    /// New requests, still mergeable, per domain (the kernel's per-CPU kcq lists).
-    staged: [IdList; DOMAIN_COUNT],
+    /// New requests, still mergeable, per domain and per inserting CPU ([`Request::cpu`]): the
+    /// kernel's per-CPU `kyber_ctx_queue` lists, indexed by CPU, grown as CPUs appear.
+    ///
+    /// [`Request::cpu`]: elevator_core::Request::cpu
+    staged: [Vec<IdList>; DOMAIN_COUNT],
     /// Requests moved over once a token was taken, per domain (the kernel's per-hctx `rqs`).
     ready: [IdList; DOMAIN_COUNT],
     links: ListLinks,
@@ -416,7 +419,13 @@ impl Scheduler for Kyber {
         self.token_held[id] = false;
         let domain = Domain::of(cx.requests[id].op);
         self.non_reads += u32::from(Self::limited(cx.requests[id].op));
-        self.staged[domain.index()].push_back(&mut self.links, id);
+        // `kyber_insert_requests`: onto the list of the request's software queue (its CPU).
+        let cpu = usize::from(cx.requests[id].cpu);
+        let lists = &mut self.staged[domain.index()];
+        if lists.len() <= cpu {
+            lists.resize_with(cpu + 1, IdList::default);
+        }
+        lists[cpu].push_back(&mut self.links, id);
     }
 
     fn dispatch(&mut self, cx: &Ctx<'_>) -> Dispatch {
@@ -454,15 +463,17 @@ impl Scheduler for Kyber {
             while let Some(id) = self.ready[index].pop_front(&mut self.links) {
                 out.push(id);
             }
-            while let Some(id) = self.staged[index].pop_front(&mut self.links) {
-                out.push(id);
+            for list in &mut self.staged[index] {
+                while let Some(id) = list.pop_front(&mut self.links) {
+                    out.push(id);
+                }
             }
         }
         self.batching = 0;
     }
 
     fn queued(&self) -> usize {
-        self.staged.iter().chain(&self.ready).map(IdList::count).sum()
+        self.staged.iter().flatten().chain(&self.ready).map(IdList::count).sum()
     }
 
     fn dispatch_insert(&self) -> DispatchInsert {
@@ -474,8 +485,15 @@ impl Scheduler for Kyber {
     }
 
     fn allow_merge(&self, cx: &Ctx<'_>, target: RequestId, _bio: &elevator_core::Bio) -> bool {
-        // Only the newest few staged requests of the domain are looked at (blk-mq's list merge).
-        let staged = &self.staged[Domain::of(cx.requests[target].op).index()];
+        // Only the newest few staged requests of the domain on one CPU's list are looked at
+        // (blk-mq's list merge, `kyber_bio_merge` on the submitter's `kyber_ctx_queue`). The bio
+        // does not carry its CPU here: the list is the target's (see "Deviations").
+        let request = &cx.requests[target];
+        let Some(staged) =
+            self.staged[Domain::of(request.op).index()].get(usize::from(request.cpu))
+        else {
+            return false;
+        };
         std::iter::successors(staged.back(), |&id| staged.prev(&self.links, id))
             .take(MERGE_WINDOW)
             .any(|id| id == target)
@@ -486,8 +504,11 @@ impl Scheduler for Kyber {
         // but kept correct for a core that fuses anyway.
         let index = Domain::of(cx.requests[absorbed].op).index();
         self.non_reads_release(cx.requests[absorbed].op);
-        if self.staged[index].iter(&self.links).any(|id| id == absorbed) {
-            self.staged[index].remove(&mut self.links, absorbed);
+        let cpu = usize::from(cx.requests[absorbed].cpu);
+        if let Some(list) = self.staged[index].get_mut(cpu)
+            && list.iter(&self.links).any(|id| id == absorbed)
+        {
+            list.remove(&mut self.links, absorbed);
         } else {
             self.ready[index].remove(&mut self.links, absorbed);
         }
@@ -632,11 +653,11 @@ impl Scheduler for Kyber {
         let index = domain.index();
         // The kernel had a token for it, whatever our depth says.
         self.tokens[index].in_use += 1;
-        if self.staged[index].iter(&self.links).any(|other| other == id) {
+        let cpu = usize::from(cx.requests[id].cpu);
+        if self.staged[index].get(cpu).is_some_and(|list| list.iter(&self.links).any(|o| o == id))
+        {
             // Taking a token flushes the staging lists into the dispatch list.
-            while let Some(other) = self.staged[index].pop_front(&mut self.links) {
-                self.ready[index].push_back(&mut self.links, other);
-            }
+            self.staged_splice(index);
         }
         self.ready[index].remove(&mut self.links, id);
         self.token_held[id] = true;
@@ -654,7 +675,8 @@ impl Kyber {
         let domain = Domain::of(cx.requests[id].op);
         let index = domain.index();
         let held = |list: &IdList| list.iter(&self.links).any(|other| other == id);
-        (held(&self.staged[index]) || held(&self.ready[index])).then_some(domain)
+        let staged = self.staged[index].get(usize::from(cx.requests[id].cpu)).is_some_and(held);
+        (staged || held(&self.ready[index])).then_some(domain)
     }
 
     /// Sets each domain's depth to the kernel's (from its `kyber_adjust` events) and disarms
@@ -687,7 +709,7 @@ impl Kyber {
                 domain.name(),
                 tokens.depth,
                 tokens.in_use,
-                self.staged[index].count(),
+                self.staged[index].iter().map(IdList::count).sum::<usize>(),
                 self.ready[index].count()
             );
         }
@@ -718,7 +740,7 @@ impl Kyber {
     /// free. The staging list moves to the dispatch list only once the token is in hand.
     fn dispatch_from(&mut self, domain: Domain) -> Option<RequestId> {
         let index = domain.index();
-        if self.ready[index].is_empty() && self.staged[index].is_empty() {
+        if self.ready[index].is_empty() && self.staged[index].iter().all(IdList::is_empty) {
             return None;
         }
         let tokens = &mut self.tokens[index];
@@ -731,13 +753,28 @@ impl Kyber {
         // A waiter that got its token leaves the wait queue.
         tokens.waiting = false;
         if self.ready[index].is_empty() {
-            // Both lists live in the same links, so the whole staging list moves in O(1).
-            std::mem::swap(&mut self.ready[index], &mut self.staged[index]);
+            self.staged_splice(index);
         }
         let id = self.ready[index].pop_front(&mut self.links).expect("the domain has a request");
         self.token_held[id] = true;
         self.batching += 1;
         Some(id)
+    }
+
+    /// `kyber_flush_busy_kcqs`: moves every staged request of domain `index` to the tail of its
+    /// dispatch list, CPU by CPU from CPU 0 (`sbitmap_for_each_set` over the busy software
+    /// queues walks them by index), each CPU's list in insertion order.
+    fn staged_splice(&mut self, index: usize) {
+        for list in &mut self.staged[index] {
+            if self.ready[index].is_empty() {
+                // Both lists live in the same links, so a whole list moves in O(1).
+                std::mem::swap(&mut self.ready[index], list);
+            } else {
+                while let Some(id) = list.pop_front(&mut self.links) {
+                    self.ready[index].push_back(&mut self.links, id);
+                }
+            }
+        }
     }
 
     /// Returns the token `id` holds, if any.
@@ -915,10 +952,17 @@ mod tests {
 
         /// Creates and inserts a request of `op`, away from every other request.
         fn add(&mut self, op: Op) -> RequestId {
+            self.add_on(op, 0)
+        }
+
+        /// [`Driver::add`] from CPU `cpu`'s software queue.
+        fn add_on(&mut self, op: Op, cpu: u16) -> RequestId {
             let bio =
                 Bio { op, ..Bio::write(ProcessId(1), Sector(self.next_sector), 8, BioTag(0)) };
             self.next_sector += 64;
-            let id = self.table.insert(Request::from_bio(&bio, self.now)).unwrap();
+            let mut request = Request::from_bio(&bio, self.now);
+            request.cpu = cpu;
+            let id = self.table.insert(request).unwrap();
             let cx = Ctx {
                 now: self.now,
                 requests: &self.table,
@@ -1350,6 +1394,62 @@ mod tests {
             assert_eq!(matches!(outcome, Submitted::Merged { .. }), merges, "{kind}");
             h.run();
         }
+    }
+
+    // Proves the per-CPU staging of `kyber_ctx_queue`s: when a domain's dispatch list is empty,
+    // taking a token splices every CPU's staged requests CPU 0 first, each CPU's in insertion
+    // order (not in arrival order across CPUs); a request staged while the dispatch list still
+    // holds requests waits for the next splice, behind them, whatever its CPU.
+    #[test]
+    fn staged_requests_are_spliced_in_cpu_order() {
+        let mut d = Driver::new();
+        let a1 = d.add_on(Op::Read, 1);
+        let a2 = d.add_on(Op::Read, 1);
+        let b1 = d.add_on(Op::Read, 0);
+        let c1 = d.add_on(Op::Read, 2);
+        let b2 = d.add_on(Op::Read, 0);
+        assert_eq!(d.dispatch(), Dispatch::Issue(b1));
+        // b1 spliced everything: b2, a1, a2, c1 are on the dispatch list; b3 is staged.
+        let b3 = d.add_on(Op::Read, 0);
+        let a3 = d.add_on(Op::Read, 1);
+        let mut order = vec![b1];
+        while let Dispatch::Issue(id) = d.dispatch() {
+            order.push(id);
+        }
+        assert_eq!(order, [b1, b2, a1, a2, c1, b3, a3]);
+        // A write's splice takes only its own domain's lists.
+        let w1 = d.add_on(Op::Write, 1);
+        let r1 = d.add_on(Op::Read, 0);
+        let w0 = d.add_on(Op::Write, 0);
+        let mut order = Vec::new();
+        while let Dispatch::Issue(id) = d.dispatch() {
+            order.push(id);
+        }
+        assert_eq!(order.iter().filter(|&&id| id != r1).copied().collect::<Vec<_>>(), [w0, w1]);
+    }
+
+    // Proves the merge window is per CPU: a staged request stays mergeable while 8 newer
+    // requests of its domain are staged from another CPU, and stops being so once 8 newer ones
+    // are staged on its own CPU's list (one shared list would have closed it already).
+    #[test]
+    fn the_merge_window_is_the_newest_requests_of_one_cpu() {
+        let mut d = Driver::new();
+        let target = d.add_on(Op::Read, 1);
+        for _ in 0..MERGE_WINDOW {
+            d.add_on(Op::Read, 0);
+        }
+        let bio = Bio::read(ProcessId(1), d.table[target].end(), 8, BioTag(0));
+        let allowed = |d: &Driver| {
+            let cx = Ctx { now: d.now, requests: &d.table, in_flight: 0, depth: 1 << 16 };
+            d.kyber.allow_merge(&cx, target, &bio)
+        };
+        assert!(allowed(&d), "8 newer requests on another CPU");
+        for _ in 0..MERGE_WINDOW - 1 {
+            d.add_on(Op::Read, 1);
+        }
+        assert!(allowed(&d), "7 newer on its own CPU");
+        d.add_on(Op::Read, 1);
+        assert!(!allowed(&d), "8 newer on its own CPU");
     }
 
     // Proves the tunables: targets are in ns, accept unit suffixes through the spec parser, and

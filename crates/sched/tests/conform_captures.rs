@@ -54,13 +54,21 @@ fn kyber_randrw() {
     assert_at_least(&report, 783, 783);
 }
 
-// Proves kyber's measured agreement on a saturated randread run (1434 of 1496), whose first
-// disagreements are all per-CPU staging (§2 #5: our kyber keeps one staging list).
+// Proves kyber's measured agreement on a saturated randread run from two CPUs (1494 of 1496;
+// 1434 while ours kept one staging list): each CPU's requests are staged on their own list and
+// spliced CPU 0 first, as the kernel's per-CPU `kyber_ctx_queue`s (§2 #5). The two left are
+// timing the capture does not show: the kernel picked before a request of the other CPU was
+// inserted (pick time), and it spliced the staging lists between two inserts that ours spliced
+// together, so one CPU-1 request went ahead of an older-spliced CPU-0 one (classified per-cpu
+// staging, as the picks' CPUs differ).
 #[test]
 fn kyber_saturated_randread() {
     let report = replay_file("kyber-randread-qd512.sched");
-    assert_at_least(&report, 1496, 1434);
-    assert_eq!(report.causes.keys().copied().collect::<Vec<_>>(), [Cause::PerCpuStaging]);
+    assert_at_least(&report, 1496, 1494);
+    assert_eq!(
+        report.causes.keys().copied().collect::<Vec<_>>(),
+        [Cause::PickTime, Cause::PerCpuStaging]
+    );
 }
 
 // Proves bfq's measured agreement (823 of 1006); its first disagreements are all the
