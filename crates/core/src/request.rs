@@ -406,6 +406,9 @@ pub struct Bio {
     pub process: ProcessId,
     /// Handed back on completion.
     pub tag: BioTag,
+    /// The CPU it is submitted from, whose software queue its request joins (the kernel's
+    /// `blk_mq_get_ctx` of the submitting task's CPU): 0 unless the submitter knows better.
+    pub cpu: u16,
 }
 
 impl Bio {
@@ -419,6 +422,7 @@ impl Bio {
             priority: IoPriority::DEFAULT,
             process,
             tag,
+            cpu: 0,
         }
     }
 
@@ -432,6 +436,7 @@ impl Bio {
             priority: IoPriority::DEFAULT,
             process,
             tag,
+            cpu: 0,
         }
     }
 
@@ -486,8 +491,8 @@ pub struct Request {
     pub process: ProcessId,
     /// When it was created; a merge keeps the earlier of the two (the kernel's `start_time`).
     pub created: Instant,
-    /// The CPU whose software queue it was inserted from (the kernel's `rq->mq_ctx->cpu`): 0
-    /// unless its submitter sets it. Only kyber reads it (its per-CPU staging lists).
+    /// The CPU whose software queue it was inserted from (the kernel's `rq->mq_ctx->cpu`): its
+    /// first bio's [`Bio::cpu`]. Only kyber reads it (its per-CPU staging lists).
     pub cpu: u16,
     pub(crate) state: RequestState,
     /// Set once the device has taken it (the kernel's `REQ_STARTED`); a started request that
@@ -556,7 +561,7 @@ impl Request {
             priority: bio.priority,
             process: bio.process,
             created: now,
-            cpu: 0,
+            cpu: bio.cpu,
             state: RequestState::Queued,
             started: false,
             activated: false,

@@ -238,6 +238,7 @@ impl Reactor {
             priority: io.priority,
             process: io.process,
             tag: BioTag(0),
+            cpu: 0,
         };
         let mut bios = std::mem::take(&mut self.split);
         bios.clear();

@@ -17,11 +17,15 @@
 //! | discard | discards | 64 | 1 | 5 s (fixed) |
 //! | other | flushes and anything else | 16 | 1 | none: never resized |
 //!
-//! **Queueing.** A new request is appended to its domain's staging list (the kernel's per-CPU
-//! "kcq" list), where bios can still merge into it. Dispatch takes from the domain's dispatch
-//! list; when that is empty and the staging list is not, kyber first takes a token and only then
-//! moves the whole staging list over, so requests stay mergeable for as long as no token is
-//! free.
+//! **Queueing.** A new request is appended to its domain's staging list on the CPU it was
+//! inserted from ([`Request::cpu`](elevator_core::Request::cpu): the kernel's per-CPU
+//! `kyber_ctx_queue`, one per software queue, `kyber_insert_requests`), where bios can still
+//! merge into it. Dispatch takes from the domain's dispatch list; when that is empty and a
+//! staging list is not, kyber first takes a token and only then moves every CPU's staging list
+//! over, CPU 0's first (`kyber_flush_busy_kcqs` walks the busy software queues by index with
+//! `sbitmap_for_each_set`), so requests stay mergeable for as long as no token is free, and
+//! the dispatch list holds each CPU's requests together, not in arrival order across CPUs
+//! (modern-vs-kernel.md §2 row 5).
 //!
 //! **Dispatch** serves domains in turn: the current domain keeps going for up to its batch size
 //! in requests; when the batch is used up, or the domain has nothing it may send, the batch count
@@ -86,14 +90,19 @@
 //!   fires on the tick `HZ / 10` jiffies after the completion that armed it and the window is
 //!   `HZ` whole jiffies, at the host's tick rate (modern-vs-kernel.md row 11); on a legacy queue
 //!   they are exactly 100 ms and 1 s. The jiffies' phase is the clock's origin.
-//! * **One CPU, one hardware queue.** The kernel keeps a staging list per CPU and per hardware
-//!   queue and dispatch state (current domain, batch count) per hardware queue; here there is
-//!   one staging list and one dispatch list per domain and one dispatch state. Tokens are
-//!   per device in both.
+//! * **One hardware queue.** The kernel keeps its staging lists per CPU and per hardware queue
+//!   and dispatch state (current domain, batch count) per hardware queue; here the staging
+//!   lists are per CPU (as the kernel's on a one-queue device) and there is one dispatch list
+//!   per domain and one dispatch state. Tokens are per device in both. (Per-CPU staging is not
+//!   a deviation: §2 row 5.) The simulator's blk-mq host submits an issuer's direct I/O from
+//!   the core its thread is pinned to; its page-cache write-back and the legacy hosts submit as
+//!   CPU 0. The conformance replay gives each request the CPU of its insert event.
 //! * **Merging** is the kernel's small window: a bio may join one of the 8 newest requests on its
-//!   domain's staging list, never a request already moved to the dispatch list. The core offers
-//!   its back and front lookups ([`MergeLookups::ALL`]) and its one-hit cache, and
-//!   [`Scheduler::allow_merge`] vetoes any candidate outside that window. Where both a back and a
+//!   domain's staging list of one CPU, never a request already moved to the dispatch list. The
+//!   core offers its back and front lookups ([`MergeLookups::ALL`]) and its one-hit cache, and
+//!   [`Scheduler::allow_merge`] vetoes any candidate outside that window. The list is the
+//!   submitting CPU's ([`Bio::cpu`](elevator_core::Bio::cpu), `kyber_bio_merge` on
+//!   `blk_mq_get_ctx`'s queue), so a bio never joins a request staged from another CPU. Where both a back and a
 //!   front candidate lie in the window the core tries the back one first, where the kernel takes
 //!   the newer of the two. After a bio merge the grown request never fuses with a neighbour,
 //!   as in blk-mq's list merge.
@@ -484,14 +493,12 @@ impl Scheduler for Kyber {
         MergeLookups::ALL
     }
 
-    fn allow_merge(&self, cx: &Ctx<'_>, target: RequestId, _bio: &elevator_core::Bio) -> bool {
-        // Only the newest few staged requests of the domain on one CPU's list are looked at
-        // (blk-mq's list merge, `kyber_bio_merge` on the submitter's `kyber_ctx_queue`). The bio
-        // does not carry its CPU here: the list is the target's (see "Deviations").
-        let request = &cx.requests[target];
-        let Some(staged) =
-            self.staged[Domain::of(request.op).index()].get(usize::from(request.cpu))
-        else {
+    fn allow_merge(&self, cx: &Ctx<'_>, target: RequestId, bio: &elevator_core::Bio) -> bool {
+        // Only the newest few staged requests of the domain on the submitting CPU's list are
+        // looked at (blk-mq's list merge: `kyber_bio_merge` on the `kyber_ctx_queue` of
+        // `blk_mq_get_ctx`): a request staged on another CPU is out of reach.
+        let domain = Domain::of(cx.requests[target].op);
+        let Some(staged) = self.staged[domain.index()].get(usize::from(bio.cpu)) else {
             return false;
         };
         std::iter::successors(staged.back(), |&id| staged.prev(&self.links, id))
@@ -957,12 +964,13 @@ mod tests {
 
         /// [`Driver::add`] from CPU `cpu`'s software queue.
         fn add_on(&mut self, op: Op, cpu: u16) -> RequestId {
-            let bio =
-                Bio { op, ..Bio::write(ProcessId(1), Sector(self.next_sector), 8, BioTag(0)) };
+            let bio = Bio {
+                op,
+                cpu,
+                ..Bio::write(ProcessId(1), Sector(self.next_sector), 8, BioTag(0))
+            };
             self.next_sector += 64;
-            let mut request = Request::from_bio(&bio, self.now);
-            request.cpu = cpu;
-            let id = self.table.insert(request).unwrap();
+            let id = self.table.insert(Request::from_bio(&bio, self.now)).unwrap();
             let cx = Ctx {
                 now: self.now,
                 requests: &self.table,
@@ -1428,28 +1436,33 @@ mod tests {
         assert_eq!(order.iter().filter(|&&id| id != r1).copied().collect::<Vec<_>>(), [w0, w1]);
     }
 
-    // Proves the merge window is per CPU: a staged request stays mergeable while 8 newer
-    // requests of its domain are staged from another CPU, and stops being so once 8 newer ones
-    // are staged on its own CPU's list (one shared list would have closed it already).
+    // Proves the merge window is per submitting CPU: a bio from CPU 1 may join a request staged
+    // on CPU 1 while 8 newer requests of its domain are staged from CPU 0, and no longer once 8
+    // newer ones are staged on CPU 1's own list (one shared list would have closed it already);
+    // a bio from CPU 0 never reaches a request on CPU 1's list.
     #[test]
-    fn the_merge_window_is_the_newest_requests_of_one_cpu() {
+    fn the_merge_window_is_the_newest_requests_of_the_submitting_cpu() {
         let mut d = Driver::new();
         let target = d.add_on(Op::Read, 1);
         for _ in 0..MERGE_WINDOW {
             d.add_on(Op::Read, 0);
         }
-        let bio = Bio::read(ProcessId(1), d.table[target].end(), 8, BioTag(0));
-        let allowed = |d: &Driver| {
-            let cx = Ctx { now: d.now, requests: &d.table, in_flight: 0, depth: 1 << 16 };
-            d.kyber.allow_merge(&cx, target, &bio)
+        let from = |cpu: u16, d: &Driver| Bio {
+            cpu,
+            ..Bio::read(ProcessId(1), d.table[target].end(), 8, BioTag(0))
         };
-        assert!(allowed(&d), "8 newer requests on another CPU");
+        let allowed = |cpu: u16, d: &Driver| {
+            let cx = Ctx { now: d.now, requests: &d.table, in_flight: 0, depth: 1 << 16 };
+            d.kyber.allow_merge(&cx, target, &from(cpu, d))
+        };
+        assert!(allowed(1, &d), "8 newer requests on another CPU");
+        assert!(!allowed(0, &d), "a bio from the other CPU");
         for _ in 0..MERGE_WINDOW - 1 {
             d.add_on(Op::Read, 1);
         }
-        assert!(allowed(&d), "7 newer on its own CPU");
+        assert!(allowed(1, &d), "7 newer on its own CPU");
         d.add_on(Op::Read, 1);
-        assert!(!allowed(&d), "8 newer on its own CPU");
+        assert!(!allowed(1, &d), "8 newer on its own CPU");
     }
 
     // Proves the tunables: targets are in ns, accept unit suffixes through the spec parser, and

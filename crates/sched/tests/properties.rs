@@ -59,6 +59,7 @@ fn bio(arrival: &Arrival, max_sectors: u32) -> Bio {
         priority,
         process: ProcessId(arrival.process),
         tag: BioTag(0),
+        cpu: 0,
     }
 }
 

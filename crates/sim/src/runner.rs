@@ -1971,8 +1971,18 @@ impl Simulation {
             _ => io.flags,
         };
         self.issuers[index].wait_unplugs = true;
-        let template =
-            Bio { op, start: Sector(0), sector_count: 0, flags, priority, process, tag: BioTag(0) };
+        // On the blk-mq host the bios leave from the issuer's core (its software queue).
+        let cpu = self.mq.as_ref().map_or(0, |mq| mq.issuer_core(index));
+        let template = Bio {
+            op,
+            start: Sector(0),
+            sector_count: 0,
+            flags,
+            priority,
+            process,
+            tag: BioTag(0),
+            cpu,
+        };
         // Reused across calls: one operation's bios, so no allocation per I/O.
         let mut bios = std::mem::take(&mut self.bio_scratch);
         bios.clear();
@@ -2179,6 +2189,7 @@ impl Simulation {
             priority: IoPriority::default(),
             process,
             tag: BioTag(0),
+            cpu: 0,
         };
         let mut bios = std::mem::take(&mut self.bio_scratch);
         bios.clear();
@@ -2285,6 +2296,7 @@ impl Simulation {
                                 priority,
                                 process,
                                 tag: BioTag(tag as u64),
+                                cpu: 0,
                             });
                         }
                         let parked =

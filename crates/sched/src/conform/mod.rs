@@ -565,6 +565,9 @@ impl Replay<'_> {
             priority: our_priority(record.priority),
             process: ProcessId(record.pid),
             tag: BioTag(0),
+            // The inserting CPU is the request's software queue (kyber stages per CPU); a CPU
+            // number beyond u16 (none exists) would share the last list.
+            cpu: u16::try_from(record.cpu).unwrap_or(u16::MAX),
         };
         let created_ns = self
             .getrq
@@ -572,9 +575,6 @@ impl Replay<'_> {
             .filter(|&at| at <= record.time_ns)
             .unwrap_or(record.time_ns);
         let mut request = Request::from_bio(&bio, self.now(created_ns));
-        // The inserting CPU is the request's software queue (kyber stages per CPU); a CPU
-        // beyond u16 (none exists) would share the last list.
-        request.cpu = u16::try_from(record.cpu).unwrap_or(u16::MAX);
         let id = loop {
             match self.table.insert(request) {
                 Ok(id) => break id,

@@ -546,6 +546,13 @@ impl BlkMq {
         Ok(())
     }
 
+    /// The core `issuer`'s thread is pinned to: the CPU its bios are submitted from, whose
+    /// software queue their requests join ([`elevator_core::Bio::cpu`]; kyber stages per CPU).
+    pub(crate) fn issuer_core(&self, issuer: usize) -> u16 {
+        // Cores are numbered from a `u32` host key far below 65 536.
+        u16::try_from(self.cores.core_of(self.issuers[issuer].0)).unwrap_or(u16::MAX)
+    }
+
     /// CPU time of `issuer`'s thread so far: (user, system) nanoseconds.
     pub(crate) fn issuer_cpu_ns(&self, issuer: usize) -> (u64, u64) {
         let times = self.cores.thread_times(self.issuers[issuer].0);
