@@ -661,8 +661,7 @@ impl Scheduler for Kyber {
         // The kernel had a token for it, whatever our depth says.
         self.tokens[index].in_use += 1;
         let cpu = usize::from(cx.requests[id].cpu);
-        if self.staged[index].get(cpu).is_some_and(|list| list.iter(&self.links).any(|o| o == id))
-        {
+        if self.staged[index].get(cpu).is_some_and(|list| list.iter(&self.links).any(|o| o == id)) {
             // Taking a token flushes the staging lists into the dispatch list.
             self.staged_splice(index);
         }
@@ -964,11 +963,8 @@ mod tests {
 
         /// [`Driver::add`] from CPU `cpu`'s software queue.
         fn add_on(&mut self, op: Op, cpu: u16) -> RequestId {
-            let bio = Bio {
-                op,
-                cpu,
-                ..Bio::write(ProcessId(1), Sector(self.next_sector), 8, BioTag(0))
-            };
+            let bio =
+                Bio { op, cpu, ..Bio::write(ProcessId(1), Sector(self.next_sector), 8, BioTag(0)) };
             self.next_sector += 64;
             let id = self.table.insert(Request::from_bio(&bio, self.now)).unwrap();
             let cx = Ctx {
@@ -1463,6 +1459,25 @@ mod tests {
         assert!(allowed(1, &d), "7 newer on its own CPU");
         d.add_on(Op::Read, 1);
         assert!(!allowed(1, &d), "8 newer on its own CPU");
+    }
+
+    // Proves the submitting CPU travels from the bio through the block queue to kyber: reads
+    // submitted from CPUs 1 and 0 in turn while the device is held reach it CPU 0's first,
+    // each CPU's in submission order, and a bio from CPU 0 does not merge into the contiguous
+    // request staged from CPU 1.
+    #[test]
+    fn the_block_queue_hands_kyber_the_submitting_cpu() {
+        use elevator_core::Submitted;
+        let mut h = Harness::new(SchedulerKind::Kyber.build(), QueueConfig::default());
+        h.hold_device();
+        for (i, cpu) in [1u16, 0, 1, 0].into_iter().enumerate() {
+            h.submit(Bio { cpu, ..read(1, i as u64 * 1000, 8) });
+        }
+        let outcome = h.submit(Bio { cpu: 0, ..read(1, 8, 8) });
+        assert!(!matches!(outcome, Submitted::Merged { .. }), "merged across CPUs");
+        h.release_device();
+        h.run();
+        assert_eq!(h.issued_starts(), [1000, 3000, 8, 0, 2000]);
     }
 
     // Proves the tunables: targets are in ns, accept unit suffixes through the spec parser, and
