@@ -222,9 +222,12 @@ fn kyber_agrees_on_domain_batches() {
     assert_eq!((report.decisions, report.identical), (30, 30), "{report}");
 }
 
-// Proves a kyber disagreement between two reads inserted on different CPUs, the kernel
-// serving CPU 0's first (its staging lists are spliced in CPU order), is classified
-// `per-cpu staging` (§2 #5), and resynchronisation puts ours back in step.
+// Proves kyber's per-CPU staging is reproduced (§2 #5): two reads inserted on CPUs 1 and 0,
+// the kernel serving CPU 0's first (its staging lists are spliced in CPU order), agree; when
+// the kernel serves them in the other order (its splice ran between the two inserts, a moment
+// the trace does not show), the disagreement between picks of different CPUs is classified
+// `per-cpu staging` with both reads still staged on ours, and resynchronisation puts ours
+// back in step.
 #[test]
 fn kyber_cpu_order_is_per_cpu_staging() {
     let first = Rq { cpu: 1, ..read(100) };
@@ -232,8 +235,16 @@ fn kyber_cpu_order_is_per_cpu_staging() {
     let mut capture = Capture::new("kyber", &[]);
     capture.insert(0, first).insert(1, second).serve(10, &[second, first]);
     let report = capture.replay();
-    assert_eq!((report.decisions, report.identical), (2, 1), "{report}");
-    assert_eq!(report.causes.get(&Cause::PerCpuStaging), Some(&1));
+    assert_eq!((report.decisions, report.identical), (2, 2), "{report}");
+
+    // A write inserted on CPU 1 after both reads: the issuing CPU saw CPU 0's insert before it
+    // picked, so this is not a pick-time race.
+    let later = Rq { cpu: 1, ..write(300) };
+    let mut capture = Capture::new("kyber", &[]);
+    capture.insert(0, first).insert(1, second).insert(2, later).serve(10, &[first, second, later]);
+    let report = capture.replay();
+    assert_eq!((report.decisions, report.identical), (3, 2), "{report}");
+    assert_eq!(report.causes.get(&Cause::PerCpuStaging), Some(&1), "{report}");
     let state = &report.disagreements[0].our_state;
     assert!(state.contains("read: depth=256 in_use=0 staged=2 ready=0"), "{state}");
 }
