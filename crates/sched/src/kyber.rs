@@ -102,10 +102,10 @@
 //!   core offers its back and front lookups ([`MergeLookups::ALL`]) and its one-hit cache, and
 //!   [`Scheduler::allow_merge`] vetoes any candidate outside that window. The list is the
 //!   submitting CPU's ([`Bio::cpu`](elevator_core::Bio::cpu), `kyber_bio_merge` on
-//!   `blk_mq_get_ctx`'s queue), so a bio never joins a request staged from another CPU. Where both a back and a
-//!   front candidate lie in the window the core tries the back one first, where the kernel takes
-//!   the newer of the two. After a bio merge the grown request never fuses with a neighbour,
-//!   as in blk-mq's list merge.
+//!   `blk_mq_get_ctx`'s queue), so a bio never joins a request staged from another CPU. Where
+//!   both a back and a front candidate lie in the window the core tries the back one first,
+//!   where the kernel takes the newer of the two. After a bio merge the grown request never
+//!   fuses with a neighbour, as in blk-mq's list merge.
 //! * **Wake-ups.** The freed-token count towards a wake-up is kept per domain and only while
 //!   a dispatch waits; the kernel's `sbitmap_queue` counts frees in one `completion_cnt` per
 //!   token bitmap against `wakeup_cnt` whenever any waiter is active, so the two can differ in
