@@ -128,6 +128,7 @@
 //!   service at weight 1.
 
 mod burst;
+mod inject;
 mod peak_rate;
 mod queue;
 #[cfg(test)]
@@ -322,6 +323,21 @@ struct ProcessQueues {
     sync_queue: Option<QueueIndex>,
     /// The async queue its last async request went to.
     async_queue: Option<QueueIndex>,
+    /// Its requests inserted and not yet completed or merged away (`bic->requests`).
+    requests: u32,
+}
+
+/// The state of injection's service-time sampling (`inject.rs`), per device.
+#[derive(Clone, Copy, Debug)]
+struct InjectState {
+    /// Requests were injected since the sample started (`rqs_injected`).
+    rqs_injected: bool,
+    /// The next dispatch of the queue in service is the sampled request (`wait_dispatch`).
+    wait_dispatch: bool,
+    /// The sampled request, once dispatched (`waited_rq`).
+    waited_rq: Option<RequestId>,
+    /// When the sampled request arrived (`last_empty_occupied_ns`).
+    last_empty_occupied: Instant,
 }
 
 /// What bfq keeps per request.
@@ -353,6 +369,7 @@ struct Counters {
     wr_async_starts: u64,
     wr_ends: u64,
     idle_class_timeouts: u64,
+    injections: u64,
     sync_queues_created: u64,
     async_queues_created: u64,
 }
@@ -401,6 +418,10 @@ pub struct Bfq {
     next_sequence: u64,
     /// Burst detection of new sync queues (`burst.rs`).
     burst: Burst,
+    /// Injection's sampling (`inject.rs`).
+    inject: InjectState,
+    /// Entries into the active trees so far (each queue's `active_sequence`).
+    activations: u64,
     counters: Counters,
 }
 
@@ -436,6 +457,8 @@ impl Bfq {
             fifo_links: ListLinks::new(0),
             next_sequence: 0,
             burst: Burst::default(),
+            inject: InjectState::new(),
+            activations: 0,
             counters: Counters::default(),
         }
     }
@@ -458,6 +481,9 @@ impl Scheduler for Bfq {
         let request = &cx.requests[id];
         let sync = request.is_sync();
         let queue = self.insert_find_queue(now, request);
+        let process = self.processes.get_mut(&request.process).expect("made by insert_find_queue");
+        process.requests += 1;
+        let process_requests = process.requests;
         self.insert_handle_burst(now, queue);
         let fifo_time = now + self.tunables.fifo_expire[usize::from(sync)];
         self.slots[id] = Slot { queue, fifo_time, sequence: self.next_sequence, out: false };
@@ -465,8 +491,14 @@ impl Scheduler for Bfq {
         let slice_idle = self.tunables.slice_idle;
         let entry = &mut self.queues[queue.slot()];
         entry.insert_update_think_time(now, slice_idle);
-        entry.insert_update_short_ttime(slice_idle);
+        if entry.insert_update_short_ttime(slice_idle) {
+            self.inject_after_ttime_change(queue, now);
+        }
         self.insert_update_seek(now, queue, request.start);
+        if self.queues[queue.slot()].sync && process_requests <= 1 {
+            // `bfq_add_request` (waker detection would go here too; see "Deviations").
+            self.add_request_inject(cx, queue);
+        }
         self.add_request(cx, queue, id);
         self.queues[queue.slot()].fifo.push_back(&mut self.fifo_links, id);
         self.insert_enqueued(cx, queue, id);
@@ -579,6 +611,7 @@ impl Scheduler for Bfq {
             self.queues[queue.slot()].next_request = Some(kept);
         }
         self.remove_request(cx, queue, absorbed);
+        self.forget_process_request(cx, absorbed);
         self.updated_next_request(cx, queue);
         self.release_forgotten();
     }
@@ -593,7 +626,11 @@ impl Scheduler for Bfq {
         }
         self.slots[done.id].out = false;
         let queue = slot.queue;
+        self.forget_process_request(cx, done.id);
         // The kernel counts the completing request as still in the driver here.
+        if self.inject.waited_rq == Some(done.id) {
+            self.update_inject_limit(queue, now, cx.in_flight + 1);
+        }
         self.complete_update_hw_tag(cx.in_flight + 1);
         let entry = &mut self.queues[queue.slot()];
         assert!(entry.dispatched > 0, "bfq: {:?} completed twice", done.id);
@@ -730,6 +767,7 @@ impl Scheduler for Bfq {
             Counter { name: "wr_async_starts", value: counters.wr_async_starts },
             Counter { name: "wr_ends", value: counters.wr_ends },
             Counter { name: "idle_class_timeouts", value: counters.idle_class_timeouts },
+            Counter { name: "injections", value: counters.injections },
             Counter { name: "sync_queues_created", value: counters.sync_queues_created },
             Counter { name: "async_queues_created", value: counters.async_queues_created },
             Counter { name: "peak_rate_sectors_per_s", value: self.peak.sectors_per_second() },
@@ -823,7 +861,8 @@ impl Bfq {
                 let next = entry.next_request.map(|next| cx.requests[next].start.0);
                 let _ = write!(
                     out,
-                    "; in_service={:?} {:?}/{} sync={} budget={} service={} queued={} next={next:?}",
+                    "; in_service={:?} {:?}/{} sync={} budget={} service={} queued={} next={next:?} \
+                     wr_coeff={} dispatched={} in_driver={} short_ttime={} inject_limit={}",
                     entry.owner,
                     entry.class,
                     entry.level,
@@ -831,6 +870,11 @@ impl Bfq {
                     entity.budget,
                     entity.service,
                     entry.queued[0] + entry.queued[1],
+                    entry.wr_coeff,
+                    entry.dispatched,
+                    cx.in_flight,
+                    entry.has_short_ttime,
+                    entry.inject_limit,
                 );
             }
             None => out.push_str("; in_service=none"),
@@ -1130,7 +1174,12 @@ impl Bfq {
                     return Some(queue);
                 }
             } else if entry.wait_request || (entry.dispatched > 0 && self.better_to_idle(queue)) {
-                return None;
+                // Kept in service, empty; another queue's request may be injected (§3.8).
+                let injected = self.injection_queue(cx, queue);
+                if injected.is_some() {
+                    self.counters.injections += 1;
+                }
+                return injected;
             } else {
                 self.expire(cx, queue, false, Expiration::NoMoreRequests);
             }
@@ -1214,6 +1263,7 @@ impl Bfq {
         if self.in_service != Some(queue) {
             return id;
         }
+        self.dispatch_inject(id);
         self.dispatch_update_weight_raising(cx.now, queue);
         let busy: u32 = self.busy_queues.iter().sum();
         if busy > 1 && self.queues[queue.slot()].class == IoClass::Idle {
@@ -1523,7 +1573,9 @@ impl Bfq {
         let update = self.apply_priority_change(queue, true);
         let entry = &self.queues[queue.slot()];
         self.wf2q.activate(queue.0, entry.non_blocking_wait_rq, update, entry.wr_coeff);
+        self.activations += 1;
         let entry = &mut self.queues[queue.slot()];
+        entry.active_sequence = self.activations;
         entry.non_blocking_wait_rq = false;
         entry.busy = true;
         self.busy_queues[class_index(entry.class)] += 1;
@@ -1556,6 +1608,15 @@ impl Bfq {
         let update = self.apply_priority_change(queue, true);
         let wr_coeff = self.queues[queue.slot()].wr_coeff;
         self.wf2q.requeue(queue.0, update, wr_coeff);
+        self.activations += 1;
+        self.queues[queue.slot()].active_sequence = self.activations;
+    }
+
+    /// One request of its process fewer outstanding (`bfq_finish_request`).
+    fn forget_process_request(&mut self, cx: &Ctx<'_>, id: RequestId) {
+        if let Some(process) = self.processes.get_mut(&cx.requests[id].process) {
+            process.requests = process.requests.saturating_sub(1);
+        }
     }
 
     /// Applies a pending priority or raising change (`__bfq_entity_update_weight_prio`): the

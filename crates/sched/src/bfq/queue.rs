@@ -152,6 +152,18 @@ pub(super) struct BfqQueue {
     pub(super) last_idle_backlogged: Instant,
     pub(super) service_from_backlogged: u64,
     pub(super) service_from_wr: u64,
+    // Injection while it is idled for (§3.8, `inject.rs`).
+    /// Requests of other queues that may be at the device while it is idled for
+    /// (`inject_limit`).
+    pub(super) inject_limit: u32,
+    /// Baseline total service time (arrival to completion) of a request that found nothing in
+    /// flight, in nanoseconds; 0 until sampled (`last_serv_time_ns`).
+    pub(super) last_serv_time_ns: u64,
+    /// When the limit last went down or was reset (`decrease_time_jif`).
+    pub(super) decrease_time: Instant,
+    /// Order of its latest entry into an active tree: the kernel's `active_list` is walked
+    /// from the most recent entry (`list_add` at the head).
+    pub(super) active_sequence: u64,
 }
 
 impl BfqQueue {
@@ -209,6 +221,11 @@ impl BfqQueue {
             last_idle_backlogged: now,
             service_from_backlogged: 0,
             service_from_wr: 0,
+            inject_limit: 0,
+            last_serv_time_ns: 0,
+            // Since 6.3 (`bfq_init_bfqq`), so that the first sampling waits from creation.
+            decrease_time: now,
+            active_sequence: 0,
         }
     }
 
@@ -248,14 +265,18 @@ impl BfqQueue {
     }
 
     /// Re-decides `has_short_ttime` (`bfq_update_has_short_ttime`): short unless its process
-    /// is gone or its trusted mean think time exceeds half of `slice_idle`.
-    pub(super) fn insert_update_short_ttime(&mut self, slice_idle: Duration) {
+    /// is gone or its trusted mean think time exceeds half of `slice_idle`. Returns whether it
+    /// changed.
+    pub(super) fn insert_update_short_ttime(&mut self, slice_idle: Duration) -> bool {
         if !self.sync || self.class == IoClass::Idle || slice_idle == Duration::ZERO {
-            return;
+            return false;
         }
         let long =
             self.ttime_samples > VALID_SAMPLES && self.ttime_mean_ns > slice_idle.as_nanos() / 2;
-        self.has_short_ttime = self.owner != Owner::Exited && !long;
+        let short = self.owner != Owner::Exited && !long;
+        let changed = short != self.has_short_ttime;
+        self.has_short_ttime = short;
+        changed
     }
 
     /// Shifts the seekiness of a request at `start` into the history.
