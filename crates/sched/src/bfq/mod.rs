@@ -33,6 +33,14 @@
 //! its hole**: it continues with the rest of its budget and back-shifted timestamps, and
 //! preempts the queue in service if raised at least as much.
 //!
+//! While the queue in service is empty and idled for, bfq **injects** requests of other queues
+//! (`inject.rs`, §3.8): first its process's own async write, else (unless idling is for
+//! throughput, or the queue is raised with a short think time and no other raised queue is
+//! busy) the most recently activated queue whose next request fits its budget, while fewer
+//! requests than the queue's **inject limit** are at the device. The limit adapts to how much
+//! the injected requests delay the queue's own: 1.5 × the service time of a request that met
+//! an empty device is the bound.
+//!
 //! With `low_latency`, a default-weight sync queue whose process was idle for 2 s starts an
 //! **interactive** weight raising (coefficient 30, for `14000 × 7 s / peak rate`, clamped to
 //! 3–25 s, or until it has received 120000 sectors); one that arrives after its previous batch
@@ -88,13 +96,22 @@
 //! Left out, as modern-schedulers.md §3.12 allows:
 //!
 //! * **Queue merging** (early and stable merging of cooperating queues, and their splitting).
-//! * **Injection** while idling (§3.8): while the queue in service is idled for, nothing else
-//!   is dispatched; waker/woken detection goes with it.
+//! * **Waker/woken detection** (§3.8 steps 2 and 3): a queue is never injected as the waker of
+//!   the queue in service or as a queue it wakes, and `bfq_reset_inject_limit`'s exception
+//!   for a queue with a waker does not arise.
 //! * **cgroups** (group entities, `io.bfq.weight`): every queue is a child of the root.
 //! * **Multiple actuators**.
 //!
 //! Also simplified:
 //!
+//! * **Injection** (`inject.rs`) follows 6.12's `bfq_select_queue` and
+//!   `bfq_choose_bfqq_for_injection`, with the device taken as rotational (below), so the rule
+//!   that keeps a request of 64 sectors or more from being injected beside anything in flight
+//!   on a non-rotational device does not apply. The kernel's `active_list` order (most recent
+//!   entry first) is kept as each queue's latest activation or requeue. A process's outstanding
+//!   requests (`bic->requests`, which gates the limit's sampling) are those bfq was given and
+//!   that have not completed or been merged away. The limit's 10 ms, 100 ms and 1 s intervals
+//!   and the "plugged for `slice_idle`" test use nanosecond times, not jiffies.
 //! * **Burst detection** (§3.9) has no group check (every queue's parent is the root, so
 //!   `burst_parent_entity` never ends a burst) and no "just split" exemption (queues are never
 //!   merged, so never split); a freed queue always leaves the burst's size (the kernel's
