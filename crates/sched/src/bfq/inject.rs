@@ -14,6 +14,12 @@
 //! baseline exists. Sampling and resets only happen for a request whose process has no other
 //! request outstanding (`bic->requests <= 1`): a process with many requests in flight is not
 //! made to wait by one injected request.
+//!
+//! **Waker detection** (`bfq_check_waker`): a queue with a long think time whose process's
+//! request arrives less than 4 ms after a completion of another queue detects that queue as a
+//! candidate waker; three detections in a row (within 128 `slice_idle`s of the first) make it
+//! the queue's waker. While the queue is idled for, its waker's and its woken queues' requests
+//! are injected first, without the limit: they unblock the process being waited for.
 
 use elevator_core::{Ctx, Duration, Instant, RequestId};
 
@@ -110,10 +116,10 @@ impl Bfq {
 
     /// The queue to inject from while `queue`, in service and empty, is idled for (the
     /// injection branch of `bfq_select_queue`): its process's async queue if that queue's next
-    /// request is the process's own and fits its budget; else, unless idling is for throughput
-    /// or `queue` is raised with a short think time while no other raised queue is busy, a
-    /// queue `bfq_choose_bfqq_for_injection` finds. Waker and woken queues are not detected
-    /// (see "Deviations").
+    /// request is the process's own and fits its budget; else its waker, else the latest queue
+    /// it wakes, if busy with a next request that fits its budget (whatever the inject limit);
+    /// else, unless idling is for throughput or `queue` is raised with a short think time while
+    /// no other raised queue is busy, a queue `bfq_choose_bfqq_for_injection` finds.
     pub(super) fn injection_queue(
         &mut self,
         cx: &Ctx<'_>,
@@ -133,6 +139,23 @@ impl Bfq {
             }
         }
         let entry = &self.queues[queue.slot()];
+        let fits = |candidate: QueueIndex| {
+            let other = &self.queues[candidate.slot()];
+            other.busy
+                && other.next_request.is_some_and(|next| {
+                    self.charge(cx, next, candidate) <= self.budget_left(candidate)
+                })
+        };
+        if let Some(waker) = entry.waker
+            && fits(waker)
+        {
+            return Some(waker);
+        }
+        if let Some(&woken) = entry.woken.first()
+            && fits(woken)
+        {
+            return Some(woken);
+        }
         if !self.idling_boosts_throughput(queue)
             && (entry.wr_coeff == 1 || self.wr_busy_queues > 1 || !entry.has_short_ttime)
         {
@@ -189,6 +212,70 @@ impl Bfq {
         if self.inject.wait_dispatch {
             self.inject.wait_dispatch = false;
             self.inject.waited_rq = Some(id);
+        }
+    }
+}
+
+/// How long after a completion of another queue a queue's new request counts as woken by it
+/// (`bfq_check_waker`: 4 ms).
+const WAKER_WINDOW: Duration = Duration::from_millis(4);
+/// Detections of the same candidate that make it the waker.
+const WAKER_DETECTIONS: u32 = 3;
+/// Detection restarts if the first one is older than this many `slice_idle`s.
+const WAKER_DETECTION_SLICES: u64 = 128;
+
+/// Waker detection (`bfq_check_waker`).
+impl Bfq {
+    /// `queue`, with a long think time, gets a request (its process's only one outstanding)
+    /// less than 4 ms after a request of another queue completed: one detection of that queue
+    /// as its waker; the third in a row (within 128 `slice_idle`s of the first) makes it the
+    /// waker, and `queue` joins its woken list.
+    pub(super) fn check_waker(&mut self, queue: QueueIndex, now: Instant) {
+        let Some(candidate) = self.last_completed_queue else { return };
+        let entry = &self.queues[queue.slot()];
+        if candidate == queue
+            || entry.has_short_ttime
+            || now.saturating_since(self.last_completion) >= WAKER_WINDOW
+        {
+            return;
+        }
+        let window = Duration::from_nanos(
+            WAKER_DETECTION_SLICES.saturating_mul(self.tunables.slice_idle.as_nanos()),
+        );
+        let entry = &mut self.queues[queue.slot()];
+        if entry.tentative_waker != Some(candidate) || now > entry.waker_detection_started + window
+        {
+            entry.tentative_waker = Some(candidate);
+            entry.waker_detections = 1;
+            entry.waker_detection_started = now;
+        } else {
+            entry.waker_detections += 1;
+        }
+        if entry.waker_detections == WAKER_DETECTIONS {
+            entry.tentative_waker = None;
+            if let Some(old) = entry.waker.replace(candidate) {
+                self.queues[old.slot()].woken.retain(|&woken| woken != queue);
+            }
+            self.queues[candidate.slot()].woken.insert(0, queue);
+        }
+    }
+
+    /// `queue` is freed (`bfq_put_queue`): the queues it woke lose their waker, its own waker
+    /// forgets it, and no one keeps it as a candidate or as the latest completion.
+    pub(super) fn free_forgets_wakers(&mut self, queue: QueueIndex) {
+        for woken in std::mem::take(&mut self.queues[queue.slot()].woken) {
+            self.queues[woken.slot()].waker = None;
+        }
+        if let Some(waker) = self.queues[queue.slot()].waker.take() {
+            self.queues[waker.slot()].woken.retain(|&woken| woken != queue);
+        }
+        for entry in &mut self.queues {
+            if entry.tentative_waker == Some(queue) {
+                entry.tentative_waker = None;
+            }
+        }
+        if self.last_completed_queue == Some(queue) {
+            self.last_completed_queue = None;
         }
     }
 }

@@ -34,7 +34,9 @@
 //! preempts the queue in service if raised at least as much.
 //!
 //! While the queue in service is empty and idled for, bfq **injects** requests of other queues
-//! (`inject.rs`, §3.8): first its process's own async write, else (unless idling is for
+//! (`inject.rs`, §3.8): first its process's own async write, then its **waker** (a queue
+//! whose completions were three times in a row followed within 4 ms by this queue's requests,
+//! this queue having a long think time) or a queue it wakes; else (unless idling is for
 //! throughput, or the queue is raised with a short think time and no other raised queue is
 //! busy) the most recently activated queue whose next request fits its budget, while fewer
 //! requests than the queue's **inject limit** are at the device. The limit adapts to how much
@@ -96,9 +98,6 @@
 //! Left out, as modern-schedulers.md §3.12 allows:
 //!
 //! * **Queue merging** (early and stable merging of cooperating queues, and their splitting).
-//! * **Waker/woken detection** (§3.8 steps 2 and 3): a queue is never injected as the waker of
-//!   the queue in service or as a queue it wakes, and `bfq_reset_inject_limit`'s exception
-//!   for a queue with a waker does not arise.
 //! * **cgroups** (group entities, `io.bfq.weight`): every queue is a child of the root.
 //! * **Multiple actuators**.
 //!
@@ -111,7 +110,9 @@
 //!   entry first) is kept as each queue's latest activation or requeue. A process's outstanding
 //!   requests (`bic->requests`, which gates the limit's sampling) are those bfq was given and
 //!   that have not completed or been merged away. The limit's 10 ms, 100 ms and 1 s intervals
-//!   and the "plugged for `slice_idle`" test use nanosecond times, not jiffies.
+//!   and the "plugged for `slice_idle`" test use nanosecond times, not jiffies. A queue's woken
+//!   list is kept latest first, as `hlist_add_head` keeps it; freeing a queue also clears it
+//!   as anyone's candidate waker (queue slots are reused here, pointers are not in the kernel).
 //! * **Burst detection** (§3.9) has no group check (every queue's parent is the root, so
 //!   `burst_parent_entity` never ends a burst) and no "just split" exemption (queues are never
 //!   merged, so never split); a freed queue always leaves the burst's size (the kernel's
@@ -437,6 +438,8 @@ pub struct Bfq {
     burst: Burst,
     /// Injection's sampling (`inject.rs`).
     inject: InjectState,
+    /// The queue of the latest completion (`last_completed_rq_bfqq`), for waker detection.
+    last_completed_queue: Option<QueueIndex>,
     /// Entries into the active trees so far (each queue's `active_sequence`).
     activations: u64,
     counters: Counters,
@@ -475,6 +478,7 @@ impl Bfq {
             next_sequence: 0,
             burst: Burst::default(),
             inject: InjectState::new(),
+            last_completed_queue: None,
             activations: 0,
             counters: Counters::default(),
         }
@@ -513,7 +517,8 @@ impl Scheduler for Bfq {
         }
         self.insert_update_seek(now, queue, request.start);
         if self.queues[queue.slot()].sync && process_requests <= 1 {
-            // `bfq_add_request` (waker detection would go here too; see "Deviations").
+            // `bfq_add_request`.
+            self.check_waker(queue, now);
             self.add_request_inject(cx, queue);
         }
         self.add_request(cx, queue, id);
@@ -662,6 +667,7 @@ impl Scheduler for Bfq {
             self.peak_rate_updated();
         }
         self.last_completion = now;
+        self.last_completed_queue = Some(queue);
         let entry = &self.queues[queue.slot()];
         if entry.softrt_update
             && entry.dispatched == 0
@@ -1734,6 +1740,7 @@ impl Bfq {
         }
         debug_assert!(entry.weight_counter.is_none(), "bfq: freeing a counted queue");
         self.free_leaves_burst(queue);
+        self.free_forgets_wakers(queue);
         self.queues[queue.slot()].owner = Owner::Free;
         self.free_queues.push(queue);
     }

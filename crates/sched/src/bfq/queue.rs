@@ -164,6 +164,16 @@ pub(super) struct BfqQueue {
     /// Order of its latest entry into an active tree: the kernel's `active_list` is walked
     /// from the most recent entry (`list_add` at the head).
     pub(super) active_sequence: u64,
+    /// The queue whose completions seem to wake its process (`waker_bfqq`), after three
+    /// detections.
+    pub(super) waker: Option<QueueIndex>,
+    /// Queues this one is the waker of, the latest first (`woken_list`).
+    pub(super) woken: Vec<QueueIndex>,
+    /// The candidate waker being confirmed (`tentative_waker_bfqq`), its detections so far and
+    /// when the first of them was.
+    pub(super) tentative_waker: Option<QueueIndex>,
+    pub(super) waker_detections: u32,
+    pub(super) waker_detection_started: Instant,
 }
 
 impl BfqQueue {
@@ -226,6 +236,11 @@ impl BfqQueue {
             // Since 6.3 (`bfq_init_bfqq`), so that the first sampling waits from creation.
             decrease_time: now,
             active_sequence: 0,
+            waker: None,
+            woken: Vec::new(),
+            tentative_waker: None,
+            waker_detections: 0,
+            waker_detection_started: Instant::ZERO,
         }
     }
 

@@ -793,3 +793,79 @@ fn injection_serves_a_light_reader_in_a_heavy_readers_think_time() {
     assert!((heavy + light) * 10 >= capacity * 9, "heavy {heavy} + light {light} reads");
     assert!(heavy * 10 >= heavy_alone * 9, "heavy reader {heavy} reads, alone {heavy_alone}");
 }
+
+/// Rounds 100 ms apart in which process 2 (best-effort 4) reads once and process 1
+/// (best-effort 0) reads `gap` after that read completes; each read is served in 1 ms (idle
+/// waits sat out). Returns the queues of processes 1 and 2.
+fn wake_after(rig: &mut Rig, gap: Duration, rounds: u64) -> (QueueIndex, QueueIndex) {
+    let serve_until = |rig: &mut Rig, wanted: RequestId| loop {
+        match rig.dispatch() {
+            Dispatch::Issue(id) => {
+                rig.now += Duration::from_millis(1);
+                rig.complete(id);
+                if id == wanted {
+                    return;
+                }
+            }
+            Dispatch::Idle { until } => rig.now = until,
+            other => panic!("waiting for {wanted:?}: {other:?}"),
+        }
+    };
+    for round in 0..rounds {
+        rig.now = Instant::ZERO + Duration::from_millis(100 * round);
+        let waking = rig.insert(with_priority(read(2, 1_000_000 + round * 64, 8), best_effort(4)));
+        serve_until(rig, waking);
+        rig.now += gap;
+        let woken = rig.insert(with_priority(read(1, round * 64, 8), best_effort(0)));
+        serve_until(rig, woken);
+    }
+    let queue = |process: u32| {
+        rig.bfq.processes.get(&elevator_core::ProcessId(process)).unwrap().sync_queue.unwrap()
+    };
+    (queue(1), queue(2))
+}
+
+// Proves waker detection and injection (`bfq_check_waker`, `bfq_select_queue`): a reader with
+// a long think time whose read arrives 1 ms after each completion of another queue's read gets
+// that queue as its waker at the third such arrival once its think time is long (and joins
+// the waker's woken list); while it is idled for, its waker's reads are injected even beyond
+// its inject limit (two in a row with the limit at most 1, its own read in flight). Arriving
+// 5 ms after the
+// completions (past the 4 ms window), it gets no waker.
+#[test]
+fn a_queue_woken_by_another_gets_it_as_waker_and_its_reads_injected() {
+    let mut rig = Rig::new(&[("low_latency", 0)]);
+    let (woken, waker) = wake_after(&mut rig, Duration::from_millis(1), 8);
+    assert!(!rig.bfq.queues[woken.slot()].has_short_ttime, "a long think time");
+    assert_eq!(rig.bfq.queues[woken.slot()].waker, Some(waker));
+    assert_eq!(rig.bfq.queues[waker.slot()].woken, vec![woken]);
+    // One more round, the woken reader's read held at the device for 30 ms: its waker's two
+    // reads arrive past their hole-recovery window (no preemption) and are both injected, the
+    // second beyond the woken queue's inject limit.
+    rig.now = Instant::ZERO + Duration::from_millis(800);
+    let waking = rig.insert(with_priority(read(2, 2_000_000, 8), best_effort(4)));
+    let (id, _) = issue(&mut rig);
+    assert_eq!(id, waking);
+    rig.now += Duration::from_millis(1);
+    rig.complete(id);
+    rig.now += Duration::from_millis(1);
+    rig.insert(with_priority(read(1, 1_000, 8), best_effort(0)));
+    let (_, process) = issue(&mut rig);
+    assert_eq!(process, 1);
+    assert_eq!(rig.bfq.in_service, Some(woken));
+    rig.now += Duration::from_millis(30);
+    for i in 0..2 {
+        rig.insert(with_priority(read(2, 5_000_000 + i * 64, 8), best_effort(4)));
+    }
+    let (_, first) = issue(&mut rig);
+    assert!(rig.bfq.queues[woken.slot()].inject_limit <= rig.in_flight, "limit reached");
+    let (_, second) = issue(&mut rig);
+    assert_eq!((first, second), (2, 2), "both of the waker's reads are injected");
+    assert_eq!(rig.bfq.in_service, Some(woken), "the woken reader stays in service");
+    assert_eq!(rig.bfq.counters.injections, 2);
+
+    let mut rig = Rig::new(&[("low_latency", 0)]);
+    let (late, _) = wake_after(&mut rig, Duration::from_millis(5), 8);
+    assert!(!rig.bfq.queues[late.slot()].has_short_ttime);
+    assert_eq!(rig.bfq.queues[late.slot()].waker, None);
+}
