@@ -33,6 +33,16 @@
 //! its hole**: it continues with the rest of its budget and back-shifted timestamps, and
 //! preempts the queue in service if raised at least as much.
 //!
+//! While the queue in service is empty and idled for, bfq **injects** requests of other queues
+//! (`inject.rs`, §3.8): first its process's own async write, then its **waker** (a queue
+//! whose completions were three times in a row followed within 4 ms by this queue's requests,
+//! this queue having a long think time) or a queue it wakes; else (unless idling is for
+//! throughput, or the queue is raised with a short think time and no other raised queue is
+//! busy) the most recently activated queue whose next request fits its budget, while fewer
+//! requests than the queue's **inject limit** are at the device. The limit adapts to how much
+//! the injected requests delay the queue's own: 1.5 × the service time of a request that met
+//! an empty device is the bound.
+//!
 //! With `low_latency`, a default-weight sync queue whose process was idle for 2 s starts an
 //! **interactive** weight raising (coefficient 30, for `14000 × 7 s / peak rate`, clamped to
 //! 3–25 s, or until it has received 120000 sectors); one that arrives after its previous batch
@@ -88,13 +98,21 @@
 //! Left out, as modern-schedulers.md §3.12 allows:
 //!
 //! * **Queue merging** (early and stable merging of cooperating queues, and their splitting).
-//! * **Injection** while idling (§3.8): while the queue in service is idled for, nothing else
-//!   is dispatched; waker/woken detection goes with it.
 //! * **cgroups** (group entities, `io.bfq.weight`): every queue is a child of the root.
 //! * **Multiple actuators**.
 //!
 //! Also simplified:
 //!
+//! * **Injection** (`inject.rs`) follows 6.12's `bfq_select_queue` and
+//!   `bfq_choose_bfqq_for_injection`, with the device taken as rotational (below), so the rule
+//!   that keeps a request of 64 sectors or more from being injected beside anything in flight
+//!   on a non-rotational device does not apply. The kernel's `active_list` order (most recent
+//!   entry first) is kept as each queue's latest activation or requeue. A process's outstanding
+//!   requests (`bic->requests`, which gates the limit's sampling) are those bfq was given and
+//!   that have not completed or been merged away. The limit's 10 ms, 100 ms and 1 s intervals
+//!   and the "plugged for `slice_idle`" test use nanosecond times, not jiffies. A queue's woken
+//!   list is kept latest first, as `hlist_add_head` keeps it; freeing a queue also clears it
+//!   as anyone's candidate waker (queue slots are reused here, pointers are not in the kernel).
 //! * **Burst detection** (§3.9) has no group check (every queue's parent is the root, so
 //!   `burst_parent_entity` never ends a burst) and no "just split" exemption (queues are never
 //!   merged, so never split); a freed queue always leaves the burst's size (the kernel's
@@ -128,6 +146,7 @@
 //!   service at weight 1.
 
 mod burst;
+mod inject;
 mod peak_rate;
 mod queue;
 #[cfg(test)]
@@ -322,6 +341,21 @@ struct ProcessQueues {
     sync_queue: Option<QueueIndex>,
     /// The async queue its last async request went to.
     async_queue: Option<QueueIndex>,
+    /// Its requests inserted and not yet completed or merged away (`bic->requests`).
+    requests: u32,
+}
+
+/// The state of injection's service-time sampling (`inject.rs`), per device.
+#[derive(Clone, Copy, Debug)]
+struct InjectState {
+    /// Requests were injected since the sample started (`rqs_injected`).
+    rqs_injected: bool,
+    /// The next dispatch of the queue in service is the sampled request (`wait_dispatch`).
+    wait_dispatch: bool,
+    /// The sampled request, once dispatched (`waited_rq`).
+    waited_rq: Option<RequestId>,
+    /// When the sampled request arrived (`last_empty_occupied_ns`).
+    last_empty_occupied: Instant,
 }
 
 /// What bfq keeps per request.
@@ -353,6 +387,7 @@ struct Counters {
     wr_async_starts: u64,
     wr_ends: u64,
     idle_class_timeouts: u64,
+    injections: u64,
     sync_queues_created: u64,
     async_queues_created: u64,
 }
@@ -401,6 +436,12 @@ pub struct Bfq {
     next_sequence: u64,
     /// Burst detection of new sync queues (`burst.rs`).
     burst: Burst,
+    /// Injection's sampling (`inject.rs`).
+    inject: InjectState,
+    /// The queue of the latest completion (`last_completed_rq_bfqq`), for waker detection.
+    last_completed_queue: Option<QueueIndex>,
+    /// Entries into the active trees so far (each queue's `active_sequence`).
+    activations: u64,
     counters: Counters,
 }
 
@@ -436,6 +477,9 @@ impl Bfq {
             fifo_links: ListLinks::new(0),
             next_sequence: 0,
             burst: Burst::default(),
+            inject: InjectState::new(),
+            last_completed_queue: None,
+            activations: 0,
             counters: Counters::default(),
         }
     }
@@ -458,6 +502,9 @@ impl Scheduler for Bfq {
         let request = &cx.requests[id];
         let sync = request.is_sync();
         let queue = self.insert_find_queue(now, request);
+        let process = self.processes.get_mut(&request.process).expect("made by insert_find_queue");
+        process.requests += 1;
+        let process_requests = process.requests;
         self.insert_handle_burst(now, queue);
         let fifo_time = now + self.tunables.fifo_expire[usize::from(sync)];
         self.slots[id] = Slot { queue, fifo_time, sequence: self.next_sequence, out: false };
@@ -465,8 +512,15 @@ impl Scheduler for Bfq {
         let slice_idle = self.tunables.slice_idle;
         let entry = &mut self.queues[queue.slot()];
         entry.insert_update_think_time(now, slice_idle);
-        entry.insert_update_short_ttime(slice_idle);
+        if entry.insert_update_short_ttime(slice_idle) {
+            self.inject_after_ttime_change(queue, now);
+        }
         self.insert_update_seek(now, queue, request.start);
+        if self.queues[queue.slot()].sync && process_requests <= 1 {
+            // `bfq_add_request`.
+            self.check_waker(queue, now);
+            self.add_request_inject(cx, queue);
+        }
         self.add_request(cx, queue, id);
         self.queues[queue.slot()].fifo.push_back(&mut self.fifo_links, id);
         self.insert_enqueued(cx, queue, id);
@@ -579,6 +633,7 @@ impl Scheduler for Bfq {
             self.queues[queue.slot()].next_request = Some(kept);
         }
         self.remove_request(cx, queue, absorbed);
+        self.forget_process_request(cx, absorbed);
         self.updated_next_request(cx, queue);
         self.release_forgotten();
     }
@@ -593,7 +648,11 @@ impl Scheduler for Bfq {
         }
         self.slots[done.id].out = false;
         let queue = slot.queue;
+        self.forget_process_request(cx, done.id);
         // The kernel counts the completing request as still in the driver here.
+        if self.inject.waited_rq == Some(done.id) {
+            self.update_inject_limit(queue, now, cx.in_flight + 1);
+        }
         self.complete_update_hw_tag(cx.in_flight + 1);
         let entry = &mut self.queues[queue.slot()];
         assert!(entry.dispatched > 0, "bfq: {:?} completed twice", done.id);
@@ -608,6 +667,7 @@ impl Scheduler for Bfq {
             self.peak_rate_updated();
         }
         self.last_completion = now;
+        self.last_completed_queue = Some(queue);
         let entry = &self.queues[queue.slot()];
         if entry.softrt_update
             && entry.dispatched == 0
@@ -730,6 +790,7 @@ impl Scheduler for Bfq {
             Counter { name: "wr_async_starts", value: counters.wr_async_starts },
             Counter { name: "wr_ends", value: counters.wr_ends },
             Counter { name: "idle_class_timeouts", value: counters.idle_class_timeouts },
+            Counter { name: "injections", value: counters.injections },
             Counter { name: "sync_queues_created", value: counters.sync_queues_created },
             Counter { name: "async_queues_created", value: counters.async_queues_created },
             Counter { name: "peak_rate_sectors_per_s", value: self.peak.sectors_per_second() },
@@ -823,7 +884,8 @@ impl Bfq {
                 let next = entry.next_request.map(|next| cx.requests[next].start.0);
                 let _ = write!(
                     out,
-                    "; in_service={:?} {:?}/{} sync={} budget={} service={} queued={} next={next:?}",
+                    "; in_service={:?} {:?}/{} sync={} budget={} service={} queued={} next={next:?} \
+                     wr_coeff={} dispatched={} in_driver={} short_ttime={} inject_limit={}",
                     entry.owner,
                     entry.class,
                     entry.level,
@@ -831,6 +893,11 @@ impl Bfq {
                     entity.budget,
                     entity.service,
                     entry.queued[0] + entry.queued[1],
+                    entry.wr_coeff,
+                    entry.dispatched,
+                    cx.in_flight,
+                    entry.has_short_ttime,
+                    entry.inject_limit,
                 );
             }
             None => out.push_str("; in_service=none"),
@@ -1130,7 +1197,12 @@ impl Bfq {
                     return Some(queue);
                 }
             } else if entry.wait_request || (entry.dispatched > 0 && self.better_to_idle(queue)) {
-                return None;
+                // Kept in service, empty; another queue's request may be injected (§3.8).
+                let injected = self.injection_queue(cx, queue);
+                if injected.is_some() {
+                    self.counters.injections += 1;
+                }
+                return injected;
             } else {
                 self.expire(cx, queue, false, Expiration::NoMoreRequests);
             }
@@ -1214,6 +1286,7 @@ impl Bfq {
         if self.in_service != Some(queue) {
             return id;
         }
+        self.dispatch_inject(id);
         self.dispatch_update_weight_raising(cx.now, queue);
         let busy: u32 = self.busy_queues.iter().sum();
         if busy > 1 && self.queues[queue.slot()].class == IoClass::Idle {
@@ -1523,7 +1596,9 @@ impl Bfq {
         let update = self.apply_priority_change(queue, true);
         let entry = &self.queues[queue.slot()];
         self.wf2q.activate(queue.0, entry.non_blocking_wait_rq, update, entry.wr_coeff);
+        self.activations += 1;
         let entry = &mut self.queues[queue.slot()];
+        entry.active_sequence = self.activations;
         entry.non_blocking_wait_rq = false;
         entry.busy = true;
         self.busy_queues[class_index(entry.class)] += 1;
@@ -1556,6 +1631,15 @@ impl Bfq {
         let update = self.apply_priority_change(queue, true);
         let wr_coeff = self.queues[queue.slot()].wr_coeff;
         self.wf2q.requeue(queue.0, update, wr_coeff);
+        self.activations += 1;
+        self.queues[queue.slot()].active_sequence = self.activations;
+    }
+
+    /// One request of its process fewer outstanding (`bfq_finish_request`).
+    fn forget_process_request(&mut self, cx: &Ctx<'_>, id: RequestId) {
+        if let Some(process) = self.processes.get_mut(&cx.requests[id].process) {
+            process.requests = process.requests.saturating_sub(1);
+        }
     }
 
     /// Applies a pending priority or raising change (`__bfq_entity_update_weight_prio`): the
@@ -1656,6 +1740,7 @@ impl Bfq {
         }
         debug_assert!(entry.weight_counter.is_none(), "bfq: freeing a counted queue");
         self.free_leaves_burst(queue);
+        self.free_forgets_wakers(queue);
         self.queues[queue.slot()].owner = Owner::Free;
         self.free_queues.push(queue);
     }

@@ -152,6 +152,28 @@ pub(super) struct BfqQueue {
     pub(super) last_idle_backlogged: Instant,
     pub(super) service_from_backlogged: u64,
     pub(super) service_from_wr: u64,
+    // Injection while it is idled for (§3.8, `inject.rs`).
+    /// Requests of other queues that may be at the device while it is idled for
+    /// (`inject_limit`).
+    pub(super) inject_limit: u32,
+    /// Baseline total service time (arrival to completion) of a request that found nothing in
+    /// flight, in nanoseconds; 0 until sampled (`last_serv_time_ns`).
+    pub(super) last_serv_time_ns: u64,
+    /// When the limit last went down or was reset (`decrease_time_jif`).
+    pub(super) decrease_time: Instant,
+    /// Order of its latest entry into an active tree: the kernel's `active_list` is walked
+    /// from the most recent entry (`list_add` at the head).
+    pub(super) active_sequence: u64,
+    /// The queue whose completions seem to wake its process (`waker_bfqq`), after three
+    /// detections.
+    pub(super) waker: Option<QueueIndex>,
+    /// Queues this one is the waker of, the latest first (`woken_list`).
+    pub(super) woken: Vec<QueueIndex>,
+    /// The candidate waker being confirmed (`tentative_waker_bfqq`), its detections so far and
+    /// when the first of them was.
+    pub(super) tentative_waker: Option<QueueIndex>,
+    pub(super) waker_detections: u32,
+    pub(super) waker_detection_started: Instant,
 }
 
 impl BfqQueue {
@@ -209,6 +231,16 @@ impl BfqQueue {
             last_idle_backlogged: now,
             service_from_backlogged: 0,
             service_from_wr: 0,
+            inject_limit: 0,
+            last_serv_time_ns: 0,
+            // Since 6.3 (`bfq_init_bfqq`), so that the first sampling waits from creation.
+            decrease_time: now,
+            active_sequence: 0,
+            waker: None,
+            woken: Vec::new(),
+            tentative_waker: None,
+            waker_detections: 0,
+            waker_detection_started: Instant::ZERO,
         }
     }
 
@@ -248,14 +280,18 @@ impl BfqQueue {
     }
 
     /// Re-decides `has_short_ttime` (`bfq_update_has_short_ttime`): short unless its process
-    /// is gone or its trusted mean think time exceeds half of `slice_idle`.
-    pub(super) fn insert_update_short_ttime(&mut self, slice_idle: Duration) {
+    /// is gone or its trusted mean think time exceeds half of `slice_idle`. Returns whether it
+    /// changed.
+    pub(super) fn insert_update_short_ttime(&mut self, slice_idle: Duration) -> bool {
         if !self.sync || self.class == IoClass::Idle || slice_idle == Duration::ZERO {
-            return;
+            return false;
         }
         let long =
             self.ttime_samples > VALID_SAMPLES && self.ttime_mean_ns > slice_idle.as_nanos() / 2;
-        self.has_short_ttime = self.owner != Owner::Exited && !long;
+        let short = self.owner != Owner::Exited && !long;
+        let changed = short != self.has_short_ttime;
+        self.has_short_ttime = short;
+        changed
     }
 
     /// Shifts the seekiness of a request at `start` into the history.

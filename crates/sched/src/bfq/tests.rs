@@ -6,7 +6,7 @@ use elevator_core::{
 use super::Bfq;
 use super::queue::QueueIndex;
 use crate::SchedulerSpec;
-use crate::testkit::{Harness, Issued, fixed_service, read, with_priority};
+use crate::testkit::{Harness, Issued, fixed_service, read, with_priority, write};
 
 fn harness(spec: &str) -> Harness {
     Harness::new(SchedulerSpec::parse(spec).unwrap().build(), QueueConfig::default())
@@ -636,4 +636,236 @@ fn a_queue_freed_before_the_burst_grows_does_not_count_in_it() {
     rig.insert(read(9, 900_000_000, 8));
     assert!(rig.bfq.burst.large);
     assert!(rig.bfq.queues[..8].iter().all(|queue| queue.in_large_burst));
+}
+
+// ---- Injection while idling (§3.8, `inject.rs`) -------------------------------------------
+
+/// Dispatches and returns the request handed out and its process, or panics naming what came
+/// instead.
+fn issue(rig: &mut Rig) -> (RequestId, u32) {
+    let decision = rig.dispatch();
+    let Dispatch::Issue(id) = decision else { panic!("expected a dispatch, got {decision:?}") };
+    (id, rig.table[id].process.0)
+}
+
+// Proves injection and the adaptation of the inject limit (`bfq_choose_bfqq_for_injection`,
+// `bfq_update_inject_limit`): reader A (process 1, best-effort level 0, weight 80) is idled
+// for because its weight is above reader B's (level 4, weight 40), whose reads wait. With no
+// baseline, A's limit is 0 and nothing of B's is injected while A waits. A's read arriving
+// with nothing in flight (10 ms after A's creation, A's only outstanding request) gives the
+// 1 ms baseline and the limit 1: while A idles, one read of B is injected and a second one is
+// not. A's next read, served while B's injected read is in flight, takes 1 ms (< 1.5 × the
+// baseline): the limit goes up to 2, and two reads of B are injected. A's read taking 2 ms
+// with them in flight (≥ 1.5 × baseline) takes it back to 1. One second after that decrease,
+// A's next arrival resets it (0: A's think time is short) and forgets the baseline.
+#[test]
+fn injection_while_idling_follows_the_adaptive_inject_limit() {
+    let mut rig = Rig::new(&[("low_latency", 0), ("slice_idle", 20)]);
+    let ms = Duration::from_millis;
+    let heavy = best_effort(0);
+    let light = best_effort(4);
+    let a_first = rig.insert(with_priority(read(1, 0, 8), heavy));
+    for i in 0..6 {
+        rig.insert(with_priority(read(2, 50_000_000 + i * 100_000, 8), light));
+    }
+    let (first, process) = issue(&mut rig);
+    assert_eq!((first, process), (a_first, 1), "the heavier queue is served first");
+    let a = rig.bfq.in_service.expect("A in service");
+    // No baseline, limit 0: bfq waits for A's read in flight rather than inject.
+    assert_eq!(rig.dispatch(), Dispatch::Throttled);
+    rig.now += ms(1);
+    rig.complete(first);
+    let Dispatch::Idle { until } = rig.dispatch() else { panic!("A is idled for") };
+    assert_eq!(until, rig.now + ms(20));
+    assert_eq!(rig.bfq.counters.injections, 0);
+
+    // The baseline: A's read with nothing in flight, 1 ms from arrival to completion.
+    rig.now = Instant::ZERO + ms(12);
+    rig.insert(with_priority(read(1, 8, 8), heavy));
+    let (baseline, process) = issue(&mut rig);
+    assert_eq!(process, 1);
+    rig.now += ms(1);
+    rig.complete(baseline);
+    let entry = &rig.bfq.queues[a.slot()];
+    assert_eq!((entry.inject_limit, entry.last_serv_time_ns), (1, 1_000_000));
+
+    // Limit 1: one read of B injected while A idles, A staying in service, then a wait.
+    let (injected, process) = issue(&mut rig);
+    assert_eq!(process, 2, "B's read is injected");
+    assert_eq!(rig.bfq.in_service, Some(a));
+    assert!(rig.bfq.queues[a.slot()].wait_request, "A is still idled for");
+    assert!(matches!(rig.dispatch(), Dispatch::Idle { .. }), "one injected request at most");
+    assert_eq!(rig.bfq.counters.injections, 1);
+
+    // A's read with the injected one in flight, 1 ms in total: the limit goes up.
+    rig.now += Duration::from_micros(500);
+    rig.insert(with_priority(read(1, 16, 8), heavy));
+    let (sampled, process) = issue(&mut rig);
+    assert_eq!(process, 1);
+    rig.now += Duration::from_micros(500);
+    rig.complete(injected);
+    rig.now += Duration::from_micros(500);
+    rig.complete(sampled);
+    assert_eq!(rig.bfq.queues[a.slot()].inject_limit, 2);
+
+    // Limit 2: two reads of B injected, then a wait.
+    let (b1, p1) = issue(&mut rig);
+    let (b2, p2) = issue(&mut rig);
+    assert_eq!((p1, p2), (2, 2));
+    assert!(matches!(rig.dispatch(), Dispatch::Idle { .. }), "two injected requests at most");
+    assert_eq!(rig.bfq.counters.injections, 3);
+
+    // A's read takes 2 ms beside them (≥ 1.5 ms): the limit comes down, noting when.
+    rig.now += Duration::from_micros(500);
+    rig.insert(with_priority(read(1, 24, 8), heavy));
+    let (slow, process) = issue(&mut rig);
+    assert_eq!(process, 1);
+    rig.now += ms(2);
+    rig.complete(b1);
+    rig.complete(b2);
+    rig.complete(slow);
+    let decreased_at = rig.now;
+    let entry = &rig.bfq.queues[a.slot()];
+    assert_eq!((entry.inject_limit, entry.decrease_time), (1, decreased_at));
+
+    // A second later, A's next arrival resets the limit and forgets the baseline.
+    rig.now = decreased_at + Duration::from_secs(1);
+    rig.insert(with_priority(read(1, 32, 8), heavy));
+    let entry = &rig.bfq.queues[a.slot()];
+    assert_eq!((entry.inject_limit, entry.last_serv_time_ns), (0, 0));
+}
+
+// Proves the first choice of injection (`bfq_select_queue`): while a sync reader is idled
+// for, its own process's async write (in the shared async queue of its priority) is injected
+// even with an inject limit of 0; while that shared queue's next request is another process's
+// write, nothing is injected.
+#[test]
+fn an_idled_readers_own_async_write_is_injected() {
+    let mut rig = Rig::new(&[("low_latency", 0), ("slice_idle", 20)]);
+    let heavy = best_effort(0);
+    let first = rig.insert(with_priority(read(1, 0, 8), heavy));
+    rig.insert(with_priority(read(2, 90_000_000, 8), best_effort(4)));
+    let (id, process) = issue(&mut rig);
+    assert_eq!((id, process), (first, 1));
+    let a = rig.bfq.in_service.expect("A in service");
+    rig.now += Duration::from_millis(1);
+    rig.complete(first);
+    // Another process's async write, next in the shared best-effort/0 queue: not injected.
+    rig.insert(with_priority(write(3, 100, 8), heavy));
+    assert!(matches!(rig.dispatch(), Dispatch::Idle { .. }), "A is idled for");
+    // A's own async write, nearer the head, becomes that queue's next request: injected.
+    let own = rig.insert(with_priority(write(1, 50, 8), heavy));
+    assert_eq!(rig.dispatch(), Dispatch::Issue(own));
+    assert_eq!(rig.bfq.in_service, Some(a), "A stays in service");
+    assert!(rig.bfq.queues[a.slot()].wait_request, "A is still idled for");
+    assert_eq!(rig.bfq.queues[a.slot()].inject_limit, 0);
+}
+
+/// Reads served to a heavy reader (best-effort 0, 500 µs of think time) and, if `with_light`,
+/// a light one (best-effort 7, no think time), each with one read outstanding, over 300 ms of
+/// a queueing device serving each read in 100 µs.
+fn heavy_and_light_readers(with_light: bool) -> (usize, usize) {
+    let config = QueueConfig { depth: 32, ..QueueConfig::default() };
+    let mut h = Harness::new(SchedulerSpec::parse("bfq:low_latency=0").unwrap().build(), config)
+        .with_service(fixed_service(Duration::from_micros(100)));
+    let stop = Instant::from_millis(300);
+    reader(&mut h, 1, best_effort(0), 0, 8, Duration::from_micros(500), stop);
+    if with_light {
+        reader(&mut h, 2, best_effort(7), 1_000_000_000, 8, Duration::ZERO, stop);
+    }
+    h.run();
+    (issued_by(&h, 1).len(), issued_by(&h, 2).len())
+}
+
+// Proves what injection is for (§3.8): bfq idles for a heavier reader that thinks 500 µs
+// between reads (asymmetric weights need it). Without injection, the lighter reader beside it
+// only got the slots that the heavy queue's idle expiries left, the device sat idle through
+// the heavy reader's think times (about half the 3000 reads 300 ms allow) and the heavy reader
+// lost 40 % of its reads to the light queue's slots. With injection the light reader's reads
+// fill those think times, keeping the device at least 90 % busy, while the heavy reader keeps
+// at least 90 % of what it gets alone: the inject limit stops injected reads from delaying its
+// own beyond 1.5 × their baseline service time.
+#[test]
+fn injection_serves_a_light_reader_in_a_heavy_readers_think_time() {
+    let (heavy_alone, _) = heavy_and_light_readers(false);
+    let (heavy, light) = heavy_and_light_readers(true);
+    let capacity = 300_000 / 100;
+    assert!((heavy + light) * 10 >= capacity * 9, "heavy {heavy} + light {light} reads");
+    assert!(heavy * 10 >= heavy_alone * 9, "heavy reader {heavy} reads, alone {heavy_alone}");
+}
+
+/// Rounds 100 ms apart in which process 2 (best-effort 4) reads once and process 1
+/// (best-effort 0) reads `gap` after that read completes; each read is served in 1 ms (idle
+/// waits sat out). Returns the queues of processes 1 and 2.
+fn wake_after(rig: &mut Rig, gap: Duration, rounds: u64) -> (QueueIndex, QueueIndex) {
+    let serve_until = |rig: &mut Rig, wanted: RequestId| loop {
+        match rig.dispatch() {
+            Dispatch::Issue(id) => {
+                rig.now += Duration::from_millis(1);
+                rig.complete(id);
+                if id == wanted {
+                    return;
+                }
+            }
+            Dispatch::Idle { until } => rig.now = until,
+            other => panic!("waiting for {wanted:?}: {other:?}"),
+        }
+    };
+    for round in 0..rounds {
+        rig.now = Instant::ZERO + Duration::from_millis(100 * round);
+        let waking = rig.insert(with_priority(read(2, 1_000_000 + round * 64, 8), best_effort(4)));
+        serve_until(rig, waking);
+        rig.now += gap;
+        let woken = rig.insert(with_priority(read(1, round * 64, 8), best_effort(0)));
+        serve_until(rig, woken);
+    }
+    let queue = |process: u32| {
+        rig.bfq.processes.get(&elevator_core::ProcessId(process)).unwrap().sync_queue.unwrap()
+    };
+    (queue(1), queue(2))
+}
+
+// Proves waker detection and injection (`bfq_check_waker`, `bfq_select_queue`): a reader with
+// a long think time whose read arrives 1 ms after each completion of another queue's read gets
+// that queue as its waker at the third such arrival once its think time is long (and joins
+// the waker's woken list); while it is idled for, its waker's reads are injected even beyond
+// its inject limit (two in a row with the limit at most 1, its own read in flight). Arriving
+// 5 ms after the
+// completions (past the 4 ms window), it gets no waker.
+#[test]
+fn a_queue_woken_by_another_gets_it_as_waker_and_its_reads_injected() {
+    let mut rig = Rig::new(&[("low_latency", 0)]);
+    let (woken, waker) = wake_after(&mut rig, Duration::from_millis(1), 8);
+    assert!(!rig.bfq.queues[woken.slot()].has_short_ttime, "a long think time");
+    assert_eq!(rig.bfq.queues[woken.slot()].waker, Some(waker));
+    assert_eq!(rig.bfq.queues[waker.slot()].woken, vec![woken]);
+    // One more round, the woken reader's read held at the device for 30 ms: its waker's two
+    // reads arrive past their hole-recovery window (no preemption) and are both injected, the
+    // second beyond the woken queue's inject limit.
+    rig.now = Instant::ZERO + Duration::from_millis(800);
+    let waking = rig.insert(with_priority(read(2, 2_000_000, 8), best_effort(4)));
+    let (id, _) = issue(&mut rig);
+    assert_eq!(id, waking);
+    rig.now += Duration::from_millis(1);
+    rig.complete(id);
+    rig.now += Duration::from_millis(1);
+    rig.insert(with_priority(read(1, 1_000, 8), best_effort(0)));
+    let (_, process) = issue(&mut rig);
+    assert_eq!(process, 1);
+    assert_eq!(rig.bfq.in_service, Some(woken));
+    rig.now += Duration::from_millis(30);
+    for i in 0..2 {
+        rig.insert(with_priority(read(2, 5_000_000 + i * 64, 8), best_effort(4)));
+    }
+    let (_, first) = issue(&mut rig);
+    assert!(rig.bfq.queues[woken.slot()].inject_limit <= rig.in_flight, "limit reached");
+    let (_, second) = issue(&mut rig);
+    assert_eq!((first, second), (2, 2), "both of the waker's reads are injected");
+    assert_eq!(rig.bfq.in_service, Some(woken), "the woken reader stays in service");
+    assert_eq!(rig.bfq.counters.injections, 2);
+
+    let mut rig = Rig::new(&[("low_latency", 0)]);
+    let (late, _) = wake_after(&mut rig, Duration::from_millis(5), 8);
+    assert!(!rig.bfq.queues[late.slot()].has_short_ttime);
+    assert_eq!(rig.bfq.queues[late.slot()].waker, None);
 }
