@@ -79,5 +79,5 @@ fn kyber_saturated_randread() {
 fn bfq_randrw_low_latency() {
     let report = replay_file("bfq-randrw-qd64.sched");
     assert_at_least(&report, 1006, 823);
-    assert_eq!(report.causes.keys().copied().collect::<Vec<_>>(), [Cause::BfqInjection]);
+    assert_eq!(report.causes.keys().copied().collect::<Vec<_>>(), [Cause::BfqIdling]);
 }

@@ -961,7 +961,7 @@ impl Replay<'_> {
             }
             Ours::Bfq(_) => {
                 if ours.is_none() && matches!(answer, Dispatch::Throttled | Dispatch::Idle { .. }) {
-                    return Cause::BfqInjection;
+                    return Cause::BfqIdling;
                 }
                 if ours.is_some_and(|o| o.pid != kernel.pid) {
                     return Cause::BfqQueueChoice;

@@ -41,10 +41,11 @@ pub enum Cause {
     #[serde(rename = "jiffy boundary")]
     JiffyBoundary,
     /// bfq: ours idled for the queue in service (no pick) where the kernel served another
-    /// queue: the kernel injects I/O of other queues while it idles (`bfq_choose_bfqq_for_injection`),
-    /// which ours does not model (its "Deviations": injection while idling).
-    #[serde(rename = "bfq injection")]
-    BfqInjection,
+    /// queue — by injection (`bfq_choose_bfqq_for_injection`) or because it did not idle at
+    /// all (docs/validation.md: on the committed capture the kernel did not idle for its
+    /// weight-raised queues where ours does).
+    #[serde(rename = "bfq idling")]
+    BfqIdling,
     /// bfq: the two picks belong to different processes (a different queue in service).
     #[serde(rename = "bfq queue choice")]
     BfqQueueChoice,
@@ -63,7 +64,7 @@ impl Cause {
             Cause::KyberTokenWake => "kyber token wake",
             Cause::PerCpuStaging => "per-cpu staging",
             Cause::JiffyBoundary => "jiffy boundary",
-            Cause::BfqInjection => "bfq injection",
+            Cause::BfqIdling => "bfq idling",
             Cause::BfqQueueChoice => "bfq queue choice",
             Cause::Unknown => "unknown",
         }
