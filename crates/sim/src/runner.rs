@@ -2277,7 +2277,7 @@ impl Simulation {
         // uses a fresh one, which is correct, only not allocation-free.
         let mut actions = std::mem::take(&mut self.host_actions);
         loop {
-            self.host.take_actions(&mut actions);
+            self.host.swap_actions(&mut actions);
             if actions.is_empty() {
                 break;
             }

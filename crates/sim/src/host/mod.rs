@@ -344,13 +344,21 @@ impl Host {
     ///
     /// Swaps them with `into` (empty), so the runner's buffer and the host's keep their
     /// memory: no allocation per batch of actions.
-    pub(crate) fn take_actions(&mut self, into: &mut Vec<HostAction>) {
+    pub(crate) fn swap_actions(&mut self, into: &mut Vec<HostAction>) {
         debug_assert!(into.is_empty(), "the caller's buffer is drained");
         if !self.actions.is_empty() {
             // Whatever produced actions may have armed or cleared a timer too.
             self.timers_changed = true;
         }
         std::mem::swap(&mut self.actions, into);
+    }
+
+    /// The actions queued, taken out (the tests' view of [`Host::swap_actions`]).
+    #[cfg(test)]
+    pub(crate) fn take_actions(&mut self) -> Vec<HostAction> {
+        let mut actions = Vec::new();
+        self.swap_actions(&mut actions);
+        actions
     }
 
     /// Whether the runner has anything to carry out: an action queued or a timer that may
