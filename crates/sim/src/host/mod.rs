@@ -341,12 +341,31 @@ impl Host {
     }
 
     /// Actions since the last call, in order.
-    pub(crate) fn take_actions(&mut self) -> Vec<HostAction> {
+    ///
+    /// Swaps them with `into` (empty), so the runner's buffer and the host's keep their
+    /// memory: no allocation per batch of actions.
+    pub(crate) fn swap_actions(&mut self, into: &mut Vec<HostAction>) {
+        debug_assert!(into.is_empty(), "the caller's buffer is drained");
         if !self.actions.is_empty() {
             // Whatever produced actions may have armed or cleared a timer too.
             self.timers_changed = true;
         }
-        std::mem::take(&mut self.actions)
+        std::mem::swap(&mut self.actions, into);
+    }
+
+    /// The actions queued, taken out (the tests' view of [`Host::swap_actions`]).
+    #[cfg(test)]
+    pub(crate) fn take_actions(&mut self) -> Vec<HostAction> {
+        let mut actions = Vec::new();
+        self.swap_actions(&mut actions);
+        actions
+    }
+
+    /// Whether the runner has anything to carry out: an action queued or a timer that may
+    /// have changed. Checked after every event, so inline and branch-cheap.
+    #[inline]
+    pub(crate) fn has_work(&self) -> bool {
+        !self.actions.is_empty() || self.timers_changed
     }
 
     /// Whether [`Host::next_timer`] may have changed since the last call.
