@@ -158,21 +158,7 @@ pub fn parse(file: &str, text: &str) -> Result<Trace, ParseError> {
         problem,
     };
     let mut lines = text.lines().enumerate().map(|(index, line)| (index + 1, line));
-    let header_help = format!("accepted: `{MAGIC} {VERSION}`");
-    let (_, header) =
-        lines.next().ok_or_else(|| error(1, "header", format!("an empty file; {header_help}")))?;
-    match header.split_whitespace().collect::<Vec<_>>().as_slice() {
-        [magic, version] if *magic == MAGIC => {
-            if version.parse::<u32>() != Ok(VERSION) {
-                return Err(error(
-                    1,
-                    "version",
-                    format!("version `{version}` is not known here; {header_help}"),
-                ));
-            }
-        }
-        _ => return Err(error(1, "header", format!("`{header}`; {header_help}"))),
-    }
+    crate::check_magic_line(lines.next().map(|(_, line)| line), file, MAGIC, VERSION)?;
     let mut trace = Trace::new(Format::Compact, Vec::new());
     let mut time_ns: u64 = 0;
     for (number, line) in lines {

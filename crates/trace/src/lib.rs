@@ -317,6 +317,14 @@ pub fn read(path: &Path) -> Result<Trace, TraceError> {
 
 /// [`read`] with `options`.
 pub fn read_with(path: &Path, options: &ReadOptions) -> Result<Trace, TraceError> {
+    let (file, text) = read_text(path, "text traces")?;
+    parse_with(&file, &text, None, options)
+}
+
+/// The text of `path` and its name for errors; bytes that are not UTF-8 are refused naming
+/// their line, and a gzip file is told to be decompressed first. `accepted` says what a file
+/// of the caller's may hold.
+pub(crate) fn read_text(path: &Path, accepted: &str) -> Result<(String, String), TraceError> {
     let file = path.display().to_string();
     let bytes =
         std::fs::read(path).map_err(|reason| TraceError::Read { file: file.clone(), reason })?;
@@ -331,13 +339,43 @@ pub fn read_with(path: &Path, options: &ReadOptions) -> Result<Trace, TraceError
             line,
             field: "text",
             problem: if gzip {
-                "a gzip file; accepted: text traces (decompress it first: `gunzip`)".into()
+                format!("a gzip file; accepted: {accepted} (decompress it first: `gunzip`)")
             } else {
-                "bytes that are not UTF-8; accepted: text traces".into()
+                format!("bytes that are not UTF-8; accepted: {accepted}")
             },
         })
     })?;
-    parse_with(&file, &text, None, options)
+    Ok((file, text))
+}
+
+/// Checks the first line of a versioned text format, `MAGIC VERSION`, naming what is
+/// accepted when it is missing, another format's, or a version not known here.
+pub(crate) fn check_magic_line(
+    first: Option<&str>,
+    file: &str,
+    magic: &str,
+    version: u32,
+) -> Result<(), ParseError> {
+    let error = |field: &'static str, problem: String| ParseError {
+        file: file.to_owned(),
+        line: 1,
+        field,
+        problem,
+    };
+    let header_help = format!("accepted: `{magic} {version}`");
+    let first = first.ok_or_else(|| error("header", format!("an empty file; {header_help}")))?;
+    match first.split_whitespace().collect::<Vec<_>>().as_slice() {
+        [given, given_version] if *given == magic => {
+            if given_version.parse::<u32>() != Ok(version) {
+                return Err(error(
+                    "version",
+                    format!("version `{given_version}` is not known here; {header_help}"),
+                ));
+            }
+            Ok(())
+        }
+        _ => Err(error("header", format!("`{first}`; {header_help}"))),
+    }
 }
 
 /// Reads `text`, the contents of `file` (named in errors), in `format`, or in the format

@@ -427,23 +427,7 @@ pub fn to_text(capture: &SchedCapture) -> String {
 
 /// Reads the capture in `path`.
 pub fn read(path: &Path) -> Result<SchedCapture, TraceError> {
-    let file = path.display().to_string();
-    let bytes =
-        std::fs::read(path).map_err(|reason| TraceError::Read { file: file.clone(), reason })?;
-    let text = String::from_utf8(bytes).map_err(|error| {
-        let line = 1 + error.as_bytes()[..error.utf8_error().valid_up_to()]
-            .iter()
-            .filter(|&&byte| byte == b'\n')
-            .count();
-        TraceError::Parse(ParseError {
-            file: file.clone(),
-            line,
-            field: "text",
-            problem:
-                "bytes that are not UTF-8; accepted: a text capture (`elevator-sched-capture 1`)"
-                    .into(),
-        })
-    })?;
+    let (file, text) = crate::read_text(path, "a text capture (`elevator-sched-capture 1`)")?;
     Ok(parse(&file, &text)?)
 }
 
@@ -456,21 +440,7 @@ pub fn parse(file: &str, text: &str) -> Result<SchedCapture, ParseError> {
         problem,
     };
     let mut lines = text.lines().enumerate().map(|(index, line)| (index + 1, line));
-    let header_help = format!("accepted: `{MAGIC} {VERSION}`");
-    let (_, first) =
-        lines.next().ok_or_else(|| error(1, "header", format!("an empty file; {header_help}")))?;
-    match first.split_whitespace().collect::<Vec<_>>().as_slice() {
-        [magic, version] if *magic == MAGIC => {
-            if version.parse::<u32>() != Ok(VERSION) {
-                return Err(error(
-                    1,
-                    "version",
-                    format!("version `{version}` is not known here; {header_help}"),
-                ));
-            }
-        }
-        _ => return Err(error(1, "header", format!("`{first}`; {header_help}"))),
-    }
+    crate::check_magic_line(lines.next().map(|(_, line)| line), file, MAGIC, VERSION)?;
     let mut values: [Option<(usize, String)>; HEADER_KEYS.len()] = Default::default();
     let mut tunables = Vec::new();
     let mut events = Vec::new();
