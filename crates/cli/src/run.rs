@@ -97,15 +97,11 @@ pub(crate) fn run_command(args: &RunArgs, stdout: &mut dyn Write) -> Result<()> 
     let mut said_fallback = false;
     // Unless given, the queue is sized from the workload so the default run is not throttled
     // by the queue (issue 20).
-    let sized = EngineOptions::sized_for(elevator_live::run::workload_iodepth(&workload));
-    let depth = args.depth.unwrap_or(sized.depth);
-    let nr_requests = args.nr_requests.unwrap_or_else(|| {
-        if args.depth.is_some() {
-            EngineOptions::sized_for(Some(depth)).nr_requests
-        } else {
-            sized.nr_requests
-        }
-    });
+    let (depth, nr_requests) = EngineOptions::depth_and_pool(
+        elevator_live::run::workload_iodepth(&workload),
+        args.depth,
+        args.nr_requests,
+    );
     for scheduler in &schedulers {
         let options = RunOptions {
             engine: EngineOptions {

@@ -76,6 +76,23 @@ impl EngineOptions {
         }
     }
 
+    /// The queue depth and request pool a run uses: each one given, else sized from the
+    /// workload's I/Os in flight ([`EngineOptions::sized_for`]); a depth given alone sizes
+    /// the pool from that depth, so the pool never throttles the depth asked for.
+    pub fn depth_and_pool(
+        in_flight: Option<u32>,
+        depth: Option<u32>,
+        nr_requests: Option<u32>,
+    ) -> (u32, u32) {
+        let sized = EngineOptions::sized_for(in_flight);
+        let chosen_depth = depth.unwrap_or(sized.depth);
+        let pool = nr_requests.unwrap_or_else(|| match depth {
+            Some(depth) => EngineOptions::sized_for(Some(depth)).nr_requests,
+            None => sized.nr_requests,
+        });
+        (chosen_depth, pool)
+    }
+
     /// The block queue these options describe.
     pub(crate) fn queue(&self) -> Result<BlockQueue, LiveError> {
         let config = QueueConfig {

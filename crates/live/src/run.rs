@@ -954,6 +954,17 @@ mod tests {
         assert!(huge.queue().is_ok(), "the largest sized queue is a valid one");
     }
 
+    // Proves a run's depth and pool: each given one is used; a depth given alone sizes the
+    // pool from that depth (so a deep --depth is not throttled by a pool sized for a shallow
+    // workload); nothing given sizes both from the workload.
+    #[test]
+    fn depth_and_pool_take_what_is_given_and_size_the_rest() {
+        assert_eq!(EngineOptions::depth_and_pool(Some(128), None, None), (128, 256));
+        assert_eq!(EngineOptions::depth_and_pool(Some(4), Some(512), None), (512, 1024));
+        assert_eq!(EngineOptions::depth_and_pool(Some(128), None, Some(64)), (128, 64));
+        assert_eq!(EngineOptions::depth_and_pool(Some(128), Some(8), Some(32)), (8, 32));
+    }
+
     // Proves a live phase's fio figures are dated by the wall clock and carry the process's
     // CPU shared by I/Os: two jobs that completed 1 and 3 reads get a quarter and three
     // quarters of the phase's user and system time, their start and every logged sample move

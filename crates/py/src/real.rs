@@ -218,15 +218,11 @@ pub(crate) fn live(args: &LiveArgs) -> Result<Report, Failure> {
     }
     let planned = vec![workload_target(&target)];
     // Sized from the workload unless given, as `elevator run` (issue 20).
-    let sized = EngineOptions::sized_for(elevator_live::run::workload_iodepth(&workload));
-    let depth = args.depth.unwrap_or(sized.depth);
-    let nr_requests = args.nr_requests.unwrap_or_else(|| {
-        if args.depth.is_some() {
-            EngineOptions::sized_for(Some(depth)).nr_requests
-        } else {
-            sized.nr_requests
-        }
-    });
+    let (depth, nr_requests) = EngineOptions::depth_and_pool(
+        elevator_live::run::workload_iodepth(&workload),
+        args.depth,
+        args.nr_requests,
+    );
     let mut report = Report::new(args.seed, crate::VERSION);
     for scheduler in &schedulers {
         let mut watch = Watch::new(runtime);
