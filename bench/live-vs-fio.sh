@@ -90,40 +90,55 @@ for config in "${configs[@]}"; do
 done
 
 # QD1: one job, iodepth 1. Prints "IOPS P50_NS" per run.
-fio_qd1() {
+# A "-pinned" configuration runs the tool under `taskset -c 0`: with both tools on one CPU,
+# where the kernel happens to place the process against the loop device's worker and the
+# completion softirq no longer decides the figure (unpinned, that placement differs from run
+# to run by up to 3x on this VM), so the pinned pair compares the cost per I/O itself.
+fio_qd1() { # [taskset prefix...]
     echo none > "$sched"
-    fio --name=qd1 --filename="$loop" --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
+    "$@" fio --name=qd1 --filename="$loop" --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
         --iodepth=1 --numjobs=1 --runtime="$seconds" --time_based --lat_percentiles=1 \
         --output-format=json 2>/dev/null |
         python3 -c 'import json,sys; r=json.load(sys.stdin)["jobs"][0]["read"]
 print(round(r["iops"]), round(r["lat_ns"]["percentile"]["50.000000"]))'
 }
-elevator_qd1() { # our scheduler
+elevator_qd1() { # our scheduler, then [taskset prefix...]
+    local scheduler=$1
+    shift
     echo none > "$sched"
-    "$elevator" run --target "$loop" \
+    "$@" "$elevator" run --target "$loop" \
         -w "job:rw=randread,bs=4k,iodepth=1,numjobs=1,runtime=${seconds}s,time_based=1" \
-        -s "$1" --format json 2>/dev/null |
+        -s "$scheduler" --format json 2>/dev/null |
         python3 -c 'import json,sys; p=json.load(sys.stdin)["runs"][0]["phases"][0]
 print(round(p["iops"]), p["latency_ns"]["p50"])'
 }
-qd1_configs=("fio:none" "elevator:deadline" "elevator:$ours_fifo")
+qd1_configs=("fio:none" "elevator:deadline" "elevator:$ours_fifo" "fio-pinned:none"
+    "elevator-pinned:$ours_fifo")
 declare -A qd1_iops qd1_p50
 for round in $(seq "$rounds"); do
     for config in "${qd1_configs[@]}"; do
         tool=${config%%:*} scheduler=${config#*:}
-        if [ "$tool" = fio ]; then out=$(fio_qd1); else out=$(elevator_qd1 "$scheduler"); fi
+        case $tool in
+            fio) out=$(fio_qd1) ;;
+            fio-pinned) out=$(fio_qd1 taskset -c 0) ;;
+            elevator) out=$(elevator_qd1 "$scheduler") ;;
+            elevator-pinned) out=$(elevator_qd1 "$scheduler" taskset -c 0) ;;
+        esac
         read -r iops p50 <<<"$out"
         qd1_iops[$config]="${qd1_iops[$config]:-} $iops"
         qd1_p50[$config]="${qd1_p50[$config]:-} $p50"
         echo "qd1 round $round: $config $iops IOPS p50 $p50 ns" >&2
     done
 done
-base_iops=$(echo "${qd1_iops[fio:none]}" | median)
-base_p50=$(echo "${qd1_p50[fio:none]}" | median)
 echo
-echo "QD1: 4 KiB random reads, iodepth 1 x 1, ${seconds} s, median of $rounds (defaults)"
+echo "QD1: 4 KiB random reads, iodepth 1 x 1, ${seconds} s, median of $rounds (defaults;"
+echo "-pinned: both under taskset -c 0, compared with each other)"
 printf '%-20s %10s %8s %12s %12s\n' configuration IOPS "vs fio" "p50 (us)" "p50 - fio"
 for config in "${qd1_configs[@]}"; do
+    peer=fio:none
+    case ${config%%:*} in *-pinned) peer=fio-pinned:none ;; esac
+    base_iops=$(echo "${qd1_iops[$peer]}" | median)
+    base_p50=$(echo "${qd1_p50[$peer]}" | median)
     iops=$(echo "${qd1_iops[$config]}" | median)
     p50=$(echo "${qd1_p50[$config]}" | median)
     printf "%-20s %10s %8s %12s %12s\n" "$config" "$iops" \
