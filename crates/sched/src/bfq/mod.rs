@@ -163,7 +163,7 @@ use elevator_core::{
     SideTable, TunableError, TunableSpec, Unit,
 };
 
-use self::burst::{BURST_LEAVE_IDLE, Burst};
+use self::burst::{BURST_INTERVAL, BURST_LEAVE_IDLE, Burst};
 use self::peak_rate::{MIN_TT, PeakRate, RATE_SHIFT, Sample};
 use self::queue::{
     BfqQueue, DEFAULT_WEIGHT, Expiration, Owner, QueueIndex, class_index, is_seeky, weight_of,
@@ -294,6 +294,9 @@ const HW_QUEUE_THRESHOLD: u32 = 3;
 const HW_QUEUE_SAMPLES: u32 = 32;
 /// A hole is recovered if the next request arrives within this many `slice_idle`s.
 const HOLE_SLICES: u64 = 3;
+/// A sync queue created this long after the last created one is not merged into it
+/// (`bfq_activation_stable_merging`).
+const STABLE_MERGE_WINDOW: Duration = Duration::from_millis(600);
 
 /// bfq's tunables in their working form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,6 +336,17 @@ enum HwTag {
     Unknown,
     Queueing,
     NotQueueing,
+}
+
+/// What becomes of a new sync queue (`bfq_do_or_sched_stable_merge`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum StableMerge {
+    /// It is merged into this queue, the last created, at once.
+    Into(QueueIndex),
+    /// It is created and becomes the last created queue.
+    NewIsLast,
+    /// It is created; the last created queue stays.
+    None,
 }
 
 /// A process's queues (its `bfq_io_cq`).
@@ -442,6 +456,10 @@ pub struct Bfq {
     last_completed_queue: Option<QueueIndex>,
     /// Entries into the active trees so far (each queue's `active_sequence`).
     activations: u64,
+    /// The device is not rotational ([`Bfq::set_non_rotational`]; `blk_queue_nonrot`).
+    non_rotational: bool,
+    /// The sync queue new queues may be stably merged into (`last_bfqq_created`).
+    last_queue_created: Option<QueueIndex>,
     counters: Counters,
 }
 
@@ -480,8 +498,19 @@ impl Bfq {
             inject: InjectState::new(),
             last_completed_queue: None,
             activations: 0,
+            non_rotational: false,
+            last_queue_created: None,
             counters: Counters::default(),
         }
+    }
+
+    /// Tells bfq whether the device is non-rotational (the kernel reads the queue's
+    /// rotational flag, `blk_queue_nonrot`, when bfq is attached). Without this call the
+    /// device is taken to be rotational (see "Deviations"). On a non-rotational device that
+    /// queues, a new sync queue created within `bfq_burst_interval` of the last one, at its
+    /// priority, is merged into it at once (early stable merging).
+    pub fn set_non_rotational(&mut self, non_rotational: bool) {
+        self.non_rotational = non_rotational;
     }
 }
 
@@ -667,7 +696,9 @@ impl Scheduler for Bfq {
             self.peak_rate_updated();
         }
         self.last_completion = now;
-        self.last_completed_queue = Some(queue);
+        // A shared queue is never anyone's waker (`bfq_bfqq_coop`).
+        let shared = matches!(self.queues[queue.slot()].owner, Owner::Merged(_));
+        self.last_completed_queue = if shared { None } else { Some(queue) };
         let entry = &self.queues[queue.slot()];
         if entry.softrt_update
             && entry.dispatched == 0
@@ -699,6 +730,13 @@ impl Scheduler for Bfq {
         self.begin(cx);
         let Some(queues) = self.processes.remove(&process) else { return };
         let Some(queue) = queues.sync_queue else { return };
+        if let Owner::Merged(processes) = self.queues[queue.slot()].owner
+            && processes > 1
+        {
+            // Other processes still send their requests to the shared queue.
+            self.queues[queue.slot()].owner = Owner::Merged(processes - 1);
+            return;
+        }
         self.queues[queue.slot()].owner = Owner::Exited;
         self.queues[queue.slot()].has_short_ttime = false;
         if self.in_service == Some(queue) {
@@ -943,11 +981,24 @@ impl Bfq {
                 }
                 return queue;
             }
-            let owner = Owner::Process(request.process);
-            let queue = self.new_queue(owner, true, class, level, now);
+            self.counters.sync_queues_created += 1;
+            let queue = match self.stable_merge_target(now, class, level) {
+                StableMerge::Into(target) => {
+                    self.stable_merge(target);
+                    target
+                }
+                StableMerge::NewIsLast => {
+                    let owner = Owner::Process(request.process);
+                    let queue = self.new_queue(owner, true, class, level, now);
+                    self.last_queue_created = Some(queue);
+                    queue
+                }
+                StableMerge::None => {
+                    self.new_queue(Owner::Process(request.process), true, class, level, now)
+                }
+            };
             self.processes.get_mut(&request.process).expect("entry made above").sync_queue =
                 Some(queue);
-            self.counters.sync_queues_created += 1;
             return queue;
         }
         let slot = common::async_queue_slot(class, level);
@@ -963,6 +1014,37 @@ impl Bfq {
         self.processes.get_mut(&request.process).expect("entry made above").async_queue =
             Some(queue);
         queue
+    }
+
+    /// What becomes of a sync queue created now at `class` and `level`
+    /// (`bfq_do_or_sched_stable_merge`). The kernel creates the new queue and, merging, frees
+    /// it again at once; ours then does not create it.
+    fn stable_merge_target(&self, now: Instant, class: IoClass, level: u8) -> StableMerge {
+        let Some(last) = self.last_queue_created else { return StableMerge::NewIsLast };
+        let entry = &self.queues[last.slot()];
+        if entry.created + STABLE_MERGE_WINDOW < now || (entry.class, entry.level) != (class, level)
+        {
+            return StableMerge::NewIsLast;
+        }
+        // Within the burst interval the merge is done now on a non-rotational device that
+        // queues; otherwise the kernel schedules a delayed merge (not modelled) or, after
+        // the burst interval, nothing. `bfq_setup_merge` refuses a queue no process holds.
+        let nonrot_with_queueing = self.non_rotational && self.hw_tag != HwTag::NotQueueing;
+        let merge = now <= entry.created + BURST_INTERVAL
+            && nonrot_with_queueing
+            && !matches!(entry.owner, Owner::Exited | Owner::Free);
+        if merge { StableMerge::Into(last) } else { StableMerge::None }
+    }
+
+    /// A new process's sync queue merged into `target` (`bfq_merge_bfqqs` with a queue just
+    /// created): `target` is now shared (its `bic` NULL) and I/O-bound as the new queue was.
+    fn stable_merge(&mut self, target: QueueIndex) {
+        let entry = &mut self.queues[target.slot()];
+        entry.owner = match entry.owner {
+            Owner::Merged(processes) => Owner::Merged(processes + 1),
+            _ => Owner::Merged(2),
+        };
+        entry.io_bound = true;
     }
 
     fn new_queue(
@@ -1741,6 +1823,9 @@ impl Bfq {
         debug_assert!(entry.weight_counter.is_none(), "bfq: freeing a counted queue");
         self.free_leaves_burst(queue);
         self.free_forgets_wakers(queue);
+        if self.last_queue_created == Some(queue) {
+            self.last_queue_created = None;
+        }
         self.queues[queue.slot()].owner = Owner::Free;
         self.free_queues.push(queue);
     }

@@ -56,6 +56,9 @@ pub(super) fn is_seeky(last_end: Sector, start: Sector) -> bool {
 pub(super) enum Owner {
     /// One process's sync requests.
     Process(ProcessId),
+    /// The sync requests of this many processes (at least one) whose queues were stably
+    /// merged into it (`bfq_bfqq_coop`, `bic` NULL: it belongs to no single process).
+    Merged(u32),
     /// The process exited; its requests are still served, then the slot is freed.
     Exited,
     /// Async requests of every process at one priority, by async slot.
@@ -174,6 +177,8 @@ pub(super) struct BfqQueue {
     pub(super) tentative_waker: Option<QueueIndex>,
     pub(super) waker_detections: u32,
     pub(super) waker_detection_started: Instant,
+    /// When it was created (`creation_time`), for stable merging.
+    pub(super) created: Instant,
 }
 
 impl BfqQueue {
@@ -238,6 +243,7 @@ impl BfqQueue {
             active_sequence: 0,
             waker: None,
             woken: Vec::new(),
+            created: now,
             tentative_waker: None,
             waker_detections: 0,
             waker_detection_started: Instant::ZERO,

@@ -217,7 +217,17 @@ fn build(header: &SchedCaptureHeader) -> Result<Ours, ConformError> {
     let mut ours = match name {
         crate::mq_deadline::NAME => Ours::MqDeadline(Box::default()),
         crate::kyber::NAME => Ours::Kyber(Box::default()),
-        crate::bfq::NAME => Ours::Bfq(Box::default()),
+        crate::bfq::NAME => {
+            // bfq block (issue 25, wt-bfqll25): bfq reads the queue's rotational flag at
+            // attach. The captures replayed here come from loop devices (major 7) over files
+            // in /dev/shm, which the kernel marks non-rotational (a backing file whose
+            // filesystem has no block device, as tmpfs, `loop_update_rotational`); the
+            // capture format has no rotational field, so a loop device is taken as
+            // non-rotational and any other device as rotational.
+            let mut bfq = Box::<Bfq>::default();
+            bfq.set_non_rotational(header.device.split(',').next() == Some("7"));
+            Ours::Bfq(bfq)
+        }
         other => return Err(ConformError::UnknownScheduler { name: other.to_owned() }),
     };
     let scheduler = ours.scheduler();
