@@ -54,6 +54,15 @@
 //! dispatches (`peak_rate.rs`); with `max_budget` 0 the device's maximum budget follows it
 //! (the sectors the device moves at that rate during one budget timeout).
 //!
+//! On a non-rotational device that queues ([`Bfq::set_non_rotational`]), a new sync queue
+//! created within 180 ms (`bfq_burst_interval`) of the last sync queue created, at the same
+//! class and level, is **stably merged** into that queue at once
+//! (`bfq_do_or_sched_stable_merge`, since 5.13): the new process's sync requests go to the shared
+//! queue, which keeps its raising (stably merged queues may be raised) and is never split
+//! again. Two fio jobs started together are one queue in the kernel on such a device: issue
+//! 25 found ours idling for one job's raised queue where the kernel served the other job's
+//! requests from their shared queue.
+//!
 //! # How the kernel's calls map onto ours
 //!
 //! * blk-mq runs the hardware queue after every insertion and completion, and when bfq's idle
@@ -97,7 +106,13 @@
 //!
 //! Left out, as modern-schedulers.md §3.12 allows:
 //!
-//! * **Queue merging** (early and stable merging of cooperating queues, and their splitting).
+//! * **Queue merging** except early stable merging: the delayed stable merge the kernel
+//!   schedules on a rotational or non-queueing device (done 600 ms after creation if idling
+//!   would not boost the queue's throughput), merging of queues doing close I/O
+//!   (`bfq_setup_cooperator`; the kernel skips it on a non-rotational device that queues), and
+//!   splitting (which never applies to stably merged queues). The process's own async queue
+//!   is not injected for a shared queue, as the kernel finds it through `bfqq->bic`, NULL
+//!   there. Stable merging uses nanosecond times, not jiffies.
 //! * **cgroups** (group entities, `io.bfq.weight`): every queue is a child of the root.
 //! * **Multiple actuators**.
 //!
@@ -115,15 +130,17 @@
 //!   as anyone's candidate waker (queue slots are reused here, pointers are not in the kernel).
 //! * **Burst detection** (§3.9) has no group check (every queue's parent is the root, so
 //!   `burst_parent_entity` never ends a burst) and no "just split" exemption (queues are never
-//!   merged, so never split); a freed queue always leaves the burst's size (the kernel's
-//!   `bfqq->bic` test only fails for merged queues). Issue 18: before burst detection existed
+//!   split); a freed queue leaves the burst's size unless it was shared (the kernel's
+//!   `bfqq->bic` test). Issue 18: before burst detection existed
 //!   here, eight fio jobs started together were all raised and idled for on a fast NVMe device,
 //!   where the kernel raises none of them and does not idle.
 //! * **Tag-depth limits** (`limit_depth`, §3.11) are not applied: the request pool is shared as
 //!   the queue configures it.
-//! * The device is taken to be **rotational** (schedulers get no rotational hint): the
-//!   rotational reference rate and raising duration apply, seekiness ignores request size, and
-//!   short slots are charged at least `slice_idle`'s default of 8 ms. Whether the device
+//! * The device is taken to be **rotational** (schedulers get no rotational hint) unless
+//!   [`Bfq::set_non_rotational`] says otherwise (the conformance replay does, for loop
+//!   devices), and that only enables early stable merging: the rotational reference rate and
+//!   raising duration apply either way, seekiness ignores request size, and short slots are
+//!   charged at least `slice_idle`'s default of 8 ms. Whether the device
 //!   queues (`hw_tag`) is detected as the kernel does, and is "unknown", counting as queueing,
 //!   until then.
 //! * Times are kept in nanoseconds throughout, with no jiffy rounding (one jiffy = 1 ms where
@@ -697,7 +714,7 @@ impl Scheduler for Bfq {
         }
         self.last_completion = now;
         // A shared queue is never anyone's waker (`bfq_bfqq_coop`).
-        let shared = matches!(self.queues[queue.slot()].owner, Owner::Merged(_));
+        let shared = self.queues[queue.slot()].shared;
         self.last_completed_queue = if shared { None } else { Some(queue) };
         let entry = &self.queues[queue.slot()];
         if entry.softrt_update
@@ -904,6 +921,12 @@ impl Scheduler for Bfq {
 }
 
 impl Bfq {
+    /// Whether two requests bfq was given went to the same queue (for a conformance report:
+    /// with stably merged queues, requests of two processes share one).
+    pub fn same_queue(&self, a: RequestId, b: RequestId) -> bool {
+        self.slots[a].queue == self.slots[b].queue
+    }
+
     /// bfq's state for a conformance report: the queue in service (owner, class and level,
     /// budget, service received, next request), busy queues, queued requests, the idle timer
     /// (relative to `cx.now`) and the device's maximum budget.
@@ -1045,6 +1068,7 @@ impl Bfq {
             _ => Owner::Merged(2),
         };
         entry.io_bound = true;
+        entry.shared = true;
     }
 
     fn new_queue(

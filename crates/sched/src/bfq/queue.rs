@@ -179,6 +179,9 @@ pub(super) struct BfqQueue {
     pub(super) waker_detection_started: Instant,
     /// When it was created (`creation_time`), for stable merging.
     pub(super) created: Instant,
+    /// Other processes' queues were merged into it (`bfq_bfqq_coop`): it belongs to no
+    /// single process (`bic` NULL), even once all but one of them exited.
+    pub(super) shared: bool,
 }
 
 impl BfqQueue {
@@ -244,6 +247,7 @@ impl BfqQueue {
             waker: None,
             woken: Vec::new(),
             created: now,
+            shared: false,
             tentative_waker: None,
             waker_detections: 0,
             waker_detection_started: Instant::ZERO,

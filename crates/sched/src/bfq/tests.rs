@@ -922,7 +922,8 @@ fn queues_are_not_merged_on_a_rotational_device_or_after_the_burst_interval() {
 }
 
 // Proves a shared queue outlives one of its processes: when process 1 exits, process 2 still
-// sends its requests there, and only when both have exited is the queue left to be freed.
+// sends its requests there; when both have exited the queue is freed, and, belonging to no
+// single process, it leaves the burst's size as it is (`bfq_put_queue`'s `bfqq->bic` test).
 #[test]
 fn a_merged_queue_is_kept_until_its_last_process_exits() {
     let (_, mut rig) = two_jobs_created(true, Duration::from_millis(1));
@@ -933,7 +934,10 @@ fn a_merged_queue_is_kept_until_its_last_process_exits() {
     let id = rig.insert(read(2, 5_000_000, 8));
     assert_eq!(rig.bfq.slots[id].queue, queue);
     serve_through_idling(&mut rig, 1);
+    let burst_size = rig.bfq.burst.size;
+    assert!(burst_size > 0 && rig.bfq.queues[queue.slot()].in_burst_list);
     let cx = Ctx { now: rig.now, requests: &rig.table, in_flight: 0, depth: 1 };
     rig.bfq.process_exited(&cx, ProcessId(2));
-    assert_ne!(rig.bfq.queues[queue.slot()].owner, Owner::Merged(1));
+    assert_eq!(rig.bfq.queues[queue.slot()].owner, Owner::Free);
+    assert_eq!(rig.bfq.burst.size, burst_size);
 }

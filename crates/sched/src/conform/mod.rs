@@ -969,11 +969,13 @@ impl Replay<'_> {
                 }
                 Cause::Unknown
             }
-            Ours::Bfq(_) => {
+            Ours::Bfq(scheduler) => {
                 if ours.is_none() && matches!(answer, Dispatch::Throttled | Dispatch::Idle { .. }) {
                     return Cause::BfqIdling;
                 }
-                if ours.is_some_and(|o| o.pid != kernel.pid) {
+                // bfq block (wt-bfqll25): by queue, not process (stably merged queues hold
+                // the requests of several processes).
+                if ours.is_some_and(|o| !scheduler.same_queue(o.id, kernel.id)) {
                     return Cause::BfqQueueChoice;
                 }
                 Cause::Unknown
