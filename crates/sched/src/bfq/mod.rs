@@ -138,8 +138,10 @@
 //!   the queue configures it.
 //! * The device is taken to be **rotational** (schedulers get no rotational hint) unless
 //!   [`Bfq::set_non_rotational`] says otherwise (the conformance replay does, for loop
-//!   devices), and that only enables early stable merging: the rotational reference rate and
-//!   raising duration apply either way, seekiness ignores request size, and short slots are
+//!   devices). Non-rotational, bfq merges queues created together (above), counts only
+//!   requests under 64 sectors as seeky (`BFQ_RQ_SEEKY`), and does not idle to boost a
+//!   sequential queue's throughput on a device that queues (`idling_boosts_thr_without_issues`);
+//!   the rotational reference rate and raising duration apply either way, and short slots are
 //!   charged at least `slice_idle`'s default of 8 ms. Whether the device
 //!   queues (`hw_tag`) is detected as the kernel does, and is "unknown", counting as queueing,
 //!   until then.
@@ -525,7 +527,8 @@ impl Bfq {
     /// rotational flag, `blk_queue_nonrot`, when bfq is attached). Without this call the
     /// device is taken to be rotational (see "Deviations"). On a non-rotational device that
     /// queues, a new sync queue created within `bfq_burst_interval` of the last one, at its
-    /// priority, is merged into it at once (early stable merging).
+    /// priority, is merged into it at once (early stable merging), a request of 64 sectors or
+    /// more is never seeky, and a sequential queue is not idled for to boost throughput.
     pub fn set_non_rotational(&mut self, non_rotational: bool) {
         self.non_rotational = non_rotational;
     }
@@ -561,7 +564,7 @@ impl Scheduler for Bfq {
         if entry.insert_update_short_ttime(slice_idle) {
             self.inject_after_ttime_change(queue, now);
         }
-        self.insert_update_seek(now, queue, request.start);
+        self.insert_update_seek(now, queue, request);
         if self.queues[queue.slot()].sync && process_requests <= 1 {
             // `bfq_add_request`.
             self.check_waker(queue, now);
@@ -1100,9 +1103,9 @@ impl Bfq {
 
     /// Shifts the request's seekiness into the history; a soft real-time queue that turns
     /// totally seeky loses that raising (back to interactive raising if one was interrupted).
-    fn insert_update_seek(&mut self, now: Instant, queue: QueueIndex, start: Sector) {
+    fn insert_update_seek(&mut self, now: Instant, queue: QueueIndex, request: &Request) {
         let entry = &mut self.queues[queue.slot()];
-        entry.insert_update_seek(start);
+        entry.insert_update_seek(request.start, request.sector_count, self.non_rotational);
         if entry.wr_coeff > 1 && entry.wr_cur_max_time == WR_RT_MAX_TIME && entry.is_totally_seeky()
         {
             let interactive_over =
@@ -1408,7 +1411,12 @@ impl Bfq {
             now: cx.now,
             in_driver: cx.in_flight,
             sectors: u64::from(request.sector_count),
-            near: !is_seeky(self.last_position, request.start),
+            near: !is_seeky(
+                self.last_position,
+                request.start,
+                request.sector_count,
+                self.non_rotational,
+            ),
             last_completion: self.last_completion,
         };
         if self.peak.on_dispatch(sample) {
@@ -1888,9 +1896,14 @@ impl Bfq {
         if entry.owner == Owner::Exited {
             return false;
         }
-        let rotational_without_queueing = self.hw_tag == HwTag::NotQueueing;
+        // A device that queues (or may: `hw_tag` undecided) serves a sequential reader's next
+        // request as well with others' requests beside it only if it is non-rotational.
+        let not_queueing = self.hw_tag == HwTag::NotQueueing;
+        let rotational_without_queueing = !self.non_rotational && not_queueing;
         let sequential_and_io_bound = !entry.is_seeky() && entry.io_bound && entry.has_short_ttime;
-        (rotational_without_queueing || sequential_and_io_bound) && self.wr_busy_queues == 0
+        let boosts = rotational_without_queueing
+            || ((!self.non_rotational || not_queueing) && sequential_and_io_bound);
+        boosts && self.wr_busy_queues == 0
     }
 
     /// Idling is needed for `queue` to get its share (`idling_needed_for_service_guarantees`).

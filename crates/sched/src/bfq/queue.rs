@@ -24,6 +24,9 @@ const WEIGHT_COEFF: u64 = 10;
 pub(super) const DEFAULT_WEIGHT: u64 = weight_of(4);
 /// A request this far (sectors) from where the queue's previous one ended is seeky.
 const SEEK_THRESHOLD_SECTORS: u64 = 800;
+/// Requests this large (sectors) or larger are never seeky on a non-rotational device
+/// (`BFQQ_SECT_THR_NONROT`).
+const SECT_THRESHOLD_NONROT: u32 = 64;
 /// More seeky requests than this among the last 32 make a queue seeky.
 const SEEKY_COUNT: u32 = 19;
 /// A think-time mean of this many samples (fixed point, ×256) or fewer is not trusted.
@@ -45,10 +48,18 @@ pub(super) const fn class_index(class: IoClass) -> usize {
     }
 }
 
-/// Whether a request at `start` is seeky after one that ended at `last_end` (0: no previous
-/// request, never seeky). The device is taken to be rotational, so size does not matter.
-pub(super) fn is_seeky(last_end: Sector, start: Sector) -> bool {
-    last_end.0 != 0 && last_end.distance(start) > SEEK_THRESHOLD_SECTORS
+/// Whether a request of `sectors` at `start` is seeky after one that ended at `last_end` (0:
+/// no previous request, never seeky; `BFQ_RQ_SEEKY`). On a non-rotational device only a small
+/// request (under 64 sectors) can be seeky: a large one is served at full speed wherever it is.
+pub(super) fn is_seeky(
+    last_end: Sector,
+    start: Sector,
+    sectors: u32,
+    non_rotational: bool,
+) -> bool {
+    last_end.0 != 0
+        && last_end.distance(start) > SEEK_THRESHOLD_SECTORS
+        && (!non_rotational || sectors < SECT_THRESHOLD_NONROT)
 }
 
 /// Whose requests a queue holds.
@@ -305,9 +316,9 @@ impl BfqQueue {
     }
 
     /// Shifts the seekiness of a request at `start` into the history.
-    pub(super) fn insert_update_seek(&mut self, start: Sector) {
-        self.seek_history =
-            (self.seek_history << 1) | u32::from(is_seeky(self.last_request_pos, start));
+    pub(super) fn insert_update_seek(&mut self, start: Sector, sectors: u32, non_rotational: bool) {
+        let seeky = is_seeky(self.last_request_pos, start, sectors, non_rotational);
+        self.seek_history = (self.seek_history << 1) | u32::from(seeky);
     }
 
     /// Re-decides the I/O-bound flag on an arrival (`bfq_update_io_intensity`): I/O bound if

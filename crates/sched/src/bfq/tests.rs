@@ -941,3 +941,55 @@ fn a_merged_queue_is_kept_until_its_last_process_exits() {
     assert_eq!(rig.bfq.queues[queue.slot()].owner, Owner::Free);
     assert_eq!(rig.bfq.burst.size, burst_size);
 }
+
+// ---- A non-rotational device (issue 25) ----------------------------------------------------
+
+// Proves `BFQ_RQ_SEEKY`'s size rule: 128-sector reads 1M sectors apart make a seeky queue on a
+// rotational device but not on a non-rotational one, where only requests under 64 sectors can
+// be seeky; 8-sector reads as far apart are seeky on both.
+#[test]
+fn large_far_apart_requests_are_seeky_only_on_a_rotational_device() {
+    let seeky = |non_rotational: bool, sectors: u32| {
+        let mut rig = Rig::new(&[]);
+        rig.bfq.set_non_rotational(non_rotational);
+        for i in 0..32 {
+            rig.insert(read(1, 1_000_000 * (i + 1), sectors));
+        }
+        rig.bfq.queues[0].is_seeky()
+    };
+    assert!(seeky(false, 128));
+    assert!(!seeky(true, 128));
+    assert!(seeky(false, 8) && seeky(true, 8));
+}
+
+/// A sequential reader (64 sectors, 100 µs think time) runs from 0 to 400 ms; another process
+/// queues four reads at 200 ms (past the 180 ms within which their queues would be merged).
+/// Returns when the second process's first read was issued.
+fn second_reader_start(non_rotational: bool) -> Instant {
+    let mut bfq = Bfq::new();
+    bfq.set_tunable("low_latency", 0).unwrap();
+    bfq.set_non_rotational(non_rotational);
+    let mut h = Harness::new(Box::new(bfq), QueueConfig::default())
+        .with_service(fixed_service(Duration::from_millis(1)));
+    let think = Duration::from_micros(100);
+    reader(&mut h, 1, best_effort(4), 0, 64, think, Instant::from_millis(400));
+    for i in 0..4 {
+        h.submit_at(Instant::from_millis(200), read(2, 5_000_000 + i * 128, 64));
+    }
+    h.run();
+    issued_by(&h, 2)[0].at
+}
+
+// Proves `idling_boosts_thr_without_issues` on a non-rotational device that queues (`hw_tag`
+// undecided counts as queueing): bfq does not idle for a sequential reader there, so the
+// other process's reads are served as soon as the reader's queue empties (within its 1 ms
+// read and 100 µs think time), while on a rotational device bfq idles for the reader and the
+// other process waits for the end of its slot (budget or timeout).
+#[test]
+fn a_sequential_reader_is_idled_for_only_on_a_rotational_device() {
+    let start = Instant::from_millis(200);
+    let non_rotational = second_reader_start(true);
+    assert!(non_rotational <= start + Duration::from_millis(2), "{non_rotational:?}");
+    let rotational = second_reader_start(false);
+    assert!(rotational > start + Duration::from_millis(10), "{rotational:?}");
+}
