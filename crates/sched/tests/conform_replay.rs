@@ -329,16 +329,39 @@ fn bfq_resynchronises_inside_the_queue_in_service() {
 
 // Proves a bfq disagreement on which process is served is classified `bfq queue choice`, and
 // that the replay restarts bfq with the kernel's queued requests (so later decisions are
-// scored again rather than cascading).
+// scored again rather than cascading). The second process starts 200 ms after the first,
+// past the 180 ms within which bfq would merge their queues.
 #[test]
 fn bfq_restarts_after_a_queue_choice_disagreement() {
     let other = Rq { pid: 200, ..read(50_000) };
     let mut capture = Capture::new("bfq", &[]);
-    capture.insert(0, read(100)).insert(1, read(108)).insert(2, other);
-    capture.serve(10, &[other, read(100), read(108)]);
+    capture.insert(0, read(100)).insert(1, read(108)).insert(200_000, other);
+    capture.serve(200_010, &[other, read(100), read(108)]);
     let report = capture.replay();
     assert_eq!((report.decisions, report.identical, report.restarts), (3, 2, 1), "{report}");
     assert_eq!(report.causes.get(&Cause::BfqQueueChoice), Some(&1));
+}
+
+// Proves the replay gives bfq the loop device's non-rotational flag: two processes starting
+// together on a loop device (major 7) share one stably merged queue, served in sector order
+// across both (100, then the other process's 50000, then 60000), as the kernel does; on a
+// SCSI disk (major 8, taken as rotational) ours keeps two queues and serves the first
+// process's 60000 before the other's 50000.
+#[test]
+fn bfq_merges_the_queues_of_processes_started_together_on_a_loop_device() {
+    let other = Rq { pid: 200, ..read(50_000) };
+    let order = [read(100), other, read(60_000)];
+    let replay_on = |device: &str| {
+        let mut capture = Capture::new("bfq", &[]);
+        capture.header.device = device.to_owned();
+        capture.insert(0, read(100)).insert(1, read(60_000)).insert(2, other);
+        capture.serve(10, &order);
+        capture.replay()
+    };
+    let loop_device = replay_on("7,1");
+    assert_eq!((loop_device.decisions, loop_device.identical), (3, 3), "{loop_device}");
+    let disk = replay_on("8,0");
+    assert!(disk.identical < 3, "{disk}");
 }
 
 // Proves requests of different priorities over the same sectors are told apart by the

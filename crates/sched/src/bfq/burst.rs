@@ -115,10 +115,11 @@ impl Bfq {
 
     /// `queue` is freed (its process exited): off the burst list, and out of the burst's size,
     /// so that a short-lived process starting and exiting beside an application's start-up does
-    /// not make that start-up a large burst (`bfq_put_queue`; queues are never merged here, so
-    /// the decrement always applies).
+    /// not make that start-up a large burst (`bfq_put_queue`). A stably merged queue, which
+    /// belongs to no single process (`bic` NULL), leaves the size as it is.
     pub(super) fn free_leaves_burst(&mut self, queue: QueueIndex) {
-        if self.leave_burst_list(queue) && self.burst.size > 0 {
+        let shared = self.queues[queue.slot()].shared;
+        if self.leave_burst_list(queue) && !shared && self.burst.size > 0 {
             self.burst.size -= 1;
         }
     }

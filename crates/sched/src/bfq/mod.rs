@@ -54,6 +54,15 @@
 //! dispatches (`peak_rate.rs`); with `max_budget` 0 the device's maximum budget follows it
 //! (the sectors the device moves at that rate during one budget timeout).
 //!
+//! On a non-rotational device that queues ([`Bfq::set_non_rotational`]), a new sync queue
+//! created within 180 ms (`bfq_burst_interval`) of the last sync queue created, at the same
+//! class and level, is **stably merged** into that queue at once
+//! (`bfq_do_or_sched_stable_merge`, since 5.13): the new process's sync requests go to the shared
+//! queue, which keeps its raising (stably merged queues may be raised) and is never split
+//! again. Two fio jobs started together are one queue in the kernel on such a device: issue
+//! 25 found ours idling for one job's raised queue where the kernel served the other job's
+//! requests from their shared queue.
+//!
 //! # How the kernel's calls map onto ours
 //!
 //! * blk-mq runs the hardware queue after every insertion and completion, and when bfq's idle
@@ -97,7 +106,13 @@
 //!
 //! Left out, as modern-schedulers.md §3.12 allows:
 //!
-//! * **Queue merging** (early and stable merging of cooperating queues, and their splitting).
+//! * **Queue merging** except early stable merging: the delayed stable merge the kernel
+//!   schedules on a rotational or non-queueing device (done 600 ms after creation if idling
+//!   would not boost the queue's throughput), merging of queues doing close I/O
+//!   (`bfq_setup_cooperator`; the kernel skips it on a non-rotational device that queues), and
+//!   splitting (which never applies to stably merged queues). The process's own async queue
+//!   is not injected for a shared queue, as the kernel finds it through `bfqq->bic`, NULL
+//!   there. Stable merging uses nanosecond times, not jiffies.
 //! * **cgroups** (group entities, `io.bfq.weight`): every queue is a child of the root.
 //! * **Multiple actuators**.
 //!
@@ -115,15 +130,19 @@
 //!   as anyone's candidate waker (queue slots are reused here, pointers are not in the kernel).
 //! * **Burst detection** (§3.9) has no group check (every queue's parent is the root, so
 //!   `burst_parent_entity` never ends a burst) and no "just split" exemption (queues are never
-//!   merged, so never split); a freed queue always leaves the burst's size (the kernel's
-//!   `bfqq->bic` test only fails for merged queues). Issue 18: before burst detection existed
+//!   split); a freed queue leaves the burst's size unless it was shared (the kernel's
+//!   `bfqq->bic` test). Issue 18: before burst detection existed
 //!   here, eight fio jobs started together were all raised and idled for on a fast NVMe device,
 //!   where the kernel raises none of them and does not idle.
 //! * **Tag-depth limits** (`limit_depth`, §3.11) are not applied: the request pool is shared as
 //!   the queue configures it.
-//! * The device is taken to be **rotational** (schedulers get no rotational hint): the
-//!   rotational reference rate and raising duration apply, seekiness ignores request size, and
-//!   short slots are charged at least `slice_idle`'s default of 8 ms. Whether the device
+//! * The device is taken to be **rotational** (schedulers get no rotational hint) unless
+//!   [`Bfq::set_non_rotational`] says otherwise (the conformance replay does, for loop
+//!   devices). Non-rotational, bfq merges queues created together (above), counts only
+//!   requests under 64 sectors as seeky (`BFQ_RQ_SEEKY`), and does not idle to boost a
+//!   sequential queue's throughput on a device that queues (`idling_boosts_thr_without_issues`);
+//!   the rotational reference rate and raising duration apply either way, and short slots are
+//!   charged at least `slice_idle`'s default of 8 ms. Whether the device
 //!   queues (`hw_tag`) is detected as the kernel does, and is "unknown", counting as queueing,
 //!   until then.
 //! * Times are kept in nanoseconds throughout, with no jiffy rounding (one jiffy = 1 ms where
@@ -163,7 +182,7 @@ use elevator_core::{
     SideTable, TunableError, TunableSpec, Unit,
 };
 
-use self::burst::{BURST_LEAVE_IDLE, Burst};
+use self::burst::{BURST_INTERVAL, BURST_LEAVE_IDLE, Burst};
 use self::peak_rate::{MIN_TT, PeakRate, RATE_SHIFT, Sample};
 use self::queue::{
     BfqQueue, DEFAULT_WEIGHT, Expiration, Owner, QueueIndex, class_index, is_seeky, weight_of,
@@ -294,6 +313,9 @@ const HW_QUEUE_THRESHOLD: u32 = 3;
 const HW_QUEUE_SAMPLES: u32 = 32;
 /// A hole is recovered if the next request arrives within this many `slice_idle`s.
 const HOLE_SLICES: u64 = 3;
+/// A sync queue created this long after the last created one is not merged into it
+/// (`bfq_activation_stable_merging`).
+const STABLE_MERGE_WINDOW: Duration = Duration::from_millis(600);
 
 /// bfq's tunables in their working form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,6 +355,17 @@ enum HwTag {
     Unknown,
     Queueing,
     NotQueueing,
+}
+
+/// What becomes of a new sync queue (`bfq_do_or_sched_stable_merge`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum StableMerge {
+    /// It is merged into this queue, the last created, at once.
+    Into(QueueIndex),
+    /// It is created and becomes the last created queue.
+    NewIsLast,
+    /// It is created; the last created queue stays.
+    None,
 }
 
 /// A process's queues (its `bfq_io_cq`).
@@ -442,6 +475,10 @@ pub struct Bfq {
     last_completed_queue: Option<QueueIndex>,
     /// Entries into the active trees so far (each queue's `active_sequence`).
     activations: u64,
+    /// The device is not rotational ([`Bfq::set_non_rotational`]; `blk_queue_nonrot`).
+    non_rotational: bool,
+    /// The sync queue new queues may be stably merged into (`last_bfqq_created`).
+    last_queue_created: Option<QueueIndex>,
     counters: Counters,
 }
 
@@ -480,8 +517,20 @@ impl Bfq {
             inject: InjectState::new(),
             last_completed_queue: None,
             activations: 0,
+            non_rotational: false,
+            last_queue_created: None,
             counters: Counters::default(),
         }
+    }
+
+    /// Tells bfq whether the device is non-rotational (the kernel reads the queue's
+    /// rotational flag, `blk_queue_nonrot`, when bfq is attached). Without this call the
+    /// device is taken to be rotational (see "Deviations"). On a non-rotational device that
+    /// queues, a new sync queue created within `bfq_burst_interval` of the last one, at its
+    /// priority, is merged into it at once (early stable merging), a request of 64 sectors or
+    /// more is never seeky, and a sequential queue is not idled for to boost throughput.
+    pub fn set_non_rotational(&mut self, non_rotational: bool) {
+        self.non_rotational = non_rotational;
     }
 }
 
@@ -515,7 +564,7 @@ impl Scheduler for Bfq {
         if entry.insert_update_short_ttime(slice_idle) {
             self.inject_after_ttime_change(queue, now);
         }
-        self.insert_update_seek(now, queue, request.start);
+        self.insert_update_seek(now, queue, request);
         if self.queues[queue.slot()].sync && process_requests <= 1 {
             // `bfq_add_request`.
             self.check_waker(queue, now);
@@ -667,7 +716,9 @@ impl Scheduler for Bfq {
             self.peak_rate_updated();
         }
         self.last_completion = now;
-        self.last_completed_queue = Some(queue);
+        // A shared queue is never anyone's waker (`bfq_bfqq_coop`).
+        let shared = self.queues[queue.slot()].shared;
+        self.last_completed_queue = if shared { None } else { Some(queue) };
         let entry = &self.queues[queue.slot()];
         if entry.softrt_update
             && entry.dispatched == 0
@@ -699,6 +750,13 @@ impl Scheduler for Bfq {
         self.begin(cx);
         let Some(queues) = self.processes.remove(&process) else { return };
         let Some(queue) = queues.sync_queue else { return };
+        if let Owner::Merged(processes) = self.queues[queue.slot()].owner
+            && processes > 1
+        {
+            // Other processes still send their requests to the shared queue.
+            self.queues[queue.slot()].owner = Owner::Merged(processes - 1);
+            return;
+        }
         self.queues[queue.slot()].owner = Owner::Exited;
         self.queues[queue.slot()].has_short_ttime = false;
         if self.in_service == Some(queue) {
@@ -866,6 +924,12 @@ impl Scheduler for Bfq {
 }
 
 impl Bfq {
+    /// Whether two requests bfq was given went to the same queue (for a conformance report:
+    /// with stably merged queues, requests of two processes share one).
+    pub fn same_queue(&self, a: RequestId, b: RequestId) -> bool {
+        self.slots[a].queue == self.slots[b].queue
+    }
+
     /// bfq's state for a conformance report: the queue in service (owner, class and level,
     /// budget, service received, next request), busy queues, queued requests, the idle timer
     /// (relative to `cx.now`) and the device's maximum budget.
@@ -943,11 +1007,24 @@ impl Bfq {
                 }
                 return queue;
             }
-            let owner = Owner::Process(request.process);
-            let queue = self.new_queue(owner, true, class, level, now);
+            self.counters.sync_queues_created += 1;
+            let queue = match self.stable_merge_target(now, class, level) {
+                StableMerge::Into(target) => {
+                    self.stable_merge(target);
+                    target
+                }
+                StableMerge::NewIsLast => {
+                    let owner = Owner::Process(request.process);
+                    let queue = self.new_queue(owner, true, class, level, now);
+                    self.last_queue_created = Some(queue);
+                    queue
+                }
+                StableMerge::None => {
+                    self.new_queue(Owner::Process(request.process), true, class, level, now)
+                }
+            };
             self.processes.get_mut(&request.process).expect("entry made above").sync_queue =
                 Some(queue);
-            self.counters.sync_queues_created += 1;
             return queue;
         }
         let slot = common::async_queue_slot(class, level);
@@ -963,6 +1040,38 @@ impl Bfq {
         self.processes.get_mut(&request.process).expect("entry made above").async_queue =
             Some(queue);
         queue
+    }
+
+    /// What becomes of a sync queue created now at `class` and `level`
+    /// (`bfq_do_or_sched_stable_merge`). The kernel creates the new queue and, merging, frees
+    /// it again at once; ours then does not create it.
+    fn stable_merge_target(&self, now: Instant, class: IoClass, level: u8) -> StableMerge {
+        let Some(last) = self.last_queue_created else { return StableMerge::NewIsLast };
+        let entry = &self.queues[last.slot()];
+        if entry.created + STABLE_MERGE_WINDOW < now || (entry.class, entry.level) != (class, level)
+        {
+            return StableMerge::NewIsLast;
+        }
+        // Within the burst interval the merge is done now on a non-rotational device that
+        // queues; otherwise the kernel schedules a delayed merge (not modelled) or, after
+        // the burst interval, nothing. `bfq_setup_merge` refuses a queue no process holds.
+        let nonrot_with_queueing = self.non_rotational && self.hw_tag != HwTag::NotQueueing;
+        let merge = now <= entry.created + BURST_INTERVAL
+            && nonrot_with_queueing
+            && !matches!(entry.owner, Owner::Exited | Owner::Free);
+        if merge { StableMerge::Into(last) } else { StableMerge::None }
+    }
+
+    /// A new process's sync queue merged into `target` (`bfq_merge_bfqqs` with a queue just
+    /// created): `target` is now shared (its `bic` NULL) and I/O-bound as the new queue was.
+    fn stable_merge(&mut self, target: QueueIndex) {
+        let entry = &mut self.queues[target.slot()];
+        entry.owner = match entry.owner {
+            Owner::Merged(processes) => Owner::Merged(processes + 1),
+            _ => Owner::Merged(2),
+        };
+        entry.io_bound = true;
+        entry.shared = true;
     }
 
     fn new_queue(
@@ -994,9 +1103,9 @@ impl Bfq {
 
     /// Shifts the request's seekiness into the history; a soft real-time queue that turns
     /// totally seeky loses that raising (back to interactive raising if one was interrupted).
-    fn insert_update_seek(&mut self, now: Instant, queue: QueueIndex, start: Sector) {
+    fn insert_update_seek(&mut self, now: Instant, queue: QueueIndex, request: &Request) {
         let entry = &mut self.queues[queue.slot()];
-        entry.insert_update_seek(start);
+        entry.insert_update_seek(request.start, request.sector_count, self.non_rotational);
         if entry.wr_coeff > 1 && entry.wr_cur_max_time == WR_RT_MAX_TIME && entry.is_totally_seeky()
         {
             let interactive_over =
@@ -1302,7 +1411,12 @@ impl Bfq {
             now: cx.now,
             in_driver: cx.in_flight,
             sectors: u64::from(request.sector_count),
-            near: !is_seeky(self.last_position, request.start),
+            near: !is_seeky(
+                self.last_position,
+                request.start,
+                request.sector_count,
+                self.non_rotational,
+            ),
             last_completion: self.last_completion,
         };
         if self.peak.on_dispatch(sample) {
@@ -1741,6 +1855,9 @@ impl Bfq {
         debug_assert!(entry.weight_counter.is_none(), "bfq: freeing a counted queue");
         self.free_leaves_burst(queue);
         self.free_forgets_wakers(queue);
+        if self.last_queue_created == Some(queue) {
+            self.last_queue_created = None;
+        }
         self.queues[queue.slot()].owner = Owner::Free;
         self.free_queues.push(queue);
     }
@@ -1779,9 +1896,14 @@ impl Bfq {
         if entry.owner == Owner::Exited {
             return false;
         }
-        let rotational_without_queueing = self.hw_tag == HwTag::NotQueueing;
+        // A device that queues (or may: `hw_tag` undecided) serves a sequential reader's next
+        // request as well with others' requests beside it only if it is non-rotational.
+        let not_queueing = self.hw_tag == HwTag::NotQueueing;
+        let rotational_without_queueing = !self.non_rotational && not_queueing;
         let sequential_and_io_bound = !entry.is_seeky() && entry.io_bound && entry.has_short_ttime;
-        (rotational_without_queueing || sequential_and_io_bound) && self.wr_busy_queues == 0
+        let boosts = rotational_without_queueing
+            || ((!self.non_rotational || not_queueing) && sequential_and_io_bound);
+        boosts && self.wr_busy_queues == 0
     }
 
     /// Idling is needed for `queue` to get its share (`idling_needed_for_service_guarantees`).

@@ -24,6 +24,9 @@ const WEIGHT_COEFF: u64 = 10;
 pub(super) const DEFAULT_WEIGHT: u64 = weight_of(4);
 /// A request this far (sectors) from where the queue's previous one ended is seeky.
 const SEEK_THRESHOLD_SECTORS: u64 = 800;
+/// Requests this large (sectors) or larger are never seeky on a non-rotational device
+/// (`BFQQ_SECT_THR_NONROT`).
+const SECT_THRESHOLD_NONROT: u32 = 64;
 /// More seeky requests than this among the last 32 make a queue seeky.
 const SEEKY_COUNT: u32 = 19;
 /// A think-time mean of this many samples (fixed point, ×256) or fewer is not trusted.
@@ -45,10 +48,18 @@ pub(super) const fn class_index(class: IoClass) -> usize {
     }
 }
 
-/// Whether a request at `start` is seeky after one that ended at `last_end` (0: no previous
-/// request, never seeky). The device is taken to be rotational, so size does not matter.
-pub(super) fn is_seeky(last_end: Sector, start: Sector) -> bool {
-    last_end.0 != 0 && last_end.distance(start) > SEEK_THRESHOLD_SECTORS
+/// Whether a request of `sectors` at `start` is seeky after one that ended at `last_end` (0:
+/// no previous request, never seeky; `BFQ_RQ_SEEKY`). On a non-rotational device only a small
+/// request (under 64 sectors) can be seeky: a large one is served at full speed wherever it is.
+pub(super) fn is_seeky(
+    last_end: Sector,
+    start: Sector,
+    sectors: u32,
+    non_rotational: bool,
+) -> bool {
+    last_end.0 != 0
+        && last_end.distance(start) > SEEK_THRESHOLD_SECTORS
+        && (!non_rotational || sectors < SECT_THRESHOLD_NONROT)
 }
 
 /// Whose requests a queue holds.
@@ -56,6 +67,9 @@ pub(super) fn is_seeky(last_end: Sector, start: Sector) -> bool {
 pub(super) enum Owner {
     /// One process's sync requests.
     Process(ProcessId),
+    /// The sync requests of this many processes (at least one) whose queues were stably
+    /// merged into it (`bfq_bfqq_coop`, `bic` NULL: it belongs to no single process).
+    Merged(u32),
     /// The process exited; its requests are still served, then the slot is freed.
     Exited,
     /// Async requests of every process at one priority, by async slot.
@@ -174,6 +188,11 @@ pub(super) struct BfqQueue {
     pub(super) tentative_waker: Option<QueueIndex>,
     pub(super) waker_detections: u32,
     pub(super) waker_detection_started: Instant,
+    /// When it was created (`creation_time`), for stable merging.
+    pub(super) created: Instant,
+    /// Other processes' queues were merged into it (`bfq_bfqq_coop`): it belongs to no
+    /// single process (`bic` NULL), even once all but one of them exited.
+    pub(super) shared: bool,
 }
 
 impl BfqQueue {
@@ -238,6 +257,8 @@ impl BfqQueue {
             active_sequence: 0,
             waker: None,
             woken: Vec::new(),
+            created: now,
+            shared: false,
             tentative_waker: None,
             waker_detections: 0,
             waker_detection_started: Instant::ZERO,
@@ -295,9 +316,9 @@ impl BfqQueue {
     }
 
     /// Shifts the seekiness of a request at `start` into the history.
-    pub(super) fn insert_update_seek(&mut self, start: Sector) {
-        self.seek_history =
-            (self.seek_history << 1) | u32::from(is_seeky(self.last_request_pos, start));
+    pub(super) fn insert_update_seek(&mut self, start: Sector, sectors: u32, non_rotational: bool) {
+        let seeky = is_seeky(self.last_request_pos, start, sectors, non_rotational);
+        self.seek_history = (self.seek_history << 1) | u32::from(seeky);
     }
 
     /// Re-decides the I/O-bound flag on an arrival (`bfq_update_io_intensity`): I/O bound if

@@ -1,10 +1,10 @@
 use elevator_core::{
-    Bio, Completion, Ctx, Dispatch, Duration, Instant, IoPriority, QueueConfig, Request, RequestId,
-    RequestTable, Scheduler,
+    Bio, Completion, Ctx, Dispatch, Duration, Instant, IoPriority, ProcessId, QueueConfig, Request,
+    RequestId, RequestTable, Scheduler,
 };
 
 use super::Bfq;
-use super::queue::QueueIndex;
+use super::queue::{Owner, QueueIndex};
 use crate::SchedulerSpec;
 use crate::testkit::{Harness, Issued, fixed_service, read, with_priority, write};
 
@@ -868,4 +868,128 @@ fn a_queue_woken_by_another_gets_it_as_waker_and_its_reads_injected() {
     let (late, _) = wake_after(&mut rig, Duration::from_millis(5), 8);
     assert!(!rig.bfq.queues[late.slot()].has_short_ttime);
     assert_eq!(rig.bfq.queues[late.slot()].waker, None);
+}
+
+// ---- Stable merging of queues created together (issue 25) ----------------------------------
+
+/// Process 1 queues seeky reads at sectors 1M and 3M; `gap` later process 2 queues reads at 2M
+/// and 4M. Returns the processes of the four reads in the order bfq serves them, 1 ms each.
+fn two_jobs_created(non_rotational: bool, gap: Duration) -> (Vec<u32>, Rig) {
+    let mut rig = Rig::new(&[]);
+    rig.bfq.set_non_rotational(non_rotational);
+    rig.insert(read(1, 1_000_000, 8));
+    rig.insert(read(1, 3_000_000, 8));
+    rig.now += gap;
+    rig.insert(read(2, 2_000_000, 8));
+    rig.insert(read(2, 4_000_000, 8));
+    let mut order = Vec::new();
+    while order.len() < 4 {
+        match rig.dispatch() {
+            Dispatch::Issue(id) => {
+                order.push(rig.table[id].process.0);
+                rig.now += Duration::from_millis(1);
+                rig.complete(id);
+            }
+            Dispatch::Idle { until } => rig.now = until,
+            other => panic!("after {order:?}: {other:?}"),
+        }
+    }
+    (order, rig)
+}
+
+// Proves early stable merging (`bfq_do_or_sched_stable_merge`, 6.18): on a non-rotational
+// device (queueing not yet ruled out), a sync queue created within `bfq_burst_interval`
+// (180 ms) of the last one, at its priority, is merged into it at once, so the two processes'
+// reads are one queue served in sector order (1, 2, 1, 2) — what the kernel did with two fio
+// jobs on a loop device, where ours kept two raised queues and idled for the first. Without
+// the merge, process 1's raised queue is served to the end and idled for first (1, 1, 2, 2).
+#[test]
+fn queues_created_together_on_a_non_rotational_device_are_merged() {
+    let (order, rig) = two_jobs_created(true, Duration::from_millis(1));
+    assert_eq!(order, [1, 2, 1, 2]);
+    let queue_of = |process: u32| rig.bfq.processes.get(&ProcessId(process)).unwrap().sync_queue;
+    assert_eq!(queue_of(1), queue_of(2));
+    assert_eq!(rig.bfq.queues[queue_of(1).unwrap().slot()].owner, Owner::Merged(2));
+}
+
+// Proves the merge's limits: a rotational device (the kernel would schedule a delayed merge,
+// not modelled) and a queue created more than 180 ms after the last one each keep their own
+// queue, served queue by queue.
+#[test]
+fn queues_are_not_merged_on_a_rotational_device_or_after_the_burst_interval() {
+    assert_eq!(two_jobs_created(false, Duration::from_millis(1)).0, [1, 1, 2, 2]);
+    assert_eq!(two_jobs_created(true, Duration::from_millis(181)).0, [1, 1, 2, 2]);
+}
+
+// Proves a shared queue outlives one of its processes: when process 1 exits, process 2 still
+// sends its requests there; when both have exited the queue is freed, and, belonging to no
+// single process, it leaves the burst's size as it is (`bfq_put_queue`'s `bfqq->bic` test).
+#[test]
+fn a_merged_queue_is_kept_until_its_last_process_exits() {
+    let (_, mut rig) = two_jobs_created(true, Duration::from_millis(1));
+    let queue = rig.bfq.processes.get(&ProcessId(2)).unwrap().sync_queue.unwrap();
+    let cx = Ctx { now: rig.now, requests: &rig.table, in_flight: 0, depth: 1 };
+    rig.bfq.process_exited(&cx, ProcessId(1));
+    assert_eq!(rig.bfq.queues[queue.slot()].owner, Owner::Merged(1));
+    let id = rig.insert(read(2, 5_000_000, 8));
+    assert_eq!(rig.bfq.slots[id].queue, queue);
+    serve_through_idling(&mut rig, 1);
+    let burst_size = rig.bfq.burst.size;
+    assert!(burst_size > 0 && rig.bfq.queues[queue.slot()].in_burst_list);
+    let cx = Ctx { now: rig.now, requests: &rig.table, in_flight: 0, depth: 1 };
+    rig.bfq.process_exited(&cx, ProcessId(2));
+    assert_eq!(rig.bfq.queues[queue.slot()].owner, Owner::Free);
+    assert_eq!(rig.bfq.burst.size, burst_size);
+}
+
+// ---- A non-rotational device (issue 25) ----------------------------------------------------
+
+// Proves `BFQ_RQ_SEEKY`'s size rule: 128-sector reads 1M sectors apart make a seeky queue on a
+// rotational device but not on a non-rotational one, where only requests under 64 sectors can
+// be seeky; 8-sector reads as far apart are seeky on both.
+#[test]
+fn large_far_apart_requests_are_seeky_only_on_a_rotational_device() {
+    let seeky = |non_rotational: bool, sectors: u32| {
+        let mut rig = Rig::new(&[]);
+        rig.bfq.set_non_rotational(non_rotational);
+        for i in 0..32 {
+            rig.insert(read(1, 1_000_000 * (i + 1), sectors));
+        }
+        rig.bfq.queues[0].is_seeky()
+    };
+    assert!(seeky(false, 128));
+    assert!(!seeky(true, 128));
+    assert!(seeky(false, 8) && seeky(true, 8));
+}
+
+/// A sequential reader (64 sectors, 100 µs think time) runs from 0 to 400 ms; another process
+/// queues four reads at 200 ms (past the 180 ms within which their queues would be merged).
+/// Returns when the second process's first read was issued.
+fn second_reader_start(non_rotational: bool) -> Instant {
+    let mut bfq = Bfq::new();
+    bfq.set_tunable("low_latency", 0).unwrap();
+    bfq.set_non_rotational(non_rotational);
+    let mut h = Harness::new(Box::new(bfq), QueueConfig::default())
+        .with_service(fixed_service(Duration::from_millis(1)));
+    let think = Duration::from_micros(100);
+    reader(&mut h, 1, best_effort(4), 0, 64, think, Instant::from_millis(400));
+    for i in 0..4 {
+        h.submit_at(Instant::from_millis(200), read(2, 5_000_000 + i * 128, 64));
+    }
+    h.run();
+    issued_by(&h, 2)[0].at
+}
+
+// Proves `idling_boosts_thr_without_issues` on a non-rotational device that queues (`hw_tag`
+// undecided counts as queueing): bfq does not idle for a sequential reader there, so the
+// other process's reads are served as soon as the reader's queue empties (within its 1 ms
+// read and 100 µs think time), while on a rotational device bfq idles for the reader and the
+// other process waits for the end of its slot (budget or timeout).
+#[test]
+fn a_sequential_reader_is_idled_for_only_on_a_rotational_device() {
+    let start = Instant::from_millis(200);
+    let non_rotational = second_reader_start(true);
+    assert!(non_rotational <= start + Duration::from_millis(2), "{non_rotational:?}");
+    let rotational = second_reader_start(false);
+    assert!(rotational > start + Duration::from_millis(10), "{rotational:?}");
 }

@@ -217,7 +217,17 @@ fn build(header: &SchedCaptureHeader) -> Result<Ours, ConformError> {
     let mut ours = match name {
         crate::mq_deadline::NAME => Ours::MqDeadline(Box::default()),
         crate::kyber::NAME => Ours::Kyber(Box::default()),
-        crate::bfq::NAME => Ours::Bfq(Box::default()),
+        crate::bfq::NAME => {
+            // bfq block (issue 25, wt-bfqll25): bfq reads the queue's rotational flag at
+            // attach. The captures replayed here come from loop devices (major 7) over files
+            // in /dev/shm, which the kernel marks non-rotational (a backing file whose
+            // filesystem has no block device, as tmpfs, `loop_update_rotational`); the
+            // capture format has no rotational field, so a loop device is taken as
+            // non-rotational and any other device as rotational.
+            let mut bfq = Box::<Bfq>::default();
+            bfq.set_non_rotational(header.device.split(',').next() == Some("7"));
+            Ours::Bfq(bfq)
+        }
         other => return Err(ConformError::UnknownScheduler { name: other.to_owned() }),
     };
     let scheduler = ours.scheduler();
@@ -959,11 +969,13 @@ impl Replay<'_> {
                 }
                 Cause::Unknown
             }
-            Ours::Bfq(_) => {
+            Ours::Bfq(scheduler) => {
                 if ours.is_none() && matches!(answer, Dispatch::Throttled | Dispatch::Idle { .. }) {
                     return Cause::BfqIdling;
                 }
-                if ours.is_some_and(|o| o.pid != kernel.pid) {
+                // bfq block (wt-bfqll25): by queue, not process (stably merged queues hold
+                // the requests of several processes).
+                if ours.is_some_and(|o| !scheduler.same_queue(o.id, kernel.id)) {
                     return Cause::BfqQueueChoice;
                 }
                 Cause::Unknown

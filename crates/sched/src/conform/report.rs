@@ -46,7 +46,8 @@ pub enum Cause {
     /// weight-raised queues where ours does).
     #[serde(rename = "bfq idling")]
     BfqIdling,
-    /// bfq: the two picks belong to different processes (a different queue in service).
+    /// bfq: the two picks belong to different queues of ours (a different queue in service;
+    /// a queue is a process's, or several processes' once stably merged).
     #[serde(rename = "bfq queue choice")]
     BfqQueueChoice,
     /// None of the rules above explains it.
