@@ -178,6 +178,9 @@ pub struct QueueConfig {
     /// The blk-mq block layer's rules ([`BlkMqQueue`]) for a host whose kernel has blk-mq and a
     /// blk-mq scheduler attached; `None` (the default) for the legacy request queue's.
     pub blk_mq: Option<BlkMqQueue>,
+    /// The device has moving parts (the kernel's `queue/rotational`), told to the scheduler
+    /// at attach ([`Scheduler::set_rotational`]); `true` by default, the 2.6 era's disks.
+    pub rotational: bool,
 }
 
 /// What differs in a blk-mq queue (Linux 6.x, modern-vs-kernel.md §2), chosen by the host for a
@@ -331,6 +334,7 @@ impl Default for QueueConfig {
             linux_2_4: None,
             zones: None,
             blk_mq: None,
+            rotational: true,
         }
     }
 }
@@ -716,6 +720,7 @@ impl BlockQueue {
         }
         let mut scheduler = scheduler;
         scheduler.depth_updated(config.nr_requests);
+        scheduler.set_rotational(config.rotational);
         if let Some(blk_mq) = config.blk_mq {
             scheduler.set_tick_rate(blk_mq.tick_rate);
         }
@@ -1075,6 +1080,7 @@ impl BlockQueue {
         self.epoch = self.epoch.wrapping_add(1);
         let old = std::mem::replace(&mut self.scheduler, scheduler);
         self.scheduler.depth_updated(self.config.nr_requests);
+        self.scheduler.set_rotational(self.config.rotational);
         if let Some(blk_mq) = self.config.blk_mq {
             self.scheduler.set_tick_rate(blk_mq.tick_rate);
         }

@@ -256,6 +256,12 @@ pub trait Scheduler: fmt::Debug + Send {
     /// schedulers count at [`crate::HZ`]. Default: nothing.
     fn set_tick_rate(&mut self, _tick_rate: crate::TickRate) {}
 
+    /// Whether the device has moving parts (the queue's rotational flag,
+    /// [`crate::QueueConfig::rotational`]), at attach: the kernel's bfq reads
+    /// `blk_queue_nonrot` when it is attached and picks its reference rate, raising duration,
+    /// seekiness threshold, idling and queue merging by it. Default: nothing.
+    fn set_rotational(&mut self, _rotational: bool) {}
+
     /// Right after [`Scheduler::complete`]: whether that completion runs the queue again on a
     /// blk-mq queue ([`crate::BlkMqQueue`]) where dispatch last answered
     /// [`Dispatch::Throttled`]. blk-mq re-runs a queue at a completion only through the

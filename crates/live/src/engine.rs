@@ -93,16 +93,26 @@ impl EngineOptions {
         (chosen_depth, pool)
     }
 
-    /// The block queue these options describe.
-    pub(crate) fn queue(&self) -> Result<BlockQueue, LiveError> {
+    /// The block queue these options describe, in front of a device that is `rotational` or
+    /// not ([`rotational`]; the scheduler is told at attach, as the kernel's is).
+    pub(crate) fn queue(&self, rotational: bool) -> Result<BlockQueue, LiveError> {
         let config = QueueConfig {
             depth: self.depth,
             nr_requests: self.nr_requests,
             max_sectors_kb: self.max_sectors_kb,
+            rotational,
             ..QueueConfig::default()
         };
         Ok(BlockQueue::new(config, self.scheduler.build())?)
     }
+}
+
+/// Whether `target` is rotational, as a scheduler attached to it learns: its sysfs
+/// `queue/rotational` (the disk's for a partition, or for a file's filesystem); rotational
+/// where sysfs does not say (a file on tmpfs or an overlay), as a kernel queue is unless its
+/// driver clears the flag.
+pub(crate) fn rotational(target: &Target) -> bool {
+    crate::calibrate::sysfs_queue(target.path(), target.kind()).rotational.unwrap_or(true)
 }
 
 /// Who an I/O is for: the process (I/O context) the scheduler groups it by, its I/O
@@ -260,7 +270,7 @@ impl std::fmt::Debug for Handle {
 impl Engine {
     /// Starts an engine on `target`.
     pub fn open(target: Target, options: EngineOptions) -> Result<Engine, LiveError> {
-        let queue = options.queue()?;
+        let queue = options.queue(rotational(&target))?;
         let (backend, fallback) =
             backend::build(options.backend, target.fd(), options.depth, options.ring_entries)
                 .map_err(|source| LiveError::Backend { backend: "setup", source })?;

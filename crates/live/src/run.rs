@@ -381,11 +381,19 @@ fn run_plan_recording(
     let unix_ns_at_zero = clock.unix_ns_at_zero();
     let backend = backend::with_faults(backend, clock, &options.engine.faults);
     let reactors = if targets.len() == 1 {
-        vec![Reactor::new(options.engine.queue()?, backend, clock)]
+        vec![Reactor::new(
+            options.engine.queue(crate::engine::rotational(&targets[0]))?,
+            backend,
+            clock,
+        )]
     } else {
         crate::multi::Part::split(backend, targets.len())
             .into_iter()
-            .map(|part| Ok(Reactor::new(options.engine.queue()?, Box::new(part), clock)))
+            .zip(targets)
+            .map(|(part, target)| {
+                let queue = options.engine.queue(crate::engine::rotational(target))?;
+                Ok(Reactor::new(queue, Box::new(part), clock))
+            })
             .collect::<Result<_, LiveError>>()?
     };
     let mut driver = Driver {
@@ -951,7 +959,7 @@ mod tests {
         assert_eq!((unknown.depth, unknown.nr_requests), (fixed.depth, fixed.nr_requests));
         let huge = EngineOptions::sized_for(Some(u32::MAX));
         assert_eq!(huge.depth, crate::engine::SIZED_DEPTH_LIMIT);
-        assert!(huge.queue().is_ok(), "the largest sized queue is a valid one");
+        assert!(huge.queue(true).is_ok(), "the largest sized queue is a valid one");
     }
 
     // Proves a run's depth and pool: each given one is used; a depth given alone sizes the

@@ -348,3 +348,33 @@ fn mq_deadline_deadlines_pass_on_ticks() {
     // Exact time (legacy queue): it expires at 501 ms, so the sweep's 3000 goes first.
     assert_eq!(issued_at_500ms(QueueConfig { blk_mq: None, ..loop_config(1) }), [2000, 3000, 0]);
 }
+
+/// Two processes' seeky reads under bfq on a blk-mq queue whose device is `rotational` or
+/// not: process 1 queues reads at 1M and 3M sectors, process 2 at 2M and 4M one millisecond
+/// later, with the device held until all four are queued. Returns the processes in the order
+/// bfq issued them.
+fn bfq_two_jobs(rotational: bool) -> Vec<u32> {
+    let config = QueueConfig { rotational, ..loop_config(1) };
+    let mut h = harness("bfq", config).with_service(fixed_service(Duration::from_millis(1)));
+    h.hold_device();
+    h.submit(read(1, 1_000_000, 8));
+    h.submit(read(1, 3_000_000, 8));
+    h.advance_to(Instant::from_millis(1));
+    h.submit(read(2, 2_000_000, 8));
+    h.submit(read(2, 4_000_000, 8));
+    h.release_device();
+    h.run();
+    h.issued().iter().map(|issued| issued.process.0).collect()
+}
+
+// Proves the queue tells the scheduler its device's rotational flag at attach
+// (`QueueConfig::rotational` → `Scheduler::set_rotational`, as bfq reads `blk_queue_nonrot`
+// in `bfq_init_queue`): on a non-rotational device bfq merges the queues of two processes
+// created within its burst interval and serves their reads in sector order (1, 2, 1, 2); on a
+// rotational one each keeps its own raised queue, served to the end first (1, 1, 2, 2). A queue
+// that dropped the flag would give the rotational order for both.
+#[test]
+fn bfq_learns_the_devices_rotational_flag_from_the_queue() {
+    assert_eq!(bfq_two_jobs(false), [1, 2, 1, 2]);
+    assert_eq!(bfq_two_jobs(true), [1, 1, 2, 2]);
+}

@@ -895,6 +895,8 @@ impl Simulation {
                 },
                 // A zoned device's writes are ordered per zone (`ZoneWriteOrder`).
                 zones: device.model.zones().map(|zones| zones.write_order()),
+                // The device's rotational flag, which bfq reads at attach.
+                rotational: device.model.rotational(),
                 // A blk-mq scheduler runs on a blk-mq kernel: its queue-run, flush and overlap
                 // rules (`BlkMqQueue`, modern-vs-kernel.md rows 1–4).
                 blk_mq: (!legacy)

@@ -22,7 +22,10 @@ fn simulate(host: &str, scheduler: &str, jobs: u32) -> Run {
 // queueing device are never idled for (`bfq_better_to_idle`), so the default `slice_idle`
 // gives what `slice_idle=0` gives. Before the fix every queue was raised, bfq idled about
 // 0.6 s of the run for the one in service, and the default setting reached 48 K IOPS against
-// 0.69 M.
+// 0.69 M. Since issue 25 the device's rotational flag reaches bfq: on this non-rotational,
+// queueing device each queue created within 180 ms of the last, at its priority, is merged
+// into it at once (early stable merging, `bfq_do_or_sched_stable_merge`), so the eight jobs
+// share the first job's queue, which alone is raised.
 #[test]
 fn eight_jobs_started_together_are_not_idled_for_on_nvme() {
     let default = simulate("host:cpus=8", "bfq", 8);
@@ -32,8 +35,8 @@ fn eight_jobs_started_together_are_not_idled_for_on_nvme() {
     // Not a nanosecond of the device left idle with requests queued.
     assert_eq!(default.scheduler_stats.idle_ns, 0, "{counters:?}");
     assert_eq!(counters["wr_soft_rt_starts"], 0, "a burst's queue is never soft real-time");
-    // Only the first seven were raised, on arrival, before the eighth made the burst large.
-    assert_eq!(counters["wr_interactive_starts"], 7);
+    // Only the first queue was raised; the seven created after it were merged into it.
+    assert_eq!(counters["wr_interactive_starts"], 1);
     let ratio = default.phases[0].iops / no_idle.phases[0].iops;
     assert!(ratio > 0.97, "default vs slice_idle=0 IOPS: {ratio}");
 }

@@ -136,13 +136,16 @@
 //!   where the kernel raises none of them and does not idle.
 //! * **Tag-depth limits** (`limit_depth`, §3.11) are not applied: the request pool is shared as
 //!   the queue configures it.
-//! * The device is taken to be **rotational** (schedulers get no rotational hint) unless
-//!   [`Bfq::set_non_rotational`] says otherwise (the conformance replay does, for loop
-//!   devices). Non-rotational, bfq merges queues created together (above), counts only
-//!   requests under 64 sectors as seeky (`BFQ_RQ_SEEKY`), and does not idle to boost a
-//!   sequential queue's throughput on a device that queues (`idling_boosts_thr_without_issues`);
-//!   the rotational reference rate and raising duration apply either way, and short slots are
-//!   charged at least `slice_idle`'s default of 8 ms. Whether the device
+//! * The device's **rotational** flag comes from the queue at attach
+//!   ([`Scheduler::set_rotational`]: the simulated device's, the live target's sysfs flag, the
+//!   conformance capture's), as `blk_queue_nonrot` at `bfq_init_queue`; a `Bfq` built alone
+//!   takes the device to be rotational until told ([`Bfq::set_non_rotational`]).
+//!   Non-rotational, bfq merges queues created together (above), counts only requests under
+//!   64 sectors as seeky (`BFQ_RQ_SEEKY`), does not idle to boost a sequential queue's
+//!   throughput on a device that queues (`idling_boosts_thr_without_issues`), and starts from
+//!   the non-rotational reference rate and raising duration (`ref_rate[1]`,
+//!   `ref_wr_duration[1]`); a flag that changes after attach is not followed (the kernel reads
+//!   it once too). Short slots are charged at least `slice_idle`'s default of 8 ms. Whether the device
 //!   queues (`hw_tag`) is detected as the kernel does, and is "unknown", counting as queueing,
 //!   until then.
 //! * Times are kept in nanoseconds throughout, with no jiffy rounding (one jiffy = 1 ms where
@@ -183,7 +186,7 @@ use elevator_core::{
 };
 
 use self::burst::{BURST_INTERVAL, BURST_LEAVE_IDLE, Burst};
-use self::peak_rate::{MIN_TT, PeakRate, RATE_SHIFT, Sample};
+use self::peak_rate::{MIN_TT, PeakRate, RATE_SHIFT, REFERENCE_RATE, Sample};
 use self::queue::{
     BfqQueue, DEFAULT_WEIGHT, Expiration, Owner, QueueIndex, class_index, is_seeky, weight_of,
 };
@@ -528,9 +531,21 @@ impl Bfq {
     /// device is taken to be rotational (see "Deviations"). On a non-rotational device that
     /// queues, a new sync queue created within `bfq_burst_interval` of the last one, at its
     /// priority, is merged into it at once (early stable merging), a request of 64 sectors or
-    /// more is never seeky, and a sequential queue is not idled for to boost throughput.
+    /// more is never seeky, and a sequential queue is not idled for to boost throughput. The
+    /// reference rate and interactive raising duration are the non-rotational ones
+    /// (`bfq_init_queue` picks `ref_rate` and `ref_wr_duration` by the flag): the first
+    /// peak-rate estimate, if none was measured yet, and the rate-duration product.
     pub fn set_non_rotational(&mut self, non_rotational: bool) {
         self.non_rotational = non_rotational;
+        if self.peak.updates == 0 {
+            self.peak.rate = REFERENCE_RATE[self.reference_index()] * 2 / 3;
+        }
+    }
+
+    /// Which of the reference values (`ref_rate`, `ref_wr_duration`) apply: 0 for a
+    /// rotational device, 1 for a non-rotational one.
+    pub(super) fn reference_index(&self) -> usize {
+        usize::from(self.non_rotational)
     }
 }
 
@@ -543,6 +558,10 @@ impl Default for Bfq {
 impl Scheduler for Bfq {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn set_rotational(&mut self, rotational: bool) {
+        self.set_non_rotational(!rotational);
     }
 
     fn insert(&mut self, cx: &Ctx<'_>, id: RequestId) {

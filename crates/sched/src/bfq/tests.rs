@@ -968,9 +968,10 @@ fn large_far_apart_requests_are_seeky_only_on_a_rotational_device() {
 fn second_reader_start(non_rotational: bool) -> Instant {
     let mut bfq = Bfq::new();
     bfq.set_tunable("low_latency", 0).unwrap();
-    bfq.set_non_rotational(non_rotational);
-    let mut h = Harness::new(Box::new(bfq), QueueConfig::default())
-        .with_service(fixed_service(Duration::from_millis(1)));
+    // The queue tells bfq its device's flag at attach.
+    let config = QueueConfig { rotational: !non_rotational, ..QueueConfig::default() };
+    let mut h =
+        Harness::new(Box::new(bfq), config).with_service(fixed_service(Duration::from_millis(1)));
     let think = Duration::from_micros(100);
     reader(&mut h, 1, best_effort(4), 0, 64, think, Instant::from_millis(400));
     for i in 0..4 {
@@ -992,4 +993,25 @@ fn a_sequential_reader_is_idled_for_only_on_a_rotational_device() {
     assert!(non_rotational <= start + Duration::from_millis(2), "{non_rotational:?}");
     let rotational = second_reader_start(false);
     assert!(rotational > start + Duration::from_millis(10), "{rotational:?}");
+}
+
+// Proves the non-rotational reference values (`bfq_init_queue`: `ref_rate[nonrot]`,
+// `ref_wr_duration[nonrot]`): before any rate is measured, a rotational device starts at two
+// thirds of 14000 (fixed point) and raises interactive queues for 14000 × 7000 / 9333 ms
+// (10.5 s); a non-rotational one at two thirds of 33000, raising for 33000 × 2500 / 22000 ms
+// (3.75 s). A measured rate is kept when the flag is set later.
+#[test]
+fn a_non_rotational_device_starts_from_its_own_reference_rate_and_raising_duration() {
+    let mut bfq = Bfq::new();
+    assert_eq!(bfq.peak.rate, 9333);
+    assert_eq!(bfq.wr_duration(), Duration::from_millis(10_500));
+    bfq.set_non_rotational(true);
+    assert_eq!(bfq.peak.rate, 22_000);
+    assert_eq!(bfq.wr_duration(), Duration::from_millis(3_750));
+    bfq.set_non_rotational(false);
+    assert_eq!(bfq.peak.rate, 9333);
+    bfq.peak.updates = 1;
+    bfq.peak.rate = 12_345;
+    bfq.set_non_rotational(true);
+    assert_eq!(bfq.peak.rate, 12_345);
 }

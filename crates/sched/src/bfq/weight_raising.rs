@@ -163,7 +163,8 @@ impl Bfq {
     /// The duration of interactive raising: the reference duration scaled by how much slower
     /// than the reference the device is, 3 to 25 s (`bfq_wr_duration`).
     pub(super) fn wr_duration(&self) -> Duration {
-        let product = REFERENCE_RATE[0] * REFERENCE_WR_DURATION_MS[0];
+        let index = self.reference_index();
+        let product = REFERENCE_RATE[index] * REFERENCE_WR_DURATION_MS[index];
         let duration = Duration::from_millis(product / self.peak.rate.max(1));
         duration.clamp(WR_DURATION_MIN, WR_DURATION_MAX)
     }
