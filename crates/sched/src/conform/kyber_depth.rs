@@ -141,7 +141,13 @@ impl DepthTracker {
                     }
                 }
                 SchedEvent::KyberLatency {
-                    time_ns, domain, kind, percentile, numerator, samples, ..
+                    time_ns,
+                    domain,
+                    kind,
+                    percentile,
+                    numerator,
+                    samples,
+                    ..
                 } => {
                     if let Some(index) = measured_index(domain) {
                         kernel_evaluations[index].push(KernelEvaluation {
@@ -234,8 +240,8 @@ impl DepthTracker {
     /// The tracker's jiffy of `time_ns` (ns since the capture's first event): ticks fall at
     /// the phase plus whole jiffies, and jiffy 0 is the one before the capture's first tick.
     fn jiffy(&self, time_ns: u64) -> u64 {
-        let shifted = u128::from(time_ns) + 1_000_000_000 / u128::from(self.hz)
-            - u128::from(self.phase_ns);
+        let shifted =
+            u128::from(time_ns) + 1_000_000_000 / u128::from(self.hz) - u128::from(self.phase_ns);
         (shifted * u128::from(self.hz) / 1_000_000_000) as u64
     }
 
@@ -387,9 +393,10 @@ impl DepthTracker {
             let mut matched = 0;
             for &(at, depth) in &self.kernel_adjusts[index] {
                 let jiffy = self.jiffy(at);
-                let found = ours.iter().enumerate().position(|(i, &(j, d))| {
-                    !used[i] && d == depth && near(j, jiffy)
-                });
+                let found = ours
+                    .iter()
+                    .enumerate()
+                    .position(|(i, &(j, d))| !used[i] && d == depth && near(j, jiffy));
                 if let Some(i) = found {
                     used[i] = true;
                     matched += 1;
@@ -411,7 +418,9 @@ impl DepthTracker {
                 kernel_evaluations += 1;
                 let jiffy = self.jiffy(kernel.time_ns);
                 let found = ours.iter().enumerate().position(|(i, e)| {
-                    !used[i] && e.io_latency == kernel.io_latency && near(self.jiffy_of(e.fired), jiffy)
+                    !used[i]
+                        && e.io_latency == kernel.io_latency
+                        && near(self.jiffy_of(e.fired), jiffy)
                 });
                 if let Some(i) = found {
                     used[i] = true;
