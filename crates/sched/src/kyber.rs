@@ -87,9 +87,15 @@
 //!   either unless kyber has nothing in flight, where a late adjustment changes nothing until the
 //!   next request arrives (and runs it). Kyber therefore never answers `Idle`.
 //! * On a blk-mq queue ([`elevator_core::BlkMqQueue`], the simulator's for kyber) the timer
-//!   fires on the tick `HZ / 10` jiffies after the completion that armed it and the window is
-//!   `HZ` whole jiffies, at the host's tick rate (modern-vs-kernel.md row 11); on a legacy queue
-//!   they are exactly 100 ms and 1 s. The jiffies' phase is the clock's origin.
+//!   fires on the tick `HZ / 10` jiffies after the completion that armed it, where the kernel's
+//!   timer wheel files a level-0 expiry in the bucket one jiffy later so that it never fires
+//!   early (`calc_index`), i.e. `HZ / 10 + 1` jiffies on: measured on 6.18.44 (the
+//!   `kyber_latency` events of `elevator conform` captures come 26 or 27 jiffies apart). The
+//!   conformance replay's depth tracker fires at `HZ / 10 + 1`
+//!   ([`Kyber::conform_timer_round_up`]); the simulator keeps `HZ / 10` so that its outputs do
+//!   not change. The window is `HZ` whole jiffies, at the host's tick rate
+//!   (modern-vs-kernel.md row 11); on a legacy queue the two are exactly 100 ms and 1 s. The
+//!   jiffies' phase is the clock's origin.
 //! * **One hardware queue.** The kernel keeps its staging lists per CPU and per hardware queue
 //!   and dispatch state (current domain, batch count) per hardware queue; here the staging
 //!   lists are per CPU (as the kernel's on a one-queue device) and there is one dispatch list

@@ -46,7 +46,14 @@
 //! **Kyber's depths** are forced from the capture's `kyber_adjust` events (each domain at its
 //! maximum until its first), and ours's own timer disarmed, before every dispatch
 //! ([`ConformOptions::force_kyber_depths`]), so the dispatch logic is scored apart from the
-//! depth tuning (§4).
+//! depth tuning (§4). **Kyber's depths over time** are scored in the same pass
+//! ([`ConformOptions::score_kyber_depths`], on by default; [`ConformReport::kyber_depths`]): a
+//! second kyber of ours, scheduling nothing, is fed every completion's I/O and total latency at
+//! the kernel's jiffies and runs its own timer, and its depths are compared with the kernel's
+//! at every decision and every `kyber_adjust` — equal, or **within one step** (the kernel's
+//! depth before its last adjustment, now, or after its next: the two sequences of depths the
+//! same up to one timer run earlier or later) — and its evaluations with `kyber_latency`'s
+//! (`kyber_depth` module).
 //!
 //! **Priorities.** A request printed `BE/4`, or with no class, is given ours as
 //! [`IoPriority::DEFAULT`] (class none at nice 0's level), which every scheduler here serves
@@ -72,8 +79,13 @@
 //!   dispatch list (kyber) and the batch count, but not the sweep position or starvation count
 //!   the wrong pick changed (their earlier values are not kept): what follows from that shows
 //!   up as cascaded disagreements.
-//! * Kyber's timer is not scored (its depths are taken from the kernel); a capture that
-//!   starts after kyber's first adjustments starts ours at the maximum depths.
+//! * The decision replay does not run kyber's timer (its depths are taken from the kernel; the
+//!   depth score runs it apart); a capture that starts after kyber's first adjustments starts
+//!   ours at the maximum depths.
+//! * Kyber's depth score finds the kernel's tick phase from its timer events and moves ours's
+//!   timer to a run of the kernel's that the trace shows one jiffy away
+//!   ([`ConformOptions::kyber_timer_sync`]): the kernel's timer sometimes runs a jiffy late,
+//!   which nothing in the trace predicts.
 //! * The driver-tag and concurrency models are heuristics on what the trace shows; each can be
 //!   turned off, and `docs/validation.md` gives their effect on real captures.
 //! * Which process a request belongs to is the insert event's pid (a request inserted by a
