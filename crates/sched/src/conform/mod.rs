@@ -1031,6 +1031,9 @@ impl Replay<'_> {
         let key = identity(record);
         if let Some(index) = self.bypass_in_flight.iter().position(|&k| k == key) {
             self.bypass_in_flight.swap_remove(index);
+            if let Some(issued) = self.bypass_issued.iter().position(|&(k, _)| k == key) {
+                self.bypass_issued.swap_remove(issued);
+            }
             return;
         }
         // The request leaves ours as if completed (its tag and token are freed); its
