@@ -87,9 +87,15 @@
 //!   either unless kyber has nothing in flight, where a late adjustment changes nothing until the
 //!   next request arrives (and runs it). Kyber therefore never answers `Idle`.
 //! * On a blk-mq queue ([`elevator_core::BlkMqQueue`], the simulator's for kyber) the timer
-//!   fires on the tick `HZ / 10` jiffies after the completion that armed it and the window is
-//!   `HZ` whole jiffies, at the host's tick rate (modern-vs-kernel.md row 11); on a legacy queue
-//!   they are exactly 100 ms and 1 s. The jiffies' phase is the clock's origin.
+//!   fires on the tick `HZ / 10` jiffies after the completion that armed it, where the kernel's
+//!   timer wheel files a level-0 expiry in the bucket one jiffy later so that it never fires
+//!   early (`calc_index`), i.e. `HZ / 10 + 1` jiffies on: measured on 6.18.44 (the
+//!   `kyber_latency` events of `elevator conform` captures come 26 or 27 jiffies apart). The
+//!   conformance replay's depth tracker fires at `HZ / 10 + 1`
+//!   ([`Kyber::conform_timer_round_up`]); the simulator keeps `HZ / 10` so that its outputs do
+//!   not change. The window is `HZ` whole jiffies, at the host's tick rate
+//!   (modern-vs-kernel.md row 11); on a legacy queue the two are exactly 100 ms and 1 s. The
+//!   jiffies' phase is the clock's origin.
 //! * **One hardware queue.** The kernel keeps its staging lists per CPU and per hardware queue
 //!   and dispatch state (current domain, batch count) per hardware queue; here the staging
 //!   lists are per CPU (as the kernel's on a one-queue device) and there is one dispatch list
@@ -352,6 +358,13 @@ pub struct Kyber {
     /// Allocations refused by `async_depth` (interior: `may_queue` reads `&self`).
     async_depth_refusals: std::cell::Cell<u64>,
     counters: Counters,
+    /// The conformance replay's record of the timer's evaluations and depth changes, kept
+    /// only once [`Kyber::conform_log_timer`] asked for it (never in the simulator).
+    timer_log: Option<Box<KyberTimerLog>>,
+    /// Jiffies the timer fires after its `jiffies + HZ / 10` expiry: 0, except in the
+    /// conformance replay's depth tracker, which adds the timer wheel's round-up
+    /// ([`Kyber::conform_timer_round_up`]).
+    timer_late_jiffies: u64,
 }
 
 impl Kyber {
@@ -390,6 +403,8 @@ impl Kyber {
                 depth_min: Domain::MEASURED.map(Domain::depth_max),
                 ..Counters::default()
             },
+            timer_log: None,
+            timer_late_jiffies: 0,
         }
     }
 
@@ -533,17 +548,7 @@ impl Scheduler for Kyber {
         self.token_release(cx, done.id);
         self.non_reads_release(cx.requests[done.id].op);
         let domain = Domain::of(cx.requests[done.id].op);
-        if domain == Domain::Other {
-            return;
-        }
-        self.complete_record(domain, Latency::Total, done.total_time);
-        self.complete_record(domain, Latency::Device, done.device_time);
-        // `timer_reduce(jiffies + HZ / 10)`: at the tick that many jiffies on.
-        let due = match self.tick_rate {
-            Some(rate) => rate.timer_at(cx.now, u64::from(rate.hz() / 10)),
-            None => cx.now.saturating_add(TIMER_PERIOD),
-        };
-        self.timer_due = Some(self.timer_due.map_or(due, |armed| armed.min(due)));
+        self.latency_complete(cx.now, domain, done.device_time, done.total_time);
     }
 
     fn completion_reruns(&mut self) -> bool {
@@ -695,6 +700,65 @@ impl Kyber {
         self.timer_due = None;
     }
 
+    /// Starts keeping a log of the timer's evaluations and depth changes
+    /// ([`Kyber::conform_timer_log`]), for the conformance replay's depth score.
+    pub fn conform_log_timer(&mut self) {
+        self.timer_log.get_or_insert_with(Default::default);
+    }
+
+    /// Fires the timer one jiffy after its expiry, as the kernel's timer wheel does: a timer
+    /// due at jiffy E is filed in the level-0 bucket of E + 1 (`calc_index`: "round up with
+    /// level granularity" so that a timer never fires early), so kyber's `jiffies + HZ / 10`
+    /// runs at the tick of `jiffies + HZ / 10 + 1`. Only the conformance replay's depth
+    /// tracker sets it (see "Deviations").
+    pub fn conform_timer_round_up(&mut self) {
+        self.timer_late_jiffies = 1;
+    }
+
+    /// Moves the armed timer to `due` (the conformance replay's depth tracker, aligning ours's
+    /// timer with a run of the kernel's it can see); nothing if the timer is not armed.
+    pub fn conform_move_timer(&mut self, due: Instant) {
+        if self.timer_due.is_some() {
+            self.timer_due = Some(due);
+        }
+    }
+
+    /// The timer's evaluations and depth changes since [`Kyber::conform_log_timer`].
+    pub fn conform_timer_log(&self) -> Option<&KyberTimerLog> {
+        self.timer_log.as_deref()
+    }
+
+    /// A completion the conformance replay saw (`kyber_completed_request`), of `op`, at
+    /// `now`, with its I/O latency (issue to completion) and total latency (allocation to
+    /// completion): the timer runs first if it was due, then the samples are added and the
+    /// timer armed. Tokens and requests are not touched, so a kyber that only tracks the
+    /// depths (the replay's depth score) can be fed every completion of a capture.
+    pub fn conform_latency_sample(
+        &mut self,
+        now: Instant,
+        op: Op,
+        device_time: Duration,
+        total_time: Duration,
+    ) {
+        self.timer_run_if_due(now);
+        self.latency_complete(now, Domain::of(op), device_time, total_time);
+    }
+
+    /// Runs the timer if it was due at or before `now` (the replay's depth score, between
+    /// completions).
+    pub fn conform_run_timer(&mut self, now: Instant) {
+        self.timer_run_if_due(now);
+    }
+
+    /// The samples in `domain`'s two histograms since their last evaluation, by bucket:
+    /// total latency first, then I/O latency (all zero for the other domain).
+    pub fn conform_histograms(&self, domain: Domain) -> [[u32; LATENCY_BUCKETS]; 2] {
+        match self.histograms.get(domain.index()) {
+            Some(pair) => [pair[Latency::Total as usize], pair[Latency::Device as usize]],
+            None => [[0; LATENCY_BUCKETS]; 2],
+        }
+    }
+
     /// kyber's state for a conformance report: the current domain and batch, then per domain
     /// its depth, tokens in use and requests staged and ready, and when the timer is due
     /// (relative to `cx.now`).
@@ -725,6 +789,46 @@ impl Kyber {
         }
         out
     }
+}
+
+/// One evaluation of a latency histogram by the timer (what the kernel's `kyber_latency`
+/// tracepoint prints), kept for the conformance replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KyberEvaluation {
+    /// When the timer that made it was due.
+    pub fired: Instant,
+    /// The domain.
+    pub domain: Domain,
+    /// The I/O latency histogram (`I/O`, p90); otherwise the total latency one (`total`, p99).
+    pub io_latency: bool,
+    /// The percentile.
+    pub percentile: u32,
+    /// The bucket the percentile fell in (the tracepoint prints `bucket + 1` over 4).
+    pub bucket: usize,
+    /// Samples in the window.
+    pub samples: u32,
+    /// The window's samples by bucket.
+    pub histogram: [u32; LATENCY_BUCKETS],
+}
+
+/// A depth change by the timer (what `kyber_adjust` prints), kept for the conformance replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KyberAdjust {
+    /// When the timer that made it was due.
+    pub fired: Instant,
+    /// The domain.
+    pub domain: Domain,
+    /// Its new depth.
+    pub depth: u32,
+}
+
+/// The timer's evaluations and depth changes, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KyberTimerLog {
+    /// Every histogram evaluated.
+    pub evaluations: Vec<KyberEvaluation>,
+    /// Every depth changed.
+    pub adjusts: Vec<KyberAdjust>,
 }
 // ---- end of the conformance replay hook ---------------------------------------------------
 
@@ -804,6 +908,28 @@ impl Kyber {
         }
     }
 
+    /// `kyber_completed_request`: a completion of `domain` at `now` adds its two latencies to
+    /// the domain's histograms and arms the timer (nothing for the other domain).
+    fn latency_complete(
+        &mut self,
+        now: Instant,
+        domain: Domain,
+        device_time: Duration,
+        total_time: Duration,
+    ) {
+        if domain == Domain::Other {
+            return;
+        }
+        self.complete_record(domain, Latency::Total, total_time);
+        self.complete_record(domain, Latency::Device, device_time);
+        // `timer_reduce(jiffies + HZ / 10)`: at the tick that many jiffies on.
+        let due = match self.tick_rate {
+            Some(rate) => rate.timer_at(now, u64::from(rate.hz() / 10) + self.timer_late_jiffies),
+            None => now.saturating_add(TIMER_PERIOD),
+        };
+        self.timer_due = Some(self.timer_due.map_or(due, |armed| armed.min(due)));
+    }
+
     /// Adds one sample to a histogram of a measured domain.
     fn complete_record(&mut self, domain: Domain, latency: Latency, value: Duration) {
         let index = domain.index();
@@ -851,7 +977,7 @@ impl Kyber {
             if congested || bucket >= GOOD_BUCKETS {
                 let depth = self.tokens[index].depth;
                 let scaled = depth * (bucket as u32 + 1) / GOOD_BUCKETS as u32;
-                self.timer_resize(domain, scaled);
+                self.timer_resize(domain, scaled, fired);
             }
         }
     }
@@ -882,15 +1008,32 @@ impl Kyber {
         }
         self.window_deadline[index] = None;
         let bucket = percentile_bucket(buckets, samples, percentile);
+        if let Some(log) = &mut self.timer_log {
+            log.evaluations.push(KyberEvaluation {
+                fired,
+                domain,
+                io_latency: latency == Latency::Device,
+                percentile,
+                bucket,
+                samples,
+                histogram: *buckets,
+            });
+        }
         *buckets = [0; LATENCY_BUCKETS];
         Some(bucket)
     }
 
     /// Sets a domain's depth to `depth` clamped to `1..=maximum`.
-    fn timer_resize(&mut self, domain: Domain, depth: u32) {
+    fn timer_resize(&mut self, domain: Domain, depth: u32, fired: Instant) {
         let depth = depth.clamp(1, domain.depth_max());
         let index = domain.index();
         let tokens = &mut self.tokens[index];
+        // `kyber_resize_domain` traces `kyber_adjust` only for a change.
+        if let Some(log) = &mut self.timer_log
+            && depth != tokens.depth
+        {
+            log.adjusts.push(KyberAdjust { fired, domain, depth });
+        }
         if depth < tokens.depth {
             self.counters.depth_decreases += 1;
         } else if depth > tokens.depth {

@@ -82,3 +82,24 @@ fn bfq_randrw_low_latency() {
     assert_at_least(&report, 1006, 1006);
     assert!(report.causes.is_empty(), "{report}");
 }
+
+// Proves kyber's depths over time against the kernel's on a real capture (Linux 6.18.44, two
+// rate-limited randrw jobs, `read_lat_nsec=8000` so that reads are beyond their target and the
+// device congested): ours, fed the capture's completions, evaluates the same four windows at
+// the kernel's timer run with the same buckets and sample counts, and sets the write depth to
+// 64 at the kernel's jiffy as its `kyber_adjust` does, so its depths equal the kernel's at
+// every decision; and the decisions all agree.
+#[test]
+fn kyber_depths_rated_randrw() {
+    let report = replay_file("kyber-depth-randrw-rated.sched");
+    assert_at_least(&report, 1560, 1560);
+    let depths = report.kyber_depths.as_ref().expect("kyber's depths are scored");
+    assert_eq!(depths.evaluations_matched, 4, "{report}");
+    assert_eq!(depths.evaluations_same_bucket, 4, "{report}");
+    assert_eq!(depths.evaluations_same_samples, 4, "{report}");
+    for domain in &depths.domains {
+        assert_eq!(domain.equal, domain.samples, "{report}");
+        assert_eq!(domain.kernel_adjusts, domain.adjusts_matched, "{report}");
+    }
+    assert_eq!(depths.domains[1].kernel_adjusts, 1, "{report}");
+}

@@ -448,3 +448,122 @@ fn priority_aging_serves_an_old_best_effort_read_first() {
     let report = capture.replay();
     assert_eq!((report.decisions, report.identical), (3, 3), "{report}");
 }
+
+/// A kyber capture for the depth score (`conform::kyber_depth`): 500 reads of 2.2 ms (I/O and
+/// total latency: bucket 4 of 2 ms, beyond the target, so the device is congested) and
+/// `writes` writes of exactly 5 ms (bucket 1 of 10 ms: (5 ms − 1 ns) / 2.5 ms), completing
+/// from 3.2 ms on; the kernel's timer runs at 104 ms (jiffy 0's completion + 25 jiffies + the
+/// wheel's one) and prints `kernel` — its evaluations and, if any, the write domain's new depth;
+/// then ten more reads are decided after it.
+fn kyber_depth_capture(
+    writes: u64,
+    kernel: &[(&str, &str, u32, u32)],
+    adjust: Option<u32>,
+) -> Capture {
+    let mut capture = Capture::new("kyber", &[]);
+    for i in 0..500 {
+        let at = 1000 + 100 * i;
+        let rq = read(8 * i);
+        capture.insert(at, rq).issue(at, rq).complete(at + 2200, rq);
+    }
+    for i in 0..writes {
+        let at = 1050 + 100 * i;
+        let rq = write(1_000_000 + 8 * i);
+        capture.insert(at, rq).issue(at, rq).complete(at + 5000, rq);
+    }
+    for &(domain, kind, numerator, samples) in kernel {
+        capture.events.push(SchedEvent::KyberLatency {
+            time_ns: 104_000_000,
+            domain: domain.to_owned(),
+            kind: kind.to_owned(),
+            percentile: if kind == "I/O" { 90 } else { 99 },
+            numerator,
+            denominator: 4,
+            samples,
+        });
+    }
+    if let Some(depth) = adjust {
+        capture.events.push(SchedEvent::KyberAdjust {
+            time_ns: 104_000_000,
+            domain: "WRITE".to_owned(),
+            depth,
+        });
+    }
+    for i in 0..10 {
+        let at = 110_000 + 100 * i;
+        let rq = read(2_000_000 + 8 * i);
+        capture.insert(at, rq).issue(at, rq).complete(at + 50, rq);
+    }
+    capture.events.sort_by_key(SchedEvent::time_ns);
+    capture
+}
+
+/// The kernel's evaluations at 104 ms with 500 writes: reads p90 I/O and p99 total in bucket 4,
+/// writes in bucket 1.
+const FULL_WINDOWS: [(&str, &str, u32, u32); 4] = [
+    ("READ", "I/O", 5, 500),
+    ("WRITE", "I/O", 2, 500),
+    ("READ", "total", 5, 500),
+    ("WRITE", "total", 2, 500),
+];
+
+// Proves ours's timer, fed the capture's completions, makes the kernel's decision: congested
+// by the reads' p90 I/O latency (bucket 4), it scales the write depth by (1 + 1) / 4 to 64 —
+// the bucket of a 5 ms write is 1 only with the kernel's `latency − 1` — at the kernel's
+// jiffy, with its evaluations' buckets and sample counts, so every comparison is equal.
+#[test]
+fn kyber_depths_follow_the_kernel_adjustment() {
+    let report = kyber_depth_capture(500, &FULL_WINDOWS, Some(64)).replay();
+    let depths = report.kyber_depths.as_ref().expect("kyber's depths are scored");
+    let write = &depths.domains[1];
+    assert_eq!(write.domain, "write");
+    assert_eq!(
+        (write.kernel_adjusts, write.ours_adjusts, write.adjusts_matched),
+        (1, 1, 1),
+        "{report}"
+    );
+    assert!(write.samples > 1000 && write.equal == write.samples, "{report}");
+    assert_eq!(
+        (depths.kernel_evaluations, depths.evaluations_matched, depths.evaluations_same_bucket),
+        (4, 4, 4),
+        "{report}"
+    );
+    assert_eq!(depths.evaluations_same_samples, 4, "{report}");
+    assert!(depths.differences.is_empty(), "{report}");
+}
+
+// Proves the score fails when the depths part: a kernel that set the write depth to 96
+// (bucket 2, what a bucket computed without `− 1` gives) is more than one step from ours's
+// 64 after its adjustment, the stretch is listed with both sides' evaluations, and no
+// adjustment matches.
+#[test]
+fn kyber_depths_a_step_apart_are_reported() {
+    let mut kernel = FULL_WINDOWS;
+    kernel[3].2 = 3;
+    let report = kyber_depth_capture(500, &kernel, Some(96)).replay();
+    let depths = report.kyber_depths.as_ref().expect("kyber's depths are scored");
+    let write = &depths.domains[1];
+    assert_eq!(write.adjusts_matched, 0, "{report}");
+    assert!(write.within_one_step < write.samples, "{report}");
+    assert_eq!(depths.evaluations_same_bucket, 3, "{report}");
+    let difference = &depths.differences[0];
+    assert_eq!((difference.kernel_depth, difference.ours_depth), (96, 64), "{report}");
+    assert!(!difference.within_one_step, "{report}");
+    assert!(difference.kernel_evaluations.iter().any(|e| e.contains("bucket 2")), "{report}");
+    assert!(difference.ours_evaluations.iter().any(|e| e.contains("bucket 1")), "{report}");
+}
+
+// Proves the window rule: with 499 writes the write histograms are not evaluated at the first
+// timer run (fewer than 500 samples and the 1 s window not over), so the kernel prints only
+// the reads' evaluations and keeps the write depth; ours evaluates the same two and keeps it.
+#[test]
+fn kyber_depths_wait_for_a_full_window() {
+    let reads_only = [FULL_WINDOWS[0], FULL_WINDOWS[2]];
+    let report = kyber_depth_capture(499, &reads_only, None).replay();
+    let depths = report.kyber_depths.as_ref().expect("kyber's depths are scored");
+    assert_eq!((depths.ours_evaluations, depths.evaluations_matched), (2, 2), "{report}");
+    for domain in &depths.domains {
+        assert_eq!(domain.ours_adjusts, 0, "{report}");
+        assert_eq!(domain.equal, domain.samples, "{report}");
+    }
+}

@@ -46,7 +46,14 @@
 //! **Kyber's depths** are forced from the capture's `kyber_adjust` events (each domain at its
 //! maximum until its first), and ours's own timer disarmed, before every dispatch
 //! ([`ConformOptions::force_kyber_depths`]), so the dispatch logic is scored apart from the
-//! depth tuning (§4).
+//! depth tuning (§4). **Kyber's depths over time** are scored in the same pass
+//! ([`ConformOptions::score_kyber_depths`], on by default; [`ConformReport::kyber_depths`]): a
+//! second kyber of ours, scheduling nothing, is fed every completion's I/O and total latency at
+//! the kernel's jiffies and runs its own timer, and its depths are compared with the kernel's
+//! at every decision and every `kyber_adjust` — equal, or **within one step** (the kernel's
+//! depth before its last adjustment, now, or after its next: the two sequences of depths the
+//! same up to one timer run earlier or later) — and its evaluations with `kyber_latency`'s
+//! (`kyber_depth` module).
 //!
 //! **Priorities.** A request printed `BE/4`, or with no class, is given ours as
 //! [`IoPriority::DEFAULT`] (class none at nice 0's level), which every scheduler here serves
@@ -72,14 +79,20 @@
 //!   dispatch list (kyber) and the batch count, but not the sweep position or starvation count
 //!   the wrong pick changed (their earlier values are not kept): what follows from that shows
 //!   up as cascaded disagreements.
-//! * Kyber's timer is not scored (its depths are taken from the kernel); a capture that
-//!   starts after kyber's first adjustments starts ours at the maximum depths.
+//! * The decision replay does not run kyber's timer (its depths are taken from the kernel; the
+//!   depth score runs it apart); a capture that starts after kyber's first adjustments starts
+//!   ours at the maximum depths.
+//! * Kyber's depth score finds the kernel's tick phase from its timer events and moves ours's
+//!   timer to a run of the kernel's that the trace shows one jiffy away
+//!   ([`ConformOptions::kyber_timer_sync`]): the kernel's timer sometimes runs a jiffy late,
+//!   which nothing in the trace predicts.
 //! * The driver-tag and concurrency models are heuristics on what the trace shows; each can be
 //!   turned off, and `docs/validation.md` gives their effect on real captures.
 //! * Which process a request belongs to is the insert event's pid (a request inserted by a
 //!   plug flush from another context would be charged to that context).
 //! * A partial completion (fewer sectors than the request) completes the whole request.
 
+mod kyber_depth;
 mod report;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -92,7 +105,9 @@ use elevator_trace::sched_log::{
     BlockPoint, BlockRecord, SchedCapture, SchedCaptureHeader, SchedEvent,
 };
 
-pub use report::{Cause, ConformReport, Disagreement, Pick};
+pub use report::{
+    Cause, ConformReport, DepthDifference, Disagreement, DomainDepthScore, KyberDepthScore, Pick,
+};
 
 use crate::bfq::Bfq;
 use crate::kyber::{Domain, Kyber};
@@ -120,6 +135,17 @@ pub struct ConformOptions {
     /// Issues on different CPUs at most this far apart are concurrent: their picks may have
     /// been made in the other order (module docs).
     pub concurrent_issue: Duration,
+    /// Kyber: score its depths over time in the same pass — a second kyber of ours, fed the
+    /// capture's completions at the kernel's jiffies, runs its own timer, and its depths are
+    /// compared with the kernel's `kyber_adjust`s ([`ConformReport::kyber_depths`]).
+    pub score_kyber_depths: bool,
+    /// Kyber's depth score: its timer fires one jiffy after `jiffies + HZ / 10`, as the
+    /// kernel's timer wheel rounds a level-0 expiry up (`Kyber::conform_timer_round_up`).
+    pub kyber_timer_round_up: bool,
+    /// Kyber's depth score: an armed timer of ours one jiffy away from a run of the kernel's
+    /// timer that the trace shows (`kyber_latency`, `kyber_adjust`) is moved to it
+    /// (`conform::kyber_depth`).
+    pub kyber_timer_sync: bool,
 }
 
 impl Default for ConformOptions {
@@ -131,6 +157,9 @@ impl Default for ConformOptions {
             park_when_full: true,
             force_kyber_depths: true,
             concurrent_issue: Duration::from_micros(2),
+            score_kyber_depths: true,
+            kyber_timer_round_up: true,
+            kyber_timer_sync: true,
         }
     }
 }
@@ -291,6 +320,8 @@ struct Replay<'a> {
     live: Vec<Tracked>,
     /// Issued requests that never went through the scheduler, by identity.
     bypass_in_flight: Vec<Identity>,
+    /// Their issue times (ns since the capture's start), for kyber's depth score.
+    bypass_issued: Vec<(Identity, u64)>,
     /// `block_getrq` times by (start sector, op), for total latency.
     getrq: BTreeMap<(u64, u8), u64>,
     /// Identities requeued and not yet re-inserted.
@@ -317,6 +348,8 @@ struct Replay<'a> {
     /// The latest event time so far (ns since the capture's start): ours is called at it, so
     /// its clock never runs backwards whatever order a capture's events are in.
     latest_ns: u64,
+    /// Kyber: the depth score's tracker ([`ConformOptions::score_kyber_depths`]).
+    depths: Option<kyber_depth::DepthTracker>,
 }
 
 /// Replays `capture` into ours and compares every decision (module docs).
@@ -354,6 +387,18 @@ pub fn replay(
         unmatched_merges: 0,
         causes: Default::default(),
         disagreements: Vec::new(),
+        kyber_depths: None,
+    };
+    let depths = match build(header)? {
+        Ours::Kyber(kyber) if options.score_kyber_depths => Some(kyber_depth::DepthTracker::new(
+            capture,
+            kyber,
+            options.clock_offset,
+            options.first_disagreements,
+            options.kyber_timer_round_up,
+            options.kyber_timer_sync,
+        )),
+        _ => None,
     };
     let mut run = Replay {
         capture,
@@ -362,6 +407,7 @@ pub fn replay(
         table: RequestTable::with_capacity(256),
         live: Vec::new(),
         bypass_in_flight: Vec::new(),
+        bypass_issued: Vec::new(),
         getrq: BTreeMap::new(),
         requeued: Vec::new(),
         report,
@@ -374,6 +420,7 @@ pub fn replay(
         kyber_throttled: [None; 4],
         last_issue_ns: 0,
         latest_ns: 0,
+        depths,
     };
     for (position, event) in capture.events.iter().enumerate() {
         match event {
@@ -383,9 +430,12 @@ pub fn replay(
                     run.block(record);
                 }
             }
-            SchedEvent::KyberAdjust { domain, depth, .. } => {
+            SchedEvent::KyberAdjust { domain, depth, time_ns } => {
                 if let Some(index) = kyber_domain(domain) {
                     run.kyber_depths[index] = *depth;
+                }
+                if let Some(depths) = &mut run.depths {
+                    depths.sample(*time_ns);
                 }
             }
             SchedEvent::KyberThrottled { time_ns, domain } => {
@@ -397,6 +447,7 @@ pub fn replay(
         }
     }
     let mut report = run.report;
+    report.kyber_depths = run.depths.map(kyber_depth::DepthTracker::finish);
     if report.decisions > 0 {
         report.agreement = report.identical as f64 / report.decisions as f64;
     }
@@ -732,6 +783,7 @@ impl Replay<'_> {
         else {
             self.report.excluded_issues += 1;
             self.bypass_in_flight.push(key);
+            self.bypass_issued.push((key, record.time_ns));
             return;
         };
         let kernel = self.live[index].clone();
@@ -742,6 +794,9 @@ impl Replay<'_> {
             return;
         }
         let now = self.now(self.latest_ns);
+        if let Some(depths) = &mut self.depths {
+            depths.sample(record.time_ns);
+        }
         self.decide(record, index, kernel, now);
         self.park_if_full(now, record.time_ns);
         self.last_issue_ns = record.time_ns;
@@ -988,6 +1043,9 @@ impl Replay<'_> {
         let key = identity(record);
         if let Some(index) = self.bypass_in_flight.iter().position(|&k| k == key) {
             self.bypass_in_flight.swap_remove(index);
+            if let Some(issued) = self.bypass_issued.iter().position(|&(k, _)| k == key) {
+                self.bypass_issued.swap_remove(issued);
+            }
             return;
         }
         // The request leaves ours as if completed (its tag and token are freed); its
@@ -1005,6 +1063,34 @@ impl Replay<'_> {
         if let Some(index) = self.bypass_in_flight.iter().position(|&k| k == key) {
             self.bypass_in_flight.swap_remove(index);
         }
+        let issued = self.bypass_issued.iter().position(|&(k, _)| k == key);
+        let issued_ns = issued.map(|index| self.bypass_issued.swap_remove(index).1);
+        if let Some(depths) = &mut self.depths
+            && record.op != Op::Flush
+        {
+            // A request that bypassed the scheduler still went through kyber's
+            // `completed_request` when it is a read, write or discard (`RQF_USE_SCHED` is set
+            // at allocation for every op but REQ_OP_FLUSH and passthrough): the original
+            // request of a data-less preflush completes as a write of 0 sectors. Its total
+            // latency counts from its `block_getrq`; its I/O latency from its own issue, and
+            // without one (the flush machinery issued a separate flush request) from
+            // `io_start_time_ns` = 0 (`blk_mq_rq_ctx_init`), far beyond any target.
+            // Its `block_getrq` printed the preflush (`F`), its completion the write.
+            let created_ns = self.getrq.remove(&(record.sector, record.op as u8)).or_else(|| {
+                (record.sectors == 0)
+                    .then(|| self.getrq.remove(&(record.sector, Op::Flush as u8)))
+                    .flatten()
+            });
+            match created_ns.filter(|&at| at <= record.time_ns) {
+                Some(created_ns) => depths.completion(
+                    record.time_ns,
+                    record.op,
+                    issued_ns.map_or(u64::MAX / 2, |at| record.time_ns.saturating_sub(at)),
+                    record.time_ns - created_ns,
+                ),
+                None => depths.unfed(),
+            }
+        }
     }
 
     /// Completes the issued request of `record` in ours; says whether there was one.
@@ -1014,6 +1100,18 @@ impl Replay<'_> {
         };
         let tracked = self.live.remove(index);
         let now = self.now(self.latest_ns);
+        if let Some(depths) = &mut self.depths
+            && record.point == BlockPoint::Complete
+        {
+            // `kyber_completed_request` runs for completions, not for requeues.
+            let issued_ns = tracked.issued_ns.unwrap_or(record.time_ns);
+            depths.completion(
+                record.time_ns,
+                record.op,
+                record.time_ns.saturating_sub(issued_ns),
+                record.time_ns.saturating_sub(tracked.created_ns),
+            );
+        }
         if tracked.in_ours {
             let issued_ns = tracked.issued_ns.unwrap_or(record.time_ns);
             let done = Completion {

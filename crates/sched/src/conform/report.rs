@@ -168,6 +168,92 @@ pub struct ConformReport {
     /// The first disagreements in decision order (cascaded ones included, marked), at most
     /// the replay's `first_disagreements` option.
     pub disagreements: Vec<Disagreement>,
+    /// Kyber: its depths over time against the kernel's (`ConformOptions::score_kyber_depths`;
+    /// absent for the other schedulers, and from the JSON then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kyber_depths: Option<KyberDepthScore>,
+}
+
+/// Kyber's depths over time, ours (fed the capture's completions, running its own timer)
+/// against the kernel's `kyber_adjust` events (`conform::kyber_depth` says how).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KyberDepthScore {
+    /// The kernel's ticks' phase: ns after the capture's first event modulo a jiffy, from its
+    /// first timer event (0 without one).
+    pub jiffy_phase_ns: u64,
+    /// Times ours's timer was moved one jiffy to a run of the kernel's the trace shows
+    /// (`ConformOptions::kyber_timer_sync`).
+    pub timer_moves: u64,
+    /// Completions fed to ours's histograms.
+    pub completions_fed: u64,
+    /// Completions of requests that bypassed the scheduler, not fed.
+    pub unfed_completions: u64,
+    /// The kernel's histogram evaluations (`kyber_latency`) of the measured domains.
+    pub kernel_evaluations: u64,
+    /// Ours's evaluations.
+    pub ours_evaluations: u64,
+    /// Kernel evaluations with one of ours of the same domain and histogram at the same jiffy
+    /// ±1.
+    pub evaluations_matched: u64,
+    /// Of those, the percentile in the same bucket.
+    pub evaluations_same_bucket: u64,
+    /// Of those, with as many samples.
+    pub evaluations_same_samples: u64,
+    /// Read, write and discard.
+    pub domains: Vec<DomainDepthScore>,
+    /// The first stretches where ours's depth differed from the kernel's, at most the
+    /// replay's `first_disagreements`.
+    pub differences: Vec<DepthDifference>,
+}
+
+/// One domain's depth score.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DomainDepthScore {
+    /// `read`, `write`, `discard`.
+    pub domain: String,
+    /// Comparisons (each decision and each kernel adjustment).
+    pub samples: u64,
+    /// Comparisons where ours's depth was the kernel's.
+    pub equal: u64,
+    /// Comparisons where ours's depth was the kernel's, its previous or its next.
+    pub within_one_step: u64,
+    /// `within_one_step / samples` (1 without samples).
+    pub within_one_step_fraction: f64,
+    /// The kernel's `kyber_adjust` events.
+    pub kernel_adjusts: u64,
+    /// Ours's depth changes.
+    pub ours_adjusts: u64,
+    /// Kernel adjustments ours made too: the same depth at the same jiffy ±1.
+    pub adjusts_matched: u64,
+    /// Stretches of comparisons where the depths differed.
+    pub difference_stretches: u64,
+}
+
+/// The start of a stretch where ours's depth differed from the kernel's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DepthDifference {
+    /// ns since the capture's first event.
+    pub time_ns: u64,
+    /// The jiffy (counted from the capture's first tick, aligned to the kernel's ticks).
+    pub jiffy: u64,
+    /// The domain.
+    pub domain: String,
+    /// The kernel's depth before its last adjustment.
+    pub kernel_previous: u32,
+    /// The kernel's depth.
+    pub kernel_depth: u32,
+    /// The kernel's depth after its next adjustment.
+    pub kernel_next: u32,
+    /// Ours's depth.
+    pub ours_depth: u32,
+    /// Whether ours is within one step (the kernel's previous, current or next depth).
+    pub within_one_step: bool,
+    /// The kernel's last `kyber_latency` of the domain, per histogram.
+    pub kernel_evaluations: Vec<String>,
+    /// Ours's last evaluation of the domain, per histogram, with its samples by bucket.
+    pub ours_evaluations: Vec<String>,
+    /// Ours's histograms now (samples by bucket since their last evaluation).
+    pub ours_histograms: String,
 }
 
 impl ConformReport {
@@ -224,6 +310,63 @@ impl fmt::Display for ConformReport {
             writeln!(f, "first disagreements by cause:")?;
             for (cause, count) in &self.causes {
                 writeln!(f, "  {cause}: {count}")?;
+            }
+        }
+        if let Some(depths) = &self.kyber_depths {
+            writeln!(
+                f,
+                "kyber depths (ours on the kernel's completions, its own timer; jiffy phase {:.3} ms, \
+                 timer moved {} times):",
+                depths.jiffy_phase_ns as f64 / 1e6,
+                depths.timer_moves
+            )?;
+            for domain in &depths.domains {
+                writeln!(
+                    f,
+                    "  {}: within one step {:.4} % ({} of {}), equal {}, adjustments kernel {} ours \
+                     {} matched {}",
+                    domain.domain,
+                    domain.within_one_step_fraction * 100.0,
+                    domain.within_one_step,
+                    domain.samples,
+                    domain.equal,
+                    domain.kernel_adjusts,
+                    domain.ours_adjusts,
+                    domain.adjusts_matched
+                )?;
+            }
+            writeln!(
+                f,
+                "  evaluations: kernel {}, ours {}, matched {} (same bucket {}, same samples {}); \
+                 completions fed {}, unfed {}",
+                depths.kernel_evaluations,
+                depths.ours_evaluations,
+                depths.evaluations_matched,
+                depths.evaluations_same_bucket,
+                depths.evaluations_same_samples,
+                depths.completions_fed,
+                depths.unfed_completions
+            )?;
+            for item in &depths.differences {
+                writeln!(
+                    f,
+                    "  {} at {:.3} ms (jiffy {}): kernel {} (previous {}, next {}), ours {}{}",
+                    item.domain,
+                    item.time_ns as f64 / 1e6,
+                    item.jiffy,
+                    item.kernel_depth,
+                    item.kernel_previous,
+                    item.kernel_next,
+                    item.ours_depth,
+                    if item.within_one_step { " (within one step)" } else { "" }
+                )?;
+                for text in &item.kernel_evaluations {
+                    writeln!(f, "    kernel {text}")?;
+                }
+                for text in &item.ours_evaluations {
+                    writeln!(f, "    ours   {text}")?;
+                }
+                writeln!(f, "    ours's histograms: {}", item.ours_histograms)?;
             }
         }
         for item in &self.disagreements {
