@@ -321,6 +321,7 @@ pub fn capture_scheduler(
         lost_events: captured.lost_events,
         device: format!("{},{}", traced.major, traced.minor),
         workload: options.workload_label.clone(),
+        rotational: info.rotational,
     };
     let capture = SchedCapture { header, events };
     let counts = ConformCounts::of(&capture);

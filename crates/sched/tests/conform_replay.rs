@@ -53,6 +53,7 @@ impl Capture {
                 lost_events: 0,
                 device: "7,0".to_owned(),
                 workload: "hand-built".to_owned(),
+                rotational: None,
             },
             events: Vec::new(),
         }

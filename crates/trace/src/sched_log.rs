@@ -47,8 +47,9 @@
 //! * Then the header, one `key = value` line per field of [`SchedCaptureHeader`] (every key
 //!   exactly once, any order): `kernel_release`, `hz`, `scheduler`, `nr_requests`,
 //!   `queue_depth`, `hw_queues`, `max_sectors_kb`, `cpus`, `lost_events`, `device`,
-//!   `workload`; and one `iosched.NAME = VALUE` line per tunable (the writer writes them in
-//!   [`SchedCaptureHeader::tunables`] order, the reader keeps the file's order).
+//!   `workload`; optionally `rotational` (`0` or `1`, the queue's flag; captures written before
+//!   it existed lack it); and one `iosched.NAME = VALUE` line per tunable (the writer writes
+//!   them in [`SchedCaptureHeader::tunables`] order, the reader keeps the file's order).
 //! * Then one event per line, its fields separated by single spaces. The first field is the
 //!   time as a signed difference in ns from the previous event's (the first event's from 0),
 //!   always with its sign (`+N`, `-N`); the second names the event:
@@ -137,6 +138,9 @@ pub struct SchedCaptureHeader {
     pub device: String,
     /// The workload that ran, as the user gave it (a `-w` spec or a job file's name).
     pub workload: String,
+    /// The queue's `rotational` flag (bfq reads it at attach); `None` in a capture written
+    /// before the key existed (optional in the file: `rotational = 0` or `1`).
+    pub rotational: Option<bool>,
 }
 
 /// Which tracepoint an event of [`SchedEvent::Block`] came from.
@@ -362,6 +366,9 @@ pub fn write(capture: &SchedCapture, out: &mut dyn Write) -> Result<(), TraceErr
     writeln!(out, "lost_events = {}", header.lost_events)?;
     writeln!(out, "device = {}", name_token(&header.device))?;
     writeln!(out, "workload = {}", name_token(&header.workload))?;
+    if let Some(rotational) = header.rotational {
+        writeln!(out, "rotational = {}", u8::from(rotational))?;
+    }
     let mut previous_ns = 0u64;
     for event in &capture.events {
         let time_ns = event.time_ns();
@@ -443,6 +450,7 @@ pub fn parse(file: &str, text: &str) -> Result<SchedCapture, ParseError> {
     crate::check_magic_line(lines.next().map(|(_, line)| line), file, MAGIC, VERSION)?;
     let mut values: [Option<(usize, String)>; HEADER_KEYS.len()] = Default::default();
     let mut tunables = Vec::new();
+    let mut rotational = None;
     let mut events = Vec::new();
     let mut time_ns = 0u64;
     let mut last_line = 1;
@@ -482,11 +490,31 @@ pub fn parse(file: &str, text: &str) -> Result<SchedCapture, ParseError> {
             tunables.push((name, value));
             continue;
         }
+        if key == "rotational" {
+            if rotational.is_some() {
+                return Err(error(number, "rotational", "given twice; accepted once".into()));
+            }
+            rotational = Some(match value {
+                "0" => false,
+                "1" => true,
+                other => {
+                    return Err(error(
+                        number,
+                        "rotational",
+                        format!("`{other}`; accepted: 0 or 1"),
+                    ));
+                }
+            });
+            continue;
+        }
         let Some(index) = HEADER_KEYS.iter().position(|known| *known == key) else {
             return Err(error(
                 number,
                 "header",
-                format!("key `{key}`; accepted: {}, {TUNABLE_PREFIX}NAME", HEADER_KEYS.join(", ")),
+                format!(
+                    "key `{key}`; accepted: {}, rotational, {TUNABLE_PREFIX}NAME",
+                    HEADER_KEYS.join(", ")
+                ),
             ));
         };
         if values[index].is_some() {
@@ -535,6 +563,7 @@ pub fn parse(file: &str, text: &str) -> Result<SchedCapture, ParseError> {
         lost_events: number(8)?,
         device: text_value(9)?,
         workload: text_value(10)?,
+        rotational,
     };
     Ok(SchedCapture { header, events })
 }

@@ -20,6 +20,7 @@ fn header() -> SchedCaptureHeader {
         lost_events: 0,
         device: "7,0".into(),
         workload: "randrw iodepth=32".into(),
+        rotational: Some(false),
     }
 }
 
@@ -74,12 +75,31 @@ fn writes_the_documented_layout() {
     assert_eq!(lines[0], "elevator-sched-capture 1");
     assert!(lines.contains(&"iosched.fifo_batch = 16"), "{text}");
     assert!(lines.contains(&"workload = randrw%20iodepth=32"), "{text}");
+    assert!(lines.contains(&"rotational = 0"), "{text}");
     assert!(lines.contains(&"+0 I 1 4242 fio W S 2048 8 be/4 -"), "{text}");
     assert!(lines.contains(&"+1200 D 1 4242 fio W S 2048 8 be/4 -"), "{text}");
     assert!(lines.contains(&"+100 KA WRITE 64"), "{text}");
     assert!(lines.contains(&"+100 KL READ I/O 90 3 4 1021"), "{text}");
     assert!(lines.contains(&"+100 KT WRITE"), "{text}");
     assert!(lines.contains(&"+51700 C 1 4242 fio W S 2048 8 be/4 0"), "{text}");
+}
+
+// Proves the optional `rotational` key: a capture without it (written before it existed)
+// reads as `None`, and a value other than 0 or 1, or the key twice, is refused naming it.
+#[test]
+fn the_rotational_key_is_optional_and_checked() {
+    let good = sched_log::to_text(&sample());
+    let without: String = good
+        .lines()
+        .filter(|line| !line.starts_with("rotational"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(sched_log::parse("old.sched", &without).unwrap().header.rotational, None);
+    let bad = good.replace("rotational = 0", "rotational = yes");
+    let error = parse_error(&bad).to_string();
+    assert!(error.contains("rotational") && error.contains("accepted: 0 or 1"), "{error}");
+    let twice = good.replace("rotational = 0", "rotational = 0\nrotational = 1");
+    assert!(parse_error(&twice).to_string().contains("given twice"));
 }
 
 // Proves `read` reads a file back to the same capture, and names the file when it cannot.
@@ -207,13 +227,13 @@ fn any_header() -> impl Strategy<Value = SchedCaptureHeader> {
     (
         (name(), any::<u32>(), name(), proptest::collection::btree_map(name(), name(), 0..6)),
         any::<[u32; 5]>(),
-        (any::<u64>(), name(), name()),
+        (any::<u64>(), name(), name(), proptest::option::of(any::<bool>())),
     )
         .prop_map(
             |(
                 (kernel_release, hz, scheduler, tunables),
                 numbers,
-                (lost_events, device, workload),
+                (lost_events, device, workload, rotational),
             )| {
                 let [nr_requests, queue_depth, hw_queues, max_sectors_kb, cpus] = numbers;
                 SchedCaptureHeader {
@@ -229,6 +249,7 @@ fn any_header() -> impl Strategy<Value = SchedCaptureHeader> {
                     lost_events,
                     device,
                     workload,
+                    rotational,
                 }
             },
         )

@@ -247,14 +247,14 @@ fn build(header: &SchedCaptureHeader) -> Result<Ours, ConformError> {
         crate::mq_deadline::NAME => Ours::MqDeadline(Box::default()),
         crate::kyber::NAME => Ours::Kyber(Box::default()),
         crate::bfq::NAME => {
-            // bfq block (issue 25, wt-bfqll25): bfq reads the queue's rotational flag at
-            // attach. The captures replayed here come from loop devices (major 7) over files
-            // in /dev/shm, which the kernel marks non-rotational (a backing file whose
-            // filesystem has no block device, as tmpfs, `loop_update_rotational`); the
-            // capture format has no rotational field, so a loop device is taken as
-            // non-rotational and any other device as rotational.
+            // bfq block (issue 25): bfq reads the queue's rotational flag at attach. Captures
+            // carry it (`rotational`); one written before the key existed is taken as
+            // non-rotational for a loop device (major 7: the captures of this project are
+            // loop devices over files in /dev/shm, which the kernel marks non-rotational,
+            // `loop_update_rotational`) and rotational otherwise.
             let mut bfq = Box::<Bfq>::default();
-            bfq.set_non_rotational(header.device.split(',').next() == Some("7"));
+            let loop_device = header.device.split(',').next() == Some("7");
+            bfq.set_non_rotational(header.rotational.map_or(loop_device, |rotational| !rotational));
             Ours::Bfq(bfq)
         }
         other => return Err(ConformError::UnknownScheduler { name: other.to_owned() }),
