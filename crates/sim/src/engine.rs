@@ -82,16 +82,17 @@ pub struct EventQueue<E> {
 /// Where a timer that is not set has its heap position.
 const NOT_SET: u32 = u32::MAX;
 
-/// Timers by index, each set (with its order, time and event) or not, and a binary heap of the
-/// set ones by order that knows each one's position, so a timer can be moved or removed.
+/// Timers by index, each set (with its time and event) or not, and a binary heap of the set
+/// ones by order that knows each one's position, so a timer can be moved or removed.
 #[derive(Debug)]
 struct Timers<E> {
-    /// Each timer's pending event, if set: its order, time and payload.
-    entries: Vec<Option<(u128, Instant, E)>>,
+    /// Each timer's pending event, if set: its time and payload.
+    entries: Vec<Option<(Instant, E)>>,
     /// Each timer's index in `heap`, or [`NOT_SET`].
     position: Vec<u32>,
-    /// The set timers, a binary min-heap by their entry's order.
-    heap: Vec<u32>,
+    /// The set timers, a binary min-heap of (order, timer): the order kept beside the index so
+    /// a sift compares without looking the timer up.
+    heap: Vec<(u128, u32)>,
     /// The latest time a timer was set for and then moved or cleared before it fired.
     cancelled_horizon: Option<Instant>,
 }
@@ -108,57 +109,67 @@ impl<E> Default for Timers<E> {
 }
 
 impl<E> Timers<E> {
-    fn order_at(&self, index: usize) -> u128 {
-        let timer = self.heap[index] as usize;
-        self.entries[timer].as_ref().map_or(u128::MAX, |(order, _, _)| *order)
-    }
-
-    fn place(&mut self, index: usize, timer: u32) {
-        self.heap[index] = timer;
-        self.position[timer as usize] = index as u32;
+    fn place(&mut self, index: usize, entry: (u128, u32)) {
+        self.heap[index] = entry;
+        self.position[entry.1 as usize] = index as u32;
     }
 
     fn sift_up(&mut self, mut index: usize) {
-        let timer = self.heap[index];
-        let order = self.order_at(index);
+        let entry = self.heap[index];
         while index > 0 {
             let parent = (index - 1) / 2;
-            if self.order_at(parent) <= order {
+            if self.heap[parent].0 <= entry.0 {
                 break;
             }
-            let moved = self.heap[parent];
-            self.place(index, moved);
+            self.place(index, self.heap[parent]);
             index = parent;
         }
-        self.place(index, timer);
+        self.place(index, entry);
     }
 
     fn sift_down(&mut self, mut index: usize) {
-        let timer = self.heap[index];
-        let order = self.order_at(index);
+        let entry = self.heap[index];
+        let len = self.heap.len();
         loop {
             let left = 2 * index + 1;
-            if left >= self.heap.len() {
+            if left >= len {
                 break;
             }
             let right = left + 1;
-            let child = if right < self.heap.len() && self.order_at(right) < self.order_at(left) {
-                right
-            } else {
-                left
-            };
-            if self.order_at(child) >= order {
+            let child =
+                if right < len && self.heap[right].0 < self.heap[left].0 { right } else { left };
+            if self.heap[child].0 >= entry.0 {
                 break;
             }
-            let moved = self.heap[child];
-            self.place(index, moved);
+            self.place(index, self.heap[child]);
             index = child;
         }
-        self.place(index, timer);
+        self.place(index, entry);
     }
 
-    /// Takes timer `timer` out of the heap and returns its entry.
-    fn remove(&mut self, timer: usize) -> Option<(u128, Instant, E)> {
+    /// Sets timer `timer` to `order`; returns the time it was set for before, if it was.
+    fn set(&mut self, timer: usize, order: u128, at: Instant, event: E) -> Option<Instant> {
+        let previous = self.entries[timer].replace((at, event)).map(|(at, _)| at);
+        let index = self.position[timer];
+        if index == NOT_SET {
+            self.heap.push((order, timer as u32));
+            let last = self.heap.len() - 1;
+            self.position[timer] = last as u32;
+            self.sift_up(last);
+        } else {
+            let index = index as usize;
+            let before = std::mem::replace(&mut self.heap[index].0, order);
+            if order < before {
+                self.sift_up(index);
+            } else {
+                self.sift_down(index);
+            }
+        }
+        previous
+    }
+
+    /// Takes timer `timer` out of the heap and returns its time and event.
+    fn remove(&mut self, timer: usize) -> Option<(Instant, E)> {
         let index = self.position[timer];
         if index == NOT_SET {
             return None;
@@ -167,15 +178,19 @@ impl<E> Timers<E> {
         self.position[timer] = NOT_SET;
         let last = self.heap.pop().expect("a set timer is in the heap");
         if index < self.heap.len() {
+            let before = self.heap[index].0;
             self.place(index, last);
-            self.sift_down(index);
-            self.sift_up(self.position[last as usize] as usize);
+            if last.0 < before {
+                self.sift_up(index);
+            } else {
+                self.sift_down(index);
+            }
         }
         self.entries[timer].take()
     }
 
     fn first_order(&self) -> Option<u128> {
-        self.heap.first().map(|_| self.order_at(0))
+        self.heap.first().map(|&(order, _)| order)
     }
 }
 
@@ -262,29 +277,14 @@ impl<E> EventQueue<E> {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
         let order = (u128::from(at.as_nanos()) << 64) | u128::from(sequence);
-        let timers = &mut self.timers;
-        let previous = timers.entries[timer].replace((order, at, event));
-        let index = match previous {
-            Some((_, previous_at, _)) => {
-                timers.cancelled_horizon = timers.cancelled_horizon.max(Some(previous_at));
-                timers.position[timer] as usize
-            }
-            None => {
-                let index = timers.heap.len();
-                timers.heap.push(timer as u32);
-                timers.position[timer] = index as u32;
-                index
-            }
-        };
-        // A moved timer may go either way; one of the sifts does nothing.
-        timers.sift_up(index);
-        let index = timers.position[timer] as usize;
-        timers.sift_down(index);
+        if let Some(previous) = self.timers.set(timer, order, at, event) {
+            self.timers.cancelled_horizon = self.timers.cancelled_horizon.max(Some(previous));
+        }
     }
 
     /// Clears timer `timer`: its pending event, if any, never fires.
     pub fn clear_timer(&mut self, timer: usize) {
-        if let Some((_, at, _)) = self.timers.remove(timer) {
+        if let Some((at, _)) = self.timers.remove(timer) {
             self.timers.cancelled_horizon = self.timers.cancelled_horizon.max(Some(at));
         }
     }
@@ -305,8 +305,8 @@ impl<E> EventQueue<E> {
             && self.heap.peek().is_none_or(|Reverse(key)| timer_order < key.order())
             && self.lane_order().is_none_or(|lane_order| timer_order < lane_order)
         {
-            let timer = self.timers.heap[0] as usize;
-            let (_, at, event) = self.timers.remove(timer).expect("the first timer is set");
+            let timer = self.timers.heap[0].1 as usize;
+            let (at, event) = self.timers.remove(timer).expect("the first timer is set");
             return Some((at, event));
         }
         if let Some(lane_order) = self.lane_order()
