@@ -67,6 +67,12 @@ impl LatencyRecorder {
         self.count
     }
 
+    /// The largest sample (exact; 0 with none): [`LatencyRecorder::summary`]'s `max` without
+    /// the four percentile scans of the histogram that the rest of the summary costs.
+    pub fn max_ns(&self) -> u64 {
+        self.max_ns
+    }
+
     /// Bytes its histogram takes (for the memory bound).
     pub fn memory_bytes(&self) -> usize {
         self.histogram.distinct_values() * std::mem::size_of::<u64>()

@@ -175,7 +175,7 @@ impl LineRecorder {
                 p50: values[0],
                 p90: values[1],
                 p99: values[2],
-                max: self.open_latency.summary().max,
+                max: self.open_latency.max_ns(),
             },
         }
     }

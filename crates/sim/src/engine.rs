@@ -8,6 +8,14 @@
 //! lane takes its sequence from the same counter and pops in the same (time, sequence) order
 //! as if it were in the heap; it only skips the heap's sifting, which is most of an event's
 //! cost when one core's items end every few hundred nanoseconds.
+//!
+//! And it has *timers*: wake-ups that are moved rather than added to (a device's next step,
+//! a queue's plug or idle timeout). Setting a timer that is already set replaces its event in
+//! place — the new one takes a fresh sequence number, exactly as a new push would — and
+//! clearing one removes it, so a superseded wake-up never sits in the heap until its time only
+//! to be ignored (issue 20: they were a fifth of the classic study's events, and most of the
+//! heap a RAM disk's plugging kept). The timers are a small heap of their own, indexed by
+//! timer, so moving one is a sift among the few timers rather than a push into the big heap.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -67,6 +75,123 @@ pub struct EventQueue<E> {
     lanes: Vec<Option<(u128, Instant, E)>>,
     /// The lane with the earliest event, if any lane holds one.
     first_lane: Option<usize>,
+    /// Timers (see the module doc).
+    timers: Timers<E>,
+}
+
+/// Where a timer that is not set has its heap position.
+const NOT_SET: u32 = u32::MAX;
+
+/// Timers by index, each set (with its time and event) or not, and a binary heap of the set
+/// ones by order that knows each one's position, so a timer can be moved or removed.
+#[derive(Debug)]
+struct Timers<E> {
+    /// Each timer's pending event, if set: its time and payload.
+    entries: Vec<Option<(Instant, E)>>,
+    /// Each timer's index in `heap`, or [`NOT_SET`].
+    position: Vec<u32>,
+    /// The set timers, a binary min-heap of (order, timer): the order kept beside the index so
+    /// a sift compares without looking the timer up.
+    heap: Vec<(u128, u32)>,
+    /// The latest time a timer was set for and then moved or cleared before it fired.
+    cancelled_horizon: Option<Instant>,
+}
+
+impl<E> Default for Timers<E> {
+    fn default() -> Self {
+        Timers {
+            entries: Vec::new(),
+            position: Vec::new(),
+            heap: Vec::new(),
+            cancelled_horizon: None,
+        }
+    }
+}
+
+impl<E> Timers<E> {
+    fn place(&mut self, index: usize, entry: (u128, u32)) {
+        self.heap[index] = entry;
+        self.position[entry.1 as usize] = index as u32;
+    }
+
+    fn sift_up(&mut self, mut index: usize) {
+        let entry = self.heap[index];
+        while index > 0 {
+            let parent = (index - 1) / 2;
+            if self.heap[parent].0 <= entry.0 {
+                break;
+            }
+            self.place(index, self.heap[parent]);
+            index = parent;
+        }
+        self.place(index, entry);
+    }
+
+    fn sift_down(&mut self, mut index: usize) {
+        let entry = self.heap[index];
+        let len = self.heap.len();
+        loop {
+            let left = 2 * index + 1;
+            if left >= len {
+                break;
+            }
+            let right = left + 1;
+            let child =
+                if right < len && self.heap[right].0 < self.heap[left].0 { right } else { left };
+            if self.heap[child].0 >= entry.0 {
+                break;
+            }
+            self.place(index, self.heap[child]);
+            index = child;
+        }
+        self.place(index, entry);
+    }
+
+    /// Sets timer `timer` to `order`; returns the time it was set for before, if it was.
+    fn set(&mut self, timer: usize, order: u128, at: Instant, event: E) -> Option<Instant> {
+        let previous = self.entries[timer].replace((at, event)).map(|(at, _)| at);
+        let index = self.position[timer];
+        if index == NOT_SET {
+            self.heap.push((order, timer as u32));
+            let last = self.heap.len() - 1;
+            self.position[timer] = last as u32;
+            self.sift_up(last);
+        } else {
+            let index = index as usize;
+            let before = std::mem::replace(&mut self.heap[index].0, order);
+            if order < before {
+                self.sift_up(index);
+            } else {
+                self.sift_down(index);
+            }
+        }
+        previous
+    }
+
+    /// Takes timer `timer` out of the heap and returns its time and event.
+    fn remove(&mut self, timer: usize) -> Option<(Instant, E)> {
+        let index = self.position[timer];
+        if index == NOT_SET {
+            return None;
+        }
+        let index = index as usize;
+        self.position[timer] = NOT_SET;
+        let last = self.heap.pop().expect("a set timer is in the heap");
+        if index < self.heap.len() {
+            let before = self.heap[index].0;
+            self.place(index, last);
+            if last.0 < before {
+                self.sift_up(index);
+            } else {
+                self.sift_down(index);
+            }
+        }
+        self.entries[timer].take()
+    }
+
+    fn first_order(&self) -> Option<u128> {
+        self.heap.first().map(|&(order, _)| order)
+    }
 }
 
 impl<E> Default for EventQueue<E> {
@@ -78,6 +203,7 @@ impl<E> Default for EventQueue<E> {
             next_sequence: 0,
             lanes: Vec::new(),
             first_lane: None,
+            timers: Timers::default(),
         }
     }
 }
@@ -134,12 +260,55 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// Gives the queue `count` timers (see the module doc), none set.
+    pub fn set_timers(&mut self, count: usize) {
+        assert!(self.timers.heap.is_empty(), "timers are set while none is pending");
+        self.timers.entries = (0..count).map(|_| None).collect();
+        self.timers.position = vec![NOT_SET; count];
+    }
+
+    /// Sets timer `timer` to fire `event` at `at`, replacing its pending event if it has one;
+    /// the event takes its place among equal times as if pushed now.
+    ///
+    /// # Panics
+    ///
+    /// If the timer does not exist.
+    pub fn set_timer(&mut self, timer: usize, at: Instant, event: E) {
+        let sequence = self.next_sequence;
+        self.next_sequence += 1;
+        let order = (u128::from(at.as_nanos()) << 64) | u128::from(sequence);
+        if let Some(previous) = self.timers.set(timer, order, at, event) {
+            self.timers.cancelled_horizon = self.timers.cancelled_horizon.max(Some(previous));
+        }
+    }
+
+    /// Clears timer `timer`: its pending event, if any, never fires.
+    pub fn clear_timer(&mut self, timer: usize) {
+        if let Some((at, _)) = self.timers.remove(timer) {
+            self.timers.cancelled_horizon = self.timers.cancelled_horizon.max(Some(at));
+        }
+    }
+
+    /// The latest time a timer's event was due when it was moved or cleared: the time the
+    /// queue would have reached had the superseded event stayed queued and been ignored.
+    pub fn cancelled_horizon(&self) -> Option<Instant> {
+        self.timers.cancelled_horizon
+    }
+
     fn lane_order(&self) -> Option<u128> {
         self.first_lane.and_then(|lane| self.lanes[lane].as_ref().map(|(order, _, _)| *order))
     }
 
     /// Takes the earliest event.
     pub fn pop(&mut self) -> Option<(Instant, E)> {
+        if let Some(timer_order) = self.timers.first_order()
+            && self.heap.peek().is_none_or(|Reverse(key)| timer_order < key.order())
+            && self.lane_order().is_none_or(|lane_order| timer_order < lane_order)
+        {
+            let timer = self.timers.heap[0].1 as usize;
+            let (at, event) = self.timers.remove(timer).expect("the first timer is set");
+            return Some((at, event));
+        }
         if let Some(lane_order) = self.lane_order()
             && self.heap.peek().is_none_or(|Reverse(key)| lane_order < key.order())
         {
@@ -164,15 +333,16 @@ impl<E> EventQueue<E> {
     pub fn peek_time(&self) -> Option<Instant> {
         let heap = self.heap.peek().map(|Reverse(key)| key.at);
         let lane = self.first_lane.and_then(|lane| self.lanes[lane].as_ref().map(|(_, at, _)| *at));
-        match (heap, lane) {
-            (Some(heap), Some(lane)) => Some(heap.min(lane)),
-            (heap, lane) => heap.or(lane),
-        }
+        let timer =
+            self.timers.first_order().map(|order| Instant::from_nanos((order >> 64) as u64));
+        [heap, lane, timer].into_iter().flatten().min()
     }
 
     /// How many events are pending.
     pub fn count(&self) -> usize {
-        self.heap.len() + self.lanes.iter().filter(|slot| slot.is_some()).count()
+        self.heap.len()
+            + self.lanes.iter().filter(|slot| slot.is_some()).count()
+            + self.timers.heap.len()
     }
 }
 
@@ -231,6 +401,85 @@ mod tests {
         }
         while let Some((_, (stamp, order, _))) = queue.pop() {
             popped.push((stamp, order));
+        }
+        reference.sort_unstable();
+        assert_eq!(popped, reference);
+    }
+
+    // Proves timers keep the queue's (time, sequence) order: a random mix of heap pushes,
+    // lane pushes, timer sets (new and moved) and clears comes out exactly as a sorted
+    // reference of the live events says — a moved timer fires once, at its new time, in the
+    // place a push at the moment of the move would have had among equal times; a cleared one
+    // never fires — and the cancelled horizon is the latest time a timer was moved or cleared
+    // from.
+    #[test]
+    fn timers_move_in_place_and_keep_the_heap_order() {
+        let mut queue = EventQueue::new();
+        queue.set_lanes(2);
+        queue.set_timers(4);
+        let mut prng = elevator_core::Prng::new(11);
+        // Live events: (time, insertion, source), source 0-3 a timer, 4-5 a lane, 6 the heap.
+        let mut reference: Vec<(u64, u64, usize)> = Vec::new();
+        let mut popped: Vec<(u64, u64, usize)> = Vec::new();
+        let mut timer_at: [Option<(u64, u64)>; 4] = [None; 4];
+        let mut lane_busy = [false; 2];
+        let mut horizon: Option<u64> = None;
+        let (mut next, mut now) = (0u64, 0u64);
+        for _ in 0..20_000 {
+            match prng.below(6) {
+                0 | 1 => {
+                    let timer = prng.below(4) as usize;
+                    let at = now + prng.below(5);
+                    if let Some((old, order)) = timer_at[timer].take() {
+                        reference.retain(|&(_, o, _)| o != order);
+                        horizon = horizon.max(Some(old));
+                    }
+                    queue.set_timer(timer, Instant::from_nanos(at), (at, next, timer));
+                    timer_at[timer] = Some((at, next));
+                    reference.push((at, next, timer));
+                    next += 1;
+                }
+                2 => {
+                    let timer = prng.below(4) as usize;
+                    queue.clear_timer(timer);
+                    if let Some((old, order)) = timer_at[timer].take() {
+                        reference.retain(|&(_, o, _)| o != order);
+                        horizon = horizon.max(Some(old));
+                    }
+                }
+                3 => {
+                    let at = now + prng.below(5);
+                    let lane = prng.below(2) as usize;
+                    if lane_busy[lane] {
+                        queue.push(Instant::from_nanos(at), (at, next, 6));
+                        reference.push((at, next, 6));
+                    } else {
+                        lane_busy[lane] = true;
+                        queue.push_lane(lane, Instant::from_nanos(at), (at, next, 4 + lane));
+                        reference.push((at, next, 4 + lane));
+                    }
+                    next += 1;
+                }
+                _ => {
+                    let expected = reference.len() - popped.len();
+                    assert_eq!(queue.count(), expected);
+                    if let Some(time) = queue.peek_time() {
+                        let (at, (stamp, order, source)) = queue.pop().unwrap();
+                        assert_eq!((at, at.as_nanos()), (time, stamp));
+                        match source {
+                            0..4 => timer_at[source] = None,
+                            4 | 5 => lane_busy[source - 4] = false,
+                            _ => {}
+                        }
+                        now = stamp;
+                        popped.push((stamp, order, source));
+                    }
+                }
+            }
+            assert_eq!(queue.cancelled_horizon(), horizon.map(Instant::from_nanos));
+        }
+        while let Some((_, event)) = queue.pop() {
+            popped.push(event);
         }
         reference.sort_unstable();
         assert_eq!(popped, reference);

@@ -274,9 +274,9 @@ pub fn run_watched(
 pub struct RunAudit {
     /// Events processed.
     pub events: u64,
-    /// Most events pending at once, superseded wake-ups included: a device step or queue
-    /// wake-up rescheduled, or an issuer's sleep a post ended, leaves its old event in the
-    /// heap until its time.
+    /// Most events pending at once, superseded wake-ups included: a host or fabric timer
+    /// rescheduled, or an issuer's sleep a post ended, leaves its old event in the heap until
+    /// its time (a device's step and a queue's wake-up are moved in place instead).
     pub events_pending_peak: usize,
     /// Most events pending at once that were not superseded: at most one wake-up per issuer,
     /// one completion per host operation, one transfer or completion per request, one step
@@ -579,10 +579,10 @@ fn last_phase_of_each_process(
 enum Event {
     /// An issuer's sleep ends (stale unless the generation matches).
     IssuerWake { issuer: usize, generation: u64 },
-    /// A device's next internal event (stale unless the generation matches).
-    DeviceStep { device: usize, generation: u64 },
-    /// A scheduler's idle or a plug times out (stale unless the generation matches).
-    QueueWake { device: usize, path: usize, generation: u64 },
+    /// A device's next internal event (the device's timer: never stale).
+    DeviceStep { device: usize },
+    /// A scheduler's idle or a plug times out (the queue's timer: never stale).
+    QueueWake { device: usize, path: usize },
     /// A command reaches the device after crossing the link.
     ReachDevice { device: usize, path: usize, request: RequestId },
     /// A read's data has crossed the link back: the request is done.
@@ -643,8 +643,9 @@ struct DeviceSlot {
     multipath: Option<Multipath>,
     model: Box<dyn crate::device::DeviceModel>,
     link: Option<usize>,
-    /// Its model's next event.
-    step: WakeSlot,
+    /// When its model's next event is due, as last asked: its `DeviceStep` is set on the
+    /// event queue's timer of the device's index for this time.
+    step_at: Option<Instant>,
     /// Whether some path is dirty.
     dirty: bool,
     /// The write congestion last reported to the host.
@@ -686,8 +687,9 @@ struct PathSlot {
     link_path: Option<usize>,
     /// Requests at the device by slot index (the command id, see [`command_for`]).
     commands: Vec<Option<RequestId>>,
-    wake_generation: u64,
-    /// Whether the latest queue wake-up is still pending (the older ones are superseded).
+    /// The event queue's timer its wake-ups are set on (a moved wake-up replaces the last).
+    wake_timer: usize,
+    /// Whether its wake-up is pending.
     wake_pending: bool,
     dirty: bool,
 }
@@ -773,8 +775,9 @@ struct Simulation {
     bio_scratch: Vec<Bio>,
     /// Most events pending at once (checked when an event is taken).
     events_pending_peak: usize,
-    /// Pending events already superseded by a later one (a device step or queue or host
-    /// wake-up rescheduled, an issuer's wake-up after a post ended its sleep): they stay in the heap until their time and are then ignored.
+    /// Pending events already superseded by a later one (a host or fabric wake-up
+    /// rescheduled, an issuer's wake-up after a post ended its sleep): they stay in the heap
+    /// until their time and are then ignored.
     superseded: usize,
     /// Most pending events at once that were not superseded.
     live_events_peak: usize,
@@ -826,6 +829,9 @@ impl Simulation {
         files: &[(usize, u64)],
     ) -> Result<Simulation, SimError> {
         let mut devices = Vec::with_capacity(topology.devices.len());
+        let topology_devices = topology.devices.len();
+        // Queue wake-up timers handed out so far (see `PathSlot::wake_timer`).
+        let mut path_timers = 0;
         let mut host_devices = Vec::with_capacity(topology.devices.len());
         let initiator = topology.initiator;
         let lun_bytes = topology
@@ -921,6 +927,9 @@ impl Simulation {
                 }));
             }
             let mut path_slots = Vec::with_capacity(paths);
+            // Timers: one per device (its steps), then one per queue (its wake-ups).
+            let wake_timer_base = topology_devices + path_timers;
+            path_timers += paths;
             for path in 0..paths {
                 // Each path is a SCSI device of its own: its own queue and scheduler instance.
                 let queue = BlockQueue::new(queue_config.clone(), scheduler.build())?;
@@ -935,7 +944,7 @@ impl Simulation {
                     submitter: Submitter::new(queue),
                     link_path: multipath.then_some(path),
                     commands: vec![None; capacity],
-                    wake_generation: 0,
+                    wake_timer: wake_timer_base + path,
                     wake_pending: false,
                     dirty: false,
                 });
@@ -960,7 +969,7 @@ impl Simulation {
                 multipath: device.multipath,
                 model: device.model,
                 link: device.link,
-                step: WakeSlot::default(),
+                step_at: None,
                 dirty: false,
                 congested: false,
                 adapter: device.adapter,
@@ -1028,6 +1037,7 @@ impl Simulation {
                 // A core's running item ends once: its end has a lane of its own.
                 let mut events = EventQueue::new();
                 events.set_lanes(mq.as_ref().map_or(0, BlkMq::cores));
+                events.set_timers(topology_devices + path_timers);
                 events
             },
             devices,
@@ -1158,6 +1168,7 @@ impl Simulation {
                 break;
             }
             let Some((at, event)) = self.events.pop() else {
+                self.reach_cancelled_horizon()?;
                 if self.tq_disk_plugging() && self.any_plugged() {
                     // 2.4: nothing left to run `tq_disk` before the stall; kupdated would
                     // within 5 s (§4.2, §6.4). Run it now rather than stall.
@@ -1199,6 +1210,7 @@ impl Simulation {
                 self.handle(event, &mut recorder)?;
                 self.pump_dirty_devices()?;
             }
+            self.reach_cancelled_horizon()?;
             if !(self.tq_disk_plugging() && self.any_plugged()) {
                 return Ok(());
             }
@@ -1267,22 +1279,15 @@ impl Simulation {
                     self.superseded -= 1;
                 }
             }
-            Event::DeviceStep { device, generation } => {
-                if self.devices[device].step.fires(generation) {
-                    self.step_device(device, recorder)?;
-                } else {
-                    self.superseded -= 1;
-                }
+            Event::DeviceStep { device } => {
+                self.devices[device].step_at = None;
+                self.step_device(device, recorder)?;
             }
-            Event::QueueWake { device, path, generation } => {
+            Event::QueueWake { device, path } => {
                 let slot = &mut self.devices[device];
-                if slot.paths[path].wake_generation == generation {
-                    slot.paths[path].wake_pending = false;
-                    slot.paths[path].dirty = true;
-                    slot.dirty = true;
-                } else {
-                    self.superseded -= 1;
-                }
+                slot.paths[path].wake_pending = false;
+                slot.paths[path].dirty = true;
+                slot.dirty = true;
             }
             Event::ReachDevice { device, path, request } => {
                 let slot = &mut self.devices[device];
@@ -2478,11 +2483,13 @@ impl Simulation {
                     }
                 }
                 Pull::Idle { until } | Pull::Plugged { until } => {
-                    self.superseded += usize::from(path_slot.wake_pending);
+                    // Replaces a pending wake-up: its event is moved, not left behind.
                     path_slot.wake_pending = true;
-                    path_slot.wake_generation += 1;
-                    let generation = path_slot.wake_generation;
-                    self.events.push(until, Event::QueueWake { device, path, generation });
+                    self.events.set_timer(
+                        path_slot.wake_timer,
+                        until,
+                        Event::QueueWake { device, path },
+                    );
                     break;
                 }
                 Pull::Busy | Pull::Empty => {
@@ -2492,9 +2499,11 @@ impl Simulation {
                         && !path_slot.wake_pending
                     {
                         path_slot.wake_pending = true;
-                        path_slot.wake_generation += 1;
-                        let generation = path_slot.wake_generation;
-                        self.events.push(at, Event::QueueWake { device, path, generation });
+                        self.events.set_timer(
+                            path_slot.wake_timer,
+                            at,
+                            Event::QueueWake { device, path },
+                        );
                     }
                     break;
                 }
@@ -2502,12 +2511,30 @@ impl Simulation {
         }
     }
 
-    /// Keeps exactly one live step event per device, at its model's next event.
+    /// Keeps exactly one step event per device, at its model's next event: on the device's
+    /// timer, so a moved step replaces the last rather than adding to it.
     fn reschedule_device(&mut self, device: usize) {
         let slot = &mut self.devices[device];
         let next = slot.model.next_event();
-        if let Some((at, generation)) = slot.step.move_to(next, &mut self.superseded) {
-            self.events.push(at.max(self.now), Event::DeviceStep { device, generation });
+        if next == slot.step_at {
+            return;
+        }
+        slot.step_at = next;
+        match next {
+            Some(at) => {
+                self.events.set_timer(device, at.max(self.now), Event::DeviceStep { device })
+            }
+            None => self.events.clear_timer(device),
+        }
+    }
+
+    /// The event queue ran dry: the clock reaches the latest moved or cleared timer's time,
+    /// as it did when a superseded wake-up stayed queued and was ignored at its time (what
+    /// the report reads of the clock after the run stays as it was).
+    fn reach_cancelled_horizon(&mut self) -> Result<(), SimError> {
+        match self.events.cancelled_horizon() {
+            Some(at) if at > self.now => self.advance_clock(at),
+            _ => Ok(()),
         }
     }
 

@@ -704,13 +704,15 @@ impl Host {
                 self.cache.start_read(slot, absent);
                 started += u64::from(absent.count_ones());
             }
-            for bit in 0..CHUNK_PAGES {
-                if absent & (1 << bit) == 0 {
-                    continue;
-                }
-                let page = base + bit;
+            // Each run of absent pages in the chunk at once (the bits, lowest first), not each
+            // of its 64 pages: the same runs, merged and issued in the same order.
+            let mut bits = absent;
+            while bits != 0 {
+                let low = u64::from(bits.trailing_zeros());
+                let length = u64::from((!(bits >> low)).trailing_zeros());
+                let (page, after) = (base + low, base + low + length);
                 run = match run {
-                    Some((start, stop)) if stop == page => Some((start, page + 1)),
+                    Some((start, stop)) if stop == page => Some((start, after)),
                     Some((start, stop)) => {
                         self.issue_pages(
                             space,
@@ -721,10 +723,11 @@ impl Host {
                             batch,
                             bios,
                         );
-                        Some((page, page + 1))
+                        Some((page, after))
                     }
-                    None => Some((page, page + 1)),
+                    None => Some((page, after)),
                 };
+                bits &= page_mask(low + length, CHUNK_PAGES);
             }
             chunk += 1;
         }
