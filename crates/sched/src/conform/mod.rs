@@ -81,6 +81,7 @@
 //! * A partial completion (fewer sectors than the request) completes the whole request.
 
 mod report;
+mod share;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -93,6 +94,7 @@ use elevator_trace::sched_log::{
 };
 
 pub use report::{Cause, ConformReport, Disagreement, Pick};
+pub use share::{DepthRule, ProcessShare, ShareOptions, ShareReport, WindowShare, share_replay};
 
 use crate::bfq::Bfq;
 use crate::kyber::{Domain, Kyber};
