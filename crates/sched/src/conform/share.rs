@@ -13,13 +13,19 @@
 //!   extents) over all processes', over the whole capture and per window
 //!   ([`ShareOptions::window`], by completion time). Flushes without data and requests never
 //!   inserted (passthrough) belong to no process and are left out on both sides.
-//! * **The processes**: each pid that inserted requests becomes a closed-loop issuer. Its
+//! * **The processes**: each pid that inserted requests becomes a closed-loop issuer (an
+//!   io_uring worker `iou-wrk-TID` counts as TID, whose I/O context it shares). Its
 //!   requests are its recorded ones (after merges: the extents the kernel issued), in their
 //!   insert order, each with its operation, flags and the I/O priority its insert printed. It
 //!   keeps as many requests outstanding (inserted and not completed) as the kernel showed for
 //!   it ([`ShareOptions::depth`]: the largest count the capture shows by default, which for
-//!   an fio job is its `iodepth`), starting at its first insert in the capture, with no think
-//!   time: a completion is followed at once by the process's next insert. A process that runs
+//!   an fio job is its `iodepth`), starting at its first insert in the capture. A completion
+//!   frees a slot, and the process's next request arrives its **think time** later: the
+//!   time the kernel's capture shows between that request's insert and its process's latest
+//!   completion before it (fio's reap-and-submit, and the CPU it waited for). On a RAM-backed
+//!   device this is most of a request's cycle (a request is at the device for tens of µs),
+//!   so without it ours's processes would cycle several times faster than the kernel's, and
+//!   the scheduler would see deeper queues than the kernel's did. A process that runs
 //!   out of recorded requests (ours served it more than the kernel did) starts its list again
 //!   ([`ProcessShare::wraps`] counts it), so ours's shares are never capped by the kernel's.
 //! * **Ours** is built as the decision replay builds it (same tunables from the capture's
@@ -33,8 +39,8 @@
 //!   to the extent and direction the kernel served, the loop device's cost per request is
 //!   what it is whatever order the scheduler picks, and a request's own time needs no random
 //!   stream (deterministic without a seed). Requests the capture never saw complete (still
-//!   at the device or queued at its end), and every request of a wrapped list past its
-//!   first pass, take the median of the capture's service times of their direction.
+//!   at the device or queued at its end) take the median of the capture's service times of
+//!   their direction; a wrapped list's requests keep their own times.
 //! * The run lasts the capture's length (its last event's time); ours's shares are sectors
 //!   completed by then, over the whole run and per window, compared with the kernel's in
 //!   percentage points.
@@ -43,9 +49,10 @@
 //!
 //! # Deviations
 //!
-//! * No think time and no submission batching: fio's reap-and-submit gap (a few µs) is not
-//!   in the capture (its `block_bio_queue` follows the completion on another path); on a
-//!   RAM-backed device it shortens each process's cycle in ours by the same small amount.
+//! * A think time is taken from the process's latest completion, which is the one that freed
+//!   the slot only when the process reaps one completion at a time; a process that reaps
+//!   several at once (io_uring batches) has its later requests' think times measured from
+//!   the last of them, as here.
 //! * The device is a set of `queue_depth` independent servers, each request taking its
 //!   recorded time: a request ours serves at another moment (with other requests beside it)
 //!   than the kernel did still takes the time the kernel's context gave it.
@@ -231,6 +238,9 @@ struct Recorded {
     printed: Option<IoPriority>,
     /// Its kernel issue→complete time, when the capture has both.
     service_ns: Option<u64>,
+    /// Its insert's time after its process's latest completion before it (the process's
+    /// reap-and-submit time); `None` before the process's first completion.
+    think_ns: Option<u64>,
 }
 
 /// A request followed through the capture (kernel side).
@@ -254,6 +264,8 @@ struct Process {
     /// Its outstanding count at each of its inserts (after the insert).
     depth_samples: Vec<u32>,
     outstanding: u32,
+    /// Its latest completion so far (kernel side).
+    last_complete_ns: Option<u64>,
     kernel_sectors: u64,
     kernel_window_sectors: Vec<u64>,
 }
@@ -284,6 +296,19 @@ fn flags_of(record: &BlockRecord) -> RequestFlags {
         flags = flags | RequestFlags::FUA;
     }
     flags
+}
+
+/// The process a request is charged to: its insert's pid, except that an io_uring worker
+/// (`iou-wrk-TID`, the name io-wq gives the threads that submit for task TID when its inline
+/// submission would block) submits for TID, sharing its I/O context and so its bfq queue
+/// (io_uring/io-wq.c `io_wq_worker`: `snprintf(buf, sizeof(buf), "iou-wrk-%d", wq->task->pid)`).
+fn submitter(record: &BlockRecord) -> u32 {
+    record
+        .command
+        .as_deref()
+        .and_then(|command| command.strip_prefix("iou-wrk-"))
+        .and_then(|tid| tid.parse().ok())
+        .unwrap_or(record.pid)
 }
 
 /// Follows every request of the capture (module docs, "the kernel side").
@@ -331,9 +356,10 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
                     entry.1.requeued = false;
                     continue;
                 }
-                let process = *by_pid.entry(record.pid).or_insert_with(|| {
+                let pid = submitter(record);
+                let process = *by_pid.entry(pid).or_insert_with(|| {
                     processes.push(Process {
-                        pid: record.pid,
+                        pid,
                         command: record.command.clone(),
                         first_insert_ns: record.time_ns,
                         kernel_window_sectors: vec![0; windows],
@@ -348,6 +374,9 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
                     flags: flags_of(record),
                     printed: record.priority,
                     service_ns: None,
+                    think_ns: processes[process]
+                        .last_complete_ns
+                        .map(|done| record.time_ns.saturating_sub(done)),
                 };
                 requests.push(recorded.clone());
                 let p = &mut processes[process];
@@ -423,6 +452,7 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
                 requests[slot] = Recorded { service_ns: Some(service_ns), ..followed.record };
                 let p = &mut processes[followed.process];
                 p.outstanding = p.outstanding.saturating_sub(1);
+                p.last_complete_ns = Some(record.time_ns);
                 p.kernel_sectors += u64::from(record.sectors);
                 p.kernel_window_sectors[(record.time_ns / window_ns.max(1)) as usize] +=
                     u64::from(record.sectors);
@@ -479,6 +509,8 @@ fn bfq_weight(priority: IoPriority) -> u64 {
 enum Event {
     /// A process starts issuing.
     Start(usize),
+    /// A process's request (an index into the kernel side's requests) arrives.
+    Arrive(usize, usize),
     /// A request completes at the device.
     Complete(RequestId),
     /// Ours's idle timer.
@@ -575,6 +607,7 @@ pub fn share_replay(
                 outstanding[done.process] -= 1;
                 refill = Some(done.process);
             }
+            Event::Arrive(..) => {}
             Event::Wake => {
                 if wake_at == Some(now_ns) {
                     wake_at = None;
@@ -588,12 +621,26 @@ pub fn share_replay(
                     next[index] = 0;
                     wraps[index] += 1;
                 }
-                let recorded = &kernel.requests[process.requests[next[index]]];
-                let service_ns = match (wraps[index], recorded.service_ns) {
-                    (0, Some(ns)) => ns,
-                    _ => kernel.median_service_ns[direction_index(recorded.op)],
-                };
+                let slot = process.requests[next[index]];
                 next[index] += 1;
+                outstanding[index] += 1;
+                // The process's own pace: its next request comes its recorded think time
+                // after the completion that freed the slot (at once on the first fill).
+                let think_ns = if matches!(event, Event::Start(_)) {
+                    0
+                } else {
+                    kernel.requests[slot].think_ns.unwrap_or(0)
+                };
+                push(&mut queue, now_ns + think_ns, Event::Arrive(index, slot));
+            }
+        }
+        if let Event::Arrive(index, slot) = event {
+            let process = &kernel.processes[index];
+            {
+                let recorded = &kernel.requests[slot];
+                let service_ns = recorded
+                    .service_ns
+                    .unwrap_or(kernel.median_service_ns[direction_index(recorded.op)]);
                 let bio = Bio {
                     op: recorded.op,
                     start: Sector(recorded.sector),
@@ -618,7 +665,6 @@ pub fn share_replay(
                 service_of.insert(id, service_ns);
                 process_of.insert(id, index);
                 created_of.insert(id, now_ns);
-                outstanding[index] += 1;
                 let cx =
                     Ctx { now, requests: &table, in_flight: at_device.len() as u32, depth: tags };
                 ours.scheduler().insert(&cx, id);
