@@ -179,6 +179,9 @@ pub struct ShareReport {
     pub ours_dispatched: u64,
     /// Sectors ours completed within the run / the kernel's (throughput ratio).
     pub throughput_ratio: f64,
+    /// Ours's own counters at the end of the run (`Scheduler::counters`: for bfq its
+    /// raisings, expirations, idle waits), the evidence for a difference.
+    pub ours_counters: BTreeMap<String, u64>,
 }
 
 impl ShareReport {
@@ -222,6 +225,23 @@ impl fmt::Display for ShareReport {
                 } else {
                     String::new()
                 }
+            )?;
+        }
+        let percents = |shares: &[f64]| {
+            shares.iter().map(|share| format!("{:.1}", share * 100.0)).collect::<Vec<_>>().join("/")
+        };
+        if !self.ours_counters.is_empty() {
+            let counters: Vec<String> =
+                self.ours_counters.iter().map(|(name, value)| format!("{name}={value}")).collect();
+            writeln!(f, "  ours: {}", counters.join(" "))?;
+        }
+        for window in &self.windows {
+            writeln!(
+                f,
+                "  window {:.1} s: kernel {} %, ours {} %",
+                window.start_ns as f64 / 1e9,
+                percents(&window.kernel),
+                percents(&window.ours)
             )?;
         }
         Ok(())
@@ -796,5 +816,11 @@ pub fn share_replay(
         max_window_difference_pp,
         ours_dispatched: dispatched,
         throughput_ratio: share(ours_total, kernel_total),
+        ours_counters: ours
+            .scheduler()
+            .counters()
+            .into_iter()
+            .map(|counter| (counter.name.to_owned(), counter.value))
+            .collect(),
     })
 }
