@@ -179,6 +179,12 @@ pub struct ShareReport {
     pub ours_dispatched: u64,
     /// Sectors ours completed within the run / the kernel's (throughput ratio).
     pub throughput_ratio: f64,
+    /// The kernel's issues of requests of these processes, over the runs of consecutive
+    /// issues of one process: how many requests a process gets in a row (bfq: roughly a slot
+    /// of the queue in service, shorter where it injects or does not idle).
+    pub kernel_issues_per_run: f64,
+    /// The same of ours's dispatches.
+    pub ours_issues_per_run: f64,
     /// Ours's own counters at the end of the run (`Scheduler::counters`: for bfq its
     /// raisings, expirations, idle waits), the evidence for a difference.
     pub ours_counters: BTreeMap<String, u64>,
@@ -197,14 +203,16 @@ impl fmt::Display for ShareReport {
             f,
             "share of service ({} closed-loop over {:.2} s, {} windows of {:.2} s): max \
              difference {:.2} pp over the run, {:.2} pp in a window; ours completed {:.3} × \
-             the kernel's sectors",
+             the kernel's sectors; issues per run of one process: kernel {:.1}, ours {:.1}",
             self.scheduler,
             self.duration_ns as f64 / 1e9,
             self.windows.len(),
             self.window_ns as f64 / 1e9,
             self.max_difference_pp,
             self.max_window_difference_pp,
-            self.throughput_ratio
+            self.throughput_ratio,
+            self.kernel_issues_per_run,
+            self.ours_issues_per_run
         )?;
         for process in &self.processes {
             let weight = process.weight.map(|w| format!(" weight {w}")).unwrap_or_default();
@@ -296,6 +304,8 @@ struct KernelSide {
     /// Every recorded request, in insert order.
     requests: Vec<Recorded>,
     duration_ns: u64,
+    /// Issues of followed requests, and runs of consecutive issues of one process.
+    issues_and_runs: (u64, u64),
     /// The median service time per direction (read, write), ns.
     median_service_ns: [u64; 2],
 }
@@ -341,6 +351,8 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
     // Live requests: index into `requests`, with their state.
     let mut live: Vec<(usize, Followed)> = Vec::new();
     let mut service: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+    let mut issues_and_runs = (0u64, 0u64);
+    let mut last_issuer: Option<usize> = None;
     // The live request at `key`, queued or issued as asked, preferring the printed priority
     // and then the size (requests of different priorities can cover the same sectors).
     let find = |live: &[(usize, Followed)], issued: bool, record: &BlockRecord| {
@@ -453,6 +465,11 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
             BlockPoint::Issue => {
                 if let Some(index) = find(&live, false, record) {
                     let followed = &mut live[index].1;
+                    issues_and_runs.0 += 1;
+                    if last_issuer != Some(followed.process) {
+                        issues_and_runs.1 += 1;
+                        last_issuer = Some(followed.process);
+                    }
                     followed.issued_ns = Some(record.time_ns);
                     followed.record.sectors = record.sectors;
                 }
@@ -509,6 +526,7 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
         processes,
         requests,
         duration_ns,
+        issues_and_runs,
         median_service_ns: [read.unwrap_or(fallback), write.unwrap_or(fallback)],
     }
 }
@@ -587,6 +605,8 @@ pub fn share_replay(
     let mut process_of: BTreeMap<RequestId, usize> = BTreeMap::new();
     let mut created_of: BTreeMap<RequestId, u64> = BTreeMap::new();
     let mut dispatched = 0u64;
+    let mut runs = 0u64;
+    let mut last_issuer: Option<usize> = None;
     // (time, sequence, event): the sequence keeps ties in the order they were made.
     let mut queue: BinaryHeap<Reverse<(u64, u64, Event)>> = BinaryHeap::new();
     let mut sequence = 0u64;
@@ -700,6 +720,10 @@ pub fn share_replay(
                 Dispatch::Issue(id) => {
                     dispatched += 1;
                     let process = process_of.remove(&id).expect("ours issued a request it got");
+                    if last_issuer != Some(process) {
+                        runs += 1;
+                        last_issuer = Some(process);
+                    }
                     let created_ns = created_of.remove(&id).unwrap_or(now_ns);
                     let service_ns = service_of.get(&id).copied().unwrap_or(0);
                     at_device.insert(
@@ -816,6 +840,8 @@ pub fn share_replay(
         max_window_difference_pp,
         ours_dispatched: dispatched,
         throughput_ratio: share(ours_total, kernel_total),
+        kernel_issues_per_run: share(kernel.issues_and_runs.0, kernel.issues_and_runs.1),
+        ours_issues_per_run: share(dispatched, runs),
         ours_counters: ours
             .scheduler()
             .counters()
