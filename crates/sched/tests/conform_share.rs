@@ -175,3 +175,44 @@ fn committed_decision_excerpt_has_two_default_weight_processes() {
     assert!((total - 1.0).abs() < 1e-9, "{report}");
     assert!(report.processes.iter().all(|p| p.weight == Some(40)), "{report}");
 }
+
+// Proves an io_uring worker's inserts (`iou-wrk-TID`, which submits for TID with its I/O
+// context) are charged to TID: half of one process's inserts made by its worker still give two
+// processes, with the worker's sectors in its submitter's share. A replay that took the
+// insert's pid would see three processes.
+#[test]
+fn io_uring_workers_count_as_their_submitter() {
+    let mut capture = fifo_capture(["be/4", "be/4"], 4, 200);
+    let mut flip = false;
+    for event in &mut capture.events {
+        if let sched_log::SchedEvent::Block(record) = event
+            && record.point == sched_log::BlockPoint::Insert
+            && record.pid == 4101
+        {
+            flip = !flip;
+            if flip {
+                record.pid = 9999;
+                record.command = Some("iou-wrk-4101".to_owned());
+            }
+        }
+    }
+    let report = report_of("hand-built, io_uring worker", &capture);
+    let pids: Vec<u32> = report.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, [4101, 4102], "{report}");
+    assert!((report.processes[0].kernel_share - 0.5).abs() < 0.01, "{report}");
+}
+
+// Proves a capture whose event times step back (a `-N` delta) is replayed without a panic
+// over its whole length (the run lasts until its latest event, not its last: taking the last
+// one's, 0 here, would leave no window for the completions after 1 s).
+#[test]
+fn a_capture_whose_times_step_back_is_replayed() {
+    let mut capture = fifo_capture(["be/0", "be/7"], 2, 1500);
+    let last = capture.events.len() - 1;
+    if let sched_log::SchedEvent::Block(record) = &mut capture.events[last] {
+        record.time_ns = 0;
+    }
+    let report = share_replay(&capture, ShareOptions::default()).unwrap();
+    assert_eq!(report.duration_ns, 1_500_000_000, "{report}");
+    assert_eq!(report.windows.len(), 1, "one full 1 s window\n{report}");
+}

@@ -41,7 +41,7 @@
 //!   stream (deterministic without a seed). Requests the capture never saw complete (still
 //!   at the device or queued at its end) take the median of the capture's service times of
 //!   their direction; a wrapped list's requests keep their own times.
-//! * The run lasts the capture's length (its last event's time); ours's shares are sectors
+//! * The run lasts the capture's length (its latest event's time); ours's shares are sectors
 //!   completed by then, over the whole run and per window, compared with the kernel's in
 //!   percentage points.
 //!
@@ -343,7 +343,8 @@ fn submitter(record: &BlockRecord) -> u32 {
 
 /// Follows every request of the capture (module docs, "the kernel side").
 fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
-    let duration_ns = capture.events.last().map_or(0, SchedEvent::time_ns);
+    // The latest event, not the last: a capture's times may step back (`-N` deltas).
+    let duration_ns = capture.events.iter().map(SchedEvent::time_ns).max().unwrap_or(0);
     let windows = (duration_ns / window_ns.max(1)) as usize + 1;
     let mut processes: Vec<Process> = Vec::new();
     let mut by_pid: BTreeMap<u32, usize> = BTreeMap::new();
