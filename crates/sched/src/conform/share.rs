@@ -56,11 +56,12 @@
 //! * The device is a set of `queue_depth` independent servers, each request taking its
 //!   recorded time: a request ours serves at another moment (with other requests beside it)
 //!   than the kernel did still takes the time the kernel's context gave it.
-//! * blk-mq re-runs a queue at a completion only through the scheduler's own wake-up
-//!   (`bfq_schedule_dispatch`, kyber's token wait); here the queue runs after every
-//!   completion. In a closed loop every completion is followed by that process's next
-//!   insert, which runs the queue in the kernel too, so this differs only once a list is
-//!   exhausted, which the wrap-around rules out.
+//! * When ours answered [`Dispatch::Throttled`] the queue sleeps as
+//!   [`elevator_core::BlkMqQueue`]'s does: until the next insert, a delayed run
+//!   `RUN_DELAY_MS` later (at the capture's `HZ`), or a completion after which
+//!   [`elevator_core::Scheduler::completion_reruns`] says the scheduler woke it; otherwise
+//!   the queue runs after every completion (a driver tag freed restarts it). A
+//!   hardware-queue run that the kernel makes for other reasons is not modelled.
 //! * Requests are not merged in ours: the recorded requests are the merged ones.
 //! * A requeued request stays its first inserter's (its re-insert, often from a kworker, is
 //!   not a new request).
@@ -554,6 +555,8 @@ enum Event {
     Complete(RequestId),
     /// Ours's idle timer.
     Wake,
+    /// blk-mq's delayed run of a queue whose scheduler answered `Throttled`.
+    DelayedRun,
 }
 
 /// A request of ours's run at the device.
@@ -621,6 +624,12 @@ pub fn share_replay(
         }
     }
     let mut wake_at: Option<u64> = None;
+    // Ours answered `Throttled`: the queue sleeps (module docs, deviations).
+    let mut asleep = false;
+    // One delayed run pending at most (`blk_mq_delay_run_hw_queue` re-arms the one work).
+    let mut delayed_run_pending = false;
+    let tick_rate =
+        elevator_core::TickRate::new(header.hz).ok_or(ConformError::BadHz { hz: header.hz })?;
     let at = |t: u64| Instant::from_nanos(options.clock_offset.as_nanos() + t);
     while let Some(Reverse((now_ns, _, event))) = queue.pop() {
         if now_ns > duration_ns {
@@ -641,6 +650,10 @@ pub fn share_replay(
                 let cx =
                     Ctx { now, requests: &table, in_flight: at_device.len() as u32, depth: tags };
                 ours.scheduler().complete(&cx, &completion);
+                // Asked always, so that a scheduler's wake-up is consumed where it happens.
+                if ours.scheduler().completion_reruns() {
+                    asleep = false;
+                }
                 table.remove(id);
                 service_of.remove(&id);
                 ours_sectors[done.process] += u64::from(done.sectors);
@@ -648,11 +661,15 @@ pub fn share_replay(
                 outstanding[done.process] -= 1;
                 refill = Some(done.process);
             }
-            Event::Arrive(..) => {}
+            Event::Arrive(..) => asleep = false,
             Event::Wake => {
                 if wake_at == Some(now_ns) {
                     wake_at = None;
                 }
+            }
+            Event::DelayedRun => {
+                asleep = false;
+                delayed_run_pending = false;
             }
         }
         if let Some(index) = refill {
@@ -712,7 +729,7 @@ pub fn share_replay(
             }
         }
         // The queue runs: ours fills the free tags.
-        while (at_device.len() as u32) < tags {
+        while !asleep && (at_device.len() as u32) < tags {
             let cx = Ctx { now, requests: &table, in_flight: at_device.len() as u32, depth: tags };
             if ours.scheduler().queued() == 0 {
                 break;
@@ -748,7 +765,18 @@ pub fn share_replay(
                     }
                     break;
                 }
-                Dispatch::Throttled | Dispatch::Empty => break,
+                Dispatch::Throttled => {
+                    asleep = true;
+                    let delay = tick_rate.msecs_to_jiffies(elevator_core::BlkMqQueue::RUN_DELAY_MS);
+                    let run = tick_rate.timer_at(now, delay).as_nanos();
+                    let run_ns = run.saturating_sub(options.clock_offset.as_nanos());
+                    if !delayed_run_pending {
+                        delayed_run_pending = true;
+                        push(&mut queue, run_ns.max(now_ns + 1), Event::DelayedRun);
+                    }
+                    break;
+                }
+                Dispatch::Empty => break,
             }
         }
     }
