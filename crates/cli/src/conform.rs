@@ -5,8 +5,10 @@
 //! each capture replayed into our scheduler of the same name and tunables
 //! ([`elevator_sched::conform`]): the agreement, the first disagreements with both sides'
 //! state, the disagreements by cause on stdout, the whole report as JSON beside the capture
-//! (`DIR/conform-SCHED.json`). `elevator conform --replay FILE.sched ...` replays saved
-//! captures (no root, no device).
+//! (`DIR/conform-SCHED.json`); then each process's share of service with ours deciding in a
+//! closed loop against the kernel's ([`elevator_sched::conform::share_replay`]), on stdout
+//! and as JSON beside the capture (`DIR/conform-SCHED.share.json`). `elevator conform
+//! --replay FILE.sched ...` replays saved captures (no root, no device).
 //!
 //! Without DEV the run is on a scratch loop device over a RAM-backed file, made and removed
 //! here; a named device is opened under the write-safety rules of `elevator kernel compare`
@@ -328,10 +330,24 @@ fn replay_one(
         std::fs::write(path, format!("{json}\n"))
             .with_context(|| format!("writing the replay report {}", path.display()))?;
     }
+    // Each process's share of service under ours in a closed loop against the kernel's
+    // (`elevator_sched::conform::share_replay`): `DIR/conform-SCHED.share.json` beside the
+    // capture; its text after the decision report (not with `--json`, whose stdout is the
+    // one decision report).
+    let share = elevator_sched::conform::share_replay(
+        capture,
+        elevator_sched::conform::ShareOptions::default(),
+    )?;
+    if let Some(path) = json_path {
+        let path = path.with_extension("share.json");
+        std::fs::write(&path, format!("{}\n", share.to_json()))
+            .with_context(|| format!("writing the share report {}", path.display()))?;
+    }
     if args.json {
         writeln!(stdout, "{json}")?;
     } else {
         write!(stdout, "{report}")?;
+        write!(stdout, "{share}")?;
     }
     Ok(())
 }

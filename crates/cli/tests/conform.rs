@@ -22,7 +22,9 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// fio's io_uring engine, 4 KiB random reads and writes, 32 in flight, for one second.
+/// fio's io_uring engine, 4 KiB random reads and writes, 32 in flight, for one second: two
+/// processes, the second at best-effort level 7 (`ionice -c2 -n7`), so the share replay has
+/// two weights to share between.
 const JOB_FILE: &str = "\
 [global]
 ioengine=io_uring
@@ -34,14 +36,21 @@ runtime=1s
 time_based=1
 
 [randrw]
+
+[randrw-be7]
+prioclass=2
+prio=7
 ";
 
 // Proves a run on a named device writes one capture per scheduler, named after it, that the
 // reader reads back with the asked tunables read back in its header and nothing lost; that
 // stdout has each scheduler's counts; that each capture is replayed into ours (its report on
 // stdout, its JSON beside the capture, every issue through the scheduler one decision); and
-// that the device's queue is as it was found. The agreement of a live run is printed, not
-// asserted: it depends on how the kernel's CPUs raced (docs/validation.md).
+// that the device's queue is as it was found; and that each capture's share replay is
+// complete (its JSON beside the capture, every process of the capture in it with its share,
+// the kernel's shares summing to 1, its text on stdout). The agreement and the shares of a
+// live run are printed, not asserted: they depend on how the kernel's CPUs raced
+// (docs/validation.md).
 #[test]
 fn conform_on_a_named_device_captures_replays_and_restores_the_queue() {
     let Some(disk) = TestDisk::attach("conform_on_a_named_device", 64 << 20) else { return };
@@ -107,6 +116,27 @@ fn conform_on_a_named_device_captures_replays_and_restores_the_queue() {
         let summary = format!("decisions {decisions}: identical {identical} (");
         assert!(stdout.contains(&summary), "{name}: stdout has the report\n{stdout}");
         eprintln!("{name}: {identical} of {decisions} decisions identical to the kernel's");
+        let json = std::fs::read_to_string(out.join(format!("conform-{name}.share.json")))
+            .unwrap_or_else(|error| panic!("{name}: the share report beside the capture: {error}"));
+        let share: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(share["scheduler"], name);
+        let processes = share["processes"].as_array().unwrap();
+        assert!(processes.len() >= 2, "{name}: both jobs' threads are processes\n{json}");
+        let kernel_total: f64 = processes.iter().map(|p| p["kernel_share"].as_f64().unwrap()).sum();
+        assert!((kernel_total - 1.0).abs() < 1e-9, "{name}: the kernel's shares sum to 1\n{json}");
+        assert!(
+            stdout.contains(&format!("share of service ({name} closed-loop")),
+            "{name}: stdout has the shares\n{stdout}"
+        );
+        for process in processes {
+            eprintln!(
+                "{name}: share of pid {} ({}): kernel {:.2} %, ours {:.2} %",
+                process["pid"],
+                process["priority"].as_str().unwrap_or("?"),
+                process["kernel_share"].as_f64().unwrap() * 100.0,
+                process["ours_share"].as_f64().unwrap() * 100.0
+            );
+        }
     }
     assert_eq!(disk.now(), before, "left as found");
 }

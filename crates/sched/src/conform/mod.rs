@@ -94,6 +94,7 @@
 
 mod kyber_depth;
 mod report;
+mod share;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -108,6 +109,7 @@ use elevator_trace::sched_log::{
 pub use report::{
     Cause, ConformReport, DepthDifference, Disagreement, DomainDepthScore, KyberDepthScore, Pick,
 };
+pub use share::{DepthRule, ProcessShare, ShareOptions, ShareReport, WindowShare, share_replay};
 
 use crate::bfq::Bfq;
 use crate::kyber::{Domain, Kyber};
