@@ -12,6 +12,17 @@
 //! falls back to `IORING_SETUP_COOP_TASKRUN` (5.19), then to a plain ring. The targets'
 //! descriptors are registered (`IORING_REGISTER_FILES`, fixed files: no `fget`/`fput` per
 //! transfer) when the kernel allows it. See io_uring_setup(2) and io_uring_register(2).
+//!
+//! **The wait's deadline is a kept timer** (issue 20, from QD1 against fio): a timed enter
+//! (`IORING_ENTER_EXT_ARG`) arms and cancels a kernel hrtimer on every wait, and in a VM each
+//! of those programs the virtual APIC timer (a VM exit): 2–3 % of a 4 KiB read at QD1 on a
+//! RAM-backed loop device. Instead the ring keeps one absolute `IORING_OP_TIMEOUT` (monotonic
+//! clock) armed for the nearest deadline asked, and waits without a timeout: a wait whose
+//! deadline is the one already armed (a run's end, asked again at every I/O) programs no timer
+//! at all; an earlier one moves it (`IORING_TIMEOUT_UPDATE`, in the same enter, its own
+//! completion skipped on success so it does not end the wait); a later one
+//! keeps the earlier timer, whose firing only wakes the reactor once too soon. Each armed
+//! timer carries a generation in its token, so the firing of a replaced one is told apart.
 
 #![allow(unsafe_code)] // io_uring entries carry raw pointers the kernel writes through.
 
@@ -34,6 +45,29 @@ const BUFFER_SLOTS: u16 = 4096;
 
 /// The token of the eventfd read that wakes the reactor.
 const WAKE_TOKEN: u64 = u64::MAX;
+
+/// The tokens of the kept deadline timer: this tag in the high 32 bits, the timer's generation
+/// in the low 32 (transfers' tokens are small slot indexes and never carry the tag).
+const TIMER_TAG: u64 = 0xE1E7_0000_0000_0000;
+/// The mask of [`TIMER_TAG`].
+const TIMER_TAG_MASK: u64 = 0xFFFF_FFFF_0000_0000;
+/// The token of a timer update's own completion (ignored).
+const TIMER_UPDATE_TOKEN: u64 = u64::MAX - 1;
+/// How much later than asked an armed timer may fire and still be kept: far below the
+/// kernel's own timer slack for a sleeping task (50 µs by default).
+const TIMER_LATE_NS: u64 = 1_000;
+
+/// The kept deadline timer (see the module's notes).
+#[derive(Debug, Default)]
+struct DeadlineTimer {
+    /// The generation and absolute monotonic deadline (ns) of the armed timer.
+    armed: Option<(u32, u64)>,
+    /// The next generation.
+    generation: u32,
+    /// Where the timespec of the last arm or update lives until its enter reads it (the
+    /// kernel copies it when it takes the entry); boxed so its address is stable.
+    timespec: Box<types::Timespec>,
+}
 
 /// The entry for `transfer` on `fd` (a `types::Fd` or a registered file's `types::Fixed`: two
 /// types the opcodes take through a trait of the crate's that cannot be named, hence a macro).
@@ -93,6 +127,8 @@ pub(crate) struct Uring {
     /// table is made, and for good once the kernel refused it.
     buffers_used: Option<u16>,
     buffers_refused: bool,
+    /// The wait's deadline, kept armed across waits.
+    timer: DeadlineTimer,
 }
 
 impl std::fmt::Debug for Uring {
@@ -156,6 +192,7 @@ impl Uring {
             fixed_files,
             buffers_used: None,
             buffers_refused: false,
+            timer: DeadlineTimer::default(),
         })
     }
 
@@ -258,6 +295,75 @@ impl Uring {
     }
 }
 
+impl DeadlineTimer {
+    /// A completion of the timer's own (`token`): that timer fired, or was cancelled at
+    /// teardown; if it is the armed one, none is armed now.
+    fn completed(&mut self, token: u64) {
+        let generation = (token & !TIMER_TAG_MASK) as u32;
+        if self.armed.is_some_and(|(armed, _)| armed == generation) {
+            self.armed = None;
+        }
+    }
+}
+
+impl Uring {
+    /// Makes sure a timer fires no later than `timeout` from now (and at most
+    /// [`TIMER_LATE_NS`] after it): keeps the armed one when it is due by then, moves it
+    /// earlier otherwise, arms one when none is. False if the submission queue had no room
+    /// (the caller then waits with a timed enter).
+    fn arm_deadline(&mut self, timeout: Duration) -> io::Result<bool> {
+        // A move must not wake the wait it belongs to: its own completion is skipped when it
+        // succeeds (`IOSQE_CQE_SKIP_SUCCESS`, Linux 5.17); without that, timed enters.
+        if !self.ring.params().is_feature_skip_cqe_on_success() {
+            return Ok(false);
+        }
+        let now_ns = monotonic_ns();
+        let deadline_ns = now_ns.saturating_add(timeout.as_nanos());
+        if let Some((_, armed_ns)) = self.timer.armed
+            && armed_ns > now_ns
+            && armed_ns <= deadline_ns.saturating_add(TIMER_LATE_NS)
+        {
+            return Ok(true);
+        }
+        *self.timer.timespec = types::Timespec::new()
+            .sec(deadline_ns / 1_000_000_000)
+            .nsec((deadline_ns % 1_000_000_000) as u32);
+        let timespec: *const types::Timespec = &*self.timer.timespec;
+        let entry = match self.timer.armed {
+            // Pending and due later than wanted: move it.
+            Some((generation, armed_ns)) if armed_ns > now_ns => {
+                self.timer.armed = Some((generation, deadline_ns));
+                opcode::TimeoutUpdate::new(TIMER_TAG | u64::from(generation), timespec)
+                    .flags(types::TimeoutFlags::ABS)
+                    .build()
+                    .flags(squeue::Flags::SKIP_SUCCESS)
+                    .user_data(TIMER_UPDATE_TOKEN)
+            }
+            // None, or one that has fired (its completion may still be on its way): a new one.
+            _ => {
+                let generation = self.timer.generation;
+                self.timer.generation = generation.wrapping_add(1);
+                self.timer.armed = Some((generation, deadline_ns));
+                opcode::Timeout::new(timespec)
+                    .flags(types::TimeoutFlags::ABS)
+                    .build()
+                    .user_data(TIMER_TAG | u64::from(generation))
+            }
+        };
+        if self.push(&entry)? {
+            return Ok(true);
+        }
+        self.timer.armed = None;
+        Ok(false)
+    }
+}
+
+/// The monotonic clock in ns (the clock of `IORING_TIMEOUT_ABS`).
+fn monotonic_ns() -> u64 {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (now.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(now.tv_nsec as u64)
+}
+
 impl Drop for Uring {
     fn drop(&mut self) {
         // A ring's teardown runs later, in a kernel worker: without this the registered
@@ -299,6 +405,7 @@ impl Backend for Uring {
         let result = match timeout {
             _ if ready => self.submit_ready(),
             Some(limit) if limit == Duration::ZERO => self.submit_ready(),
+            Some(limit) if self.arm_deadline(limit)? => self.ring.submit_and_wait(1),
             Some(limit) => {
                 let timespec =
                     types::Timespec::from(std::time::Duration::from_nanos(limit.as_nanos()));
@@ -317,10 +424,15 @@ impl Backend for Uring {
             Err(error) => return Err(error),
         }
         for cqe in self.ring.completion() {
-            if cqe.user_data() == WAKE_TOKEN {
+            let token = cqe.user_data();
+            if token == WAKE_TOKEN {
                 self.wake_armed = false;
+            } else if token == TIMER_UPDATE_TOKEN {
+                // A move that found the timer gone: it fired, and its own completion says so.
+            } else if token & TIMER_TAG_MASK == TIMER_TAG {
+                self.timer.completed(token);
             } else {
-                done.push(Done { token: cqe.user_data(), result: cqe.result() });
+                done.push(Done { token, result: cqe.result() });
             }
         }
         Ok(())
@@ -483,5 +595,46 @@ mod tests {
         let read = libc::iovec { iov_base: plain.as_mut_ptr().cast(), iov_len: 8192 };
         run(&mut ring, transfer(TransferOp::Read, &read, 65536, None));
         assert_eq!(plain.as_slice(), source.as_slice());
+    }
+
+    /// Waits on `ring` with `timeout` until it returns with nothing done (a deadline's wake);
+    /// returns how long that took.
+    fn wake_after(ring: &mut Uring, timeout: Duration) -> std::time::Duration {
+        let clock = crate::clock::Clock::start();
+        let mut done = Vec::new();
+        ring.wait(Some(timeout), &mut done).unwrap();
+        assert!(done.is_empty(), "the timer's own completion is not a transfer's: {done:?}");
+        std::time::Duration::from_nanos(clock.now().as_nanos())
+    }
+
+    // Proves the kept deadline timer wakes every wait on time: a first deadline 20 ms away
+    // arms it and fires; a later wait 5 s away arms a new one, which a wait asking for 10 ms
+    // moves earlier (it wakes in about 10 ms, not 5 s); asking again for a deadline the armed
+    // timer already meets keeps it (no second timer: the wake comes once, from the armed
+    // one); and no timer's completion ever shows up as a transfer's.
+    #[test]
+    fn the_kept_deadline_timer_wakes_each_wait_on_time() {
+        let file = tempfile::tempfile().unwrap();
+        let Ok(mut ring) = Uring::new(&[file.as_fd()], 8, None) else {
+            assert!(std::env::var("CI").is_err(), "io_uring is unavailable under CI");
+            return;
+        };
+        let ms = std::time::Duration::from_millis;
+        let first = wake_after(&mut ring, Duration::from_millis(20));
+        assert!(first >= ms(19) && first < ms(1000), "{first:?}");
+        assert_eq!(ring.timer.armed, None, "fired");
+        // Arm 5 s away without waiting for it, then ask for 10 ms: the timer moves.
+        assert!(ring.arm_deadline(Duration::from_secs(5)).unwrap());
+        let (generation, far_ns) = ring.timer.armed.unwrap();
+        let moved = wake_after(&mut ring, Duration::from_millis(10));
+        assert!(moved >= ms(9) && moved < ms(1000), "{moved:?}");
+        assert_eq!(ring.timer.armed, None, "the moved timer fired");
+        assert!(far_ns > monotonic_ns(), "it had been armed for later");
+        // A wait whose deadline the armed timer meets keeps it.
+        assert!(ring.arm_deadline(Duration::from_millis(30)).unwrap());
+        let (kept, _) = ring.timer.armed.unwrap();
+        assert_ne!(kept, generation);
+        let later = wake_after(&mut ring, Duration::from_millis(40));
+        assert!(later >= ms(25) && later < ms(1000), "woken by the armed 30 ms timer: {later:?}");
     }
 }
