@@ -32,7 +32,12 @@ elevator=target/release/elevator
 
 backing=$(mktemp /dev/shm/elevator-bench.XXXXXX)
 loop=""
+# The unbound workqueues' CPU mask (the loop device's worker is one), changed by the pinned
+# QD1 runs and restored here.
+wq_mask=/sys/devices/virtual/workqueue/cpumask
+wq_mask_before=$(cat "$wq_mask" 2>/dev/null || true)
 cleanup() {
+    [ -n "$wq_mask_before" ] && echo "$wq_mask_before" > "$wq_mask" 2>/dev/null || true
     [ -n "$loop" ] && losetup -d "$loop" 2>/dev/null || true
     rm -f "$backing"
 }
@@ -90,10 +95,15 @@ for config in "${configs[@]}"; do
 done
 
 # QD1: one job, iodepth 1. Prints "IOPS P50_NS" per run.
-# A "-pinned" configuration runs the tool under `taskset -c 0`: with both tools on one CPU,
-# where the kernel happens to place the process against the loop device's worker and the
-# completion softirq no longer decides the figure (unpinned, that placement differs from run
-# to run by up to 3x on this VM), so the pinned pair compares the cost per I/O itself.
+# A "-pinned" configuration runs the tool under `taskset -c 0` with the unbound workqueues
+# (the loop device's worker) on CPU 0 too. Unpinned, the figure is decided by where the kernel
+# places the process against the loop worker: on this VM a wake-up across CPUs costs about
+# 20 µs (the guest halts idle vCPUs at once, haltpoll's guest_halt_poll_ns is 0), so a run
+# whose worker lands on the other CPU does 15-20 k IOPS and one on the same CPU 85-95 k, for
+# fio and elevator alike. Pinned, both get the same placement and the ratio compares the
+# cost per I/O itself.
+pin_wq() { [ -n "$wq_mask_before" ] && echo 1 > "$wq_mask" || true; }
+unpin_wq() { [ -n "$wq_mask_before" ] && echo "$wq_mask_before" > "$wq_mask" || true; }
 fio_qd1() { # [taskset prefix...]
     echo none > "$sched"
     "$@" fio --name=qd1 --filename="$loop" --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
@@ -120,9 +130,9 @@ for round in $(seq "$rounds"); do
         tool=${config%%:*} scheduler=${config#*:}
         case $tool in
             fio) out=$(fio_qd1) ;;
-            fio-pinned) out=$(fio_qd1 taskset -c 0) ;;
+            fio-pinned) out=$(pin_wq; fio_qd1 taskset -c 0; unpin_wq) ;;
             elevator) out=$(elevator_qd1 "$scheduler") ;;
-            elevator-pinned) out=$(elevator_qd1 "$scheduler" taskset -c 0) ;;
+            elevator-pinned) out=$(pin_wq; elevator_qd1 "$scheduler" taskset -c 0; unpin_wq) ;;
         esac
         read -r iops p50 <<<"$out"
         qd1_iops[$config]="${qd1_iops[$config]:-} $iops"
