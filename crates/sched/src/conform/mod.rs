@@ -153,6 +153,14 @@ pub struct ConformOptions {
     /// `block_unplug`'s flush), ours picks what the run would, each pick waiting for an issue
     /// of the run's CPU (module docs).
     pub queue_runs: bool,
+    /// The most ours picks at one visible queue run before its issues (the kernel's
+    /// `max_dispatch`: `nr_requests`, or 1 while the hardware queue is `dispatch_busy`, which
+    /// the trace does not show).
+    pub run_picks_max: u32,
+    /// mq-deadline and kyber: an issue on a CPU with no run pick waiting starts a run that
+    /// picks, at once, as many requests as that CPU issues before its next other event
+    /// (the run's size read from the trace; module docs).
+    pub runs_from_issues: bool,
     /// Kyber: score its depths over time in the same pass — a second kyber of ours, fed the
     /// capture's completions at the kernel's jiffies, runs its own timer, and its depths are
     /// compared with the kernel's `kyber_adjust`s ([`ConformReport::kyber_depths`]).
@@ -176,6 +184,8 @@ impl Default for ConformOptions {
             force_kyber_depths: true,
             concurrent_issue: Duration::from_micros(2),
             queue_runs: true,
+            run_picks_max: 1,
+            runs_from_issues: false,
             score_kyber_depths: true,
             kyber_timer_round_up: true,
             kyber_timer_sync: true,
@@ -652,7 +662,7 @@ impl Replay<'_> {
         }
         let depth = self.capture.header.queue_depth.max(1);
         let now = self.now(self.latest_ns);
-        loop {
+        for _ in 0..self.options.run_picks_max {
             let full = self.in_flight() + self.run_picks_total() >= depth;
             if full && !self.options.park_when_full {
                 return;
@@ -664,6 +674,37 @@ impl Replay<'_> {
                 self.parked = Some((id, state, time_ns));
                 return;
             }
+            self.run_picks.entry(cpu).or_default().push_back((id, state, time_ns));
+        }
+    }
+
+    /// The issues on `cpu` from the current event on, up to its next other block event.
+    fn run_size(&self, cpu: u32) -> u32 {
+        let mut size = 0;
+        for event in &self.capture.events[self.position..] {
+            let SchedEvent::Block(record) = event else { continue };
+            if record.cpu != cpu {
+                continue;
+            }
+            if record.point != BlockPoint::Issue {
+                break;
+            }
+            size += 1;
+        }
+        size
+    }
+
+    /// Ours picks up to `size` requests now as a run on `cpu` (no parking).
+    fn pick_batch(&mut self, cpu: u32, time_ns: u64, size: u32) {
+        let depth = self.capture.header.queue_depth.max(1);
+        let now = self.now(self.latest_ns);
+        for _ in 0..size {
+            if self.in_flight() + self.run_picks_total() >= depth {
+                return;
+            }
+            let want_state = self.report.disagreements.len() < self.options.first_disagreements;
+            let (state, answer) = self.dispatch_ours(now, want_state);
+            let Dispatch::Issue(id) = answer else { return };
             self.run_picks.entry(cpu).or_default().push_back((id, state, time_ns));
         }
     }
@@ -980,6 +1021,14 @@ impl Replay<'_> {
         let now = self.now(self.latest_ns);
         if let Some(depths) = &mut self.depths {
             depths.sample(record.time_ns);
+        }
+        if self.options.runs_from_issues
+            && self.queue_runs()
+            && self.parked.is_none()
+            && !self.run_picks.contains_key(&record.cpu)
+        {
+            let size = self.run_size(record.cpu);
+            self.pick_batch(record.cpu, record.time_ns, size);
         }
         self.decide(record, index, kernel, now);
         self.park_if_full(now, record.time_ns);
