@@ -395,8 +395,7 @@ fn op_letter(op: Op) -> char {
 /// Writes `capture` in the format of the module doc.
 pub fn write(capture: &SchedCapture, out: &mut dyn Write) -> Result<(), TraceError> {
     let header = &capture.header;
-    let version =
-        if capture.events.iter().any(SchedEvent::is_plug) { VERSION } else { VERSION_1 };
+    let version = if capture.events.iter().any(SchedEvent::is_plug) { VERSION } else { VERSION_1 };
     writeln!(out, "{MAGIC} {version}")?;
     writeln!(out, "kernel_release = {}", name_token(&header.kernel_release))?;
     writeln!(out, "hz = {}", header.hz)?;

@@ -294,10 +294,9 @@ fn plug_events_are_version_2_and_version_1_still_reads() {
     assert!(old.starts_with("elevator-sched-capture 1\n"), "{old}");
     assert_eq!(sched_log::parse("old.sched", &old).unwrap(), sample());
     let mut capture = sample();
-    capture.events.insert(
-        0,
-        SchedEvent::Plug { time_ns: 0, cpu: 1, pid: 4242, command: Some("fio".into()) },
-    );
+    capture
+        .events
+        .insert(0, SchedEvent::Plug { time_ns: 0, cpu: 1, pid: 4242, command: Some("fio".into()) });
     capture.events.insert(
         1,
         SchedEvent::Unplug {

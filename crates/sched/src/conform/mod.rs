@@ -44,16 +44,18 @@
 //! that issue is taken first, as identical ("reordered issues").
 //! *Queue runs* (mq-deadline and kyber, [`ConformOptions::queue_runs`]; captures of version 2,
 //! which hold `block_unplug`): a plug flush inserts its requests and then runs the hardware
-//! queue on its CPU (`blk_mq_dispatch_list`), and that run takes from the scheduler all it
-//! will issue before issuing any (`__blk_mq_do_dispatch_sched` collects up to `nr_requests`
-//! requests, one driver tag each, then `blk_mq_dispatch_rq_list` issues them in order). So at
-//! the last insert of a flush ours is asked as often as there are free driver tags (and once
-//! more, parked, when the device is full); each pick waits for the next issue on that CPU
-//! ("run picks"). A kernel issue of a request ours picked at a run on another CPU, at the head
-//! of that run's picks, is identical too. On a mismatch, ours's pick takes the place of the
-//! kernel's among the run picks (or the parked pick) when ours had picked that one too, and is
-//! put back otherwise. Runs the trace does not show (a completion's restart, kblockd's
-//! delayed runs) are asked at the issue as before.
+//! queue on its CPU (`blk_mq_dispatch_list`), so at the last insert of a flush ours is asked
+//! for the run's first pick — the moment kyber splices its per-CPU staging lists
+//! (`kyber_dispatch_cur_domain` → `kyber_flush_busy_kcqs`) — and that pick waits for the next
+//! issue on that CPU ("run picks"; parked instead when the device is full). A run takes up to
+//! `max_dispatch` requests before issuing any (`__blk_mq_do_dispatch_sched`: `nr_requests`,
+//! or 1 while the hardware queue is `dispatch_busy`, which the trace does not show);
+//! [`ConformOptions::run_picks_max`] says how many ours takes, 1 by default (more measured
+//! worse on 512 I/Os for 128 tags, `docs/validation.md`). A kernel issue of a request at the
+//! head of a run's picks of another CPU is identical too. On a mismatch, ours's pick takes the
+//! place of the kernel's among the waiting picks (run picks or the parked one) when ours had
+//! picked that one too, and is put back otherwise. Runs the trace does not show (kblockd's
+//! async and delayed runs, a completion's restart) are asked at the issue as before.
 //!
 //! **Kyber's depths** are forced from the capture's `kyber_adjust` events (each domain at its
 //! maximum until its first), and ours's own timer disarmed, before every dispatch
@@ -150,17 +152,13 @@ pub struct ConformOptions {
     /// been made in the other order (module docs).
     pub concurrent_issue: Duration,
     /// mq-deadline and kyber: at each queue run the capture shows (the last insert of a
-    /// `block_unplug`'s flush), ours picks what the run would, each pick waiting for an issue
-    /// of the run's CPU (module docs).
+    /// `block_unplug`'s flush), ours picks as the run does, each pick waiting for an issue on
+    /// the run's CPU (module docs).
     pub queue_runs: bool,
     /// The most ours picks at one visible queue run before its issues (the kernel's
     /// `max_dispatch`: `nr_requests`, or 1 while the hardware queue is `dispatch_busy`, which
     /// the trace does not show).
     pub run_picks_max: u32,
-    /// mq-deadline and kyber: an issue on a CPU with no run pick waiting starts a run that
-    /// picks, at once, as many requests as that CPU issues before its next other event
-    /// (the run's size read from the trace; module docs).
-    pub runs_from_issues: bool,
     /// Kyber: score its depths over time in the same pass — a second kyber of ours, fed the
     /// capture's completions at the kernel's jiffies, runs its own timer, and its depths are
     /// compared with the kernel's `kyber_adjust`s ([`ConformReport::kyber_depths`]).
@@ -185,7 +183,6 @@ impl Default for ConformOptions {
             concurrent_issue: Duration::from_micros(2),
             queue_runs: true,
             run_picks_max: 1,
-            runs_from_issues: false,
             score_kyber_depths: true,
             kyber_timer_round_up: true,
             kyber_timer_sync: true,
@@ -651,11 +648,11 @@ impl Replay<'_> {
         true
     }
 
-    /// A queue run on `cpu` (module docs, "queue runs"): with nothing parked, ours is asked
-    /// once per free driver tag, each pick waiting for an issue on `cpu`, and once more when
-    /// the device is full, that pick parked (`__blk_mq_do_dispatch_sched`). With a pick
-    /// parked the run serves the hardware queue's dispatch list and asks the scheduler
-    /// nothing.
+    /// A queue run on `cpu` (module docs, "queue runs"): with nothing parked, ours is asked up
+    /// to [`ConformOptions::run_picks_max`] times while driver tags are free, each pick waiting
+    /// for an issue on `cpu`; once the device is full, one more pick is parked
+    /// (`__blk_mq_do_dispatch_sched`). With a pick parked the run serves the hardware queue's
+    /// dispatch list and asks the scheduler nothing.
     fn queue_run(&mut self, cpu: u32, time_ns: u64) {
         if self.parked.is_some() {
             return;
@@ -674,37 +671,6 @@ impl Replay<'_> {
                 self.parked = Some((id, state, time_ns));
                 return;
             }
-            self.run_picks.entry(cpu).or_default().push_back((id, state, time_ns));
-        }
-    }
-
-    /// The issues on `cpu` from the current event on, up to its next other block event.
-    fn run_size(&self, cpu: u32) -> u32 {
-        let mut size = 0;
-        for event in &self.capture.events[self.position..] {
-            let SchedEvent::Block(record) = event else { continue };
-            if record.cpu != cpu {
-                continue;
-            }
-            if record.point != BlockPoint::Issue {
-                break;
-            }
-            size += 1;
-        }
-        size
-    }
-
-    /// Ours picks up to `size` requests now as a run on `cpu` (no parking).
-    fn pick_batch(&mut self, cpu: u32, time_ns: u64, size: u32) {
-        let depth = self.capture.header.queue_depth.max(1);
-        let now = self.now(self.latest_ns);
-        for _ in 0..size {
-            if self.in_flight() + self.run_picks_total() >= depth {
-                return;
-            }
-            let want_state = self.report.disagreements.len() < self.options.first_disagreements;
-            let (state, answer) = self.dispatch_ours(now, want_state);
-            let Dispatch::Issue(id) = answer else { return };
             self.run_picks.entry(cpu).or_default().push_back((id, state, time_ns));
         }
     }
@@ -1021,14 +987,6 @@ impl Replay<'_> {
         let now = self.now(self.latest_ns);
         if let Some(depths) = &mut self.depths {
             depths.sample(record.time_ns);
-        }
-        if self.options.runs_from_issues
-            && self.queue_runs()
-            && self.parked.is_none()
-            && !self.run_picks.contains_key(&record.cpu)
-        {
-            let size = self.run_size(record.cpu);
-            self.pick_batch(record.cpu, record.time_ns, size);
         }
         self.decide(record, index, kernel, now);
         self.park_if_full(now, record.time_ns);
