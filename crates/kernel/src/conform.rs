@@ -156,6 +156,8 @@ pub struct ConformCounts {
     pub completions: u64,
     /// kyber's events.
     pub kyber: u64,
+    /// `block_unplug` (plug flushes, each followed by a queue run) of the device's tasks.
+    pub unplugs: u64,
     /// Events lost.
     pub lost: u64,
 }
@@ -176,6 +178,8 @@ impl ConformCounts {
                     BlockPoint::Complete => counts.completions += 1,
                     BlockPoint::BioQueue | BlockPoint::GetRq => {}
                 },
+                SchedEvent::Unplug { .. } => counts.unplugs += 1,
+                SchedEvent::Plug { .. } => {}
                 _ => counts.kyber += 1,
             }
         }
@@ -297,7 +301,9 @@ pub fn capture_scheduler(
         return Err(ConformError::LostEvents {
             scheduler: scheduler.label(),
             lost: captured.lost_events,
-            captured: (captured.events.len() + captured.kyber_events.len()) as u64,
+            captured: (captured.events.len()
+                + captured.kyber_events.len()
+                + captured.plug_events.len()) as u64,
             limit: if captured.stopped_at_limit {
                 format!(", stopped at the limit of {} events", trace::EVENTS_MAX)
             } else {

@@ -18,7 +18,13 @@
 //!   `block_bio_frontmerge` (F), `block_getrq` (G), `block_rq_merge`, `block_rq_requeue` (R)
 //!   and kyber's `kyber_adjust`, `kyber_latency`, `kyber_throttled` where they exist; the
 //!   rq events' `CLASS,HINT,LEVEL` priority is read into [`BlockEvent::priority`], and
-//!   [`Capture::sched_events`] turns the capture into `elevator_trace::sched_log` events. Each is filtered to the device in the kernel with
+//!   [`Capture::sched_events`] turns the capture into `elevator_trace::sched_log` events.
+//!   A scheduler capture also takes `block_plug` and `block_unplug` ([`PlugEvent`]): an
+//!   unplug is a plug flush, its requests inserted and then the hardware queue run
+//!   (`blk_mq_dispatch_list` in 6.18's `block/blk-mq.c`), the queue runs the replay models.
+//!   They print no device, so they are not filtered in the kernel; the capture keeps those of
+//!   the tasks that inserted a request into the device. The other block events are each
+//!   filtered to the device in the kernel with
 //!   `dev == N`, where N is the kernel's internal `dev_t`, `major << 20 | minor` (`MINORBITS`
 //!   in `include/linux/kdev_t.h`; the print format of every block event decodes it so).
 //! * The instance's clock is `mono` (`CLOCK_MONOTONIC`): the default `local` clock is per
@@ -96,6 +102,8 @@ pub const POLL_INTERVAL_MS: u64 = 50;
 pub const EVENTS_MAX: usize = 10_000_000;
 /// kyber's tracepoints (`include/trace/events/kyber.h`), under `events/kyber/`.
 pub const KYBER_TRACEPOINTS: [&str; 3] = ["kyber_adjust", "kyber_latency", "kyber_throttled"];
+/// The plug tracepoints of a scheduler capture, under `events/block/` (no `dev` field).
+pub const PLUG_TRACEPOINTS: [&str; 2] = ["block_plug", "block_unplug"];
 /// The bits of the minor number in the kernel's internal `dev_t` (`MINORBITS`).
 const MINOR_BITS: u32 = 20;
 
@@ -547,6 +555,24 @@ pub struct KyberEvent {
     pub point: KyberPoint,
 }
 
+/// One `block_plug` or `block_unplug` of `trace_pipe` (`[COMM]` and `[COMM] NR_RQ`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlugEvent {
+    /// The CPU.
+    pub cpu: u32,
+    /// The task's pid (the line's `TASK-PID`).
+    pub pid: u32,
+    /// The task name the event prints in brackets.
+    pub command: String,
+    /// The trace clock's time, ns (printed in µs).
+    pub time_ns: u64,
+    /// `None` for `block_plug`; the requests flushed for `block_unplug`.
+    pub unplugged: Option<u32>,
+    /// How many block events of the device preceded it in `trace_pipe` (its place among
+    /// them, which keeps an unplug before the inserts it flushes at equal µs).
+    pub after_block_events: usize,
+}
+
 /// One block event of `trace_pipe`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockEvent {
@@ -679,6 +705,8 @@ pub enum TraceLine {
     Event(BlockEvent),
     /// A kyber event.
     Kyber(KyberEvent),
+    /// `block_plug` or `block_unplug` (its `after_block_events` 0 here).
+    Plug(PlugEvent),
     /// `CPU:N [LOST n EVENTS]`: the ring buffer overwrote `count` events of that CPU.
     Lost {
         /// The events lost.
@@ -717,6 +745,35 @@ pub fn parse_line(line: &str) -> Result<TraceLine, (&'static str, String)> {
         let (_, _, cpu, time_ns) = parse_prefix(head)?;
         let (major, minor) = parse_dev(body.split_whitespace().next())?;
         return Ok(TraceLine::Kyber(KyberEvent { cpu, time_ns, major, minor, point }));
+    }
+    if PLUG_TRACEPOINTS.contains(&name) {
+        // `[%s]` and `[%s] %d` (this kernel's `events/block/block_{plug,unplug}/format`); the
+        // command may hold spaces and brackets, so the count is read from the right.
+        let (_, pid, cpu, time_ns) = parse_prefix(head)?;
+        let body = body.trim();
+        let (command, unplugged) = if name == "block_unplug" {
+            let (command, count) = body
+                .rsplit_once(' ')
+                .ok_or(("nr_rq", format!("`{body}`; accepted: `[COMMAND] NR_RQ`")))?;
+            let count = count
+                .parse::<u32>()
+                .map_err(|_| ("nr_rq", format!("`{count}` is not a count of requests")))?;
+            (command, Some(count))
+        } else {
+            (body, None)
+        };
+        let command = command
+            .strip_prefix('[')
+            .and_then(|command| command.strip_suffix(']'))
+            .ok_or(("comm", format!("`{command}`; accepted: `[COMMAND]`")))?;
+        return Ok(TraceLine::Plug(PlugEvent {
+            cpu,
+            pid,
+            command: command.to_owned(),
+            time_ns,
+            unplugged,
+            after_block_events: 0,
+        }));
     }
     let Some(kind) = EventKind::from_tracepoint(name) else {
         return Ok(TraceLine::Other);
@@ -924,6 +981,9 @@ pub struct Capture {
     pub events: Vec<BlockEvent>,
     /// kyber's events, when [`CaptureOptions::scheduler_events`] asked for them.
     pub kyber_events: Vec<KyberEvent>,
+    /// Plug events (of every task: they print no device), when
+    /// [`CaptureOptions::scheduler_events`] asked for them.
+    pub plug_events: Vec<PlugEvent>,
     /// Events the kernel dropped (ring buffer full): the capture is incomplete when not 0.
     pub lost_events: u64,
     /// Events of other devices that got past the kernel's filter (none expected).
@@ -1085,6 +1145,15 @@ fn capture_in(
         );
     }
     events.splice(0..0, kinds.iter().map(|kind| format!("events/block/{}", kind.tracepoint())));
+    if options.scheduler_events {
+        // No `dev` field to filter on: every task's plugs, kept or dropped in user space.
+        for name in PLUG_TRACEPOINTS {
+            let event = format!("events/block/{name}");
+            if instance.dir().join(&event).exists() {
+                instance.write(&format!("{event}/enable"), "1")?;
+            }
+        }
+    }
     for event in &events {
         // Every event here has the `dev` field (`dev_t`), so the kernel filters by device.
         instance.write(&format!("{event}/filter"), &format!("dev == {}", device.kernel_dev()))?;
@@ -1127,6 +1196,7 @@ fn capture_in(
         device: device.clone(),
         events: reader.events,
         kyber_events: reader.kyber_events,
+        plug_events: reader.plug_events,
         lost_events,
         other_device_events: reader.other_device_events,
         stopped_at_limit: reader.stopped_at_limit,
@@ -1155,6 +1225,7 @@ struct PipeReader {
     line: usize,
     events: Vec<BlockEvent>,
     kyber_events: Vec<KyberEvent>,
+    plug_events: Vec<PlugEvent>,
     lost_in_pipe: u64,
     other_device_events: u64,
     stopped_at_limit: bool,
@@ -1170,6 +1241,7 @@ impl PipeReader {
             line: 0,
             events: Vec::new(),
             kyber_events: Vec::new(),
+            plug_events: Vec::new(),
             lost_in_pipe: 0,
             other_device_events: 0,
             stopped_at_limit: false,
@@ -1213,6 +1285,9 @@ impl PipeReader {
                     self.other_device_events += 1;
                 }
             }
+            Ok(TraceLine::Plug(event)) => {
+                self.plug_events.push(PlugEvent { after_block_events: self.events.len(), ..event });
+            }
             Ok(TraceLine::Lost { count }) => self.lost_in_pipe += count,
             Ok(TraceLine::Other) => {}
             Err((field, problem)) => {
@@ -1231,6 +1306,19 @@ impl PipeReader {
     fn finish(&mut self) -> Result<(), TraceError> {
         let rest = std::mem::take(&mut self.partial);
         self.take_line(&String::from_utf8_lossy(&rest))
+    }
+}
+
+impl PlugEvent {
+    /// As a scheduler capture's event, its time since `start_ns`.
+    fn sched_event(&self, start_ns: u64) -> SchedEvent {
+        let time_ns = self.time_ns.saturating_sub(start_ns);
+        let command = Some(self.command.clone());
+        let (cpu, pid) = (self.cpu, self.pid);
+        match self.unplugged {
+            None => SchedEvent::Plug { time_ns, cpu, pid, command },
+            Some(requests) => SchedEvent::Unplug { time_ns, cpu, pid, command, requests },
+        }
     }
 }
 
@@ -1309,14 +1397,31 @@ impl Capture {
             .min()
             .unwrap_or(0);
         let mut left_out = 0;
+        // The plug events of the tasks that inserted into the device, each before the block
+        // event it preceded in `trace_pipe` (an unplug before the inserts it flushes).
+        let inserters: std::collections::BTreeSet<u32> = self
+            .events
+            .iter()
+            .filter(|event| event.kind == EventKind::Insert)
+            .map(|event| event.pid)
+            .collect();
+        let mut plugs = self
+            .plug_events
+            .iter()
+            .filter(|plug| inserters.contains(&plug.pid) && plug.time_ns >= start_ns)
+            .peekable();
         let mut block = Vec::with_capacity(self.events.len());
-        for event in &self.events {
+        for (index, event) in self.events.iter().enumerate() {
+            while let Some(plug) = plugs.next_if(|plug| plug.after_block_events <= index) {
+                block.push(plug.sched_event(start_ns));
+            }
             let Some(record) = event.record(start_ns) else {
                 left_out += 1;
                 continue;
             };
             block.push(SchedEvent::Block(record));
         }
+        block.extend(plugs.map(|plug| plug.sched_event(start_ns)));
         let kyber = self.kyber_events.iter().map(|event| {
             let time_ns = event.time_ns - start_ns;
             match &event.point {
@@ -1636,6 +1741,55 @@ CPU:1 [LOST 42 EVENTS]
         assert_eq!((complete.error, complete.pid, complete.cpu), (Some(0), 22, 1));
     }
 
+    // Proves the plug events are read from this kernel's print formats (`[COMM]`, `[COMM]
+    // NR_RQ`, a command with spaces), bad counts name the field, and the conversion keeps an
+    // unplug before the inserts that followed it in `trace_pipe` even at equal µs, and drops
+    // the plugs of tasks that inserted nothing into the device.
+    #[test]
+    fn plug_events_are_read_and_placed_before_their_inserts() {
+        let unplug = "fio-22 [001] ..... 46853.226081: block_unplug: [fio job 1] 3";
+        let TraceLine::Plug(plug) = parse_line(unplug).unwrap() else { panic!() };
+        assert_eq!(
+            (plug.cpu, plug.pid, plug.command.as_str(), plug.unplugged, plug.time_ns),
+            (1, 22, "fio job 1", Some(3), 46_853_226_081_000)
+        );
+        let TraceLine::Plug(start) =
+            parse_line("fio-22 [001] ..... 46853.226000: block_plug: [fio]").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(start.unplugged, None);
+        assert_eq!(
+            parse_line("f-1 [000] ..... 1.0: block_unplug: [f] x").map_err(|(f, _)| f),
+            Err("nr_rq")
+        );
+        assert_eq!(
+            parse_line("f-1 [000] ..... 1.0: block_plug: f").map_err(|(f, _)| f),
+            Err("comm")
+        );
+        let mut capture = sample_capture();
+        let mut insert = capture.events[0].clone();
+        insert.kind = EventKind::Insert;
+        insert.pid = 22;
+        capture.events.insert(1, insert);
+        // The unplug came after the queue event and before the insert at the same µs; another
+        // task's unplug (pid 99) is not the device's.
+        let time_ns = capture.events[1].time_ns;
+        capture.plug_events.push(PlugEvent { time_ns, after_block_events: 1, ..plug.clone() });
+        capture.plug_events.push(PlugEvent { pid: 99, after_block_events: 1, time_ns, ..plug });
+        let (events, _) = capture.sched_events();
+        let kinds: Vec<String> = events
+            .iter()
+            .map(|event| match event {
+                SchedEvent::Block(record) => record.point.code().to_owned(),
+                SchedEvent::Unplug { requests, pid, .. } => format!("U{requests}/{pid}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(kinds[..3], ["Q", "U3/22", "I"], "{kinds:?}");
+        assert!(!kinds.iter().any(|kind| kind.ends_with("/99")), "{kinds:?}");
+    }
+
     fn sample_capture() -> Capture {
         let events = SAMPLE
             .lines()
@@ -1649,6 +1803,7 @@ CPU:1 [LOST 42 EVENTS]
             device: TracedDevice { path: "/dev/loop0".into(), major: 7, minor: 0 },
             events,
             kyber_events: Vec::new(),
+            plug_events: Vec::new(),
             lost_events: 0,
             other_device_events: 0,
             stopped_at_limit: false,

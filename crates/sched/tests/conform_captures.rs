@@ -47,6 +47,16 @@ fn mq_deadline_saturated_randrw() {
     assert_at_least(&report, 988, 982);
 }
 
+// Proves a version-2 capture (with `block_plug`/`block_unplug`) replays, and mq-deadline's
+// agreement on the start of a saturated two-CPU randrw run with the queue-run model: 1581 of
+// 1581, where without it (ours asked only at issues and parked picks) one decision is a
+// `pick time` disagreement (1580).
+#[test]
+fn mq_deadline_saturated_randrw_with_queue_runs() {
+    let report = replay_file("mq-deadline-randrw-qd512-runs.sched");
+    assert_at_least(&report, 1581, 1581);
+}
+
 // Proves kyber agrees on every decision of a randrw run below the device's depth.
 #[test]
 fn kyber_randrw() {

@@ -568,3 +568,35 @@ fn kyber_depths_wait_for_a_full_window() {
         assert_eq!(domain.equal, domain.samples, "{report}");
     }
 }
+
+// Proves the queue-run model (captures with `block_unplug`): a plug flush on CPU 1 runs the
+// queue after its last insert, and kyber splices CPU 1's staged reads then, before CPU 0's
+// later read is staged; the kernel issuing CPU 1's reads first is then identical throughout.
+// Without the model (ours asked only at the issue) ours splices both CPUs' lists together,
+// CPU 0 first, and disagrees at the first issue (ours picks CPU 0's later read).
+#[test]
+fn a_plug_flush_runs_the_queue_and_kyber_splices_then() {
+    let mut capture = Capture::new("kyber", &[]);
+    let (a, b) = (Rq { cpu: 1, pid: 101, ..read(100) }, Rq { cpu: 1, pid: 101, ..read(110) });
+    let late = Rq { cpu: 0, ..read(200) };
+    capture.events.push(SchedEvent::Plug { time_ns: 0, cpu: 1, pid: 101, command: None });
+    capture.events.push(SchedEvent::Unplug {
+        time_ns: 500,
+        cpu: 1,
+        pid: 101,
+        command: None,
+        requests: 2,
+    });
+    capture.insert(1, a).insert(2, b).insert(3, late);
+    // Issues 20 µs apart: beyond the 2 µs concurrency window, so no reordering helps ours.
+    capture.issue(5, a).issue(25, b).issue(45, late);
+    let report = capture.replay();
+    assert_eq!((report.decisions, report.identical), (3, 3), "{report}");
+    let sched = SchedCapture { header: capture.header.clone(), events: capture.events.clone() };
+    let without = replay(&sched, ConformOptions { queue_runs: false, ..ConformOptions::default() })
+        .expect("the capture replays");
+    assert_eq!(without.first_disagreements, 1, "{without}");
+    let first = &without.disagreements[0];
+    assert_eq!(first.kernel.sector, 100, "{without}");
+    assert_eq!(first.ours.as_ref().map(|pick| pick.sector), Some(200), "{without}");
+}

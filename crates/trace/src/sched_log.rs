@@ -42,8 +42,15 @@
 //! +2 KT WRITE
 //! ```
 //!
-//! * Line 1 is `elevator-sched-capture VERSION`; this is version 1, and a reader refuses a
-//!   version it does not know.
+//! * Line 1 is `elevator-sched-capture VERSION`. Version 2 (issue 25) adds the plug events
+//!   `P` and `U`, and is otherwise version 1: the writer writes `1` when a capture has no plug
+//!   event (so what it wrote before is written byte for byte as before) and `2` when it has
+//!   one; the reader reads both and refuses any other version.
+//! * `block_plug` and `block_unplug` print no device (`include/trace/events/block.h`: only
+//!   `nr_rq` and `comm`), so a capture keeps those of the tasks that queued I/O on its device.
+//!   An unplug marks a **queue run**: `blk_mq_dispatch_list` (6.18, `block/blk-mq.c`) prints
+//!   it, inserts the `REQUESTS` requests of the plug list for the queue (each an `I` event, or
+//!   a `J` when it merges at insert) and then runs the hardware queue.
 //! * Then the header, one `key = value` line per field of [`SchedCaptureHeader`] (every key
 //!   exactly once, any order): `kernel_release`, `hz`, `scheduler`, `nr_requests`,
 //!   `queue_depth`, `hw_queues`, `max_sectors_kb`, `cpus`, `lost_events`, `device`,
@@ -68,6 +75,8 @@
 //! | `KA` | `kyber_adjust` | `DOMAIN DEPTH` |
 //! | `KL` | `kyber_latency` | `DOMAIN KIND PERCENTILE NUMERATOR DENOMINATOR SAMPLES` |
 //! | `KT` | `kyber_throttled` | `DOMAIN` |
+//! | `P` | `block_plug` (version 2) | `CPU PID COMMAND` |
+//! | `U` | `block_unplug` (version 2) | `CPU PID COMMAND REQUESTS` |
 //!
 //! The block fields, all present, in this order ([`BlockRecord`]'s fields):
 //!
@@ -106,8 +115,11 @@ use elevator_core::{IoPriority, Op};
 
 /// The header's first word.
 pub const MAGIC: &str = "elevator-sched-capture";
-/// The version this crate writes and reads.
-pub const VERSION: u32 = 1;
+/// The version this crate writes for a capture with plug events (one without is written as
+/// [`VERSION_1`]); the reader reads both.
+pub const VERSION: u32 = 2;
+/// The version without plug events.
+pub const VERSION_1: u32 = 1;
 
 /// The kernel run a capture comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -234,6 +246,31 @@ pub enum SchedEvent {
         /// The domain.
         domain: String,
     },
+    /// `block_plug` (`P`, version 2): a task started a plug.
+    Plug {
+        /// The trace clock in ns since the capture's first event.
+        time_ns: u64,
+        /// The CPU.
+        cpu: u32,
+        /// The task's pid.
+        pid: u32,
+        /// The task name it prints, when it prints one.
+        command: Option<String>,
+    },
+    /// `block_unplug` (`U`, version 2): a plug flush of `requests` requests for one queue,
+    /// inserted next, then a run of the hardware queue (module docs).
+    Unplug {
+        /// The trace clock in ns since the capture's first event.
+        time_ns: u64,
+        /// The CPU.
+        cpu: u32,
+        /// The task's pid.
+        pid: u32,
+        /// The task name it prints, when it prints one.
+        command: Option<String>,
+        /// The requests flushed (`nr_rq`).
+        requests: u32,
+    },
 }
 
 impl SchedEvent {
@@ -243,8 +280,15 @@ impl SchedEvent {
             SchedEvent::Block(record) => record.time_ns,
             SchedEvent::KyberAdjust { time_ns, .. }
             | SchedEvent::KyberLatency { time_ns, .. }
-            | SchedEvent::KyberThrottled { time_ns, .. } => *time_ns,
+            | SchedEvent::KyberThrottled { time_ns, .. }
+            | SchedEvent::Plug { time_ns, .. }
+            | SchedEvent::Unplug { time_ns, .. } => *time_ns,
         }
+    }
+
+    /// Whether it is an event of version 2 (a plug event).
+    pub fn is_plug(&self) -> bool {
+        matches!(self, SchedEvent::Plug { .. } | SchedEvent::Unplug { .. })
     }
 }
 
@@ -351,7 +395,8 @@ fn op_letter(op: Op) -> char {
 /// Writes `capture` in the format of the module doc.
 pub fn write(capture: &SchedCapture, out: &mut dyn Write) -> Result<(), TraceError> {
     let header = &capture.header;
-    writeln!(out, "{MAGIC} {VERSION}")?;
+    let version = if capture.events.iter().any(SchedEvent::is_plug) { VERSION } else { VERSION_1 };
+    writeln!(out, "{MAGIC} {version}")?;
     writeln!(out, "kernel_release = {}", name_token(&header.kernel_release))?;
     writeln!(out, "hz = {}", header.hz)?;
     writeln!(out, "scheduler = {}", name_token(&header.scheduler))?;
@@ -420,6 +465,14 @@ pub fn write(capture: &SchedCapture, out: &mut dyn Write) -> Result<(), TraceErr
             SchedEvent::KyberThrottled { domain, .. } => {
                 writeln!(out, "{delta} KT {}", name_token(domain))?;
             }
+            SchedEvent::Plug { cpu, pid, command, .. } => {
+                let command = command.as_deref().map_or_else(|| "-".to_owned(), name_token);
+                writeln!(out, "{delta} P {cpu} {pid} {command}")?;
+            }
+            SchedEvent::Unplug { cpu, pid, command, requests, .. } => {
+                let command = command.as_deref().map_or_else(|| "-".to_owned(), name_token);
+                writeln!(out, "{delta} U {cpu} {pid} {command} {requests}")?;
+            }
         }
     }
     Ok(())
@@ -447,7 +500,25 @@ pub fn parse(file: &str, text: &str) -> Result<SchedCapture, ParseError> {
         problem,
     };
     let mut lines = text.lines().enumerate().map(|(index, line)| (index + 1, line));
-    crate::check_magic_line(lines.next().map(|(_, line)| line), file, MAGIC, VERSION)?;
+    // Version 2 is version 1 with the plug events: read both.
+    let first = lines.next().map(|(_, line)| line);
+    let header_help = format!("accepted: `{MAGIC} {VERSION_1}` or `{MAGIC} {VERSION}`");
+    match first.map(|line| line.split_whitespace().collect::<Vec<_>>()).as_deref() {
+        None => return Err(error(1, "header", format!("an empty file; {header_help}"))),
+        Some([given, version]) if *given == MAGIC => {
+            if ![VERSION_1, VERSION].iter().any(|known| version.parse::<u32>() == Ok(*known)) {
+                return Err(error(
+                    1,
+                    "version",
+                    format!("version `{version}` is not known here; {header_help}"),
+                ));
+            }
+        }
+        Some(_) => {
+            let first = first.unwrap_or_default();
+            return Err(error(1, "header", format!("`{first}`; {header_help}")));
+        }
+    }
     let mut values: [Option<(usize, String)>; HEADER_KEYS.len()] = Default::default();
     let mut tunables = Vec::new();
     let mut rotational = None;
@@ -584,7 +655,7 @@ fn parse_event(line: &str, time_ns: &mut u64) -> Result<SchedEvent, (&'static st
     }
     .ok_or_else(|| ("time", format!("`{delta}` takes the time outside 0..2^64 ns")))?;
     *time_ns = time;
-    let codes = "accepted: Q, M, F, G, I, J, D, R, C (block), KA, KL, KT (kyber)";
+    let codes = "accepted: Q, M, F, G, I, J, D, R, C (block), KA, KL, KT (kyber), P, U (plug)";
     let code = *words.get(1).ok_or_else(|| ("code", format!("none; {codes}")))?;
     let fields = &words[2..];
     let count = |expected: usize, layout: &str| {
@@ -624,6 +695,25 @@ fn parse_event(line: &str, time_ns: &mut u64) -> Result<SchedEvent, (&'static st
         "KT" => {
             count(1, "DOMAIN")?;
             Ok(SchedEvent::KyberThrottled { time_ns: time, domain: name("domain", fields[0])? })
+        }
+        "P" => {
+            count(3, "CPU PID COMMAND")?;
+            Ok(SchedEvent::Plug {
+                time_ns: time,
+                cpu: int("cpu", fields[0])?,
+                pid: int("pid", fields[1])?,
+                command: parse_optional_name(fields[2]).map_err(|problem| ("command", problem))?,
+            })
+        }
+        "U" => {
+            count(4, "CPU PID COMMAND REQUESTS")?;
+            Ok(SchedEvent::Unplug {
+                time_ns: time,
+                cpu: int("cpu", fields[0])?,
+                pid: int("pid", fields[1])?,
+                command: parse_optional_name(fields[2]).map_err(|problem| ("command", problem))?,
+                requests: int("requests", fields[3])?,
+            })
         }
         _ => {
             let point = BlockPoint::ALL

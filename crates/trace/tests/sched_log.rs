@@ -132,13 +132,13 @@ fn bad_input_names_line_field_and_what_is_accepted() {
     let cases: Vec<(String, usize, &str, &str)> = vec![
         (String::new(), 1, "header", "elevator-sched-capture 1"),
         ("elevator-trace 1\n".into(), 1, "header", "elevator-sched-capture 1"),
-        ("elevator-sched-capture 2\n".into(), 1, "version", "not known"),
+        ("elevator-sched-capture 3\n".into(), 1, "version", "not known"),
         (good.replace("hz = 250\n", ""), good.lines().count() - 1, "hz", "required"),
         (good.replace("hz = 250", "hz = fast"), 3, "hz", "whole number"),
         (good.replace("cpus = 2", "cpus = 2\ncpus = 3"), 12, "cpus", "once"),
         (good.replace("cpus = 2", "colour = 2"), 11, "header", "accepted: kernel_release"),
         (good.replace("cpus = 2", "cpus 2"), 11, "header", "KEY = VALUE"),
-        (with_event("+5 Z 1 2 fio R - 0 8 - -"), event_line, "code", "KA, KL, KT"),
+        (with_event("+5 Z 1 2 fio R - 0 8 - -"), event_line, "code", "KA, KL, KT (kyber), P, U"),
         (with_event("5 I 1 2 fio R - 0 8 - -"), event_line, "header", "KEY = VALUE"),
         (with_event("+x I 1 2 fio R - 0 8 - -"), event_line, "time", "`+N` or `-N`"),
         (with_event("-5 I 1 2 fio R - 0 8 - -"), event_line, "time", "outside"),
@@ -220,6 +220,11 @@ fn event() -> impl Strategy<Value = SchedEvent> {
             }
         ),
         1 => (any::<u64>(), name()).prop_map(|(time_ns, domain)| SchedEvent::KyberThrottled { time_ns, domain }),
+        1 => (any::<u64>(), any::<u32>(), any::<u32>(), proptest::option::of(name()))
+            .prop_map(|(time_ns, cpu, pid, command)| SchedEvent::Plug { time_ns, cpu, pid, command }),
+        1 => (any::<u64>(), any::<[u32; 3]>(), proptest::option::of(name())).prop_map(
+            |(time_ns, [cpu, pid, requests], command)| SchedEvent::Unplug { time_ns, cpu, pid, command, requests }
+        ),
     ]
 }
 
@@ -277,4 +282,40 @@ proptest! {
         let text = format!("{}{line}\n", sched_log::to_text(&SchedCapture { header: header(), events: vec![] }));
         let _ = sched_log::parse("fuzz", &text);
     }
+}
+
+// Proves the plug events of version 2: a capture with them is written as version 2 with the
+// documented `P`/`U` lines and read back the same; one without them is still written as
+// version 1 (the older files and the writer's older output unchanged), a version-1 file
+// still reads, and a bad `U` line names its field.
+#[test]
+fn plug_events_are_version_2_and_version_1_still_reads() {
+    let old = sched_log::to_text(&sample());
+    assert!(old.starts_with("elevator-sched-capture 1\n"), "{old}");
+    assert_eq!(sched_log::parse("old.sched", &old).unwrap(), sample());
+    let mut capture = sample();
+    capture
+        .events
+        .insert(0, SchedEvent::Plug { time_ns: 0, cpu: 1, pid: 4242, command: Some("fio".into()) });
+    capture.events.insert(
+        1,
+        SchedEvent::Unplug {
+            time_ns: 0,
+            cpu: 1,
+            pid: 4242,
+            command: Some("fio".into()),
+            requests: 3,
+        },
+    );
+    let text = sched_log::to_text(&capture);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "elevator-sched-capture 2");
+    assert!(lines.contains(&"+0 P 1 4242 fio"), "{text}");
+    assert!(lines.contains(&"+0 U 1 4242 fio 3"), "{text}");
+    assert_eq!(sched_log::parse("new.sched", &text).unwrap(), capture);
+    let bad = text.replace("+0 U 1 4242 fio 3", "+0 U 1 4242 fio x");
+    let error = parse_error(&bad);
+    assert_eq!(error.field, "requests", "{error}");
+    let three = text.replace("elevator-sched-capture 2", "elevator-sched-capture 3");
+    assert_eq!(parse_error(&three).field, "version");
 }

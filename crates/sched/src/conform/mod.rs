@@ -42,6 +42,20 @@
 //! *Concurrency:* two CPUs dispatch at once and tracefs prints µs, so when ours picks the
 //! request of an issue on another CPU at most [`ConformOptions::concurrent_issue`] later,
 //! that issue is taken first, as identical ("reordered issues").
+//! *Queue runs* (mq-deadline and kyber, [`ConformOptions::queue_runs`]; captures of version 2,
+//! which hold `block_unplug`): a plug flush inserts its requests and then runs the hardware
+//! queue on its CPU (`blk_mq_dispatch_list`), so at the last insert of a flush ours is asked
+//! for the run's first pick — the moment kyber splices its per-CPU staging lists
+//! (`kyber_dispatch_cur_domain` → `kyber_flush_busy_kcqs`) — and that pick waits for the next
+//! issue on that CPU ("run picks"; parked instead when the device is full). A run takes up to
+//! `max_dispatch` requests before issuing any (`__blk_mq_do_dispatch_sched`: `nr_requests`,
+//! or 1 while the hardware queue is `dispatch_busy`, which the trace does not show);
+//! [`ConformOptions::run_picks_max`] says how many ours takes, 1 by default (more measured
+//! worse on 512 I/Os for 128 tags, `docs/validation.md`). A kernel issue of a request at the
+//! head of a run's picks of another CPU is identical too. On a mismatch, ours's pick takes the
+//! place of the kernel's among the waiting picks (run picks or the parked one) when ours had
+//! picked that one too, and is put back otherwise. Runs the trace does not show (kblockd's
+//! async and delayed runs, a completion's restart) are asked at the issue as before.
 //!
 //! **Kyber's depths** are forced from the capture's `kyber_adjust` events (each domain at its
 //! maximum until its first), and ours's own timer disarmed, before every dispatch
@@ -137,6 +151,14 @@ pub struct ConformOptions {
     /// Issues on different CPUs at most this far apart are concurrent: their picks may have
     /// been made in the other order (module docs).
     pub concurrent_issue: Duration,
+    /// mq-deadline and kyber: at each queue run the capture shows (the last insert of a
+    /// `block_unplug`'s flush), ours picks as the run does, each pick waiting for an issue on
+    /// the run's CPU (module docs).
+    pub queue_runs: bool,
+    /// The most ours picks at one visible queue run before its issues (the kernel's
+    /// `max_dispatch`: `nr_requests`, or 1 while the hardware queue is `dispatch_busy`, which
+    /// the trace does not show).
+    pub run_picks_max: u32,
     /// Kyber: score its depths over time in the same pass — a second kyber of ours, fed the
     /// capture's completions at the kernel's jiffies, runs its own timer, and its depths are
     /// compared with the kernel's `kyber_adjust`s ([`ConformReport::kyber_depths`]).
@@ -159,6 +181,8 @@ impl Default for ConformOptions {
             park_when_full: true,
             force_kyber_depths: true,
             concurrent_issue: Duration::from_micros(2),
+            queue_runs: true,
+            run_picks_max: 1,
             score_kyber_depths: true,
             kyber_timer_round_up: true,
             kyber_timer_sync: true,
@@ -335,6 +359,11 @@ struct Replay<'a> {
     /// Our pick made when an issue left the device full, with our state before it and the
     /// time (ns since the capture's start): compared with the kernel's next issue.
     parked: Option<(RequestId, String, u64)>,
+    /// Ours's picks at a queue run, by the run's CPU, in pick order, each with our state
+    /// before it and the run's time ([`ConformOptions::queue_runs`]).
+    run_picks: BTreeMap<u32, std::collections::VecDeque<(RequestId, String, u64)>>,
+    /// A plug flush under way on a CPU: its task and the requests still to be inserted.
+    flushing: BTreeMap<u32, (u32, u32)>,
     /// The time of the last block event on each CPU (ns since the capture's start).
     last_on_cpu: BTreeMap<u32, u64>,
     /// The index of the event being replayed.
@@ -415,6 +444,8 @@ pub fn replay(
         report,
         chain_start: None,
         parked: None,
+        run_picks: BTreeMap::new(),
+        flushing: BTreeMap::new(),
         last_on_cpu: BTreeMap::new(),
         position: 0,
         consumed: BTreeSet::new(),
@@ -445,7 +476,10 @@ pub fn replay(
                     run.kyber_throttled[index] = Some(*time_ns);
                 }
             }
-            SchedEvent::KyberLatency { .. } => {}
+            SchedEvent::KyberLatency { .. } | SchedEvent::Plug { .. } => {}
+            SchedEvent::Unplug { cpu, pid, requests, time_ns, .. } => {
+                run.unplug(*cpu, *pid, *requests, *time_ns);
+            }
         }
     }
     let mut report = run.report;
@@ -563,12 +597,147 @@ impl Replay<'_> {
         best.map(|(_, index)| index)
     }
 
+    /// Whether `id` is a pick of ours waiting for its issue (parked, or a run pick): out of
+    /// ours, as the kernel's picks are out of its scheduler.
+    fn out_of_ours(&self, id: RequestId) -> bool {
+        self.parked.as_ref().is_some_and(|(parked, _, _)| *parked == id)
+            || self.run_picks.values().any(|picks| picks.iter().any(|(pick, _, _)| *pick == id))
+    }
+
+    /// Ours's run picks waiting for their issue, on every CPU (each holds a driver tag).
+    fn run_picks_total(&self) -> u32 {
+        self.run_picks.values().map(|picks| picks.len() as u32).sum()
+    }
+
+    /// Whether the queue-run model applies ([`ConformOptions::queue_runs`]; mq-deadline and
+    /// kyber).
+    fn queue_runs(&self) -> bool {
+        self.options.queue_runs && matches!(self.ours, Ours::MqDeadline(_) | Ours::Kyber(_))
+    }
+
+    /// A `block_unplug` on `cpu`: a flush of `requests` requests of `pid` starts; its last
+    /// insert runs the queue. A flush on that CPU still under way (an insert the trace did not
+    /// show) ran its queue by now.
+    fn unplug(&mut self, cpu: u32, pid: u32, requests: u32, time_ns: u64) {
+        if !self.queue_runs() {
+            return;
+        }
+        self.latest_ns = self.latest_ns.max(time_ns);
+        if self.flushing.remove(&cpu).is_some() {
+            self.queue_run(cpu, time_ns);
+        }
+        if requests > 0 {
+            self.flushing.insert(cpu, (pid, requests));
+        }
+    }
+
+    /// An insert (or insert merge) of `record`'s task on its CPU while a flush of that task is
+    /// under way there: one request of it, and the last runs the queue. Says whether it was.
+    fn flushed_one(&mut self, record: &BlockRecord) -> bool {
+        let Some((pid, remaining)) = self.flushing.get_mut(&record.cpu) else {
+            return false;
+        };
+        if *pid != record.pid {
+            return false;
+        }
+        *remaining = remaining.saturating_sub(1);
+        if *remaining == 0 {
+            self.flushing.remove(&record.cpu);
+            self.queue_run(record.cpu, record.time_ns);
+        }
+        true
+    }
+
+    /// A queue run on `cpu` (module docs, "queue runs"): with nothing parked, ours is asked up
+    /// to [`ConformOptions::run_picks_max`] times while driver tags are free, each pick waiting
+    /// for an issue on `cpu`; once the device is full, one more pick is parked
+    /// (`__blk_mq_do_dispatch_sched`). With a pick parked the run serves the hardware queue's
+    /// dispatch list and asks the scheduler nothing.
+    fn queue_run(&mut self, cpu: u32, time_ns: u64) {
+        if self.parked.is_some() {
+            return;
+        }
+        let depth = self.capture.header.queue_depth.max(1);
+        let now = self.now(self.latest_ns);
+        for _ in 0..self.options.run_picks_max {
+            let full = self.in_flight() + self.run_picks_total() >= depth;
+            if full && !self.options.park_when_full {
+                return;
+            }
+            let want_state = self.report.disagreements.len() < self.options.first_disagreements;
+            let (state, answer) = self.dispatch_ours(now, want_state);
+            let Dispatch::Issue(id) = answer else { return };
+            if full {
+                self.parked = Some((id, state, time_ns));
+                return;
+            }
+            self.run_picks.entry(cpu).or_default().push_back((id, state, time_ns));
+        }
+    }
+
+    /// The run pick ours compares with the kernel's issue of `kernel` on `cpu`: the head of a
+    /// run's picks that is `kernel` (this CPU's first), else the head of this CPU's, else the
+    /// head of the run's that holds `kernel`; `None` when no run pick is waiting there.
+    fn take_run_pick(&mut self, cpu: u32, kernel: RequestId) -> Option<(RequestId, String, u64)> {
+        let head_is = |picks: &std::collections::VecDeque<(RequestId, String, u64)>| {
+            picks.front().is_some_and(|(id, _, _)| *id == kernel)
+        };
+        let holds = |picks: &std::collections::VecDeque<(RequestId, String, u64)>| {
+            picks.iter().any(|(id, _, _)| *id == kernel)
+        };
+        let from = if self.run_picks.get(&cpu).is_some_and(head_is) {
+            cpu
+        } else if let Some((&other, _)) = self.run_picks.iter().find(|(_, picks)| head_is(picks)) {
+            other
+        } else if self.run_picks.get(&cpu).is_some_and(|picks| !picks.is_empty()) {
+            cpu
+        } else {
+            *self.run_picks.iter().find(|(_, picks)| holds(picks))?.0
+        };
+        let picks = self.run_picks.get_mut(&from)?;
+        let pick = picks.pop_front();
+        if picks.is_empty() {
+            self.run_picks.remove(&from);
+        }
+        pick
+    }
+
+    /// After a mismatch: when the kernel's request is one of ours's waiting picks (a run pick
+    /// or the parked one), ours's pick takes its place there (or it is dropped when ours had
+    /// none). Says whether it was.
+    fn replace_pick(&mut self, kernel: RequestId, ours: Option<RequestId>) -> bool {
+        if let Some((id, _, _)) = &mut self.parked
+            && *id == kernel
+        {
+            match ours {
+                Some(ours) => *id = ours,
+                None => self.parked = None,
+            }
+            return true;
+        }
+        for (&cpu, picks) in self.run_picks.iter_mut() {
+            let Some(position) = picks.iter().position(|(id, _, _)| *id == kernel) else {
+                continue;
+            };
+            match ours {
+                Some(ours) => picks[position].0 = ours,
+                None => {
+                    picks.remove(position);
+                    if picks.is_empty() {
+                        self.run_picks.remove(&cpu);
+                    }
+                }
+            }
+            return true;
+        }
+        false
+    }
+
     /// The queued request a kernel issue names (its extent corrected to the event's).
     fn find_queued(&mut self, key: Identity, printed: Option<IoPriority>) -> Option<usize> {
-        let parked = self.parked.as_ref().map(|(id, _, _)| *id);
         let index = self.best_match(false, key, printed)?;
         let id = self.live[index].id;
-        if self.table[id].sector_count != key.1 && Some(id) != parked {
+        if self.table[id].sector_count != key.1 && !self.out_of_ours(id) {
             self.table[id].sector_count = key.1;
         }
         Some(index)
@@ -581,10 +750,15 @@ impl Replay<'_> {
 
     /// The newest queued request of `op` matching `test`.
     fn find_newest_queued(&self, op: Op, test: impl Fn(&Request) -> bool) -> Option<usize> {
-        let parked = self.parked.as_ref().map(|(id, _, _)| *id);
+        let waiting: BTreeSet<RequestId> = self
+            .parked
+            .iter()
+            .map(|(id, _, _)| *id)
+            .chain(self.run_picks.values().flat_map(|picks| picks.iter().map(|(id, _, _)| *id)))
+            .collect();
         self.live.iter().rposition(|t| {
             let request = &self.table[t.id];
-            t.issued_ns.is_none() && Some(t.id) != parked && request.op == op && test(request)
+            t.issued_ns.is_none() && !waiting.contains(&t.id) && request.op == op && test(request)
         })
     }
 
@@ -668,8 +842,11 @@ impl Replay<'_> {
             printed: record.priority,
             in_ours: true,
         });
-        // The insert runs the queue: with the device full, its pick waits for a tag.
-        self.park_if_full(now, record.time_ns);
+        // The last insert of a plug flush runs the queue (queue-run model); any other insert
+        // runs it too: with the device full, its pick waits for a tag.
+        if !(self.queue_runs() && self.flushed_one(record)) {
+            self.park_if_full(now, record.time_ns);
+        }
     }
 
     fn bio_merge(&mut self, record: &BlockRecord) {
@@ -703,14 +880,21 @@ impl Replay<'_> {
     }
 
     fn request_merge(&mut self, record: &BlockRecord) {
+        self.apply_request_merge(record);
+        // An insert merge is one request of a plug flush too (it has no insert event).
+        if self.queue_runs() {
+            self.flushed_one(record);
+        }
+    }
+
+    fn apply_request_merge(&mut self, record: &BlockRecord) {
         let now = self.now(self.latest_ns);
         let key = identity(record);
-        // Ours's parked pick is out of ours, as the kernel's is out of the scheduler.
-        let parked = self.parked.as_ref().map(|(id, _, _)| *id);
+        // Ours's waiting picks are out of ours, as the kernel's are out of the scheduler.
         let absorbed = self
             .best_match(false, key, record.priority)
             .filter(|&index| self.table[self.live[index].id].sector_count == key.1)
-            .filter(|&index| Some(self.live[index].id) != parked);
+            .filter(|&index| !self.out_of_ours(self.live[index].id));
         let kept = self.find_newest_queued(record.op, |request| {
             request.end().0 == record.sector && request.start.0 != record.sector
         });
@@ -779,6 +963,11 @@ impl Replay<'_> {
     }
 
     fn issue(&mut self, record: &BlockRecord) {
+        // A flush under way on this CPU has ended (an insert of it was not shown): its run
+        // comes first.
+        if self.flushing.remove(&record.cpu).is_some() {
+            self.queue_run(record.cpu, record.time_ns);
+        }
         let key = identity(record);
         let Some(index) =
             (record.op != Op::Flush).then(|| self.find_queued(key, record.priority)).flatten()
@@ -832,7 +1021,8 @@ impl Replay<'_> {
     /// picks now too.
     fn park_if_full(&mut self, now: Instant, time_ns: u64) {
         let depth = self.capture.header.queue_depth.max(1);
-        if !self.options.park_when_full || self.parked.is_some() || self.in_flight() < depth {
+        let held = self.in_flight() + self.run_picks_total();
+        if !self.options.park_when_full || self.parked.is_some() || held < depth {
             return;
         }
         let want_state = self.report.disagreements.len() < self.options.first_disagreements;
@@ -848,7 +1038,13 @@ impl Replay<'_> {
         let decision = self.report.decisions;
         self.report.decisions += 1;
         let want_state = self.report.disagreements.len() < self.options.first_disagreements;
-        let parked = self.parked.take();
+        // A run pick of ours first (queue-run model), then the parked pick, then ours asked now.
+        let run_pick = self.take_run_pick(record.cpu, kernel.id);
+        let from_run = run_pick.is_some();
+        let parked = match run_pick {
+            Some(pick) => Some(pick),
+            None => self.parked.take(),
+        };
         let parked_at = parked.as_ref().map(|(_, _, at)| *at);
         let (state, answer) = match parked {
             Some((id, state, _)) => (state, Dispatch::Issue(id)),
@@ -865,6 +1061,7 @@ impl Replay<'_> {
             _ => None,
         };
         if let Some(ours) = ours_id
+            && !from_run
             && let Some(position) = self.concurrent_issue_of(ours, record)
         {
             // Ours is the kernel's other pick of a concurrent pair: count it as that issue's
@@ -918,8 +1115,8 @@ impl Replay<'_> {
             };
             self.report.disagreements.push(disagreement);
         }
-        let resynced =
-            self.call(now, |ours, cx| ours.scheduler().dispatch_request(cx, kernel.id, ours_id));
+        let resynced = self.replace_pick(kernel.id, ours_id)
+            || self.call(now, |ours, cx| ours.scheduler().dispatch_request(cx, kernel.id, ours_id));
         self.live[index].issued_ns = Some(record.time_ns);
         if !resynced {
             self.restart(now);
@@ -935,6 +1132,7 @@ impl Replay<'_> {
         let Ok(fresh) = build(header) else { return };
         self.ours = fresh;
         self.report.restarts += 1;
+        self.run_picks.clear();
         self.chain_start = None;
         let queued: Vec<RequestId> = self
             .live
