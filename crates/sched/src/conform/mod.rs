@@ -1062,6 +1062,20 @@ impl Replay<'_> {
         if self.finish(record) {
             return;
         }
+        // wt-bfqw25 (issue 25): a flush is issued at sector 0 but completes at sector -1
+        // (`blk_rq_trace_sector` of a request without data), so its identity differs between
+        // the two events; matched by its identity only, it stayed in flight for the rest of
+        // the replay, and bfq never saw an empty device (no inject-limit baseline, no hw_tag
+        // sample rules as the kernel's). A flush's completion ends the oldest flush issued.
+        let key = match self.bypass_in_flight.iter().find(|k| **k == key) {
+            None if record.op == Op::Flush => self
+                .bypass_in_flight
+                .iter()
+                .find(|k| k.2 == Op::Flush && k.1 == record.sectors)
+                .copied()
+                .unwrap_or(key),
+            _ => key,
+        };
         if let Some(index) = self.bypass_in_flight.iter().position(|&k| k == key) {
             self.bypass_in_flight.swap_remove(index);
         }
