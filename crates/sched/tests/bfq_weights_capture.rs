@@ -108,3 +108,31 @@ fn replay_follows_the_kernel_into_another_queue() {
     assert_eq!(report.restarts, 0, "{report}");
     assert_eq!((report.decisions, report.identical), (2, 1), "{report}");
 }
+
+// Proves a flush's completion ends its issue in the replay: the kernel prints a flush at
+// sector 0 when issued and at sector -1 when completed, and matched by sector it stayed in
+// flight for ever, so bfq never saw an empty device. Here process 1 (be/0) is idled for
+// beside process 2 (be/7); its read arriving with nothing in flight (after the flush) gives
+// it an inject-limit baseline and the limit 1, so process 2's read is injected while process
+// 1 idles, as the kernel did. With the flush still counted in flight there is no baseline,
+// ours idles without injecting, and the kernel's injection is a disagreement.
+#[test]
+fn a_completed_flush_leaves_the_device_empty() {
+    let events = "+0 D 1 44 kworker/1:1H F P 0 0 - -\n\
+                  +10000 C 1 22 - F P 18446744073709551615 0 - 0\n\
+                  +90000 I 1 2 fio R - 900000 8 be/7 -\n\
+                  +0 I 1 1 fio R - 1000 8 be/0 -\n\
+                  +10000 D 1 1 fio R - 1000 8 be/0 -\n\
+                  +200000 C 1 1 - R - 1000 8 - 0\n\
+                  +16200000 I 1 1 fio R - 500000 8 be/0 -\n\
+                  +10000 D 1 1 fio R - 500000 8 be/0 -\n\
+                  +500000 C 1 1 - R - 500000 8 - 0\n\
+                  +100000 D 1 2 fio R - 900000 8 be/7 -\n\
+                  +100000 C 1 2 - R - 900000 8 - 0\n";
+    let text = header()
+        .replace("iosched.low_latency = 0\n", "iosched.low_latency = 0\niosched.slice_idle = 20\n")
+        + events;
+    let capture = parse("hand-built", &text).expect("hand-built capture");
+    let report = replay(&capture, ConformOptions::default()).expect("replayable");
+    assert_eq!((report.decisions, report.identical), (3, 3), "{report}");
+}

@@ -165,19 +165,22 @@ impl Bfq {
     }
 
     /// `bfq_choose_bfqq_for_injection`: while fewer requests than the inject limit of the
-    /// queue in service are at the device, the most recently activated queue with a request
+    /// queue in service are at the device (a limit of 0 counts as 1 once idling has lasted
+    /// `slice_idle` without a baseline), the most recently activated queue with a request
     /// that fits its budget — only raised queues if the queue in service is raised and has a
     /// short think time.
     fn choose_queue_for_injection(&mut self, cx: &Ctx<'_>) -> Option<QueueIndex> {
         let in_service = self.in_service?;
         let entry = &self.queues[in_service.slot()];
         let always_inject = entry.wr_coeff == 1 || !entry.has_short_ttime;
-        // The kernel means to count a limit of 0 as 1 once idling has lasted `slice_idle`
-        // without a baseline, but adds `bfq_slice_idle` (nanoseconds) to
-        // `last_idling_start_jiffies`: the test comes true only after 8 000 000 jiffies of
-        // idling (9 hours at HZ 250), so in practice never, and ours follows what it does
-        // (issue 25: ours injected one request 8 ms into an idle wait where 6.18 does not).
-        let limit = entry.inject_limit;
+        let mut limit = entry.inject_limit;
+        if limit == 0
+            && entry.last_serv_time_ns == 0
+            && entry.wait_request
+            && self.last_idling_start + self.tunables.slice_idle <= cx.now
+        {
+            limit = 1;
+        }
         if cx.in_flight >= limit {
             return None;
         }

@@ -128,6 +128,11 @@
 //!   and the "plugged for `slice_idle`" test use nanosecond times, not jiffies. A queue's woken
 //!   list is kept latest first, as `hlist_add_head` keeps it; freeing a queue also clears it
 //!   as anyone's candidate waker (queue slots are reused here, pointers are not in the kernel).
+//!   A limit of 0 without a baseline counts as 1 once idling has lasted `slice_idle`, as
+//!   `bfq_choose_bfqq_for_injection` means to; 6.18 adds `bfq_slice_idle` (ns) to
+//!   `last_idling_start_jiffies`, so there the test holds only after 8 000 000 jiffies of idling
+//!   (found in issue 25; it matters only when the idle wait is longer than `slice_idle`, for
+//!   a raised queue).
 //! * **Burst detection** (§3.9) has no group check (every queue's parent is the root, so
 //!   `burst_parent_entity` never ends a burst) and no "just split" exemption (queues are never
 //!   split); a freed queue leaves the burst's size unless it was shared (the kernel's
