@@ -65,8 +65,8 @@
 //! those put to ours) was a mismatch too and the first mismatch of that chain is at most
 //! [`ConformOptions::cascade_window`] decisions back; otherwise it is a **first
 //! disagreement**, and only first disagreements are classified into causes' counts. Where a
-//! scheduler cannot resynchronise (bfq when the two picks are of different queues, or the
-//! kernel's is not of the queue ours has in service), the replay **restarts** ours: a fresh
+//! scheduler cannot resynchronise (bfq when it has no queue in service, or injected from
+//! another queue than the kernel's request's), the replay **restarts** ours: a fresh
 //! instance, given the requests the kernel still holds queued again (in insertion order, at
 //! the decision's time); it never learns of those already at the device.
 //!
