@@ -1013,9 +1013,8 @@ impl Bfq {
         for other in order {
             entry.fifo.push_back(&mut self.fifo_links, other);
         }
-        if entry.next_request.is_none() {
-            entry.next_request = Some(ours);
-        }
+        // It was the queue's next request when ours handed it out.
+        entry.next_request = Some(ours);
         self.slots[ours].out = false;
         self.queued_count += 1;
         true
