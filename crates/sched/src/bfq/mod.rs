@@ -1001,6 +1001,9 @@ impl Bfq {
         entity.service = entity.service.saturating_sub(charge);
         let request = &cx.requests[ours];
         let entry = &mut self.queues[queue.slot()];
+        if entry.wr_coeff > 1 {
+            entry.service_from_wr = entry.service_from_wr.saturating_sub(charge);
+        }
         entry.service_from_backlogged = entry.service_from_backlogged.saturating_sub(charge);
         entry.dispatched = entry.dispatched.saturating_sub(1);
         entry.queued[usize::from(request.is_sync())] += 1;
