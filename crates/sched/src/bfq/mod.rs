@@ -128,6 +128,11 @@
 //!   and the "plugged for `slice_idle`" test use nanosecond times, not jiffies. A queue's woken
 //!   list is kept latest first, as `hlist_add_head` keeps it; freeing a queue also clears it
 //!   as anyone's candidate waker (queue slots are reused here, pointers are not in the kernel).
+//!   A limit of 0 without a baseline counts as 1 once idling has lasted `slice_idle`, as
+//!   `bfq_choose_bfqq_for_injection` means to; 6.18 adds `bfq_slice_idle` (ns) to
+//!   `last_idling_start_jiffies`, so there the test holds only after 8 000 000 jiffies of idling
+//!   (found in issue 25; it matters only when the idle wait is longer than `slice_idle`, for
+//!   a raised queue).
 //! * **Burst detection** (§3.9) has no group check (every queue's parent is the root, so
 //!   `burst_parent_entity` never ends a burst) and no "just split" exemption (queues are never
 //!   split); a freed queue leaves the burst's size unless it was shared (the kernel's
@@ -145,7 +150,8 @@
 //!   throughput on a device that queues (`idling_boosts_thr_without_issues`), and starts from
 //!   the non-rotational reference rate and raising duration (`ref_rate[1]`,
 //!   `ref_wr_duration[1]`); a flag that changes after attach is not followed (the kernel reads
-//!   it once too). Short slots are charged at least `slice_idle`'s default of 8 ms. Whether the device
+//!   it once too). Short slots (under 1 ms) are charged `slice_idle`'s default of 8 ms on a
+//!   rotational device, `BFQ_MIN_TT` (2 ms) on a non-rotational one. Whether the device
 //!   queues (`hw_tag`) is detected as the kernel does, and is "unknown", counting as queueing,
 //!   until then.
 //! * Times are kept in nanoseconds throughout, with no jiffy rounding (one jiffy = 1 ms where
@@ -281,7 +287,7 @@ const ASYNC_CHARGE_FACTOR: u64 = 3;
 /// The idle class is served once it has waited this long (`BFQ_CL_IDLE_TIMEOUT`).
 const CLASS_IDLE_TIMEOUT: Duration = Duration::from_millis(200);
 /// Short slots are charged at least this much time on a rotational device (the default
-/// `slice_idle`, whatever the tunable says).
+/// `slice_idle`, whatever the tunable says); a non-rotational one is charged `MIN_TT`.
 const SHORT_SLOT_CHARGE_MS: u64 = 8;
 /// Slots longer than this judge slowness by service received rather than seekiness.
 const SLOW_JUDGE_SLOT: Duration = Duration::from_millis(20);
@@ -883,8 +889,10 @@ impl Scheduler for Bfq {
     // service is handled: the kernel's request belongs to it, and so does ours if we handed
     // one out; ours goes back into the queue (its charge taken off the queue's service, though
     // not off the class's virtual time, which moved with it), then the queue serves the
-    // kernel's request as `__bfq_dispatch_request` would. A disagreement on which queue is in
-    // service is refused, and the replay restarts bfq instead.
+    // kernel's request as `__bfq_dispatch_request` would. A request of another queue while the
+    // queue in service is empty and kept is injected (ours's own pick, if of that same queue,
+    // goes back first). Any other disagreement on which queue is in service is refused, and
+    // the replay restarts bfq instead.
     fn dispatch_request(
         &mut self,
         cx: &Ctx<'_>,
@@ -895,11 +903,39 @@ impl Scheduler for Bfq {
         if !cx.requests.contains(id) {
             return false;
         }
-        let Some(queue) = self.in_service else { return false };
+        let Some(in_service) = self.in_service else { return false };
         let slot = self.slots[id];
+        let queue = slot.queue;
         let key = (cx.requests[id].start, slot.sequence);
-        if slot.out || slot.queue != queue || self.queues[queue.slot()].sort.get(&key) != Some(id) {
+        if slot.out || self.queues[queue.slot()].sort.get(&key) != Some(id) {
             return false;
+        }
+        // The kernel's request is of another queue while ours keeps an empty queue in service
+        // (idling, or waiting for its requests in flight): the kernel injected it, which ours
+        // may do in that state too, so ours injects it (issue 25: with unequal weights the
+        // kernel injects one request at a time beside a queue in service for whole budgets,
+        // and restarting ours at each of them lost the slot, its budget and its inject limit).
+        let injected = queue != in_service;
+        if injected && instead_of.is_none_or(|ours| self.slots[ours].queue != queue) {
+            let kept = &self.queues[in_service.slot()];
+            let may_inject = kept.is_empty() && cx.in_flight < kept.inject_limit.max(1);
+            if !may_inject {
+                // More at the device than ours would inject beside the queue in service, or
+                // that queue has requests: the kernel serves another queue. Ours ends its slot
+                // and serves the kernel's queue, keeping every queue's budget, timestamps and
+                // statistics (a restart would forget them all).
+                if let Some(ours) = instead_of
+                    && !self.undo_dispatch(cx, ours)
+                {
+                    return false;
+                }
+                self.conform_switch_to(cx, in_service, queue);
+                self.queues[queue.slot()].next_request = Some(id);
+                let dispatched = self.dispatch_from_queue(cx, queue);
+                debug_assert_eq!(dispatched, id);
+                self.release_forgotten();
+                return true;
+            }
         }
         if let Some(ours) = instead_of {
             let ours_slot = self.slots[ours];
@@ -935,6 +971,10 @@ impl Scheduler for Bfq {
             self.queued_count += 1;
         }
         self.queues[queue.slot()].next_request = Some(id);
+        if injected {
+            self.inject.rqs_injected = true;
+            self.counters.injections += 1;
+        }
         let dispatched = self.dispatch_from_queue(cx, queue);
         debug_assert_eq!(dispatched, id);
         self.release_forgotten();
@@ -943,6 +983,67 @@ impl Scheduler for Bfq {
 }
 
 impl Bfq {
+    /// Conformance replay: takes back ours's own pick `ours` (handed out by the last
+    /// `dispatch` call) into its queue, when that queue is the one in service; false (nothing
+    /// done) otherwise.
+    fn undo_dispatch(&mut self, cx: &Ctx<'_>, ours: RequestId) -> bool {
+        let Some(in_service) = self.in_service else { return false };
+        if !cx.requests.contains(ours)
+            || !self.slots[ours].out
+            || self.slots[ours].queue != in_service
+        {
+            return false;
+        }
+        let queue = in_service;
+        let ours_slot = self.slots[ours];
+        let charge = self.charge(cx, ours, queue);
+        let entity = self.wf2q.entity_mut(queue.0);
+        entity.service = entity.service.saturating_sub(charge);
+        let request = &cx.requests[ours];
+        let entry = &mut self.queues[queue.slot()];
+        if entry.wr_coeff > 1 {
+            entry.service_from_wr = entry.service_from_wr.saturating_sub(charge);
+        }
+        entry.service_from_backlogged = entry.service_from_backlogged.saturating_sub(charge);
+        entry.dispatched = entry.dispatched.saturating_sub(1);
+        entry.queued[usize::from(request.is_sync())] += 1;
+        entry.sort.insert((request.start, ours_slot.sequence), ours);
+        let slots = &self.slots;
+        let mut order: Vec<RequestId> = entry.fifo.iter(&self.fifo_links).collect();
+        let at = order.partition_point(|&other| slots[other].sequence < ours_slot.sequence);
+        order.insert(at, ours);
+        while entry.fifo.pop_front(&mut self.fifo_links).is_some() {}
+        for other in order {
+            entry.fifo.push_back(&mut self.fifo_links, other);
+        }
+        // It was the queue's next request when ours handed it out.
+        entry.next_request = Some(ours);
+        self.slots[ours].out = false;
+        self.queued_count += 1;
+        true
+    }
+
+    /// Conformance replay: the kernel serves `queue` where ours has `active` in service. Ours
+    /// expires `active` for the reason its state gives (its next request does not fit its
+    /// budget, its budget timed out, it is empty, else preempted) and starts a slot for
+    /// `queue` as `bfq_set_in_service_queue` would had B-WF2Q+ picked it.
+    fn conform_switch_to(&mut self, cx: &Ctx<'_>, active: QueueIndex, queue: QueueIndex) {
+        let entry = &self.queues[active.slot()];
+        let reason = match entry.next_request {
+            Some(next) if self.charge(cx, next, active) > self.budget_left(active) => {
+                Expiration::BudgetExhausted
+            }
+            _ if entry.budget_timed_out(cx.now) => Expiration::BudgetTimeout,
+            None => Expiration::NoMoreRequests,
+            Some(_) => Expiration::Preempted,
+        };
+        self.expire(cx, active, false, reason);
+        if self.wf2q.entity(queue.0).membership != wf2q::Membership::Active {
+            return;
+        }
+        self.start_slot(cx.now, queue);
+    }
+
     /// Whether two requests bfq was given went to the same queue (for a conformance report:
     /// with stably merged queues, requests of two processes share one).
     pub fn same_queue(&self, a: RequestId, b: RequestId) -> bool {
@@ -1347,6 +1448,12 @@ impl Bfq {
             return None;
         }
         let queue = self.lookup_next_queue(now)?;
+        self.start_slot(now, queue);
+        Some(queue)
+    }
+
+    /// Puts `queue`, active in B-WF2Q+, in service from `now`.
+    fn start_slot(&mut self, now: Instant, queue: QueueIndex) {
         self.wf2q.set_in_service(queue.0);
         self.in_service = Some(queue);
         self.budgets_assigned = (self.budgets_assigned * 7 + 256) / 8;
@@ -1368,7 +1475,6 @@ impl Bfq {
             }
         }
         self.set_budget_timeout(queue, now);
-        Some(queue)
     }
 
     /// The next queue by class priority, the idle class first if it has waited 200 ms.
@@ -1525,7 +1631,13 @@ impl Bfq {
         let end = if compensate { self.last_idling_start } else { now };
         let elapsed = end.saturating_since(self.last_budget_start);
         if elapsed < Duration::from_millis(1) {
-            return (slow, SHORT_SLOT_CHARGE_MS);
+            // Too short to measure: a non-rotational device is charged what idling for a
+            // seeky queue would have cost (`BFQ_MIN_TT`, 2 ms), a rotational one a seek
+            // (`bfq_slice_idle`'s default) — `bfq_bfqq_is_slow`. Issue 25: charged 8 ms on a
+            // RAM-backed loop device, slow queues paid four times the kernel's price.
+            let charge_ms =
+                if self.non_rotational { MIN_TT.as_millis() } else { SHORT_SLOT_CHARGE_MS };
+            return (slow, charge_ms);
         }
         if elapsed > SLOW_JUDGE_SLOT {
             slow = self.wf2q.entity(queue.0).service < self.max_budget / 2;

@@ -1015,3 +1015,22 @@ fn a_non_rotational_device_starts_from_its_own_reference_rate_and_raising_durati
     bfq.set_non_rotational(true);
     assert_eq!(bfq.peak.rate, 12_345);
 }
+
+// Proves the time charged for a slot too short to measure (under 1 ms) follows the device
+// (`bfq_bfqq_is_slow`): `BFQ_MIN_TT` (2 ms) on a non-rotational one, a seek at the default
+// `slice_idle` (8 ms) on a rotational one, whatever `slice_idle` is set to. Issue 25: ours
+// charged 8 ms on the RAM-backed loop device, four times the kernel's price for each of the
+// short slots of seeky readers, which charging by time turns into their share.
+#[test]
+fn a_short_slot_is_charged_two_ms_on_a_non_rotational_device() {
+    for (non_rotational, expected_ms) in [(true, 2), (false, 8)] {
+        let mut rig = Rig::new(&[("low_latency", 0), ("slice_idle", 3)]);
+        rig.bfq.set_non_rotational(non_rotational);
+        rig.insert(read(1, 0, 8));
+        let Dispatch::Issue(_) = rig.dispatch() else { panic!("the read is served") };
+        let queue = rig.bfq.in_service.expect("a queue in service");
+        rig.now += Duration::from_micros(300);
+        let (_, charged_ms) = rig.bfq.expire_is_slow(queue, false, rig.now);
+        assert_eq!(charged_ms, expected_ms, "non_rotational={non_rotational}");
+    }
+}

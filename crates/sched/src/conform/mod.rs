@@ -79,8 +79,8 @@
 //! those put to ours) was a mismatch too and the first mismatch of that chain is at most
 //! [`ConformOptions::cascade_window`] decisions back; otherwise it is a **first
 //! disagreement**, and only first disagreements are classified into causes' counts. Where a
-//! scheduler cannot resynchronise (bfq when the two picks are of different queues, or the
-//! kernel's is not of the queue ours has in service), the replay **restarts** ours: a fresh
+//! scheduler cannot resynchronise (bfq when it has no queue in service, or injected from
+//! another queue than the kernel's request's), the replay **restarts** ours: a fresh
 //! instance, given the requests the kernel still holds queued again (in insertion order, at
 //! the decision's time); it never learns of those already at the device.
 //!
@@ -1260,6 +1260,20 @@ impl Replay<'_> {
         if self.finish(record) {
             return;
         }
+        // wt-bfqw25 (issue 25): a flush is issued at sector 0 but completes at sector -1
+        // (`blk_rq_trace_sector` of a request without data), so its identity differs between
+        // the two events; matched by its identity only, it stayed in flight for the rest of
+        // the replay, and bfq never saw an empty device (no inject-limit baseline, no hw_tag
+        // sample rules as the kernel's). A flush's completion ends the oldest flush issued.
+        let key = match self.bypass_in_flight.iter().find(|k| **k == key) {
+            None if record.op == Op::Flush => self
+                .bypass_in_flight
+                .iter()
+                .find(|k| k.2 == Op::Flush && k.1 == record.sectors)
+                .copied()
+                .unwrap_or(key),
+            _ => key,
+        };
         if let Some(index) = self.bypass_in_flight.iter().position(|&k| k == key) {
             self.bypass_in_flight.swap_remove(index);
         }
