@@ -946,29 +946,7 @@ impl Scheduler for Bfq {
             {
                 return false;
             }
-            let charge = self.charge(cx, ours, queue);
-            let entity = self.wf2q.entity_mut(queue.0);
-            entity.service = entity.service.saturating_sub(charge);
-            let request = &cx.requests[ours];
-            let entry = &mut self.queues[queue.slot()];
-            if entry.wr_coeff > 1 {
-                entry.service_from_wr = entry.service_from_wr.saturating_sub(charge);
-            }
-            entry.service_from_backlogged = entry.service_from_backlogged.saturating_sub(charge);
-            entry.dispatched = entry.dispatched.saturating_sub(1);
-            entry.queued[usize::from(request.is_sync())] += 1;
-            entry.sort.insert((request.start, ours_slot.sequence), ours);
-            // Back into the FIFO in arrival order.
-            let slots = &self.slots;
-            let mut order: Vec<RequestId> = entry.fifo.iter(&self.fifo_links).collect();
-            let at = order.partition_point(|&other| slots[other].sequence < ours_slot.sequence);
-            order.insert(at, ours);
-            while entry.fifo.pop_front(&mut self.fifo_links).is_some() {}
-            for other in order {
-                entry.fifo.push_back(&mut self.fifo_links, other);
-            }
-            self.slots[ours].out = false;
-            self.queued_count += 1;
+            self.put_back(cx, ours, queue);
         }
         self.queues[queue.slot()].next_request = Some(id);
         if injected {
@@ -994,7 +972,16 @@ impl Bfq {
         {
             return false;
         }
-        let queue = in_service;
+        self.put_back(cx, ours, in_service);
+        // It was the queue's next request when ours handed it out.
+        self.queues[in_service.slot()].next_request = Some(ours);
+        true
+    }
+
+    /// Conformance replay: ours's pick `ours`, handed out from `queue`, goes back into it as
+    /// if never dispatched: its charge off the queue's service (not off the class's virtual
+    /// time, which moved with it), back into the sector tree and, in arrival order, the FIFO.
+    fn put_back(&mut self, cx: &Ctx<'_>, ours: RequestId, queue: QueueIndex) {
         let ours_slot = self.slots[ours];
         let charge = self.charge(cx, ours, queue);
         let entity = self.wf2q.entity_mut(queue.0);
@@ -1016,11 +1003,8 @@ impl Bfq {
         for other in order {
             entry.fifo.push_back(&mut self.fifo_links, other);
         }
-        // It was the queue's next request when ours handed it out.
-        entry.next_request = Some(ours);
         self.slots[ours].out = false;
         self.queued_count += 1;
-        true
     }
 
     /// Conformance replay: the kernel serves `queue` where ours has `active` in service. Ours
