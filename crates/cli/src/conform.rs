@@ -332,8 +332,8 @@ fn replay_one(
     }
     // Each process's share of service under ours in a closed loop against the kernel's
     // (`elevator_sched::conform::share_replay`): `DIR/conform-SCHED.share.json` beside the
-    // capture; its text after the decision report (not with `--json`, whose stdout is the
-    // one decision report).
+    // capture; its text after the decision report, or with `--json` the decision report's
+    // `share_of_service` member.
     let share = elevator_sched::conform::share_replay(
         capture,
         elevator_sched::conform::ShareOptions::default(),
@@ -344,7 +344,11 @@ fn replay_one(
             .with_context(|| format!("writing the share report {}", path.display()))?;
     }
     if args.json {
-        writeln!(stdout, "{json}")?;
+        let mut combined: serde_json::Value =
+            serde_json::from_str(&json).context("the replay report as JSON")?;
+        combined["share_of_service"] =
+            serde_json::from_str(&share.to_json()).context("the share report as JSON")?;
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&combined)?)?;
     } else {
         write!(stdout, "{report}")?;
         write!(stdout, "{share}")?;

@@ -142,7 +142,8 @@ fn conform_on_a_named_device_captures_replays_and_restores_the_queue() {
 }
 
 // Proves `--replay` replays a saved capture without a device: the text and the JSON report
-// agree on the figures, and a capture that is not one exits 2 naming the file.
+// agree on the figures (the JSON carrying each process's share of service too, the kernel's
+// shares summing to one), and a capture that is not one exits 2 naming the file.
 #[test]
 fn replay_of_a_saved_capture_needs_no_device() {
     let capture =
@@ -154,6 +155,10 @@ fn replay_of_a_saved_capture_needs_no_device() {
     let decisions = report["decisions"].as_u64().unwrap();
     let identical = report["identical"].as_u64().unwrap();
     assert!(decisions > 0 && identical <= decisions);
+    let processes = report["share_of_service"]["processes"].as_array().unwrap();
+    assert!(!processes.is_empty(), "{report}");
+    let kernel: f64 = processes.iter().map(|p| p["kernel_share"].as_f64().unwrap()).sum();
+    assert!((kernel - 1.0).abs() < 1e-6, "kernel shares sum to {kernel}");
     let output = elevator(&["conform", "--replay", capture, "--first", "1"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let stdout = text(&output.stdout);
