@@ -263,6 +263,21 @@ impl Ours {
     }
 }
 
+/// The request flags a captured event's RWBS gives (sync, meta, FUA).
+fn flags_of(record: &BlockRecord) -> RequestFlags {
+    let mut flags = RequestFlags::NONE;
+    if record.flags.sync {
+        flags = flags | RequestFlags::SYNC;
+    }
+    if record.flags.meta {
+        flags = flags | RequestFlags::META;
+    }
+    if record.flags.fua {
+        flags = flags | RequestFlags::FUA;
+    }
+    flags
+}
+
 /// Builds ours of the capture's scheduler as the kernel attached it — told the queue's
 /// `nr_requests` and the kernel's tick rate, as `blk_mq_init_sched` tells its scheduler — then
 /// given the captured sysfs tunables, as they were written after the attach.
@@ -784,16 +799,7 @@ impl Replay<'_> {
             return;
         }
         let now = self.now(self.latest_ns);
-        let mut flags = RequestFlags::NONE;
-        if record.flags.sync {
-            flags = flags | RequestFlags::SYNC;
-        }
-        if record.flags.meta {
-            flags = flags | RequestFlags::META;
-        }
-        if record.flags.fua {
-            flags = flags | RequestFlags::FUA;
-        }
+        let flags = flags_of(record);
         let bio = Bio {
             op: record.op,
             start: Sector(record.sector),

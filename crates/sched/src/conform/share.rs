@@ -77,7 +77,7 @@ use elevator_core::{
 use elevator_trace::sched_log::{BlockPoint, BlockRecord, SchedCapture, SchedEvent};
 use serde::Serialize;
 
-use super::{ConformError, build, our_priority};
+use super::{ConformError, build, flags_of, our_priority};
 
 /// How each process's outstanding-request depth is taken from the capture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -313,20 +313,6 @@ struct KernelSide {
 
 fn direction_index(op: Op) -> usize {
     usize::from(op != Op::Read)
-}
-
-fn flags_of(record: &BlockRecord) -> RequestFlags {
-    let mut flags = RequestFlags::NONE;
-    if record.flags.sync {
-        flags = flags | RequestFlags::SYNC;
-    }
-    if record.flags.meta {
-        flags = flags | RequestFlags::META;
-    }
-    if record.flags.fua {
-        flags = flags | RequestFlags::FUA;
-    }
-    flags
 }
 
 /// The process a request is charged to: its insert's pid, except that an io_uring worker
