@@ -34,6 +34,15 @@
 //!   after boot, as on the capturing kernel). It decides what to dispatch whenever the queue
 //!   runs (after every insert, completion and idle timer), with at most the capture's driver
 //!   tags (`queue_depth`) at the device; [`Dispatch::Idle`] arms a timer at its `until`.
+//! * **Plugs**: a process submits a batch of requests under one plug (io_uring's
+//!   `io_submit_sqes` → `blk_start_plug`), and blk-mq inserts the whole batch into the
+//!   scheduler before it runs the queue once (`blk_mq_flush_plug_list`): the trace shows the
+//!   batch's inserts back to back, then its issues. A request the kernel inserted in one plug
+//!   flush with its process's next one ([`ShareOptions::plug`]) does not run ours's queue if
+//!   that next request arrives within [`PLUG_GAP_NS`] here too; the last of the batch does.
+//!   Without this, ours dispatched each request of a batch as it came, and the queue in
+//!   service (empty between two of its own arrivals) idled or let another queue in between:
+//!   4–6 issues of one process in a row where the kernel's batches gave 17–40.
 //! * **Service time**: each request takes at the device its own kernel issue→complete time
 //!   from the capture. *Why its own and not a per-direction distribution*: the time belongs
 //!   to the extent and direction the kernel served, the loop device's cost per request is
@@ -98,6 +107,10 @@ pub struct ShareOptions {
     pub depth: DepthRule,
     /// Added to every time ours is fed (the decision replay's default: well after boot).
     pub clock_offset: Duration,
+    /// Requests the kernel inserted in one plug flush reach ours together, the queue run once
+    /// after the last ([`plugged_with_next`]); `false` runs it after every insert (the model
+    /// before issue 25's plug finding, kept to measure what the plug changes).
+    pub plug: bool,
 }
 
 impl Default for ShareOptions {
@@ -106,6 +119,7 @@ impl Default for ShareOptions {
             window: Duration::from_secs(1),
             depth: DepthRule::Max,
             clock_offset: super::ConformOptions::default().clock_offset,
+            plug: true,
         }
     }
 }
@@ -270,6 +284,26 @@ struct Recorded {
     /// Its insert's time after its process's latest completion before it (the process's
     /// reap-and-submit time); `None` before the process's first completion.
     think_ns: Option<u64>,
+    /// The kernel inserted its process's next request in the same plug flush
+    /// ([`plugged_with_next`]): blk-mq ran the queue once after both, not between them.
+    plugged: bool,
+}
+
+/// Inserts of one task this close together can be one plug flush (`blk_mq_flush_plug_list`
+/// inserts a plug's requests back to back, under a µs apart on the captures of issue 25).
+const PLUG_GAP_NS: u64 = 50_000;
+
+/// Whether an insert and the next insert of the same task were one plug flush: nothing else
+/// of that task (a bio queued, a request allocated or issued) came between them, and they are
+/// at most [`PLUG_GAP_NS`] apart. io_uring submits a batch of SQEs under a plug
+/// (`io_submit_sqes` → `blk_start_plug` for more than `IO_PLUG_THRESHOLD` = 2 of them), and
+/// `blk_mq_flush_plug_list` → `blk_mq_dispatch_plug_list` inserts the whole list into the
+/// scheduler (`insert_requests`) before it runs the hardware queue once; the trace shows each
+/// bio's `block_bio_queue`/`block_getrq` first, then the inserts back to back, then the issues.
+/// Without a plug each request's insert is followed by its issue (the queue run in the
+/// submitter's context) or by the next bio's `block_bio_queue`.
+fn plugged_with_next(previous_ns: u64, next_ns: u64, between: bool) -> bool {
+    !between && next_ns.saturating_sub(previous_ns) <= PLUG_GAP_NS
 }
 
 /// A request followed through the capture (kernel side).
@@ -341,6 +375,10 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
     let mut service: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
     let mut issues_and_runs = (0u64, 0u64);
     let mut last_issuer: Option<usize> = None;
+    // Per task (the pid of the events, not the submitter it is charged to): its latest insert
+    // (the index into `requests` and the record) and whether another event of the task came
+    // after it.
+    let mut last_insert: BTreeMap<u32, (usize, u64, bool)> = BTreeMap::new();
     // The live request at `key`, queued or issued as asked, preferring the printed priority
     // and then the size (requests of different priorities can cover the same sectors).
     let find = |live: &[(usize, Followed)], issued: bool, record: &BlockRecord| {
@@ -364,9 +402,15 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
     };
     for event in &capture.events {
         let SchedEvent::Block(record) = event else { continue };
+        if record.point != BlockPoint::Insert
+            && let Some(latest) = last_insert.get_mut(&record.pid)
+        {
+            latest.2 = true;
+        }
         match record.point {
             BlockPoint::Insert => {
                 if record.op == Op::Flush || record.sectors == 0 {
+                    last_insert.remove(&record.pid);
                     continue;
                 }
                 // A requeued request's re-insert is the same request.
@@ -397,7 +441,18 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
                     think_ns: processes[process]
                         .last_complete_ns
                         .map(|done| record.time_ns.saturating_sub(done)),
+                    plugged: false,
                 };
+                if let Some(&(previous, previous_ns, between)) = last_insert.get(&record.pid)
+                    && plugged_with_next(previous_ns, record.time_ns, between)
+                {
+                    requests[previous].plugged = true;
+                    // The live copy is the one kept when the request completes.
+                    if let Some((_, followed)) = live.iter_mut().find(|(i, _)| *i == previous) {
+                        followed.record.plugged = true;
+                    }
+                }
+                last_insert.insert(record.pid, (requests.len(), record.time_ns, false));
                 requests.push(recorded.clone());
                 let p = &mut processes[process];
                 p.requests.push(requests.len() - 1);
@@ -593,6 +648,8 @@ pub fn share_replay(
     let mut ours_sectors = vec![0u64; kernel.processes.len()];
     let mut ours_window = vec![vec![0u64; windows]; kernel.processes.len()];
     let mut process_of: BTreeMap<RequestId, usize> = BTreeMap::new();
+    // Per process, the times of its arrivals still to come (time → how many).
+    let mut pending: Vec<BTreeMap<u64, u32>> = vec![BTreeMap::new(); kernel.processes.len()];
     let mut created_of: BTreeMap<RequestId, u64> = BTreeMap::new();
     let mut dispatched = 0u64;
     let mut runs = 0u64;
@@ -676,9 +733,22 @@ pub fn share_replay(
                     kernel.requests[slot].think_ns.unwrap_or(0)
                 };
                 push(&mut queue, now_ns + think_ns, Event::Arrive(index, slot));
+                *pending[index].entry(now_ns + think_ns).or_insert(0) += 1;
             }
         }
+        let mut plugged = false;
         if let Event::Arrive(index, slot) = event {
+            if let Some(count) = pending[index].get_mut(&now_ns) {
+                *count -= 1;
+                if *count == 0 {
+                    pending[index].remove(&now_ns);
+                }
+            }
+            // In the kernel's plug with its process's next request: if that one arrives
+            // within the plug's gap here too, the queue runs after it, not now.
+            plugged = options.plug
+                && kernel.requests[slot].plugged
+                && pending[index].range(now_ns..=now_ns + PLUG_GAP_NS).next().is_some();
             let process = &kernel.processes[index];
             {
                 let recorded = &kernel.requests[slot];
@@ -715,7 +785,7 @@ pub fn share_replay(
             }
         }
         // The queue runs: ours fills the free tags.
-        while !asleep && (at_device.len() as u32) < tags {
+        while !asleep && !plugged && (at_device.len() as u32) < tags {
             let cx = Ctx { now, requests: &table, in_flight: at_device.len() as u32, depth: tags };
             if ours.scheduler().queued() == 0 {
                 break;
@@ -864,4 +934,50 @@ pub fn share_replay(
             .map(|counter| (counter.name.to_owned(), counter.value))
             .collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bfq capture of one process (pid 7001) from the given event lines (`+delta code cpu
+    /// pid rest`).
+    fn capture(events: &str) -> SchedCapture {
+        let text = format!(
+            "elevator-sched-capture 1\nkernel_release = 6.18.44\nhz = 250\nscheduler = bfq\n\
+             nr_requests = 256\nqueue_depth = 32\nhw_queues = 1\nmax_sectors_kb = 1280\n\
+             cpus = 2\nlost_events = 0\ndevice = 7,9\nworkload = hand-built\n{events}"
+        );
+        elevator_trace::sched_log::parse("hand-built", &text).expect("a valid capture")
+    }
+
+    fn plugged_flags(events: &str) -> Vec<bool> {
+        kernel_side(&capture(events), 1_000_000_000).requests.iter().map(|r| r.plugged).collect()
+    }
+
+    // Proves a plug flush is recognised as the kernel prints it: inserts of one task back to
+    // back (another task's events between them do not count) are one plug, each but the
+    // last marked as plugged with its next; an insert followed by its own issue (the queue
+    // run in the submitter's context) or by its task's next bio, or one more than 50 µs
+    // before the next, is not. A replay that ran ours's queue after every insert, or took
+    // every pair of consecutive inserts as a plug, would read these flags wrong.
+    #[test]
+    fn plug_flushes_are_read_from_the_capture() {
+        let back_to_back = "+0 I 0 7001 fio R S 8000 8 be/4 -\n\
+                            +500 I 1 7002 fio R S 99000 8 be/4 -\n\
+                            +500 I 0 7001 fio R S 16000 8 be/4 -\n\
+                            +600 I 0 7001 fio R S 24000 8 be/4 -\n";
+        assert_eq!(plugged_flags(back_to_back), [true, false, true, false]);
+        let issued_between = "+0 I 0 7001 fio R S 8000 8 be/4 -\n\
+                              +1000 D 0 7001 fio R S 8000 8 be/4 -\n\
+                              +1000 I 0 7001 fio R S 16000 8 be/4 -\n";
+        assert_eq!(plugged_flags(issued_between), [false, false]);
+        let next_bio_between = "+0 I 0 7001 fio R S 8000 8 be/4 -\n\
+                                +1000 Q 0 7001 fio R - 16000 8 - -\n\
+                                +1000 I 0 7001 fio R S 16000 8 be/4 -\n";
+        assert_eq!(plugged_flags(next_bio_between), [false, false]);
+        let far_apart = "+0 I 0 7001 fio R S 8000 8 be/4 -\n\
+                         +60000 I 0 7001 fio R S 16000 8 be/4 -\n";
+        assert_eq!(plugged_flags(far_apart), [false, false]);
+    }
 }
