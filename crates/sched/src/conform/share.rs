@@ -50,6 +50,17 @@
 //!   stream (deterministic without a seed). Requests the capture never saw complete (still
 //!   at the device or queued at its end) take the median of the capture's service times of
 //!   their direction; a wrapped list's requests keep their own times.
+//! * **Stalls** ([`ShareOptions::stalls`]): the device's time is not all the request's. On
+//!   a RAM-backed loop device the I/O is the loop worker's CPU time, and on a machine whose
+//!   CPUs are shared the worker waits: the captures of issue 25 have 560–1050 stretches of
+//!   1–19 ms (2.2–2.8 s of 10 s) in which requests were at the device and none completed,
+//!   ended by a burst of completions of everything issued before. A request issued just
+//!   before such a stall carries the whole stall in its recorded time, which ours, serving
+//!   it at another moment, would charge it wherever it falls. So the stalls are read from
+//!   the capture ([`stalls_of`]) and stay where they were in time: a request takes its
+//!   recorded time less the stalls within it, counted only outside the stalls
+//!   ([`completion_after`]), and nothing completes inside one. Processes keep arriving
+//!   during a stall (the capture shows inserts and issues within them, 3 % of all).
 //! * The run lasts the capture's length (its latest event's time); ours's shares are sectors
 //!   completed by then, over the whole run and per window, compared with the kernel's in
 //!   percentage points.
@@ -63,8 +74,11 @@
 //!   several at once (io_uring batches) has its later requests' think times measured from
 //!   the last of them, as here.
 //! * The device is a set of `queue_depth` independent servers, each request taking its
-//!   recorded time: a request ours serves at another moment (with other requests beside it)
-//!   than the kernel did still takes the time the kernel's context gave it.
+//!   recorded time less the capture's stalls within it: a request ours serves at another
+//!   moment (with other requests beside it) than the kernel did still takes the time the
+//!   kernel's context gave it outside the stalls. What stalled the device (which CPU, which
+//!   thread waited) is not in any block tracepoint; the stalls are where the capture shows
+//!   them, whatever ours had dispatched.
 //! * When ours answered [`Dispatch::Throttled`] the queue sleeps as
 //!   [`elevator_core::BlkMqQueue`]'s does: until the next insert, a delayed run
 //!   `RUN_DELAY_MS` later (at the capture's `HZ`), or a completion after which
@@ -107,6 +121,11 @@ pub struct ShareOptions {
     pub depth: DepthRule,
     /// Added to every time ours is fed (the decision replay's default: well after boot).
     pub clock_offset: Duration,
+    /// The device's stalls (stretches with requests at the device and none completing, over
+    /// [`STALL_MIN_NS`]) stay in the capture's time line: a request takes at ours's device
+    /// its own time outside the stalls, and no request completes inside one; `false` gives
+    /// each request its whole recorded issue→complete time, wherever ours issues it.
+    pub stalls: bool,
     /// Requests the kernel inserted in one plug flush reach ours together, the queue run once
     /// after the last ([`plugged_with_next`]); `false` runs it after every insert (the model
     /// before issue 25's plug finding, kept to measure what the plug changes).
@@ -120,6 +139,7 @@ impl Default for ShareOptions {
             depth: DepthRule::Max,
             clock_offset: super::ConformOptions::default().clock_offset,
             plug: true,
+            stalls: true,
         }
     }
 }
@@ -281,6 +301,8 @@ struct Recorded {
     printed: Option<IoPriority>,
     /// Its kernel issue→complete time, when the capture has both.
     service_ns: Option<u64>,
+    /// That time less the device's stalls within it (the whole time without stalls).
+    own_ns: Option<u64>,
     /// Its insert's time after its process's latest completion before it (the process's
     /// reap-and-submit time); `None` before the process's first completion.
     think_ns: Option<u64>,
@@ -341,8 +363,70 @@ struct KernelSide {
     duration_ns: u64,
     /// Issues of followed requests, and runs of consecutive issues of one process.
     issues_and_runs: (u64, u64),
-    /// The median service time per direction (read, write), ns.
+    /// The median service time per direction (read, write), ns (of the times less stalls).
     median_service_ns: [u64; 2],
+    /// The device's stalls, `[start, end)` in ns, in order and apart.
+    stalls: Vec<(u64, u64)>,
+}
+
+/// A stretch this long with requests at the device and none completing is a stall.
+const STALL_MIN_NS: u64 = 1_000_000;
+
+/// The device's stalls in a capture, from `(completed, issued)` times of its followed
+/// requests and the times of all its completions (`every_completion`, sorted; requests issued
+/// before the capture began complete too): a followed completion more than [`STALL_MIN_NS`]
+/// after both the device's previous completion and its own request's issue ends a stall that
+/// began at the later of the two — the device held that request all along and finished
+/// nothing. On a RAM-backed loop device the device's time is
+/// the loop worker's CPU time: on the captures of issue 25 (two CPUs shared with other
+/// builds) completions came in bursts with 1000-odd gaps of 2–19 ms between them in 10 s,
+/// whatever bfq had dispatched, and requests issued just before a gap took its whole length.
+fn stalls_of(completions: &mut [(u64, u64)], every_completion: &[u64]) -> Vec<(u64, u64)> {
+    completions.sort_unstable();
+    let mut stalls: Vec<(u64, u64)> = Vec::new();
+    for &(completed, issued) in completions.iter() {
+        let before = every_completion.partition_point(|&t| t < completed);
+        let previous = before.checked_sub(1).map(|i| every_completion[i]);
+        let start = previous.map_or(issued, |p| p.max(issued));
+        if completed.saturating_sub(start) > STALL_MIN_NS
+            && stalls.last().is_none_or(|&(_, end)| end <= start)
+        {
+            stalls.push((start, completed));
+        }
+    }
+    stalls
+}
+
+/// How much of `[from, to)` lies in `stalls`.
+fn stalled_within(stalls: &[(u64, u64)], from: u64, to: u64) -> u64 {
+    let first = stalls.partition_point(|&(_, end)| end <= from);
+    stalls[first..]
+        .iter()
+        .take_while(|&&(start, _)| start < to)
+        .map(|&(start, end)| end.min(to).saturating_sub(start.max(from)))
+        .sum()
+}
+
+/// When a request issued at `issued` and needing `own` ns of the device completes, the
+/// device frozen during `stalls`.
+fn completion_after(stalls: &[(u64, u64)], issued: u64, own: u64) -> u64 {
+    let mut now = issued;
+    let mut left = own;
+    let mut next = stalls.partition_point(|&(_, end)| end <= now);
+    loop {
+        match stalls.get(next) {
+            Some(&(start, end)) if start <= now => {
+                now = end;
+                next += 1;
+            }
+            Some(&(start, end)) if start < now + left => {
+                left -= start - now;
+                now = end;
+                next += 1;
+            }
+            _ => return now + left,
+        }
+    }
 }
 
 fn direction_index(op: Op) -> usize {
@@ -363,7 +447,7 @@ fn submitter(record: &BlockRecord) -> u32 {
 }
 
 /// Follows every request of the capture (module docs, "the kernel side").
-fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
+fn kernel_side(capture: &SchedCapture, window_ns: u64, with_stalls: bool) -> KernelSide {
     // The latest event, not the last: a capture's times may step back (`-N` deltas).
     let duration_ns = capture.events.iter().map(SchedEvent::time_ns).max().unwrap_or(0);
     let windows = (duration_ns / window_ns.max(1)) as usize + 1;
@@ -372,7 +456,10 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
     let mut requests: Vec<Recorded> = Vec::new();
     // Live requests: index into `requests`, with their state.
     let mut live: Vec<(usize, Followed)> = Vec::new();
-    let mut service: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+    // (completed, issued, index into `requests`) of every followed completion.
+    let mut completions: Vec<(u64, u64, usize)> = Vec::new();
+    // The time of every completion of a request with data, followed or not.
+    let mut every_completion: Vec<u64> = Vec::new();
     let mut issues_and_runs = (0u64, 0u64);
     let mut last_issuer: Option<usize> = None;
     // Per task (the pid of the events, not the submitter it is charged to): its latest insert
@@ -438,6 +525,7 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
                     flags: flags_of(record),
                     printed: record.priority,
                     service_ns: None,
+                    own_ns: None,
                     think_ns: processes[process]
                         .last_complete_ns
                         .map(|done| record.time_ns.saturating_sub(done)),
@@ -524,11 +612,18 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
                 }
             }
             BlockPoint::Complete => {
+                if record.sectors > 0 {
+                    every_completion.push(record.time_ns);
+                }
                 let Some(index) = find(&live, true, record) else { continue };
                 let (slot, followed) = live.remove(index);
                 let service_ns =
                     record.time_ns.saturating_sub(followed.issued_ns.unwrap_or(record.time_ns));
-                service[direction_index(followed.record.op)].push(service_ns);
+                completions.push((
+                    record.time_ns,
+                    followed.issued_ns.unwrap_or(record.time_ns),
+                    slot,
+                ));
                 requests[slot] = Recorded { service_ns: Some(service_ns), ..followed.record };
                 let p = &mut processes[followed.process];
                 p.outstanding = p.outstanding.saturating_sub(1);
@@ -555,6 +650,20 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
     for (slot, followed) in live {
         requests[slot] = followed.record;
     }
+    let stalls = if with_stalls {
+        every_completion.sort_unstable();
+        let mut pairs: Vec<(u64, u64)> = completions.iter().map(|&(c, i, _)| (c, i)).collect();
+        stalls_of(&mut pairs, &every_completion)
+    } else {
+        Vec::new()
+    };
+    let mut service: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+    for &(completed, issued, slot) in &completions {
+        let whole = completed.saturating_sub(issued);
+        let own = whole - stalled_within(&stalls, issued, completed).min(whole);
+        requests[slot].own_ns = Some(own);
+        service[direction_index(requests[slot].op)].push(own);
+    }
     let median = |times: &mut Vec<u64>| {
         times.sort_unstable();
         times.get(times.len() / 2).copied()
@@ -571,6 +680,7 @@ fn kernel_side(capture: &SchedCapture, window_ns: u64) -> KernelSide {
         duration_ns,
         issues_and_runs,
         median_service_ns: [read.unwrap_or(fallback), write.unwrap_or(fallback)],
+        stalls,
     }
 }
 
@@ -621,7 +731,7 @@ pub fn share_replay(
     }
     let mut ours = build(header)?;
     let window_ns = options.window.as_nanos().max(1);
-    let kernel = kernel_side(capture, window_ns);
+    let kernel = kernel_side(capture, window_ns, options.stalls);
     let duration_ns = kernel.duration_ns;
     let windows = (duration_ns / window_ns) as usize + 1;
     let tags = header.queue_depth.max(1);
@@ -753,7 +863,7 @@ pub fn share_replay(
             {
                 let recorded = &kernel.requests[slot];
                 let service_ns = recorded
-                    .service_ns
+                    .own_ns
                     .unwrap_or(kernel.median_service_ns[direction_index(recorded.op)]);
                 let bio = Bio {
                     op: recorded.op,
@@ -809,7 +919,8 @@ pub fn share_replay(
                             sectors: table[id].sector_count,
                         },
                     );
-                    push(&mut queue, now_ns + service_ns, Event::Complete(id));
+                    let done_ns = completion_after(&kernel.stalls, now_ns, service_ns);
+                    push(&mut queue, done_ns, Event::Complete(id));
                 }
                 Dispatch::Idle { until } => {
                     let until_ns = until.as_nanos().saturating_sub(options.clock_offset.as_nanos());
@@ -952,7 +1063,41 @@ mod tests {
     }
 
     fn plugged_flags(events: &str) -> Vec<bool> {
-        kernel_side(&capture(events), 1_000_000_000).requests.iter().map(|r| r.plugged).collect()
+        kernel_side(&capture(events), 1_000_000_000, true)
+            .requests
+            .iter()
+            .map(|r| r.plugged)
+            .collect()
+    }
+
+    // Proves the device's stalls are read as the capture shows them and keep their place in
+    // time: a completion 5 ms after the previous one, of a request at the device all along,
+    // ends a stall from that previous completion (another request's, followed or not); a
+    // request issued into a gap is stalled only from its issue; a gap under 1 ms is no stall.
+    // A request of ours then takes its own time outside the stalls: issued before a stall
+    // it completes at the stall's end plus what it had left; issued inside one, after it. A
+    // replay giving each request its whole recorded time would complete a request that the
+    // kernel's device held through a stall that long after its issue wherever ours issues it.
+    #[test]
+    fn stalls_are_read_and_kept_in_time() {
+        let every = [1_000_000, 1_500_000, 6_500_000, 6_600_000, 20_000_000];
+        let mut followed = [
+            (6_500_000, 1_200_000),  // held from 1.2 ms: the stall starts at 1.5 ms
+            (6_600_000, 6_510_000),  // 90 µs, no stall
+            (20_000_000, 9_000_000), // issued into the gap: stalled from its issue
+        ];
+        let stalls = stalls_of(&mut followed, &every);
+        assert_eq!(stalls, [(1_500_000, 6_500_000), (9_000_000, 20_000_000)]);
+        assert_eq!(stalled_within(&stalls, 1_200_000, 6_500_000), 5_000_000);
+        assert_eq!(stalled_within(&stalls, 0, 30_000_000), 16_000_000);
+        // 100 µs of its own from 1.45 ms: 50 µs before the stall, 50 µs after it.
+        assert_eq!(completion_after(&stalls, 1_450_000, 100_000), 6_550_000);
+        // Issued inside the stall: served after it.
+        assert_eq!(completion_after(&stalls, 3_000_000, 10_000), 6_510_000);
+        // Spanning two stalls: 0.5 ms before the first, 2.5 ms between them, 1 ms after.
+        assert_eq!(completion_after(&stalls, 1_000_000, 4_000_000), 21_000_000);
+        // Outside any stall: its own time.
+        assert_eq!(completion_after(&stalls, 7_000_000, 10_000), 7_010_000);
     }
 
     // Proves a plug flush is recognised as the kernel prints it: inserts of one task back to
