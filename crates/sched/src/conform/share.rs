@@ -122,12 +122,12 @@ pub struct ShareOptions {
     /// Added to every time ours is fed (the decision replay's default: well after boot).
     pub clock_offset: Duration,
     /// The device's stalls (stretches with requests at the device and none completing, over
-    /// [`STALL_MIN_NS`]) stay in the capture's time line: a request takes at ours's device
+    /// 1 ms) stay in the capture's time line: a request takes at ours's device
     /// its own time outside the stalls, and no request completes inside one; `false` gives
     /// each request its whole recorded issue→complete time, wherever ours issues it.
     pub stalls: bool,
     /// Requests the kernel inserted in one plug flush reach ours together, the queue run once
-    /// after the last ([`plugged_with_next`]); `false` runs it after every insert (the model
+    /// after the last (module docs, "Plugs"); `false` runs it after every insert (the model
     /// before issue 25's plug finding, kept to measure what the plug changes).
     pub plug: bool,
 }
