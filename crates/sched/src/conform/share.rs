@@ -52,15 +52,15 @@
 //!   their direction; a wrapped list's requests keep their own times.
 //! * **Stalls** ([`ShareOptions::stalls`]): the device's time is not all the request's. On
 //!   a RAM-backed loop device the I/O is the loop worker's CPU time, and on a machine whose
-//!   CPUs are shared the worker waits: the captures of issue 25 have 560–1050 stretches of
-//!   1–19 ms (2.2–2.8 s of 10 s) in which requests were at the device and none completed,
+//!   CPUs are shared the worker waits: the captures of issue 25 have 560–683 stretches of
+//!   over 1 ms (2.2–2.8 s of 10 s) in which requests were at the device and none completed,
 //!   ended by a burst of completions of everything issued before. A request issued just
 //!   before such a stall carries the whole stall in its recorded time, which ours, serving
 //!   it at another moment, would charge it wherever it falls. So the stalls are read from
 //!   the capture ([`stalls_of`]) and stay where they were in time: a request takes its
 //!   recorded time less the stalls within it, counted only outside the stalls
 //!   ([`completion_after`]), and nothing completes inside one. Processes keep arriving
-//!   during a stall (the capture shows inserts and issues within them, 3 % of all).
+//!   during a stall (the captures show inserts and issues within them, 2–6 % of all).
 //! * The run lasts the capture's length (its latest event's time); ours's shares are sectors
 //!   completed by then, over the whole run and per window, compared with the kernel's in
 //!   percentage points.
@@ -379,8 +379,8 @@ const STALL_MIN_NS: u64 = 1_000_000;
 /// began at the later of the two — the device held that request all along and finished
 /// nothing. On a RAM-backed loop device the device's time is
 /// the loop worker's CPU time: on the captures of issue 25 (two CPUs shared with other
-/// builds) completions came in bursts with 1000-odd gaps of 2–19 ms between them in 10 s,
-/// whatever bfq had dispatched, and requests issued just before a gap took its whole length.
+/// builds) completions came in bursts, 560–683 stalls in 10 s (2.2–2.8 s in all), whatever
+/// bfq had dispatched, and requests issued just before a stall took its whole length.
 fn stalls_of(completions: &mut [(u64, u64)], every_completion: &[u64]) -> Vec<(u64, u64)> {
     completions.sort_unstable();
     let mut stalls: Vec<(u64, u64)> = Vec::new();
