@@ -95,6 +95,11 @@ pub(crate) struct ConformArgs {
     #[arg(long)]
     pub(crate) json: bool,
 
+    /// Replay without the kblockd-run model (`ConformOptions::kblockd_runs` off), to measure
+    /// what it changes.
+    #[arg(long, hide = true)]
+    pub(crate) no_kblockd_runs: bool,
+
     /// Keep the queue's snapshot here instead of /run/elevator (for tests).
     #[arg(long, value_name = "DIR", hide = true)]
     pub(crate) state_dir: Option<PathBuf>,
@@ -322,6 +327,7 @@ fn replay_one(
     }
     let options = elevator_sched::conform::ConformOptions {
         first_disagreements: args.first,
+        kblockd_runs: !args.no_kblockd_runs,
         ..elevator_sched::conform::ConformOptions::default()
     };
     let report = elevator_sched::conform::replay(capture, options)?;
