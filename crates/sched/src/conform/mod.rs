@@ -1269,6 +1269,11 @@ impl Replay<'_> {
         if kernel.requeued {
             return Cause::AtHeadRequeue;
         }
+        // Issued by a kblockd run (its start, hence the earliest its pick can have been made,
+        // is in the capture): its picks are the run's, timed by nothing the trace shows.
+        if self.in_kblockd_run(record) {
+            return Cause::KblockdRun;
+        }
         // The kernel picked before the issue event: before ours's pick arrived from another
         // CPU (it arrived after the issuing CPU's previous event), or after our parked pick
         // (the kernel's arrived later than the run we parked at).

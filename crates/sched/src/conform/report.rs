@@ -23,9 +23,10 @@ pub enum Cause {
     #[serde(rename = "pick time")]
     PickTime,
     /// §4 item 2: a kblockd run of the device's hardware queue (`blk_mq_run_work_fn`, its
-    /// async, delayed and restart runs; captures of version 3) was under way at the issue, or
-    /// started or ended within `concurrent_issue` of it: a run whose picks the trace does
-    /// not time (it shows the run, not when it took each request from the scheduler).
+    /// async, delayed and restart runs; captures of version 3) made the kernel's issue, or
+    /// (after `pick time`) was under way on another CPU at the issue, or started or ended
+    /// within `concurrent_issue` of it: a run whose picks the trace does not time (it shows
+    /// the run, not when it took each request from the scheduler).
     #[serde(rename = "kblockd run")]
     KblockdRun,
     /// §2 #1: mq-deadline, ours held the level back (no pick, or a pick of another priority
