@@ -95,10 +95,16 @@ pub(crate) struct ConformArgs {
     #[arg(long)]
     pub(crate) json: bool,
 
-    /// Replay without the kblockd-run model (`ConformOptions::kblockd_runs` off), to measure
-    /// what it changes.
+    /// Replay with the kblockd-run model (`ConformOptions::kblockd_runs`, off by default), to
+    /// measure what it changes.
     #[arg(long, hide = true)]
-    pub(crate) no_kblockd_runs: bool,
+    pub(crate) kblockd_runs: bool,
+
+    /// Replay with kblockd runs picking at their start as many requests as they issue
+    /// (`ConformOptions::kblockd_batch`, with the kblockd-run model), to measure what it
+    /// changes.
+    #[arg(long, hide = true)]
+    pub(crate) kblockd_batch: bool,
 
     /// Keep the queue's snapshot here instead of /run/elevator (for tests).
     #[arg(long, value_name = "DIR", hide = true)]
@@ -327,7 +333,8 @@ fn replay_one(
     }
     let options = elevator_sched::conform::ConformOptions {
         first_disagreements: args.first,
-        kblockd_runs: !args.no_kblockd_runs,
+        kblockd_runs: args.kblockd_runs || args.kblockd_batch,
+        kblockd_batch: args.kblockd_batch,
         ..elevator_sched::conform::ConformOptions::default()
     };
     let report = elevator_sched::conform::replay(capture, options)?;

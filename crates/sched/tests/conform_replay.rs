@@ -606,7 +606,8 @@ fn a_plug_flush_runs_the_queue_and_kyber_splices_then() {
 // Proves the kblockd-run model (captures of version 3, `WS`/`WE`): a kblockd run starting on
 // CPU 1 makes its first pick at its start, so kyber splices the staged reads of CPU 1 then,
 // before CPU 0's later read is staged, and the kworker's issues of CPU 1's reads are
-// identical; the run, its issuing and its decisions are counted. Without the model ours is
+// identical; the run, its issuing and its decisions are counted. Without the model (the
+// default, docs/validation.md) ours is
 // asked at the kworker's issue, splices both CPUs' lists, CPU 0 first, and picks CPU 0's
 // later read: a first disagreement made inside the run, filed under `kblockd run`.
 #[test]
@@ -622,12 +623,13 @@ fn a_kblockd_run_picks_at_its_start() {
     capture.issue(5, kworker(a)).issue(25, kworker(b));
     capture.events.push(SchedEvent::KblockdEnd { time_ns: 30_000, cpu: 1, pid: 11 });
     capture.issue(45, late);
-    let report = capture.replay();
+    let sched = SchedCapture { header: capture.header.clone(), events: capture.events.clone() };
+    let report = replay(&sched, ConformOptions { kblockd_runs: true, ..ConformOptions::default() })
+        .expect("the capture replays");
     assert_eq!((report.decisions, report.identical), (3, 3), "{report}");
     let runs = report.kblockd.as_ref().expect("a capture with kblockd runs scores them");
     assert_eq!((runs.runs, runs.runs_issuing, runs.decisions, runs.identical), (1, 1, 2, 2));
     assert_eq!(runs.run_start_picks, 1, "{report}");
-    let sched = SchedCapture { header: capture.header.clone(), events: capture.events.clone() };
     let without =
         replay(&sched, ConformOptions { kblockd_runs: false, ..ConformOptions::default() })
             .expect("the capture replays");

@@ -171,6 +171,11 @@ pub struct ConformOptions {
     /// hardware queue the capture shows (`WS`), ours picks as the run does, the pick waiting
     /// for an issue on the run's CPU as a plug flush's does (module docs, "kblockd runs").
     pub kblockd_runs: bool,
+    /// With [`ConformOptions::kblockd_runs`]: a kblockd run picks at its start as many
+    /// requests as it issues before its end (the capture shows them), as a run does when the
+    /// hardware queue is not `dispatch_busy` (`max_dispatch` = `nr_requests`: every pick made,
+    /// while driver tags last, before the first issue), instead of one.
+    pub kblockd_batch: bool,
     /// Kyber: score its depths over time in the same pass — a second kyber of ours, fed the
     /// capture's completions at the kernel's jiffies, runs its own timer, and its depths are
     /// compared with the kernel's `kyber_adjust`s ([`ConformReport::kyber_depths`]).
@@ -196,6 +201,7 @@ impl Default for ConformOptions {
             queue_runs: true,
             run_picks_max: 1,
             kblockd_runs: KBLOCKD_RUNS_DEFAULT,
+            kblockd_batch: false,
             score_kyber_depths: true,
             kyber_timer_round_up: true,
             kyber_timer_sync: true,
@@ -205,7 +211,7 @@ impl Default for ConformOptions {
 
 /// [`ConformOptions::kblockd_runs`]'s default (`docs/validation.md` gives the measurements
 /// it rests on).
-const KBLOCKD_RUNS_DEFAULT: bool = true;
+const KBLOCKD_RUNS_DEFAULT: bool = false;
 
 /// Why a capture cannot be replayed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -699,11 +705,36 @@ impl Replay<'_> {
         }
         self.latest_ns = self.latest_ns.max(time_ns);
         let before = self.run_picks_total() + u32::from(self.parked.is_some());
-        self.queue_run(cpu, time_ns);
+        let picks = if self.options.kblockd_batch {
+            self.kblockd_run_issues(cpu, pid).max(1)
+        } else {
+            self.options.run_picks_max
+        };
+        self.queue_run_picks(cpu, time_ns, picks);
         let after = self.run_picks_total() + u32::from(self.parked.is_some());
         if let Some(score) = &mut self.kblockd {
             score.run_start_picks += u64::from(after.saturating_sub(before));
         }
+    }
+
+    /// How many requests the kblockd run starting at the current event on `cpu` (kworker
+    /// `pid`) issues before its end.
+    fn kblockd_run_issues(&self, cpu: u32, pid: u32) -> u32 {
+        let mut issues = 0;
+        for event in &self.capture.events[self.position + 1..] {
+            match event {
+                SchedEvent::KblockdEnd { cpu: end_cpu, .. } if *end_cpu == cpu => break,
+                SchedEvent::Block(record)
+                    if record.point == BlockPoint::Issue
+                        && record.cpu == cpu
+                        && record.pid == pid =>
+                {
+                    issues += 1;
+                }
+                _ => {}
+            }
+        }
+        issues
     }
 
     /// Whether `record`'s issue was made by a kblockd run: its kworker, during the run.
@@ -752,12 +783,17 @@ impl Replay<'_> {
     /// (`__blk_mq_do_dispatch_sched`). With a pick parked the run serves the hardware queue's
     /// dispatch list and asks the scheduler nothing.
     fn queue_run(&mut self, cpu: u32, time_ns: u64) {
+        self.queue_run_picks(cpu, time_ns, self.options.run_picks_max);
+    }
+
+    /// [`Replay::queue_run`] with at most `picks_max` picks.
+    fn queue_run_picks(&mut self, cpu: u32, time_ns: u64, picks_max: u32) {
         if self.parked.is_some() {
             return;
         }
         let depth = self.capture.header.queue_depth.max(1);
         let now = self.now(self.latest_ns);
-        for _ in 0..self.options.run_picks_max {
+        for _ in 0..picks_max {
             let full = self.in_flight() + self.run_picks_total() >= depth;
             if full && !self.options.park_when_full {
                 return;
