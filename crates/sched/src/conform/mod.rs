@@ -62,7 +62,12 @@
 //! start ours makes the run's first pick, which waits for an issue on that CPU as a plug
 //! flush's does (parked when the device is full). Their decisions and the first
 //! disagreements at or near them are counted apart ([`ConformReport::kblockd`]), and a first
-//! disagreement near a run is filed under [`Cause::KblockdRun`].
+//! disagreement near a run is filed under [`Cause::KblockdRun`]. With
+//! [`ConformOptions::kblockd_batch`] a run instead takes at its start the parked pick (the
+//! hardware queue's dispatch list, issued first) and as many picks as it goes on to issue.
+//! Both are off by default: on real captures neither agrees better than asking ours at each
+//! issue (`docs/validation.md`), which is what the kernel does when the hardware queue is
+//! `dispatch_busy` (`max_dispatch` 1).
 //!
 //! **Kyber's depths** are forced from the capture's `kyber_adjust` events (each domain at its
 //! maximum until its first), and ours's own timer disarmed, before every dispatch
@@ -171,8 +176,9 @@ pub struct ConformOptions {
     /// hardware queue the capture shows (`WS`), ours picks as the run does, the pick waiting
     /// for an issue on the run's CPU as a plug flush's does (module docs, "kblockd runs").
     pub kblockd_runs: bool,
-    /// With [`ConformOptions::kblockd_runs`]: a kblockd run picks at its start as many
-    /// requests as it issues before its end (the capture shows them), as a run does when the
+    /// With [`ConformOptions::kblockd_runs`]: a kblockd run takes the parked pick and picks at
+    /// its start as many more requests as it issues before its end (the capture shows
+    /// them), as a run does when the
     /// hardware queue is not `dispatch_busy` (`max_dispatch` = `nr_requests`: every pick made,
     /// while driver tags last, before the first issue), instead of one.
     pub kblockd_batch: bool,
@@ -706,7 +712,14 @@ impl Replay<'_> {
         self.latest_ns = self.latest_ns.max(time_ns);
         let before = self.run_picks_total() + u32::from(self.parked.is_some());
         let picks = if self.options.kblockd_batch {
-            self.kblockd_run_issues(cpu, pid).max(1)
+            // The run issues the hardware queue's dispatch list (the parked pick) first, then
+            // takes the rest from the scheduler (`__blk_mq_sched_dispatch_requests`).
+            let mut issues = self.kblockd_run_issues(cpu, pid).max(1);
+            if let Some(parked) = self.parked.take() {
+                self.run_picks.entry(cpu).or_default().push_front(parked);
+                issues -= 1;
+            }
+            issues
         } else {
             self.options.run_picks_max
         };
