@@ -72,6 +72,11 @@
 //!   (`block_rq_merge`), which blktrace does not record, is left out of the blkparse text.
 //! * The priority's hint (the middle number of `be,0,4`) is not kept: no scheduler here
 //!   reads it.
+//! * kblockd's runs of the device are recognised by their issues: the runs of a hardware
+//!   queue of the device that never issued during a kblockd run of the capture are left out
+//!   (its work address is never seen with the device's issues), and an address of another
+//!   device that a kworker executed while it issued (nested work, which workqueues do not do)
+//!   would be taken as the device's.
 //! * The iolog holds one record per dispatched request (the device's view: merged, split),
 //!   not per application call as fio's `write_iolog` does; flushes without data become
 //!   `sync`, requests that move no data and are not flushes are left out (and counted).

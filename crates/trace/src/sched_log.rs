@@ -118,6 +118,8 @@
 //! * The `ioprio` the rq tracepoints print has a third part, the priority hint (6.x's
 //!   `IOPRIO_PRIO_HINT`, e.g. command-duration limits); no scheduler here reads it, so
 //!   [`BlockRecord::priority`] keeps only class and level and the file has no hint field.
+//! * `WS`/`WE` keep no work address: the runs of all of the device's hardware queues are one
+//!   sequence (a loop device, the captures' device, has one hardware queue).
 
 use std::io::Write;
 use std::path::Path;
