@@ -95,6 +95,22 @@ pub(crate) struct ConformArgs {
     #[arg(long)]
     pub(crate) json: bool,
 
+    /// Replay with the kblockd-run model (`ConformOptions::kblockd_runs`, off by default), to
+    /// measure what it changes.
+    #[arg(long, hide = true)]
+    pub(crate) kblockd_runs: bool,
+
+    /// Replay with kblockd runs picking at their start as many requests as they issue
+    /// (`ConformOptions::kblockd_batch`, with the kblockd-run model), to measure what it
+    /// changes.
+    #[arg(long, hide = true)]
+    pub(crate) kblockd_batch: bool,
+
+    /// Replay with this window for concurrent issues on two CPUs, µs
+    /// (`ConformOptions::concurrent_issue`), to measure what it changes.
+    #[arg(long, hide = true, value_name = "US")]
+    pub(crate) concurrent_issue_us: Option<u64>,
+
     /// Keep the queue's snapshot here instead of /run/elevator (for tests).
     #[arg(long, value_name = "DIR", hide = true)]
     pub(crate) state_dir: Option<PathBuf>,
@@ -322,7 +338,16 @@ fn replay_one(
     }
     let options = elevator_sched::conform::ConformOptions {
         first_disagreements: args.first,
+        kblockd_runs: args.kblockd_runs || args.kblockd_batch,
+        kblockd_batch: args.kblockd_batch,
         ..elevator_sched::conform::ConformOptions::default()
+    };
+    let options = match args.concurrent_issue_us {
+        Some(window_us) => elevator_sched::conform::ConformOptions {
+            concurrent_issue: elevator_core::Duration::from_micros(window_us),
+            ..options
+        },
+        None => options,
     };
     let report = elevator_sched::conform::replay(capture, options)?;
     let json = report.to_json();

@@ -158,6 +158,9 @@ pub struct ConformCounts {
     pub kyber: u64,
     /// `block_unplug` (plug flushes, each followed by a queue run) of the device's tasks.
     pub unplugs: u64,
+    /// kblockd runs of the device's hardware queue (`workqueue_execute_start` of its
+    /// `run_work`).
+    pub kblockd_runs: u64,
     /// Events lost.
     pub lost: u64,
 }
@@ -179,7 +182,8 @@ impl ConformCounts {
                     BlockPoint::BioQueue | BlockPoint::GetRq => {}
                 },
                 SchedEvent::Unplug { .. } => counts.unplugs += 1,
-                SchedEvent::Plug { .. } => {}
+                SchedEvent::KblockdStart { .. } => counts.kblockd_runs += 1,
+                SchedEvent::Plug { .. } | SchedEvent::KblockdEnd { .. } => {}
                 _ => counts.kyber += 1,
             }
         }

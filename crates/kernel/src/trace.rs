@@ -23,7 +23,15 @@
 //!   unplug is a plug flush, its requests inserted and then the hardware queue run
 //!   (`blk_mq_dispatch_list` in 6.18's `block/blk-mq.c`), the queue runs the replay models.
 //!   They print no device, so they are not filtered in the kernel; the capture keeps those of
-//!   the tasks that inserted a request into the device. The other block events are each
+//!   the tasks that inserted a request into the device. It also takes kblockd's runs of
+//!   hardware queues ([`WorkEvent`]): `workqueue_execute_start` and `workqueue_execute_end`
+//!   filtered in the kernel to `function.function == blk_mq_run_work_fn` (the work function
+//!   of a hardware queue's `run_work`, `block/blk-mq.c`; the filter on the function field's
+//!   symbol, `events.rst` "function.function"). They print the work item's address, not the
+//!   device: a hardware queue's `run_work` is one address for the queue's life, so
+//!   [`Capture::sched_events`] keeps the executions of the addresses whose runs issued a
+//!   request of the device (a `block_rq_issue` of the kworker between its start and end), the
+//!   runs that issue nothing included. The other block events are each
 //!   filtered to the device in the kernel with
 //!   `dev == N`, where N is the kernel's internal `dev_t`, `major << 20 | minor` (`MINORBITS`
 //!   in `include/linux/kdev_t.h`; the print format of every block event decodes it so).
@@ -64,6 +72,11 @@
 //!   (`block_rq_merge`), which blktrace does not record, is left out of the blkparse text.
 //! * The priority's hint (the middle number of `be,0,4`) is not kept: no scheduler here
 //!   reads it.
+//! * kblockd's runs of the device are recognised by their issues: the runs of a hardware
+//!   queue of the device that never issued during a kblockd run of the capture are left out
+//!   (its work address is never seen with the device's issues), and an address of another
+//!   device that a kworker executed while it issued (nested work, which workqueues do not do)
+//!   would be taken as the device's.
 //! * The iolog holds one record per dispatched request (the device's view: merged, split),
 //!   not per application call as fio's `write_iolog` does; flushes without data become
 //!   `sync`, requests that move no data and are not flushes are left out (and counted).
@@ -104,6 +117,12 @@ pub const EVENTS_MAX: usize = 10_000_000;
 pub const KYBER_TRACEPOINTS: [&str; 3] = ["kyber_adjust", "kyber_latency", "kyber_throttled"];
 /// The plug tracepoints of a scheduler capture, under `events/block/` (no `dev` field).
 pub const PLUG_TRACEPOINTS: [&str; 2] = ["block_plug", "block_unplug"];
+/// The workqueue tracepoints of a scheduler capture, under `events/workqueue/` (no `dev`
+/// field), filtered to [`WORK_FILTER`].
+pub const WORK_TRACEPOINTS: [&str; 2] = ["workqueue_execute_start", "workqueue_execute_end"];
+/// The filter of [`WORK_TRACEPOINTS`]: hardware-queue runs only (`blk_mq_run_work_fn`, the
+/// function of `blk_mq_hw_ctx::run_work`); `.function` compares the pointer field's symbol.
+pub const WORK_FILTER: &str = "function.function == blk_mq_run_work_fn";
 /// The bits of the minor number in the kernel's internal `dev_t` (`MINORBITS`).
 const MINOR_BITS: u32 = 20;
 
@@ -573,6 +592,27 @@ pub struct PlugEvent {
     pub after_block_events: usize,
 }
 
+/// One `workqueue_execute_start` or `workqueue_execute_end` of `trace_pipe` (`work struct
+/// %p: function %ps`, this kernel's `events/workqueue/workqueue_execute_start/format`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkEvent {
+    /// The CPU.
+    pub cpu: u32,
+    /// The kworker's pid.
+    pub pid: u32,
+    /// The trace clock's time, ns (printed in µs).
+    pub time_ns: u64,
+    /// The work item's address as printed (`%p`: hashed unless `hash-ptr` is off, one value
+    /// per address for the boot).
+    pub work: String,
+    /// The work function's symbol.
+    pub function: String,
+    /// `true` for `workqueue_execute_start`, `false` for `workqueue_execute_end`.
+    pub start: bool,
+    /// How many block events of the device preceded it in `trace_pipe`.
+    pub after_block_events: usize,
+}
+
 /// One block event of `trace_pipe`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockEvent {
@@ -707,6 +747,8 @@ pub enum TraceLine {
     Kyber(KyberEvent),
     /// `block_plug` or `block_unplug` (its `after_block_events` 0 here).
     Plug(PlugEvent),
+    /// `workqueue_execute_start` or `workqueue_execute_end` (its `after_block_events` 0 here).
+    Work(WorkEvent),
     /// `CPU:N [LOST n EVENTS]`: the ring buffer overwrote `count` events of that CPU.
     Lost {
         /// The events lost.
@@ -772,6 +814,25 @@ pub fn parse_line(line: &str) -> Result<TraceLine, (&'static str, String)> {
             command: command.to_owned(),
             time_ns,
             unplugged,
+            after_block_events: 0,
+        }));
+    }
+    if WORK_TRACEPOINTS.contains(&name) {
+        // `work struct %p: function %ps`.
+        let (_, pid, cpu, time_ns) = parse_prefix(head)?;
+        let accepted = "accepted: `work struct ADDRESS: function SYMBOL`";
+        let (work, function) = body
+            .trim()
+            .strip_prefix("work struct ")
+            .and_then(|rest| rest.split_once(": function "))
+            .ok_or(("work", format!("`{body}`; {accepted}")))?;
+        return Ok(TraceLine::Work(WorkEvent {
+            cpu,
+            pid,
+            time_ns,
+            work: work.to_owned(),
+            function: function.trim().to_owned(),
+            start: name == "workqueue_execute_start",
             after_block_events: 0,
         }));
     }
@@ -984,6 +1045,9 @@ pub struct Capture {
     /// Plug events (of every task: they print no device), when
     /// [`CaptureOptions::scheduler_events`] asked for them.
     pub plug_events: Vec<PlugEvent>,
+    /// kblockd's hardware-queue runs (of every queue: they print no device), when
+    /// [`CaptureOptions::scheduler_events`] asked for them.
+    pub work_events: Vec<WorkEvent>,
     /// Events the kernel dropped (ring buffer full): the capture is incomplete when not 0.
     pub lost_events: u64,
     /// Events of other devices that got past the kernel's filter (none expected).
@@ -1153,6 +1217,15 @@ fn capture_in(
                 instance.write(&format!("{event}/enable"), "1")?;
             }
         }
+        // No `dev` field either: every hardware queue's kblockd runs, matched to the device
+        // from its issues in user space.
+        for name in WORK_TRACEPOINTS {
+            let event = format!("events/workqueue/{name}");
+            if instance.dir().join(&event).exists() {
+                instance.write(&format!("{event}/filter"), WORK_FILTER)?;
+                instance.write(&format!("{event}/enable"), "1")?;
+            }
+        }
     }
     for event in &events {
         // Every event here has the `dev` field (`dev_t`), so the kernel filters by device.
@@ -1197,6 +1270,7 @@ fn capture_in(
         events: reader.events,
         kyber_events: reader.kyber_events,
         plug_events: reader.plug_events,
+        work_events: reader.work_events,
         lost_events,
         other_device_events: reader.other_device_events,
         stopped_at_limit: reader.stopped_at_limit,
@@ -1226,6 +1300,7 @@ struct PipeReader {
     events: Vec<BlockEvent>,
     kyber_events: Vec<KyberEvent>,
     plug_events: Vec<PlugEvent>,
+    work_events: Vec<WorkEvent>,
     lost_in_pipe: u64,
     other_device_events: u64,
     stopped_at_limit: bool,
@@ -1242,6 +1317,7 @@ impl PipeReader {
             events: Vec::new(),
             kyber_events: Vec::new(),
             plug_events: Vec::new(),
+            work_events: Vec::new(),
             lost_in_pipe: 0,
             other_device_events: 0,
             stopped_at_limit: false,
@@ -1288,6 +1364,9 @@ impl PipeReader {
             Ok(TraceLine::Plug(event)) => {
                 self.plug_events.push(PlugEvent { after_block_events: self.events.len(), ..event });
             }
+            Ok(TraceLine::Work(event)) => {
+                self.work_events.push(WorkEvent { after_block_events: self.events.len(), ..event });
+            }
             Ok(TraceLine::Lost { count }) => self.lost_in_pipe += count,
             Ok(TraceLine::Other) => {}
             Err((field, problem)) => {
@@ -1322,7 +1401,47 @@ impl PlugEvent {
     }
 }
 
+impl WorkEvent {
+    /// As a scheduler capture's event, its time since `start_ns`.
+    fn sched_event(&self, start_ns: u64) -> SchedEvent {
+        let (time_ns, cpu, pid) = (self.time_ns.saturating_sub(start_ns), self.cpu, self.pid);
+        if self.start {
+            SchedEvent::KblockdStart { time_ns, cpu, pid }
+        } else {
+            SchedEvent::KblockdEnd { time_ns, cpu, pid }
+        }
+    }
+}
+
 impl Capture {
+    /// The work items (addresses as printed) that are the device's hardware-queue runs: those
+    /// of `blk_mq_run_work_fn` with an execution during which its kworker (same pid and CPU)
+    /// issued a request of the device. A hardware queue's `run_work` is one address, so every
+    /// execution of these is a kblockd run of the device's queue.
+    pub fn device_runs(&self) -> std::collections::BTreeSet<String> {
+        let mut open: BTreeMap<(u32, u32), &str> = BTreeMap::new();
+        let mut found = std::collections::BTreeSet::new();
+        let mut works = self.work_events.iter().peekable();
+        for (index, event) in self.events.iter().enumerate() {
+            while let Some(work) = works.next_if(|work| work.after_block_events <= index) {
+                if work.function != "blk_mq_run_work_fn" {
+                    continue;
+                }
+                if work.start {
+                    open.insert((work.cpu, work.pid), work.work.as_str());
+                } else {
+                    open.remove(&(work.cpu, work.pid));
+                }
+            }
+            if event.kind == EventKind::Issue
+                && let Some(work) = open.get(&(event.cpu, event.pid))
+            {
+                found.insert((*work).to_owned());
+            }
+        }
+        found
+    }
+
     /// How many events of each kind it holds.
     pub fn counts(&self) -> CaptureCounts {
         let mut counts = CaptureCounts::default();
@@ -1405,15 +1524,26 @@ impl Capture {
             .filter(|event| event.kind == EventKind::Insert)
             .map(|event| event.pid)
             .collect();
-        let mut plugs = self
+        let plugs = self
             .plug_events
             .iter()
             .filter(|plug| inserters.contains(&plug.pid) && plug.time_ns >= start_ns)
-            .peekable();
+            .map(|plug| (plug.after_block_events, plug.time_ns, plug.sched_event(start_ns)));
+        // And the kblockd runs of the device's hardware queue(s), likewise placed.
+        let works = self.device_runs();
+        let runs = self
+            .work_events
+            .iter()
+            .filter(|work| works.contains(&work.work) && work.time_ns >= start_ns)
+            .map(|work| (work.after_block_events, work.time_ns, work.sched_event(start_ns)));
+        let mut extras: Vec<(usize, u64, SchedEvent)> = plugs.chain(runs).collect();
+        // Stable: each list keeps trace_pipe's order; between them, place then time.
+        extras.sort_by_key(|(after, time_ns, _)| (*after, *time_ns));
+        let mut plugs = extras.into_iter().peekable();
         let mut block = Vec::with_capacity(self.events.len());
         for (index, event) in self.events.iter().enumerate() {
-            while let Some(plug) = plugs.next_if(|plug| plug.after_block_events <= index) {
-                block.push(plug.sched_event(start_ns));
+            while let Some((_, _, plug)) = plugs.next_if(|(after, _, _)| *after <= index) {
+                block.push(plug);
             }
             let Some(record) = event.record(start_ns) else {
                 left_out += 1;
@@ -1421,7 +1551,7 @@ impl Capture {
             };
             block.push(SchedEvent::Block(record));
         }
-        block.extend(plugs.map(|plug| plug.sched_event(start_ns)));
+        block.extend(plugs.map(|(_, _, plug)| plug));
         let kyber = self.kyber_events.iter().map(|event| {
             let time_ns = event.time_ns - start_ns;
             match &event.point {
@@ -1790,6 +1920,64 @@ CPU:1 [LOST 42 EVENTS]
         assert!(!kinds.iter().any(|kind| kind.ends_with("/99")), "{kinds:?}");
     }
 
+    // Proves kblockd's runs are read from the workqueue lines as 6.18 prints them, a bad body
+    // names its field, and the conversion keeps exactly the executions of the work address
+    // whose run issued a request of the device (the run that issued nothing included), each
+    // in its place among the block events; another queue's runs and a run of the same
+    // kworker that issued nothing of the device's under another address are dropped.
+    #[test]
+    fn kblockd_runs_of_the_device_are_kept_in_place() {
+        let line = |time: &str, what: &str, work: &str| {
+            format!(
+                "kworker/0:1H-44 [000] ..... {time}: workqueue_execute_{what}: work struct \
+                 {work}: function blk_mq_run_work_fn"
+            )
+        };
+        let TraceLine::Work(start) =
+            parse_line(&line("46853.226900", "start", "00000000a198796a")).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (start.cpu, start.pid, start.work.as_str(), start.function.as_str(), start.start),
+            (0, 44, "00000000a198796a", "blk_mq_run_work_fn", true)
+        );
+        assert_eq!(
+            parse_line("k-1 [000] ..... 1.0: workqueue_execute_end: work 12").map_err(|(f, _)| f),
+            Err("work")
+        );
+        let work = |time: &str, what: &str, address: &str, after: usize| {
+            let TraceLine::Work(event) = parse_line(&line(time, what, address)).unwrap() else {
+                panic!()
+            };
+            WorkEvent { after_block_events: after, ..event }
+        };
+        let mut capture = sample_capture();
+        // The kworker (pid 44, CPU 0) issues the sample's request in a run of `a1`.
+        capture.events[1].pid = 44;
+        capture.work_events = vec![
+            work("46853.226950", "start", "a1", 1),
+            work("46853.227900", "end", "a1", 2),
+            work("46853.228000", "start", "b2", 2),
+            work("46853.228001", "end", "b2", 2),
+            work("46853.228100", "start", "a1", 3),
+            work("46853.228101", "end", "a1", 3),
+        ];
+        let runs: Vec<String> = capture.device_runs().into_iter().collect();
+        assert_eq!(runs, ["a1"]);
+        let (events, _) = capture.sched_events();
+        let kinds: Vec<String> = events
+            .iter()
+            .map(|event| match event {
+                SchedEvent::Block(record) => record.point.code().to_owned(),
+                SchedEvent::KblockdStart { cpu, pid, .. } => format!("WS{cpu}/{pid}"),
+                SchedEvent::KblockdEnd { .. } => "WE".to_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(kinds, ["Q", "WS0/44", "D", "WE", "C", "WS0/44", "WE"], "{kinds:?}");
+    }
+
     fn sample_capture() -> Capture {
         let events = SAMPLE
             .lines()
@@ -1804,6 +1992,7 @@ CPU:1 [LOST 42 EVENTS]
             events,
             kyber_events: Vec::new(),
             plug_events: Vec::new(),
+            work_events: Vec::new(),
             lost_events: 0,
             other_device_events: 0,
             stopped_at_limit: false,

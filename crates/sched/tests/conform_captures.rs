@@ -57,6 +57,29 @@ fn mq_deadline_saturated_randrw_with_queue_runs() {
     assert_at_least(&report, 1581, 1581);
 }
 
+// Proves a version-3 capture (with kblockd runs, `WS`/`WE`) replays with mq-deadline's
+// measured agreement on the start of a saturated two-CPU randrw run (1364 of 1372), and that
+// the runs are scored: 9 runs of the device's hardware queue, 3 of them issuing, 170 decisions
+// made by a kworker inside a run; of the 7 first disagreements 3 are a kworker's issue and 5
+// at or near a run, filed `kblockd run` (the other 2 of no named cause). The kblockd-run model
+// (a run's first pick at its start) changes nothing here (1364 too).
+#[test]
+fn mq_deadline_saturated_randrw_with_kblockd_runs() {
+    let report = replay_file("mq-deadline-randrw-qd512-kblockd.sched");
+    assert_at_least(&report, 1372, 1364);
+    let runs = report.kblockd.as_ref().expect("a version-3 capture scores its kblockd runs");
+    assert_eq!((runs.runs, runs.runs_issuing, runs.decisions), (9, 3, 170), "{report}");
+    assert_eq!(runs.first_disagreements_in_runs, 3, "{report}");
+    assert_eq!(runs.first_disagreements_near_runs, 5, "{report}");
+    assert_eq!(report.causes.get(&Cause::KblockdRun), Some(&5), "{report}");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/mq-deadline-randrw-qd512-kblockd.sched");
+    let capture = elevator_trace::sched_log::read(&path).expect("the excerpt reads");
+    let modelled = replay(&capture, ConformOptions { kblockd_runs: true, ..Default::default() })
+        .expect("the excerpt replays");
+    assert_at_least(&modelled, 1372, 1364);
+}
+
 // Proves kyber agrees on every decision of a randrw run below the device's depth.
 #[test]
 fn kyber_randrw() {

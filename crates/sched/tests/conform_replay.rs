@@ -602,3 +602,51 @@ fn a_plug_flush_runs_the_queue_and_kyber_splices_then() {
     assert_eq!(first.kernel.sector, 100, "{without}");
     assert_eq!(first.ours.as_ref().map(|pick| pick.sector), Some(200), "{without}");
 }
+
+// Proves the kblockd-run model (captures of version 3, `WS`/`WE`): a kblockd run starting on
+// CPU 1 makes its first pick at its start, so kyber splices the staged reads of CPU 1 then,
+// before CPU 0's later read is staged, and the kworker's issues of CPU 1's reads are
+// identical; the run, its issuing and its decisions are counted. Without the model (the
+// default, docs/validation.md) ours is
+// asked at the kworker's issue, splices both CPUs' lists, CPU 0 first, and picks CPU 0's
+// later read: a first disagreement made inside the run, filed under `kblockd run`.
+#[test]
+fn a_kblockd_run_picks_at_its_start() {
+    let mut capture = Capture::new("kyber", &[]);
+    let (a, b) = (Rq { cpu: 1, pid: 101, ..read(100) }, Rq { cpu: 1, pid: 101, ..read(110) });
+    let late = Rq { cpu: 0, ..read(200) };
+    let kworker = |rq: Rq| Rq { cpu: 1, pid: 11, ..rq };
+    capture.insert(1, a).insert(2, b);
+    capture.events.push(SchedEvent::KblockdStart { time_ns: 2_500, cpu: 1, pid: 11 });
+    capture.insert(3, late);
+    // Issues 20 µs apart: beyond the 2 µs concurrency window, so no reordering helps ours.
+    capture.issue(5, kworker(a)).issue(25, kworker(b));
+    capture.events.push(SchedEvent::KblockdEnd { time_ns: 30_000, cpu: 1, pid: 11 });
+    capture.issue(45, late);
+    let sched = SchedCapture { header: capture.header.clone(), events: capture.events.clone() };
+    let report = replay(&sched, ConformOptions { kblockd_runs: true, ..ConformOptions::default() })
+        .expect("the capture replays");
+    assert_eq!((report.decisions, report.identical), (3, 3), "{report}");
+    let runs = report.kblockd.as_ref().expect("a capture with kblockd runs scores them");
+    assert_eq!((runs.runs, runs.runs_issuing, runs.decisions, runs.identical), (1, 1, 2, 2));
+    assert_eq!(runs.run_start_picks, 1, "{report}");
+    let without =
+        replay(&sched, ConformOptions { kblockd_runs: false, ..ConformOptions::default() })
+            .expect("the capture replays");
+    assert_eq!(without.first_disagreements, 1, "{without}");
+    let first = &without.disagreements[0];
+    assert_eq!((first.kernel.sector, first.cause), (100, Cause::KblockdRun), "{without}");
+    assert_eq!(first.ours.as_ref().map(|pick| pick.sector), Some(200), "{without}");
+    let runs = without.kblockd.as_ref().expect("scored with the model off too");
+    assert_eq!((runs.first_disagreements_in_runs, runs.first_disagreements_near_runs), (1, 1));
+}
+
+// Proves a capture without kblockd runs reports none (its JSON unchanged: no `kblockd`).
+#[test]
+fn a_capture_without_kblockd_runs_has_no_kblockd_score() {
+    let mut capture = Capture::new("mq-deadline", &[]);
+    capture.insert(1, read(100)).serve(5, &[read(100)]);
+    let report = capture.replay();
+    assert!(report.kblockd.is_none(), "{report}");
+    assert!(!report.to_json().contains("kblockd"), "{}", report.to_json());
+}

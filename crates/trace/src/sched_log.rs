@@ -13,7 +13,7 @@
 //! The types here are the interface between the capture (`elevator-kernel`) and the replay
 //! (`elevator-sched`'s conformance driver).
 //!
-//! # The file format (`.sched`, version 1)
+//! # The file format (`.sched`, versions 1 to 3)
 //!
 //! Text, like [`crate::compact`] and for the same reasons (read with `less`, cut with `head`
 //! and `grep`, diffed): with delta times a line is little longer than its numbers.
@@ -45,7 +45,18 @@
 //! * Line 1 is `elevator-sched-capture VERSION`. Version 2 (issue 25) adds the plug events
 //!   `P` and `U`, and is otherwise version 1: the writer writes `1` when a capture has no plug
 //!   event (so what it wrote before is written byte for byte as before) and `2` when it has
-//!   one; the reader reads both and refuses any other version.
+//!   one; the reader reads both and refuses any other version. Version 3 (issue 25, kblockd
+//!   runs) adds `WS` and `WE`, and is otherwise version 2: written only when a capture has one
+//!   of them (so a capture without them is written as version 1 or 2, byte for byte as
+//!   before); the reader reads versions 1, 2 and 3.
+//! * `WS` and `WE` are the start and end of a **kblockd run** of the device's hardware queue:
+//!   `workqueue_execute_start` and `workqueue_execute_end` of `blk_mq_run_work_fn`
+//!   (`block/blk-mq.c`: the hardware queue's `run_work`, queued on kblockd by
+//!   `blk_mq_run_hw_queue` when a run is async, by `blk_mq_delay_run_hw_queue` and by restarts)
+//!   on the kworker `PID` of CPU `CPU`. The workqueue events print the work item's address, not
+//!   the device; a hardware queue's `run_work` is one fixed address, so the capture keeps the
+//!   executions of the address(es) whose runs issued requests of the device
+//!   (`elevator-kernel`'s capture), including the runs that issue nothing.
 //! * `block_plug` and `block_unplug` print no device (`include/trace/events/block.h`: only
 //!   `nr_rq` and `comm`), so a capture keeps those of the tasks that queued I/O on its device.
 //!   An unplug marks a **queue run**: `blk_mq_dispatch_list` (6.18, `block/blk-mq.c`) prints
@@ -77,6 +88,8 @@
 //! | `KT` | `kyber_throttled` | `DOMAIN` |
 //! | `P` | `block_plug` (version 2) | `CPU PID COMMAND` |
 //! | `U` | `block_unplug` (version 2) | `CPU PID COMMAND REQUESTS` |
+//! | `WS` | `workqueue_execute_start` of the device's `blk_mq_run_work_fn` (version 3) | `CPU PID` |
+//! | `WE` | `workqueue_execute_end` of it (version 3) | `CPU PID` |
 //!
 //! The block fields, all present, in this order ([`BlockRecord`]'s fields):
 //!
@@ -105,6 +118,8 @@
 //! * The `ioprio` the rq tracepoints print has a third part, the priority hint (6.x's
 //!   `IOPRIO_PRIO_HINT`, e.g. command-duration limits); no scheduler here reads it, so
 //!   [`BlockRecord::priority`] keeps only class and level and the file has no hint field.
+//! * `WS`/`WE` keep no work address: the runs of all of the device's hardware queues are one
+//!   sequence (a loop device, the captures' device, has one hardware queue).
 
 use std::io::Write;
 use std::path::Path;
@@ -115,9 +130,12 @@ use elevator_core::{IoPriority, Op};
 
 /// The header's first word.
 pub const MAGIC: &str = "elevator-sched-capture";
-/// The version this crate writes for a capture with plug events (one without is written as
-/// [`VERSION_1`]); the reader reads both.
+/// The version this crate writes for a capture with plug events and no kblockd run (one
+/// without plug events is written as [`VERSION_1`], one with kblockd runs as [`VERSION_3`]);
+/// the reader reads all three.
 pub const VERSION: u32 = 2;
+/// The version with kblockd runs (`WS`, `WE`).
+pub const VERSION_3: u32 = 3;
 /// The version without plug events.
 pub const VERSION_1: u32 = 1;
 
@@ -271,6 +289,25 @@ pub enum SchedEvent {
         /// The requests flushed (`nr_rq`).
         requests: u32,
     },
+    /// `workqueue_execute_start` of the device's hardware-queue run (`WS`, version 3): a
+    /// kblockd run of the queue starts (module docs).
+    KblockdStart {
+        /// The trace clock in ns since the capture's first event.
+        time_ns: u64,
+        /// The CPU.
+        cpu: u32,
+        /// The kworker's pid.
+        pid: u32,
+    },
+    /// `workqueue_execute_end` of it (`WE`, version 3): the run has returned.
+    KblockdEnd {
+        /// The trace clock in ns since the capture's first event.
+        time_ns: u64,
+        /// The CPU.
+        cpu: u32,
+        /// The kworker's pid.
+        pid: u32,
+    },
 }
 
 impl SchedEvent {
@@ -282,8 +319,15 @@ impl SchedEvent {
             | SchedEvent::KyberLatency { time_ns, .. }
             | SchedEvent::KyberThrottled { time_ns, .. }
             | SchedEvent::Plug { time_ns, .. }
-            | SchedEvent::Unplug { time_ns, .. } => *time_ns,
+            | SchedEvent::Unplug { time_ns, .. }
+            | SchedEvent::KblockdStart { time_ns, .. }
+            | SchedEvent::KblockdEnd { time_ns, .. } => *time_ns,
         }
+    }
+
+    /// Whether it is an event of version 3 (a kblockd run's start or end).
+    pub fn is_kblockd(&self) -> bool {
+        matches!(self, SchedEvent::KblockdStart { .. } | SchedEvent::KblockdEnd { .. })
     }
 
     /// Whether it is an event of version 2 (a plug event).
@@ -395,7 +439,13 @@ fn op_letter(op: Op) -> char {
 /// Writes `capture` in the format of the module doc.
 pub fn write(capture: &SchedCapture, out: &mut dyn Write) -> Result<(), TraceError> {
     let header = &capture.header;
-    let version = if capture.events.iter().any(SchedEvent::is_plug) { VERSION } else { VERSION_1 };
+    let version = if capture.events.iter().any(SchedEvent::is_kblockd) {
+        VERSION_3
+    } else if capture.events.iter().any(SchedEvent::is_plug) {
+        VERSION
+    } else {
+        VERSION_1
+    };
     writeln!(out, "{MAGIC} {version}")?;
     writeln!(out, "kernel_release = {}", name_token(&header.kernel_release))?;
     writeln!(out, "hz = {}", header.hz)?;
@@ -473,6 +523,8 @@ pub fn write(capture: &SchedCapture, out: &mut dyn Write) -> Result<(), TraceErr
                 let command = command.as_deref().map_or_else(|| "-".to_owned(), name_token);
                 writeln!(out, "{delta} U {cpu} {pid} {command} {requests}")?;
             }
+            SchedEvent::KblockdStart { cpu, pid, .. } => writeln!(out, "{delta} WS {cpu} {pid}")?,
+            SchedEvent::KblockdEnd { cpu, pid, .. } => writeln!(out, "{delta} WE {cpu} {pid}")?,
         }
     }
     Ok(())
@@ -500,13 +552,18 @@ pub fn parse(file: &str, text: &str) -> Result<SchedCapture, ParseError> {
         problem,
     };
     let mut lines = text.lines().enumerate().map(|(index, line)| (index + 1, line));
-    // Version 2 is version 1 with the plug events: read both.
+    // Version 2 is version 1 with the plug events, version 3 version 2 with kblockd runs:
+    // read all three.
     let first = lines.next().map(|(_, line)| line);
-    let header_help = format!("accepted: `{MAGIC} {VERSION_1}` or `{MAGIC} {VERSION}`");
+    let header_help =
+        format!("accepted: `{MAGIC} {VERSION_1}`, `{MAGIC} {VERSION}` or `{MAGIC} {VERSION_3}`");
     match first.map(|line| line.split_whitespace().collect::<Vec<_>>()).as_deref() {
         None => return Err(error(1, "header", format!("an empty file; {header_help}"))),
         Some([given, version]) if *given == MAGIC => {
-            if ![VERSION_1, VERSION].iter().any(|known| version.parse::<u32>() == Ok(*known)) {
+            if ![VERSION_1, VERSION, VERSION_3]
+                .iter()
+                .any(|known| version.parse::<u32>() == Ok(*known))
+            {
                 return Err(error(
                     1,
                     "version",
@@ -655,7 +712,8 @@ fn parse_event(line: &str, time_ns: &mut u64) -> Result<SchedEvent, (&'static st
     }
     .ok_or_else(|| ("time", format!("`{delta}` takes the time outside 0..2^64 ns")))?;
     *time_ns = time;
-    let codes = "accepted: Q, M, F, G, I, J, D, R, C (block), KA, KL, KT (kyber), P, U (plug)";
+    let codes = "accepted: Q, M, F, G, I, J, D, R, C (block), KA, KL, KT (kyber), P, U (plug), \
+                 WS, WE (kblockd run)";
     let code = *words.get(1).ok_or_else(|| ("code", format!("none; {codes}")))?;
     let fields = &words[2..];
     let count = |expected: usize, layout: &str| {
@@ -713,6 +771,15 @@ fn parse_event(line: &str, time_ns: &mut u64) -> Result<SchedEvent, (&'static st
                 pid: int("pid", fields[1])?,
                 command: parse_optional_name(fields[2]).map_err(|problem| ("command", problem))?,
                 requests: int("requests", fields[3])?,
+            })
+        }
+        "WS" | "WE" => {
+            count(2, "CPU PID")?;
+            let (cpu, pid) = (int("cpu", fields[0])?, int("pid", fields[1])?);
+            Ok(if code == "WS" {
+                SchedEvent::KblockdStart { time_ns: time, cpu, pid }
+            } else {
+                SchedEvent::KblockdEnd { time_ns: time, cpu, pid }
             })
         }
         _ => {

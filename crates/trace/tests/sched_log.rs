@@ -132,7 +132,7 @@ fn bad_input_names_line_field_and_what_is_accepted() {
     let cases: Vec<(String, usize, &str, &str)> = vec![
         (String::new(), 1, "header", "elevator-sched-capture 1"),
         ("elevator-trace 1\n".into(), 1, "header", "elevator-sched-capture 1"),
-        ("elevator-sched-capture 3\n".into(), 1, "version", "not known"),
+        ("elevator-sched-capture 4\n".into(), 1, "version", "not known"),
         (good.replace("hz = 250\n", ""), good.lines().count() - 1, "hz", "required"),
         (good.replace("hz = 250", "hz = fast"), 3, "hz", "whole number"),
         (good.replace("cpus = 2", "cpus = 2\ncpus = 3"), 12, "cpus", "once"),
@@ -225,6 +225,10 @@ fn event() -> impl Strategy<Value = SchedEvent> {
         1 => (any::<u64>(), any::<[u32; 3]>(), proptest::option::of(name())).prop_map(
             |(time_ns, [cpu, pid, requests], command)| SchedEvent::Unplug { time_ns, cpu, pid, command, requests }
         ),
+        1 => (any::<u64>(), any::<[u32; 2]>())
+            .prop_map(|(time_ns, [cpu, pid])| SchedEvent::KblockdStart { time_ns, cpu, pid }),
+        1 => (any::<u64>(), any::<[u32; 2]>())
+            .prop_map(|(time_ns, [cpu, pid])| SchedEvent::KblockdEnd { time_ns, cpu, pid }),
     ]
 }
 
@@ -316,6 +320,36 @@ fn plug_events_are_version_2_and_version_1_still_reads() {
     let bad = text.replace("+0 U 1 4242 fio 3", "+0 U 1 4242 fio x");
     let error = parse_error(&bad);
     assert_eq!(error.field, "requests", "{error}");
-    let three = text.replace("elevator-sched-capture 2", "elevator-sched-capture 3");
-    assert_eq!(parse_error(&three).field, "version");
+    let four = text.replace("elevator-sched-capture 2", "elevator-sched-capture 4");
+    assert_eq!(parse_error(&four).field, "version");
+}
+
+// Proves the kblockd runs of version 3: a capture with a `WS`/`WE` is written as version 3
+// with the documented lines and read back the same; without them the same capture is still
+// version 2 (plug events) or 1 (neither), byte for byte as before; bad fields are named.
+#[test]
+fn kblockd_runs_are_version_3_and_older_versions_stay() {
+    let mut plugged = sample();
+    plugged
+        .events
+        .insert(0, SchedEvent::Plug { time_ns: 0, cpu: 1, pid: 4242, command: Some("fio".into()) });
+    let version_2 = sched_log::to_text(&plugged);
+    assert!(version_2.starts_with("elevator-sched-capture 2\n"), "{version_2}");
+    let mut capture = plugged.clone();
+    capture.events.insert(1, SchedEvent::KblockdStart { time_ns: 0, cpu: 0, pid: 44 });
+    capture.events.insert(2, SchedEvent::KblockdEnd { time_ns: 0, cpu: 0, pid: 44 });
+    let text = sched_log::to_text(&capture);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "elevator-sched-capture 3");
+    assert!(lines.contains(&"+0 WS 0 44") && lines.contains(&"+0 WE 0 44"), "{text}");
+    assert_eq!(sched_log::parse("runs.sched", &text).unwrap(), capture);
+    // The same capture without its runs: version 2's text exactly.
+    let mut without = capture.clone();
+    without.events.retain(|event| !event.is_kblockd());
+    assert_eq!(sched_log::to_text(&without), version_2);
+    assert!(sched_log::to_text(&sample()).starts_with("elevator-sched-capture 1\n"));
+    let error = parse_error(&text.replace("+0 WS 0 44", "+0 WS 0 x"));
+    assert_eq!(error.field, "pid", "{error}");
+    let error = parse_error(&text.replace("+0 WE 0 44", "+0 WE 0"));
+    assert_eq!(error.field, "fields", "{error}");
 }

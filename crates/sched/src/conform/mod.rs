@@ -54,8 +54,20 @@
 //! worse on 512 I/Os for 128 tags, `docs/validation.md`). A kernel issue of a request at the
 //! head of a run's picks of another CPU is identical too. On a mismatch, ours's pick takes the
 //! place of the kernel's among the waiting picks (run picks or the parked one) when ours had
-//! picked that one too, and is put back otherwise. Runs the trace does not show (kblockd's
-//! async and delayed runs, a completion's restart) are asked at the issue as before.
+//! picked that one too, and is put back otherwise. Runs the trace does not show are asked at
+//! the issue as before.
+//! *kblockd runs* (mq-deadline and kyber, [`ConformOptions::kblockd_runs`]; captures of
+//! version 3, which hold `WS`/`WE`): kblockd's runs of the hardware queue (async runs,
+//! delayed runs, restarts: `blk_mq_run_work_fn`) are seen from their start and end; at a run's
+//! start ours makes the run's first pick, which waits for an issue on that CPU as a plug
+//! flush's does (parked when the device is full). Their decisions and the first
+//! disagreements at or near them are counted apart ([`ConformReport::kblockd`]), and a first
+//! disagreement near a run is filed under [`Cause::KblockdRun`]. With
+//! [`ConformOptions::kblockd_batch`] a run instead takes at its start the parked pick (the
+//! hardware queue's dispatch list, issued first) and as many picks as it goes on to issue.
+//! Both are off by default: on real captures neither agrees better than asking ours at each
+//! issue (`docs/validation.md`), which is what the kernel does when the hardware queue is
+//! `dispatch_busy` (`max_dispatch` 1).
 //!
 //! **Kyber's depths** are forced from the capture's `kyber_adjust` events (each domain at its
 //! maximum until its first), and ours's own timer disarmed, before every dispatch
@@ -121,7 +133,8 @@ use elevator_trace::sched_log::{
 };
 
 pub use report::{
-    Cause, ConformReport, DepthDifference, Disagreement, DomainDepthScore, KyberDepthScore, Pick,
+    Cause, ConformReport, DepthDifference, Disagreement, DomainDepthScore, KblockdScore,
+    KyberDepthScore, Pick,
 };
 pub use share::{DepthRule, ProcessShare, ShareOptions, ShareReport, WindowShare, share_replay};
 
@@ -159,6 +172,16 @@ pub struct ConformOptions {
     /// `max_dispatch`: `nr_requests`, or 1 while the hardware queue is `dispatch_busy`, which
     /// the trace does not show).
     pub run_picks_max: u32,
+    /// mq-deadline and kyber, captures of version 3: at the start of each kblockd run of the
+    /// hardware queue the capture shows (`WS`), ours picks as the run does, the pick waiting
+    /// for an issue on the run's CPU as a plug flush's does (module docs, "kblockd runs").
+    pub kblockd_runs: bool,
+    /// With [`ConformOptions::kblockd_runs`]: a kblockd run takes the parked pick and picks at
+    /// its start as many more requests as it issues before its end (the capture shows
+    /// them), as a run does when the
+    /// hardware queue is not `dispatch_busy` (`max_dispatch` = `nr_requests`: every pick made,
+    /// while driver tags last, before the first issue), instead of one.
+    pub kblockd_batch: bool,
     /// Kyber: score its depths over time in the same pass — a second kyber of ours, fed the
     /// capture's completions at the kernel's jiffies, runs its own timer, and its depths are
     /// compared with the kernel's `kyber_adjust`s ([`ConformReport::kyber_depths`]).
@@ -183,12 +206,18 @@ impl Default for ConformOptions {
             concurrent_issue: Duration::from_micros(2),
             queue_runs: true,
             run_picks_max: 1,
+            kblockd_runs: KBLOCKD_RUNS_DEFAULT,
+            kblockd_batch: false,
             score_kyber_depths: true,
             kyber_timer_round_up: true,
             kyber_timer_sync: true,
         }
     }
 }
+
+/// [`ConformOptions::kblockd_runs`]'s default (`docs/validation.md` gives the measurements
+/// it rests on).
+const KBLOCKD_RUNS_DEFAULT: bool = false;
 
 /// Why a capture cannot be replayed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -396,6 +425,13 @@ struct Replay<'a> {
     latest_ns: u64,
     /// Kyber: the depth score's tracker ([`ConformOptions::score_kyber_depths`]).
     depths: Option<kyber_depth::DepthTracker>,
+    /// kblockd runs under way, by CPU: the kworker's pid, the start (ns since the capture's
+    /// start) and whether it has issued.
+    kblockd_open: BTreeMap<u32, (u32, u64, bool)>,
+    /// The end of the last kblockd run on each CPU (ns since the capture's start).
+    kblockd_ended: BTreeMap<u32, u64>,
+    /// The kblockd score (captures with kblockd runs).
+    kblockd: Option<KblockdScore>,
 }
 
 /// Replays `capture` into ours and compares every decision (module docs).
@@ -434,6 +470,7 @@ pub fn replay(
         causes: Default::default(),
         disagreements: Vec::new(),
         kyber_depths: None,
+        kblockd: None,
     };
     let depths = match build(header)? {
         Ours::Kyber(kyber) if options.score_kyber_depths => Some(kyber_depth::DepthTracker::new(
@@ -469,6 +506,9 @@ pub fn replay(
         last_issue_ns: 0,
         latest_ns: 0,
         depths,
+        kblockd_open: BTreeMap::new(),
+        kblockd_ended: BTreeMap::new(),
+        kblockd: capture.events.iter().any(SchedEvent::is_kblockd).then(KblockdScore::default),
     };
     for (position, event) in capture.events.iter().enumerate() {
         match event {
@@ -495,9 +535,22 @@ pub fn replay(
             SchedEvent::Unplug { cpu, pid, requests, time_ns, .. } => {
                 run.unplug(*cpu, *pid, *requests, *time_ns);
             }
+            SchedEvent::KblockdStart { cpu, pid, time_ns } => {
+                run.position = position;
+                run.kblockd_start(*cpu, *pid, *time_ns);
+            }
+            SchedEvent::KblockdEnd { cpu, time_ns, .. } => {
+                if let Some((_, _, issued)) = run.kblockd_open.remove(cpu)
+                    && let Some(score) = &mut run.kblockd
+                {
+                    score.runs_issuing += u64::from(issued);
+                }
+                run.kblockd_ended.insert(*cpu, *time_ns);
+            }
         }
     }
     let mut report = run.report;
+    report.kblockd = run.kblockd;
     report.kyber_depths = run.depths.map(kyber_depth::DepthTracker::finish);
     if report.decisions > 0 {
         report.agreement = report.identical as f64 / report.decisions as f64;
@@ -646,6 +699,80 @@ impl Replay<'_> {
         }
     }
 
+    /// A kblockd run of the hardware queue starts on `cpu` (module docs, "kblockd runs"): with
+    /// [`ConformOptions::kblockd_runs`], its first pick is made now, as at a plug flush's run.
+    fn kblockd_start(&mut self, cpu: u32, pid: u32, time_ns: u64) {
+        self.kblockd_open.insert(cpu, (pid, time_ns, false));
+        if let Some(score) = &mut self.kblockd {
+            score.runs += 1;
+        }
+        if !(self.options.kblockd_runs && self.queue_runs()) {
+            return;
+        }
+        self.latest_ns = self.latest_ns.max(time_ns);
+        let before = self.run_picks_total() + u32::from(self.parked.is_some());
+        let picks = if self.options.kblockd_batch {
+            // The run issues the hardware queue's dispatch list (the parked pick) first, then
+            // takes the rest from the scheduler (`__blk_mq_sched_dispatch_requests`).
+            let mut issues = self.kblockd_run_issues(cpu, pid).max(1);
+            if let Some(parked) = self.parked.take() {
+                self.run_picks.entry(cpu).or_default().push_front(parked);
+                issues -= 1;
+            }
+            issues
+        } else {
+            self.options.run_picks_max
+        };
+        self.queue_run_picks(cpu, time_ns, picks);
+        let after = self.run_picks_total() + u32::from(self.parked.is_some());
+        if let Some(score) = &mut self.kblockd {
+            score.run_start_picks += u64::from(after.saturating_sub(before));
+        }
+    }
+
+    /// How many requests the kblockd run starting at the current event on `cpu` (kworker
+    /// `pid`) issues before its end.
+    fn kblockd_run_issues(&self, cpu: u32, pid: u32) -> u32 {
+        let mut issues = 0;
+        for event in &self.capture.events[self.position + 1..] {
+            match event {
+                SchedEvent::KblockdEnd { cpu: end_cpu, .. } if *end_cpu == cpu => break,
+                SchedEvent::Block(record)
+                    if record.point == BlockPoint::Issue
+                        && record.cpu == cpu
+                        && record.pid == pid =>
+                {
+                    issues += 1;
+                }
+                _ => {}
+            }
+        }
+        issues
+    }
+
+    /// Whether `record`'s issue was made by a kblockd run: its kworker, during the run.
+    fn in_kblockd_run(&self, record: &BlockRecord) -> bool {
+        self.kblockd_open.get(&record.cpu).is_some_and(|(pid, _, _)| *pid == record.pid)
+    }
+
+    /// Whether a kblockd run was under way on any CPU at `record`'s issue, or ended or starts
+    /// within [`ConformOptions::concurrent_issue`] of it.
+    fn near_kblockd_run(&self, record: &BlockRecord) -> bool {
+        if self.kblockd.is_none() {
+            return false;
+        }
+        let window = self.options.concurrent_issue.as_nanos();
+        if !self.kblockd_open.is_empty()
+            || self.kblockd_ended.values().any(|&end| record.time_ns.saturating_sub(end) <= window)
+        {
+            return true;
+        }
+        let events = &self.capture.events;
+        (self.position + 1..events.len())
+            .take_while(|&j| events[j].time_ns().saturating_sub(record.time_ns) <= window)
+            .any(|j| matches!(events[j], SchedEvent::KblockdStart { .. }))
+    }
+
     /// An insert (or insert merge) of `record`'s task on its CPU while a flush of that task is
     /// under way there: one request of it, and the last runs the queue. Says whether it was.
     fn flushed_one(&mut self, record: &BlockRecord) -> bool {
@@ -669,12 +796,17 @@ impl Replay<'_> {
     /// (`__blk_mq_do_dispatch_sched`). With a pick parked the run serves the hardware queue's
     /// dispatch list and asks the scheduler nothing.
     fn queue_run(&mut self, cpu: u32, time_ns: u64) {
+        self.queue_run_picks(cpu, time_ns, self.options.run_picks_max);
+    }
+
+    /// [`Replay::queue_run`] with at most `picks_max` picks.
+    fn queue_run_picks(&mut self, cpu: u32, time_ns: u64, picks_max: u32) {
         if self.parked.is_some() {
             return;
         }
         let depth = self.capture.header.queue_depth.max(1);
         let now = self.now(self.latest_ns);
-        for _ in 0..self.options.run_picks_max {
+        for _ in 0..picks_max {
             let full = self.in_flight() + self.run_picks_total() >= depth;
             if full && !self.options.park_when_full {
                 return;
@@ -994,7 +1126,21 @@ impl Replay<'_> {
         if let Some(depths) = &mut self.depths {
             depths.sample(record.time_ns);
         }
+        let in_run = self.in_kblockd_run(record);
+        let (first, cascaded) = (self.report.first_disagreements, self.report.cascaded);
         self.decide(record, index, kernel, now);
+        if in_run {
+            if let Some((_, _, issued)) = self.kblockd_open.get_mut(&record.cpu) {
+                *issued = true;
+            }
+            let new_first = self.report.first_disagreements - first;
+            let agreed = new_first == 0 && self.report.cascaded == cascaded;
+            if let Some(score) = &mut self.kblockd {
+                score.decisions += 1;
+                score.identical += u64::from(agreed);
+                score.first_disagreements_in_runs += new_first;
+            }
+        }
         self.park_if_full(now, record.time_ns);
         self.last_issue_ns = record.time_ns;
     }
@@ -1098,6 +1244,11 @@ impl Replay<'_> {
         } else {
             self.report.first_disagreements += 1;
             *self.report.causes.entry(cause).or_default() += 1;
+            if self.near_kblockd_run(record)
+                && let Some(score) = &mut self.kblockd
+            {
+                score.first_disagreements_near_runs += 1;
+            }
         }
         if want_state {
             let disagreement = Disagreement {
@@ -1167,6 +1318,11 @@ impl Replay<'_> {
         if kernel.requeued {
             return Cause::AtHeadRequeue;
         }
+        // Issued by a kblockd run (its start, hence the earliest its pick can have been made,
+        // is in the capture): its picks are the run's, timed by nothing the trace shows.
+        if self.in_kblockd_run(record) {
+            return Cause::KblockdRun;
+        }
         // The kernel picked before the issue event: before ours's pick arrived from another
         // CPU (it arrived after the issuing CPU's previous event), or after our parked pick
         // (the kernel's arrived later than the run we parked at).
@@ -1179,6 +1335,9 @@ impl Replay<'_> {
         };
         if raced {
             return Cause::PickTime;
+        }
+        if self.near_kblockd_run(record) {
+            return Cause::KblockdRun;
         }
         let request = &self.table[kernel.id];
         match &self.ours {

@@ -22,6 +22,13 @@ pub enum Cause {
     /// kernel's request was inserted after that.
     #[serde(rename = "pick time")]
     PickTime,
+    /// §4 item 2: a kblockd run of the device's hardware queue (`blk_mq_run_work_fn`, its
+    /// async, delayed and restart runs; captures of version 3) made the kernel's issue, or
+    /// (after `pick time`) was under way on another CPU at the issue, or started or ended
+    /// within `concurrent_issue` of it: a run whose picks the trace does not time (it shows
+    /// the run, not when it took each request from the scheduler).
+    #[serde(rename = "kblockd run")]
+    KblockdRun,
     /// §2 #1: mq-deadline, ours held the level back (no pick, or a pick of another priority
     /// level) while the kernel served a level: when a priority-throttled queue is re-run
     /// differs (ours re-asks at completions, the kernel at submissions and 1-jiffy polls).
@@ -61,6 +68,7 @@ impl Cause {
         match self {
             Cause::AtHeadRequeue => "at-head requeue",
             Cause::PickTime => "pick time",
+            Cause::KblockdRun => "kblockd run",
             Cause::PriorityThrottleRerun => "priority-throttle re-run",
             Cause::KyberTokenWake => "kyber token wake",
             Cause::PerCpuStaging => "per-cpu staging",
@@ -172,6 +180,30 @@ pub struct ConformReport {
     /// absent for the other schedulers, and from the JSON then).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kyber_depths: Option<KyberDepthScore>,
+    /// kblockd's runs of the hardware queue and the decisions made in them (captures of
+    /// version 3; absent otherwise, and from the JSON then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kblockd: Option<KblockdScore>,
+}
+
+/// What the kblockd runs of a capture (version 3) did, and how ours fared on them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KblockdScore {
+    /// Runs (`workqueue_execute_start` of the device's `run_work`).
+    pub runs: u64,
+    /// Runs that issued at least one request.
+    pub runs_issuing: u64,
+    /// Decisions whose kernel issue was made by a kblockd run (its kworker, during the run).
+    pub decisions: u64,
+    /// Of those, identical.
+    pub identical: u64,
+    /// First disagreements whose kernel issue was made by a kblockd run.
+    pub first_disagreements_in_runs: u64,
+    /// First disagreements at or near a run (under way on any CPU at the issue, or starting or
+    /// ending within `concurrent_issue` of it), whatever their filed cause.
+    pub first_disagreements_near_runs: u64,
+    /// Picks ours made at a run's start (`ConformOptions::kblockd_runs`).
+    pub run_start_picks: u64,
 }
 
 /// Kyber's depths over time, ours (fed the capture's completions, running its own timer)
@@ -311,6 +343,20 @@ impl fmt::Display for ConformReport {
             for (cause, count) in &self.causes {
                 writeln!(f, "  {cause}: {count}")?;
             }
+        }
+        if let Some(runs) = &self.kblockd {
+            writeln!(
+                f,
+                "kblockd runs {} ({} issuing), decisions in them {} (identical {}), first \
+                 disagreements in them {}, near them {}, picks at a run's start {}",
+                runs.runs,
+                runs.runs_issuing,
+                runs.decisions,
+                runs.identical,
+                runs.first_disagreements_in_runs,
+                runs.first_disagreements_near_runs,
+                runs.run_start_picks
+            )?;
         }
         if let Some(depths) = &self.kyber_depths {
             writeln!(
