@@ -482,6 +482,8 @@ struct DirtyRange {
 pub struct Array {
     raid: Raid,
     stripe_sectors: u64,
+    /// A stripe row's data: the stripe unit times the members holding distinct data.
+    row_sectors: u64,
     members: Vec<Box<dyn DeviceModel>>,
     /// Each member's `next_event`, refreshed whenever the array submits to or advances it
     /// (nothing else changes a member), so that the array's own `next_event` and `advance`
@@ -695,6 +697,7 @@ impl Array {
             waiting_reads: Vec::new(),
             read_ahead_bytes: 0,
             stripe_sectors,
+            row_sectors: stripe_sectors * data_members,
             member_capacity_sectors: member_capacity,
             capacity_sectors: member_capacity * data_members,
             depth: params.integer("depth") as u32,
@@ -739,9 +742,13 @@ impl Array {
 
     /// The earliest timer or member event, computed afresh.
     fn compute_next_event(&self) -> Option<Instant> {
-        let timer = self.timers.peek().map(|&Reverse((at, _, _))| at);
-        let members = self.member_next.iter().flatten().min().copied();
-        [timer, members].into_iter().flatten().min()
+        let mut next = self.timers.peek().map(|&Reverse((at, _, _))| at);
+        for &at in self.member_next.iter().flatten() {
+            if next.is_none_or(|earliest| at < earliest) {
+                next = Some(at);
+            }
+        }
+        next
     }
 
     fn timer(&mut self, at: Instant, timer: Timer) {
@@ -1142,21 +1149,16 @@ impl Array {
         }
     }
 
-    fn row_sectors(&self) -> u64 {
-        let data = match self.raid {
-            Raid::Zero => self.members.len() as u64,
-            Raid::One => 1,
-            Raid::Ten => self.members.len() as u64 / 2,
-            Raid::Five => self.members.len() as u64 - 1,
-        };
-        self.stripe_sectors * data
+    /// Whether `start..end` holds at least one whole stripe row.
+    fn holds_whole_row(&self, start: u64, end: u64) -> bool {
+        let row = self.row_sectors;
+        start.next_multiple_of(row) + row <= end / row * row
     }
 
     fn insert_range(&mut self, start: u64, range: DirtyRange) {
         self.dirty.insert(start, range);
         self.dirty_by_age.insert((range.since, start));
-        let row = self.row_sectors();
-        if start.next_multiple_of(row) + row <= range.end / row * row {
+        if self.holds_whole_row(start, range.end) {
             self.dirty_long.insert(start);
         }
     }
@@ -1171,6 +1173,24 @@ impl Array {
     /// Adds `start..end` to the dirty ranges, merging with those it touches; the cache's
     /// occupancy grows by the sectors that were not dirty yet.
     fn mark_dirty(&mut self, start: u64, end: u64, now: Instant) {
+        // A sequential writer's data extends the range its previous write left: when that is
+        // the only range touched and starts no later, it grows in place (its start and age
+        // stay, so the indexes by age keep their entry) instead of leaving and coming back.
+        if let Some((&range_start, range)) = self.dirty.range(..=end).next_back()
+            && range_start <= start
+            && range.end >= start
+            && range.since <= now
+            && self.dirty.range(..range_start).next_back().is_none_or(|(_, lower)| lower.end < start)
+        {
+            let already = range.end.min(end) - start;
+            let new_end = range.end.max(end);
+            self.dirty.get_mut(&range_start).expect("found above").end = new_end;
+            if self.holds_whole_row(range_start, new_end) {
+                self.dirty_long.insert(range_start);
+            }
+            self.dirty_bytes += ((end - start) - already) * elevator_core::SECTOR_SIZE_BYTES;
+            return;
+        }
         let mut new_start = start;
         let mut new_end = end;
         let mut since = now;
@@ -1219,7 +1239,7 @@ impl Array {
     /// The next piece to destage: whole stripe rows from the sweep's position, or — under
     /// pressure, for a flush, or once aged — the oldest partial row.
     fn next_destage_piece(&mut self, now: Instant) -> Option<(u64, u64)> {
-        let row = self.row_sectors();
+        let row = self.row_sectors;
         // The first range with a whole row from the sweep's position on, wrapping around.
         let full = self.dirty_long.range(self.destage_cursor..).next();
         if let Some(&start) = full.or_else(|| self.dirty_long.range(..self.destage_cursor).next())
