@@ -1612,6 +1612,69 @@ mod tests {
         assert_eq!(probe.device().stats().extra[3], ("read_modify_writes", 1));
     }
 
+    // Proves the index of dirty ranges that hold a whole stripe row stays what a scan of
+    // every range finds, and the cache's byte count what its ranges hold, while writes grow a
+    // range in place (sequential), bridge two ranges, overlap a range's start and fill whole
+    // rows at once, with full rows leaving for the members in between (which splits ranges):
+    // the destager picks its rows from that index alone.
+    #[test]
+    fn the_whole_row_index_follows_every_range_change() {
+        let spec = "array:raid=5,members=4,member=ram,stripe=4k,cache=1m,overhead=0";
+        let mut array = Array::from_params(&params(spec)).unwrap();
+        // A row is 3 data units of 8 sectors.
+        assert_eq!(array.row_sectors, 24);
+        fn check(array: &Array) {
+            let scanned: std::collections::BTreeSet<u64> = array
+                .dirty
+                .iter()
+                .filter(|&(&start, range)| array.holds_whole_row(start, range.end))
+                .map(|(&start, _)| start)
+                .collect();
+            assert_eq!(array.dirty_long, scanned);
+            let dirty: u64 = array.dirty.iter().map(|(&start, range)| range.end - start).sum();
+            let destaging: u64 = array.destaging.iter().map(|(&start, &end)| end - start).sum();
+            assert_eq!(array.dirty_bytes, (dirty + destaging) * elevator_core::SECTOR_SIZE_BYTES);
+        }
+        fn run_until(array: &mut Array, until: Instant, finished: &mut Vec<CommandId>) {
+            while let Some(at) = array.next_event().filter(|&at| at <= until) {
+                array.advance(at, finished);
+                check(array);
+            }
+        }
+        let writes = [
+            (0, 5),
+            (5, 5),
+            (10, 5),
+            (15, 5),
+            (20, 5),
+            (25, 10),
+            (100, 8),
+            (90, 8),
+            (98, 2),
+            (200, 30),
+            (190, 15),
+            (300, 48),
+            (40, 60),
+        ];
+        let mut finished = Vec::new();
+        let mut now = Instant::ZERO;
+        for (id, (start, sector_count)) in writes.into_iter().enumerate() {
+            let command = Command {
+                id: CommandId(id as u64),
+                op: Op::Write,
+                start: Sector(start),
+                sector_count,
+                fua: false,
+            };
+            array.submit(now, command);
+            now = now + Duration::from_micros(20);
+            run_until(&mut array, now, &mut finished);
+        }
+        run_until(&mut array, Instant::from_millis(1000), &mut finished);
+        assert_eq!(finished.len(), writes.len());
+        assert!(array.dirty.is_empty() && array.dirty_bytes == 0, "everything was destaged");
+    }
+
     // Proves mirrors serve reads from either copy and take writes on both.
     #[test]
     fn mirrors_spread_reads_and_duplicate_writes() {
