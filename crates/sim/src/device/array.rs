@@ -1180,7 +1180,11 @@ impl Array {
             && range_start <= start
             && range.end >= start
             && range.since <= now
-            && self.dirty.range(..range_start).next_back().is_none_or(|(_, lower)| lower.end < start)
+            && self
+                .dirty
+                .range(..range_start)
+                .next_back()
+                .is_none_or(|(_, lower)| lower.end < start)
         {
             let already = range.end.min(end) - start;
             let new_end = range.end.max(end);
@@ -1242,8 +1246,7 @@ impl Array {
         let row = self.row_sectors;
         // The first range with a whole row from the sweep's position on, wrapping around.
         let full = self.dirty_long.range(self.destage_cursor..).next();
-        if let Some(&start) = full.or_else(|| self.dirty_long.range(..self.destage_cursor).next())
-        {
+        if let Some(&start) = full.or_else(|| self.dirty_long.range(..self.destage_cursor).next()) {
             let end = self.dirty[&start].end;
             let first_row = start.next_multiple_of(row);
             let last_row = end / row * row;
@@ -1667,7 +1670,7 @@ mod tests {
                 fua: false,
             };
             array.submit(now, command);
-            now = now + Duration::from_micros(20);
+            now += Duration::from_micros(20);
             run_until(&mut array, now, &mut finished);
         }
         run_until(&mut array, Instant::from_millis(1000), &mut finished);
