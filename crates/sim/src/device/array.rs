@@ -978,10 +978,12 @@ impl Array {
     fn serve_read(&mut self, now: Instant, id: CommandId) {
         let command = self.host[&id];
         let (start, end) = (command.start.0, command.end().0);
+        // Read-ahead in flight can cover it only if there is some: without, the second test
+        // would find the gap the first one did.
         if self.next_gap(start, end, false).is_none() {
             self.cache_hits += 1;
             self.timer(now, Timer::Finish(id));
-        } else if self.next_gap(start, end, true).is_none() {
+        } else if !self.fetching.is_empty() && self.next_gap(start, end, true).is_none() {
             self.waiting_reads.push(id);
         } else {
             let parent = self.new_parent(Parent {
