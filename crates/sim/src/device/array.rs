@@ -84,7 +84,8 @@
 //! first `disks` of a longer list): the classic study's desktop had four different drives.
 
 use crate::LookupMap;
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use elevator_core::{Duration, Instant, KeyKind, KeySpec, Op, ParamError, Params, Sector};
 
@@ -406,8 +407,10 @@ struct Piece {
     sector_count: u32,
 }
 
-/// Member commands in flight by id.
-type MemberIndex = LookupMap<u64, MemberWork>;
+/// Bits of a member command's id that name its slot in [`Array::in_flight`]; the bits above
+/// count commands, so ids still grow in the order the members are given them.
+const SLOT_BITS: u32 = 24;
+const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
 
 /// Work waiting for a member.
 #[derive(Clone, Copy, Debug)]
@@ -450,7 +453,9 @@ struct Parent {
     then: Vec<MemberWork>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// Ordered only so that it can sit in the timer heap: its key `(at, order)` is unique, so
+// the heap never compares two timers themselves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
     /// A host command's processing overhead ends.
     Ready(CommandId),
@@ -477,6 +482,8 @@ struct DirtyRange {
 pub struct Array {
     raid: Raid,
     stripe_sectors: u64,
+    /// A stripe row's data: the stripe unit times the members holding distinct data.
+    row_sectors: u64,
     members: Vec<Box<dyn DeviceModel>>,
     /// Each member's `next_event`, refreshed whenever the array submits to or advances it
     /// (nothing else changes a member), so that the array's own `next_event` and `advance`
@@ -512,8 +519,9 @@ pub struct Array {
     fetching: BTreeMap<u64, u64>,
     /// Host reads waiting for read-ahead in flight that covers them.
     waiting_reads: Vec<CommandId>,
-    /// Commands waiting for their overhead to end, and commands done in the controller.
-    timers: BTreeMap<(Instant, u64), Timer>,
+    /// Commands waiting for their overhead to end, and commands done in the controller, by
+    /// `(at, order)`: a heap, as only the earliest is ever looked at or removed.
+    timers: BinaryHeap<Reverse<(Instant, u64, Timer)>>,
     timer_order: u64,
     /// Host commands accepted, by id: the command as given.
     host: LookupMap<CommandId, Command>,
@@ -527,7 +535,8 @@ pub struct Array {
     dirty: BTreeMap<u64, DirtyRange>,
     /// The same ranges by (age, start): the oldest first.
     dirty_by_age: std::collections::BTreeSet<(Instant, u64)>,
-    /// Starts of dirty ranges at least a stripe row long: where full rows may be.
+    /// Starts of dirty ranges that hold at least one whole stripe row: the full rows to
+    /// destage (kept as ranges change, so the destager does not test every long range).
     dirty_long: std::collections::BTreeSet<u64>,
     /// Ranges being destaged (start → end), for read hits.
     destaging: BTreeMap<u64, u64>,
@@ -542,8 +551,19 @@ pub struct Array {
     /// Per member: host-driven work first, destaging second.
     foreground: Vec<VecDeque<MemberWork>>,
     background: Vec<VecDeque<MemberWork>>,
-    /// Per member: member commands inside it, by member command id → parent slot.
-    inside: Vec<MemberIndex>,
+    /// Member commands inside the members, by slot (the low [`SLOT_BITS`] of the id each
+    /// member was given): a slab, so that a completion finds its work without hashing.
+    in_flight: Vec<Option<MemberWork>>,
+    free_in_flight: Vec<u32>,
+    /// Per member: how many member commands are inside it.
+    inside: Vec<u32>,
+    /// Members whose FIFOs gained work or which finished a command since they were last fed:
+    /// bit `m` for member `m` (at most 64 members), so that feeding looks at those alone.
+    feed_pending: u64,
+    /// Scratch for [`Array::plan_io`]: the member work of one host command or destage, and
+    /// the pieces of one stripe row, kept to spare an allocation per command.
+    work_scratch: Vec<MemberWork>,
+    piece_scratch: Vec<Piece>,
     next_member_command: u64,
     finished_scratch: Vec<CommandId>,
     done: Vec<CommandId>,
@@ -677,12 +697,13 @@ impl Array {
             waiting_reads: Vec::new(),
             read_ahead_bytes: 0,
             stripe_sectors,
+            row_sectors: stripe_sectors * data_members,
             member_capacity_sectors: member_capacity,
             capacity_sectors: member_capacity * data_members,
             depth: params.integer("depth") as u32,
             overhead: params.time("overhead"),
             cache_bytes,
-            timers: BTreeMap::new(),
+            timers: BinaryHeap::new(),
             timer_order: 0,
             host: LookupMap::default(),
             waiting_for_cache: VecDeque::new(),
@@ -699,7 +720,12 @@ impl Array {
             free_parents: Vec::new(),
             foreground: (0..count).map(|_| VecDeque::new()).collect(),
             background: (0..count).map(|_| VecDeque::new()).collect(),
-            inside: (0..count).map(|_| MemberIndex::default()).collect(),
+            in_flight: Vec::new(),
+            free_in_flight: Vec::new(),
+            inside: vec![0; count],
+            feed_pending: 0,
+            work_scratch: Vec::new(),
+            piece_scratch: Vec::new(),
             next_member_command: 0,
             finished_scratch: Vec::new(),
             done: Vec::new(),
@@ -716,13 +742,17 @@ impl Array {
 
     /// The earliest timer or member event, computed afresh.
     fn compute_next_event(&self) -> Option<Instant> {
-        let timer = self.timers.keys().next().map(|&(at, _)| at);
-        let members = self.member_next.iter().flatten().min().copied();
-        [timer, members].into_iter().flatten().min()
+        let mut next = self.timers.peek().map(|&Reverse((at, _, _))| at);
+        for &at in self.member_next.iter().flatten() {
+            if next.is_none_or(|earliest| at < earliest) {
+                next = Some(at);
+            }
+        }
+        next
     }
 
     fn timer(&mut self, at: Instant, timer: Timer) {
-        self.timers.insert((at, self.timer_order), timer);
+        self.timers.push(Reverse((at, self.timer_order, timer)));
         self.timer_order += 1;
     }
 
@@ -739,9 +769,9 @@ impl Array {
         }
     }
 
-    /// The pieces of `start..start+count` (array sectors) on the data members.
-    fn split(&self, start: u64, sector_count: u32) -> Vec<(u64, Piece)> {
-        let mut pieces = Vec::new();
+    /// The pieces of `start..start+count` (array sectors) on the data members, appended to
+    /// `pieces` (a buffer the caller keeps: this runs for every command).
+    fn split_into(&self, start: u64, sector_count: u32, pieces: &mut Vec<Piece>) {
         let mut lba = start;
         let end = start + u64::from(sector_count);
         let count = self.members.len() as u64;
@@ -760,17 +790,13 @@ impl Array {
                     ((parity + 1 + unit % data) % count, row)
                 }
             };
-            pieces.push((
-                unit,
-                Piece {
-                    member: member as usize,
-                    start: row * self.stripe_sectors + offset,
-                    sector_count: length as u32,
-                },
-            ));
+            pieces.push(Piece {
+                member: member as usize,
+                start: row * self.stripe_sectors + offset,
+                sector_count: length as u32,
+            });
             lba += length;
         }
-        pieces
     }
 
     /// The member holding RAID 5 parity for stripe row `row`.
@@ -781,14 +807,16 @@ impl Array {
 
     /// Which copy of a mirrored piece a read goes to: the one with less queued.
     fn mirror_for_read(&mut self, first: usize, copies: usize) -> usize {
-        let load = |member: usize| self.foreground[member].len() + self.inside[member].len();
+        let load = |member: usize| self.foreground[member].len() + self.inside[member] as usize;
         let best = (first..first + copies).min_by_key(|&member| (load(member), member));
         best.expect("at least one copy")
     }
 
     /// Turns a read or write of array sectors into member work for `parent`.
     fn plan_io(&mut self, op: Op, start: u64, sector_count: u32, parent: usize, background: bool) {
-        let mut work = Vec::new();
+        let mut work = std::mem::take(&mut self.work_scratch);
+        let mut pieces = std::mem::take(&mut self.piece_scratch);
+        work.clear();
         let mut then = Vec::new();
         let copies = match self.raid {
             Raid::Zero | Raid::Five => 1,
@@ -801,9 +829,13 @@ impl Array {
             ParentKind::Fetch { .. }
         );
         if self.raid == Raid::Five && op == Op::Write {
-            self.plan_raid5_write(start, sector_count, parent, &mut work, &mut then);
+            self.plan_raid5_write(start, sector_count, parent, &mut work, &mut then, &mut pieces);
         } else {
-            for (_, piece) in self.split(start, sector_count) {
+            pieces.clear();
+            self.split_into(start, sector_count, &mut pieces);
+            // Every piece's copy is chosen before any is queued, so that each read sees the
+            // queues as they were (the mirror choice looks at their lengths).
+            for &piece in &pieces {
                 let item = |member| MemberWork {
                     member,
                     op,
@@ -825,13 +857,16 @@ impl Array {
         let parent_slot = self.parents[parent].as_mut().expect("live parent");
         parent_slot.remaining += work.len() as u32;
         parent_slot.then = then;
-        self.enqueue(work, background);
+        self.enqueue(&work, background);
+        self.work_scratch = work;
+        self.piece_scratch = pieces;
     }
 
-    fn enqueue(&mut self, work: Vec<MemberWork>, background: bool) {
-        for item in work {
+    fn enqueue(&mut self, work: &[MemberWork], background: bool) {
+        for &item in work {
             let queue = if background { &mut self.background } else { &mut self.foreground };
             queue[item.member].push_back(item);
+            self.feed_pending |= 1 << item.member;
         }
     }
 
@@ -844,6 +879,7 @@ impl Array {
         parent: usize,
         work: &mut Vec<MemberWork>,
         then: &mut Vec<MemberWork>,
+        pieces: &mut Vec<Piece>,
     ) {
         let data = self.members.len() as u64 - 1;
         let row_sectors = self.stripe_sectors * data;
@@ -854,12 +890,13 @@ impl Array {
             let from = start.max(row_start);
             let to = end.min(row_start + row_sectors);
             let full = from == row_start && to == row_start + row_sectors;
-            let pieces = self.split(from, (to - from) as u32);
+            pieces.clear();
+            self.split_into(from, (to - from) as u32, pieces);
             // Parity covers the same member offsets as the widest piece of the row.
-            let first = pieces.iter().map(|(_, p)| p.start).min().expect("a row has pieces");
+            let first = pieces.iter().map(|p| p.start).min().expect("a row has pieces");
             let last = pieces
                 .iter()
-                .map(|(_, p)| p.start + u64::from(p.sector_count))
+                .map(|p| p.start + u64::from(p.sector_count))
                 .max()
                 .expect("a row has pieces");
             let parity = Piece {
@@ -867,7 +904,7 @@ impl Array {
                 start: first,
                 sector_count: (last - first) as u32,
             };
-            let all = pieces.iter().map(|(_, piece)| *piece).chain(std::iter::once(parity));
+            let all = pieces.iter().copied().chain(std::iter::once(parity));
             let writes = all.clone().map(|piece| MemberWork {
                 member: piece.member,
                 op: Op::Write,
@@ -941,10 +978,12 @@ impl Array {
     fn serve_read(&mut self, now: Instant, id: CommandId) {
         let command = self.host[&id];
         let (start, end) = (command.start.0, command.end().0);
-        if self.gaps(start, end, false).is_empty() {
+        // Read-ahead in flight can cover it only if there is some: without, the second test
+        // would find the gap the first one did.
+        if self.next_gap(start, end, false).is_none() {
             self.cache_hits += 1;
             self.timer(now, Timer::Finish(id));
-        } else if self.gaps(start, end, true).is_empty() {
+        } else if !self.fetching.is_empty() && self.next_gap(start, end, true).is_none() {
             self.waiting_reads.push(id);
         } else {
             let parent = self.new_parent(Parent {
@@ -981,14 +1020,23 @@ impl Array {
     /// The parts of `start..end` the cache does not hold (dirty, being destaged or clean) —
     /// nor, with `fetching`, read-ahead in flight.
     fn gaps(&self, start: u64, end: u64, fetching: bool) -> Vec<(u64, u64)> {
+        let mut gaps = Vec::new();
+        let mut at = start;
+        while let Some((from, to)) = self.next_gap(at, end, fetching) {
+            gaps.push((from, to));
+            at = to;
+        }
+        gaps
+    }
+
+    /// The first of [`Array::gaps`] from `at` on, if any (none: the cache holds the rest).
+    fn next_gap(&self, mut at: u64, end: u64, fetching: bool) -> Option<(u64, u64)> {
         fn covering(mut map: impl DoubleEndedIterator<Item = (u64, u64)>, at: u64) -> Option<u64> {
             map.next_back().map(|(_, range_end)| range_end).filter(|&range_end| range_end > at)
         }
         fn next_start(mut map: impl Iterator<Item = (u64, u64)>) -> Option<u64> {
             map.next().map(|(range_start, _)| range_start)
         }
-        let mut gaps = Vec::new();
-        let mut at = start;
         while at < end {
             let covered = [
                 covering(self.dirty.range(..=at).map(|(&s, r)| (s, r.end)), at),
@@ -1016,10 +1064,9 @@ impl Array {
             .flatten()
             .min()
             .map_or(end, |next| next.min(end));
-            gaps.push((at, next));
-            at = next;
+            return Some((at, next));
         }
-        gaps
+        None
     }
 
     /// Keeps `start..end` as clean cached data, except what the cache holds already (a write
@@ -1104,20 +1151,16 @@ impl Array {
         }
     }
 
-    fn row_sectors(&self) -> u64 {
-        let data = match self.raid {
-            Raid::Zero => self.members.len() as u64,
-            Raid::One => 1,
-            Raid::Ten => self.members.len() as u64 / 2,
-            Raid::Five => self.members.len() as u64 - 1,
-        };
-        self.stripe_sectors * data
+    /// Whether `start..end` holds at least one whole stripe row.
+    fn holds_whole_row(&self, start: u64, end: u64) -> bool {
+        let row = self.row_sectors;
+        start.next_multiple_of(row) + row <= end / row * row
     }
 
     fn insert_range(&mut self, start: u64, range: DirtyRange) {
         self.dirty.insert(start, range);
         self.dirty_by_age.insert((range.since, start));
-        if range.end - start >= self.row_sectors() {
+        if self.holds_whole_row(start, range.end) {
             self.dirty_long.insert(start);
         }
     }
@@ -1132,18 +1175,37 @@ impl Array {
     /// Adds `start..end` to the dirty ranges, merging with those it touches; the cache's
     /// occupancy grows by the sectors that were not dirty yet.
     fn mark_dirty(&mut self, start: u64, end: u64, now: Instant) {
+        // A sequential writer's data extends the range its previous write left: when that is
+        // the only range touched and starts no later, it grows in place (its start and age
+        // stay, so the indexes by age keep their entry) instead of leaving and coming back.
+        if let Some((&range_start, range)) = self.dirty.range(..=end).next_back()
+            && range_start <= start
+            && range.end >= start
+            && range.since <= now
+            && self
+                .dirty
+                .range(..range_start)
+                .next_back()
+                .is_none_or(|(_, lower)| lower.end < start)
+        {
+            let already = range.end.min(end) - start;
+            let new_end = range.end.max(end);
+            self.dirty.get_mut(&range_start).expect("found above").end = new_end;
+            if self.holds_whole_row(range_start, new_end) {
+                self.dirty_long.insert(range_start);
+            }
+            self.dirty_bytes += ((end - start) - already) * elevator_core::SECTOR_SIZE_BYTES;
+            return;
+        }
         let mut new_start = start;
         let mut new_end = end;
         let mut since = now;
         let mut already = 0;
-        let touching: Vec<u64> = self
-            .dirty
-            .range(..=end)
-            .rev()
-            .take_while(|&(_, range)| range.end >= start)
-            .map(|(&s, _)| s)
-            .collect();
-        for range_start in touching {
+        // The ranges touching it, from the highest start down.
+        while let Some((&range_start, range)) = self.dirty.range(..=end).next_back() {
+            if range.end < start {
+                break;
+            }
             let range = self.remove_range(range_start);
             already += range.end.min(end).saturating_sub(range_start.max(start));
             new_start = new_start.min(range_start);
@@ -1183,22 +1245,17 @@ impl Array {
     /// The next piece to destage: whole stripe rows from the sweep's position, or — under
     /// pressure, for a flush, or once aged — the oldest partial row.
     fn next_destage_piece(&mut self, now: Instant) -> Option<(u64, u64)> {
-        let row = self.row_sectors();
-        let long: Vec<u64> = self
-            .dirty_long
-            .range(self.destage_cursor..)
-            .chain(self.dirty_long.range(..self.destage_cursor))
-            .copied()
-            .collect();
-        for start in long {
+        let row = self.row_sectors;
+        // The first range with a whole row from the sweep's position on, wrapping around.
+        let full = self.dirty_long.range(self.destage_cursor..).next();
+        if let Some(&start) = full.or_else(|| self.dirty_long.range(..self.destage_cursor).next()) {
             let end = self.dirty[&start].end;
             let first_row = start.next_multiple_of(row);
             let last_row = end / row * row;
-            if first_row + row <= last_row {
-                let piece_end = last_row.min(first_row + ROWS_PER_DESTAGE * row);
-                self.destage_cursor = piece_end;
-                return Some((first_row, piece_end));
-            }
+            debug_assert!(first_row + row <= last_row, "dirty_long holds whole rows only");
+            let piece_end = last_row.min(first_row + ROWS_PER_DESTAGE * row);
+            self.destage_cursor = piece_end;
+            return Some((first_row, piece_end));
         }
         let pressure = self.dirty_bytes * 4 >= self.cache_bytes * 3
             || !self.waiting_for_cache.is_empty()
@@ -1228,7 +1285,12 @@ impl Array {
 
     /// Feeds members from their FIFOs while they have room.
     fn feed_members(&mut self, now: Instant) {
-        for member in 0..self.members.len() {
+        // Only members that gained work or room since they were last fed can take more: every
+        // other one has empty FIFOs or is full.
+        let mut pending = std::mem::take(&mut self.feed_pending);
+        while pending != 0 {
+            let member = pending.trailing_zeros() as usize;
+            pending &= pending - 1;
             // A member's next event changes only when it is given work or advanced (advance
             // refreshes it itself): asking an untouched member again would cost a call on
             // every member for every event of the array.
@@ -1236,7 +1298,7 @@ impl Array {
             // Most members have nothing queued: look at the queues before asking the member
             // for its depth (a dynamic call).
             while !(self.foreground[member].is_empty() && self.background[member].is_empty())
-                && (self.inside[member].len() as u32) < self.members[member].queue_depth()
+                && self.inside[member] < self.members[member].queue_depth()
             {
                 let Some(item) = self.foreground[member]
                     .pop_front()
@@ -1244,7 +1306,15 @@ impl Array {
                 else {
                     break;
                 };
-                let id = self.next_member_command;
+                let slot = match self.free_in_flight.pop() {
+                    Some(slot) => slot as usize,
+                    None => {
+                        self.in_flight.push(None);
+                        self.in_flight.len() - 1
+                    }
+                };
+                assert!((slot as u64) <= SLOT_MASK, "array: member commands beyond the slab");
+                let id = (self.next_member_command << SLOT_BITS) | slot as u64;
                 self.next_member_command += 1;
                 let start = item.start;
                 debug_assert!(start + u64::from(item.sector_count) <= self.member_capacity_sectors);
@@ -1258,7 +1328,8 @@ impl Array {
                         fua: false,
                     },
                 );
-                self.inside[member].insert(id, item);
+                self.in_flight[slot] = Some(item);
+                self.inside[member] += 1;
                 submitted = true;
             }
             if submitted {
@@ -1278,7 +1349,7 @@ impl Array {
             let then = std::mem::take(&mut parent.then);
             parent.remaining = then.len() as u32;
             let background = matches!(parent.kind, ParentKind::Destage { .. });
-            self.enqueue(then, background);
+            self.enqueue(&then, background);
             return;
         }
         let parent = self.parents[item.parent].take().expect("live parent");
@@ -1365,18 +1436,23 @@ impl DeviceModel for Array {
                 self.members[member].advance(at, &mut scratch);
                 self.member_next[member] = self.members[member].next_event();
                 for &CommandId(id) in &scratch {
+                    let slot = (id & SLOT_MASK) as usize;
                     let item =
-                        self.inside[member].remove(&id).expect("a member finished its own command");
+                        self.in_flight[slot].take().expect("a member finished its own command");
+                    self.free_in_flight.push(slot as u32);
+                    self.inside[member] -= 1;
+                    // It has room again.
+                    self.feed_pending |= 1 << member;
                     self.member_finished(at, item);
                 }
             }
         }
         self.finished_scratch = scratch;
-        while let Some((&(at, order), &timer)) = self.timers.iter().next() {
+        while let Some(&Reverse((at, _, timer))) = self.timers.peek() {
             if at > now {
                 break;
             }
-            self.timers.remove(&(at, order));
+            self.timers.pop();
             match timer {
                 Timer::Ready(id) => self.start_host(at, id),
                 Timer::DestageAge => {
@@ -1462,12 +1538,17 @@ mod tests {
     #[test]
     fn layouts_place_units_where_they_belong() {
         let a = Array::from_params(&params("array:raid=0,members=3,member=ram,stripe=4k")).unwrap();
-        let units: Vec<usize> = a.split(0, 8 * 6).iter().map(|(_, p)| p.member).collect();
+        let split = |array: &Array, start: u64, sector_count: u32| {
+            let mut pieces = Vec::new();
+            array.split_into(start, sector_count, &mut pieces);
+            pieces
+        };
+        let units: Vec<usize> = split(&a, 0, 8 * 6).iter().map(|p| p.member).collect();
         assert_eq!(units, [0, 1, 2, 0, 1, 2]);
         let five =
             Array::from_params(&params("array:raid=5,members=4,member=ram,stripe=4k")).unwrap();
         // Row 0: parity on member 3, data on 0, 1, 2; row 1: parity on 2, data on 3, 0, 1.
-        let members: Vec<usize> = five.split(0, 8 * 6).iter().map(|(_, p)| p.member).collect();
+        let members: Vec<usize> = split(&five, 0, 8 * 6).iter().map(|p| p.member).collect();
         assert_eq!(members, [0, 1, 2, 3, 0, 1]);
         assert_eq!((five.parity_member(0), five.parity_member(1)), (3, 2));
         assert_eq!(five.capacity_sectors, 3 * five.member_capacity_sectors);
@@ -1534,6 +1615,69 @@ mod tests {
         let idle_at = probe.settle();
         assert!(idle_at >= Instant::from_millis(200), "the partial row waited: {idle_at:?}");
         assert_eq!(probe.device().stats().extra[3], ("read_modify_writes", 1));
+    }
+
+    // Proves the index of dirty ranges that hold a whole stripe row stays what a scan of
+    // every range finds, and the cache's byte count what its ranges hold, while writes grow a
+    // range in place (sequential), bridge two ranges, overlap a range's start and fill whole
+    // rows at once, with full rows leaving for the members in between (which splits ranges):
+    // the destager picks its rows from that index alone.
+    #[test]
+    fn the_whole_row_index_follows_every_range_change() {
+        let spec = "array:raid=5,members=4,member=ram,stripe=4k,cache=1m,overhead=0";
+        let mut array = Array::from_params(&params(spec)).unwrap();
+        // A row is 3 data units of 8 sectors.
+        assert_eq!(array.row_sectors, 24);
+        fn check(array: &Array) {
+            let scanned: std::collections::BTreeSet<u64> = array
+                .dirty
+                .iter()
+                .filter(|&(&start, range)| array.holds_whole_row(start, range.end))
+                .map(|(&start, _)| start)
+                .collect();
+            assert_eq!(array.dirty_long, scanned);
+            let dirty: u64 = array.dirty.iter().map(|(&start, range)| range.end - start).sum();
+            let destaging: u64 = array.destaging.iter().map(|(&start, &end)| end - start).sum();
+            assert_eq!(array.dirty_bytes, (dirty + destaging) * elevator_core::SECTOR_SIZE_BYTES);
+        }
+        fn run_until(array: &mut Array, until: Instant, finished: &mut Vec<CommandId>) {
+            while let Some(at) = array.next_event().filter(|&at| at <= until) {
+                array.advance(at, finished);
+                check(array);
+            }
+        }
+        let writes = [
+            (0, 5),
+            (5, 5),
+            (10, 5),
+            (15, 5),
+            (20, 5),
+            (25, 10),
+            (100, 8),
+            (90, 8),
+            (98, 2),
+            (200, 30),
+            (190, 15),
+            (300, 48),
+            (40, 60),
+        ];
+        let mut finished = Vec::new();
+        let mut now = Instant::ZERO;
+        for (id, (start, sector_count)) in writes.into_iter().enumerate() {
+            let command = Command {
+                id: CommandId(id as u64),
+                op: Op::Write,
+                start: Sector(start),
+                sector_count,
+                fua: false,
+            };
+            array.submit(now, command);
+            now += Duration::from_micros(20);
+            run_until(&mut array, now, &mut finished);
+        }
+        run_until(&mut array, Instant::from_millis(1000), &mut finished);
+        assert_eq!(finished.len(), writes.len());
+        assert!(array.dirty.is_empty() && array.dirty_bytes == 0, "everything was destaged");
     }
 
     // Proves mirrors serve reads from either copy and take writes on both.

@@ -12,6 +12,8 @@
 //! chunk is needed and every chunk is dirty or busy, the cache grows past its bound — the dirty
 //! thresholds keep that from happening in practice.
 
+use std::cell::Cell;
+
 use rustc_hash::FxBuildHasher;
 
 use elevator_core::Instant;
@@ -92,11 +94,27 @@ struct ChunkIndex {
     leaf_of: LeafMap,
     leaves: Vec<Leaf>,
     free_leaves: Vec<u32>,
+    /// The leaf found last, as `(space, chunk / LEAF_CHUNKS, leaf)`: a streaming reader or
+    /// writer looks up one chunk after its neighbour, in the same leaf, many times over, and
+    /// this spares the map for those (forgotten when its leaf is freed).
+    last: Cell<Option<(SpaceId, u64, u32)>>,
 }
 
 impl ChunkIndex {
+    fn leaf(&self, space: SpaceId, leaf_number: u64) -> Option<u32> {
+        if let Some((last_space, last_number, leaf)) = self.last.get()
+            && last_space == space
+            && last_number == leaf_number
+        {
+            return Some(leaf);
+        }
+        let leaf = *self.leaf_of.get(&(space, leaf_number))?;
+        self.last.set(Some((space, leaf_number, leaf)));
+        Some(leaf)
+    }
+
     fn get(&self, space: SpaceId, number: u64) -> Option<u32> {
-        let leaf = *self.leaf_of.get(&(space, number / LEAF_CHUNKS))?;
+        let leaf = self.leaf(space, number / LEAF_CHUNKS)?;
         let slot = self.leaves[leaf as usize].slots[(number % LEAF_CHUNKS) as usize];
         (slot != NIL).then_some(slot)
     }
@@ -128,7 +146,7 @@ impl ChunkIndex {
     /// Unmaps a chunk that is in the index.
     fn remove(&mut self, space: SpaceId, number: u64) {
         let key = (space, number / LEAF_CHUNKS);
-        let leaf_index = self.leaf_of[&key];
+        let leaf_index = self.leaf(space, key.1).expect("an indexed chunk has a leaf");
         let leaf = &mut self.leaves[leaf_index as usize];
         let entry = &mut leaf.slots[(number % LEAF_CHUNKS) as usize];
         debug_assert_ne!(*entry, NIL, "chunk ({space}, {number}) is indexed");
@@ -137,6 +155,9 @@ impl ChunkIndex {
         if leaf.live == 0 {
             self.leaf_of.remove(&key);
             self.free_leaves.push(leaf_index);
+            if self.last.get().is_some_and(|(_, _, leaf)| leaf == leaf_index) {
+                self.last.set(None);
+            }
         }
     }
 }
@@ -440,6 +461,23 @@ mod tests {
         }
         assert_eq!(index.free_leaves.len(), 0, "the emptied leaf was recycled");
         check(&index, &reference);
+    }
+
+    // Proves the remembered leaf goes with its leaf: once the last chunk of a leaf that was
+    // just looked up leaves and the leaf is reused for another space's chunk at the same
+    // place, the first space's chunk is not found through the remembered leaf.
+    #[test]
+    fn a_freed_leaf_is_not_found_through_the_remembered_one() {
+        let mut index = ChunkIndex::default();
+        index.insert(1, 5, 10);
+        assert_eq!(index.get(1, 5), Some(10));
+        index.remove(1, 5);
+        assert_eq!(index.get(1, 5), None);
+        index.insert(2, 5, 11);
+        assert_eq!(index.free_leaves.len(), 0, "the emptied leaf was recycled");
+        assert_eq!(index.get(1, 5), None);
+        assert_eq!(index.get(2, 5), Some(11));
+        assert_eq!(index.get(1, 5), None);
     }
 
     // Proves the bound: a full cache evicts its least recently used clean chunk, never a dirty

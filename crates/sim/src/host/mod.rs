@@ -243,6 +243,9 @@ pub(crate) struct Host {
     actions: Vec<HostAction>,
     /// Set by every entry point that may have moved a timer; cleared when the runner asks.
     timers_changed: bool,
+    /// Scratch for [`Host::bio_done`]: the reads to look at again, kept to spare an
+    /// allocation per completed bio.
+    readers_scratch: Vec<u64>,
     /// Counters for reports.
     pub(crate) stats: HostStats,
 }
@@ -336,6 +339,7 @@ impl Host {
             cpu: CpuModel::new(spec),
             actions: Vec::new(),
             timers_changed: false,
+            readers_scratch: Vec::new(),
             stats: HostStats::default(),
         })
     }
@@ -891,15 +895,18 @@ impl Host {
             self.writeback_bio_done(now, state.batch, device, owner, batch_done);
         } else {
             // Readers of this space waiting for a page may go on.
-            let readers: Vec<u64> = self
-                .ops
-                .iter()
-                .filter(|(_, op)| matches!(op.state, OpState::Read { space, .. } if space == state.space))
-                .map(|(&id, _)| id)
-                .collect();
-            for op in readers {
+            let mut readers = std::mem::take(&mut self.readers_scratch);
+            readers.clear();
+            readers.extend(
+                self.ops
+                    .iter()
+                    .filter(|(_, op)| matches!(op.state, OpState::Read { space, .. } if space == state.space))
+                    .map(|(&id, _)| id),
+            );
+            for &op in &readers {
                 self.read_advance(now, op);
             }
+            self.readers_scratch = readers;
         }
     }
 

@@ -194,6 +194,10 @@ pub(super) struct Location {
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Geometry {
     zones: Vec<Zone>,
+    /// Each zone's first LBN, in zone order: what [`Geometry::locate`] searches, kept apart
+    /// from the zones themselves (large records) so that the search reads one or two cache
+    /// lines instead of a line per probe.
+    zone_first_lbns: Vec<u64>,
     surfaces: u32,
     cylinders: u32,
     mapping: Mapping,
@@ -307,6 +311,7 @@ impl Geometry {
         let rpm = u64::from(rpm);
         let angle_period_ns = UNITS_PER_REVOLUTION / gcd(UNITS_PER_REVOLUTION, rpm);
         Ok(Geometry {
+            zone_first_lbns: laid.iter().map(|zone| zone.first_lbn).collect(),
             zones: laid,
             surfaces,
             cylinders: layout.cylinders,
@@ -357,7 +362,7 @@ impl Geometry {
     /// Where `lbn` is. `lbn` must be below the capacity.
     pub(super) fn locate(&self, lbn: u64) -> Location {
         debug_assert!(lbn < self.capacity_sectors);
-        let index = self.zones.partition_point(|zone| zone.first_lbn <= lbn) - 1;
+        let index = self.zone_first_lbns.partition_point(|&first_lbn| first_lbn <= lbn) - 1;
         let zone = &self.zones[index];
         let spt = u64::from(zone.sectors_per_track);
         // The LBN's index in the zone's sector space: past the empty front.

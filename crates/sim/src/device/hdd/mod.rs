@@ -1530,21 +1530,21 @@ impl Hdd {
     /// the buffer (write cache on, not FUA, small enough for the write segments).
     fn command_overhead(&mut self, command: &Command, now: Instant) -> Duration {
         let after = usize::from(self.last_was_write);
-        let overheads = self.overheads;
+        // Each arm reads the one figure it needs (copying all of them cost more than the rest).
         match command.op {
-            Op::Read if overheads.read_outcome_matters() => {
+            Op::Read if self.overheads.read_outcome_matters() => {
                 if self.read_is_buffered(command.start.0, command.end().0, now) {
-                    overheads.read_hit[after]
+                    self.overheads.read_hit[after]
                 } else {
-                    overheads.read_miss[after]
+                    self.overheads.read_miss[after]
                 }
             }
-            Op::Read => overheads.read_miss[after],
+            Op::Read => self.overheads.read_miss[after],
             Op::Write => {
                 if self.write_is_cached(command) {
-                    overheads.write_hit[after]
+                    self.overheads.write_hit[after]
                 } else {
-                    overheads.write_miss[after]
+                    self.overheads.write_miss[after]
                 }
             }
             Op::Flush | Op::Discard => self.overhead_write,
@@ -1584,7 +1584,25 @@ impl Hdd {
     /// Processes internal events up to `limit`, or, with `None`, up to the earliest known
     /// finish time: the latter is only valid when the drive is full, because then no command
     /// can arrive before a completion and everything up to it is already decided.
+    ///
+    /// Most calls (every submit, every advance for a completion alone) find nothing due: that
+    /// test is inlined, and the loop with the whole step behind it is entered only when there
+    /// is work.
+    #[inline]
     fn run(&mut self, limit: Option<Instant>) {
+        let Some(at) = self.next_internal() else { return };
+        let due = match limit {
+            Some(limit) => at <= limit,
+            None => self.completions.peek().is_none_or(|Reverse((done, _, _))| at <= *done),
+        };
+        if due {
+            self.run_due(limit);
+        }
+    }
+
+    /// [`Hdd::run`] once something is due.
+    #[inline(never)]
+    fn run_due(&mut self, limit: Option<Instant>) {
         while let Some(at) = self.next_internal() {
             let bound = match limit {
                 Some(limit) => limit,
