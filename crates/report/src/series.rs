@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use elevator_core::{Duration, Instant};
 
 use crate::fio::FioDirection;
-use crate::metrics::LatencyRecorder;
+use crate::metrics::BufferedLatency;
 use crate::model::{Series, SeriesInterval, SeriesLatency, SeriesLine};
 
 /// Significant digits of each interval's latency histogram (relative error under 1 %, finer
@@ -147,7 +147,7 @@ struct LineRecorder {
     open_index: u64,
     open_bytes: u64,
     open_ops: u64,
-    open_latency: LatencyRecorder,
+    open_latency: BufferedLatency,
 }
 
 impl LineRecorder {
@@ -275,7 +275,7 @@ impl SeriesRecorder {
                     open_index: index,
                     open_bytes: 0,
                     open_ops: 0,
-                    open_latency: LatencyRecorder::new(SERIES_DIGITS),
+                    open_latency: BufferedLatency::new(SERIES_DIGITS),
                 });
                 self.line_of[job][slot] = Some(self.lines.len() - 1);
                 self.lines.len() - 1
