@@ -38,27 +38,32 @@ impl<V> IdMap<V> {
     }
 
     /// How many entries.
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether it holds no entry.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The slot `key` hashes to.
+    #[inline]
     fn home(&self, key: u64) -> usize {
         // The top `bits` bits of the product: Fibonacci hashing. `bits` is at least 4 once
         // there are slots, so the shift is below 64.
         (key.wrapping_mul(FIBONACCI) >> (64 - self.bits)) as usize
     }
 
+    #[inline]
     fn mask(&self) -> usize {
         self.slots.len() - 1
     }
 
     /// Where `key` is, if present.
+    #[inline]
     fn find(&self, key: u64) -> Option<usize> {
         if self.len == 0 {
             return None;
@@ -75,11 +80,13 @@ impl<V> IdMap<V> {
     }
 
     /// The value of `key`, if present.
+    #[inline]
     pub fn get(&self, key: u64) -> Option<&V> {
         self.find(key).and_then(|index| self.slots[index].as_ref().map(|(_, value)| value))
     }
 
     /// Sets `key` to `value`; returns the value it replaced, if any.
+    #[inline]
     pub fn insert(&mut self, key: u64, value: V) -> Option<V> {
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
@@ -100,6 +107,7 @@ impl<V> IdMap<V> {
     }
 
     /// Takes `key` out; returns its value, if it was present.
+    #[inline]
     pub fn remove(&mut self, key: u64) -> Option<V> {
         let found = self.find(key)?;
         let (_, value) = self.slots[found].take().expect("found holds an entry");
