@@ -2681,7 +2681,10 @@ impl Issuer for JobIssuer {
     }
 
     fn take_posts(&mut self, posted: &mut Vec<usize>) {
-        posted.append(&mut self.zbd_posts);
+        // Asked twice per I/O and almost always empty: no append (and its copy call) then.
+        if !self.zbd_posts.is_empty() {
+            posted.append(&mut self.zbd_posts);
+        }
     }
 
     fn failed(&mut self, now: Instant, io: IoId, kind: IoKind, failure: IoFailure) -> FailedIo {
