@@ -1144,6 +1144,8 @@ impl BlockQueue {
     /// When the first task sleeping for a request of a RHEL 3 queue gives up waiting and
     /// tries again (1 s after it fell asleep, §5), if anyone sleeps: the driver should call
     /// [`BlockQueue::next_request`] then and let [`BlockQueue::pop_woken`]'s processes retry.
+    // Hot from the simulator's crate (several calls per I/O): inline there.
+    #[inline]
     pub fn next_pool_timeout(&self) -> Option<Instant> {
         self.pool.next_timeout_2_4()
     }
@@ -1195,6 +1197,8 @@ impl BlockQueue {
     }
 
     /// The request, while it lives.
+    // Hot from the simulator's crate (several calls per I/O): inline there.
+    #[inline]
     pub fn request(&self, id: RequestId) -> Option<&Request> {
         self.table.get(id)
     }
@@ -1257,6 +1261,8 @@ impl BlockQueue {
 
     /// Whether reads and writes (as plain bios of each direction) are congested: the two flags
     /// read-ahead and write-back look at, in one call.
+    // Hot from the simulator's crate (several calls per I/O): inline there.
+    #[inline]
     pub fn congested_directions(&self) -> (bool, bool) {
         let class = |op| self.pool.split.class(op, RequestFlags::NONE);
         (self.pool.is_congested(class(Op::Read)), self.pool.is_congested(class(Op::Write)))
