@@ -7,7 +7,10 @@
 //! closed one; when a completion falls in a later interval, the open one is summarised
 //! (p50, p90, p99, max) and its histogram reset and reused. Memory is therefore one histogram
 //! per line plus a few dozen bytes per closed interval, whatever the rate: nothing is allocated
-//! per operation.
+//! per operation. An interval's first 256 latencies are kept as values (2 KiB per line) and
+//! sorted for its percentiles, the same values the histogram gives, so an interval with few
+//! completions (a disk at depth 1) does not pay for scans and a reset of the whole histogram
+//! (`BufferedLatency` in `crate::metrics`).
 //!
 //! Intervals are aligned to the phase's start and closed at their end: interval k holds the
 //! completions at `(k × interval, (k + 1) × interval]` after the start (the first also those
