@@ -78,6 +78,7 @@ mod bios;
 pub mod check;
 mod dispatch_list;
 mod hazard;
+mod id_map;
 pub mod kernel;
 pub mod list;
 mod merge;
@@ -101,6 +102,7 @@ pub mod units;
 pub type LookupMap<K, V> = std::collections::HashMap<K, V, rustc_hash::FxBuildHasher>;
 
 pub use dispatch_list::DispatchList;
+pub use id_map::IdMap;
 pub use kernel::{BH_SECTORS_2_4, KernelBase, KernelVersion};
 pub use list::{IdList, ListLinks};
 pub use pool::{POOL_WAIT_2_4, PoolSplit, batch_requests_2_4};

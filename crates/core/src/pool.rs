@@ -64,6 +64,8 @@ pub enum PoolSplit {
 
 impl PoolSplit {
     /// The pool class (0 or 1) of a request of this shape.
+    // Hot from the simulator's crate (several calls per I/O): inline there.
+    #[inline]
     pub fn class(self, op: Op, flags: RequestFlags) -> usize {
         match self {
             PoolSplit::ByDirection => op.direction().index(),
@@ -174,6 +176,8 @@ impl RequestPool {
     }
 
     /// Whether 2.4's rules apply.
+    // Hot from the simulator's crate (several calls per I/O): inline there.
+    #[inline]
     pub(crate) fn is_2_4(&self) -> bool {
         matches!(self.rules, PoolRules::Linux2_4 { .. })
     }
@@ -209,6 +213,8 @@ impl RequestPool {
         self.kernel.congestion_off(self.nr_requests)
     }
 
+    // Hot from the simulator's crate (several calls per I/O): inline there.
+    #[inline]
     pub(crate) fn is_congested(&self, class: usize) -> bool {
         // 2.4 and blk-mq have no congestion state (linux-2.4-elevator.md §5).
         !self.is_2_4() && self.rules != PoolRules::BlkMq && self.congested[class]

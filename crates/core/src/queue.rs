@@ -1144,6 +1144,8 @@ impl BlockQueue {
     /// When the first task sleeping for a request of a RHEL 3 queue gives up waiting and
     /// tries again (1 s after it fell asleep, §5), if anyone sleeps: the driver should call
     /// [`BlockQueue::next_request`] then and let [`BlockQueue::pop_woken`]'s processes retry.
+    // Hot from the simulator's crate (several calls per I/O): inline there.
+    #[inline]
     pub fn next_pool_timeout(&self) -> Option<Instant> {
         self.pool.next_timeout_2_4()
     }
@@ -1195,6 +1197,8 @@ impl BlockQueue {
     }
 
     /// The request, while it lives.
+    // Hot from the simulator's crate (several calls per I/O): inline there.
+    #[inline]
     pub fn request(&self, id: RequestId) -> Option<&Request> {
         self.table.get(id)
     }
@@ -1257,6 +1261,8 @@ impl BlockQueue {
 
     /// Whether reads and writes (as plain bios of each direction) are congested: the two flags
     /// read-ahead and write-back look at, in one call.
+    // Hot from the simulator's crate (several calls per I/O): inline there.
+    #[inline]
     pub fn congested_directions(&self) -> (bool, bool) {
         let class = |op| self.pool.split.class(op, RequestFlags::NONE);
         (self.pool.is_congested(class(Op::Read)), self.pool.is_congested(class(Op::Write)))
@@ -1280,9 +1286,17 @@ impl BlockQueue {
     /// Counts the occupancy since the last call, at the counts it had all that time (they
     /// change only inside the queue's calls, each of which accounts first).
     fn account(&mut self, now: Instant) {
-        let mut stats = self.stats;
-        self.add_occupancy(&mut stats, now);
-        self.stats = stats;
+        // In place: the counters are a few hundred bytes, and this runs on every call into
+        // the queue (several per I/O), so no copy of them in and out.
+        if let Some(last) = self.accounted_to {
+            let span = now.saturating_since(last).as_nanos();
+            if span > 0 {
+                let stats = &mut self.stats;
+                stats.sched_queue_area += u128::from(span) * self.scheduler.queued() as u128;
+                stats.device_queue_area += u128::from(span) * u128::from(self.in_flight);
+                stats.observed_ns += span;
+            }
+        }
         self.accounted_to = Some(self.accounted_to.map_or(now, |last| last.max(now)));
         if self.pool.is_2_4() {
             // RHEL 3's sleepers for a request retry after 1 s (§5).

@@ -83,11 +83,15 @@ impl Submitter {
     }
 
     /// The queue.
+    // Hot from the simulator's crate (several calls per I/O): inline there.
+    #[inline]
     pub fn queue(&self) -> &BlockQueue {
         &self.queue
     }
 
     /// The queue, for everything but submitting (issuing, completing, switching schedulers).
+    // Hot from the simulator's crate (several calls per I/O): inline there.
+    #[inline]
     pub fn queue_mut(&mut self) -> &mut BlockQueue {
         &mut self.queue
     }

@@ -132,6 +132,130 @@ impl LatencyRecorder {
     }
 }
 
+/// Samples a [`BufferedLatency`] keeps as values before it moves them into its histogram.
+/// Below this many, sorting them costs less than the histogram's percentile scans and its
+/// reset (each a walk over thousands of buckets, paid per interval however few samples it
+/// had: a disk at depth 1 completes about a hundred a second).
+const BUFFERED_SAMPLES: usize = 256;
+
+/// A [`LatencyRecorder`] for short windows reset often (a series' intervals): up to
+/// [`BUFFERED_SAMPLES`] samples are kept as values, their percentiles found by sorting them
+/// (the same values the histogram would give: see [`BufferedLatency::percentiles`]); beyond
+/// that they go into the histogram, until the next reset.
+#[derive(Clone, Debug)]
+pub(crate) struct BufferedLatency {
+    /// Its count, sum and maximum always; its histogram only the samples past the buffer.
+    recorder: LatencyRecorder,
+    /// The samples while there are at most [`BUFFERED_SAMPLES`] (the histogram holds none
+    /// then), each at least 1 and at most the histogram's highest trackable value.
+    samples: Vec<u64>,
+    /// Whether samples go to `samples` rather than to the histogram (no spill since the last
+    /// reset).
+    buffering: bool,
+}
+
+impl BufferedLatency {
+    /// An empty recorder keeping `digits` significant digits in its histogram.
+    pub(crate) fn new(digits: u8) -> BufferedLatency {
+        BufferedLatency {
+            recorder: LatencyRecorder::new(digits),
+            samples: Vec::with_capacity(BUFFERED_SAMPLES),
+            buffering: true,
+        }
+    }
+
+    /// Adds one sample.
+    pub(crate) fn record(&mut self, latency: Duration) {
+        let value = latency.as_nanos().max(1);
+        if self.buffering
+            && self.samples.len() < BUFFERED_SAMPLES
+            && value <= self.recorder.histogram.high()
+        {
+            let recorder = &mut self.recorder;
+            recorder.count += 1;
+            recorder.sum_ns += u128::from(latency.as_nanos());
+            recorder.max_ns = recorder.max_ns.max(latency.as_nanos());
+            self.samples.push(value);
+            return;
+        }
+        if self.buffering {
+            self.spill();
+        }
+        self.recorder.record(latency);
+    }
+
+    /// Moves the buffered samples into the histogram (their count, sum and maximum are
+    /// already counted); samples go there from now until the next reset.
+    #[cold]
+    fn spill(&mut self) {
+        for &value in &self.samples {
+            self.recorder.histogram.saturating_record(value);
+        }
+        self.samples.clear();
+        self.buffering = false;
+    }
+
+    /// Forgets every sample, keeping the memory.
+    pub(crate) fn reset(&mut self) {
+        if self.buffering {
+            // The histogram is empty: no walk over its buckets.
+            let recorder = &mut self.recorder;
+            recorder.count = 0;
+            recorder.sum_ns = 0;
+            recorder.max_ns = 0;
+        } else {
+            self.recorder.reset();
+        }
+        self.samples.clear();
+        self.buffering = true;
+    }
+
+    /// The largest sample (exact; 0 with none).
+    pub(crate) fn max_ns(&self) -> u64 {
+        self.recorder.max_ns
+    }
+
+    /// Bytes it takes (for the memory bound).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.recorder.memory_bytes() + self.samples.capacity() * std::mem::size_of::<u64>()
+    }
+
+    /// [`LatencyRecorder::percentiles`] of the samples: exactly what the histogram holding
+    /// them would answer. hdrhistogram's `value_at_quantile(q)` (7.5) takes the rank
+    /// `k = max(1, ceil(q × count))` and walks its buckets to the first whose cumulative count
+    /// reaches `k`: the bucket of the k-th smallest sample (every sample in a lower bucket is
+    /// smaller, and the k smallest are all at or below it). It answers that bucket's highest
+    /// equivalent value (its lowest for q = 0), which is the sample's own; every buffered
+    /// sample is one the histogram records unclamped.
+    pub(crate) fn percentiles(&self, percentiles: &[f64]) -> Vec<u64> {
+        if !self.buffering || self.samples.is_empty() {
+            return self.recorder.percentiles(percentiles);
+        }
+        let mut sorted = [0u64; BUFFERED_SAMPLES];
+        let sorted = &mut sorted[..self.samples.len()];
+        sorted.copy_from_slice(&self.samples);
+        sorted.sort_unstable();
+        let histogram = &self.recorder.histogram;
+        percentiles
+            .iter()
+            .map(|&p| {
+                // `value_at_percentile`'s arithmetic, step for step, so the rank is the same
+                // float-rounded one.
+                let quantile = p / 100.0;
+                let quantile = if quantile > 1.0 { 1.0 } else { quantile };
+                let rank = ((quantile * sorted.len() as f64).ceil() as u64).max(1) as usize;
+                let sample = sorted[rank.min(sorted.len()) - 1];
+                let value = if quantile == 0.0 {
+                    histogram.lowest_equivalent(sample)
+                } else {
+                    histogram.highest_equivalent(sample)
+                };
+                value.min(self.recorder.max_ns)
+            })
+            .collect()
+    }
+}
+
 /// One issuer's record of a phase.
 #[derive(Clone, Debug)]
 struct IssuerRecord {
@@ -151,8 +275,9 @@ struct IssuerRecord {
     fio: Option<Box<JobStats>>,
     /// Its operations in flight with their direction and byte offset, by the issuer's
     /// operation id.
-    /// By I/O id: looked up once per operation, never walked, so a hash map.
-    in_flight: elevator_core::LookupMap<u64, (FioDirection, u64)>,
+    /// By I/O id: looked up once per operation, never walked, ids in increasing order: an
+    /// `IdMap` (cheaper per operation than a hash map).
+    in_flight: elevator_core::IdMap<(FioDirection, u64)>,
 }
 
 /// Which way a failed operation went, for [`PhaseRecorder::record_error`].
@@ -221,7 +346,7 @@ impl PhaseRecorder {
                     bytes_at_stonewall: None,
                     errors: IoErrors::default(),
                     fio: None,
-                    in_flight: elevator_core::LookupMap::default(),
+                    in_flight: elevator_core::IdMap::new(),
                 })
                 .collect(),
             stonewall: None,
@@ -339,7 +464,7 @@ impl PhaseRecorder {
     ) {
         self.record_totals(issuer, bytes, submitted, completed);
         let record = &mut self.issuers[issuer];
-        let Some((direction, offset_bytes)) = record.in_flight.remove(&io_id) else {
+        let Some((direction, offset_bytes)) = record.in_flight.remove(io_id) else {
             self.undirected.record(completed.saturating_since(submitted));
             self.series.record(issuer, None, bytes, submitted, completed);
             return;
@@ -521,6 +646,7 @@ impl PhaseRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     // Proves the histogram's precision on a known sample: 1..=10000 µs gives percentiles
     // within 0.1 % at three digits and 1 % at two, an exact mean and an exact maximum, and the
@@ -647,5 +773,55 @@ mod tests {
         // 0.5 ms of CPU over the phase (from 0 to the last completion at 1 ms).
         let cpu = finished.cpu_utilization_percent.unwrap();
         assert!((cpu - 50.0).abs() < 0.1, "{cpu}");
+    }
+
+    /// Latencies shaped like a run's: mostly within a decade or two, with outliers up to and
+    /// past the histogram's top (which it clamps), and runs of equal values.
+    fn latencies() -> impl Strategy<Value = Vec<u64>> {
+        let one = prop_oneof![
+            8 => 1u64..20_000_000,
+            1 => 0u64..4,
+            1 => (HIGHEST_TRACKABLE_NS - 8)..(HIGHEST_TRACKABLE_NS * 4),
+            1 => Just(5_000_000u64),
+            1 => 0u64..=u64::MAX / 2,
+        ];
+        proptest::collection::vec(one, 0..(BUFFERED_SAMPLES * 2 + 40))
+    }
+
+    proptest! {
+        // Proves a buffered recorder (a series' interval) answers every percentile exactly as
+        // hdrhistogram's `value_at_percentile` on the same samples does (capped at the exact
+        // maximum, as `percentiles` always is), below and above the buffer's size (where it
+        // moves to the histogram) and after a reset, for percentiles at 0, 100 and the
+        // float-rounded ranks in between; and that its maximum is exact.
+        #[test]
+        fn buffered_percentiles_are_the_histograms(
+            first in latencies(),
+            second in latencies(),
+            percentiles in proptest::collection::vec(
+                prop_oneof![Just(0.0), Just(100.0), Just(50.0), Just(99.9), 0.0f64..=100.0],
+                1..8,
+            ),
+        ) {
+            let digits = crate::series::SERIES_DIGITS;
+            let mut buffered = BufferedLatency::new(digits);
+            for samples in [&first, &second] {
+                buffered.reset();
+                let mut reference =
+                    Histogram::<u64>::new_with_bounds(1, HIGHEST_TRACKABLE_NS, digits).unwrap();
+                for &nanos in samples.iter() {
+                    buffered.record(Duration::from_nanos(nanos));
+                    reference.saturating_record(nanos.max(1));
+                }
+                let max = samples.iter().copied().max().unwrap_or(0);
+                let expected: Vec<u64> = if samples.is_empty() {
+                    vec![0; percentiles.len()]
+                } else {
+                    percentiles.iter().map(|&p| reference.value_at_percentile(p).min(max)).collect()
+                };
+                prop_assert_eq!(buffered.percentiles(&percentiles), expected);
+                prop_assert_eq!(buffered.max_ns(), max);
+            }
+        }
     }
 }

@@ -7,7 +7,10 @@
 //! closed one; when a completion falls in a later interval, the open one is summarised
 //! (p50, p90, p99, max) and its histogram reset and reused. Memory is therefore one histogram
 //! per line plus a few dozen bytes per closed interval, whatever the rate: nothing is allocated
-//! per operation.
+//! per operation. An interval's first 256 latencies are kept as values (2 KiB per line) and
+//! sorted for its percentiles, the same values the histogram gives, so an interval with few
+//! completions (a disk at depth 1) does not pay for scans and a reset of the whole histogram
+//! (`BufferedLatency` in `crate::metrics`).
 //!
 //! Intervals are aligned to the phase's start and closed at their end: interval k holds the
 //! completions at `(k × interval, (k + 1) × interval]` after the start (the first also those
@@ -38,7 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use elevator_core::{Duration, Instant};
 
 use crate::fio::FioDirection;
-use crate::metrics::LatencyRecorder;
+use crate::metrics::BufferedLatency;
 use crate::model::{Series, SeriesInterval, SeriesLatency, SeriesLine};
 
 /// Significant digits of each interval's latency histogram (relative error under 1 %, finer
@@ -147,7 +150,7 @@ struct LineRecorder {
     open_index: u64,
     open_bytes: u64,
     open_ops: u64,
-    open_latency: LatencyRecorder,
+    open_latency: BufferedLatency,
 }
 
 impl LineRecorder {
@@ -275,7 +278,7 @@ impl SeriesRecorder {
                     open_index: index,
                     open_bytes: 0,
                     open_ops: 0,
-                    open_latency: LatencyRecorder::new(SERIES_DIGITS),
+                    open_latency: BufferedLatency::new(SERIES_DIGITS),
                 });
                 self.line_of[job][slot] = Some(self.lines.len() - 1);
                 self.lines.len() - 1

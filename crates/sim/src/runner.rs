@@ -1573,8 +1573,12 @@ impl Simulation {
     /// Wakes the sleeping issuers `from` posted: a semaphore post ends their sleep now (the
     /// wake-up event they were sleeping until goes stale by its generation).
     fn deliver_posts(&mut self, from: usize) {
+        self.issuers[from].issuer.take_posts(&mut self.posted);
+        if self.posted.is_empty() {
+            // The common case (twice per I/O): nothing posted, nothing to move.
+            return;
+        }
         let mut posted = std::mem::take(&mut self.posted);
-        self.issuers[from].issuer.take_posts(&mut posted);
         for target in posted.drain(..) {
             if let Some(slot) = self.issuers.get_mut(target)
                 && slot.sleeping
