@@ -207,6 +207,16 @@ impl Bfq {
         chosen
     }
 
+    /// The queue in service expires (`bfq_bfqq_expire`): a sample under way is dropped, so
+    /// that neither a request the next slot's queue dispatches nor one still in flight of this
+    /// slot is measured against this slot's arrival, and injection during this slot does not
+    /// count as injection during the next one's sample.
+    pub(super) fn expire_inject(&mut self) {
+        self.inject.rqs_injected = false;
+        self.inject.wait_dispatch = false;
+        self.inject.waited_rq = None;
+    }
+
     /// At a dispatch from the queue in service: the request a sample waits for.
     pub(super) fn dispatch_inject(&mut self, id: RequestId) {
         if self.inject.wait_dispatch {

@@ -1571,6 +1571,8 @@ impl Bfq {
             Expiration::NoMoreRequests => self.counters.no_more_requests += 1,
             Expiration::Preempted => {}
         }
+        // No total service time is to be measured once the slot ends.
+        self.expire_inject();
         self.expire_recalc_budget(cx, queue, reason);
         self.expire_slot(cx, queue, reason);
         let keeps_service = !self.queues[queue.slot()].busy
