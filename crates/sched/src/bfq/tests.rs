@@ -772,6 +772,29 @@ fn a_slot_end_drops_the_inject_limit_sample_under_way() {
     assert_eq!((entry.inject_limit, entry.last_serv_time_ns), (0, 0));
 }
 
+// Proves `bfq_rq_enqueued`'s small-request rule: a small read arriving while a sequential
+// reader is idled for (idling pays for throughput on a rotational device) leaves the idle
+// wait and its timer in place only if it is the queue's one queued read; a second one, as in
+// a plugged batch, ends the wait and disarms the timer.
+#[test]
+fn a_second_small_request_ends_the_idle_wait() {
+    let mut rig = Rig::new(&[("low_latency", 0)]);
+    let first = rig.insert(read(1, 0, 8));
+    let (id, _) = issue(&mut rig);
+    assert_eq!(id, first);
+    let a = rig.bfq.in_service.expect("A in service");
+    rig.now += Duration::from_millis(1);
+    rig.complete(first);
+    assert!(rig.bfq.queues[a.slot()].wait_request && rig.bfq.idle_timer.is_some(), "idling");
+    rig.now += Duration::from_micros(100);
+    rig.insert(read(1, 8, 8));
+    assert!(rig.bfq.queues[a.slot()].wait_request, "one small read: still waiting");
+    assert!(rig.bfq.idle_timer.is_some());
+    rig.insert(read(1, 16, 8));
+    assert!(!rig.bfq.queues[a.slot()].wait_request, "two queued: the wait ends");
+    assert_eq!(rig.bfq.idle_timer, None);
+}
+
 // Proves the first choice of injection (`bfq_select_queue`): while a sync reader is idled
 // for, its own process's async write (in the shared async queue of its priority) is injected
 // even with an inject limit of 0; while that shared queue's next request is another process's
