@@ -15,6 +15,11 @@
 //! request outstanding (`bic->requests <= 1`): a process with many requests in flight is not
 //! made to wait by one injected request.
 //!
+//! Checked line by line against the kernel's current `block/bfq-iosched.c` (torvalds/linux
+//! 0f9362b2, issue 25): as there, the end of a slot (`bfq_bfqq_expire`) drops a sample under
+//! way, and `max_rq_in_driver`, which caps the limit's growth, is never zeroed again once the
+//! device is found to queue.
+//!
 //! **Waker detection** (`bfq_check_waker`): a queue with a long think time whose process's
 //! request arrives less than 4 ms after a completion of another queue detects that queue as a
 //! candidate waker; three detections in a row (within 128 `slice_idle`s of the first) make it
@@ -205,6 +210,16 @@ impl Bfq {
             self.inject.rqs_injected = true;
         }
         chosen
+    }
+
+    /// The queue in service expires (`bfq_bfqq_expire`): a sample under way is dropped, so
+    /// that neither a request the next slot's queue dispatches nor one still in flight of this
+    /// slot is measured against this slot's arrival, and injection during this slot does not
+    /// count as injection during the next one's sample.
+    pub(super) fn expire_inject(&mut self) {
+        self.inject.rqs_injected = false;
+        self.inject.wait_dispatch = false;
+        self.inject.waited_rq = None;
     }
 
     /// At a dispatch from the queue in service: the request a sample waits for.

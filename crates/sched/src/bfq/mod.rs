@@ -1357,15 +1357,18 @@ impl Bfq {
     }
 
     /// After the request is queued (`bfq_rq_enqueued`): if bfq idles for this queue, stop —
-    /// unless the request is small and idling pays for throughput, in which case it may grow
-    /// by merges first — and expire the queue if its budget timed out.
+    /// unless the request is small, the only one of its direction queued, and idling pays for
+    /// throughput, in which case it may grow by merges first — and expire the queue if its
+    /// budget timed out.
     fn insert_enqueued(&mut self, cx: &Ctx<'_>, queue: QueueIndex, id: RequestId) {
         let request = &cx.requests[id];
         self.queues[queue.slot()].last_request_pos = request.end();
         if self.in_service != Some(queue) || !self.queues[queue.slot()].wait_request {
             return;
         }
-        let small = request.sector_count < SMALL_REQUEST_SECTORS;
+        // `small_req`: a second request of the direction (a plugged batch) ends the wait.
+        let alone = self.queues[queue.slot()].queued[usize::from(request.is_sync())] == 1;
+        let small = alone && request.sector_count < SMALL_REQUEST_SECTORS;
         let timed_out = self.queues[queue.slot()].budget_timed_out(cx.now);
         if small && self.idling_boosts_throughput(queue) && !timed_out {
             return;
@@ -1571,6 +1574,8 @@ impl Bfq {
             Expiration::NoMoreRequests => self.counters.no_more_requests += 1,
             Expiration::Preempted => {}
         }
+        // No total service time is to be measured once the slot ends.
+        self.expire_inject();
         self.expire_recalc_budget(cx, queue, reason);
         self.expire_slot(cx, queue, reason);
         let keeps_service = !self.queues[queue.slot()].busy

@@ -735,6 +735,66 @@ fn injection_while_idling_follows_the_adaptive_inject_limit() {
     assert_eq!((entry.inject_limit, entry.last_serv_time_ns), (0, 0));
 }
 
+// Proves that a slot's end drops a sample of the inject limit under way (`bfq_bfqq_expire`
+// clears `rqs_injected`, `wait_dispatch` and `waited_rq`): reader A's read arrives while A is
+// in service and idled for (a lighter reader waits), with nothing in flight, 12 ms after A's
+// creation, which starts a sample; before it is dispatched a real-time reader's read arrives
+// and preempts A. The real-time queue's first dispatch is not the sampled request, so its
+// completion gives that queue no baseline and leaves its limit at 0; without the reset it
+// took a baseline measured from A's arrival and a limit of 1.
+#[test]
+fn a_slot_end_drops_the_inject_limit_sample_under_way() {
+    let mut rig = Rig::new(&[("low_latency", 0), ("slice_idle", 20)]);
+    let ms = Duration::from_millis;
+    let heavy = best_effort(0);
+    let first = rig.insert(with_priority(read(1, 0, 8), heavy));
+    // A lighter reader's waiting read makes bfq idle for A.
+    rig.insert(with_priority(read(3, 50_000_000, 8), best_effort(4)));
+    let (id, _) = issue(&mut rig);
+    assert_eq!(id, first);
+    let a = rig.bfq.in_service.expect("A in service");
+    rig.now += ms(1);
+    rig.complete(first);
+    assert!(matches!(rig.dispatch(), Dispatch::Idle { .. }), "A is idled for");
+
+    rig.now = Instant::ZERO + ms(12);
+    rig.insert(with_priority(read(1, 8, 8), heavy));
+    assert!(rig.bfq.inject.wait_dispatch, "A's arrival with nothing in flight starts a sample");
+    rig.insert(with_priority(read(2, 90_000_000, 8), IoPriority::realtime(0).unwrap()));
+    assert_ne!(rig.bfq.in_service, Some(a), "the real-time queue preempted A");
+    let (rt_read, process) = issue(&mut rig);
+    assert_eq!(process, 2, "the real-time read goes first");
+    let rt = rig.bfq.in_service.expect("the real-time queue in service");
+    assert_eq!(rig.bfq.inject.waited_rq, None, "not the sampled request");
+    rig.now += ms(1);
+    rig.complete(rt_read);
+    let entry = &rig.bfq.queues[rt.slot()];
+    assert_eq!((entry.inject_limit, entry.last_serv_time_ns), (0, 0));
+}
+
+// Proves `bfq_rq_enqueued`'s small-request rule: a small read arriving while a sequential
+// reader is idled for (idling pays for throughput on a rotational device) leaves the idle
+// wait and its timer in place only if it is the queue's one queued read; a second one, as in
+// a plugged batch, ends the wait and disarms the timer.
+#[test]
+fn a_second_small_request_ends_the_idle_wait() {
+    let mut rig = Rig::new(&[("low_latency", 0)]);
+    let first = rig.insert(read(1, 0, 8));
+    let (id, _) = issue(&mut rig);
+    assert_eq!(id, first);
+    let a = rig.bfq.in_service.expect("A in service");
+    rig.now += Duration::from_millis(1);
+    rig.complete(first);
+    assert!(rig.bfq.queues[a.slot()].wait_request && rig.bfq.idle_timer.is_some(), "idling");
+    rig.now += Duration::from_micros(100);
+    rig.insert(read(1, 8, 8));
+    assert!(rig.bfq.queues[a.slot()].wait_request, "one small read: still waiting");
+    assert!(rig.bfq.idle_timer.is_some());
+    rig.insert(read(1, 16, 8));
+    assert!(!rig.bfq.queues[a.slot()].wait_request, "two queued: the wait ends");
+    assert_eq!(rig.bfq.idle_timer, None);
+}
+
 // Proves the first choice of injection (`bfq_select_queue`): while a sync reader is idled
 // for, its own process's async write (in the shared async queue of its priority) is injected
 // even with an inject limit of 0; while that shared queue's next request is another process's
