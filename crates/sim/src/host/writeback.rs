@@ -495,14 +495,30 @@ impl Writeback {
     }
 
     /// The earliest instant write-back wants [`Host::wake`] called.
+    ///
+    /// The runner asks after nearly every host event: plain loops, as a chain of four
+    /// filtered iterators folded by `min` cost several times as much.
     pub(crate) fn next_timer(&self) -> Option<Instant> {
-        let throttled = self.ops.values().filter_map(|op| match &op.state {
-            WriterState::Throttle(throttle) => throttle.until,
-            WriterState::Sync(_) => None,
-        });
-        let pdflush = self.pdflush.iter().filter_map(|thread| thread.until);
-        let journals = self.journals.iter().filter_map(Journal::next_timer);
-        throttled.chain(pdflush).chain(journals).chain(self.kupdate_at).min()
+        let mut next = self.kupdate_at;
+        let mut consider = |at: Option<Instant>| {
+            if let Some(at) = at
+                && next.is_none_or(|earliest| at < earliest)
+            {
+                next = Some(at);
+            }
+        };
+        for op in self.ops.values() {
+            if let WriterState::Throttle(throttle) = &op.state {
+                consider(throttle.until);
+            }
+        }
+        for thread in &self.pdflush {
+            consider(thread.until);
+        }
+        for journal in &self.journals {
+            consider(journal.next_timer());
+        }
+        next
     }
 
     /// What write-back holds, for a stalled run's message.

@@ -38,6 +38,8 @@
 //! before the track itself (`per-track`), as DiskSim rotates them. Slipped, spare and empty sectors occupy slots like data: a transfer
 //! passing over them waits their time.
 
+use std::cell::Cell;
+
 use elevator_core::Instant;
 
 use super::seek::SeekCurve;
@@ -824,6 +826,21 @@ pub(super) struct Mechanics {
     /// from the head may stop once the seek alone exceeds the best cost found: see
     /// [`SeekCurve::is_monotone`].
     pub(super) seek_monotone: bool,
+    /// The target [`Mechanics::target`] found last.
+    pub(super) last_target: TargetMemo,
+}
+
+/// The last target found, so that the next one on the same run of slots is derived from it
+/// instead of located again: a member of an array is mostly given consecutive stripe units,
+/// and the access that continues onto the next track asks for the LBN after the last one.
+/// A cache, not state: it is invisible to equality and starts empty.
+#[derive(Clone, Debug, Default)]
+pub(super) struct TargetMemo(Cell<Option<Target>>);
+
+impl PartialEq for TargetMemo {
+    fn eq(&self, _: &TargetMemo) -> bool {
+        true
+    }
 }
 
 /// A planned media access.
@@ -874,11 +891,37 @@ impl Mechanics {
     }
 
     /// Where the head must be, and at what angle, to start on `lbn`.
+    ///
+    /// An LBN `d` on from the last target, within its run ([`Location::run_sectors`]: LBNs
+    /// on consecutive slots of one track), is `d` slots on along the same track: the same
+    /// track and skew, its slot and physical sector `d` on (the physical one modulo the
+    /// track), its run `d` shorter (every bound of the run, the track's end, the next slip
+    /// or defect, the region's and the zone's end, is `d` nearer). That is exactly what
+    /// [`Geometry::locate`] finds, without its zone search and divisions.
     pub(super) fn target(&self, lbn: u64) -> Target {
-        let location = self.geometry.locate(lbn);
+        let location = match self.last_target.0.get() {
+            Some(last) if lbn.wrapping_sub(last.lbn) < u64::from(last.location.run_sectors) => {
+                let on = (lbn - last.lbn) as u32;
+                let from = last.location;
+                let mut physical_sector = from.physical_sector + on;
+                if physical_sector >= from.sectors_per_track {
+                    physical_sector -= from.sectors_per_track;
+                }
+                Location {
+                    track: from.track,
+                    sectors_per_track: from.sectors_per_track,
+                    sector_in_track: from.sector_in_track + on,
+                    physical_sector,
+                    run_sectors: from.run_sectors - on,
+                }
+            }
+            _ => self.geometry.locate(lbn),
+        };
         let angle_units =
             boundary_units(u64::from(location.physical_sector), location.sectors_per_track);
-        Target { lbn, location, angle_units }
+        let target = Target { lbn, location, angle_units };
+        self.last_target.0.set(Some(target));
+        target
     }
 
     /// The rotational offset from the head arriving at `on_track` to `angle_units` passing

@@ -9,7 +9,9 @@
 use elevator_core::ComponentSpec;
 use proptest::prelude::*;
 
-use super::layout::{Geometry, LayoutSpec, Location, Mapping, Sparing, ZoneSpec};
+use super::layout::{
+    Geometry, LayoutSpec, Location, Mapping, Sparing, Target, ZoneSpec, boundary_units,
+};
 use super::*;
 
 /// An `hdd` from `key=value,...` on top of the default preset.
@@ -482,4 +484,64 @@ fn per_track_and_per_range_sparing_keep_spares_in_their_regions() {
     assert_eq!(place(&ranged, 5), (0, 0, 6));
     assert_eq!(place(&ranged, 16), (1, 0, 7));
     assert_eq!(place(&ranged, 17), (2, 0, 0));
+}
+
+// Proves that `Mechanics::target`, which derives an LBN on the last target's run from that
+// target instead of locating it, finds exactly what the layout places: walked LBN by LBN
+// and in strides over the runs, slips, defects, spare tracks, skews (physical sectors that
+// wrap past the track's end), serpentine surfaces and zone boundaries of each layout, and
+// after jumps back and forth.
+#[test]
+fn targets_derived_from_the_last_one_are_the_located_ones() {
+    let layouts = [
+        CHEETAH.to_string(),
+        HP.to_string(),
+        "rpm=10025,cylinders=849,surfaces=6,zones=0-432@334/433-848@334,\
+         zone_skews=63:113/63:113,zone_spares=89/84,sparing=per-zone,mapping=serpentine"
+            .to_string(),
+        "cylinders=10,surfaces=2,zones=0-9@10,zone_skews=3:7,sparing=per-zone,\
+         zone_spares=5,defects=0:13>197,seek=table,seek_table=1:1"
+            .to_string(),
+        "cylinders=2,surfaces=2,zones=0-1@10,zone_skews=3:5,sparing=per-track,zone_spares=2,\
+         slips=0:13,seek=table,seek_table=1:1"
+            .to_string(),
+        "cylinders=4,surfaces=1,zones=0-3@10,zone_skews=4:0,sparing=per-range,\
+         sparing_range=2,zone_spares=3,slips=0:5,seek=table,seek_table=1:1"
+            .to_string(),
+    ];
+    for keys in &layouts {
+        let device = build(keys).unwrap();
+        let mechanics = &device.mechanics;
+        let geometry = &mechanics.geometry;
+        let capacity = device.capacity_sectors();
+        let check = |lbn: u64| {
+            let location = geometry.locate(lbn);
+            let angle_units =
+                boundary_units(u64::from(location.physical_sector), location.sectors_per_track);
+            assert_eq!(
+                mechanics.target(lbn),
+                Target { lbn, location, angle_units },
+                "{keys}: LBN {lbn}"
+            );
+        };
+        // Every LBN in order near the start, around the slips and defects of the small
+        // layouts, and around the Cheetah's first slip and zone boundary.
+        let stretches =
+            [0..capacity.min(3000), 168_000..168_700, 2_579_900..2_581_000, 867_400..868_000];
+        for stretch in stretches {
+            for lbn in stretch.start.min(capacity)..stretch.end.min(capacity) {
+                check(lbn);
+            }
+        }
+        // Strides that land inside, at the end of and past the current run, and jumps back.
+        let mut lbn = 0;
+        let mut step = 1;
+        while lbn < capacity {
+            check(lbn);
+            check(lbn / 2);
+            check(lbn);
+            step = step * 7 % 601 + 1;
+            lbn += step;
+        }
+    }
 }

@@ -327,8 +327,8 @@ use super::driver::DRIVER_KEY;
 use super::{Command, CommandId, DeviceModel, DeviceStats, Preset};
 use cache::{Cache, Lookup, Progress, Segment, Stream};
 use layout::{
-    Geometry, LayoutSpec, Mapping, Mechanics, Piece, Sparing, Target, Track, UNITS_PER_REVOLUTION,
-    ZoneSpec,
+    Geometry, LayoutSpec, Mapping, Mechanics, Piece, Sparing, Target, TargetMemo, Track,
+    UNITS_PER_REVOLUTION, ZoneSpec,
 };
 use seek::SeekCurve;
 
@@ -1365,6 +1365,7 @@ impl Hdd {
                 seek,
                 head_switch_ns,
                 write_settle_ns,
+                last_target: TargetMemo::default(),
             },
             cache,
             overhead_read: params.time("overhead_read"),
