@@ -2370,19 +2370,26 @@ impl Simulation {
 
     /// Tells the host whether `device` is write-congested, and whether read-congested: for
     /// dm, when any path is (`dm_table_any_congested`).
+    // Inline: its usual outcome, nothing flipped, is a few loads at the caller.
+    #[inline]
     fn report_congestion(&mut self, device: usize) {
         // This runs after every pump and completion; the queues' marks flip far more rarely
         // (at the congestion thresholds): when none flipped since the last look, the answer
         // is the one reported then (issue 20).
-        let flips = self.devices[device]
-            .paths
-            .iter()
-            .map(|path| path.submitter.queue().congestion_flips())
-            .sum::<u64>();
-        if self.devices[device].congestion_flips == Some(flips) {
-            return;
+        let slot = &self.devices[device];
+        let flips = match slot.paths.as_slice() {
+            [only] => only.submitter.queue().congestion_flips(),
+            paths => paths.iter().map(|path| path.submitter.queue().congestion_flips()).sum(),
+        };
+        if slot.congestion_flips != Some(flips) {
+            self.devices[device].congestion_flips = Some(flips);
+            self.report_congestion_now(device);
         }
-        self.devices[device].congestion_flips = Some(flips);
+    }
+
+    /// [`Simulation::report_congestion`] when some mark flipped: works out both directions.
+    #[cold]
+    fn report_congestion_now(&mut self, device: usize) {
         // Both directions in one pass over the paths.
         let (mut congested, mut read_congested) = (false, false);
         for path in &self.devices[device].paths {
