@@ -143,6 +143,9 @@ pub(crate) struct RequestPool {
     pub(crate) count: [u32; 2],
     full: [bool; 2],
     congested: [bool; 2],
+    /// How many times a `congested` mark has flipped: a caller that saw the same count last
+    /// time knows the marks are as it saw them (issue 20: the simulator asks after every pump).
+    pub(crate) congestion_flips: u64,
     waiters: [VecDeque<ProcessId>; 2],
     batchers: BTreeMap<ProcessId, Batcher>,
     /// The release whose congestion-off threshold applies.
@@ -161,6 +164,7 @@ impl RequestPool {
             count: [0; 2],
             full: [false; 2],
             congested: [false; 2],
+            congestion_flips: 0,
             waiters: [VecDeque::new(), VecDeque::new()],
             batchers: BTreeMap::new(),
             kernel: KernelVersion::Linux2_6_18,
@@ -192,7 +196,7 @@ impl RequestPool {
         self.nr_requests = nr_requests;
         // The kernel re-evaluates the marks against the new thresholds at once.
         for class in 0..2 {
-            self.congested[class] = self.count[class] >= self.congestion_on();
+            self.set_congested(class, self.count[class] >= self.congestion_on());
             self.full[class] = self.count[class] >= nr_requests;
         }
     }
@@ -211,6 +215,14 @@ impl RequestPool {
     /// 111 in vanilla 2.6.9 (host-mechanisms.md §2.4).
     pub(crate) fn congestion_off(&self) -> u32 {
         self.kernel.congestion_off(self.nr_requests)
+    }
+
+    /// Marks `class` congested or not, counting a flip.
+    fn set_congested(&mut self, class: usize, congested: bool) {
+        if self.congested[class] != congested {
+            self.congested[class] = congested;
+            self.congestion_flips += 1;
+        }
     }
 
     // Hot from the simulator's crate (several calls per I/O): inline there.
@@ -272,7 +284,7 @@ impl RequestPool {
                     return false;
                 }
             }
-            self.congested[class] = true;
+            self.set_congested(class, true);
         }
         if count >= Self::hard_cap(self.nr_requests) {
             return false;
@@ -390,7 +402,7 @@ impl RequestPool {
     pub(crate) fn free(&mut self, class: usize, now: Instant) -> Option<ProcessId> {
         self.count[class] = self.count[class].checked_sub(1).expect("pool count underflow");
         if self.count[class] < self.congestion_off() {
-            self.congested[class] = false;
+            self.set_congested(class, false);
         }
         // The kernel's test is `count + 1 <= nr_requests`: room for one more.
         if self.count[class] < self.nr_requests {
@@ -409,6 +421,30 @@ mod tests {
 
     const P1: ProcessId = ProcessId(1);
     const P2: ProcessId = ProcessId(2);
+
+    // Proves the flip count moves exactly when a congestion mark flips: not on allocations
+    // below 113 of 128 nor above it, once at 113, not on frees down to 103, once below it.
+    #[test]
+    fn congestion_flips_count_mark_changes_only() {
+        let mut pool = RequestPool::new(128, PoolSplit::ByDirection);
+        let now = Instant::ZERO;
+        for _ in 0..112 {
+            assert!(pool.try_alloc(0, P1, MayQueue::May, now));
+        }
+        assert_eq!((pool.congestion_flips, pool.is_congested(0)), (0, false));
+        for _ in 0..5 {
+            assert!(pool.try_alloc(0, P1, MayQueue::May, now));
+        }
+        assert_eq!((pool.congestion_flips, pool.is_congested(0)), (1, true));
+        while pool.count[0] > 103 {
+            pool.free(0, now);
+        }
+        assert_eq!((pool.congestion_flips, pool.is_congested(0)), (1, true));
+        pool.free(0, now);
+        assert_eq!((pool.congestion_flips, pool.is_congested(0)), (2, false));
+        pool.set_nr_requests(64);
+        assert_eq!((pool.congestion_flips, pool.is_congested(0)), (3, true), "102 ≥ 57");
+    }
 
     // Proves the thresholds the spec gives for nr_requests = 128.
     #[test]

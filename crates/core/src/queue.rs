@@ -1268,6 +1268,14 @@ impl BlockQueue {
         (self.pool.is_congested(class(Op::Read)), self.pool.is_congested(class(Op::Write)))
     }
 
+    /// How many times the queue's congestion marks have flipped since it was made: while this
+    /// stays the same, [`BlockQueue::congested_directions`] answers as it last did (the
+    /// simulator asks only when it moved).
+    #[inline]
+    pub fn congestion_flips(&self) -> u64 {
+        self.pool.congestion_flips
+    }
+
     /// Whether the queue is plugged at `now`.
     pub fn is_plugged(&self, now: Instant) -> bool {
         self.tq_plugged || self.plugged_until.is_some_and(|until| now < until)

@@ -652,6 +652,10 @@ struct DeviceSlot {
     congested: bool,
     /// The read congestion last reported to the host.
     read_congested: bool,
+    /// The sum over its paths' queues of their congestion flips when the congestion was last
+    /// worked out (`None`: never): while it stays the same, so do `congested` and
+    /// `read_congested` ([`Simulation::report_congestion`]).
+    congestion_flips: Option<u64>,
     /// The adapter whose command limit it shares (an index into `Simulation::adapters`).
     adapter: Option<usize>,
     /// `/proc/diskstats`' figures, for fio's `disk_util`.
@@ -974,6 +978,7 @@ impl Simulation {
                 congested: false,
                 adapter: device.adapter,
                 read_congested: false,
+                congestion_flips: None,
                 disk: DiskStat::default(),
             });
         }
@@ -1674,12 +1679,18 @@ impl Simulation {
             }
             // An unplugged queue runs its driver at each insertion, as `__make_request` did:
             // the device takes the request before the next bio can merge into it.
-            if !path_slot.submitter.queue().is_plugged(self.now) {
-                self.pump_path(device, path);
+            if !path_slot.submitter.queue().is_plugged(self.now) && self.pump_path(device, path) {
+                // The queue took all it could and said so without setting a timer: pumping
+                // it again with nothing changed would ask the same question for the same
+                // answer (issue 20: a quarter of a call per I/O). The device's own pump
+                // (reschedule, congestion) stays due.
+                self.devices[device].paths[path].dirty = false;
             }
         }
         let slot = &mut self.devices[device];
-        slot.paths[0].dirty |= slot.multipath.is_none();
+        if bios.is_empty() {
+            slot.paths[0].dirty |= slot.multipath.is_none();
+        }
         slot.dirty = true;
         if let Some(first) = bios.first() {
             // Every bio costs its process; a new request costs it more (a merged bio does not).
@@ -2359,8 +2370,27 @@ impl Simulation {
 
     /// Tells the host whether `device` is write-congested, and whether read-congested: for
     /// dm, when any path is (`dm_table_any_congested`).
+    // Inline: its usual outcome, nothing flipped, is a few loads at the caller.
+    #[inline]
     fn report_congestion(&mut self, device: usize) {
-        // Both directions in one pass over the paths: this runs after every pump.
+        // This runs after every pump and completion; the queues' marks flip far more rarely
+        // (at the congestion thresholds): when none flipped since the last look, the answer
+        // is the one reported then (issue 20).
+        let slot = &self.devices[device];
+        let flips = match slot.paths.as_slice() {
+            [only] => only.submitter.queue().congestion_flips(),
+            paths => paths.iter().map(|path| path.submitter.queue().congestion_flips()).sum(),
+        };
+        if slot.congestion_flips != Some(flips) {
+            self.devices[device].congestion_flips = Some(flips);
+            self.report_congestion_now(device);
+        }
+    }
+
+    /// [`Simulation::report_congestion`] when some mark flipped: works out both directions.
+    #[cold]
+    fn report_congestion_now(&mut self, device: usize) {
+        // Both directions in one pass over the paths.
         let (mut congested, mut read_congested) = (false, false);
         for path in &self.devices[device].paths {
             let (reads, writes) = path.submitter.queue().congested_directions();
@@ -2429,8 +2459,10 @@ impl Simulation {
         self.reschedule_device(device);
     }
 
-    /// Gives the device what `path`'s queue lets it have now.
-    fn pump_path(&mut self, device: usize, path: usize) {
+    /// Gives the device what `path`'s queue lets it have now. Returns whether the queue is
+    /// settled: its last answer was busy or empty (no wake-up timer set for it, no adapter
+    /// limit in the way), so asking again before anything changes it would answer the same.
+    fn pump_path(&mut self, device: usize, path: usize) -> bool {
         let paths = self.devices[device].paths.len();
         loop {
             let slot = &mut self.devices[device];
@@ -2439,7 +2471,7 @@ impl Simulation {
             if let Some(adapter) = slot.adapter {
                 let adapter = &self.adapters[adapter];
                 if adapter.outstanding >= adapter.can_queue {
-                    break;
+                    return false;
                 }
             }
             let path_slot = &mut slot.paths[path];
@@ -2494,7 +2526,7 @@ impl Simulation {
                         until,
                         Event::QueueWake { device, path },
                     );
-                    break;
+                    return false;
                 }
                 Pull::Busy | Pull::Empty => {
                     // A RHEL 3 task sleeping for a request retries after 1 s (§5): wake the
@@ -2509,7 +2541,7 @@ impl Simulation {
                             Event::QueueWake { device, path },
                         );
                     }
-                    break;
+                    return true;
                 }
             }
         }
