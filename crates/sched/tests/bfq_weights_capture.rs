@@ -3,23 +3,11 @@
 //! captures of the two things the replay must follow to compare bfq fairly — a request of
 //! another queue injected beside the queue in service, and the kernel serving another queue.
 
-use std::path::PathBuf;
+mod common;
 
-use elevator_sched::conform::{ConformOptions, ConformReport, replay};
+use common::replay_file;
+use elevator_sched::conform::{ConformOptions, replay};
 use elevator_trace::sched_log::{SchedCapture, parse};
-
-fn replay_file(name: &str) -> ConformReport {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
-    let capture = elevator_trace::sched_log::read(&path)
-        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    let report = replay(&capture, ConformOptions::default())
-        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!("{name}:\n{report}");
-    }
-    report
-}
 
 // Proves ours agrees with Linux 6.18.44's bfq on three randread processes at be/0, be/4 and
 // be/7 (weights 80/40/10, iodepth 16 each, `low_latency=0`) on 894 of 935 decisions

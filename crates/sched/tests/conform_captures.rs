@@ -2,23 +2,10 @@
 //! asserts how many decisions the capture holds and that ours still agrees on at least as
 //! many as it did when the excerpt was committed.
 
-use std::path::PathBuf;
+mod common;
 
+use common::{capture_file, replay_file};
 use elevator_sched::conform::{Cause, ConformOptions, ConformReport, replay};
-
-fn replay_file(name: &str) -> ConformReport {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
-    let capture = elevator_trace::sched_log::read(&path)
-        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    let report = replay(&capture, ConformOptions::default())
-        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    // The figures go in the test's output (`--nocapture`), as the issue asks.
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!("{name}:\n{report}");
-    }
-    report
-}
 
 /// Asserts the decision count and no fewer identical decisions than measured.
 fn assert_at_least(report: &ConformReport, decisions: u64, identical: u64) {
@@ -72,9 +59,7 @@ fn mq_deadline_saturated_randrw_with_kblockd_runs() {
     assert_eq!(runs.first_disagreements_in_runs, 3, "{report}");
     assert_eq!(runs.first_disagreements_near_runs, 5, "{report}");
     assert_eq!(report.causes.get(&Cause::KblockdRun), Some(&5), "{report}");
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/mq-deadline-randrw-qd512-kblockd.sched");
-    let capture = elevator_trace::sched_log::read(&path).expect("the excerpt reads");
+    let capture = capture_file("mq-deadline-randrw-qd512-kblockd.sched");
     let modelled = replay(&capture, ConformOptions { kblockd_runs: true, ..Default::default() })
         .expect("the excerpt replays");
     assert_at_least(&modelled, 1372, 1364);

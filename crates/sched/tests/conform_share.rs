@@ -3,15 +3,13 @@
 //! hand-built captures whose answer is known.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use elevator_sched::conform::{ShareOptions, ShareReport, share_replay};
 use elevator_trace::sched_log::{self, SchedCapture};
 
-fn read(name: &str) -> SchedCapture {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
-    sched_log::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
-}
+mod common;
+
+use common::capture_file as read;
 
 fn report_of(name: &str, capture: &SchedCapture) -> ShareReport {
     let report = share_replay(capture, ShareOptions::default())
